@@ -1,0 +1,402 @@
+"""Layers: thin :class:`Module` wrappers around :mod:`sandbox.functional`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import functional as F
+from . import init
+from ._module import Module, Parameter
+
+
+def _pair(value, name: str) -> tuple[int, int]:
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        return int(value), int(value)
+    if isinstance(value, tuple | list) and len(value) == 2 and all(
+        isinstance(v, int | np.integer) and not isinstance(v, bool) for v in value
+    ):
+        return int(value[0]), int(value[1])
+    raise TypeError(f"{name} must be an int or a pair of ints, got {value!r}")
+
+
+def _positive(value: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _float_dtype(dtype):
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        raise TypeError(f"dtype must be float32 or float64, got {dtype}")
+    return dtype
+
+
+class Identity(Module):
+    """Returns its input unchanged."""
+
+    def forward(self, x):
+        return x
+
+
+class Linear(Module):
+    """``y = x Wᵀ + b`` with ``W`` of shape ``(out_features, in_features)``."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=np.float32):
+        super().__init__()
+        self.in_features = _positive(in_features, "in_features")
+        self.out_features = _positive(out_features, "out_features")
+        dtype = _float_dtype(dtype)
+        self.weight = Parameter(np.empty((out_features, in_features), dtype))
+        self.bias = Parameter(np.empty(out_features, dtype)) if bias else None
+        if not bias:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1 / math.sqrt(self.in_features)
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, x):
+        y = x @ self.weight.T
+        return y + self.bias if self.bias is not None else y
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class _ConvNd(Module):
+    transposed = False
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                 bias, dtype, output_padding=0):
+        super().__init__()
+        self.in_channels = _positive(in_channels, "in_channels")
+        self.out_channels = _positive(out_channels, "out_channels")
+        self.groups = _positive(groups, "groups")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(
+                f"groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}"
+            )
+        self.kernel_size = _pair(kernel_size, "kernel_size")
+        self.stride = _pair(stride, "stride")
+        self.padding = _pair(padding, "padding")
+        self.dilation = _pair(dilation, "dilation")
+        self.output_padding = _pair(output_padding, "output_padding")
+        dtype = _float_dtype(dtype)
+        if self.transposed:
+            shape = (in_channels, out_channels // groups, *self.kernel_size)
+        else:
+            shape = (out_channels, in_channels // groups, *self.kernel_size)
+        self.weight = Parameter(np.empty(shape, dtype))
+        if bias:
+            self.bias = Parameter(np.empty(out_channels, dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # PyTorch's default: kaiming_uniform(a=sqrt(5)) -> U(±1/sqrt(fan_in)), same bound for bias.
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight.data.shape)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self) -> str:
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding != (0, 0):
+            s += f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0, 0):
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution over ``(N, C, H, W)`` inputs, PyTorch's semantics and weight layout."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, dtype=np.float32):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, dtype)
+
+    def forward(self, x):
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+
+
+class ConvTranspose2d(_ConvNd):
+    """Transposed 2-D convolution (the adjoint of :class:`Conv2d`), PyTorch's weight layout."""
+
+    transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
+                 dtype=np.float32):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, dtype, output_padding=output_padding)
+
+    def forward(self, x):
+        return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding,
+                                  self.output_padding, self.groups, self.dilation)
+
+
+class BatchNorm2d(Module):
+    """Batch normalisation over ``(N, C, H, W)`` with running statistics."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, dtype=np.float32):
+        super().__init__()
+        self.num_features = _positive(num_features, "num_features")
+        self.eps = float(eps)
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        dtype = _float_dtype(dtype)
+        if affine:
+            self.weight = Parameter(np.ones(num_features, dtype))
+            self.bias = Parameter(np.zeros(num_features, dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", np.zeros(num_features, dtype))
+            self.register_buffer("running_var", np.ones(num_features, dtype))
+            self.register_buffer("num_batches_tracked", np.zeros((), np.int64))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def forward(self, x):
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked += 1
+            if self.momentum is None:  # cumulative moving average
+                momentum = 1.0 / float(self.num_batches_tracked)
+        return F.batch_norm(
+            x,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            training=self.training or not self.track_running_stats,
+            momentum=momentum,
+            eps=self.eps,
+        )
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class GroupNorm(Module):
+    """Group normalisation: statistics over channel groups of each sample."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
+                 dtype=np.float32):
+        super().__init__()
+        self.num_groups = _positive(num_groups, "num_groups")
+        self.num_channels = _positive(num_channels, "num_channels")
+        if num_channels % num_groups:
+            raise ValueError(
+                f"num_groups={num_groups} must divide num_channels={num_channels}"
+            )
+        self.eps = float(eps)
+        self.affine = affine
+        dtype = _float_dtype(dtype)
+        if affine:
+            self.weight = Parameter(np.ones(num_channels, dtype))
+            self.bias = Parameter(np.zeros(num_channels, dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class ReLU(Module):
+    """``max(x, 0)``."""
+
+    def forward(self, x):
+        return F.relu(x)
+
+
+class LeakyReLU(Module):
+    """``x`` if ``x > 0`` else ``negative_slope · x``."""
+
+    def __init__(self, negative_slope: float = 0.01):
+        super().__init__()
+        self.negative_slope = float(negative_slope)
+
+    def forward(self, x):
+        return F.leaky_relu(x, self.negative_slope)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}"
+
+
+class MaxPool2d(Module):
+    """2-D max pooling (PyTorch's semantics, incl. ``ceil_mode`` and dilation)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = kernel_size if stride is None else stride
+        self.padding = padding
+        self.dilation = dilation
+        self.ceil_mode = ceil_mode
+
+    def forward(self, x):
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class AvgPool2d(Module):
+    """2-D average pooling."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = kernel_size if stride is None else stride
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, x):
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class Upsample(Module):
+    """Resampling layer for every mode of :func:`sandbox.functional.interpolate`.
+
+    Unlike PyTorch's ``nn.Upsample`` it also takes ``antialias`` (bilinear,
+    bicubic, lanczos3) and works in 1-D, 2-D and 3-D for every mode.
+    """
+
+    def __init__(self, size=None, scale_factor=None, mode: str = "nearest", align_corners=None,
+                 recompute_scale_factor=None, antialias: bool = False):
+        super().__init__()
+        self.size = size
+        self.scale_factor = scale_factor
+        self.mode = mode
+        self.align_corners = align_corners
+        self.recompute_scale_factor = recompute_scale_factor
+        self.antialias = antialias
+
+    def forward(self, x):
+        return F.interpolate(x, size=self.size, scale_factor=self.scale_factor, mode=self.mode,
+                             align_corners=self.align_corners, antialias=self.antialias,
+                             recompute_scale_factor=self.recompute_scale_factor)
+
+    def extra_repr(self) -> str:
+        what = f"size={self.size}" if self.size is not None else f"scale_factor={self.scale_factor}"
+        s = f"{what}, mode={self.mode!r}"
+        if self.align_corners is not None:
+            s += f", align_corners={self.align_corners}"
+        if self.antialias:
+            s += ", antialias=True"
+        return s
+
+
+class Dropout(Module):
+    """Zeroes elements with probability ``p`` in training, scaling the rest by ``1/(1-p)``."""
+
+    def __init__(self, p: float = 0.5):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability p must be in [0, 1], got {p}")
+        self.p = float(p)
+
+    def forward(self, x):
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+class Dropout2d(Dropout):
+    """Zeroes whole channels with probability ``p`` in training."""
+
+    def forward(self, x):
+        return F.dropout2d(x, self.p, self.training)
+
+
+class Sequential(Module):
+    """Applies its modules in order."""
+
+    def __init__(self, *modules: Module):
+        super().__init__()
+        for i, m in enumerate(modules):
+            self.add_module(str(i), m)
+
+    def __getitem__(self, index):
+        items = list(self._modules.values())
+        if isinstance(index, slice):
+            return Sequential(*items[index])
+        return items[index]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module: Module) -> Sequential:
+        self.add_module(str(len(self)), module)
+        return self
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+
+class ModuleList(Module):
+    """A list of modules, registered so their parameters are found."""
+
+    def __init__(self, modules=()):
+        super().__init__()
+        for m in modules:
+            self.append(m)
+
+    def append(self, module: Module) -> ModuleList:
+        self.add_module(str(len(self)), module)
+        return self
+
+    def __getitem__(self, index):
+        items = list(self._modules.values())
+        if isinstance(index, slice):
+            return ModuleList(items[index])
+        return items[index]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())

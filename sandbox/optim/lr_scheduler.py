@@ -1,0 +1,181 @@
+"""Learning-rate schedulers with PyTorch's formulas (``torch.optim.lr_scheduler``).
+
+Call ``scheduler.step()`` once per epoch (or per batch for :class:`OneCycleLR`),
+after ``optimizer.step()``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ._optimizer import Optimizer
+
+
+class LRScheduler:
+    """Base class: keeps ``last_epoch`` and writes each group's ``lr``."""
+
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        elif any("initial_lr" not in g for g in optimizer.param_groups):
+            raise KeyError("param group has no 'initial_lr': resume with last_epoch=-1 first")
+        self.base_lrs = [g["initial_lr"] for g in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self._step_count = 0
+        self.step()
+
+    def get_lr(self) -> list[float]:
+        raise NotImplementedError
+
+    def get_last_lr(self) -> list[float]:
+        """The learning rates set by the last :meth:`step`."""
+        return list(self._last_lr)
+
+    def step(self) -> None:
+        self._step_count += 1
+        self.last_epoch += 1
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr(), strict=True):
+            group["lr"] = lr
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+    def state_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+
+class StepLR(LRScheduler):
+    """Multiply the learning rate by ``gamma`` every ``step_size`` epochs."""
+
+    def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
+        if not isinstance(step_size, int) or step_size < 1:
+            raise ValueError(f"step_size must be a positive integer, got {step_size!r}")
+        self.step_size = step_size
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0 or self.last_epoch % self.step_size:
+            return [g["lr"] for g in self.optimizer.param_groups]
+        return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """Cosine annealing from the initial rate to ``eta_min`` over ``T_max`` epochs.
+
+    Uses PyTorch's recursive form, so the rates agree with PyTorch to rounding:
+    ``lr_t = eta_min + (lr_{t-1} - eta_min)·(1 + cos(πt/T))/(1 + cos(π(t-1)/T))``.
+    """
+
+    def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1):
+        if not isinstance(T_max, int) or T_max < 1:
+            raise ValueError(f"T_max must be a positive integer, got {T_max!r}")
+        self.T_max = T_max
+        self.eta_min = eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        t, T, eta = self.last_epoch, self.T_max, self.eta_min
+        if t == 0:
+            return [g["lr"] for g in groups]
+        if self._step_count == 1 and t > 0:
+            return [eta + (base - eta) * (1 + math.cos(t * math.pi / T)) / 2
+                    for base in self.base_lrs]
+        if (t - 1 - T) % (2 * T) == 0:
+            return [g["lr"] + (base - eta) * (1 - math.cos(math.pi / T)) / 2
+                    for base, g in zip(self.base_lrs, groups, strict=True)]
+        return [(1 + math.cos(math.pi * t / T)) / (1 + math.cos(math.pi * (t - 1) / T))
+                * (g["lr"] - eta) + eta for g in groups]
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy (Smith & Topin, 2019), stepped once per batch.
+
+    The rate rises from ``max_lr/div_factor`` to ``max_lr`` over the first
+    ``pct_start`` of ``total_steps``, then anneals to
+    ``max_lr/(div_factor·final_div_factor)``; with ``cycle_momentum`` the
+    momentum (or Adam's β1) moves the opposite way between ``base_momentum`` and
+    ``max_momentum``.
+    """
+
+    def __init__(self, optimizer, max_lr, total_steps: int, pct_start: float = 0.3,
+                 anneal_strategy: str = "cos", cycle_momentum: bool = True,
+                 base_momentum: float = 0.85, max_momentum: float = 0.95,
+                 div_factor: float = 25.0, final_div_factor: float = 1e4,
+                 three_phase: bool = False, last_epoch: int = -1):
+        if not isinstance(total_steps, int) or total_steps < 1:
+            raise ValueError(f"total_steps must be a positive integer, got {total_steps!r}")
+        if not 0.0 <= pct_start <= 1.0:
+            raise ValueError(f"pct_start must be in [0, 1], got {pct_start!r}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(f"anneal_strategy must be 'cos' or 'linear', got {anneal_strategy!r}")
+        self.total_steps = total_steps
+        self.anneal_strategy = anneal_strategy
+        groups = optimizer.param_groups
+        max_lrs = list(max_lr) if isinstance(max_lr, list | tuple) else [max_lr] * len(groups)
+        if last_epoch == -1:
+            for g, m in zip(groups, max_lrs, strict=True):
+                g["initial_lr"] = m / div_factor
+                g["max_lr"] = m
+                g["min_lr"] = g["initial_lr"] / final_div_factor
+        up = float(pct_start * total_steps) - 1
+        if three_phase:
+            self._phases = [
+                (up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                (2 * up, "max_lr", "initial_lr", "base_momentum", "max_momentum"),
+                (total_steps - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum"),
+            ]
+        else:
+            self._phases = [
+                (up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                (total_steps - 1, "max_lr", "min_lr", "base_momentum", "max_momentum"),
+            ]
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("cycle_momentum needs an optimizer with 'momentum' or 'betas'")
+            self._use_beta1 = "betas" in optimizer.defaults
+            if last_epoch == -1:
+                for g in groups:
+                    g["max_momentum"], g["base_momentum"] = max_momentum, base_momentum
+                    if self._use_beta1:
+                        g["betas"] = (max_momentum, *g["betas"][1:])
+                    else:
+                        g["momentum"] = max_momentum
+        super().__init__(optimizer, last_epoch)
+
+    def _anneal(self, start, end, pct):
+        if self.anneal_strategy == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def get_lr(self):
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise ValueError(
+                f"OneCycleLR stepped {step} times but total_steps={self.total_steps}"
+            )
+        lrs = []
+        for g in self.optimizer.param_groups:
+            start_step = 0.0
+            for i, (end_step, lr0, lr1, mom0, mom1) in enumerate(self._phases):
+                if step <= end_step or i == len(self._phases) - 1:
+                    pct = (step - start_step) / (end_step - start_step)
+                    lr = self._anneal(g[lr0], g[lr1], pct)
+                    if self.cycle_momentum:
+                        mom = self._anneal(g[mom0], g[mom1], pct)
+                    break
+                start_step = end_step
+            lrs.append(lr)
+            if self.cycle_momentum:
+                if self._use_beta1:
+                    g["betas"] = (mom, *g["betas"][1:])
+                else:
+                    g["momentum"] = mom
+        return lrs
