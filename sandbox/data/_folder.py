@@ -1,0 +1,214 @@
+"""Image/mask pairs from a folder: ``root/images/<stem>.<ext>`` + ``root/masks/<stem>.<ext>``.
+
+Reading PNG/TIFF/JPEG needs Pillow (``pip install "cpu-train-sandbox[images]"``); it is
+imported only when an :class:`ImageFolder` is created.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ._shapes import _check_index, _check_int
+
+EXTENSIONS = (".png", ".tif", ".tiff", ".jpg", ".jpeg")
+_GRAY_MODES = ("1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "I;16N", "F")
+
+
+def _import_pil():
+    try:
+        from PIL import Image
+    except ImportError:
+        raise ImportError(
+            "ImageFolder reads PNG/TIFF/JPEG files with Pillow, which is not installed: "
+            'pip install "cpu-train-sandbox[images]"  (or: pip install Pillow)'
+        ) from None
+    return Image
+
+
+def _list(folder):
+    files = {}
+    for path in sorted(folder.iterdir()):
+        if path.is_file() and path.suffix.lower() in EXTENSIONS:
+            if path.stem in files:
+                raise ValueError(
+                    f"two files with the stem {path.stem!r} in {folder}: "
+                    f"{files[path.stem].name} and {path.name}"
+                )
+            files[path.stem] = path
+    return files
+
+
+class ImageFolder:
+    """Segmentation pairs read from ``root/images/`` and ``root/masks/``.
+
+    An image and its mask share the file stem (``images/a.jpg`` goes with
+    ``masks/a.png``); files with other extensions are ignored.
+
+    Parameters
+    ----------
+    root : str or Path
+        Folder holding ``images/`` and ``masks/``.
+    num_classes : int
+        Mask labels must lie in ``[0, num_classes)`` (or equal ``ignore_index``).
+    image_size : int or (int, int), optional
+        Resize every pair to ``(height, width)``: bilinear for images, nearest for
+        masks. Default: keep each file's size (a batch then needs equal sizes).
+    channels : {None, 1, 3}, default None
+        1 converts to grayscale, 3 to RGB; ``None`` takes 1 if the first image is
+        grayscale, else 3, and converts the rest to match.
+    ignore_index : int, optional
+        A label value allowed outside ``[0, num_classes)`` (e.g. 255 for "unlabelled"),
+        to be skipped by the loss and :func:`sandbox.metrics.confusion_matrix`.
+    class_names : sequence of str, optional
+        Default ``("class0", "class1", ...)``.
+    cache : bool, default False
+        Keep decoded pairs in memory after the first read.
+
+    Notes
+    -----
+    Images become float32 ``(C, H, W)`` scaled to ``[0, 1]`` (integer images divided
+    by their dtype's maximum: 255 for 8-bit, 65535 for 16-bit; float images as they
+    are); masks must be label images (grayscale or palette ``P``; an RGB mask is
+    accepted only when its three channels are equal) and become int64 ``(H, W)``.
+    Pairs are matched and their sizes compared when the dataset is created (file
+    headers only); labels are checked when a sample is read. Every error names the
+    file.
+    """
+
+    def __init__(self, root, num_classes, image_size=None, channels=None, ignore_index=None,
+                 class_names=None, cache=False):
+        self._pil = _import_pil()
+        self.root = Path(root)
+        self.num_classes = _check_int("num_classes", num_classes, 1)
+        if image_size is not None:
+            if isinstance(image_size, int | np.integer) and not isinstance(image_size, bool):
+                image_size = (int(image_size), int(image_size))
+            image_size = tuple(_check_int("image_size", int(s), 1) for s in image_size)
+            if len(image_size) != 2:
+                raise ValueError(f"image_size must be an int or (height, width), got {image_size}")
+        self.image_size = image_size
+        if channels not in (None, 1, 3):
+            raise ValueError(f"channels must be None, 1 or 3, got {channels!r}")
+        self.ignore_index = None if ignore_index is None else int(ignore_index)
+        self.cache = bool(cache)
+        self._cache = {}
+
+        image_dir, mask_dir = self.root / "images", self.root / "masks"
+        for d in (image_dir, mask_dir):
+            if not d.is_dir():
+                raise FileNotFoundError(
+                    f"ImageFolder expects {image_dir} and {mask_dir}; {d} is not a directory"
+                )
+        images, masks = _list(image_dir), _list(mask_dir)
+        if not images and not masks:
+            raise ValueError(
+                f"no image files ({', '.join(EXTENSIONS)}) found in {image_dir} and {mask_dir}"
+            )
+        for stem, path in images.items():
+            if stem not in masks:
+                raise FileNotFoundError(f"image {path} has no mask: expected {mask_dir}/{stem}.*")
+        for stem, path in masks.items():
+            if stem not in images:
+                raise FileNotFoundError(f"mask {path} has no image: expected {image_dir}/{stem}.*")
+        self.pairs = [(images[s], masks[s]) for s in sorted(images)]
+
+        for img_path, mask_path in self.pairs:
+            with self._pil.open(img_path) as im, self._pil.open(mask_path) as mk:
+                if im.size != mk.size:
+                    raise ValueError(
+                        f"size mismatch: image {img_path} is {im.size[0]}x{im.size[1]} (WxH) "
+                        f"but mask {mask_path} is {mk.size[0]}x{mk.size[1]}"
+                    )
+                if channels is None:
+                    channels = 1 if im.mode in _GRAY_MODES else 3
+        self.in_channels = channels
+        if class_names is None:
+            class_names = tuple(f"class{i}" for i in range(self.num_classes))
+        self.class_names = tuple(class_names)
+        if len(self.class_names) != self.num_classes:
+            raise ValueError(
+                f"class_names has {len(self.class_names)} entries, num_classes is {num_classes}"
+            )
+
+    def __len__(self):
+        return len(self.pairs)
+
+    def __repr__(self):
+        return f"ImageFolder({str(self.root)!r}, num_classes={self.num_classes}, n={len(self)})"
+
+    def __getitem__(self, index):
+        index = _check_index(index, len(self))
+        if index in self._cache:
+            image, mask = self._cache[index]
+            return image.copy(), mask.copy()
+        image, mask = self._read(*self.pairs[index])
+        if self.cache:
+            self._cache[index] = (image, mask)
+            return image.copy(), mask.copy()
+        return image, mask
+
+    def _read(self, img_path, mask_path):
+        pil = self._pil
+        with pil.open(img_path) as im:
+            im.load()
+            image = self._image_array(im, img_path)
+        with pil.open(mask_path) as mk:
+            mk.load()
+            mask = self._mask_array(mk, mask_path)
+        bad = (mask < 0) | (mask >= self.num_classes)
+        if self.ignore_index is not None:
+            bad &= mask != self.ignore_index
+        if bad.any():
+            values = np.unique(mask[bad])
+            allowed = f"[0, {self.num_classes})"
+            if self.ignore_index is not None:
+                allowed += f" or ignore_index={self.ignore_index}"
+            raise ValueError(
+                f"mask {mask_path} has labels {values[:10].tolist()} outside {allowed} "
+                f"(num_classes={self.num_classes})"
+            )
+        return image, mask
+
+    def _image_array(self, im, path):
+        if self.in_channels == 3:
+            if im.mode != "RGB":
+                im = im.convert("RGB")
+        elif im.mode not in ("L", "I", "I;16", "F"):
+            im = im.convert("L")
+        # Scale to [0, 1] by the full range of the stored integer type.
+        if im.mode in ("L", "RGB"):
+            scale = 255.0
+        elif im.mode == "I;16":
+            scale = 65535.0
+        elif im.mode == "I":  # 32-bit container; 16-bit data is the usual content
+            scale = 65535.0 if np.asarray(im).max(initial=0) > 255 else 255.0
+        else:  # "F": floating point, kept as is
+            scale = 1.0
+        if self.image_size is not None:
+            if im.mode not in ("L", "RGB", "F"):
+                im = im.convert("F")  # 16/32-bit integers resize as float
+            im = im.resize(self.image_size[::-1], resample=self._pil.Resampling.BILINEAR)
+        a = np.asarray(im).astype(np.float32) / np.float32(scale)
+        a = a[None] if a.ndim == 2 else np.moveaxis(a, -1, 0)
+        return np.ascontiguousarray(a)
+
+    def _mask_array(self, mk, path):
+        if self.image_size is not None:
+            mk = mk.resize(self.image_size[::-1], resample=self._pil.Resampling.NEAREST)
+        m = np.asarray(mk)
+        if m.ndim == 3:
+            if m.shape[2] >= 3 and np.array_equal(m[..., 0], m[..., 1]) and np.array_equal(
+                m[..., 0], m[..., 2]
+            ):
+                m = m[..., 0]
+            else:
+                raise ValueError(
+                    f"mask {path} is a colour image (mode {mk.mode}); masks must be label "
+                    "images (grayscale or palette) holding one class id per pixel"
+                )
+        if not (np.issubdtype(m.dtype, np.integer) or m.dtype == bool):
+            if not np.all(m == np.round(m)):
+                raise ValueError(f"mask {path} has non-integer values (mode {mk.mode})")
+        return m.astype(np.int64)
