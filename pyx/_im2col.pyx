@@ -1,0 +1,147 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
+"""im2col / col2im kernels for convolution as GEMM (kernel contract: pyx/fused.pxd).
+
+Column layout (one chunk of ``nb`` samples starting at sample ``n0``)::
+
+    col[(c * kh + ki) * kw + kj, s * (ho * wo) + oh * wo + ow]
+        = x[n0 + s, c, oh * sh - ph + ki * dh, ow * sw - pw + kj * dw]   (0 outside)
+
+so a convolution chunk is ``weight.reshape(O, C*kh*kw) @ col`` and the gradient
+with respect to the input is ``col2im(weight.T @ grad_cols)``.
+
+* ``im2col`` runs one row ``(c, ki, kj)`` per ``prange`` iteration: every row is
+  written by exactly one thread.
+* ``col2im`` (the adjoint, a scatter-add) runs one ``(sample, channel)`` plane
+  per iteration; the thread owning the plane adds all contributions in a fixed
+  order, so results are bitwise identical for any thread count (no atomics).
+"""
+
+from cython.parallel cimport prange
+from libc.string cimport memcpy, memset
+
+from fused cimport real
+
+
+cdef inline Py_ssize_t _ceil_div(Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """ceil(a / b) for b > 0 and any sign of a."""
+    if a <= 0:
+        return -((-a) // b)
+    return (a + b - 1) // b
+
+
+cdef inline Py_ssize_t _valid_lo(Py_ssize_t off, Py_ssize_t s, Py_ssize_t n_out) noexcept nogil:
+    """First output position o with o * s - off >= 0 (clipped to [0, n_out])."""
+    cdef Py_ssize_t a = _ceil_div(off, s)
+    if a < 0:
+        return 0
+    return a if a < n_out else n_out
+
+
+cdef inline Py_ssize_t _valid_hi(Py_ssize_t off, Py_ssize_t s, Py_ssize_t size,
+                                 Py_ssize_t n_out) noexcept nogil:
+    """One past the last output position o with o * s - off < size (clipped to [0, n_out])."""
+    cdef Py_ssize_t b = _ceil_div(size + off, s)
+    if b < 0:
+        return 0
+    return b if b < n_out else n_out
+
+
+# Note: lo/hi are assigned directly (not through pointers) inside the prange
+# bodies so that Cython makes them thread-private.
+
+
+def im2col(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
+           real[:, ::1] col,             # OUT (C*kh*kw, nb*ho*wo)
+           Py_ssize_t n0, Py_ssize_t nb,
+           int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw,
+           Py_ssize_t ho, Py_ssize_t wo, int num_threads):
+    """Unfold samples ``n0 .. n0+nb-1`` of ``x`` into ``col`` (layout in the module doc).
+
+    Parameters
+    ----------
+    x : ndarray, shape (N, C, H, W), float32 or float64, C-contiguous
+    col : ndarray, shape (C*kh*kw, nb*ho*wo), same dtype, C-contiguous; fully overwritten
+    n0, nb : int
+        First sample and number of samples of the chunk.
+    kh, kw, sh, sw, ph, pw, dh, dw : int
+        Kernel size, stride, padding and dilation (rows, columns).
+    ho, wo : int
+        Output size (given, so callers may pick any valid size).
+    num_threads : int
+        Threads for the ``prange`` loop (>= 1).
+    """
+    cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef Py_ssize_t rows = C * kh * kw, plane = ho * wo
+    cdef Py_ssize_t r, c, ki, kj, s, oh, ow, ih, off, lo, hi
+    cdef const real* src
+    cdef real* dst
+    with nogil:
+        for r in prange(rows, schedule="static", num_threads=num_threads):
+            c = r // (kh * kw)
+            ki = (r // kw) % kh
+            kj = r % kw
+            off = pw - kj * dw
+            lo = _valid_lo(off, sw, wo)
+            hi = _valid_hi(off, sw, W, wo)
+            for s in range(nb):
+                dst = &col[r, s * plane]
+                for oh in range(ho):
+                    ih = oh * sh - ph + ki * dh
+                    if ih < 0 or ih >= H or lo >= hi:
+                        memset(dst, 0, wo * sizeof(real))
+                    else:
+                        src = &x[n0 + s, c, ih, 0]
+                        if lo > 0:
+                            memset(dst, 0, lo * sizeof(real))
+                        if sw == 1:
+                            memcpy(dst + lo, src + lo - off, (hi - lo) * sizeof(real))
+                        else:
+                            for ow in range(lo, hi):
+                                dst[ow] = src[ow * sw - off]
+                        if hi < wo:
+                            memset(dst + hi, 0, (wo - hi) * sizeof(real))
+                    dst = dst + wo
+
+
+def col2im(const real[:, ::1] col,       # IN  (C*kh*kw, nb*ho*wo)
+           real[:, :, :, ::1] out,        # OUT (N, C, H, W); planes n0..n0+nb-1 overwritten
+           Py_ssize_t n0, Py_ssize_t nb,
+           int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw,
+           Py_ssize_t ho, Py_ssize_t wo, int num_threads):
+    """Adjoint of :func:`im2col`: fold ``col`` back, summing overlapping taps.
+
+    Parameters are those of :func:`im2col`; samples ``n0 .. n0+nb-1`` of ``out``
+    are overwritten (not accumulated into).  Deterministic: each ``(sample,
+    channel)`` plane is owned by one iteration and summed in a fixed order.
+    """
+    cdef Py_ssize_t C = out.shape[1], H = out.shape[2], W = out.shape[3]
+    cdef Py_ssize_t plane = ho * wo
+    cdef Py_ssize_t p, c, s, ki, kj, oh, ow, ih, off, lo, hi
+    cdef const real* src
+    cdef real* dst
+    cdef real* row
+    with nogil:
+        for p in prange(nb * C, schedule="static", num_threads=num_threads):
+            s = p // C
+            c = p % C
+            dst = &out[n0 + s, c, 0, 0]
+            memset(dst, 0, H * W * sizeof(real))
+            for ki in range(kh):
+                for kj in range(kw):
+                    off = pw - kj * dw
+                    lo = _valid_lo(off, sw, wo)
+                    hi = _valid_hi(off, sw, W, wo)
+                    if lo >= hi:
+                        continue
+                    src = &col[(c * kh + ki) * kw + kj, s * plane]
+                    for oh in range(ho):
+                        ih = oh * sh - ph + ki * dh
+                        if ih < 0 or ih >= H:
+                            continue
+                        row = dst + ih * W - off
+                        if sw == 1:
+                            for ow in range(lo, hi):
+                                row[ow] = row[ow] + src[oh * wo + ow]
+                        else:
+                            for ow in range(lo, hi):
+                                row[ow * sw] = row[ow * sw] + src[oh * wo + ow]

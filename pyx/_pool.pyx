@@ -1,0 +1,190 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
+"""Max and average pooling, forward and backward (kernel contract: pyx/fused.pxd).
+
+Arrays are viewed as ``P = N * C`` independent planes.  Every ``prange``
+iteration owns one plane of the output (forward) or of the input gradient
+(backward, a scatter): no races, results bitwise identical for any thread count.
+
+Window of output ``(oh, ow)``: rows ``oh * sh - ph + i * dh`` (i < kh), columns
+likewise.  Semantics follow PyTorch's CPU kernels:
+
+* max: positions outside the input are skipped (``-inf`` padding); a value
+  replaces the running maximum when ``val > max`` or ``val`` is NaN, so the
+  first maximum wins ties and NaN propagates; the saved index is the flat
+  offset ``ih * W + iw`` inside the plane.
+* avg: the divisor is ``divisor`` when > 0, else the window size clipped to the
+  padded input (``count_include_pad``) or to the input itself.
+"""
+
+from cython.parallel cimport prange
+from libc.math cimport INFINITY, isnan
+from libc.stdint cimport int64_t
+from libc.string cimport memset
+
+from fused cimport real
+
+
+def maxpool2d_forward(const real[:, :, ::1] x,     # IN  (P, H, W)
+                      real[:, :, ::1] out,          # OUT (P, ho, wo)
+                      int64_t[:, :, ::1] indices,   # OUT (P, ho, wo), flat index in the plane
+                      int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw,
+                      int num_threads):
+    """Max pooling of every plane; writes the maxima and their flat indices."""
+    cdef Py_ssize_t P = x.shape[0], H = x.shape[1], W = x.shape[2]
+    cdef Py_ssize_t ho = out.shape[1], wo = out.shape[2]
+    cdef Py_ssize_t p, oh, ow, ih0, iw0, ih1, iw1, ih, iw, best
+    cdef real val, vmax
+    cdef const real* plane
+    with nogil:
+        for p in prange(P, schedule="static", num_threads=num_threads):
+            plane = &x[p, 0, 0]
+            for oh in range(ho):
+                ih0 = oh * sh - ph
+                ih1 = ih0 + (kh - 1) * dh + 1
+                if ih1 > H:
+                    ih1 = H
+                while ih0 < 0:
+                    ih0 = ih0 + dh
+                for ow in range(wo):
+                    iw0 = ow * sw - pw
+                    iw1 = iw0 + (kw - 1) * dw + 1
+                    if iw1 > W:
+                        iw1 = W
+                    while iw0 < 0:
+                        iw0 = iw0 + dw
+                    best = ih0 * W + iw0
+                    vmax = -INFINITY
+                    ih = ih0
+                    while ih < ih1:
+                        iw = iw0
+                        while iw < iw1:
+                            val = plane[ih * W + iw]
+                            if val > vmax or isnan(val):
+                                vmax = val
+                                best = ih * W + iw
+                            iw = iw + dw
+                        ih = ih + dh
+                    out[p, oh, ow] = vmax
+                    indices[p, oh, ow] = best
+
+
+def maxpool2d_backward(const real[:, :, ::1] grad_out,    # IN  (P, ho, wo)
+                       const int64_t[:, :, ::1] indices,  # IN  (P, ho, wo)
+                       real[:, :, ::1] grad_in,           # OUT (P, H, W), overwritten
+                       int num_threads):
+    """Scatter ``grad_out`` to the saved argmax positions, one plane per iteration."""
+    cdef Py_ssize_t P = grad_in.shape[0], HW = grad_in.shape[1] * grad_in.shape[2]
+    cdef Py_ssize_t n_out = grad_out.shape[1] * grad_out.shape[2]
+    cdef Py_ssize_t p, k, j
+    cdef real* dst
+    cdef const real* g
+    cdef const int64_t* idx
+    with nogil:
+        for p in prange(P, schedule="static", num_threads=num_threads):
+            dst = &grad_in[p, 0, 0]
+            g = &grad_out[p, 0, 0]
+            idx = &indices[p, 0, 0]
+            memset(dst, 0, HW * sizeof(real))
+            for k in range(n_out):
+                j = idx[k]
+                if 0 <= j < HW:
+                    dst[j] = dst[j] + g[k]
+
+
+cdef inline Py_ssize_t _win_start(Py_ssize_t o, int s, int pad) noexcept nogil:
+    """First input position of window ``o``, clipped at 0."""
+    cdef Py_ssize_t a = o * s - pad
+    return a if a > 0 else 0
+
+
+cdef inline Py_ssize_t _win_stop(Py_ssize_t o, int k, int s, int pad, Py_ssize_t size) noexcept nogil:
+    """One past the last input position of window ``o``, clipped at ``size``."""
+    cdef Py_ssize_t b = o * s - pad + k
+    return b if b < size else size
+
+
+cdef inline Py_ssize_t _win_padded(Py_ssize_t o, int k, int s, int pad,
+                                   Py_ssize_t size) noexcept nogil:
+    """Size of window ``o`` clipped to the padded input (count_include_pad)."""
+    cdef Py_ssize_t a = o * s - pad
+    cdef Py_ssize_t b = a + k
+    if b > size + pad:
+        b = size + pad
+    return b - a
+
+
+# Note: window bounds are assigned directly (not through pointers) inside the
+# prange bodies so that Cython makes them thread-private.
+
+
+def avgpool2d_forward(const real[:, :, ::1] x,   # IN  (P, H, W)
+                      real[:, :, ::1] out,        # OUT (P, ho, wo)
+                      int kh, int kw, int sh, int sw, int ph, int pw,
+                      bint count_include_pad, Py_ssize_t divisor, int num_threads):
+    """Average pooling of every plane (``divisor`` > 0 overrides the window size)."""
+    cdef Py_ssize_t P = x.shape[0], H = x.shape[1], W = x.shape[2]
+    cdef Py_ssize_t ho = out.shape[1], wo = out.shape[2]
+    cdef Py_ssize_t p, oh, ow, ih0, ih1, iw0, iw1, ih, iw, ph_size, pw_size, div
+    cdef real acc
+    cdef const real* plane
+    with nogil:
+        for p in prange(P, schedule="static", num_threads=num_threads):
+            plane = &x[p, 0, 0]
+            for oh in range(ho):
+                ih0 = _win_start(oh, sh, ph)
+                ih1 = _win_stop(oh, kh, sh, ph, H)
+                ph_size = _win_padded(oh, kh, sh, ph, H)
+                for ow in range(wo):
+                    iw0 = _win_start(ow, sw, pw)
+                    iw1 = _win_stop(ow, kw, sw, pw, W)
+                    pw_size = _win_padded(ow, kw, sw, pw, W)
+                    if ih0 >= ih1 or iw0 >= iw1:
+                        out[p, oh, ow] = 0
+                        continue
+                    if divisor > 0:
+                        div = divisor
+                    elif count_include_pad:
+                        div = ph_size * pw_size
+                    else:
+                        div = (ih1 - ih0) * (iw1 - iw0)
+                    acc = 0
+                    for ih in range(ih0, ih1):
+                        for iw in range(iw0, iw1):
+                            acc = acc + plane[ih * W + iw]
+                    out[p, oh, ow] = acc / <real>div
+
+
+def avgpool2d_backward(const real[:, :, ::1] grad_out,   # IN  (P, ho, wo)
+                       real[:, :, ::1] grad_in,           # OUT (P, H, W), overwritten
+                       int kh, int kw, int sh, int sw, int ph, int pw,
+                       bint count_include_pad, Py_ssize_t divisor, int num_threads):
+    """Adjoint of :func:`avgpool2d_forward`, one input-gradient plane per iteration."""
+    cdef Py_ssize_t P = grad_in.shape[0], H = grad_in.shape[1], W = grad_in.shape[2]
+    cdef Py_ssize_t ho = grad_out.shape[1], wo = grad_out.shape[2]
+    cdef Py_ssize_t p, oh, ow, ih0, ih1, iw0, iw1, ih, iw, ph_size, pw_size, div
+    cdef real g
+    cdef real* plane
+    with nogil:
+        for p in prange(P, schedule="static", num_threads=num_threads):
+            plane = &grad_in[p, 0, 0]
+            memset(plane, 0, H * W * sizeof(real))
+            for oh in range(ho):
+                ih0 = _win_start(oh, sh, ph)
+                ih1 = _win_stop(oh, kh, sh, ph, H)
+                ph_size = _win_padded(oh, kh, sh, ph, H)
+                for ow in range(wo):
+                    iw0 = _win_start(ow, sw, pw)
+                    iw1 = _win_stop(ow, kw, sw, pw, W)
+                    pw_size = _win_padded(ow, kw, sw, pw, W)
+                    if ih0 >= ih1 or iw0 >= iw1:
+                        continue
+                    if divisor > 0:
+                        div = divisor
+                    elif count_include_pad:
+                        div = ph_size * pw_size
+                    else:
+                        div = (ih1 - ih0) * (iw1 - iw0)
+                    g = grad_out[p, oh, ow] / <real>div
+                    for ih in range(ih0, ih1):
+                        for iw in range(iw0, iw1):
+                            plane[ih * W + iw] = plane[ih * W + iw] + g
