@@ -1,0 +1,134 @@
+"""ImageFolder: pairs of image/mask files read with Pillow."""
+
+import sys
+
+import numpy as np
+import pytest
+
+from sandbox.data import DataLoader, ImageFolder
+
+Image = pytest.importorskip("PIL.Image")
+
+
+def write(path, array):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(array).save(path)
+
+
+@pytest.fixture
+def folder(tmp_path):
+    rng = np.random.default_rng(0)
+    for name in ("a", "b", "c"):
+        img = rng.integers(0, 256, (12, 16), dtype=np.uint8)
+        mask = rng.integers(0, 3, (12, 16), dtype=np.uint8)
+        write(tmp_path / "images" / f"{name}.png", img)
+        write(tmp_path / "masks" / f"{name}.png", mask)
+    (tmp_path / "images" / "notes.txt").write_text("ignored")
+    return tmp_path
+
+
+def test_reads_grayscale_pairs(folder):
+    ds = ImageFolder(folder, num_classes=3)
+    assert len(ds) == 3 and ds.in_channels == 1 and ds.num_classes == 3
+    assert ds.class_names == ("class0", "class1", "class2")
+    image, mask = ds[1]
+    assert image.shape == (1, 12, 16) and image.dtype == np.float32
+    assert mask.shape == (12, 16) and mask.dtype == np.int64
+    with (Image.open(folder / "images" / "b.png") as im,
+          Image.open(folder / "masks" / "b.png") as mk):
+        np.testing.assert_allclose(image[0], np.asarray(im) / 255.0, rtol=1e-6)
+        np.testing.assert_array_equal(mask, np.asarray(mk))
+    images, masks = next(iter(DataLoader(ds, batch_size=3)))
+    assert images.shape == (3, 1, 12, 16) and masks.shape == (3, 12, 16)
+
+
+def test_rgb_images_other_extension_and_resize(tmp_path):
+    rng = np.random.default_rng(1)
+    rgb = rng.integers(0, 256, (10, 8, 3), dtype=np.uint8)
+    write(tmp_path / "images" / "x.png", rgb)
+    mask = np.zeros((10, 8), np.uint8)
+    mask[:, 4:] = 1
+    write(tmp_path / "masks" / "x.tif", mask)
+    ds = ImageFolder(tmp_path, num_classes=2, cache=True)
+    image, m = ds[0]
+    assert ds.in_channels == 3 and image.shape == (3, 10, 8)
+    np.testing.assert_allclose(image, np.moveaxis(rgb, -1, 0) / 255.0, rtol=1e-6)
+    np.testing.assert_array_equal(m, mask)
+    image[:] = 0  # the cached copy is not affected
+    assert ds[0][0].max() > 0
+    small = ImageFolder(tmp_path, num_classes=2, image_size=(5, 4))
+    image, m = small[0]
+    assert image.shape == (3, 5, 4) and m.shape == (5, 4)
+    assert set(np.unique(m)) == {0, 1}  # nearest keeps labels exact
+    gray = ImageFolder(tmp_path, num_classes=2, channels=1)
+    assert gray[0][0].shape == (1, 10, 8)
+
+
+def test_palette_mask_and_16_bit_image(tmp_path):
+    img16 = np.arange(48, dtype=np.uint16).reshape(6, 8) * 1000
+    write(tmp_path / "images" / "p.png", img16)
+    labels = np.tile(np.array([0, 1, 2, 1], np.uint8), (6, 2))
+    pal = Image.fromarray(labels).convert("P")
+    pal.putpalette([0, 0, 0, 255, 0, 0, 0, 255, 0] + [0] * (256 * 3 - 9))
+    (tmp_path / "masks").mkdir()
+    pal.save(tmp_path / "masks" / "p.png")
+    with Image.open(tmp_path / "masks" / "p.png") as saved:
+        assert saved.mode == "P"
+    image, mask = ImageFolder(tmp_path, num_classes=3)[0]
+    np.testing.assert_allclose(image[0], img16 / 65535.0, rtol=1e-6)
+    np.testing.assert_array_equal(mask, labels)
+
+
+def test_missing_partner_names_the_file(folder):
+    (folder / "masks" / "c.png").unlink()
+    with pytest.raises(FileNotFoundError, match=r"c\.png has no mask"):
+        ImageFolder(folder, num_classes=3)
+    write(folder / "masks" / "c.png", np.zeros((12, 16), np.uint8))
+    write(folder / "masks" / "d.png", np.zeros((12, 16), np.uint8))
+    with pytest.raises(FileNotFoundError, match=r"d\.png has no image"):
+        ImageFolder(folder, num_classes=3)
+
+
+def test_size_mismatch_names_the_file(folder):
+    write(folder / "masks" / "b.png", np.zeros((12, 15), np.uint8))
+    with pytest.raises(ValueError, match=r"size mismatch: image .*b\.png is 16x12"):
+        ImageFolder(folder, num_classes=3)
+
+
+def test_label_out_of_range_names_the_file(folder):
+    bad = np.zeros((12, 16), np.uint8)
+    bad[0, 0] = 7
+    bad[1, 1] = 255
+    write(folder / "masks" / "b.png", bad)
+    ds = ImageFolder(folder, num_classes=3)
+    ds[0]
+    with pytest.raises(ValueError, match=r"b\.png has labels \[7, 255\] outside \[0, 3\)"):
+        ds[1]
+    ds = ImageFolder(folder, num_classes=3, ignore_index=255)
+    with pytest.raises(ValueError, match=r"\[7\] outside"):
+        ds[1]
+    bad[0, 0] = 0
+    write(folder / "masks" / "b.png", bad)
+    assert ImageFolder(folder, num_classes=3, ignore_index=255)[1][1][1, 1] == 255
+
+
+def test_colour_mask_rejected(folder):
+    write(folder / "masks" / "a.png", np.random.default_rng(0).integers(0, 2, (12, 16, 3),
+                                                                        dtype=np.uint8))
+    with pytest.raises(ValueError, match=r"a\.png is a colour image"):
+        ImageFolder(folder, num_classes=3)[0]
+
+
+def test_empty_and_missing_folders(tmp_path):
+    with pytest.raises(FileNotFoundError, match="images"):
+        ImageFolder(tmp_path, num_classes=2)
+    (tmp_path / "images").mkdir()
+    (tmp_path / "masks").mkdir()
+    with pytest.raises(ValueError, match="no image files"):
+        ImageFolder(tmp_path, num_classes=2)
+
+
+def test_without_pillow_explains_how_to_install(folder, monkeypatch):
+    monkeypatch.setitem(sys.modules, "PIL", None)
+    with pytest.raises(ImportError, match=r"cpu-train-sandbox\[images\]"):
+        ImageFolder(folder, num_classes=3)
