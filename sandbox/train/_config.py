@@ -1,0 +1,185 @@
+"""Training configuration and the builders that turn it into data, model and optimiser."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+DATA_CHOICES = ("shapes", "nuclei")
+LOSSES = ("ce", "dice", "ce+dice")
+SCHEDULERS = ("onecycle", "cosine", "none")
+
+
+@dataclass
+class TrainConfig:
+    """Everything a training run needs; stored in every checkpoint.
+
+    The defaults train a depth-3 UNet on synthetic shapes in about two minutes
+    on two cores.  ``data`` is ``"shapes"``, ``"nuclei"`` or a folder holding
+    ``images/`` and ``masks/``.
+    """
+
+    data: str = "shapes"
+    upsample: str = "bilinear"
+    align_corners: bool | None = None
+    antialias: bool = False
+    epochs: int = 12
+    steps: int | None = None
+    batch_size: int = 8
+    lr: float = 1e-2
+    weight_decay: float = 1e-4
+    scheduler: str = "onecycle"
+    loss: str = "ce"
+    image_size: int = 64
+    depth: int = 3
+    width: int = 16
+    norm: str = "batch"
+    train_samples: int = 400
+    val_samples: int = 64
+    num_classes: int | None = None  # for a folder dataset
+    augment: bool = True
+    threads: int | None = None
+    seed: int = 0
+    out: str = "runs/latest"
+    patience: int | None = None
+    log_every: int = 10
+    progress: bool = True
+    plots: bool = True
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first bad field and its valid values."""
+        def positive_int(name, allow_none=False):
+            v = getattr(self, name)
+            if v is None and allow_none:
+                return
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+
+        for name in ("epochs", "batch_size", "image_size", "depth", "width", "train_samples",
+                     "val_samples", "log_every"):
+            positive_int(name)
+        for name in ("steps", "threads", "patience", "num_classes"):
+            positive_int(name, allow_none=True)
+        if not (isinstance(self.lr, int | float) and math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be a positive finite number, got {self.lr!r}")
+        if not (isinstance(self.weight_decay, int | float) and self.weight_decay >= 0):
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        if self.scheduler not in SCHEDULERS:
+            raise ValueError(f"scheduler must be one of {SCHEDULERS}, got {self.scheduler!r}")
+        if self.data not in DATA_CHOICES and not Path(self.data).is_dir():
+            raise ValueError(
+                f"data must be one of {DATA_CHOICES} or an existing folder with images/ and "
+                f"masks/, got {self.data!r}"
+            )
+        if self.image_size < 2**self.depth:
+            raise ValueError(
+                f"image_size={self.image_size} is too small for depth={self.depth} "
+                f"(needs at least {2**self.depth})"
+            )
+        if self.upsample != "transposed":
+            from ..resample import check_options
+
+            check_options(self.upsample, self.align_corners, self.antialias, ndim=2)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TrainConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown config field(s): {sorted(unknown)}")
+        return cls(**d)
+
+
+def build_datasets(cfg: TrainConfig):
+    """Return ``(train_set, val_set)`` for ``cfg.data``."""
+    from .. import data
+
+    if cfg.data == "shapes":
+        train = data.Shapes(cfg.train_samples, image_size=cfg.image_size, seed=cfg.seed)
+        # A different seed stream: validation images are never seen in training.
+        val = data.Shapes(cfg.val_samples, image_size=cfg.image_size, seed=cfg.seed + 10_000)
+    elif cfg.data == "nuclei":
+        train = data.Nuclei("train", crop_size=cfg.image_size, samples_per_epoch=cfg.train_samples,
+                            seed=cfg.seed)
+        val = data.Nuclei("val")
+    else:
+        if cfg.num_classes is None:
+            raise ValueError("a folder dataset needs num_classes (--num-classes)")
+        full = data.ImageFolder(cfg.data, cfg.num_classes)
+        n = len(full)
+        if n < 2:
+            raise ValueError(f"{cfg.data} holds {n} pair(s); need at least 2 (train + val)")
+        order = np.random.default_rng(cfg.seed).permutation(n)
+        n_val = max(1, n // 5)
+        val = _Subset(full, order[:n_val])
+        train = _Subset(full, order[n_val:])
+    return train, val
+
+
+class _Subset:
+    """A view of some indices of a dataset (keeps its metadata)."""
+
+    def __init__(self, dataset, indices):
+        self.dataset = dataset
+        self.indices = [int(i) for i in indices]
+        for name in ("num_classes", "in_channels", "class_names"):
+            setattr(self, name, getattr(dataset, name))
+
+    def __len__(self):
+        return len(self.indices)
+
+    def __getitem__(self, i):
+        return self.dataset[self.indices[i]]
+
+
+def build_loaders(cfg: TrainConfig, train_set, val_set):
+    from .. import data
+
+    transform = None
+    if cfg.augment:
+        steps = [data.RandomFlip(), data.RandomRotate90()]
+        if cfg.data not in DATA_CHOICES:
+            steps.append(data.RandomCrop(cfg.image_size))
+        transform = data.Compose(steps)
+    train = data.DataLoader(train_set, cfg.batch_size, shuffle=True, seed=cfg.seed,
+                            drop_last=len(train_set) >= cfg.batch_size, transform=transform)
+    val = data.DataLoader(val_set, cfg.batch_size, shuffle=False)
+    return train, val
+
+
+def build_model(cfg: TrainConfig, in_channels: int, num_classes: int):
+    from .. import nn
+
+    return nn.UNet(in_channels, num_classes, depth=cfg.depth, base_width=cfg.width,
+                   upsample=cfg.upsample, norm=cfg.norm, align_corners=cfg.align_corners,
+                   antialias=cfg.antialias)
+
+
+def total_steps(cfg: TrainConfig, batches_per_epoch: int) -> int:
+    return cfg.steps if cfg.steps is not None else cfg.epochs * batches_per_epoch
+
+
+def build_optimizer(cfg: TrainConfig, model, steps: int):
+    from .. import optim
+
+    opt = optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    if cfg.scheduler == "onecycle":
+        sched = optim.OneCycleLR(opt, max_lr=cfg.lr, total_steps=steps, pct_start=0.2)
+    elif cfg.scheduler == "cosine":
+        sched = optim.CosineAnnealingLR(opt, T_max=steps)
+    else:
+        sched = None
+    return opt, sched

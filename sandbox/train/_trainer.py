@@ -1,0 +1,340 @@
+"""The training loop: progress, validation, logs, checkpoints, exact resume, NaN guard.
+
+Run folder layout (``cfg.out``)::
+
+    config.json     the configuration
+    log.jsonl       one JSON object per logged step and per validation
+    last.ckpt       the latest checkpoint (written atomically)
+    best.ckpt       the checkpoint with the best validation score
+    curves.png      loss and metric curves (matplotlib)
+    predictions.png input / truth / prediction overlays (matplotlib)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import checkpoint
+from .. import functional as F
+from .._random import get_rng_state, set_rng_state
+from ..autograd import Tensor, no_grad
+from ..metrics import ConfusionMatrix
+from ._config import (
+    TrainConfig,
+    build_datasets,
+    build_loaders,
+    build_model,
+    build_optimizer,
+    total_steps,
+)
+
+
+class TrainingDiverged(RuntimeError):
+    """Raised when the loss becomes NaN or infinite."""
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Raised after Ctrl-C once the checkpoint has been saved."""
+
+
+def compute_loss(kind: str, logits, target, num_classes: int):
+    """Cross-entropy, soft Dice, or their sum."""
+    target_t = Tensor(target)
+    if kind == "ce":
+        return F.cross_entropy(logits, target_t)
+    dice = F.dice_loss(logits, target_t, num_classes=num_classes)
+    if kind == "dice":
+        return dice
+    return F.cross_entropy(logits, target_t) + dice
+
+
+class Trainer:
+    """Train a segmentation model as configured by a :class:`TrainConfig`.
+
+    Parameters
+    ----------
+    config : TrainConfig
+    resume : bool, default False
+        Continue from ``<out>/last.ckpt`` exactly where it stopped (same losses as an
+        uninterrupted run with the same thread count).
+    stop_after : int, optional
+        Stop (and checkpoint) after this many optimiser steps in this session; used to
+        test resuming, and handy for short trials.
+    """
+
+    def __init__(self, config: TrainConfig, resume: bool = False, stop_after: int | None = None):
+        from .. import set_num_threads
+        from .._random import manual_seed
+
+        self.cfg = config
+        self.out = Path(config.out)
+        self.stop_after = stop_after
+        if config.threads is not None:
+            set_num_threads(config.threads)
+        manual_seed(config.seed)
+        self.train_set, self.val_set = build_datasets(config)
+        self.num_classes = self.train_set.num_classes
+        self.class_names = tuple(self.train_set.class_names)
+        self.train_loader, self.val_loader = build_loaders(config, self.train_set, self.val_set)
+        if len(self.train_loader) == 0:
+            raise ValueError("the training set is smaller than one batch")
+        self.model = build_model(config, self.train_set.in_channels, self.num_classes)
+        self.total_steps = total_steps(config, len(self.train_loader))
+        self.optimizer, self.scheduler = build_optimizer(config, self.model, self.total_steps)
+
+        # Position: the next (epoch, batch) to run and optimiser steps done so far.
+        self.epoch, self.batch, self.step = 0, 0, 0
+        self.best_score = -math.inf
+        self.best_epoch = None
+        self.bad_epochs = 0
+        self.history: list[dict] = []
+        self._stop_requested = False
+        self.out.mkdir(parents=True, exist_ok=True)
+        if resume:
+            self._load(self.out / "last.ckpt")
+        else:
+            (self.out / "log.jsonl").unlink(missing_ok=True)
+        (self.out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
+
+    # ------------------------------------------------------------ checkpoints
+    def state(self) -> dict:
+        return {
+            "config": self.cfg.to_dict(),
+            "model": dict(self.model.state_dict()),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
+            "rng": get_rng_state(),
+            "position": {"epoch": self.epoch, "batch": self.batch, "step": self.step},
+            "best": {"score": self.best_score, "epoch": self.best_epoch,
+                     "bad_epochs": self.bad_epochs},
+            "data": {"in_channels": self.train_set.in_channels,
+                     "num_classes": self.num_classes,
+                     "class_names": list(self.class_names),
+                     "normalization": _normalization(self.train_set)},
+        }
+
+    def save(self, name: str = "last.ckpt") -> Path:
+        return checkpoint.save(self.state(), self.out / name)
+
+    def _load(self, path: Path) -> None:
+        if not path.is_file():
+            raise FileNotFoundError(f"cannot resume: no checkpoint at {path}")
+        state = checkpoint.load(path)
+        saved = TrainConfig.from_dict(state["config"])
+        # Options that change the optimisation path must not change on resume.
+        fixed = ("data", "upsample", "align_corners", "antialias", "batch_size", "lr",
+                 "image_size", "depth", "width", "norm", "seed", "scheduler", "loss",
+                 "train_samples", "epochs", "steps")
+        changed = [k for k in fixed if getattr(saved, k) != getattr(self.cfg, k)]
+        if changed:
+            raise ValueError(
+                "cannot resume with different settings for: "
+                + ", ".join(f"{k} (checkpoint {getattr(saved, k)!r}, now "
+                            f"{getattr(self.cfg, k)!r})" for k in changed)
+            )
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self.scheduler is not None:
+            self.scheduler.load_state_dict(state["scheduler"])
+        set_rng_state(state["rng"])
+        pos = state["position"]
+        self.epoch, self.batch, self.step = pos["epoch"], pos["batch"], pos["step"]
+        best = state["best"]
+        self.best_score = best["score"]
+        self.best_epoch, self.bad_epochs = best["epoch"], best["bad_epochs"]
+        log = self.out / "log.jsonl"
+        if log.is_file():
+            self.history = [json.loads(line) for line in log.read_text().splitlines() if line]
+            # Drop entries logged after the checkpoint (e.g. a crash after saving).
+            self.history = [h for h in self.history if h.get("step", 0) <= self.step]
+            log.write_text("".join(json.dumps(h) + "\n" for h in self.history))
+
+    # ---------------------------------------------------------------- logging
+    def _log(self, entry: dict) -> None:
+        self.history.append(entry)
+        with open(self.out / "log.jsonl", "a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+    # ------------------------------------------------------------- validation
+    def evaluate(self, loader=None) -> dict:
+        """Loss and metrics (mean IoU, Dice, pixel accuracy) on the validation set."""
+        loader = loader or self.val_loader
+        self.model.eval()
+        cm = ConfusionMatrix(self.num_classes, class_names=self.class_names)
+        losses, counts = [], []
+        with no_grad():
+            for images, masks in loader.batches(0):
+                logits = self.model(Tensor(images))
+                losses.append(compute_loss(self.cfg.loss, logits, masks, self.num_classes).item())
+                counts.append(len(images))
+                cm.update(logits.data.argmax(axis=1), masks)
+        self.model.train()
+        metrics = cm.compute()
+        metrics["loss"] = float(np.average(losses, weights=counts))
+        if self.num_classes == 2:
+            metrics["dice_fg"] = metrics[f"dice/{self.class_names[1]}"]
+        return metrics
+
+    # ------------------------------------------------------------------- loop
+    def fit(self) -> dict:
+        """Train until the configured epochs/steps, early stop, Ctrl-C or divergence."""
+        previous_handler = _install_sigint(self)
+        try:
+            return self._fit()
+        finally:
+            if previous_handler is not None:
+                signal.signal(signal.SIGINT, previous_handler)
+
+    def _fit(self) -> dict:
+        from tqdm.auto import tqdm
+
+        cfg = self.cfg
+        epochs = math.ceil(self.total_steps / len(self.train_loader))
+        bar = tqdm(total=self.total_steps, initial=self.step, disable=not cfg.progress,
+                   unit="step", dynamic_ncols=True, file=sys.stderr)
+        steps_this_session = 0
+        t_start = time.perf_counter()
+        self.model.train()
+        try:
+            while self.epoch < epochs and self.step < self.total_steps:
+                for images, masks in self.train_loader.batches(self.epoch, start=self.batch):
+                    t0 = time.perf_counter()
+                    loss_value, lr = self._train_step(images, masks)
+                    self.batch += 1
+                    self.step += 1
+                    steps_this_session += 1
+                    dt = time.perf_counter() - t0
+                    bar.update(1)
+                    bar.set_postfix(epoch=self.epoch, loss=f"{loss_value:.4f}",
+                                    img_s=f"{len(images) / dt:.0f}")
+                    if self.step % cfg.log_every == 0 or self.step == 1:
+                        self._log({"kind": "train", "step": self.step, "epoch": self.epoch,
+                                   "loss": loss_value, "lr": lr, "seconds": round(dt, 4)})
+                    if self.step >= self.total_steps:
+                        break
+                    if self._stop_requested or (
+                        self.stop_after is not None and steps_this_session >= self.stop_after
+                    ):
+                        return self._stop(bar, t_start, interrupted=self._stop_requested)
+                # End of an epoch (or of the step budget): validate and checkpoint.
+                finished_epoch = self.epoch
+                self.epoch += 1
+                self.batch = 0
+                if self._end_of_epoch(finished_epoch, bar):
+                    break
+                if self._stop_requested or (
+                    self.stop_after is not None and steps_this_session >= self.stop_after
+                ):
+                    return self._stop(bar, t_start, interrupted=self._stop_requested)
+        finally:
+            bar.close()
+        return self._finish(time.perf_counter() - t_start)
+
+    def _train_step(self, images, masks) -> tuple[float, float]:
+        logits = self.model(Tensor(images))
+        loss = compute_loss(self.cfg.loss, logits, masks, self.num_classes)
+        value = loss.item()
+        if not math.isfinite(value):
+            raise TrainingDiverged(
+                f"loss became {value} at step {self.step + 1} (epoch {self.epoch}, batch "
+                f"{self.batch}); stopped. The last good checkpoint is "
+                f"{self.out / 'last.ckpt'}" + ("" if (self.out / "last.ckpt").exists()
+                                              else " (none written yet)")
+                + ". Try a lower --lr."
+            )
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        lr = self.optimizer.param_groups[0]["lr"]
+        if self.scheduler is not None:
+            self.scheduler.step()
+        return value, lr
+
+    def _end_of_epoch(self, epoch: int, bar) -> bool:
+        """Validate, log, checkpoint; return True to stop early."""
+        metrics = self.evaluate()
+        score = metrics["dice_fg"] if self.num_classes == 2 else metrics["mean_iou"]
+        score = -math.inf if score is None else score
+        improved = score > self.best_score
+        if improved:
+            self.best_score, self.best_epoch, self.bad_epochs = score, epoch, 0
+        else:
+            self.bad_epochs += 1
+        self._log({"kind": "val", "step": self.step, "epoch": epoch, **metrics})
+        bar.write(
+            f"epoch {epoch}: val loss {metrics['loss']:.4f}  mean IoU {metrics['mean_iou']:.4f}"
+            f"  Dice {metrics['mean_dice']:.4f}  acc {metrics['pixel_accuracy']:.4f}"
+            + (f"  fg Dice {metrics['dice_fg']:.4f}" if "dice_fg" in metrics else "")
+            + ("  *" if improved else "")
+        )
+        self.save("last.ckpt")
+        if improved:
+            self.save("best.ckpt")
+        if self.cfg.patience is not None and self.bad_epochs >= self.cfg.patience:
+            bar.write(f"early stop: no improvement for {self.bad_epochs} epochs")
+            return True
+        return False
+
+    def _stop(self, bar, t_start, interrupted: bool) -> dict:
+        path = self.save("last.ckpt")
+        bar.write(
+            f"{'interrupted' if interrupted else 'stopped'} at step {self.step}; "
+            f"checkpoint saved to {path} (continue with --resume)"
+        )
+        if interrupted:
+            raise TrainingInterrupted(f"interrupted at step {self.step}; saved {path}")
+        return self._summary(time.perf_counter() - t_start, finished=False)
+
+    def _finish(self, seconds: float) -> dict:
+        summary = self._summary(seconds, finished=True)
+        if self.cfg.plots:
+            from . import _plots
+
+            summary["plots"] = _plots.save_all(self)
+        (self.out / "summary.json").write_text(json.dumps(summary, indent=2))
+        return summary
+
+    def _summary(self, seconds: float, finished: bool) -> dict:
+        vals = [h for h in self.history if h["kind"] == "val"]
+        return {
+            "finished": finished,
+            "steps": self.step,
+            "epochs": self.epoch,
+            "seconds": round(seconds, 2),
+            "best_epoch": self.best_epoch,
+            "best_score": None if self.best_score == -math.inf else self.best_score,
+            "final": vals[-1] if vals else None,
+            "out": str(self.out),
+        }
+
+
+def _normalization(dataset) -> dict:
+    """How raw uint8 images map to model inputs (stored so ``predict`` can repeat it)."""
+    base = getattr(dataset, "dataset", dataset)
+    if hasattr(base, "mean") and hasattr(base, "std"):
+        return {"kind": "standardize", "mean": float(base.mean), "std": float(base.std)}
+    return {"kind": "scale", "divisor": 255.0}
+
+
+def _install_sigint(trainer: Trainer):
+    """First Ctrl-C: finish the current step, checkpoint, stop. Second: stop at once."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        if trainer._stop_requested:
+            raise KeyboardInterrupt
+        trainer._stop_requested = True
+        print("\nCtrl-C: finishing this step and saving a checkpoint "
+              "(press again to quit now)", file=sys.stderr)
+
+    return signal.signal(signal.SIGINT, handler)
