@@ -1,0 +1,252 @@
+"""Array-level resampling (resize) and its adjoint on plain numpy arrays.
+
+Every mode is a separable linear map: per spatial axis a banded weight table
+(see :mod:`sandbox.resample._weights`).  :func:`resize` applies the tables axis
+by axis with the Cython kernels in ``sandbox._C._resample``; :func:`resize_adjoint`
+applies the transposed tables (the exact adjoint, i.e. the backward of
+:func:`resize`), also as a gather, so it needs no atomics and is bitwise
+identical for any thread count.
+
+Modes (PyTorch 2.13 semantics unless noted, see DESIGN §2):
+
+``nearest``
+    PyTorch's legacy ``floor(o * scale)`` rule, float32 index math, including
+    its ``out == in`` and ``out == 2 * in`` shortcuts.
+``nearest-exact``
+    ``floor((o + 0.5) * scale)`` (Pillow / scikit-image).
+``linear`` / ``bilinear`` / ``trilinear``
+    Aliases, accepted for any number of spatial axes.
+``bicubic``
+    Keys cubic with A = -0.75 and replicate border (PyTorch).
+``cubic`` (extra)
+    Keys cubic with a = -0.5, out-of-range taps skipped and the weights
+    renormalised (Pillow / JAX ``cubic``).  With ``antialias`` identical to
+    ``bicubic`` with ``antialias``.
+``lanczos3``, ``lanczos5`` (``lanczos5`` is an extra)
+    ``sinc(x) sinc(x / a)`` with out-of-range taps skipped and renormalised
+    (burn's Lanczos3).  Not stretched without ``antialias``; with ``antialias``
+    ``lanczos3`` is PyTorch's ``lanczos`` mode.
+``lanczos``
+    PyTorch's name: ``lanczos3`` that requires ``antialias=True``.
+``area``
+    Adaptive average pooling bins (PyTorch).
+
+Every mode works for (N, C, L), (N, C, H, W) and (N, C, D, H, W) inputs, with
+and without ``antialias`` where the mode has a filter.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from .._config import get_num_threads
+from ._options import MODES, Plan, check_array, check_input_size, make_plan
+from ._weights import Table, dense_matrix, get_table
+
+__all__ = ["MODES", "resize", "resize_adjoint", "output_size", "weight_matrix"]
+
+
+def _kernels():
+    from .._C import _resample
+
+    return _resample
+
+
+def _tables(plan: Plan, dtype: np.dtype, adjoint: bool) -> list[Table]:
+    return [
+        get_table(
+            plan.mode, n_in, n_out, sf, plan.align_corners, plan.antialias, dtype.char, adjoint
+        )
+        for n_in, n_out, sf in zip(plan.in_sizes, plan.out_sizes, plan.scale_factors, strict=True)
+    ]
+
+
+def _pass_order(shape: list, tables: list[Table]) -> list[int]:
+    """Order the per-axis passes to minimise the estimated work.
+
+    The passes commute (they act on different axes), so any order gives the
+    same map; it only changes rounding.  The order depends on shapes alone,
+    never on the thread count.  A last-axis pass is a strided gather (not
+    vectorised) and is weighted accordingly.
+    """
+    axes = [a for a, t in enumerate(tables) if not t.identity]
+    last = len(tables) - 1
+    best, best_cost = axes[::-1], math.inf
+    for order in itertools.permutations(axes[::-1]):
+        cur = list(shape)
+        cost = 0.0
+        for a in order:
+            t = tables[a]
+            cur[1 + a] = t.start.shape[0]
+            taps = float(t.ntap.mean()) + 0.5
+            cost += math.prod(cur) * taps * (3.0 if a == last else 1.0)
+        if cost < best_cost - 1e-9 * cost:
+            best, best_cost = list(order), cost
+    return best
+
+
+def _apply(x: np.ndarray, tables: list[Table]) -> np.ndarray:
+    """Apply per-axis tables to the spatial axes of a contiguous (N, C, ...) array."""
+    n, c = x.shape[:2]
+    out_shape = (n, c, *(t.start.shape[0] for t in tables))
+    if n * c == 0:
+        return np.zeros(out_shape, dtype=x.dtype)
+    shape = [n * c, *x.shape[2:]]
+    order = _pass_order(shape, tables)
+    if not order:
+        return x.copy()
+    kernels = _kernels()
+    threads = get_num_threads()
+    cur = x
+    for a in order:
+        t = tables[a]
+        outer = math.prod(shape[: a + 1])
+        inner = math.prod(shape[a + 2 :])
+        shape[a + 1] = t.start.shape[0]
+        out = np.empty(math.prod(shape), dtype=x.dtype)
+        if inner == 1:
+            kernels.apply_last(
+                cur.reshape(outer, -1), out.reshape(outer, -1), t.start, t.ntap, t.weights, threads
+            )
+        else:
+            kernels.apply_mid(
+                cur.reshape(outer, -1, inner),
+                out.reshape(outer, -1, inner),
+                t.start,
+                t.ntap,
+                t.weights,
+                threads,
+            )
+        cur = out
+    return cur.reshape(out_shape)
+
+
+def resize(
+    x,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    antialias=False,
+    recompute_scale_factor=None,
+):
+    """Resize the spatial axes of ``x`` (PyTorch ``interpolate`` semantics).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        float32 or float64 array of shape (N, C, L), (N, C, H, W) or (N, C, D, H, W).
+        Any memory layout; read-only arrays are fine.
+    size : int or tuple of int, optional
+        Output spatial size (one int for all axes, or one per axis).
+    scale_factor : float or tuple of float, optional
+        Multiplier for the spatial size; the output size is ``floor(in * scale_factor)``
+        and, unless ``recompute_scale_factor`` is true, the sampling step is
+        ``1 / scale_factor``.  Exactly one of ``size`` and ``scale_factor``.
+    mode : str
+        One of :data:`MODES` (see the module docstring).
+    align_corners : bool, optional
+        Corner-aligned coordinates (``s = o * (in-1)/(out-1)``) for the filter
+        modes; must be None for nearest, nearest-exact and area.
+    antialias : bool
+        Stretch the filter when downsampling (Pillow / PyTorch antialias); for
+        linear, bicubic, cubic, lanczos3, lanczos5.
+    recompute_scale_factor : bool, optional
+        Use ``in / out`` instead of ``1 / scale_factor`` for the sampling step.
+
+    Returns
+    -------
+    numpy.ndarray
+        New C-contiguous array of shape (N, C, *out_size), same dtype as ``x``.
+    """
+    check_array(x, "x")
+    plan = make_plan(
+        x.shape[2:], size, scale_factor, mode, align_corners, antialias, recompute_scale_factor
+    )
+    if min(x.shape[2:]) < 1:
+        raise ValueError(f"x must have non-empty spatial axes, got shape {x.shape}")
+    x = np.ascontiguousarray(x)
+    return _apply(x, _tables(plan, x.dtype, adjoint=False))
+
+
+def resize_adjoint(
+    grad,
+    input_size,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    antialias=False,
+    recompute_scale_factor=None,
+):
+    """Adjoint (backward) of :func:`resize`: map an output gradient back to the input.
+
+    ``<resize(x, ...), grad> == <x, resize_adjoint(grad, x.shape[2:], ...)>`` for all
+    ``x`` and ``grad``.
+
+    Parameters
+    ----------
+    grad : numpy.ndarray
+        float32 or float64 gradient with the shape :func:`resize` returns for an
+        input of spatial size ``input_size``.
+    input_size : int or tuple of int
+        Spatial size of the forward's input (one entry per spatial axis).
+    size, scale_factor, mode, align_corners, antialias, recompute_scale_factor
+        The forward's options, as for :func:`resize`.
+
+    Returns
+    -------
+    numpy.ndarray
+        Array of shape (N, C, *input_size), same dtype as ``grad``.
+    """
+    check_array(grad, "grad")
+    in_sizes = check_input_size(input_size, grad.ndim - 2)
+    plan = make_plan(
+        in_sizes, size, scale_factor, mode, align_corners, antialias, recompute_scale_factor
+    )
+    expected = (*grad.shape[:2], *plan.out_sizes)
+    if grad.shape != expected:
+        raise ValueError(
+            f"grad has shape {grad.shape} but the forward output for input_size={in_sizes} "
+            f"with these options has shape {expected}; grad must have shape {expected}"
+        )
+    grad = np.ascontiguousarray(grad)
+    return _apply(grad, _tables(plan, grad.dtype, adjoint=True))
+
+
+def output_size(
+    input_size, size=None, scale_factor=None, mode="nearest", recompute_scale_factor=None
+):
+    """Spatial output size of :func:`resize` for spatial ``input_size`` (a tuple)."""
+    in_sizes = check_input_size(input_size, len(np.atleast_1d(input_size)))
+    plan = make_plan(in_sizes, size, scale_factor, mode, None, False, recompute_scale_factor)
+    return plan.out_sizes
+
+
+def weight_matrix(
+    n_in,
+    n_out,
+    mode="linear",
+    scale_factor=None,
+    align_corners=None,
+    antialias=False,
+    dtype=np.float64,
+):
+    """Dense (n_out, n_in) matrix of one axis of :func:`resize` (for inspection and docs).
+
+    ``scale_factor`` is the per-axis factor the kernel uses as ``1 / scale_factor``
+    (None: ``n_in / n_out``).
+    """
+    plan = make_plan(
+        (n_in,), n_out, None, mode, align_corners, antialias, None
+    )
+    sf = None if scale_factor is None else float(scale_factor)
+    if plan.mode == "area":
+        sf = None
+    tab = get_table(
+        plan.mode, n_in, n_out, sf, plan.align_corners, plan.antialias, np.dtype(dtype).char
+    )
+    return dense_matrix(tab)
