@@ -1,0 +1,72 @@
+"""CLI smoke tests: a few training steps on tiny images, predict, errors, info."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from sandbox.cli import main
+
+TINY = ["--image-size", "16", "--depth", "2", "--width", "4", "--train-samples", "8",
+        "--val-samples", "4", "--batch-size", "4", "--quiet", "--no-plots"]
+
+
+def test_train_then_predict(tmp_path, capsys):
+    pil = pytest.importorskip("PIL.Image")
+    out = tmp_path / "run"
+    assert main(["train", "--steps", "3", "--out", str(out), *TINY]) == 0
+    printed = capsys.readouterr().out
+    assert "done: 3 steps" in printed and "val mean IoU" in printed
+    assert (out / "last.ckpt").is_file() and (out / "best.ckpt").is_file()
+
+    from sandbox.data import Shapes
+
+    image = Shapes(1, image_size=16, seed=5)[0][0][0]
+    png = tmp_path / "sample.png"
+    pil.fromarray((np.clip(image, 0, 1) * 255).astype(np.uint8)).save(png)
+    assert main(["predict", str(out / "best.ckpt"), str(png)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    mask = np.asarray(pil.open(result["mask"]))
+    assert mask.shape == (16, 16) and mask.max() < 6
+    assert pil.open(result["overlay"]).size == (16, 16)
+    assert sum(result["pixels_per_class"].values()) == 256
+
+
+def test_resume_through_the_cli(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    assert main(["train", "--epochs", "2", "--stop-after", "2", "--out", out, *TINY]) == 0
+    assert main(["train", "--epochs", "2", "--resume", "--out", out, *TINY]) == 0
+    assert "done: 4 steps" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["train", "--upsample", "cubic-spline"], "mode"),
+        (["train", "--lr", "-1"], "lr must be a positive"),
+        (["train", "--data", "/no/such/folder"], "data must be one of"),
+        (["train", "--resume", "--out", "{tmp}/none"], "no checkpoint"),
+        (["predict", "{tmp}/missing.ckpt", "{tmp}/x.png"], "not found"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, argv, match):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main(argv + ["--quiet"] if argv[0] == "train" else argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and match in err and err.startswith("sandbox ")
+
+
+def test_argparse_errors_exit_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "--epochs", "many"])
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit):
+        main(["train", "--norm", "layer"])
+
+
+def test_info_runs_as_module():
+    res = subprocess.run([sys.executable, "-m", "sandbox", "info"], capture_output=True, text=True,
+                         check=True)
+    assert "openmp:" in res.stdout and "threads:" in res.stdout
