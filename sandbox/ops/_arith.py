@@ -1,0 +1,368 @@
+"""Elementwise arithmetic and math as Functions.
+
+Binary ops broadcast as numpy does; their backward sums the gradient back to each
+operand's shape with :func:`~sandbox.autograd.unbroadcast`.  Every backward is
+written with Tensor ops, so it is differentiable again (``create_graph=True``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function, Tensor, unbroadcast
+from ._util import operand, shape_of
+
+
+def _binary(ufunc, name, a, b):
+    try:
+        return ufunc(a, b)
+    except ValueError as exc:
+        raise ValueError(
+            f"{name}: shapes {shape_of(a)} and {shape_of(b)} cannot be broadcast together"
+        ) from exc
+
+
+class Add(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = (shape_of(a), shape_of(b))
+        return _binary(np.add, "add", a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        sa, sb = ctx.shapes
+        na, nb = ctx.needs_input_grad
+        return (unbroadcast(grad, sa) if na else None, unbroadcast(grad, sb) if nb else None)
+
+
+class Sub(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = (shape_of(a), shape_of(b))
+        return _binary(np.subtract, "sub", a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        sa, sb = ctx.shapes
+        na, nb = ctx.needs_input_grad
+        return (unbroadcast(grad, sa) if na else None, unbroadcast(-grad, sb) if nb else None)
+
+
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = (shape_of(a), shape_of(b))
+        na, nb = ctx.needs_input_grad
+        ctx.save_for_backward(a if nb else None, b if na else None)
+        return _binary(np.multiply, "mul", a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        sa, sb = ctx.shapes
+        na, nb = ctx.needs_input_grad
+        ga = unbroadcast(grad * b, sa) if na else None
+        gb = unbroadcast(grad * a, sb) if nb else None
+        return ga, gb
+
+
+class Div(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = (shape_of(a), shape_of(b))
+        out = _binary(np.true_divide, "div", a, b)
+        ctx.save_for_backward(b, out if ctx.needs_input_grad[1] else None)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        b, out = ctx.saved_tensors
+        sa, sb = ctx.shapes
+        na, nb = ctx.needs_input_grad
+        ga = unbroadcast(grad / b, sa) if na else None
+        gb = unbroadcast(-(grad * out) / b, sb) if nb else None  # d(a/b)/db = -(a/b)/b
+        return ga, gb
+
+
+class Neg(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return np.negative(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad
+
+
+class Pow(Function):
+    """``x ** p`` for a constant exponent ``p``."""
+
+    @staticmethod
+    def forward(ctx, x, p):
+        ctx.p = p
+        ctx.save_for_backward(x)
+        return np.power(x, p)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        p = ctx.p
+        if p == 0:
+            return grad * 0.0, None
+        if p == 1:
+            return grad, None
+        if p == 2:
+            return grad * (x * 2.0), None
+        return grad * (x ** (p - 1) * p), None
+
+
+class PowT(Function):
+    """``a ** b`` with a Tensor exponent (``a`` may be a scalar or a Tensor)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = (shape_of(a), shape_of(b))
+        out = _binary(np.power, "pow", a, b)
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b, out = ctx.saved_tensors
+        sa, sb = ctx.shapes
+        na, nb = ctx.needs_input_grad
+        ga = unbroadcast(grad * b * a ** (b - 1.0), sa) if na else None
+        log_a = a.log() if isinstance(a, Tensor) else float(np.log(a))
+        gb = unbroadcast(grad * out * log_a, sb) if nb else None
+        return ga, gb
+
+
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = np.exp(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * y
+
+
+class Log(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return np.log(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad / x
+
+
+class Log1p(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return np.log1p(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad / (x + 1.0)
+
+
+class Sqrt(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = np.sqrt(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad / (y * 2.0)
+
+
+class Abs(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.sign = np.sign(x)  # d|x|/dx = sign(x), taken as 0 at 0 (as torch)
+        return np.abs(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.sign
+
+
+class Clamp(Function):
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        # Gradient passes where lo <= x <= hi (boundaries included, as torch).
+        mask = np.ones(x.shape, bool)
+        if lo is not None:
+            mask &= x >= lo
+        if hi is not None:
+            mask &= x <= hi
+        ctx.mask = mask
+        return np.clip(x, lo, hi)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.mask, None, None
+
+
+class Where(Function):
+    """``cond ? a : b``; ``cond`` is a constant boolean array."""
+
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        ctx.cond = cond
+        ctx.shapes = (shape_of(a), shape_of(b))
+        try:
+            return np.where(cond, a, b)
+        except ValueError as exc:
+            raise ValueError(
+                f"where: shapes {np.shape(cond)}, {shape_of(a)} and {shape_of(b)} cannot "
+                "be broadcast together"
+            ) from exc
+
+    @staticmethod
+    def backward(ctx, grad):
+        sa, sb = ctx.shapes
+        _, na, nb = ctx.needs_input_grad
+        ga = unbroadcast(Where.apply(ctx.cond, grad, 0.0), sa) if na else None
+        gb = unbroadcast(Where.apply(ctx.cond, 0.0, grad), sb) if nb else None
+        return None, ga, gb
+
+
+class AsType(Function):
+    @staticmethod
+    def forward(ctx, x, dtype):
+        ctx.in_dtype = x.dtype
+        return x.astype(dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.astype(ctx.in_dtype), None
+
+
+class Clone(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.copy()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+# ----------------------------------------------------------------------------- public
+def add(a, b):
+    """``a + b`` with broadcasting."""
+    return Add.apply(operand(a, "add"), operand(b, "add"))
+
+
+def sub(a, b):
+    """``a - b`` with broadcasting."""
+    return Sub.apply(operand(a, "sub"), operand(b, "sub"))
+
+
+def mul(a, b):
+    """``a * b`` with broadcasting."""
+    return Mul.apply(operand(a, "mul"), operand(b, "mul"))
+
+
+def div(a, b):
+    """``a / b`` with broadcasting."""
+    return Div.apply(operand(a, "div"), operand(b, "div"))
+
+
+def neg(x):
+    """``-x``."""
+    return Neg.apply(x)
+
+
+def pow(x, p):  # noqa: A001 - mirrors torch.pow
+    """``x ** p``; ``p`` a number (constant exponent) or a Tensor."""
+    x, p = operand(x, "pow"), operand(p, "pow")
+    if isinstance(p, Tensor | np.ndarray) or not isinstance(x, Tensor):
+        return PowT.apply(x, p)
+    return Pow.apply(x, p)
+
+
+def exp(x):
+    """Elementwise ``e**x``."""
+    return Exp.apply(x)
+
+
+def log(x):
+    """Elementwise natural logarithm."""
+    return Log.apply(x)
+
+
+def log1p(x):
+    """Elementwise ``log(1 + x)``, accurate for small ``x``."""
+    return Log1p.apply(x)
+
+
+def sqrt(x):
+    """Elementwise square root."""
+    return Sqrt.apply(x)
+
+
+def abs(x):  # noqa: A001 - mirrors torch.abs
+    """Elementwise absolute value (gradient 0 at 0)."""
+    return Abs.apply(x)
+
+
+def clamp(x, min=None, max=None):  # noqa: A002 - torch's argument names
+    """Limit ``x`` to ``[min, max]`` (either may be None)."""
+    if min is None and max is None:
+        raise ValueError("clamp: give at least one of min and max")
+    return Clamp.apply(x, min, max)
+
+
+def where(cond, a, b):
+    """Elementwise ``a`` where ``cond`` else ``b``; ``cond`` is not differentiated."""
+    cond = np.asarray(cond._data if isinstance(cond, Tensor) else cond, dtype=bool)
+    return Where.apply(cond, operand(a, "where"), operand(b, "where"))
+
+
+def astype(x, dtype):
+    """Convert to ``dtype`` (differentiable between float dtypes)."""
+    dtype = np.dtype(dtype)
+    if x.dtype == dtype:
+        return x
+    if x.requires_grad and dtype.kind == "f":
+        return AsType.apply(x, dtype)
+    return Tensor._make(x._data.astype(dtype))
+
+
+def clone(x):
+    """A copy of ``x`` that stays in the graph."""
+    return Clone.apply(x)
+
+
+def _comparison(ufunc):
+    def compare(a, b):
+        a = a._data if isinstance(a, Tensor) else a
+        b = b._data if isinstance(b, Tensor) else b
+        return Tensor._make(np.asarray(_binary(ufunc, ufunc.__name__, a, b)))
+
+    compare.__name__ = ufunc.__name__
+    compare.__doc__ = f"Elementwise ``{ufunc.__name__}`` as a bool tensor (not differentiable)."
+    return compare
+
+
+lt = _comparison(np.less)
+le = _comparison(np.less_equal)
+gt = _comparison(np.greater)
+ge = _comparison(np.greater_equal)
+eq = _comparison(np.equal)
+ne = _comparison(np.not_equal)
+logical_and = _comparison(np.logical_and)
+logical_or = _comparison(np.logical_or)

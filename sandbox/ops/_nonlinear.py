@@ -1,0 +1,179 @@
+"""Activations and (log-)softmax as Functions, written to be numerically stable."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function, is_grad_enabled
+from ._util import normalize_axes
+
+
+class Relu(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = np.maximum(x, 0)
+        ctx.save_for_backward(y)  # the output is usually kept alive anyway; no mask copy
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * (y.data > 0)  # gradient 0 at x == 0, as torch
+
+
+class LeakyRelu(Function):
+    @staticmethod
+    def forward(ctx, x, slope):
+        ctx.slope = slope
+        ctx.save_for_backward(x)
+        return np.where(x > 0, x, x * slope)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * np.where(x.data > 0, 1.0, ctx.slope).astype(x.dtype), None
+
+
+def _sigmoid(x):
+    # 1 / (1 + e^-x) for x >= 0 and e^x / (1 + e^x) for x < 0: exp never overflows.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0, e) / (1.0 + e)
+
+
+class Sigmoid(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = _sigmoid(x).astype(x.dtype, copy=False)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * (y * (1.0 - y))
+
+
+class Tanh(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = np.tanh(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * (1.0 - y * y)
+
+
+class Softplus(Function):
+    """``log(1 + e^x)`` computed as ``max(x, 0) + log1p(e^-|x|)``."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * Sigmoid.apply(x)
+
+
+class Softmax(Function):
+    @staticmethod
+    def forward(ctx, x, axis):
+        ctx.axis = axis
+        z = np.exp(x - x.max(axis=axis, keepdims=True))
+        z /= z.sum(axis=axis, keepdims=True)
+        ctx.save_for_backward(z)
+        return z
+
+    @staticmethod
+    def backward(ctx, grad):
+        # dx = y * (g - sum(g * y))
+        (y,) = ctx.saved_tensors
+        return y * (grad - (grad * y).sum(axis=ctx.axis, keepdims=True)), None
+
+
+class LogSoftmax(Function):
+    @staticmethod
+    def forward(ctx, x, axis):
+        ctx.axis = axis
+        shifted = x - x.max(axis=axis, keepdims=True)
+        y = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        # dx = g - softmax(x) * sum(g)
+        (y,) = ctx.saved_tensors
+        return grad - y.exp() * grad.sum(axis=ctx.axis, keepdims=True), None
+
+
+class LogSumExp(Function):
+    @staticmethod
+    def forward(ctx, x, axes, keepdims):
+        m = x.max(axis=axes, keepdims=True)
+        out = np.log(np.exp(x - m).sum(axis=axes, keepdims=True)) + m
+        ctx.axes = axes
+        ctx.out_keep = out
+        ctx.save_for_backward(x)
+        return out if keepdims else np.squeeze(out, axis=axes)
+
+    @staticmethod
+    def backward(ctx, grad):
+        # d logsumexp / dx = exp(x - out) = softmax(x)
+        (x,) = ctx.saved_tensors
+        g = grad.reshape(ctx.out_keep.shape)
+        if is_grad_enabled():  # create_graph: recompute the output inside the graph
+            out = LogSumExp.apply(x, ctx.axes, True)
+        else:
+            out = ctx.out_keep
+        return g * (x - out).exp(), None, None
+
+
+def _axis(x, axis, op):
+    (a,) = normalize_axes(axis, x.ndim, op)
+    return a
+
+
+def relu(x):
+    """``max(x, 0)``."""
+    return Relu.apply(x)
+
+
+def leaky_relu(x, negative_slope=0.01):
+    """``x`` for ``x > 0``, else ``negative_slope * x``."""
+    return LeakyRelu.apply(x, float(negative_slope))
+
+
+def sigmoid(x):
+    """``1 / (1 + e^-x)``, stable for large ``|x|``."""
+    return Sigmoid.apply(x)
+
+
+def tanh(x):
+    """Hyperbolic tangent."""
+    return Tanh.apply(x)
+
+
+def softplus(x):
+    """``log(1 + e^x)``, stable for large ``|x|``."""
+    return Softplus.apply(x)
+
+
+def softmax(x, dim=-1):
+    """``exp(x) / sum(exp(x))`` along ``dim`` (max-shifted: no overflow)."""
+    return Softmax.apply(x, _axis(x, dim, "softmax"))
+
+
+def log_softmax(x, dim=-1):
+    """``x - logsumexp(x)`` along ``dim`` (max-shifted: no overflow)."""
+    return LogSoftmax.apply(x, _axis(x, dim, "log_softmax"))
+
+
+def logsumexp(x, dim=None, keepdim=False):
+    """``log(sum(exp(x)))`` over ``dim`` (int, tuple or None for all), stably."""
+    return LogSumExp.apply(x, normalize_axes(dim, x.ndim, "logsumexp"), bool(keepdim))
