@@ -48,6 +48,13 @@ TARGET_COLS = 4096
 MAX_COL_BYTES = 32 * 2**20
 
 
+def _kernel_threads() -> int:
+    return KERNEL_THREADS or get_num_threads()
+
+
+KERNEL_THREADS = 1
+
+
 # --------------------------------------------------------------------------- validation
 
 def _pair(value, name: str, minimum: int) -> tuple[int, int]:
@@ -222,7 +229,7 @@ def _unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None):
     o = wmat.shape[0]
     og, rg = o // groups, wmat.shape[1]
     plane = ho * wo
-    nt = get_num_threads()
+    nt = _kernel_threads()
     gw = None if b is None else np.zeros_like(wmat)
     if geom.is_pointwise():
         a3 = a.reshape(n, c, plane)
@@ -271,7 +278,7 @@ def _fold_loop(b, wmat, geom, h, w, groups, y=None, a=None):
     og, rg = o // groups, wmat.shape[1]
     c = rg * groups // (geom.kh * geom.kw)
     plane = ho * wo
-    nt = get_num_threads()
+    nt = _kernel_threads()
     gw = None if a is None else np.zeros_like(wmat)
     if geom.is_pointwise():
         b3 = b.reshape(n, o, plane)
