@@ -3,3 +3,7 @@
 Each op is a :class:`sandbox.autograd.Function` pairing an array-level forward
 with its backward.  The submodules group them by kind.
 """
+
+from ._conv import conv2d, conv_transpose2d  # noqa: F401
+from ._norm import batch_norm, group_norm  # noqa: F401
+from ._pool import avg_pool2d, max_pool2d  # noqa: F401
