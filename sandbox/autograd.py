@@ -44,14 +44,17 @@ __all__ = [
     "Function",
     "Tensor",
     "backward",
+    "cat",
     "enable_grad",
     "grad",
     "is_grad_enabled",
     "no_grad",
     "once_differentiable",
     "set_grad_enabled",
+    "stack",
     "tensor",
     "unbroadcast",
+    "where",
 ]
 
 
@@ -760,4 +763,6 @@ def grad(
     return tuple(out)
 
 
-from . import ops as _ops  # noqa: E402,F401  (attaches operators and methods to Tensor)
+# Importing the ops attaches the operators and methods to Tensor; a few tensor-level
+# functions are re-exported here for convenience.
+from .ops import cat, stack, where  # noqa: E402

@@ -4,6 +4,25 @@ Each op is a :class:`sandbox.autograd.Function` pairing an array-level forward
 with its backward.  The submodules group them by kind.
 """
 
+from ._activation import (  # noqa: F401
+    leaky_relu,
+    log_softmax,
+    logsumexp,
+    pad,
+    relu,
+    sigmoid,
+    softmax,
+    softplus,
+    tanh,
+)
 from ._conv import conv2d, conv_transpose2d  # noqa: F401
+from ._dropout import dropout, dropout2d  # noqa: F401
+from ._loss import (  # noqa: F401
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    dice_loss,
+    mse_loss,
+    nll_loss,
+)
 from ._norm import batch_norm, group_norm  # noqa: F401
 from ._pool import avg_pool2d, max_pool2d  # noqa: F401

@@ -245,15 +245,17 @@ def _tensors(seq, op):
     return [t if isinstance(t, Tensor) else np.asarray(t) for t in seq]
 
 
-def cat(tensors, dim=0):
-    """Concatenate along an existing dim."""
+def cat(tensors, dim=0, *, axis=None):
+    """Concatenate along an existing dim (``axis=`` is accepted as numpy's name)."""
+    dim = dim if axis is None else axis
     ts = _tensors(tensors, "cat")
     (d,) = normalize_axes(dim, ts[0].ndim, "cat")
     return Cat.apply(d, *ts)
 
 
-def stack(tensors, dim=0):
-    """Stack along a new dim."""
+def stack(tensors, dim=0, *, axis=None):
+    """Stack along a new dim (``axis=`` is accepted as numpy's name)."""
+    dim = dim if axis is None else axis
     ts = _tensors(tensors, "stack")
     (d,) = normalize_axes(dim, ts[0].ndim + 1, "stack")
     return Stack.apply(d, *ts)

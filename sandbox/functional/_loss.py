@@ -1,0 +1,256 @@
+"""Losses: cross-entropy, NLL, BCE-with-logits, soft Dice, MSE.
+
+All are compositions of differentiable Tensor ops (so they have second derivatives)
+and are computed stably: cross-entropy goes through ``log_softmax`` (log-sum-exp with
+a max shift), BCE through ``softplus``.  Class weights and targets are constants.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Tensor
+from ..ops import log_softmax, sigmoid, softmax, softplus
+
+__all__ = ["binary_cross_entropy_with_logits", "cross_entropy", "dice_loss", "mse_loss", "nll_loss"]
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _check_reduction(reduction):
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+
+
+def _array(x):
+    return x.data if isinstance(x, Tensor) else np.asarray(x)
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    return loss.sum() if reduction == "sum" else loss
+
+
+def _class_weights(weight, n_classes, dtype, op):
+    if weight is None:
+        return np.ones(n_classes, dtype)
+    w = _array(weight).astype(dtype, copy=False)
+    if w.shape != (n_classes,):
+        raise ValueError(f"{op}: weight must have shape ({n_classes},), got {w.shape}")
+    return w
+
+
+def _index_coef(input, target, weight, ignore_index, label_smoothing, op):
+    """Constant ``coef`` with ``loss_i = -sum_c coef[i, c] * logp[i, c]``, and the mean's divisor.
+
+    ``coef[i, c] = (1 - s) * w[t_i] * [c == t_i] + (s / C) * w[c]`` for non-ignored ``i``
+    (``s`` the label smoothing); the mean divides by ``sum_i w[t_i]`` over non-ignored
+    ``i``, as PyTorch.
+    """
+    n_classes = input.shape[1]
+    t = _array(target)
+    if t.dtype.kind not in "iu":
+        raise TypeError(f"{op}: class-index target must be an integer tensor, got {t.dtype}")
+    expected = input.shape[:1] + input.shape[2:]
+    if t.shape != expected:
+        raise ValueError(
+            f"{op}: target shape {t.shape} does not match input shape {input.shape} "
+            f"(expected {expected} for an (N, C, ...) input)"
+        )
+    valid = t != ignore_index
+    t_safe = np.where(valid, t, 0)
+    if np.any((t_safe < 0) | (t_safe >= n_classes)):
+        bad = t_safe[(t_safe < 0) | (t_safe >= n_classes)][0]
+        raise ValueError(
+            f"{op}: target value {bad} is out of range for {n_classes} classes "
+            f"(valid: 0..{n_classes - 1} or ignore_index={ignore_index})"
+        )
+    w = _class_weights(weight, n_classes, input.dtype, op)
+    wt = w[t_safe] * valid  # weight of each element's target class; 0 where ignored
+    coef = np.zeros(input.shape, input.dtype)
+    np.put_along_axis(coef, t_safe[:, None], ((1.0 - label_smoothing) * wt)[:, None], axis=1)
+    if label_smoothing:
+        bshape = (1, n_classes) + (1,) * (input.ndim - 2)
+        coef += (label_smoothing / n_classes) * valid[:, None] * w.reshape(bshape)
+    return coef, float(wt.sum())
+
+
+def _nll(logp, target, weight, ignore_index, reduction, label_smoothing, op):
+    _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"{op}: label_smoothing must be in [0, 1], got {label_smoothing}")
+    t = _array(target)
+    if t.dtype.kind == "f":  # class probabilities, same shape as the input
+        if t.shape != logp.shape:
+            raise ValueError(
+                f"{op}: probability target shape {t.shape} must equal input shape {logp.shape}"
+            )
+        n_classes = logp.shape[1]
+        w = _class_weights(weight, n_classes, logp.dtype, op).reshape(
+            (1, n_classes) + (1,) * (logp.ndim - 2)
+        )
+        probs = target if isinstance(target, Tensor) else Tensor(t)
+        if label_smoothing:
+            probs = probs * (1.0 - label_smoothing) + label_smoothing / n_classes
+        loss = -(logp * (probs * w)).sum(axis=1)
+        return _reduce(loss, reduction)  # the mean is over elements, as torch
+    coef, divisor = _index_coef(logp, t, weight, ignore_index, label_smoothing, op)
+    loss = -(logp * coef).sum(axis=1)
+    if reduction == "mean":
+        with np.errstate(divide="ignore", invalid="ignore"):  # all ignored: nan, as torch
+            return loss.sum() / np.asarray(divisor, logp.dtype)
+    return _reduce(loss, reduction)
+
+
+def _batched(input, target):
+    """Promote an unbatched ``(C,)`` input with a scalar target to a batch of one."""
+    if input.ndim == 1:
+        t = _array(target)
+        return input.unsqueeze(0), (t.reshape(1) if t.ndim == 0 else t[None]), True
+    if input.ndim < 1:
+        raise ValueError(f"expected an (N, C, ...) or (C,) input, got shape {input.shape}")
+    return input, target, False
+
+
+def cross_entropy(
+    input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0
+):
+    """Cross-entropy between logits and targets, as ``torch.nn.functional.cross_entropy``.
+
+    Parameters
+    ----------
+    input : Tensor
+        Logits of shape ``(N, C, d1, ...)`` (or ``(C,)``); the class axis is 1.
+    target : Tensor or ndarray
+        Class indices of shape ``(N, d1, ...)`` (integers), or class probabilities of
+        the input's shape (floats).
+    weight : array-like of shape (C,), optional
+        Per-class weights (constants).
+    ignore_index : int
+        Index targets with this value contribute nothing (index targets only).
+    reduction : {"mean", "sum", "none"}
+        ``"mean"`` divides by the summed weights of the non-ignored targets (PyTorch's
+        weighted mean); for probability targets by the number of elements.
+    label_smoothing : float in [0, 1]
+        Mix the target with the uniform distribution over classes.
+
+    Returns
+    -------
+    Tensor
+        The loss (shape ``(N, d1, ...)`` for ``reduction="none"``).
+    """
+    x, t, unbatched = _batched(input, target)
+    loss = _nll(
+        log_softmax(x, 1), t, weight, ignore_index, reduction, label_smoothing, "cross_entropy"
+    )
+    return loss.squeeze(0) if unbatched and reduction == "none" else loss
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+    """Negative log-likelihood of log-probabilities ``input`` ``(N, C, ...)``, as torch."""
+    x, t, unbatched = _batched(input, target)
+    loss = _nll(x, t, weight, ignore_index, reduction, 0.0, "nll_loss")
+    return loss.squeeze(0) if unbatched and reduction == "none" else loss
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction="mean"):
+    """Binary cross-entropy on logits, as ``torch.nn.functional.binary_cross_entropy_with_logits``.
+
+    ``loss = (1 - t) x + (1 + (pos_weight - 1) t) softplus(-x)``, times ``weight``;
+    ``softplus`` is evaluated stably, so large logits do not overflow.  ``weight`` and
+    ``pos_weight`` broadcast against the input (``pos_weight`` along the class axis,
+    as torch: give it shape ``(C, 1, 1)`` for ``(N, C, H, W)`` inputs).
+    """
+    _check_reduction(reduction)
+    if tuple(np.shape(target)) != input.shape:
+        raise ValueError(
+            "binary_cross_entropy_with_logits: target shape "
+            f"{tuple(np.shape(target))} must equal input shape {input.shape}"
+        )
+    t = target if isinstance(target, Tensor) else Tensor(np.asarray(target, input.dtype))
+    if pos_weight is None:
+        loss = softplus(input) - input * t  # = (1 - t) x + softplus(-x)
+    else:
+        pw = _array(pos_weight).astype(input.dtype, copy=False)
+        loss = (1.0 - t) * input + (t * (pw - 1.0) + 1.0) * softplus(-input)
+    if weight is not None:
+        loss = loss * (weight if isinstance(weight, Tensor) else _array(weight))
+    return _reduce(loss, reduction)
+
+
+def dice_loss(input, target, num_classes=None, eps=1.0, ignore_index=None):
+    """Soft Dice loss ``1 - mean_c (2 |P_c T_c| + eps) / (|P_c| + |T_c| + eps)``.
+
+    Parameters
+    ----------
+    input : Tensor
+        Logits ``(N, C, d1, ...)``.  With ``C > 1`` the probabilities are
+        ``softmax(input, 1)`` and every class counts (multiclass); with ``C == 1`` they
+        are ``sigmoid(input)`` and the single foreground class counts (binary).
+    target : Tensor or ndarray
+        Class indices ``(N, d1, ...)`` (multiclass), or 0/1 values of shape
+        ``(N, d1, ...)`` or ``(N, 1, d1, ...)`` (binary).
+    num_classes : int, optional
+        If given, must equal ``C`` (a guard against mismatched heads).
+    eps : float
+        Smoothing added to numerator and denominator (avoids 0/0 for absent classes).
+    ignore_index : int, optional
+        Target value whose elements are left out of every sum.
+
+    Notes
+    -----
+    The sums run over the batch and the spatial dims together ("batch Dice"), one
+    ratio per class, then the classes are averaged.
+    """
+    if input.ndim < 2:
+        raise ValueError(f"dice_loss: expected an (N, C, ...) input, got shape {input.shape}")
+    n_classes = input.shape[1]
+    if (
+        num_classes is not None
+        and num_classes != n_classes
+        and not (n_classes == 1 and num_classes == 2)
+    ):
+        raise ValueError(
+            f"dice_loss: num_classes={num_classes} but the input has {n_classes} channels"
+        )
+    t = _array(target)
+    spatial = input.shape[:1] + input.shape[2:]
+    if n_classes == 1 and t.shape == input.shape:
+        t = t[:, 0]
+    if t.shape != spatial:
+        raise ValueError(
+            f"dice_loss: target shape {t.shape} does not match input shape {input.shape} "
+            f"(expected {spatial})"
+        )
+    valid = np.ones(t.shape, bool) if ignore_index is None else t != ignore_index
+    if n_classes == 1:
+        probs = sigmoid(input)
+        onehot = (np.where(valid, t, 0) > 0)[:, None]
+    else:
+        t_safe = np.where(valid, t, 0).astype(np.int64)
+        if np.any((t_safe < 0) | (t_safe >= n_classes)):
+            raise ValueError(f"dice_loss: target values must be in 0..{n_classes - 1}")
+        probs = softmax(input, 1)
+        onehot = np.zeros(input.shape, bool)
+        np.put_along_axis(onehot, t_safe[:, None], True, axis=1)
+    mask = valid[:, None].astype(input.dtype)
+    onehot = onehot.astype(input.dtype) * mask
+    if ignore_index is not None:
+        probs = probs * mask
+    axes = (0,) + tuple(range(2, input.ndim))
+    inter = (probs * onehot).sum(axis=axes)
+    denom = probs.sum(axis=axes) + onehot.sum(axis=axes)
+    dice = (inter * 2.0 + eps) / (denom + eps)
+    return 1.0 - dice.mean()
+
+
+def mse_loss(input, target, reduction="mean"):
+    """Mean squared error ``(input - target)**2`` reduced as ``reduction``."""
+    _check_reduction(reduction)
+    if tuple(np.shape(target)) != input.shape:
+        raise ValueError(
+            f"mse_loss: target shape {tuple(np.shape(target))} must equal input shape {input.shape}"
+        )
+    d = input - target
+    return _reduce(d * d, reduction)
