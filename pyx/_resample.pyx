@@ -9,7 +9,8 @@
 # table built in sandbox/resample/_weights.py, so both run the same gather
 # kernels and neither needs atomics.
 
-from cython.parallel cimport prange
+from cython.parallel cimport parallel, prange
+from libc.stdlib cimport free, malloc
 from fused cimport real
 
 
@@ -75,19 +76,51 @@ cdef inline void _gather_row(real* dst, const real* src, Py_ssize_t lo_len,
         dst[o] = acc
 
 
+cdef inline void _gather_rows4(real* dst, Py_ssize_t dstride, const real* src, Py_ssize_t sstride,
+                               Py_ssize_t lo_len, const Py_ssize_t* start, const Py_ssize_t* ntap,
+                               const real* w, Py_ssize_t kmax) noexcept nogil:
+    """_gather_row on 4 rows at once: the table entries are loaded once per 4 outputs."""
+    cdef Py_ssize_t o, k, n
+    cdef const real* s
+    cdef const real* wo
+    cdef real a0, a1, a2, a3, wk
+    for o in range(lo_len):
+        n = ntap[o]
+        s = src + start[o]
+        wo = w + o * kmax
+        a0 = 0
+        a1 = 0
+        a2 = 0
+        a3 = 0
+        for k in range(n):
+            wk = wo[k]
+            a0 = a0 + wk * s[k]
+            a1 = a1 + wk * s[k + sstride]
+            a2 = a2 + wk * s[k + 2 * sstride]
+            a3 = a3 + wk * s[k + 3 * sstride]
+        dst[o] = a0
+        dst[o + dstride] = a1
+        dst[o + 2 * dstride] = a2
+        dst[o + 3 * dstride] = a3
+
+
 def apply_last(const real[:, ::1] x, real[:, ::1] out,
                const Py_ssize_t[::1] start, const Py_ssize_t[::1] ntap,
                const real[:, ::1] w, int num_threads):
-    """Resample the last axis: ``x`` (P, L) -> ``out`` (P, Lo), parallel over rows."""
+    """Resample the last axis: ``x`` (P, L) -> ``out`` (P, Lo), parallel over blocks of rows."""
     cdef Py_ssize_t n_rows = x.shape[0]
     cdef Py_ssize_t length = x.shape[1]
     cdef Py_ssize_t lo_len = out.shape[1]
     cdef Py_ssize_t kmax = w.shape[1]
-    cdef Py_ssize_t p
+    cdef Py_ssize_t n_blocks = n_rows // 4
+    cdef Py_ssize_t b, p
     if n_rows == 0 or lo_len == 0:
         return
     with nogil:
-        for p in prange(n_rows, schedule="static", num_threads=num_threads):
+        for b in prange(n_blocks, schedule="static", num_threads=num_threads):
+            _gather_rows4(&out[4 * b, 0], lo_len, &x[4 * b, 0], length,
+                          lo_len, &start[0], &ntap[0], &w[0, 0], kmax)
+        for p in range(4 * n_blocks, n_rows):
             _gather_row(&out[p, 0], &x[p, 0], lo_len, &start[0], &ntap[0], &w[0, 0], kmax)
 
 
@@ -112,3 +145,50 @@ def apply_mid(const real[:, :, ::1] x, real[:, :, ::1] out,
             o = idx - p * lo_len
             _combine_rows(&out[p, o, 0], &x[p, start[o], 0], q_len,
                           &w[o, 0], ntap[o], q_len)
+
+
+def apply_hw(const real[:, :, ::1] x, real[:, :, ::1] out,
+             const Py_ssize_t[::1] start_h, const Py_ssize_t[::1] ntap_h,
+             const real[:, ::1] w_h,
+             const Py_ssize_t[::1] start_w, const Py_ssize_t[::1] ntap_w,
+             const real[:, ::1] w_w, int num_threads):
+    """Resample the last two axes in one fused pass: ``x`` (P, H, W) -> ``out`` (P, Ho, Wo).
+
+    Per output row (p, oh): combine the input rows the H table selects into a
+    thread-local row of length W (vectorised over W), then gather along W into
+    the output row.  No intermediate array; a single-tap unit-weight H row
+    (nearest, identity) reads the input row in place.  Returns -1 when the
+    scratch allocation failed (the caller raises MemoryError).
+    """
+    cdef Py_ssize_t n_planes = x.shape[0]
+    cdef Py_ssize_t width = x.shape[2]
+    cdef Py_ssize_t ho_len = out.shape[1]
+    cdef Py_ssize_t wo_len = out.shape[2]
+    cdef Py_ssize_t kh = w_h.shape[1]
+    cdef Py_ssize_t kw = w_w.shape[1]
+    cdef Py_ssize_t idx, p, oh, n
+    cdef real* row
+    cdef const real* src
+    cdef int failed[1]
+    cdef int* failed_flag = &failed[0]
+    failed[0] = 0
+    if n_planes == 0 or ho_len == 0 or wo_len == 0:
+        return 0
+    with nogil, parallel(num_threads=num_threads):
+        row = <real*> malloc(width * sizeof(real))
+        if row == NULL:
+            failed_flag[0] = 1  # shared write through a pointer
+        for idx in prange(n_planes * ho_len, schedule="static"):
+            if row == NULL:
+                continue
+            p = idx // ho_len
+            oh = idx - p * ho_len
+            n = ntap_h[oh]
+            if n == 1 and w_h[oh, 0] == 1:
+                src = &x[p, start_h[oh], 0]
+            else:
+                _combine_rows(row, &x[p, start_h[oh], 0], width, &w_h[oh, 0], n, width)
+                src = row
+            _gather_row(&out[p, oh, 0], src, wo_len, &start_w[0], &ntap_w[0], &w_w[0, 0], kw)
+        free(row)
+    return -1 if failed[0] else 0
