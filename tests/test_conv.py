@@ -1,0 +1,322 @@
+"""conv2d / conv_transpose2d: kernels vs a numpy reference, threads, torch parity, gradients."""
+
+import numpy as np
+import pytest
+
+import sandbox
+import sandbox.functional as F
+from sandbox import conv
+from sandbox._C import _im2col
+
+# (N, C, H, W, O, kh, kw, stride, padding, dilation, groups)
+CASES = [
+    (2, 3, 7, 9, 4, 3, 3, 1, 1, 1, 1),
+    (2, 4, 9, 7, 6, 3, 2, 2, 1, 1, 2),
+    (1, 6, 8, 11, 6, 2, 3, (2, 1), (0, 2), (2, 1), 3),
+    (3, 4, 5, 6, 8, 1, 1, 1, 0, 1, 1),    # 1x1 fast path
+    (2, 4, 7, 7, 4, 1, 1, 2, 1, 1, 2),    # 1x1 with stride and padding
+    (2, 2, 4, 4, 3, 5, 5, 1, 2, 1, 1),    # kernel larger than the input, padded
+    (9, 8, 3, 3, 5, 3, 3, 1, 1, 1, 1),    # batched chunk (small plane)
+]
+
+
+def _ids(case):
+    return "N{}C{}H{}W{}O{}k{}x{}s{}p{}d{}g{}".format(*case).replace(" ", "")
+
+
+def ref_conv2d(x, w, b, stride, padding, dilation, groups):
+    """Plain numpy reference: sum over kernel taps of strided slices."""
+    sh, sw = conv._pair(stride, "s", 1)
+    ph, pw = conv._pair(padding, "p", 0)
+    dh, dw = conv._pair(dilation, "d", 1)
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    ho = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    wo = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    out = np.zeros((n, o, ho, wo), dtype=np.float64)
+    og = o // groups
+    for g in range(groups):
+        xg = xp[:, g * cg:(g + 1) * cg]
+        for i in range(kh):
+            for j in range(kw):
+                patch = xg[:, :, i * dh:i * dh + sh * (ho - 1) + 1:sh,
+                           j * dw:j * dw + sw * (wo - 1) + 1:sw]
+                out[:, g * og:(g + 1) * og] += np.einsum(
+                    "nchw,oc->nohw", patch, w[g * og:(g + 1) * og, :, i, j])
+    if b is not None:
+        out += b.reshape(1, -1, 1, 1)
+    return out
+
+
+def ref_conv_transpose2d(x, w, b, stride, padding, output_padding, groups, dilation):
+    """Plain numpy reference: scatter every tap into a padded output, then crop."""
+    sh, sw = conv._pair(stride, "s", 1)
+    ph, pw = conv._pair(padding, "p", 0)
+    oph, opw = conv._pair(output_padding, "op", 0)
+    dh, dw = conv._pair(dilation, "d", 1)
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    ho = (h - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
+    wo = (wd - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
+    full = np.zeros((n, og * groups, ho + 2 * ph, wo + 2 * pw))
+    cg = c // groups
+    for g in range(groups):
+        for i in range(kh):
+            for j in range(kw):
+                full[:, g * og:(g + 1) * og, i * dh:i * dh + sh * (h - 1) + 1:sh,
+                     j * dw:j * dw + sw * (wd - 1) + 1:sw] += np.einsum(
+                    "nchw,co->nohw", x[:, g * cg:(g + 1) * cg], w[g * cg:(g + 1) * cg, :, i, j])
+    out = full[:, :, ph:ph + ho, pw:pw + wo]
+    if b is not None:
+        out = out + b.reshape(1, -1, 1, 1)
+    return out
+
+
+def _data(case, dtype, rng, transposed=False):
+    n, c, h, w, o, kh, kw, s, p, d, g = case
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    wshape = (c, o // g, kh, kw) if transposed else (o, c // g, kh, kw)
+    weight = rng.standard_normal(wshape).astype(dtype)
+    bias = rng.standard_normal(o).astype(dtype)
+    return x, weight, bias, s, p, d, g
+
+
+def _tol(dtype):
+    return dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_conv2d_matches_reference(case, dtype, rng):
+    x, w, b, s, p, d, g = _data(case, dtype, rng)
+    y = conv.conv2d(x, w, b, s, p, d, g)
+    assert y.dtype == dtype
+    np.testing.assert_allclose(y, ref_conv2d(x.astype(float), w.astype(float), b, s, p, d, g),
+                               **_tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_conv2d_backward_is_adjoint(case, dtype, rng):
+    """<gy, conv(x, w)> = <gx, x> = <gw, w> (conv is bilinear), gb = sum gy."""
+    x, w, b, s, p, d, g = _data(case, np.float64, rng)
+    y = conv.conv2d(x, w, None, s, p, d, g)
+    gy = rng.standard_normal(y.shape)
+    gx, gw, gb = conv.conv2d_backward(gy.astype(dtype), x.astype(dtype), w.astype(dtype),
+                                      s, p, d, g)
+    assert gx.dtype == gw.dtype == gb.dtype == dtype
+    ref = float((gy * y).sum())
+    rtol = 1e-4 if dtype == np.float32 else 1e-10
+    assert float((gx * x).sum()) == pytest.approx(ref, rel=rtol)
+    assert float((gw * w).sum()) == pytest.approx(ref, rel=rtol)
+    np.testing.assert_allclose(gb, gy.sum(axis=(0, 2, 3)), rtol=rtol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_conv_transpose2d_matches_reference(case, dtype, rng):
+    x, w, b, s, p, d, g = _data(case, dtype, rng, transposed=True)
+    sh = conv._pair(s, "s", 1)
+    op = tuple(1 if si > 1 else 0 for si in sh)
+    y = conv.conv_transpose2d(x, w, b, s, p, op, g, d)
+    ref = ref_conv_transpose2d(x.astype(float), w.astype(float), b, s, p, op, g, d)
+    np.testing.assert_allclose(y, ref, **_tol(dtype))
+    gy = rng.standard_normal(y.shape)
+    gx, gw, gb = conv.conv_transpose2d_backward(gy.astype(dtype), x, w, s, p, op, g, d)
+    y0 = ref_conv_transpose2d(x.astype(float), w.astype(float), None, s, p, op, g, d)
+    rtol = 1e-4 if dtype == np.float32 else 1e-10
+    assert float((gx * x).sum()) == pytest.approx(float((gy * y0).sum()), rel=rtol)
+    assert float((gw * w).sum()) == pytest.approx(float((gy * y0).sum()), rel=rtol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kernels_bitwise_equal_across_thread_counts(dtype, rng):
+    x = rng.standard_normal((3, 5, 11, 9)).astype(dtype)
+    geom = (3, 2, 2, 1, 1, 1, 1, 2)  # kh, kw, sh, sw, ph, pw, dh, dw
+    ho, wo = conv.conv2d_output_size(11, 9, (3, 2), (2, 1), 1, (1, 2))
+    cols = []
+    folds = []
+    for nt in (1, 2):
+        col = np.empty((5 * 6, 2 * ho * wo), dtype=dtype)
+        _im2col.im2col(x, col, 1, 2, *geom, ho, wo, nt)
+        cols.append(col)
+        out = np.full(x.shape, np.nan, dtype=dtype)
+        _im2col.col2im(col, out, 1, 2, *geom, ho, wo, nt)
+        folds.append(out[1:])
+    assert np.array_equal(cols[0], cols[1])
+    assert np.array_equal(folds[0], folds[1])
+    assert np.isnan(folds[0]).sum() == 0
+
+
+def test_conv_bitwise_equal_across_thread_counts(rng, monkeypatch):
+    x, w, b, s, p, d, g = _data(CASES[1], np.float32, rng)
+    results = []
+    for nt in (1, 2):
+        monkeypatch.setattr(conv, "KERNEL_THREADS", nt)
+        with sandbox.num_threads(nt):
+            y = conv.conv2d(x, w, b, s, p, d, g)
+            grads = conv.conv2d_backward(np.ones_like(y), x, w, s, p, d, g)
+        results.append((y, *grads))
+    for a, c in zip(*results, strict=True):
+        assert np.array_equal(a, c)
+
+
+def test_chunking_paths_agree(rng, monkeypatch):
+    """Per-sample, partially batched and fully batched GEMM chunks give the same result."""
+    x, w, b, s, p, d, g = _data((5, 4, 6, 6, 6, 3, 3, 1, 1, 1, 2), np.float64, rng)
+    gy = rng.standard_normal((5, 6, 6, 6))
+    outs = []
+    for target in (1, 72, 10**6):
+        monkeypatch.setattr(conv, "TARGET_COLS", target)
+        outs.append((conv.conv2d(x, w, b, s, p, d, g), *conv.conv2d_backward(gy, x, w, s, p, d, g)))
+    for other in outs[1:]:
+        for a, c in zip(outs[0], other, strict=True):
+            np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- autograd
+
+def numerical_grad(f, arrays, eps=1e-6):
+    """Central differences of the scalar ``f()`` w.r.t. each array (modified in place)."""
+    grads = []
+    for a in arrays:
+        grad = np.zeros_like(a)
+        it = np.nditer(a, flags=["multi_index"])
+        for _ in it:
+            i = it.multi_index
+            old = a[i]
+            a[i] = old + eps
+            fp = f()
+            a[i] = old - eps
+            fm = f()
+            a[i] = old
+            grad[i] = (fp - fm) / (2 * eps)
+        grads.append(grad)
+    return grads
+
+
+def _gradcheck(op, arrays, rng):
+    tensors = [sandbox.Tensor(a, requires_grad=True) for a in arrays]
+    out = op(*tensors)
+    gy = rng.standard_normal(out.shape)
+    (out * sandbox.Tensor(gy)).sum().backward()
+
+    def f():
+        with sandbox.no_grad():
+            return float((op(*[sandbox.Tensor(a) for a in arrays]).data * gy).sum())
+
+    for t, num in zip(tensors, numerical_grad(f, arrays), strict=True):
+        np.testing.assert_allclose(t.grad.data, num, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("case", [CASES[1], CASES[2], CASES[4]], ids=_ids)
+def test_conv2d_gradcheck(case, rng):
+    n, c, h, w, o, kh, kw, s, p, d, g = case
+    x, wt, b, *_ = _data((1, c, min(h, 6), min(w, 6), o, kh, kw, s, p, d, g), np.float64, rng)
+    _gradcheck(lambda x_, w_, b_: F.conv2d(x_, w_, b_, s, p, d, g), [x, wt, b], rng)
+
+
+@pytest.mark.parametrize("case", [CASES[1], CASES[2]], ids=_ids)
+def test_conv_transpose2d_gradcheck(case, rng):
+    n, c, h, w, o, kh, kw, s, p, d, g = case
+    x, wt, b, *_ = _data((1, c, 4, 5, o, kh, kw, s, p, d, g), np.float64, rng, transposed=True)
+    op = tuple(1 if si > 1 else 0 for si in conv._pair(s, "s", 1))
+    _gradcheck(lambda x_, w_, b_: F.conv_transpose2d(x_, w_, b_, s, p, op, g, d),
+               [x, wt, b], rng)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("case", [CASES[0], CASES[1], CASES[2], CASES[3], CASES[6]], ids=_ids)
+def test_torch_parity(case, transposed, dtype, rng, torch):
+    x, w, b, s, p, d, g = _data(case, dtype, rng, transposed=transposed)
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    sx, sw_, sb = (sandbox.Tensor(a, requires_grad=True) for a in (x, w, b))
+    if transposed:
+        op = tuple(1 if si > 1 else 0 for si in conv._pair(s, "s", 1))
+        ty = torch.nn.functional.conv_transpose2d(tx, tw, tb, s, p, op, g, d)
+        sy = F.conv_transpose2d(sx, sw_, sb, s, p, op, g, d)
+    else:
+        ty = torch.nn.functional.conv2d(tx, tw, tb, s, p, d, g)
+        sy = F.conv2d(sx, sw_, sb, s, p, d, g)
+    gy = rng.standard_normal(ty.shape).astype(dtype)
+    ty.backward(torch.tensor(gy))
+    (sy * sandbox.Tensor(gy)).sum().backward()
+    tol = _tol(dtype)
+    np.testing.assert_allclose(sy.data, ty.detach().numpy(), **tol)
+    for st, tt in ((sx, tx), (sw_, tw), (sb, tb)):
+        assert st.grad.data.dtype == dtype
+        np.testing.assert_allclose(st.grad.data, tt.grad.numpy(), **tol)
+
+
+def test_no_bias_and_partial_grads(rng):
+    x, w, _, s, p, d, g = _data(CASES[0], np.float64, rng)
+    sx = sandbox.Tensor(x)
+    sw_ = sandbox.Tensor(w, requires_grad=True)
+    F.conv2d(sx, sw_, None, s, p, d, g).sum().backward()
+    assert sx.grad is None
+    assert sw_.grad.shape == w.shape
+
+
+# ----------------------------------------------------------------------------- validation
+
+def _xw(dtype=np.float32):
+    return np.zeros((2, 4, 8, 8), dtype), np.zeros((6, 4, 3, 3), dtype)
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(x=np.zeros((4, 8, 8), np.float32)), ValueError, "input must be 4-D"),
+    (dict(w=np.zeros((6, 4, 3), np.float32)), ValueError, "weight must be 4-D"),
+    (dict(w=np.zeros((6, 3, 3, 3), np.float32)), ValueError,
+     r"weight of shape \(6, 3, 3, 3\).*input of shape \(2, 4, 8, 8\)"),
+    (dict(groups=3), ValueError, "groups=3 must divide the input channels"),
+    (dict(groups=4, w=np.zeros((6, 1, 3, 3), np.float32)), ValueError,
+     "groups=4 must divide the output channels"),
+    (dict(groups=0), ValueError, "groups must be a positive int"),
+    (dict(stride=0), ValueError, "stride must be positive"),
+    (dict(stride=(1, 2, 3)), TypeError, "stride must be an int or a pair"),
+    (dict(dilation=-1), ValueError, "dilation must be positive"),
+    (dict(padding=-1), ValueError, "padding must be non-negative"),
+    (dict(w=np.zeros((6, 4, 9, 3), np.float32)), ValueError,
+     r"output size .* input spatial size \(8, 8\).*kernel \(9, 3\)"),
+    (dict(x=np.zeros((2, 4, 8, 8), np.int64)), TypeError, "input must have dtype float32"),
+    (dict(w=np.zeros((6, 4, 3, 3), np.float64)), TypeError,
+     "weight dtype float64 does not match input dtype float32"),
+    (dict(b=np.zeros(5, np.float32)), ValueError, r"bias must have shape \(6,\)"),
+    (dict(b=np.zeros(6, np.float64)), TypeError, "bias dtype float64 does not match"),
+])
+def test_conv2d_validation(kwargs, exc, match):
+    x, w = _xw()
+    x = kwargs.pop("x", x)
+    w = kwargs.pop("w", w)
+    b = kwargs.pop("b", None)
+    with pytest.raises(exc, match=match):
+        conv.conv2d(x, w, b, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(w=np.zeros((3, 2, 3, 3), np.float32)), r"expects 3 input channels.*\(2, 4, 8, 8\)"),
+    (dict(output_padding=2, stride=2), "output_padding .* must be smaller than"),
+    (dict(groups=3, w=np.zeros((4, 2, 3, 3), np.float32)), "groups=3 must divide"),
+    (dict(padding=9), r"output size .* is not positive"),
+])
+def test_conv_transpose2d_validation(kwargs, match):
+    x = np.zeros((2, 4, 8, 8), np.float32)
+    w = kwargs.pop("w", np.zeros((4, 2, 3, 3), np.float32))
+    with pytest.raises(ValueError, match=match):
+        conv.conv_transpose2d(x, w, **kwargs)
+
+
+def test_backward_validation():
+    x, w = _xw(np.float64)
+    with pytest.raises(ValueError, match=r"grad_output must have shape \(2, 6, 6, 6\)"):
+        conv.conv2d_backward(np.zeros((2, 6, 8, 8)), x, w)
+    with pytest.raises(TypeError, match="grad_output dtype float32 does not match"):
+        conv.conv2d_backward(np.zeros((2, 6, 6, 6), np.float32), x, w)
+
+
+def test_functional_requires_tensors():
+    x, w = _xw()
+    with pytest.raises(TypeError, match="input must be a sandbox.Tensor"):
+        F.conv2d(x, sandbox.Tensor(w))
