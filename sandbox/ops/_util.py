@@ -14,10 +14,10 @@ def operand(x, op):
     as numpy treats them as weakly typed); numpy scalars become Python scalars for the
     same reason; anything else becomes an ndarray constant.
     """
+    if isinstance(x, np.generic):  # before float: np.float64 subclasses float
+        return x.item()
     if isinstance(x, Tensor | np.ndarray | int | float | bool):
         return x
-    if isinstance(x, np.generic):
-        return x.item()
     try:
         return np.asarray(x)
     except Exception as exc:  # pragma: no cover - exotic objects
