@@ -48,6 +48,9 @@ from ._weights import Table, dense_matrix, get_table
 __all__ = ["MODES", "resize", "resize_adjoint", "output_size", "weight_matrix"]
 
 
+_PARALLEL_MIN = 1 << 15  # elements per pass below which the kernels run serially
+
+
 def _kernels():
     from .._C import _resample
 
@@ -136,10 +139,12 @@ def _apply(x: np.ndarray, tables: list[Table]) -> np.ndarray:
     if not passes:
         return x.copy()
     kernels = _kernels()
-    threads = get_num_threads()
     cur = x
     for op in passes:
         before = list(shape)
+        # Small passes run on one thread: waking an OpenMP team costs more than
+        # the work (results are identical for any thread count anyway).
+        threads = get_num_threads() if max(math.prod(shape), cur.size) >= _PARALLEL_MIN else 1
         if op[0] == "hw":
             th, tw = tables[-2], tables[-1]
             outer = math.prod(shape[:-2])
