@@ -76,12 +76,12 @@ def _index_coef(input, target, weight, ignore_index, label_smoothing, op):
     return coef, float(wt.sum())
 
 
-def _nll(logp, target, weight, ignore_index, reduction, label_smoothing, op):
+def _nll(logp, target, weight, ignore_index, reduction, label_smoothing, op, probs_ok=True):
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"{op}: label_smoothing must be in [0, 1], got {label_smoothing}")
     t = _array(target)
-    if t.dtype.kind == "f":  # class probabilities, same shape as the input
+    if t.dtype.kind == "f" and probs_ok:  # class probabilities, same shape as the input
         if t.shape != logp.shape:
             raise ValueError(
                 f"{op}: probability target shape {t.shape} must equal input shape {logp.shape}"
@@ -150,7 +150,7 @@ def cross_entropy(
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """Negative log-likelihood of log-probabilities ``input`` ``(N, C, ...)``, as torch."""
     x, t, unbatched = _batched(input, target)
-    loss = _nll(x, t, weight, ignore_index, reduction, 0.0, "nll_loss")
+    loss = _nll(x, t, weight, ignore_index, reduction, 0.0, "nll_loss", probs_ok=False)
     return loss.squeeze(0) if unbatched and reduction == "none" else loss
 
 
