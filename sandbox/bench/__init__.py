@@ -1,0 +1,208 @@
+"""``sandbox bench``: regression benchmarks, side by side with PyTorch.
+
+Times resampling (every mode and option family, forward and backward), the
+UNet's layer ops and a full UNet training step; reports medians, noise,
+effective bandwidth, peak memory and the ratio to PyTorch measured in the same
+run; saves baselines and compares against them (slowdowns beyond the measured
+noise, numerical drift of the outputs).  See ``docs/benchmarks.md``.
+
+Exit status: 0 all good; 1 ``--compare`` found a slower or drifted case, or a
+case failed with an error; 2 bad arguments, nothing matched ``--filter``, or a
+baseline that cannot be used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ._cases import Case, all_cases, select
+from ._compare import DEFAULT_NOISE_K, DEFAULT_THRESHOLD, checksum, compare, drift
+
+__all__ = ["Case", "all_cases", "checksum", "compare", "drift", "main", "select"]
+
+DEFAULT_STORAGE = ".benchmarks"
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
+    return n
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``sandbox bench``."""
+    p = argparse.ArgumentParser(
+        prog="sandbox bench",
+        description="Regression benchmarks of the sandbox kernels and a UNet training step, "
+                    "timed side by side with PyTorch (when installed).",
+        epilog="Exit status: 0 ok; 1 slower/drifted/failed case; 2 usage error. "
+               "See docs/benchmarks.md.")
+    g = p.add_argument_group("what to run")
+    g.add_argument("--filter", action="append", metavar="PATTERN",
+                   help="only cases whose name contains PATTERN, or matches it as a glob "
+                        "(*?[); repeat or comma-separate for several")
+    g.add_argument("--list", action="store_true", help="list the selected cases and exit")
+    g.add_argument("--quick", action="store_true",
+                   help="smoke run: small shapes, 3 repeats, 1 warm-up (about a minute)")
+    g.add_argument("--no-torch", action="store_true", help="do not time PyTorch")
+    g = p.add_argument_group("how to measure")
+    g.add_argument("--threads", type=_positive_int, default=2,
+                   help="threads for the sandbox kernels, BLAS and PyTorch (default: 2)")
+    g.add_argument("--repeat", type=_positive_int,
+                   help="timed calls per case (default: 7, or 3 with --quick)")
+    g.add_argument("--warmup", type=int, help="untimed calls first (default: 2, or 1 with "
+                                              "--quick)")
+    g.add_argument("--omp-wait-policy", choices=["passive", "active"],
+                   help="OMP_WAIT_POLICY for the OpenMP runtimes (default: $OMP_WAIT_POLICY if "
+                        "set, else passive: two spinning thread pools on 2 cores distort "
+                        "the side-by-side timings)")
+    g.add_argument("--no-memory", dest="memory", action="store_false",
+                   help="skip the tracemalloc peak-memory call")
+    g.add_argument("--no-progress", dest="progress", action="store_false",
+                   help="no progress bar")
+    g = p.add_argument_group("output and baselines")
+    g.add_argument("--json", metavar="FILE", help="write results and environment as JSON")
+    g.add_argument("--plot", metavar="FILE", help="PNG of the ratio to PyTorch (matplotlib)")
+    g.add_argument("--save", metavar="NAME", help="store the results as baseline NAME")
+    g.add_argument("--compare", metavar="NAME",
+                   help="compare against baseline NAME (or a .json file); exit 1 on a "
+                        "slowdown beyond noise or numerical drift")
+    g.add_argument("--storage", default=DEFAULT_STORAGE, metavar="DIR",
+                   help=f"baseline folder (default: ./{DEFAULT_STORAGE})")
+    g.add_argument("--threshold", type=_fraction, default=DEFAULT_THRESHOLD,
+                   help=f"relative slowdown that counts (default: {DEFAULT_THRESHOLD})")
+    g.add_argument("--noise-k", type=_fraction, default=DEFAULT_NOISE_K,
+                   help="a slowdown must also exceed this many combined relative standard "
+                        f"deviations (default: {DEFAULT_NOISE_K})")
+    return p
+
+
+def _load_baseline(args):
+    from ._report import baseline_path, read_json
+
+    path = baseline_path(args.compare, args.storage)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no baseline {args.compare!r}: {path} does not exist "
+                                f"(create it with --save {args.compare})")
+    doc = read_json(path)
+    if bool(doc.get("options", {}).get("quick")) != bool(args.quick):
+        raise ValueError(f"baseline {args.compare!r} was measured "
+                         f"{'with' if doc['options'].get('quick') else 'without'} --quick; "
+                         "compare runs of the same kind")
+    return path, doc
+
+
+def _run(args) -> int:
+    from . import _env, _report
+    from ._runner import run_suite
+
+    cases = select(all_cases(), args.filter)
+    if not cases:
+        raise ValueError(f"no case matches --filter {', '.join(args.filter)}; see --list")
+    if args.list:
+        for case in cases:
+            print(case.name)
+        return 0
+    baseline = _load_baseline(args) if args.compare else None
+    repeat = args.repeat or (3 if args.quick else 7)
+    warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
+    if warmup < 0:
+        raise ValueError(f"--warmup must be >= 0, got {warmup}")
+    loaded = _env.openmp_runtimes_loaded()  # before the policy can take effect
+    policy = _env.set_wait_policy(args.omp_wait_policy)
+    if loaded and args.omp_wait_policy:
+        print(f"warning: --omp-wait-policy has no effect on the already loaded "
+              f"{', '.join(loaded)}", file=sys.stderr)
+    torch = None if args.no_torch else _env.optional_torch()
+    _env.set_threads(args.threads, torch)
+    bandwidth = _env.copy_bandwidth(32 * 2**20 if args.quick else 256 * 2**20)
+    env = _env.environment(args.threads, torch, bandwidth)
+    env["omp_wait_policy"] = policy
+    env["openmp_loaded_before_policy"] = loaded
+    results = run_suite(cases, quick=args.quick, torch=torch, repeat=repeat, warmup=warmup,
+                        bandwidth=bandwidth, memory=args.memory, progress=args.progress)
+    options = {"quick": args.quick, "threads": args.threads, "repeat": repeat, "warmup": warmup,
+               "filter": args.filter, "argv": args.argv}
+    doc = _report.document(results, env, options)
+
+    print(_report.results_table(results))
+    print()
+    print(_report.env_summary(env))
+    print("ratio = ours / PyTorch (< 1: sandbox faster); ±noise = 1.4826*MAD/median; "
+          "peak MB = tracemalloc peak of one call (numpy arrays only)")
+    status = 1 if any(r.get("error") for r in results) else 0
+    if baseline is not None:
+        path, base_doc = baseline
+        threads = base_doc.get("options", {}).get("threads")
+        if threads != args.threads:
+            print(f"warning: baseline used {threads} threads, this run {args.threads}")
+        deltas = compare(base_doc["results"], results, args.threshold, args.noise_k)
+        flagged = [d for d in deltas if d.flagged]
+        print()
+        print(f"comparison against {path} (threshold {args.threshold:.0%}, noise x"
+              f"{args.noise_k:g}):")
+        print(_report.comparison_table(deltas))
+        print(f"{len(flagged)} of {len(deltas)} cases flagged"
+              + (": " + ", ".join(d.name for d in flagged[:10]) if flagged else ""))
+        status = 1 if flagged else 0
+    elif status:
+        print(f"{sum(bool(r.get('error')) for r in results)} case(s) failed with an error")
+    if args.json:
+        _report.write_json(args.json, doc)
+        print(f"results: {args.json}")
+    if args.save:
+        path = _report.baseline_path(args.save, args.storage)
+        _report.write_json(path, doc)
+        print(f"baseline saved: {path}")
+    if args.plot:
+        if _report.plot_ratios(results, args.plot):
+            print(f"plot: {args.plot}")
+        else:
+            print("plot skipped: needs matplotlib (pip install matplotlib) and at least one "
+                  "case timed with PyTorch", file=sys.stderr)
+    return status
+
+
+def main(argv=None) -> int:
+    """Run ``sandbox bench`` with the argument list ``argv``; return the exit status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments after ``sandbox bench`` (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 ok; 1 regression, drift or a failing case; 2 usage error.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--"]:  # ``sandbox bench -- --quick`` passes the separator through
+        argv = argv[1:]
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a bad argument (2)
+        return int(exc.code or 0)
+    args.argv = argv
+    try:
+        return _run(args)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"sandbox bench: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,165 @@
+"""What machine and build a benchmark run measured: environment and copy bandwidth."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def optional_torch():
+    """Return the imported ``torch`` module, or None when PyTorch is not installed."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def openmp_runtimes_loaded() -> list[str]:
+    """File names of the OpenMP runtimes already mapped into this process (Linux only)."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "/" in line}
+    except OSError:  # pragma: no cover - not Linux
+        return []
+    names = ("libgomp", "libomp", "libiomp")
+    return sorted({os.path.basename(p) for p in paths
+                   if any(os.path.basename(p).startswith(n) for n in names)})
+
+
+def set_wait_policy(policy: str | None) -> str | None:
+    """Set ``OMP_WAIT_POLICY`` for the OpenMP runtimes that have not been loaded yet.
+
+    The sandbox kernels (system libgomp) and PyTorch (its bundled libgomp) keep
+    two thread pools in one process.  With the default policy, idle threads of
+    one pool spin while the other pool works; on 2 cores (and on a shared
+    machine) that oversubscription made small kernels up to 1000x slower in
+    our measurements.  ``passive`` makes idle threads sleep at once, which costs
+    a few microseconds of wake-up per parallel region for both libraries alike.
+
+    Parameters
+    ----------
+    policy : {"passive", "active"} or None
+        None keeps the user's ``OMP_WAIT_POLICY`` if set, else uses ``passive``.
+
+    Returns
+    -------
+    str or None
+        The policy in effect for runtimes loaded from now on.
+    """
+    if policy is None:
+        policy = os.environ.get("OMP_WAIT_POLICY") or "passive"
+    os.environ["OMP_WAIT_POLICY"] = policy
+    return policy
+
+
+def set_threads(n: int, torch=None) -> None:
+    """Use ``n`` threads in the sandbox kernels, numpy's BLAS and (if given) PyTorch."""
+    import sandbox
+
+    sandbox.set_num_threads(n)
+    if torch is not None:
+        torch.set_num_threads(n)
+
+
+def copy_bandwidth(nbytes: int = 256 * 2**20, repeat: int = 5) -> float:
+    """Measured memory bandwidth of ``np.copyto`` on a large float32 array, in GB/s.
+
+    One copy reads ``nbytes`` and writes ``nbytes``; both count (``2 * nbytes``
+    per copy), the same convention as the benchmark's effective GB/s.  The best
+    of ``repeat`` copies is taken (the machine is shared: the fastest run is the
+    one least disturbed).
+
+    Parameters
+    ----------
+    nbytes : int
+        Size of the source array in bytes (much larger than the last-level cache).
+    repeat : int
+        Number of timed copies after one warm-up copy.
+
+    Returns
+    -------
+    float
+        Bandwidth in GB/s (1e9 bytes per second).
+    """
+    src = np.ones(nbytes // 4, dtype=np.float32)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)  # warm-up: fault in the pages
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * src.nbytes / best / 1e9
+
+
+def git_commit(path: str | None = None) -> str | None:
+    """Commit hash of the sandbox source tree (with ``+dirty`` when modified), or None."""
+    here = path or os.path.dirname(os.path.abspath(__file__))
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
+                             text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=here, capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return sha + ("+dirty" if dirty else "") if sha else None
+
+
+def environment(threads: int, torch=None, bandwidth: float | None = None) -> dict:
+    """Everything that explains a run's numbers: CPU, threads, BLAS, OpenMP, versions, git.
+
+    Parameters
+    ----------
+    threads : int
+        Thread count the run used (sandbox kernels, BLAS and PyTorch).
+    torch : module, optional
+        PyTorch, when installed.
+    bandwidth : float, optional
+        Measured copy bandwidth in GB/s (:func:`copy_bandwidth`).
+
+    Returns
+    -------
+    dict
+        JSON-serialisable description of the environment.
+    """
+    from .. import _config
+    from .._info import _cpu_model, blas_info
+    from .._version import __version__
+
+    try:
+        from .._C import _openmp
+
+        openmp = bool(_openmp.have_openmp())
+    except ImportError:  # pragma: no cover - extension not built
+        openmp = None
+    env = {
+        "cpu": _cpu_model(),
+        "cores_available": _config.available_cores(),
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "threads": threads,
+        "sandbox_threads": _config.get_num_threads(),
+        "openmp": openmp,
+        "blas": blas_info(),
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "sandbox": __version__,
+        "torch": None,
+        "torch_threads": None,
+        "git_commit": git_commit(),
+        "copy_bandwidth_gbs": bandwidth,
+        "env_vars": {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
+                                                 "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                 "MKL_NUM_THREADS", _config.ENV_VAR)
+                     if k in os.environ},
+    }
+    if torch is not None:
+        env["torch"] = torch.__version__
+        env["torch_threads"] = torch.get_num_threads()
+    return env

@@ -1,0 +1,172 @@
+"""Reports: the results table, the comparison table, JSON files and the ratio plot."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from ._compare import Delta, rel_noise
+
+DASH = "—"
+FORMAT_VERSION = 1
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def fmt_ms(seconds: float | None) -> str:
+    """Milliseconds with three to four significant digits, or a dash."""
+    if seconds is None:
+        return DASH
+    ms = seconds * 1e3
+    for limit, digits in ((100, 0), (10, 1), (1, 2)):
+        if ms >= limit:
+            return f"{ms:.{digits}f}"
+    return f"{ms:.3f}"
+
+
+def _fmt(value, spec: str, scale: float = 1.0) -> str:
+    return DASH if value is None else format(value * scale, spec)
+
+
+def _table(header: list[str], rows: list[list[str]], left: int = 1) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(header)]
+
+    def line(cells):
+        return "  ".join(c.ljust(w) if i < left else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    sep = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), sep, *(line(r) for r in rows)])
+
+
+def results_table(results: list[dict]) -> str:
+    """Plain-text table: one row per case (times in ms, ratio = ours / PyTorch)."""
+    header = ["case", "ours ms", "±noise", "torch ms", "ratio", "GB/s", "%copy", "peak MB",
+              "note"]
+    rows = []
+    for r in results:
+        if r.get("error"):
+            rows.append([r["name"], DASH, "", DASH, DASH, DASH, DASH, DASH, r["error"][:60]])
+            continue
+        ours, theirs = r.get("ours"), r.get("torch")
+        note = "" if theirs else (r.get("torch_note") or "")
+        agree = r.get("torch_agreement")
+        if agree is not None and agree > 1e-3:
+            note = (note + f" differs from torch by {agree:.1g}").strip()
+        rows.append([
+            r["name"],
+            fmt_ms(ours["median"]),
+            f"{100 * rel_noise(ours):.0f}%",
+            fmt_ms(theirs["median"]) if theirs else DASH,
+            _fmt(r.get("ratio"), ".2f"),
+            _fmt(r.get("gbs"), ".1f"),
+            _fmt(r.get("bw_frac"), ".0f", 100),
+            _fmt(r.get("peak_bytes"), ".1f", 2.0**-20),
+            note,
+        ])
+    return _table(header, rows)
+
+
+def env_summary(env: dict) -> str:
+    """Two lines describing the machine and the settings of a run."""
+    blas = ", ".join(f"{b.get('internal_api')} {b.get('version')} ({b.get('num_threads')} thr)"
+                     for b in env.get("blas") or []) or "none"
+    bw = env.get("copy_bandwidth_gbs")
+    return (f"{env.get('cpu')} ({env.get('cores_available')} cores); threads {env.get('threads')}"
+            f"; OpenMP {'on' if env.get('openmp') else 'off'}; BLAS {blas}; copy bandwidth "
+            f"{f'{bw:.1f} GB/s' if bw else DASH}\n"
+            f"python {env.get('python')}, numpy {env.get('numpy')}, torch "
+            f"{env.get('torch') or DASH}, sandbox {env.get('sandbox')}, git "
+            f"{env.get('git_commit') or DASH}")
+
+
+def comparison_table(deltas: list[Delta]) -> str:
+    """Plain-text table of per-case changes against a baseline."""
+    header = ["case", "base ms", "now ms", "change", "allowed", "status"]
+    rows = []
+    for d in deltas:
+        status = d.status
+        if d.drift:
+            status += ": " + d.drift[0]
+        if d.error:
+            status += ": " + d.error[:60]
+        rows.append([d.name, fmt_ms(d.base), fmt_ms(d.now), _fmt(d.change, "+.1%"),
+                     _fmt(d.allowed, ".0%"), status])
+    return _table(header, rows)
+
+
+# --------------------------------------------------------------------------- files
+
+def document(results: list[dict], env: dict, options: dict) -> dict:
+    """The JSON document of a run (what ``--json`` and ``--save`` write)."""
+    return {"format": FORMAT_VERSION, "environment": env, "options": options,
+            "results": results}
+
+
+def write_json(path: str, doc: dict) -> None:
+    """Write ``doc`` atomically (temporary file, then rename)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1, allow_nan=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def read_json(path: str) -> dict:
+    """Read a run document; ValueError names the file when it is not one."""
+    with open(path) as f:
+        try:
+            doc = json.load(f)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(doc, dict) or "results" not in doc:
+        raise ValueError(f"{path} is not a 'sandbox bench' result file (no 'results')")
+    return doc
+
+
+def baseline_path(name: str, storage: str) -> str:
+    """Path of baseline ``name`` in ``storage``; an existing ``.json`` path is used as is."""
+    if name.endswith(".json") and os.path.exists(name):
+        return name
+    if not _NAME_RE.match(name):
+        raise ValueError(f"baseline name must be letters, digits, '.', '_' or '-' (or an "
+                         f"existing .json file), got {name!r}")
+    return os.path.join(storage, name + ".json")
+
+
+def plot_ratios(results: list[dict], path: str) -> bool:
+    """Save a horizontal bar chart of ours / PyTorch time per case as PNG.
+
+    Returns
+    -------
+    bool
+        False (and nothing written) when matplotlib is not installed or no case
+        has a PyTorch time.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    rows = [(r["name"], r["ratio"]) for r in results if r.get("ratio")]
+    if not rows:
+        return False
+    names, ratios = zip(*rows, strict=True)
+    fig, ax = plt.subplots(figsize=(8, 1.5 + 0.18 * len(rows)))
+    colors = ["tab:red" if v > 1 else "tab:green" for v in ratios]
+    ax.barh(range(len(rows)), ratios, color=colors)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(rows)), names, fontsize=6)
+    ax.invert_yaxis()
+    ax.set_xlabel("time ours / time PyTorch (log scale; < 1 = sandbox faster)")
+    ax.set_title("sandbox bench: ratio against PyTorch")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True

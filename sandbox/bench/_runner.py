@@ -1,0 +1,112 @@
+"""Run cases: build, checksum the first call, time against PyTorch, measure memory."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ._cases import Case
+from ._compare import _as_arrays, checksum
+from ._timing import peak_memory, time_pair
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+
+
+def agreement(ours, theirs) -> float:
+    """Largest ``max|ours - theirs| / max|theirs|`` over the outputs (inf on shape mismatch)."""
+    a_list, b_list = _as_arrays(ours), _as_arrays(theirs)
+    if len(a_list) != len(b_list):
+        return float("inf")
+    worst = 0.0
+    for a, b in zip(a_list, b_list, strict=True):
+        if a.shape != b.shape:
+            return float("inf")
+        if a.size == 0:
+            continue
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        scale = max(float(np.abs(b64).max()), 1e-30)
+        worst = max(worst, float(np.abs(a64 - b64).max()) / scale)
+    return worst
+
+
+def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
+             bandwidth: float | None, memory: bool = True) -> dict:
+    """Measure one case; never raises for a failing case (the error is recorded).
+
+    Parameters
+    ----------
+    case : Case
+    quick : bool
+        Build the small ``--quick`` shapes.
+    torch : module or None
+        PyTorch for the side-by-side timing.
+    repeat, warmup : int
+        Timed and untimed calls (``repeat`` is capped by ``case.max_repeat``).
+        The first call (for the checksum) counts as a warm-up call.
+    bandwidth : float or None
+        Copy bandwidth in GB/s, for the fraction column.
+    memory : bool
+        Measure peak traced memory with one extra call.
+
+    Returns
+    -------
+    dict
+        JSON-ready result (see ``docs/benchmarks.md`` for the fields).
+    """
+    result = {"name": case.name, "group": case.group, "shape": None, "nbytes": None,
+              "rtol": case.rtol, "ours": None, "torch": None, "ratio": None, "gbs": None,
+              "bw_frac": None, "peak_bytes": None, "checksum": None, "torch_agreement": None,
+              "torch_note": None, "error": None}
+    try:
+        work = case.build(quick, torch)
+        result["shape"], result["nbytes"] = work.shape, work.nbytes
+        first = work.ours()
+        result["checksum"] = checksum(first)
+    except Exception as exc:  # a broken or missing op must not stop the suite
+        result["error"] = _describe(exc)
+        return result
+    theirs = work.theirs
+    result["torch_note"] = work.torch_note if torch is not None else "PyTorch not installed"
+    if theirs is not None:
+        try:
+            result["torch_agreement"] = agreement(first, theirs())
+        except Exception as exc:
+            result["torch_note"] = "PyTorch failed: " + _describe(exc)
+            theirs = None
+    del first
+    n = min(repeat, case.max_repeat or repeat)
+    try:
+        mine, other = time_pair(work.ours, theirs, repeat=n, warmup=max(warmup - 1, 0))
+        if memory:
+            result["peak_bytes"] = peak_memory(work.ours)
+    except Exception as exc:
+        result["error"] = _describe(exc)
+        return result
+    result["ours"] = mine.as_dict()
+    if other is not None:
+        result["torch"] = other.as_dict()
+        result["ratio"] = mine.median / other.median
+    if work.nbytes:
+        result["gbs"] = work.nbytes / mine.median / 1e9
+        if bandwidth:
+            result["bw_frac"] = result["gbs"] / bandwidth
+    return result
+
+
+def run_suite(cases, *, quick: bool, torch, repeat: int, warmup: int, bandwidth, memory=True,
+              progress: bool = True) -> list[dict]:
+    """Run :func:`run_case` over ``cases`` with a tqdm progress bar on stderr."""
+    from tqdm import tqdm
+
+    results = []
+    bar = tqdm(cases, desc="bench", unit="case", disable=not progress, file=sys.stderr,
+               dynamic_ncols=True)
+    for case in bar:
+        bar.set_postfix_str(case.name, refresh=True)
+        results.append(run_case(case, quick=quick, torch=torch, repeat=repeat, warmup=warmup,
+                                bandwidth=bandwidth, memory=memory))
+    bar.close()
+    return results

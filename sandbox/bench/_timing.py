@@ -1,0 +1,131 @@
+"""Timing: interleaved repeats of ours and PyTorch's, robust statistics, peak memory.
+
+Each case is timed as ``repeat`` calls after ``warmup`` calls.  When a PyTorch
+twin exists, its calls are interleaved with ours (alternating which goes first)
+so both see the same background load on a shared machine; the ratio of the two
+medians is the stable number, the absolute times drift with the load.
+
+Spread is reported as the interquartile range (IQR) and the median absolute
+deviation (MAD); ``1.4826 * MAD`` estimates the standard deviation of normal
+noise and is what the regression check uses.
+
+Peak memory is measured with :mod:`tracemalloc` in one extra call of our
+function, after the timed calls (tracing slows Python allocations, so it never
+runs while timing).  numpy reports its array buffers to tracemalloc, so the
+number is "bytes of numpy arrays (and Python objects) alive at the peak, above
+what was alive before the call".  Scratch that the Cython kernels ``malloc``
+themselves, and everything PyTorch allocates, are not seen.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+import tracemalloc
+from dataclasses import dataclass
+
+import numpy as np
+
+MAD_TO_SIGMA = 1.4826  # sigma of a normal distribution = 1.4826 * MAD
+
+
+@dataclass
+class Stats:
+    """Summary of repeated timings, all in seconds."""
+
+    median: float
+    iqr: float
+    mad: float
+    min: float
+    n: int
+
+    @property
+    def rel_noise(self) -> float:
+        """Robust relative standard deviation: ``1.4826 * MAD / median``."""
+        return MAD_TO_SIGMA * self.mad / self.median if self.median > 0 else 0.0
+
+    def as_dict(self) -> dict:
+        """JSON-ready dictionary (seconds)."""
+        return {"median": self.median, "iqr": self.iqr, "mad": self.mad, "min": self.min,
+                "n": self.n}
+
+
+def summarize(times) -> Stats:
+    """Median, IQR, MAD, minimum and count of a sequence of timings (seconds)."""
+    t = np.asarray(times, dtype=np.float64)
+    if t.size == 0:
+        raise ValueError("times must not be empty")
+    med = float(np.median(t))
+    q1, q3 = np.percentile(t, [25, 75])
+    return Stats(median=med, iqr=float(q3 - q1), mad=float(np.median(np.abs(t - med))),
+                 min=float(t.min()), n=int(t.size))
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def time_pair(ours, theirs=None, repeat: int = 7, warmup: int = 2):
+    """Time ``ours`` and (optionally) ``theirs`` with interleaved repeats.
+
+    Parameters
+    ----------
+    ours : callable
+        Our work, called without arguments.
+    theirs : callable, optional
+        PyTorch's version of the same work.
+    repeat : int
+        Timed calls of each function.
+    warmup : int
+        Untimed calls of each function before timing (caches, weight tables,
+        thread pools, lazy initialisation).
+
+    Returns
+    -------
+    tuple of (Stats, Stats or None)
+        Timings of ours and of theirs.  The garbage collector is off while timing.
+    """
+    for _ in range(warmup):
+        ours()
+        if theirs is not None:
+            theirs()
+    mine, other = [], []
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        for i in range(repeat):
+            if theirs is None:
+                mine.append(_timed(ours))
+            elif i % 2 == 0:
+                mine.append(_timed(ours))
+                other.append(_timed(theirs))
+            else:
+                other.append(_timed(theirs))
+                mine.append(_timed(ours))
+    finally:
+        if was_enabled:
+            gc.enable()
+    return summarize(mine), (summarize(other) if other else None)
+
+
+def peak_memory(fn) -> int:
+    """Peak bytes traced by :mod:`tracemalloc` during one call of ``fn``, above the start.
+
+    If tracing was already on (e.g. ``python -X tracemalloc``) it is left on.
+    """
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    try:
+        gc.collect()
+        tracemalloc.reset_peak()
+        before, _ = tracemalloc.get_traced_memory()
+        fn()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        if started:
+            tracemalloc.stop()
+    return max(int(peak - before), 0)

@@ -1,0 +1,102 @@
+"""A PyTorch twin of :class:`sandbox.nn.UNet` with the same module names.
+
+Used by the parity tests (``tests/torch_unet.py`` re-exports it) and by
+``sandbox bench``: weights copy by name.  ``torch`` is passed in, so importing
+this module never imports PyTorch.
+"""
+
+
+def build_torch_unet(torch, in_channels, num_classes, depth=4, base_width=16,
+                     upsample="bilinear", norm="batch", align_corners=None, antialias=False):
+    """Build a ``torch.nn.Module`` with the architecture and parameter names of ``sandbox.nn.UNet``.
+
+    Parameters
+    ----------
+    torch : module
+        The imported ``torch`` package.
+    in_channels, num_classes, depth, base_width, upsample, norm, align_corners, antialias
+        As for :class:`sandbox.nn.UNet` (``lanczos3`` maps to PyTorch's ``lanczos``).
+
+    Returns
+    -------
+    torch.nn.Module
+    """
+    nn = torch.nn
+    F = torch.nn.functional
+    torch_mode = "lanczos" if upsample == "lanczos3" else upsample
+
+    def norm_layer(c):
+        if norm == "batch":
+            return nn.BatchNorm2d(c)
+        if norm == "group":
+            return nn.GroupNorm(next(g for g in (8, 4, 2, 1) if c % g == 0), c)
+        return nn.Identity()
+
+    class ConvBlock(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            bias = norm == "none"
+            self.conv1 = nn.Conv2d(cin, cout, 3, padding=1, bias=bias)
+            self.norm1 = norm_layer(cout)
+            self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=bias)
+            self.norm2 = norm_layer(cout)
+
+        def forward(self, x):
+            x = F.relu(self.norm1(self.conv1(x)))
+            return F.relu(self.norm2(self.conv2(x)))
+
+    class Down(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            self.pool = nn.MaxPool2d(2)
+            self.block = ConvBlock(cin, cout)
+
+        def forward(self, x):
+            return self.block(self.pool(x))
+
+    class Up(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            half = cin // 2
+            if upsample == "transposed":
+                self.up = nn.ConvTranspose2d(cin, half, 2, stride=2)
+            else:
+                self.up = nn.Conv2d(cin, half, 1)
+            self.block = ConvBlock(cout + half, cout)
+
+        def forward(self, x, skip):
+            x = self.up(x)
+            if upsample != "transposed":
+                kwargs = {}
+                if torch_mode in ("bilinear", "bicubic", "lanczos"):
+                    kwargs["align_corners"] = align_corners
+                    kwargs["antialias"] = antialias
+                x = F.interpolate(x, size=tuple(skip.shape[2:]), mode=torch_mode, **kwargs)
+            return self.block(torch.cat([skip, x], dim=1))
+
+    class UNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            widths = [base_width * 2**level for level in range(depth + 1)]
+            self.inc = ConvBlock(in_channels, widths[0])
+            self.downs = nn.ModuleList(Down(widths[i], widths[i + 1]) for i in range(depth))
+            self.ups = nn.ModuleList(Up(widths[i + 1], widths[i]) for i in reversed(range(depth)))
+            self.head = nn.Conv2d(widths[0], num_classes, 1)
+
+        def forward(self, x):
+            skips = [self.inc(x)]
+            for down in self.downs:
+                skips.append(down(skips[-1]))
+            x = skips.pop()
+            for up in self.ups:
+                x = up(x, skips.pop())
+            return self.head(x)
+
+    return UNet()
+
+
+def copy_weights_to_torch(torch, ours, theirs, dtype):
+    """Load the sandbox model's state dict into the torch twin (same names)."""
+    state = {k: torch.from_numpy(v.copy()) for k, v in ours.state_dict().items()}
+    theirs.load_state_dict(state)
+    return theirs.to(dtype)

@@ -1,0 +1,225 @@
+"""``sandbox bench``: comparison logic on synthetic results, a quick run, baselines, exit codes."""
+
+import json
+
+import numpy as np
+import pytest
+
+from sandbox.bench import all_cases, main, select
+from sandbox.bench._compare import checksum, compare, drift
+from sandbox.bench._report import plot_ratios, results_table
+from sandbox.bench._timing import peak_memory, summarize, time_pair
+
+TINY = ["resize/nearest/a/fwd", "max_pool2d/16@64/bwd"]
+
+
+def _result(name, median, mad=0.0, outputs=None, error=None, rtol=1e-5):
+    out = np.arange(100, dtype=np.float32) / 7 if outputs is None else outputs
+    return {"name": name, "ours": {"median": median, "mad": mad, "iqr": 2 * mad},
+            "checksum": checksum(out), "rtol": rtol, "error": error}
+
+
+def _one(base, now, **kw):
+    (d,) = compare([base], [now], **kw)
+    return d
+
+
+# --------------------------------------------------------------------------- timing rule
+
+def test_slower_beyond_threshold_and_noise_is_flagged():
+    d = _one(_result("c", 1.00, mad=0.01), _result("c", 1.30, mad=0.01))
+    assert d.slower and d.flagged and d.status == "SLOWER"
+    assert d.change == pytest.approx(0.30)
+    assert d.allowed == pytest.approx(0.15)  # noise 3 * hypot(1.5 %, 1.1 %) < 15 %
+
+
+def test_slower_but_within_noise_is_not_flagged():
+    # 1.4826 * MAD / median = 15 % in each run -> allowed 3 * 21 % = 63 %
+    d = _one(_result("c", 1.00, mad=0.10), _result("c", 1.30, mad=0.13))
+    assert not d.flagged and d.status == "noise"
+    assert d.allowed == pytest.approx(3 * np.hypot(0.14826, 0.14826), rel=1e-6)
+
+
+def test_faster_and_small_changes_are_not_flagged():
+    assert _one(_result("c", 1.0), _result("c", 0.5)).status == "faster"
+    assert _one(_result("c", 1.0), _result("c", 1.1)).status == "ok"
+
+
+def test_threshold_and_noise_factor_are_configurable():
+    base, now = _result("c", 1.0), _result("c", 1.2)
+    assert _one(base, now).slower
+    assert not _one(base, now, threshold=0.25).slower
+    noisy_base, noisy_now = _result("c", 1.0, mad=0.10), _result("c", 1.4, mad=0.14)
+    assert not _one(noisy_base, noisy_now).slower  # allowed 3 * 21 % = 63 % > 40 %
+    assert _one(noisy_base, noisy_now, noise_k=1.0).slower
+    with pytest.raises(ValueError, match="threshold"):
+        compare([base], [now], threshold=-1)
+
+
+# --------------------------------------------------------------------------- drift rule
+
+def test_drift_within_float32_rounding_is_not_flagged():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(10_000).astype(np.float32)
+    # every element moved by up to 4 ulps, as a reordered float32 accumulation would
+    b = a + (a * np.float32(2.0**-22)) * rng.integers(-1, 2, a.size).astype(np.float32)
+    assert not np.array_equal(a, b)
+    assert drift(checksum(a), checksum(b), rtol=1e-5) == []
+    d = _one(_result("c", 1.0, outputs=a), _result("c", 1.0, outputs=b))
+    assert not d.flagged and d.status == "ok"
+
+
+def test_drift_beyond_rounding_is_flagged():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(10_000).astype(np.float32)
+    b = a.copy()
+    b[1] += 0.05  # one element off, at a position the samples do not see
+    found = drift(checksum(a), checksum(b), rtol=1e-5)
+    assert len(found) == 1 and "block_sum[0]" in found[0]  # too small for the total sum
+    d = _one(_result("c", 1.0, outputs=a), _result("c", 1.0, outputs=b))
+    assert d.flagged and d.status == "DRIFT"
+    # a uniform relative error of 1e-3 is far beyond float32 rounding
+    assert drift(checksum(a), checksum(a * np.float32(1.001)), rtol=1e-5)
+
+
+def test_drift_shape_dtype_nan_and_output_count():
+    a = np.ones((2, 3), np.float32)
+    assert "shape" not in drift(checksum(a), checksum(a), 1e-5)
+    assert drift(checksum(a), checksum(a.reshape(3, 2)), 1e-5)
+    assert drift(checksum(a), checksum(a.astype(np.float64)), 1e-5)
+    nan = a.copy()
+    nan[0, 0] = np.nan
+    assert drift(checksum(a), checksum(nan), 1e-5)
+    assert drift(checksum(nan), checksum(nan), 1e-5) == []
+    assert drift(checksum((a, a)), checksum(a), 1e-5) == ["2 outputs before, 1 now"]
+
+
+def test_errors_new_and_missing_cases():
+    ok, broken = _result("c", 1.0), _result("c", 1.0, error="ImportError: gone")
+    assert _one(ok, broken).status == "ERROR"
+    assert not _one(broken, broken).flagged  # unavailable in both: nothing to compare
+    deltas = compare([_result("old", 1.0)], [_result("new", 1.0)])
+    assert [(d.name, d.status, d.flagged) for d in deltas] == [
+        ("new", "new", False), ("old", "missing", False)]
+
+
+# --------------------------------------------------------------------------- pieces
+
+def test_summarize_and_interleaved_timing():
+    s = summarize([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert (s.median, s.mad, s.min, s.n) == (3.0, 1.0, 1.0, 5)
+    assert s.iqr == pytest.approx(2.0)
+    calls = []
+    mine, other = time_pair(lambda: calls.append("o"), lambda: calls.append("t"), repeat=4,
+                            warmup=1)
+    assert calls == ["o", "t", "o", "t", "t", "o", "o", "t", "t", "o"]
+    assert mine.n == other.n == 4
+    assert peak_memory(lambda: np.ones(10**6)) >= 8 * 10**6
+
+
+def test_registry_covers_the_suite_and_filters():
+    names = [c.name for c in all_cases()]
+    assert len(names) == len(set(names))
+    for variant in ("nearest", "nearest-exact", "bilinear", "bilinear-ac", "bilinear-aa",
+                    "bicubic", "bicubic-aa", "lanczos3", "lanczos3-aa", "area"):
+        for key in "abcd":
+            assert f"resize/{variant}/{key}/fwd" in names
+            assert f"resize/{variant}/{key}/bwd" in names
+    assert {"unet-step/bilinear", "unet-step/nearest", "unet-step/bicubic"} <= set(names)
+    assert any(n.startswith("conv2d/") for n in names)
+    cases = all_cases()
+    assert [c.name for c in select(cases, ["resize/bilinear/a/*"])] == [
+        "resize/bilinear/a/fwd", "resize/bilinear/a/bwd"]
+    assert len(select(cases, ["unet-step"])) == 3
+    assert len(select(cases, ["unet-step/nearest,unet-step/bicubic"])) == 2
+    assert select(cases, None) == cases
+
+
+def test_plot_and_missing_matplotlib(tmp_path, monkeypatch):
+    results = [{"name": "a", "ratio": 0.5}, {"name": "b", "ratio": 2.0}, {"name": "c"}]
+    path = tmp_path / "ratio.png"
+    assert plot_ratios(results, str(path))
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)
+    assert not plot_ratios(results, str(tmp_path / "none.png"))
+
+
+# --------------------------------------------------------------------------- the command
+
+def _quick(tmp_path, *extra):
+    args = ["--quick", "--no-progress", "--repeat", "2", "--warmup", "1"]
+    for name in TINY:
+        args += ["--filter", name]
+    return main(args + ["--storage", str(tmp_path / "store"), *extra])
+
+
+def test_quick_run_writes_valid_json(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert _quick(tmp_path, "--json", str(out)) == 0
+    doc = json.loads(out.read_text())
+    assert [r["name"] for r in doc["results"]] == TINY
+    env = doc["environment"]
+    for key in ("cpu", "cores_available", "threads", "openmp", "blas", "python", "numpy",
+                "torch", "sandbox", "git_commit", "copy_bandwidth_gbs", "omp_wait_policy"):
+        assert key in env
+    assert env["threads"] == 2 and env["copy_bandwidth_gbs"] > 0
+    assert doc["options"]["quick"] is True
+    for r in doc["results"]:
+        assert r["error"] is None, r["error"]
+        assert r["ours"]["median"] > 0 and r["ours"]["n"] == 2
+        assert r["gbs"] > 0 and r["peak_bytes"] >= 0
+        assert r["checksum"] and r["checksum"][0]["shape"]
+        if env["torch"]:
+            assert r["torch"]["median"] > 0 and r["ratio"] > 0
+            assert r["torch_agreement"] < 1e-5
+    table = capsys.readouterr().out
+    assert "ratio" in table and TINY[0] in table
+
+
+def test_without_torch_the_columns_show_dashes(tmp_path, capsys):
+    assert _quick(tmp_path, "--no-torch") == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith(TINY[0]))
+    assert row.count("—") >= 2
+    assert results_table([]).startswith("case")
+
+
+def test_save_compare_round_trip_and_exit_codes(tmp_path, capsys):
+    store = tmp_path / "store"
+    assert _quick(tmp_path, "--save", "base") == 0
+    saved = store / "base.json"
+    assert saved.exists()
+    # Same code, same inputs: no drift; a huge threshold keeps machine noise out of it.
+    assert _quick(tmp_path, "--compare", "base", "--threshold", "100") == 0
+    assert "0 of 2 cases flagged" in capsys.readouterr().out
+
+    doc = json.loads(saved.read_text())
+    doc["results"][0]["ours"].update(median=1e-9, mad=0.0)  # baseline "much faster"
+    saved.write_text(json.dumps(doc))
+    assert _quick(tmp_path, "--compare", "base") == 1
+    out = capsys.readouterr().out
+    assert "SLOWER" in out and "1 of 2 cases flagged" in out
+
+    doc["results"][0]["ours"].update(median=10.0)  # now fast again, but outputs changed
+    doc["results"][1]["checksum"][0]["sum"] += 1.0
+    saved.write_text(json.dumps(doc))
+    assert _quick(tmp_path, "--compare", str(saved)) == 1
+    assert "DRIFT" in capsys.readouterr().out
+
+
+def test_usage_errors_exit_2(tmp_path, capsys):
+    assert main(["--list", "--filter", "unet-step"]) == 0
+    assert capsys.readouterr().out.split() == [
+        "unet-step/bilinear", "unet-step/nearest", "unet-step/bicubic"]
+    assert main(["--help"]) == 0
+    assert main(["--threads", "0"]) == 2
+    assert main(["--bogus"]) == 2
+    assert main(["--filter", "no-such-case"]) == 2
+    assert "no case matches" in capsys.readouterr().err
+    assert _quick(tmp_path, "--compare", "absent") == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert _quick(tmp_path, "--save", "../evil") == 2
+    full = tmp_path / "full.json"
+    full.write_text(json.dumps({"options": {"quick": False}, "results": []}))
+    assert _quick(tmp_path, "--compare", str(full)) == 2
+    assert "--quick" in capsys.readouterr().err
