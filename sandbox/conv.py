@@ -20,8 +20,8 @@ adjoint of a convolution with the same weight:
 * ``_fold_loop``: ``b`` per chunk; optionally ``dW += b @ im2col(a).T`` and
   ``y = col2im(W.T @ b)`` (conv2d backward; conv_transpose2d forward).
 
-GEMMs run in numpy's BLAS, outside any ``prange`` region; the kernels run with
-``sandbox.get_num_threads()`` threads.
+GEMMs run in numpy's BLAS (``sandbox.get_num_threads()`` threads), outside any
+``prange`` region; the kernels use ``KERNEL_THREADS`` (see there for why it is 1).
 """
 
 from __future__ import annotations
@@ -48,11 +48,17 @@ TARGET_COLS = 4096
 MAX_COL_BYTES = 32 * 2**20
 
 
+#: Threads for the im2col/col2im/pooling kernels; 0 means ``sandbox.get_num_threads()``.
+#: Default 1: these kernels run between BLAS calls, and on the 2-core machine an
+#: OpenMP team right after an OpenBLAS call (whose pthread workers keep spinning)
+#: or vice versa made a 16-channel 64x64 conv forward ~30x slower (80 ms vs 2.5 ms,
+#: measured); a serial kernel next to a 2-thread GEMM avoids that.  Setting
+#: ``OPENBLAS_THREAD_TIMEOUT=4`` before numpy loads also fixed it in our test.
+KERNEL_THREADS = 1
+
+
 def _kernel_threads() -> int:
     return KERNEL_THREADS or get_num_threads()
-
-
-KERNEL_THREADS = 1
 
 
 # --------------------------------------------------------------------------- validation
