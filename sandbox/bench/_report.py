@@ -28,12 +28,14 @@ def _fmt(value, spec: str, scale: float = 1.0) -> str:
     return DASH if value is None else format(value * scale, spec)
 
 
-def _table(header: list[str], rows: list[list[str]], left: int = 1) -> str:
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    """Columns padded to width; the first and last (names, notes) left-aligned."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
               for i, h in enumerate(header)]
 
     def line(cells):
-        return "  ".join(c.ljust(w) if i < left else c.rjust(w)
+        last = len(cells) - 1
+        return "  ".join(c.ljust(w) if i in (0, last) else c.rjust(w)
                          for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
 
     sep = "  ".join("-" * w for w in widths)
