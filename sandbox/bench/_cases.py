@@ -337,9 +337,10 @@ def _unet_case(mode: str) -> Case:
         import sandbox
         import sandbox.functional as F
         from sandbox import nn, optim
+        from sandbox._random import manual_seed
 
         depth, width, n, s = (2, 4, 2, 16) if quick else (4, 16, BATCH, 64)
-        sandbox.manual_seed(0)
+        manual_seed(0)
         model = nn.UNet(3, 3, depth=depth, base_width=width, upsample=mode)
         opt = optim.Adam(model.parameters(), lr=1e-3)
         rng = _rng(name)
