@@ -6,6 +6,7 @@ autodiff engine, a layer library with a UNet, optimisers, a trainer and benchmar
 
 from ._config import get_num_threads, num_threads, set_num_threads
 from ._info import info
+from ._random import get_rng_state, manual_seed, set_rng_state
 from ._version import __version__
 from .autograd import Tensor, enable_grad, is_grad_enabled, no_grad, set_grad_enabled, tensor
 from .ops import (
@@ -23,7 +24,8 @@ from .ops import (
     zeros_like,
 )
 
-__all__ = ["__version__", "get_num_threads", "info", "num_threads", "set_num_threads"]
+__all__ = ["__version__", "get_num_threads", "get_rng_state", "info", "manual_seed",
+           "num_threads", "set_num_threads", "set_rng_state"]
 __all__ += [
     "Tensor", "arange", "argmax", "cat", "enable_grad", "full", "is_grad_enabled", "no_grad",
     "ones", "ones_like", "rand", "randn", "set_grad_enabled", "stack", "tensor", "where",

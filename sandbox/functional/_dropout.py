@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._random import default_generator
 from ..autograd import Tensor
 
 __all__ = ["dropout", "dropout2d"]
 
-_default_rng = np.random.default_rng()
 
 
 def _check_p(p):
@@ -17,7 +17,7 @@ def _check_p(p):
 
 
 def _apply_mask(x, keep_shape, p, rng):
-    rng = _default_rng if rng is None else rng
+    rng = default_generator() if rng is None else rng
     if p == 1.0:
         return x * np.zeros(keep_shape, x.dtype)
     # mask = keep / (1 - p), so E[output] = input; a constant for backward (x * mask).

@@ -6,8 +6,16 @@ import numpy as np
 
 from .. import functional as F
 from ..autograd import cat
-from ._layers import BatchNorm2d, Conv2d, ConvTranspose2d, GroupNorm, Identity, MaxPool2d
-from ._module import Module, ModuleList
+from ._layers import (
+    BatchNorm2d,
+    Conv2d,
+    ConvTranspose2d,
+    GroupNorm,
+    Identity,
+    MaxPool2d,
+    ModuleList,
+)
+from ._module import Module
 
 NORMS = ("batch", "group", "none")
 
@@ -130,9 +138,9 @@ class UNet(Module):
             raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
         if upsample != "transposed":
             # Fail now, not at the first forward: validates mode and options.
-            from ..resample import check_options
+            from ..resample._options import _check_mode
 
-            check_options(upsample, align_corners, antialias, ndim=2)
+            _check_mode(upsample, antialias, align_corners)
         self.in_channels = in_channels
         self.num_classes = num_classes
         self.depth = depth

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._random import default_generator
 from ..autograd import Tensor
 
-_default_rng = np.random.default_rng()
 
 
 def _shape(shape):
@@ -46,13 +46,13 @@ def ones_like(t, dtype=None, requires_grad=False):
 
 def randn(*shape, rng=None, dtype=np.float32, requires_grad=False):
     """Standard normal samples from ``rng`` (a ``np.random.Generator``)."""
-    rng = _default_rng if rng is None else rng
+    rng = default_generator() if rng is None else rng
     return _new(rng.standard_normal(_shape(shape)).astype(dtype), requires_grad)
 
 
 def rand(*shape, rng=None, dtype=np.float32, requires_grad=False):
     """Uniform samples in [0, 1) from ``rng``."""
-    rng = _default_rng if rng is None else rng
+    rng = default_generator() if rng is None else rng
     return _new(rng.random(_shape(shape)).astype(dtype), requires_grad)
 
 

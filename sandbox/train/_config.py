@@ -87,9 +87,9 @@ class TrainConfig:
                 f"(needs at least {2**self.depth})"
             )
         if self.upsample != "transposed":
-            from ..resample import check_options
+            from ..resample._options import _check_mode
 
-            check_options(self.upsample, self.align_corners, self.antialias, ndim=2)
+            _check_mode(self.upsample, self.antialias, self.align_corners)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
