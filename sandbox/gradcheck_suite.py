@@ -134,7 +134,7 @@ def run_suite(pattern: str | None = None, verbose: bool = True, file=None) -> li
         raise ValueError(f"no op matches {pattern!r}")
     failures = []
     if verbose:
-        print(f"{"op":46s} {'inputs':28s} {'grad':>5s} {'grad²':>5s} {'ms':>7s}", file=file)
+        print(f"{'op':46s} {'inputs':28s} {'grad':>5s} {'grad²':>5s} {'ms':>7s}", file=file)
     for case in selected:
         r = run_case(case)
         failed = (not r["gradcheck"]) or r["gradgradcheck"] is False
