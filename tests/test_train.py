@@ -163,7 +163,8 @@ def test_nuclei_runs_and_reports_foreground_dice(tmp_path):
         (dict(loss="focal"), "loss must be one of"),
         (dict(epochs=0), "epochs must be a positive integer"),
         (dict(image_size=8, depth=4), "too small for depth=4"),
-        (dict(upsample="bilinear", antialias=True, align_corners=True), "align_corners"),
+        (dict(upsample="nearest", align_corners=True), "align_corners"),
+        (dict(upsample="area", antialias=True), "antialias"),
     ],
 )
 def test_bad_config_is_rejected(tmp_path, overrides, match):
