@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from functools import partial
 
 import numpy as np
 
@@ -96,22 +97,20 @@ def main(argv=None):
             y = resize(x, size=out_hw, mode=mode, **opts)
             g = rng.standard_normal(y.shape, dtype=np.float32)
             nbytes = 4 * (x.size + y.size)
-            t_f = median_ms(lambda: resize(x, size=out_hw, mode=mode, **opts), args.repeat)
-            t_b = median_ms(
-                lambda: resize_adjoint(g, shape[2:], size=out_hw, mode=mode, **opts), args.repeat
-            )
+            kw = dict(size=out_hw, mode=mode, **opts)
+            t_f = median_ms(partial(resize, x, **kw), args.repeat)
+            t_b = median_ms(partial(resize_adjoint, g, shape[2:], **kw), args.repeat)
             tt_f = tt_b = math.nan
             if torch is not None and tmode is not None:
                 xt = torch.from_numpy(x)
+                tkw = dict(size=out_hw, mode=tmode, **opts)
                 with torch.no_grad():
-                    tt_f = median_ms(
-                        lambda: F.interpolate(xt, size=out_hw, mode=tmode, **opts), args.repeat
-                    )
+                    tt_f = median_ms(partial(F.interpolate, xt, **tkw), args.repeat)
                 xr = xt.clone().requires_grad_(True)
-                yt = F.interpolate(xr, size=out_hw, mode=tmode, **opts)
+                yt = F.interpolate(xr, **tkw)
                 gt = torch.from_numpy(g)
                 tt_b = median_ms(
-                    lambda: torch.autograd.grad(yt, xr, gt, retain_graph=True), args.repeat
+                    partial(torch.autograd.grad, yt, xr, gt, retain_graph=True), args.repeat
                 )
             for d, ours, theirs in (("fwd", t_f, tt_f), ("bwd", t_b, tt_b)):
                 ratio = theirs / ours
