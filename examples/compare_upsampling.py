@@ -22,9 +22,15 @@ def main():
 
     rows = []
     for mode in args.modes.split(","):
-        cfg = TrainConfig(data="shapes", upsample=mode, epochs=args.epochs,
-                          train_samples=args.train_samples, out=f"runs/compare-{mode}",
-                          progress=False, plots=False)
+        cfg = TrainConfig(
+            data="shapes",
+            upsample=mode,
+            epochs=args.epochs,
+            train_samples=args.train_samples,
+            out=f"runs/compare-{mode}",
+            progress=False,
+            plots=False,
+        )
         summary = Trainer(cfg).fit()
         final = summary["final"]
         rows.append((mode, final["mean_iou"], final["pixel_accuracy"], summary["seconds"]))

@@ -31,17 +31,28 @@ def main():
     cm_otsu = ConfusionMatrix(2)
     cm_otsu.update(otsu, truth)
 
-    config = TrainConfig(data="nuclei", image_size=96, train_samples=64, epochs=args.epochs,
-                         loss="ce+dice", upsample=args.upsample, out=args.out)
+    config = TrainConfig(
+        data="nuclei",
+        image_size=96,
+        train_samples=64,
+        epochs=args.epochs,
+        loss="ce+dice",
+        upsample=args.upsample,
+        out=args.out,
+    )
     summary = Trainer(config).fit()
     unet = summary["final"]
 
     print(f"\nvalidation (rows 384-511, {len(Nuclei('val'))} tiles):")
     print(f"  {'method':8s} {'fg Dice':>8s} {'mean IoU':>9s} {'accuracy':>9s}")
-    print(f"  {'Otsu':8s} {cm_otsu.dice[1]:8.3f} {cm_otsu.mean_iou:9.3f} "
-          f"{cm_otsu.pixel_accuracy:9.3f}")
-    print(f"  {'UNet':8s} {unet['dice_fg']:8.3f} {unet['mean_iou']:9.3f} "
-          f"{unet['pixel_accuracy']:9.3f}")
+    print(
+        f"  {'Otsu':8s} {cm_otsu.dice[1]:8.3f} {cm_otsu.mean_iou:9.3f} "
+        f"{cm_otsu.pixel_accuracy:9.3f}"
+    )
+    print(
+        f"  {'UNet':8s} {unet['dice_fg']:8.3f} {unet['mean_iou']:9.3f} "
+        f"{unet['pixel_accuracy']:9.3f}"
+    )
     verdict = "beats" if unet["dice_fg"] > cm_otsu.dice[1] else "does not beat"
     print(f"The UNet {verdict} the Otsu baseline.")
 

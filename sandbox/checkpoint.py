@@ -36,9 +36,7 @@ def _flatten(obj, arrays: dict, path: str):
         if not all(isinstance(k, str | int) for k in obj):
             raise TypeError(f"checkpoint dict keys must be str or int (at {path or 'top level'})")
         # JSON keys are strings: remember which were integers.
-        return {
-            "__dict__": [[k, _flatten(v, arrays, f"{path}/{k}")] for k, v in obj.items()]
-        }
+        return {"__dict__": [[k, _flatten(v, arrays, f"{path}/{k}")] for k, v in obj.items()]}
     if isinstance(obj, tuple):
         return {"__tuple__": [_flatten(v, arrays, f"{path}/{i}") for i, v in enumerate(obj)]}
     if isinstance(obj, list):

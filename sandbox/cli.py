@@ -12,12 +12,13 @@ import sys
 
 # Per-dataset defaults for options the user did not give.
 PRESETS = {
-    "shapes": dict(image_size=64, epochs=12, train_samples=400, val_samples=64, loss="ce",
-                   lr=1e-2),
-    "nuclei": dict(image_size=96, epochs=12, train_samples=64, val_samples=4, loss="ce+dice",
-                   lr=1e-2),
-    "folder": dict(image_size=128, epochs=20, train_samples=0, val_samples=0, loss="ce+dice",
-                   lr=3e-3),
+    "shapes": dict(image_size=64, epochs=12, train_samples=400, val_samples=64, loss="ce", lr=1e-2),
+    "nuclei": dict(
+        image_size=96, epochs=12, train_samples=64, val_samples=4, loss="ce+dice", lr=1e-2
+    ),
+    "folder": dict(
+        image_size=128, epochs=20, train_samples=0, val_samples=0, loss="ce+dice", lr=3e-3
+    ),
 }
 
 
@@ -29,21 +30,31 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     from .resample import MODES
 
     g = p.add_argument_group("data")
-    g.add_argument("--data", default="shapes",
-                   help="'shapes' (synthetic, default), 'nuclei' (real microscopy) or a folder "
-                        "with images/ and masks/")
+    g.add_argument(
+        "--data",
+        default="shapes",
+        help="'shapes' (synthetic, default), 'nuclei' (real microscopy) or a folder "
+        "with images/ and masks/",
+    )
     g.add_argument("--num-classes", type=int, help="classes in a folder dataset")
     g.add_argument("--image-size", type=int, help="training image/crop size (default per dataset)")
     g.add_argument("--train-samples", type=int, help="training samples per epoch")
     g.add_argument("--val-samples", type=int, help="validation samples (shapes)")
-    g.add_argument("--no-augment", dest="augment", action="store_false",
-                   help="turn off flips and rotations")
+    g.add_argument(
+        "--no-augment", dest="augment", action="store_false", help="turn off flips and rotations"
+    )
     g = p.add_argument_group("model")
-    g.add_argument("--upsample", default="bilinear",
-                   help=f"decoder upsampling: one of {', '.join(MODES)}, or 'transposed' "
-                        "(default: bilinear)")
-    g.add_argument("--align-corners", action="store_true", default=None,
-                   help="align_corners=True for bilinear/bicubic/lanczos3")
+    g.add_argument(
+        "--upsample",
+        default="bilinear",
+        help=f"decoder upsampling: one of {', '.join(MODES)}, or 'transposed' (default: bilinear)",
+    )
+    g.add_argument(
+        "--align-corners",
+        action="store_true",
+        default=None,
+        help="align_corners=True for bilinear/bicubic/lanczos3",
+    )
     g.add_argument("--antialias", action="store_true", help="antialiased resampling")
     g.add_argument("--depth", type=int, default=3, help="UNet depth (down-sampling steps)")
     g.add_argument("--width", type=int, default=16, help="channels of the first UNet level")
@@ -73,12 +84,25 @@ def _config_from_args(args):
     kind = args.data if args.data in ("shapes", "nuclei") else "folder"
     preset = PRESETS[kind]
     values = dict(
-        data=args.data, upsample=args.upsample, align_corners=args.align_corners,
-        antialias=args.antialias, steps=args.steps, batch_size=args.batch_size,
-        weight_decay=args.weight_decay, scheduler=args.scheduler, depth=args.depth,
-        width=args.width, norm=args.norm, augment=args.augment, threads=args.threads,
-        seed=args.seed, out=args.out, patience=args.patience, progress=not args.quiet,
-        plots=args.plots, num_classes=args.num_classes,
+        data=args.data,
+        upsample=args.upsample,
+        align_corners=args.align_corners,
+        antialias=args.antialias,
+        steps=args.steps,
+        batch_size=args.batch_size,
+        weight_decay=args.weight_decay,
+        scheduler=args.scheduler,
+        depth=args.depth,
+        width=args.width,
+        norm=args.norm,
+        augment=args.augment,
+        threads=args.threads,
+        seed=args.seed,
+        out=args.out,
+        patience=args.patience,
+        progress=not args.quiet,
+        plots=args.plots,
+        num_classes=args.num_classes,
     )
     for name in ("image_size", "epochs", "train_samples", "val_samples", "loss", "lr"):
         given = getattr(args, name)
@@ -95,10 +119,13 @@ def _cmd_train(args) -> int:
     cfg = _config_from_args(args)
     trainer = Trainer(cfg, resume=args.resume, stop_after=args.stop_after)
     if not args.quiet:
-        print(f"training {cfg.depth}-level UNet (width {cfg.width}, upsample={cfg.upsample}, "
-              f"{trainer.model.num_parameters():,} parameters) on {cfg.data}: "
-              f"{len(trainer.train_set)} samples/epoch, {trainer.total_steps} steps, "
-              f"run folder {cfg.out}", file=sys.stderr)
+        print(
+            f"training {cfg.depth}-level UNet (width {cfg.width}, upsample={cfg.upsample}, "
+            f"{trainer.model.num_parameters():,} parameters) on {cfg.data}: "
+            f"{len(trainer.train_set)} samples/epoch, {trainer.total_steps} steps, "
+            f"run folder {cfg.out}",
+            file=sys.stderr,
+        )
     try:
         summary = trainer.fit()
     except TrainingDiverged as exc:
@@ -108,9 +135,11 @@ def _cmd_train(args) -> int:
         print(f"sandbox train: {exc}", file=sys.stderr)
         return 130
     final = summary.get("final") or {}
-    line = (f"done: {summary['steps']} steps in {summary['seconds']:.1f} s; "
-            f"val mean IoU {final.get('mean_iou', float('nan')):.4f}, "
-            f"mean Dice {final.get('mean_dice', float('nan')):.4f}")
+    line = (
+        f"done: {summary['steps']} steps in {summary['seconds']:.1f} s; "
+        f"val mean IoU {final.get('mean_iou', float('nan')):.4f}, "
+        f"mean Dice {final.get('mean_dice', float('nan')):.4f}"
+    )
     if "dice_fg" in final:
         line += f", foreground Dice {final['dice_fg']:.4f}"
     print(line)
@@ -159,13 +188,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sandbox",
         description="CPU training sandbox: resampling kernels with backward for every mode, "
-                    "a small autodiff engine, UNet training and benchmarks.",
+        "a small autodiff engine, UNet training and benchmarks.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("train", help="train a UNet (default: synthetic shapes, ~2 minutes)",
-                       description="Train a UNet for segmentation and write checkpoints, a "
-                                   "JSON-lines log and plots into the run folder.")
+    p = sub.add_parser(
+        "train",
+        help="train a UNet (default: synthetic shapes, ~2 minutes)",
+        description="Train a UNet for segmentation and write checkpoints, a "
+        "JSON-lines log and plots into the run folder.",
+    )
     _add_train_args(p)
     p.set_defaults(func=_cmd_train)
 
@@ -180,8 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--filter", help="only ops whose name contains this text")
     p.set_defaults(func=_cmd_gradcheck)
 
-    p = sub.add_parser("bench", help="regression benchmarks, side by side with PyTorch",
-                       add_help=False)
+    p = sub.add_parser(
+        "bench", help="regression benchmarks, side by side with PyTorch", add_help=False
+    )
     p.add_argument("bench_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=_cmd_bench)
 

@@ -20,9 +20,16 @@ from .autograd import Tensor
 from .gradcheck import gradcheck, gradgradcheck
 
 RESAMPLE_CASES = [
-    ("nearest", {}), ("nearest-exact", {}), ("bilinear", {}), ("bilinear", {"align_corners": True}),
-    ("bilinear", {"antialias": True}), ("bicubic", {}), ("bicubic", {"antialias": True}),
-    ("lanczos3", {}), ("lanczos3", {"antialias": True}), ("area", {}),
+    ("nearest", {}),
+    ("nearest-exact", {}),
+    ("bilinear", {}),
+    ("bilinear", {"align_corners": True}),
+    ("bilinear", {"antialias": True}),
+    ("bicubic", {}),
+    ("bicubic", {"antialias": True}),
+    ("lanczos3", {}),
+    ("lanczos3", {"antialias": True}),
+    ("area", {}),
 ]
 
 
@@ -44,7 +51,7 @@ def _away_from_zero(rng, shape):
 def _distinct(rng, shape):
     """Values with no ties (for max/max-pool)."""
     n = int(np.prod(shape))
-    return (rng.permutation(n).reshape(shape) / n + 0.01 * rng.standard_normal(shape))
+    return rng.permutation(n).reshape(shape) / n + 0.01 * rng.standard_normal(shape)
 
 
 def cases() -> list[Case]:
@@ -53,8 +60,12 @@ def cases() -> list[Case]:
     out = [
         Case("add (broadcast)", lambda a, b: a + b, ((2, 3), (3,))),
         Case("mul (broadcast)", lambda a, b: a * b, ((2, 3), (2, 1))),
-        Case("div", lambda a, b: a / b, ((2, 3), (2, 3)),
-             make=lambda rng: (rng.standard_normal((2, 3)), 1.5 + rng.random((2, 3)))),
+        Case(
+            "div",
+            lambda a, b: a / b,
+            ((2, 3), (2, 3)),
+            make=lambda rng: (rng.standard_normal((2, 3)), 1.5 + rng.random((2, 3))),
+        ),
         Case("pow", lambda a: a**3, ((2, 3),)),
         Case("exp", lambda a: a.exp(), ((2, 3),)),
         Case("log", lambda a: a.log(), ((2, 3),), make=lambda rng: (0.5 + rng.random((2, 3)),)),
@@ -62,8 +73,7 @@ def cases() -> list[Case]:
         Case("abs", lambda a: a.abs(), ((2, 3),), make=lambda rng: (_away_from_zero(rng, (2, 3)),)),
         Case("matmul", lambda a, b: a @ b, ((2, 3), (3, 4))),
         Case("sum / mean", lambda a: a.sum(axis=1) + a.mean(), ((3, 4),)),
-        Case("max", lambda a: a.max(axis=1), ((3, 4),),
-             make=lambda rng: (_distinct(rng, (3, 4)),)),
+        Case("max", lambda a: a.max(axis=1), ((3, 4),), make=lambda rng: (_distinct(rng, (3, 4)),)),
         Case("reshape / transpose", lambda a: a.reshape(4, 3).transpose(1, 0) * 2, ((3, 4),)),
         Case("getitem", lambda a: a[1:, ::2], ((3, 4),)),
         Case("relu", F.relu, ((3, 4),), make=lambda rng: (_away_from_zero(rng, (3, 4)),)),
@@ -73,35 +83,74 @@ def cases() -> list[Case]:
         Case("log_softmax", lambda a: F.log_softmax(a, 1), ((3, 4),)),
         Case("pad", lambda a: F.pad(a, (1, 2, 0, 1)), ((1, 1, 2, 3),)),
         Case("cross_entropy", lambda a: F.cross_entropy(a, Tensor(target)), ((2, 4, 3),)),
-        Case("bce_with_logits", lambda a, b: F.binary_cross_entropy_with_logits(a, b),
-             ((2, 3), (2, 3)), make=lambda rng: (rng.standard_normal((2, 3)), rng.random((2, 3)))),
+        Case(
+            "bce_with_logits",
+            lambda a, b: F.binary_cross_entropy_with_logits(a, b),
+            ((2, 3), (2, 3)),
+            make=lambda rng: (rng.standard_normal((2, 3)), rng.random((2, 3))),
+        ),
         Case("dice_loss", lambda a: F.dice_loss(a, Tensor(target)), ((2, 4, 3),)),
-        Case("conv2d", lambda x, w, b: F.conv2d(x, w, b, stride=(1, 2), padding=1),
-             ((2, 2, 5, 4), (3, 2, 3, 2), (3,)), second_order=False),
-        Case("conv2d (groups, dilation)",
-             lambda x, w: F.conv2d(x, w, padding=2, dilation=2, groups=2),
-             ((1, 4, 5, 5), (2, 2, 3, 3)), second_order=False),
-        Case("conv_transpose2d", lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1),
-             ((1, 2, 3, 3), (2, 3, 3, 3), (3,)), second_order=False),
-        Case("max_pool2d", lambda x: F.max_pool2d(x, 2), ((1, 2, 4, 4),), second_order=False,
-             make=lambda rng: (_distinct(rng, (1, 2, 4, 4)),)),
-        Case("avg_pool2d", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1), ((1, 2, 5, 5),),
-             second_order=False),
-        Case("batch_norm (train)",
-             lambda x, w, b: F.batch_norm(x, running[0].copy(), running[1].copy(), w, b,
-                                          training=True),
-             ((3, 3, 2, 2), (3,), (3,)), second_order=False),
-        Case("group_norm", lambda x, w, b: F.group_norm(x, 2, w, b), ((2, 4, 2, 3), (4,), (4,)),
-             second_order=False),
+        Case(
+            "conv2d",
+            lambda x, w, b: F.conv2d(x, w, b, stride=(1, 2), padding=1),
+            ((2, 2, 5, 4), (3, 2, 3, 2), (3,)),
+            second_order=False,
+        ),
+        Case(
+            "conv2d (groups, dilation)",
+            lambda x, w: F.conv2d(x, w, padding=2, dilation=2, groups=2),
+            ((1, 4, 5, 5), (2, 2, 3, 3)),
+            second_order=False,
+        ),
+        Case(
+            "conv_transpose2d",
+            lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1),
+            ((1, 2, 3, 3), (2, 3, 3, 3), (3,)),
+            second_order=False,
+        ),
+        Case(
+            "max_pool2d",
+            lambda x: F.max_pool2d(x, 2),
+            ((1, 2, 4, 4),),
+            second_order=False,
+            make=lambda rng: (_distinct(rng, (1, 2, 4, 4)),),
+        ),
+        Case(
+            "avg_pool2d",
+            lambda x: F.avg_pool2d(x, 3, stride=2, padding=1),
+            ((1, 2, 5, 5),),
+            second_order=False,
+        ),
+        Case(
+            "batch_norm (train)",
+            lambda x, w, b: F.batch_norm(
+                x, running[0].copy(), running[1].copy(), w, b, training=True
+            ),
+            ((3, 3, 2, 2), (3,), (3,)),
+            second_order=False,
+        ),
+        Case(
+            "group_norm",
+            lambda x, w, b: F.group_norm(x, 2, w, b),
+            ((2, 4, 2, 3), (4,), (4,)),
+            second_order=False,
+        ),
     ]
     for mode, opts in RESAMPLE_CASES:
         label = "interpolate " + mode + "".join(f" {k}" for k in opts)
-        out.append(Case(f"{label} (2-D up)",
-                        _interp(size=(7, 5), mode=mode, **opts), ((1, 2, 4, 3),)))
-        out.append(Case(f"{label} (2-D down)",
-                        _interp(size=(3, 2), mode=mode, **opts), ((1, 1, 7, 5),)))
-    out.append(Case("interpolate trilinear (3-D)", _interp(scale_factor=1.5, mode="trilinear"),
-                    ((1, 1, 2, 3, 3),)))
+        out.append(
+            Case(f"{label} (2-D up)", _interp(size=(7, 5), mode=mode, **opts), ((1, 2, 4, 3),))
+        )
+        out.append(
+            Case(f"{label} (2-D down)", _interp(size=(3, 2), mode=mode, **opts), ((1, 1, 7, 5),))
+        )
+    out.append(
+        Case(
+            "interpolate trilinear (3-D)",
+            _interp(scale_factor=1.5, mode="trilinear"),
+            ((1, 1, 2, 3, 3),),
+        )
+    )
     out.append(Case("interpolate bicubic (1-D)", _interp(size=5, mode="bicubic"), ((1, 2, 3),)))
     return out
 
@@ -120,16 +169,23 @@ def run_case(case: Case, seed: int = 0) -> dict:
     t0 = time.perf_counter()
     ok = gradcheck(case.fn, inputs, raise_exception=False, **case.kwargs)
     ok2 = gradgradcheck(case.fn, inputs, raise_exception=False) if case.second_order else None
-    return {"name": case.name, "shapes": [tuple(a.shape) for a in arrays], "gradcheck": ok,
-            "gradgradcheck": ok2, "seconds": time.perf_counter() - t0}
+    return {
+        "name": case.name,
+        "shapes": [tuple(a.shape) for a in arrays],
+        "gradcheck": ok,
+        "gradgradcheck": ok2,
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 def run_suite(pattern: str | None = None, verbose: bool = True, file=None) -> list[str]:
     """Run every case (or those matching ``pattern``); print a table; return failed names."""
     file = file or sys.stdout
-    selected = [c for c in cases()
-                if pattern is None or pattern.lower() in c.name.lower()
-                or fnmatch.fnmatch(c.name, pattern)]
+    selected = [
+        c
+        for c in cases()
+        if pattern is None or pattern.lower() in c.name.lower() or fnmatch.fnmatch(c.name, pattern)
+    ]
     if not selected:
         raise ValueError(f"no op matches {pattern!r}")
     failures = []
@@ -143,9 +199,15 @@ def run_suite(pattern: str | None = None, verbose: bool = True, file=None) -> li
         if verbose:
             mark = {True: "ok", False: "FAIL", None: "—"}
             shapes = ", ".join("x".join(map(str, s)) for s in r["shapes"])
-            print(f"{case.name:46s} {shapes:28s} {mark[r['gradcheck']]:>5s} "
-                  f"{mark[r['gradgradcheck']]:>5s} {1e3 * r['seconds']:7.1f}", file=file)
+            print(
+                f"{case.name:46s} {shapes:28s} {mark[r['gradcheck']]:>5s} "
+                f"{mark[r['gradgradcheck']]:>5s} {1e3 * r['seconds']:7.1f}",
+                file=file,
+            )
     if verbose:
-        print(f"\n{len(selected) - len(failures)} passed, {len(failures)} failed"
-              + (f": {', '.join(failures)}" if failures else ""), file=file)
+        print(
+            f"\n{len(selected) - len(failures)} passed, {len(failures)} failed"
+            + (f": {', '.join(failures)}" if failures else ""),
+            file=file,
+        )
     return failures

@@ -9,8 +9,22 @@ import pytest
 
 from sandbox.cli import main
 
-TINY = ["--image-size", "16", "--depth", "2", "--width", "4", "--train-samples", "8",
-        "--val-samples", "4", "--batch-size", "4", "--quiet", "--no-plots"]
+TINY = [
+    "--image-size",
+    "16",
+    "--depth",
+    "2",
+    "--width",
+    "4",
+    "--train-samples",
+    "8",
+    "--val-samples",
+    "4",
+    "--batch-size",
+    "4",
+    "--quiet",
+    "--no-plots",
+]
 
 
 def test_train_then_predict(tmp_path, capsys):
@@ -67,6 +81,7 @@ def test_argparse_errors_exit_2(capsys):
 
 
 def test_info_runs_as_module():
-    res = subprocess.run([sys.executable, "-m", "sandbox", "info"], capture_output=True, text=True,
-                         check=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "sandbox", "info"], capture_output=True, text=True, check=True
+    )
     assert "openmp:" in res.stdout and "threads:" in res.stdout

@@ -25,8 +25,14 @@ class Tiny(nn.Module):
 def test_named_parameters_are_dotted_in_registration_order():
     names = [n for n, _ in Tiny().named_parameters()]
     assert names == [
-        "scale", "conv.weight", "conv.bias", "norm.weight", "norm.bias",
-        "blocks.0.weight", "blocks.0.bias", "blocks.1.weight",
+        "scale",
+        "conv.weight",
+        "conv.bias",
+        "norm.weight",
+        "norm.bias",
+        "blocks.0.weight",
+        "blocks.0.bias",
+        "blocks.1.weight",
     ]
 
 
@@ -48,7 +54,9 @@ def test_load_state_dict_errors_name_the_keys():
     state = m.state_dict()
     del state["conv.weight"]
     state["extra.weight"] = np.zeros(1)
-    with pytest.raises(KeyError, match=r"missing keys: conv\.weight.*unexpected keys: extra\.weight"):
+    with pytest.raises(
+        KeyError, match=r"missing keys: conv\.weight.*unexpected keys: extra\.weight"
+    ):
         m.load_state_dict(state)
     missing, unexpected = m.load_state_dict(state, strict=False)
     assert missing == ["conv.weight"] and unexpected == ["extra.weight"]

@@ -107,8 +107,10 @@ def test_param_groups_have_their_own_options():
         (lambda p: optim.SGD([p, p]), "more than one"),
         (lambda p: optim.StepLR(optim.SGD([p]), step_size=0), "step_size"),
         (lambda p: optim.CosineAnnealingLR(optim.SGD([p]), T_max=0), "T_max"),
-        (lambda p: optim.OneCycleLR(optim.SGD([p], momentum=0.9), 0.1, total_steps=0),
-         "total_steps"),
+        (
+            lambda p: optim.OneCycleLR(optim.SGD([p], momentum=0.9), 0.1, total_steps=0),
+            "total_steps",
+        ),
     ],
 )
 def test_bad_arguments(call, match):
@@ -137,8 +139,11 @@ def _lr_trace(opt, sched, steps):
         ("StepLR", dict(step_size=3, gamma=0.5), 10),
         ("CosineAnnealingLR", dict(T_max=7, eta_min=1e-4), 20),
         ("OneCycleLR", dict(max_lr=0.5, total_steps=25), 24),
-        ("OneCycleLR", dict(max_lr=0.5, total_steps=25, anneal_strategy="linear",
-                            three_phase=True), 24),
+        (
+            "OneCycleLR",
+            dict(max_lr=0.5, total_steps=25, anneal_strategy="linear", three_phase=True),
+            24,
+        ),
     ],
 )
 @pytest.mark.parametrize("opt_name", ["SGD", "Adam"])

@@ -8,13 +8,26 @@ import numpy as np
 import pytest
 
 from sandbox import checkpoint
-from sandbox.train import Trainer, TrainConfig, TrainingDiverged, TrainingInterrupted
+from sandbox.train import TrainConfig, Trainer, TrainingDiverged, TrainingInterrupted
 
 
 def tiny_config(out, **overrides):
-    values = dict(data="shapes", image_size=16, depth=2, width=4, train_samples=16,
-                  val_samples=4, batch_size=4, epochs=2, lr=5e-3, log_every=1, progress=False,
-                  plots=False, out=str(out), threads=2)
+    values = dict(
+        data="shapes",
+        image_size=16,
+        depth=2,
+        width=4,
+        train_samples=16,
+        val_samples=4,
+        batch_size=4,
+        epochs=2,
+        lr=5e-3,
+        log_every=1,
+        progress=False,
+        plots=False,
+        out=str(out),
+        threads=2,
+    )
     values.update(overrides)
     return TrainConfig(**values)
 
@@ -74,8 +87,11 @@ def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
 
 def test_checkpoint_round_trips_nested_state(tmp_path):
     rng = np.random.default_rng(0)
-    state = {"a": {1: np.ones((2, 2), np.float32), "x": (1, 2.5, None)}, "r": rng.bit_generator.state,
-             "list": [np.int64(3), "s", True]}
+    state = {
+        "a": {1: np.ones((2, 2), np.float32), "x": (1, 2.5, None)},
+        "r": rng.bit_generator.state,
+        "list": [np.int64(3), "s", True],
+    }
     checkpoint.save(state, tmp_path / "s.ckpt")
     back = checkpoint.load(tmp_path / "s.ckpt")
     assert back["a"]["x"] == (1, 2.5, None) and back["list"] == [3, "s", True]
@@ -149,8 +165,9 @@ def test_training_learns_and_writes_plots(tmp_path):
 
 
 def test_nuclei_runs_and_reports_foreground_dice(tmp_path):
-    cfg = tiny_config(tmp_path, data="nuclei", image_size=32, train_samples=4, epochs=1,
-                      loss="ce+dice")
+    cfg = tiny_config(
+        tmp_path, data="nuclei", image_size=32, train_samples=4, epochs=1, loss="ce+dice"
+    )
     summary = Trainer(cfg).fit()
     assert 0.0 <= summary["final"]["dice_fg"] <= 1.0
 

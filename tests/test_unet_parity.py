@@ -73,12 +73,15 @@ def test_unet_adam_steps_match_torch(torch, mode, opts, norm):
         F.cross_entropy(ours(sandbox.tensor(x)), sandbox.tensor(y)).backward()
         opt.step()
         topt.zero_grad()
-        torch.nn.functional.cross_entropy(theirs(torch.from_numpy(x)), torch.from_numpy(y)).backward()
+        torch.nn.functional.cross_entropy(
+            theirs(torch.from_numpy(x)), torch.from_numpy(y)
+        ).backward()
         topt.step()
     tparams = dict(theirs.named_parameters())
     for name, p in ours.named_parameters():
-        np.testing.assert_allclose(p.data, tparams[name].detach().numpy(), rtol=1e-8, atol=1e-10,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            p.data, tparams[name].detach().numpy(), rtol=1e-8, atol=1e-10, err_msg=name
+        )
     # Eval mode uses the running statistics in both.
     ours.eval()
     theirs.eval()

@@ -22,7 +22,23 @@ from ._module import Module, Parameter
 from ._unet import UNet
 
 __all__ = [
-    "AvgPool2d", "BatchNorm2d", "Conv2d", "ConvTranspose2d", "Dropout", "Dropout2d", "GroupNorm",
-    "Identity", "LeakyReLU", "Linear", "MaxPool2d", "Module", "ModuleList", "Parameter", "ReLU",
-    "Sequential", "UNet", "Upsample", "init",
+    "AvgPool2d",
+    "BatchNorm2d",
+    "Conv2d",
+    "ConvTranspose2d",
+    "Dropout",
+    "Dropout2d",
+    "GroupNorm",
+    "Identity",
+    "LeakyReLU",
+    "Linear",
+    "MaxPool2d",
+    "Module",
+    "ModuleList",
+    "Parameter",
+    "ReLU",
+    "Sequential",
+    "UNet",
+    "Upsample",
+    "init",
 ]

@@ -14,8 +14,10 @@ from ._module import Module, Parameter
 def _pair(value, name: str) -> tuple[int, int]:
     if isinstance(value, int | np.integer) and not isinstance(value, bool):
         return int(value), int(value)
-    if isinstance(value, tuple | list) and len(value) == 2 and all(
-        isinstance(v, int | np.integer) and not isinstance(v, bool) for v in value
+    if (
+        isinstance(value, tuple | list)
+        and len(value) == 2
+        and all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in value)
     ):
         return int(value[0]), int(value[1])
     raise TypeError(f"{name} must be an int or a pair of ints, got {value!r}")
@@ -66,21 +68,36 @@ class Linear(Module):
         return y + self.bias if self.bias is not None else y
 
     def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
 
 
 class _ConvNd(Module):
     transposed = False
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                 bias, dtype, output_padding=0):
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        groups,
+        bias,
+        dtype,
+        output_padding=0,
+    ):
         super().__init__()
         self.in_channels = _positive(in_channels, "in_channels")
         self.out_channels = _positive(out_channels, "out_channels")
         self.groups = _positive(groups, "groups")
         if in_channels % groups or out_channels % groups:
             raise ValueError(
-                f"groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}"
+                f"groups={groups} must divide in_channels={in_channels} "
+                f"and out_channels={out_channels}"
             )
         self.kernel_size = _pair(kernel_size, "kernel_size")
         self.stride = _pair(stride, "stride")
@@ -108,8 +125,10 @@ class _ConvNd(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def extra_repr(self) -> str:
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
+        s = (
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}"
+        )
         if self.padding != (0, 0):
             s += f", padding={self.padding}"
         if self.dilation != (1, 1):
@@ -126,14 +145,26 @@ class _ConvNd(Module):
 class Conv2d(_ConvNd):
     """2-D convolution over ``(N, C, H, W)`` inputs, PyTorch's semantics and weight layout."""
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True, dtype=np.float32):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                         bias, dtype)
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups: int = 1,
+        bias: bool = True,
+        dtype=np.float32,
+    ):
+        super().__init__(
+            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, dtype
+        )
 
     def forward(self, x):
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                        self.groups)
+        return F.conv2d(
+            x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
 
 
 class ConvTranspose2d(_ConvNd):
@@ -141,22 +172,57 @@ class ConvTranspose2d(_ConvNd):
 
     transposed = True
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
-                 dtype=np.float32):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                         bias, dtype, output_padding=output_padding)
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation=1,
+        dtype=np.float32,
+    ):
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            dtype,
+            output_padding=output_padding,
+        )
 
     def forward(self, x):
-        return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding,
-                                  self.output_padding, self.groups, self.dilation)
+        return F.conv_transpose2d(
+            x,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            self.output_padding,
+            self.groups,
+            self.dilation,
+        )
 
 
 class BatchNorm2d(Module):
     """Batch normalisation over ``(N, C, H, W)`` with running statistics."""
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, dtype=np.float32):
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        dtype=np.float32,
+    ):
         super().__init__()
         self.num_features = _positive(num_features, "num_features")
         self.eps = float(eps)
@@ -197,22 +263,28 @@ class BatchNorm2d(Module):
         )
 
     def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+        )
 
 
 class GroupNorm(Module):
     """Group normalisation: statistics over channel groups of each sample."""
 
-    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
-                 dtype=np.float32):
+    def __init__(
+        self,
+        num_groups: int,
+        num_channels: int,
+        eps: float = 1e-5,
+        affine: bool = True,
+        dtype=np.float32,
+    ):
         super().__init__()
         self.num_groups = _positive(num_groups, "num_groups")
         self.num_channels = _positive(num_channels, "num_channels")
         if num_channels % num_groups:
-            raise ValueError(
-                f"num_groups={num_groups} must divide num_channels={num_channels}"
-            )
+            raise ValueError(f"num_groups={num_groups} must divide num_channels={num_channels}")
         self.eps = float(eps)
         self.affine = affine
         dtype = _float_dtype(dtype)
@@ -263,19 +335,29 @@ class MaxPool2d(Module):
         self.ceil_mode = ceil_mode
 
     def forward(self, x):
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
-                            self.ceil_mode)
+        return F.max_pool2d(
+            x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode
+        )
 
     def extra_repr(self) -> str:
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+        return (
+            f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+            f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
+        )
 
 
 class AvgPool2d(Module):
     """2-D average pooling."""
 
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
-                 count_include_pad: bool = True, divisor_override=None):
+    def __init__(
+        self,
+        kernel_size,
+        stride=None,
+        padding=0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        divisor_override=None,
+    ):
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = kernel_size if stride is None else stride
@@ -285,8 +367,15 @@ class AvgPool2d(Module):
         self.divisor_override = divisor_override
 
     def forward(self, x):
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+        return F.avg_pool2d(
+            x,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+            self.divisor_override,
+        )
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
@@ -299,8 +388,15 @@ class Upsample(Module):
     bicubic, lanczos3) and works in 1-D, 2-D and 3-D for every mode.
     """
 
-    def __init__(self, size=None, scale_factor=None, mode: str = "nearest", align_corners=None,
-                 recompute_scale_factor=None, antialias: bool = False):
+    def __init__(
+        self,
+        size=None,
+        scale_factor=None,
+        mode: str = "nearest",
+        align_corners=None,
+        recompute_scale_factor=None,
+        antialias: bool = False,
+    ):
         super().__init__()
         self.size = size
         self.scale_factor = scale_factor
@@ -310,9 +406,15 @@ class Upsample(Module):
         self.antialias = antialias
 
     def forward(self, x):
-        return F.interpolate(x, size=self.size, scale_factor=self.scale_factor, mode=self.mode,
-                             align_corners=self.align_corners, antialias=self.antialias,
-                             recompute_scale_factor=self.recompute_scale_factor)
+        return F.interpolate(
+            x,
+            size=self.size,
+            scale_factor=self.scale_factor,
+            mode=self.mode,
+            align_corners=self.align_corners,
+            antialias=self.antialias,
+            recompute_scale_factor=self.recompute_scale_factor,
+        )
 
     def extra_repr(self) -> str:
         what = f"size={self.size}" if self.size is not None else f"scale_factor={self.scale_factor}"

@@ -71,7 +71,9 @@ class Module:
         elif name in self._parameters or name in self._modules:
             if value is not None:
                 kind = "Parameter" if name in self._parameters else "Module"
-                raise TypeError(f"cannot assign {type(value).__name__} to {name!r} (expects a {kind} or None)")
+                raise TypeError(
+                    f"cannot assign {type(value).__name__} to {name!r} (expects a {kind} or None)"
+                )
             store = self._parameters if name in self._parameters else self._modules
             store[name] = None
         else:
@@ -315,7 +317,8 @@ class Module:
 
     def __repr__(self) -> str:
         children = [
-            f"({name}): " + repr(child).replace("\n", "\n  ") for name, child in self.named_children()
+            f"({name}): " + repr(child).replace("\n", "\n  ")
+            for name, child in self.named_children()
         ]
         extra = self.extra_repr()
         if not children:

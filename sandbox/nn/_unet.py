@@ -65,8 +65,16 @@ class Up(Module):
     with ``"transposed"`` a stride-2 transposed convolution halves them.
     """
 
-    def __init__(self, in_channels: int, out_channels: int, mode: str, norm: str,
-                 align_corners=None, antialias: bool = False, dtype=np.float32):
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        mode: str,
+        norm: str,
+        align_corners=None,
+        antialias: bool = False,
+        dtype=np.float32,
+    ):
         super().__init__()
         self.mode = mode
         self.align_corners = align_corners
@@ -87,8 +95,13 @@ class Up(Module):
             if dh or dw:  # odd input sizes: pad the upsampled map to the skip's size
                 x = F.pad(x, (dw // 2, dw - dw // 2, dh // 2, dh - dh // 2))
         else:
-            x = F.interpolate(x, size=tuple(size), mode=self.mode,
-                              align_corners=self.align_corners, antialias=self.antialias)
+            x = F.interpolate(
+                x,
+                size=tuple(size),
+                mode=self.mode,
+                align_corners=self.align_corners,
+                antialias=self.antialias,
+            )
         return self.block(cat([skip, x], axis=1))
 
     def extra_repr(self) -> str:
@@ -126,12 +139,25 @@ class UNet(Module):
     Any input size works; sizes divisible by ``2**depth`` avoid edge effects.
     """
 
-    def __init__(self, in_channels: int, num_classes: int, depth: int = 4, base_width: int = 16,
-                 upsample: str = "bilinear", norm: str = "batch", align_corners=None,
-                 antialias: bool = False, dtype=np.float32):
+    def __init__(
+        self,
+        in_channels: int,
+        num_classes: int,
+        depth: int = 4,
+        base_width: int = 16,
+        upsample: str = "bilinear",
+        norm: str = "batch",
+        align_corners=None,
+        antialias: bool = False,
+        dtype=np.float32,
+    ):
         super().__init__()
-        for name, value in (("in_channels", in_channels), ("num_classes", num_classes),
-                            ("depth", depth), ("base_width", base_width)):
+        for name, value in (
+            ("in_channels", in_channels),
+            ("num_classes", num_classes),
+            ("depth", depth),
+            ("base_width", base_width),
+        ):
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if norm not in NORMS:
@@ -149,9 +175,7 @@ class UNet(Module):
         self.norm = norm
         widths = [base_width * 2**level for level in range(depth + 1)]
         self.inc = ConvBlock(in_channels, widths[0], norm, dtype)
-        self.downs = ModuleList(
-            Down(widths[i], widths[i + 1], norm, dtype) for i in range(depth)
-        )
+        self.downs = ModuleList(Down(widths[i], widths[i + 1], norm, dtype) for i in range(depth))
         self.ups = ModuleList(
             Up(widths[i + 1], widths[i], upsample, norm, align_corners, antialias, dtype)
             for i in reversed(range(depth))
@@ -172,6 +196,8 @@ class UNet(Module):
         return self.head(x)
 
     def extra_repr(self) -> str:
-        return (f"in_channels={self.in_channels}, num_classes={self.num_classes}, "
-                f"depth={self.depth}, base_width={self.base_width}, "
-                f"upsample={self.upsample!r}, norm={self.norm!r}")
+        return (
+            f"in_channels={self.in_channels}, num_classes={self.num_classes}, "
+            f"depth={self.depth}, base_width={self.base_width}, "
+            f"upsample={self.upsample!r}, norm={self.norm!r}"
+        )

@@ -74,7 +74,9 @@ def ones_(tensor):
     return constant_(tensor, 1.0)
 
 
-def kaiming_uniform_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity="leaky_relu", rng=None):
+def kaiming_uniform_(
+    tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity="leaky_relu", rng=None
+):
     """He initialisation: U(-b, b) with ``b = gain·sqrt(3 / fan)``.
 
     PyTorch's layers use ``a = sqrt(5)``, which gives ``b = 1/sqrt(fan_in)``.
@@ -87,7 +89,9 @@ def kaiming_uniform_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity=
     return uniform_(tensor, -bound, bound, rng=rng)
 
 
-def kaiming_normal_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity="leaky_relu", rng=None):
+def kaiming_normal_(
+    tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity="leaky_relu", rng=None
+):
     """He initialisation: N(0, std²) with ``std = gain / sqrt(fan)``."""
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"mode must be 'fan_in' or 'fan_out', got {mode!r}")

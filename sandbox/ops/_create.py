@@ -8,7 +8,6 @@ from .._random import default_generator
 from ..autograd import Tensor
 
 
-
 def _shape(shape):
     if len(shape) == 1 and isinstance(shape[0], tuple | list):
         shape = shape[0]

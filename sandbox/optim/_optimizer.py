@@ -119,7 +119,9 @@ class Optimizer:
             s = copy.deepcopy(s)
             for name, value in s.items():
                 if isinstance(value, np.ndarray) and value.shape != p.data.shape and value.ndim:
-                    raise ValueError(f"state {name!r} has shape {value.shape}, parameter {p.data.shape}")
+                    raise ValueError(
+                        f"state {name!r} has shape {value.shape}, parameter {p.data.shape}"
+                    )
                 if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.floating):
                     s[name] = value.astype(p.data.dtype, copy=False)
             self.state[id(p)] = s
@@ -151,15 +153,31 @@ class SGD(Optimizer):
     or ``g = b``; then ``p -= lr·g``.
     """
 
-    def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False, maximize: bool = False):
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-3,
+        momentum: float = 0.0,
+        dampening: float = 0.0,
+        weight_decay: float = 0.0,
+        nesterov: bool = False,
+        maximize: bool = False,
+    ):
         for name, value in (("lr", lr), ("momentum", momentum), ("weight_decay", weight_decay)):
             _check_nonneg(name, value)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("nesterov=True requires momentum > 0 and dampening = 0")
-        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
-                                      weight_decay=weight_decay, nesterov=nesterov,
-                                      maximize=maximize))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                momentum=momentum,
+                dampening=dampening,
+                weight_decay=weight_decay,
+                nesterov=nesterov,
+                maximize=maximize,
+            ),
+        )
 
     def step(self) -> None:
         for group in self.param_groups:
@@ -190,21 +208,41 @@ class Adam(Optimizer):
 
     decoupled = False
 
-    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False, maximize: bool = False):
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-3,
+        betas=(0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        amsgrad: bool = False,
+        maximize: bool = False,
+    ):
         _check_nonneg("lr", lr)
         _check_nonneg("eps", eps)
         _check_nonneg("weight_decay", weight_decay)
         if len(betas) != 2 or not all(0.0 <= b < 1.0 for b in betas):
             raise ValueError(f"betas must be two numbers in [0, 1), got {betas!r}")
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay, amsgrad=amsgrad,
-                                      maximize=maximize))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                betas=tuple(betas),
+                eps=eps,
+                weight_decay=weight_decay,
+                amsgrad=amsgrad,
+                maximize=maximize,
+            ),
+        )
 
     def step(self) -> None:
         for group in self.param_groups:
-            lr, (beta1, beta2), eps, wd = (group["lr"], group["betas"], group["eps"],
-                                           group["weight_decay"])
+            lr, (beta1, beta2), eps, wd = (
+                group["lr"],
+                group["betas"],
+                group["eps"],
+                group["weight_decay"],
+            )
             for p, grad in self._params_with_grad(group):
                 g = -grad if group["maximize"] else grad
                 state = self.state.setdefault(id(p), {})
@@ -240,6 +278,14 @@ class AdamW(Adam):
 
     decoupled = True
 
-    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False, maximize: bool = False):
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-3,
+        betas=(0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+        maximize: bool = False,
+    ):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize)

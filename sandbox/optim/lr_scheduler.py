@@ -85,13 +85,21 @@ class CosineAnnealingLR(LRScheduler):
         if t == 0:
             return [g["lr"] for g in groups]
         if self._step_count == 1 and t > 0:
-            return [eta + (base - eta) * (1 + math.cos(t * math.pi / T)) / 2
-                    for base in self.base_lrs]
+            return [
+                eta + (base - eta) * (1 + math.cos(t * math.pi / T)) / 2 for base in self.base_lrs
+            ]
         if (t - 1 - T) % (2 * T) == 0:
-            return [g["lr"] + (base - eta) * (1 - math.cos(math.pi / T)) / 2
-                    for base, g in zip(self.base_lrs, groups, strict=True)]
-        return [(1 + math.cos(math.pi * t / T)) / (1 + math.cos(math.pi * (t - 1) / T))
-                * (g["lr"] - eta) + eta for g in groups]
+            return [
+                g["lr"] + (base - eta) * (1 - math.cos(math.pi / T)) / 2
+                for base, g in zip(self.base_lrs, groups, strict=True)
+            ]
+        return [
+            (1 + math.cos(math.pi * t / T))
+            / (1 + math.cos(math.pi * (t - 1) / T))
+            * (g["lr"] - eta)
+            + eta
+            for g in groups
+        ]
 
 
 class OneCycleLR(LRScheduler):
@@ -104,11 +112,21 @@ class OneCycleLR(LRScheduler):
     ``max_momentum``.
     """
 
-    def __init__(self, optimizer, max_lr, total_steps: int, pct_start: float = 0.3,
-                 anneal_strategy: str = "cos", cycle_momentum: bool = True,
-                 base_momentum: float = 0.85, max_momentum: float = 0.95,
-                 div_factor: float = 25.0, final_div_factor: float = 1e4,
-                 three_phase: bool = False, last_epoch: int = -1):
+    def __init__(
+        self,
+        optimizer,
+        max_lr,
+        total_steps: int,
+        pct_start: float = 0.3,
+        anneal_strategy: str = "cos",
+        cycle_momentum: bool = True,
+        base_momentum: float = 0.85,
+        max_momentum: float = 0.95,
+        div_factor: float = 25.0,
+        final_div_factor: float = 1e4,
+        three_phase: bool = False,
+        last_epoch: int = -1,
+    ):
         if not isinstance(total_steps, int) or total_steps < 1:
             raise ValueError(f"total_steps must be a positive integer, got {total_steps!r}")
         if not 0.0 <= pct_start <= 1.0:
@@ -158,9 +176,7 @@ class OneCycleLR(LRScheduler):
     def get_lr(self):
         step = self.last_epoch
         if step > self.total_steps:
-            raise ValueError(
-                f"OneCycleLR stepped {step} times but total_steps={self.total_steps}"
-            )
+            raise ValueError(f"OneCycleLR stepped {step} times but total_steps={self.total_steps}")
         lrs = []
         for g in self.optimizer.param_groups:
             start_step = 0.0

@@ -18,6 +18,17 @@ def train(config: TrainConfig | None = None, resume: bool = False, **overrides) 
     return Trainer(config, resume=resume).fit()
 
 
-__all__ = ["TrainConfig", "Trainer", "TrainingDiverged", "TrainingInterrupted", "build_datasets",
-           "build_loaders", "build_model", "compute_loss", "load_model", "predict",
-           "predict_file", "train"]
+__all__ = [
+    "TrainConfig",
+    "Trainer",
+    "TrainingDiverged",
+    "TrainingInterrupted",
+    "build_datasets",
+    "build_loaders",
+    "build_model",
+    "compute_loss",
+    "load_model",
+    "predict",
+    "predict_file",
+    "train",
+]

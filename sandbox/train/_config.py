@@ -56,6 +56,7 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first bad field and its valid values."""
+
         def positive_int(name, allow_none=False):
             v = getattr(self, name)
             if v is None and allow_none:
@@ -63,8 +64,16 @@ class TrainConfig:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
 
-        for name in ("epochs", "batch_size", "image_size", "depth", "width", "train_samples",
-                     "val_samples", "log_every"):
+        for name in (
+            "epochs",
+            "batch_size",
+            "image_size",
+            "depth",
+            "width",
+            "train_samples",
+            "val_samples",
+            "log_every",
+        ):
             positive_int(name)
         for name in ("steps", "threads", "patience", "num_classes"):
             positive_int(name, allow_none=True)
@@ -112,8 +121,9 @@ def build_datasets(cfg: TrainConfig):
         # A different seed stream: validation images are never seen in training.
         val = data.Shapes(cfg.val_samples, image_size=cfg.image_size, seed=cfg.seed + 10_000)
     elif cfg.data == "nuclei":
-        train = data.Nuclei("train", crop_size=cfg.image_size, samples_per_epoch=cfg.train_samples,
-                            seed=cfg.seed)
+        train = data.Nuclei(
+            "train", crop_size=cfg.image_size, samples_per_epoch=cfg.train_samples, seed=cfg.seed
+        )
         val = data.Nuclei("val")
     else:
         if cfg.num_classes is None:
@@ -154,8 +164,14 @@ def build_loaders(cfg: TrainConfig, train_set, val_set):
         if cfg.data not in DATA_CHOICES:
             steps.append(data.RandomCrop(cfg.image_size))
         transform = data.Compose(steps)
-    train = data.DataLoader(train_set, cfg.batch_size, shuffle=True, seed=cfg.seed,
-                            drop_last=len(train_set) >= cfg.batch_size, transform=transform)
+    train = data.DataLoader(
+        train_set,
+        cfg.batch_size,
+        shuffle=True,
+        seed=cfg.seed,
+        drop_last=len(train_set) >= cfg.batch_size,
+        transform=transform,
+    )
     val = data.DataLoader(val_set, cfg.batch_size, shuffle=False)
     return train, val
 
@@ -163,9 +179,16 @@ def build_loaders(cfg: TrainConfig, train_set, val_set):
 def build_model(cfg: TrainConfig, in_channels: int, num_classes: int):
     from .. import nn
 
-    return nn.UNet(in_channels, num_classes, depth=cfg.depth, base_width=cfg.width,
-                   upsample=cfg.upsample, norm=cfg.norm, align_corners=cfg.align_corners,
-                   antialias=cfg.antialias)
+    return nn.UNet(
+        in_channels,
+        num_classes,
+        depth=cfg.depth,
+        base_width=cfg.width,
+        upsample=cfg.upsample,
+        norm=cfg.norm,
+        align_corners=cfg.align_corners,
+        antialias=cfg.antialias,
+    )
 
 
 def total_steps(cfg: TrainConfig, batches_per_epoch: int) -> int:

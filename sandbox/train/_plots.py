@@ -13,10 +13,24 @@ MISSING = (
 )
 
 # Class colours for overlays: background transparent, then distinct hues.
-PALETTE = np.array([
-    [0, 0, 0], [230, 25, 75], [60, 180, 75], [0, 130, 200], [245, 130, 48],
-    [145, 30, 180], [70, 240, 240], [240, 50, 230], [210, 245, 60], [250, 190, 212],
-], dtype=np.float32) / 255
+PALETTE = (
+    np.array(
+        [
+            [0, 0, 0],
+            [230, 25, 75],
+            [60, 180, 75],
+            [0, 130, 200],
+            [245, 130, 48],
+            [145, 30, 180],
+            [70, 240, 240],
+            [240, 50, 230],
+            [210, 245, 60],
+            [250, 190, 212],
+        ],
+        dtype=np.float32,
+    )
+    / 255
+)
 
 
 def _pyplot():
@@ -78,8 +92,9 @@ def plot_predictions(trainer, path: Path, plt, count: int = 4) -> Path:
     trainer.model.train()
     fig, axes = plt.subplots(len(images), 3, figsize=(9, 3 * len(images)), squeeze=False)
     for row, (img, mask, p) in enumerate(zip(images, masks, pred, strict=True)):
-        for col, (title, labels) in enumerate((("input", None), ("truth", mask),
-                                               ("prediction", p))):
+        for col, (title, labels) in enumerate(
+            (("input", None), ("truth", mask), ("prediction", p))
+        ):
             ax = axes[row, col]
             shown = overlay(img, np.zeros_like(mask)) if labels is None else overlay(img, labels)
             ax.imshow(shown, interpolation="nearest")

@@ -56,7 +56,8 @@ def read_image(path, channels: int) -> np.ndarray:
         array = array.transpose(2, 0, 1)
     if array.ndim != 3 or array.shape[0] != channels:
         raise ValueError(
-            f"{path}: expected an image with {channels} channel(s), got array of shape {array.shape}"
+            f"{path}: expected an image with {channels} channel(s), "
+            f"got an array of shape {array.shape}"
         )
     return array
 
@@ -92,9 +93,11 @@ def predict_file(checkpoint_path, image_path, out=None, overlay_out=None) -> dic
     labels = predict(model, normalize(raw, info["normalization"]))
     image_path = Path(image_path)
     out = Path(out) if out else image_path.with_name(f"{image_path.stem}_mask.png")
-    overlay_out = (Path(overlay_out) if overlay_out
-                   else out.with_name(out.name.replace("_mask", "") .replace(".png", "")
-                                      + "_overlay.png"))
+    overlay_out = (
+        Path(overlay_out)
+        if overlay_out
+        else out.with_name(out.name.replace("_mask", "").replace(".png", "") + "_overlay.png")
+    )
     pil = _import_pil()
     pil.fromarray(labels.astype(np.uint8)).save(out)
     rgb = overlay(raw.astype(np.float32), labels)
@@ -103,6 +106,7 @@ def predict_file(checkpoint_path, image_path, out=None, overlay_out=None) -> dic
     return {
         "mask": str(out),
         "overlay": str(overlay_out),
-        "pixels_per_class": {name: int(c) for name, c in zip(info["class_names"], counts,
-                                                             strict=False)},
+        "pixels_per_class": {
+            name: int(c) for name, c in zip(info["class_names"], counts, strict=False)
+        },
     }

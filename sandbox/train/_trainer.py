@@ -112,12 +112,17 @@ class Trainer:
             "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
             "rng": get_rng_state(),
             "position": {"epoch": self.epoch, "batch": self.batch, "step": self.step},
-            "best": {"score": self.best_score, "epoch": self.best_epoch,
-                     "bad_epochs": self.bad_epochs},
-            "data": {"in_channels": self.train_set.in_channels,
-                     "num_classes": self.num_classes,
-                     "class_names": list(self.class_names),
-                     "normalization": _normalization(self.train_set)},
+            "best": {
+                "score": self.best_score,
+                "epoch": self.best_epoch,
+                "bad_epochs": self.bad_epochs,
+            },
+            "data": {
+                "in_channels": self.train_set.in_channels,
+                "num_classes": self.num_classes,
+                "class_names": list(self.class_names),
+                "normalization": _normalization(self.train_set),
+            },
         }
 
     def save(self, name: str = "last.ckpt") -> Path:
@@ -129,15 +134,32 @@ class Trainer:
         state = checkpoint.load(path)
         saved = TrainConfig.from_dict(state["config"])
         # Options that change the optimisation path must not change on resume.
-        fixed = ("data", "upsample", "align_corners", "antialias", "batch_size", "lr",
-                 "image_size", "depth", "width", "norm", "seed", "scheduler", "loss",
-                 "train_samples", "epochs", "steps")
+        fixed = (
+            "data",
+            "upsample",
+            "align_corners",
+            "antialias",
+            "batch_size",
+            "lr",
+            "image_size",
+            "depth",
+            "width",
+            "norm",
+            "seed",
+            "scheduler",
+            "loss",
+            "train_samples",
+            "epochs",
+            "steps",
+        )
         changed = [k for k in fixed if getattr(saved, k) != getattr(self.cfg, k)]
         if changed:
             raise ValueError(
                 "cannot resume with different settings for: "
-                + ", ".join(f"{k} (checkpoint {getattr(saved, k)!r}, now "
-                            f"{getattr(self.cfg, k)!r})" for k in changed)
+                + ", ".join(
+                    f"{k} (checkpoint {getattr(saved, k)!r}, now {getattr(self.cfg, k)!r})"
+                    for k in changed
+                )
             )
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
@@ -197,8 +219,14 @@ class Trainer:
 
         cfg = self.cfg
         epochs = math.ceil(self.total_steps / len(self.train_loader))
-        bar = tqdm(total=self.total_steps, initial=self.step, disable=not cfg.progress,
-                   unit="step", dynamic_ncols=True, file=sys.stderr)
+        bar = tqdm(
+            total=self.total_steps,
+            initial=self.step,
+            disable=not cfg.progress,
+            unit="step",
+            dynamic_ncols=True,
+            file=sys.stderr,
+        )
         steps_this_session = 0
         t_start = time.perf_counter()
         self.model.train()
@@ -212,11 +240,20 @@ class Trainer:
                     steps_this_session += 1
                     dt = time.perf_counter() - t0
                     bar.update(1)
-                    bar.set_postfix(epoch=self.epoch, loss=f"{loss_value:.4f}",
-                                    img_s=f"{len(images) / dt:.0f}")
+                    bar.set_postfix(
+                        epoch=self.epoch, loss=f"{loss_value:.4f}", img_s=f"{len(images) / dt:.0f}"
+                    )
                     if self.step % cfg.log_every == 0 or self.step == 1:
-                        self._log({"kind": "train", "step": self.step, "epoch": self.epoch,
-                                   "loss": loss_value, "lr": lr, "seconds": round(dt, 4)})
+                        self._log(
+                            {
+                                "kind": "train",
+                                "step": self.step,
+                                "epoch": self.epoch,
+                                "loss": loss_value,
+                                "lr": lr,
+                                "seconds": round(dt, 4),
+                            }
+                        )
                     if self.step >= self.total_steps:
                         break
                     if self._stop_requested or (
@@ -245,8 +282,8 @@ class Trainer:
             raise TrainingDiverged(
                 f"loss became {value} at step {self.step + 1} (epoch {self.epoch}, batch "
                 f"{self.batch}); stopped. The last good checkpoint is "
-                f"{self.out / 'last.ckpt'}" + ("" if (self.out / "last.ckpt").exists()
-                                              else " (none written yet)")
+                f"{self.out / 'last.ckpt'}"
+                + ("" if (self.out / "last.ckpt").exists() else " (none written yet)")
                 + ". Try a lower --lr."
             )
         self.optimizer.zero_grad()
@@ -334,7 +371,9 @@ def _install_sigint(trainer: Trainer):
         if trainer._stop_requested:
             raise KeyboardInterrupt
         trainer._stop_requested = True
-        print("\nCtrl-C: finishing this step and saving a checkpoint "
-              "(press again to quit now)", file=sys.stderr)
+        print(
+            "\nCtrl-C: finishing this step and saving a checkpoint (press again to quit now)",
+            file=sys.stderr,
+        )
 
     return signal.signal(signal.SIGINT, handler)
