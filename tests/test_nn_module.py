@@ -151,3 +151,18 @@ def test_unet_output_shape_any_size(upsample, size):
     assert m(x).shape == (2, 4, *size)
     with pytest.raises(ValueError, match=r"\(N, 3, H, W\)"):
         m(sandbox.tensor(np.zeros((2, 1, 8, 8), np.float32)))
+
+
+def test_upsample_validates_at_construction_and_matches_interpolate():
+    with pytest.raises(ValueError, match="mode must be one of"):
+        nn.Upsample(scale_factor=2, mode="spline")
+    with pytest.raises(ValueError, match="exactly one of size or scale_factor"):
+        nn.Upsample(mode="nearest")
+    up = nn.Upsample(scale_factor=2, mode="bicubic", antialias=False)
+    assert "scale_factor=2, mode='bicubic'" in repr(up)
+    x = sandbox.tensor(np.arange(16.0).reshape(1, 1, 4, 4))
+    import sandbox.functional as F
+
+    np.testing.assert_array_equal(
+        up(x).numpy(), F.interpolate(x, scale_factor=2, mode="bicubic").numpy()
+    )

@@ -398,6 +398,11 @@ class Upsample(Module):
         antialias: bool = False,
     ):
         super().__init__()
+        from ..resample import check_options
+
+        check_options(mode, align_corners, antialias)
+        if (size is None) == (scale_factor is None):
+            raise ValueError("Upsample needs exactly one of size or scale_factor")
         self.size = size
         self.scale_factor = scale_factor
         self.mode = mode

@@ -164,9 +164,9 @@ class UNet(Module):
             raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
         if upsample != "transposed":
             # Fail now, not at the first forward: validates mode and options.
-            from ..resample._options import _check_mode
+            from ..resample import check_options
 
-            _check_mode(upsample, antialias, align_corners)
+            check_options(upsample, align_corners, antialias)
         self.in_channels = in_channels
         self.num_classes = num_classes
         self.depth = depth

@@ -42,10 +42,20 @@ import math
 import numpy as np
 
 from .._config import get_num_threads
-from ._options import MODES, Plan, check_array, check_input_size, make_plan
+from ._options import MODES, Plan, _check_mode, check_array, check_input_size, make_plan
 from ._weights import Table, dense_matrix, get_table
 
-__all__ = ["MODES", "resize", "resize_adjoint", "output_size", "weight_matrix"]
+__all__ = ["MODES", "check_options", "resize", "resize_adjoint", "output_size", "weight_matrix"]
+
+
+def check_options(mode: str, align_corners=None, antialias: bool = False) -> str:
+    """Validate a mode and its options without resampling anything.
+
+    Raises the same ``ValueError``/``TypeError`` as :func:`resize` would (naming the
+    valid choices) and returns the canonical mode name.  Layers call it at
+    construction so a bad option fails early, not at the first forward.
+    """
+    return _check_mode(mode, antialias, align_corners)
 
 
 _PARALLEL_MIN = 1 << 15  # elements per pass below which the kernels run serially

@@ -96,9 +96,9 @@ class TrainConfig:
                 f"(needs at least {2**self.depth})"
             )
         if self.upsample != "transposed":
-            from ..resample._options import _check_mode
+            from ..resample import check_options
 
-            _check_mode(self.upsample, self.antialias, self.align_corners)
+            check_options(self.upsample, self.align_corners, self.antialias)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
