@@ -152,7 +152,9 @@ def _run(args) -> int:
         threads = base_doc.get("options", {}).get("threads")
         if threads != args.threads:
             print(f"warning: baseline used {threads} threads, this run {args.threads}")
-        deltas = compare(base_doc["results"], results, args.threshold, args.noise_k)
+        selected = {c.name for c in cases}  # with --filter, compare only what was run
+        base_results = [r for r in base_doc["results"] if r["name"] in selected]
+        deltas = compare(base_results, results, args.threshold, args.noise_k)
         flagged = [d for d in deltas if d.flagged]
         print()
         print(f"comparison against {path} (threshold {args.threshold:.0%}, noise x"
