@@ -61,7 +61,7 @@ def test_intensity_does_not_reveal_class():
 
 
 def test_occlusion_limit_keeps_instances_visible():
-    # Later shapes may hide at most 40 % of an earlier one, so no class is reduced to a
+    # Later shapes may hide at most 25 % of an earlier one, so no class is reduced to a
     # sliver: every class present in an image keeps at least 20 visible pixels.
     ds = Shapes(30, seed=4)
     for i in range(len(ds)):

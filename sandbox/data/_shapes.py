@@ -107,7 +107,7 @@ class Shapes:
         disc, square, triangle, ring, cross (so 2 to 6).
     seed : int, default 0
         Sample ``i`` is generated from ``np.random.default_rng([seed, i])``.
-    shapes_per_image : (int, int), default (3, 6)
+    shapes_per_image : (int, int), default (2, 4)
         Inclusive range of instances attempted per image (an instance that cannot be
         placed without hiding too much of the earlier ones is skipped).
     radius : (float, float), optional
@@ -115,7 +115,7 @@ class Shapes:
         (at least 3 px).
     noise : (float, float), default (0.02, 0.06)
         Range of the standard deviation of the additive Gaussian noise.
-    max_occlusion : float, default 0.4
+    max_occlusion : float, default 0.25
         Largest fraction of an instance that later instances may cover.
 
     Notes
@@ -123,6 +123,12 @@ class Shapes:
     ``dataset[i]`` returns ``(image, mask)``: ``image`` float32 ``(1, H, W)`` with
     values roughly in ``[0, 1]`` (background below 0.35, shapes 0.45-1.0, plus noise),
     ``mask`` int64 ``(H, W)`` with labels in ``[0, num_classes)``.
+
+    Difficulty: with the defaults, a PyTorch UNet (depth 3, base width 16, BatchNorm,
+    Adam 2e-3, batch 16, flips + 90-degree rotations) reached a mean IoU (background
+    included) of about 0.87 after 400 steps and 0.92 after 550 steps on 64x64 images,
+    the triangle class being learnt last. More shapes per image and a larger
+    ``max_occlusion`` make the task harder; ``shapes_per_image=(1, 3)`` easier.
     """
 
     in_channels = 1
@@ -133,10 +139,10 @@ class Shapes:
         image_size=64,
         num_classes=4,
         seed=0,
-        shapes_per_image=(3, 6),
+        shapes_per_image=(2, 4),
         radius=None,
         noise=(0.02, 0.06),
-        max_occlusion=0.4,
+        max_occlusion=0.25,
     ):
         self.num_samples = _check_int("num_samples", num_samples, 0)
         self.image_size = _check_int("image_size", image_size, 16)
