@@ -228,6 +228,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:
+        # The benchmark suite parses its own options (argparse.REMAINDER would not
+        # pass through arguments that start with '-').
+        from .bench import main as bench_main
+
+        return bench_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

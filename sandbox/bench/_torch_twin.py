@@ -97,6 +97,7 @@ def build_torch_unet(torch, in_channels, num_classes, depth=4, base_width=16,
 
 def copy_weights_to_torch(torch, ours, theirs, dtype):
     """Load the sandbox model's state dict into the torch twin (same names)."""
+    theirs.to(dtype)  # first, so float64 weights are not rounded through float32
     state = {k: torch.from_numpy(v.copy()) for k, v in ours.state_dict().items()}
     theirs.load_state_dict(state)
-    return theirs.to(dtype)
+    return theirs
