@@ -85,3 +85,9 @@ def test_info_runs_as_module():
         [sys.executable, "-m", "sandbox", "info"], capture_output=True, text=True, check=True
     )
     assert "openmp:" in res.stdout and "threads:" in res.stdout
+
+
+def test_bench_options_pass_through_the_cli(capsys):
+    assert main(["bench", "--list", "--filter", "unet-step"]) == 0
+    out = capsys.readouterr().out
+    assert "unet-step/bilinear" in out and "resize/" not in out
