@@ -1,7 +1,22 @@
-"""One knob for threads: the Cython ``prange`` kernels and numpy's BLAS.
+"""One knob for threads: the Cython ``prange`` kernels and our worker pool.
 
 The default is the number of cores this process may run on, or the value of the
 ``SANDBOX_NUM_THREADS`` environment variable when it is set.
+
+BLAS is pinned to one thread
+----------------------------
+:func:`set_num_threads` (and the first :func:`get_num_threads`) limits numpy's
+BLAS to ``BLAS_THREADS`` (1) threads through ``threadpoolctl``, whatever ``n``
+is.  Parallelism for GEMM-heavy ops comes from our side instead: fixed chunks
+(e.g. one per sample) run on the worker pool of :mod:`sandbox._parallel`, each
+calling a single-threaded GEMM.  Why: OpenBLAS's own pthread pool collapses when
+the cores are shared.  Measured on the 2-core machine with other processes
+running, every small multi-threaded GEMM waited for a descheduled BLAS worker:
+a 16-channel 64x64 conv (batch 8) took 192 ms with 2 BLAS threads and 2 ms with
+BLAS at 1 thread; a 64-channel 16x16 conv 36 ms vs 1.7 ms.  A second reason is
+to have one thread pool only: OpenMP teams and BLAS workers spinning next to
+each other fought for the same 2 cores.  Set ``SANDBOX_BLAS_THREADS`` before
+import to override (e.g. for large single GEMMs on an idle machine).
 """
 
 from __future__ import annotations
@@ -12,6 +27,7 @@ from contextlib import contextmanager
 import numpy as np
 
 ENV_VAR = "SANDBOX_NUM_THREADS"
+BLAS_ENV_VAR = "SANDBOX_BLAS_THREADS"
 
 _num_threads: int | None = None
 _blas_limiter = None
@@ -49,28 +65,45 @@ def _default_threads() -> int:
     return n
 
 
-def _apply_blas_limit(n: int) -> None:
+def blas_threads() -> int:
+    """Threads numpy's BLAS may use: ``SANDBOX_BLAS_THREADS`` or 1 (see module doc)."""
+    value = os.environ.get(BLAS_ENV_VAR, "").strip()
+    if not value:
+        return 1
+    try:
+        return _validate(int(value), BLAS_ENV_VAR)
+    except ValueError:
+        raise ValueError(
+            f"environment variable {BLAS_ENV_VAR} must be a positive integer, got {value!r}"
+        ) from None
+
+
+def _apply_blas_limit() -> None:
     global _blas_limiter
+    if _blas_limiter is not None:
+        return
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - threadpoolctl is a dependency
         return
-    if _blas_limiter is not None:
-        _blas_limiter.restore_original_limits()
-    _blas_limiter = threadpool_limits(limits=n, user_api="blas")
+    _blas_limiter = threadpool_limits(limits=blas_threads(), user_api="blas")
 
 
 def get_num_threads() -> int:
-    """Number of threads the kernels (and BLAS) use."""
+    """Number of threads the kernels and the worker pool use (BLAS itself uses 1)."""
     global _num_threads
     if _num_threads is None:
         _num_threads = _default_threads()
-        _apply_blas_limit(_num_threads)
+        _apply_blas_limit()
     return _num_threads
 
 
 def set_num_threads(n: int) -> None:
-    """Set the number of threads for the Cython kernels and for numpy's BLAS.
+    """Set the number of threads for the Cython kernels and the worker pool.
+
+    numpy's BLAS stays pinned to :func:`blas_threads` (1) threads: GEMM-heavy
+    ops parallelise over fixed chunks on :mod:`sandbox._parallel` instead (the
+    module docstring gives the measurement behind this).
 
     Parameters
     ----------
@@ -81,7 +114,7 @@ def set_num_threads(n: int) -> None:
     global _num_threads
     n = _validate(n)
     _num_threads = n
-    _apply_blas_limit(n)
+    _apply_blas_limit()
 
 
 @contextmanager

@@ -5,23 +5,28 @@ A convolution chunk of ``nb`` samples is one GEMM per group::
     out[n0:n0+nb] (O, nb*ho*wo) = weight.reshape(O, C/g*kh*kw) @ im2col(x)[n0:n0+nb]
 
 with the column layout documented in ``pyx/_im2col.pyx``.  The chunk size
-``nb`` is chosen so each GEMM has at least ``TARGET_COLS`` columns (small
-spatial sizes get batched) while the column buffer stays below
-``MAX_COL_BYTES`` (large spatial sizes run one sample at a time and the GEMM
-writes straight into the output).  Column buffers are never kept between
-forward and backward: the backward recomputes them (memory stays close to the
-activations themselves).
+``nb`` depends on the shapes only, never on the thread count: one sample when a
+sample has at least ``TARGET_COLS`` output pixels (the GEMM then writes straight
+into the output), else enough samples to reach ``TARGET_COLS`` columns, and
+never more than ``MAX_COL_BYTES`` of columns.  Column buffers are never kept
+between forward and backward: the backward recomputes them.
 
-The same three loops serve both ops, because a transposed convolution is the
+Parallelism (one thread pool): chunks run on :func:`sandbox._parallel.parallel_map`
+(``sandbox.get_num_threads()`` threads, dynamic scheduling); inside a chunk the
+im2col/col2im kernels run serially (``KERNEL_THREADS``) and the GEMMs call numpy's
+BLAS, which :mod:`sandbox._config` pins to one thread.  Each chunk writes only its
+own samples of the output; weight and bias gradients are one partial per chunk,
+summed in chunk order (:class:`sandbox._parallel.OrderedSum`), so every result is
+bitwise identical for any thread count.  Temporary memory is one column buffer
+per worker thread (``sandbox._parallel.scratch``) plus the in-flight partials.
+
+The same two loops serve both ops, because a transposed convolution is the
 adjoint of a convolution with the same weight:
 
 * ``_unfold_loop``: ``im2col(a)`` per chunk; optionally ``y = W @ col`` and
   ``dW += b @ col.T`` (conv2d forward; conv_transpose2d backward).
 * ``_fold_loop``: ``b`` per chunk; optionally ``dW += b @ im2col(a).T`` and
   ``y = col2im(W.T @ b)`` (conv2d backward; conv_transpose2d forward).
-
-GEMMs run in numpy's BLAS (``sandbox.get_num_threads()`` threads), outside any
-``prange`` region; the kernels use ``KERNEL_THREADS`` (see there for why it is 1).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import numpy as np
 
 from ._C import _im2col
 from ._config import get_num_threads
+from ._parallel import OrderedSum, parallel_map, scratch
 
 __all__ = [
     "conv2d",
@@ -42,18 +48,18 @@ __all__ = [
     "conv_transpose2d_output_size",
 ]
 
-#: a GEMM chunk gets at least this many columns (samples are batched up to it)
-TARGET_COLS = 4096
+#: a chunk gets at least this many GEMM columns (small planes are batched up to it).
+#: Single-threaded sgemm here reaches ~90 GFLOPS already at 16 columns (measured), so a
+#: small target keeps many chunks (parallelism) at the UNet's 8x8 and 4x4 levels.
+TARGET_COLS = 64
 #: upper bound for one column buffer (bytes); one sample always fits
 MAX_COL_BYTES = 32 * 2**20
 
 
 #: Threads for the im2col/col2im/pooling kernels; 0 means ``sandbox.get_num_threads()``.
-#: Default 1: these kernels run between BLAS calls, and on the 2-core machine an
-#: OpenMP team right after an OpenBLAS call (whose pthread workers keep spinning)
-#: or vice versa made a 16-channel 64x64 conv forward ~30x slower (80 ms vs 2.5 ms,
-#: measured); a serial kernel next to a 2-thread GEMM avoids that.  Setting
-#: ``OPENBLAS_THREAD_TIMEOUT=4`` before numpy loads also fixed it in our test.
+#: Default 1: conv kernels run inside pool chunks (the chunks are the parallelism),
+#: and OpenMP teams next to other threads fought for the 2 cores (measured: a
+#: 16-channel 64x64 conv forward ~30x slower when OpenMP and BLAS pools alternated).
 KERNEL_THREADS = 1
 
 
@@ -209,115 +215,124 @@ def _check_conv(input, weight, bias, stride, padding, dilation, groups, transpos
 # --------------------------------------------------------------------------- chunked loops
 
 def _chunk(n: int, plane: int, rows: int, itemsize: int) -> int:
-    """Samples per GEMM chunk (see module docstring)."""
+    """Samples per chunk (see module docstring); never depends on the thread count."""
     nb = max(1, min(n, -(-TARGET_COLS // max(plane, 1))))
     cap = MAX_COL_BYTES // max(plane * rows * itemsize, 1)
     return max(1, min(nb, cap))
 
 
-def _gather_chunk(y, n0, nb, buf):
-    """``y[n0:n0+nb]`` (nb, O, P) as a contiguous (O, nb*P) matrix (a view when nb == 1)."""
-    o, plane = y.shape[1], y.shape[2] * y.shape[3]
+def _blocks(n: int, nb: int) -> list[tuple[int, int, int]]:
+    """``(chunk index, first sample, samples)`` for chunks of ``nb`` samples."""
+    return [(i, n0, min(nb, n - n0)) for i, n0 in enumerate(range(0, n, nb))]
+
+
+def _gather(arr, n0, nb, name):
+    """``arr[n0:n0+nb]`` (N, K, ...) as a (K, nb*P) matrix: a view when nb == 1,
+    else a copy into this thread's scratch buffer ``name``."""
+    k = arr.shape[1]
+    plane = arr[0, 0].size
     if nb == 1:
-        return y[n0].reshape(o, plane)
-    mat = buf[: o * nb * plane].reshape(o, nb, plane)
-    np.copyto(mat, y[n0:n0 + nb].reshape(nb, o, plane).transpose(1, 0, 2))
-    return mat.reshape(o, nb * plane)
+        return arr[n0].reshape(k, plane)
+    mat = scratch(name, (k, nb, plane), arr.dtype)
+    np.copyto(mat, arr[n0:n0 + nb].reshape(nb, k, plane).transpose(1, 0, 2))
+    return mat.reshape(k, nb * plane)
 
 
-def _unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None):
-    """Per chunk: ``col = im2col(a)``; ``y = wmat @ col`` if ``y`` is given;
-    returns ``sum b @ col.T`` (shape of ``wmat``) if ``b`` is given, else None.
+def _scatter(mat, arr, n0, nb):
+    """Inverse of :func:`_gather`: ``arr[n0:n0+nb] = mat`` (K, nb*P)."""
+    k = arr.shape[1]
+    np.copyto(arr[n0:n0 + nb].reshape(nb, k, -1), mat.reshape(k, nb, -1).transpose(1, 0, 2))
+
+
+def _grouped_matmul(a, b, out, groups, trans_a=False, trans_b=False):
+    """``out[g] = op(a[g]) @ op(b[g])`` for row blocks ``g`` of ``a``/``b``/``out``."""
+    ra, rb, ro = a.shape[0] // groups, b.shape[0] // groups, out.shape[0] // groups
+    for g in range(groups):
+        ag = a[g * ra:(g + 1) * ra]
+        bg = b[g * rb:(g + 1) * rb]
+        np.matmul(ag.T if trans_a else ag, bg.T if trans_b else bg, out=out[g * ro:(g + 1) * ro])
+
+
+def _unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
+    """Per chunk of samples: ``col = im2col(a)``; ``y = wmat @ col (+ bias)`` if ``y``
+    is given; returns ``sum b @ col.T`` (shape of ``wmat``, summed in chunk order)
+    if ``b`` is given, else None.
 
     ``a`` (N, C, H, W); ``wmat`` (O, C/g*kh*kw); ``y`` and ``b`` (N, O, ho, wo).
     """
     n, c = a.shape[:2]
     o = wmat.shape[0]
-    og, rg = o // groups, wmat.shape[1]
     plane = ho * wo
-    nt = _kernel_threads()
-    gw = None if b is None else np.zeros_like(wmat)
-    if geom.is_pointwise():
-        a3 = a.reshape(n, c, plane)
-        for g in range(groups):
-            wg = wmat[g * og:(g + 1) * og]
-            ag = a3[:, g * rg:(g + 1) * rg]
-            if y is not None:
-                y.reshape(n, o, plane)[:, g * og:(g + 1) * og] = np.matmul(wg, ag)
-            if b is not None:
-                b3 = b.reshape(n, o, plane)[:, g * og:(g + 1) * og]
-                for i in range(n):
-                    gw[g * og:(g + 1) * og] += b3[i] @ ag[i].T
-        return gw
     rows = c * geom.kh * geom.kw
-    nb_max = _chunk(n, plane, rows, a.itemsize)
-    colbuf = np.empty(rows * nb_max * plane, dtype=a.dtype)
-    tmp = np.empty(o * nb_max * plane, dtype=a.dtype) if nb_max > 1 else None
-    btmp = np.empty(o * nb_max * plane, dtype=a.dtype) if (nb_max > 1 and b is not None) else None
-    prod = np.empty((og, rg), dtype=a.dtype) if b is not None else None
-    for n0 in range(0, n, nb_max):
-        nb = min(nb_max, n - n0)
-        col = colbuf[: rows * nb * plane].reshape(rows, nb * plane)
-        _im2col.im2col(a, col, n0, nb, *geom.args(), ho, wo, nt)
+    nt = _kernel_threads()
+    pointwise = geom.is_pointwise()
+    blocks = _blocks(n, _chunk(n, plane, rows, a.itemsize))
+    gw = None if b is None else OrderedSum(len(blocks))
+
+    def task(block):
+        i, n0, nb = block
+        if pointwise:
+            col = _gather(a, n0, nb, "col")
+        else:
+            col = scratch("col", (rows, nb * plane), a.dtype)
+            _im2col.im2col(a, col, n0, nb, *geom.args(), ho, wo, nt)
         if y is not None:
-            ymat = y[n0].reshape(o, plane) if nb == 1 else tmp[: o * nb * plane].reshape(o, -1)
-            for g in range(groups):
-                np.matmul(wmat[g * og:(g + 1) * og], col[g * rg:(g + 1) * rg],
-                          out=ymat[g * og:(g + 1) * og])
+            ymat = y[n0].reshape(o, plane) if nb == 1 else scratch("out", (o, nb * plane), a.dtype)
+            _grouped_matmul(wmat, col, ymat, groups)
             if nb > 1:
-                np.copyto(y[n0:n0 + nb].reshape(nb, o, plane),
-                          ymat.reshape(o, nb, plane).transpose(1, 0, 2))
+                _scatter(ymat, y, n0, nb)
+            if bias is not None:
+                y[n0:n0 + nb] += bias.reshape(-1, 1, 1)
         if b is not None:
-            bmat = _gather_chunk(b, n0, nb, btmp)
-            for g in range(groups):
-                np.matmul(bmat[g * og:(g + 1) * og], col[g * rg:(g + 1) * rg].T, out=prod)
-                gw[g * og:(g + 1) * og] += prod
-    return gw
+            partial = np.empty_like(wmat)
+            _grouped_matmul(_gather(b, n0, nb, "grad"), col, partial, groups, trans_b=True)
+            gw.add(i, partial)
+
+    parallel_map(task, blocks)
+    return None if gw is None else gw.out
 
 
-def _fold_loop(b, wmat, geom, h, w, groups, y=None, a=None):
-    """Per chunk of ``b`` (N, O, ho, wo): returns ``sum b @ im2col(a).T`` if ``a``
-    (N, C, h, w) is given, else None; writes ``y = col2im(wmat.T @ b)`` (N, C, h, w)
-    if ``y`` is given.
+def _fold_loop(b, wmat, geom, h, w, groups, y=None, a=None, bias_grad=False):
+    """Per chunk of samples of ``b`` (N, O, ho, wo): returns ``(gw, gb)`` with
+    ``gw = sum b @ im2col(a).T`` if ``a`` (N, C, h, w) is given and ``gb`` the
+    per-channel sum of ``b`` if ``bias_grad`` (both summed in chunk order, else
+    None); writes ``y = col2im(wmat.T @ b)`` (N, C, h, w) if ``y`` is given.
     """
     n, o, ho, wo = b.shape
-    og, rg = o // groups, wmat.shape[1]
+    rg = wmat.shape[1]
     c = rg * groups // (geom.kh * geom.kw)
     plane = ho * wo
-    nt = _kernel_threads()
-    gw = None if a is None else np.zeros_like(wmat)
-    if geom.is_pointwise():
-        b3 = b.reshape(n, o, plane)
-        for g in range(groups):
-            wg = wmat[g * og:(g + 1) * og]
-            bg = b3[:, g * og:(g + 1) * og]
-            if y is not None:
-                y.reshape(n, c, plane)[:, g * rg:(g + 1) * rg] = np.matmul(wg.T, bg)
-            if a is not None:
-                a3 = a.reshape(n, c, plane)[:, g * rg:(g + 1) * rg]
-                for i in range(n):
-                    gw[g * og:(g + 1) * og] += bg[i] @ a3[i].T
-        return gw
     rows = c * geom.kh * geom.kw
-    nb_max = _chunk(n, plane, rows, b.itemsize)
-    colbuf = np.empty(rows * nb_max * plane, dtype=b.dtype)
-    btmp = np.empty(o * nb_max * plane, dtype=b.dtype) if nb_max > 1 else None
-    prod = np.empty((og, rg), dtype=b.dtype) if a is not None else None
-    for n0 in range(0, n, nb_max):
-        nb = min(nb_max, n - n0)
-        col = colbuf[: rows * nb * plane].reshape(rows, nb * plane)
-        bmat = _gather_chunk(b, n0, nb, btmp)
+    nt = _kernel_threads()
+    pointwise = geom.is_pointwise()
+    blocks = _blocks(n, _chunk(n, plane, rows, b.itemsize))
+    gw = None if a is None else OrderedSum(len(blocks))
+    gb = OrderedSum(len(blocks)) if bias_grad else None
+
+    def task(block):
+        i, n0, nb = block
+        bmat = _gather(b, n0, nb, "grad")
+        if gb is not None:
+            gb.add(i, bmat.sum(axis=1))
         if a is not None:
-            _im2col.im2col(a, col, n0, nb, *geom.args(), ho, wo, nt)
-            for g in range(groups):
-                np.matmul(bmat[g * og:(g + 1) * og], col[g * rg:(g + 1) * rg].T, out=prod)
-                gw[g * og:(g + 1) * og] += prod
+            if pointwise:
+                col = _gather(a, n0, nb, "col")
+            else:
+                col = scratch("col", (rows, nb * plane), b.dtype)
+                _im2col.im2col(a, col, n0, nb, *geom.args(), ho, wo, nt)
+            partial = np.empty_like(wmat)
+            _grouped_matmul(bmat, col, partial, groups, trans_b=True)
+            gw.add(i, partial)
         if y is not None:
-            for g in range(groups):
-                np.matmul(wmat[g * og:(g + 1) * og].T, bmat[g * og:(g + 1) * og],
-                          out=col[g * rg:(g + 1) * rg])
+            if pointwise and nb == 1:
+                _grouped_matmul(wmat, bmat, y[n0].reshape(c, plane), groups, trans_a=True)
+                return
+            col = scratch("col", (rows, nb * plane), b.dtype)  # the im2col above is consumed
+            _grouped_matmul(wmat, bmat, col, groups, trans_a=True)
             _im2col.col2im(col, y, n0, nb, *geom.args(), ho, wo, nt)
-    return gw
+
+    parallel_map(task, blocks)
+    return (None if gw is None else gw.out), (None if gb is None else gb.out)
 
 
 def _add_bias(y, bias):
@@ -357,8 +372,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     x = np.ascontiguousarray(input)
     wmat = np.ascontiguousarray(weight).reshape(weight.shape[0], -1)
     y = np.empty((n, weight.shape[0], ho, wo), dtype=input.dtype)
-    _unfold_loop(x, wmat, geom, ho, wo, groups, y=y)
-    _add_bias(y, bias)
+    _unfold_loop(x, wmat, geom, ho, wo, groups, y=y, bias=bias)
     return y
 
 
@@ -382,11 +396,10 @@ def conv2d_backward(grad_output, input, weight, stride=1, padding=0, dilation=1,
     wmat = np.ascontiguousarray(weight).reshape(weight.shape[0], -1)
     gx = np.empty(input.shape, dtype=input.dtype) if needs[0] else None
     a = np.ascontiguousarray(input) if needs[1] else None
-    gw = None
-    if needs[0] or needs[1]:
-        gw = _fold_loop(gout, wmat, geom, h, w, groups, y=gx, a=a)
+    gw, gb = None, None
+    if any(needs):
+        gw, gb = _fold_loop(gout, wmat, geom, h, w, groups, y=gx, a=a, bias_grad=needs[2])
     gw = gw.reshape(weight.shape) if needs[1] else None
-    gb = gout.sum(axis=(0, 2, 3)) if needs[2] else None
     return gx, gw, gb
 
 

@@ -149,17 +149,27 @@ def test_kernels_bitwise_equal_across_thread_counts(dtype, rng):
     assert np.isnan(folds[0]).sum() == 0
 
 
-def test_conv_bitwise_equal_across_thread_counts(rng, monkeypatch):
-    x, w, b, s, p, d, g = _data(CASES[1], np.float32, rng)
+@pytest.mark.parametrize("target", [1, 64])
+@pytest.mark.parametrize("case", [CASES[1], CASES[3], CASES[6]], ids=_ids)
+def test_conv_bitwise_equal_across_thread_counts(case, target, rng, monkeypatch):
+    """Chunks are fixed by the shapes; weight/bias partials are summed in chunk order."""
+    monkeypatch.setattr(conv, "TARGET_COLS", target)
+    x, w, b, s, p, d, g = _data(case, np.float32, rng)
+    y0 = conv.conv2d(x, w, b, s, p, d, g)
+    gy = rng.standard_normal(y0.shape).astype(np.float32)
+    bt = rng.standard_normal(x.shape[1]).astype(np.float32)
     results = []
-    for nt in (1, 2):
+    for nt in (1, 2, 3):
         monkeypatch.setattr(conv, "KERNEL_THREADS", nt)
         with sandbox.num_threads(nt):
             y = conv.conv2d(x, w, b, s, p, d, g)
-            grads = conv.conv2d_backward(np.ones_like(y), x, w, s, p, d, g)
-        results.append((y, *grads))
-    for a, c in zip(*results, strict=True):
-        assert np.array_equal(a, c)
+            grads = conv.conv2d_backward(gy, x, w, s, p, d, g)
+            yt = conv.conv_transpose2d(gy, w, bt, s, p, 0, g, d)
+            tgrads = conv.conv_transpose2d_backward(np.cos(yt), gy, w, s, p, 0, g, d)
+        results.append((y, *grads, yt, *tgrads))
+    for other in results[1:]:
+        for a, c in zip(results[0], other, strict=True):
+            assert np.array_equal(a, c)
 
 
 def test_chunking_paths_agree(rng, monkeypatch):
