@@ -1,0 +1,257 @@
+"""Functions and their contexts: how an operation enters the graph.
+
+A :class:`Function` subclass pairs ``forward(ctx, *arrays)`` with
+``backward(ctx, *grads)``.  :meth:`Function.apply` unwraps Tensor arguments to
+ndarrays, runs ``forward``, and, when grad mode is on and some input requires
+grad, turns the :class:`Context` into a graph node: ``ctx._next`` holds, per
+positional argument, the input Tensor whose gradient is wanted (or None).
+
+Saved tensors
+    ``ctx.save_for_backward(*items)`` takes arrays, Tensors or None;
+    ``ctx.saved_tensors`` gives them back as Tensors.  An array that *is* (by
+    identity) one of the forward's input arrays comes back as that input Tensor;
+    an array that is one of the forward's outputs comes back as the output,
+    attached to this node while the backward is itself being recorded
+    (``create_graph=True``); any other array is a constant.  So a backward written
+    with Tensor ops in terms of its inputs/outputs is differentiable again.
+    Do not modify saved arrays in place.
+
+once_differentiable
+    A backward decorated with :func:`once_differentiable` gets C-contiguous
+    ndarrays, returns ndarrays, and its results raise a clear error if someone
+    differentiates through them.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import _anomaly
+from ._grad_mode import _state, no_grad
+from ._tensor import Tensor
+
+__all__ = ["Context", "Function", "once_differentiable", "unbroadcast"]
+
+
+class _SavedOutput:
+    """A saved array that is an output of the same node (see Context.saved_tensors)."""
+
+    __slots__ = ("index", "data")
+
+    def __init__(self, index, data):
+        self.index = index
+        self.data = data
+
+
+class Context:
+    """Per-call state shared by ``forward`` and ``backward``; also the graph node.
+
+    Functions may store any extra attribute on it (``ctx.shape = x.shape``).
+    """
+
+    # Rarely used node attributes: class-level defaults cost nothing per call.
+    _hooks = None  # output_nr -> {handle id: hook} (non-leaf tensor hooks)
+    _trace = None  # forward call stack, recorded only under detect_anomaly()
+
+    def __init__(self, fn, inputs, needs_input_grad):
+        self._fn = fn
+        self._inputs = inputs  # the apply() args, during forward only
+        self._saved = ()
+        self._next = None  # per forward arg: the input Tensor if it needs grad, else None
+        self._out_meta = None  # per output: (shape, dtype)
+        self._retained = None  # output_nr -> weakref of a tensor that called retain_grad
+        self._freed = False
+        self._consts = None  # per forward arg: (shape, dtype) of a Tensor needing no grad
+        self.needs_input_grad = needs_input_grad
+
+    def name(self) -> str:
+        return f"{self._fn.__name__}Backward"
+
+    def __repr__(self):
+        return f"<{self.name()}>"
+
+    def save_for_backward(self, *items) -> None:
+        """Save arrays, Tensors or None for backward (call at most once, in forward)."""
+        inputs = self._inputs
+        saved = []
+        for item in items:
+            if isinstance(item, np.ndarray):  # an input's array comes back as that input
+                for arg in inputs:
+                    if isinstance(arg, Tensor) and arg._data is item:
+                        item = arg
+                        break
+            saved.append(item)
+        self._saved = saved
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """The saved items as Tensors (None stays None); see the module docstring."""
+        if self._freed:
+            raise RuntimeError(_FREED_MESSAGE.format(self.name()))
+        out = []
+        for item in self._saved:
+            if isinstance(item, _SavedOutput):
+                node = self if _state.enabled else None
+                item = Tensor._make(item.data, node, item.index)
+            elif isinstance(item, np.ndarray):
+                item = Tensor._make(item)
+            out.append(item)
+        return tuple(out)
+
+    @property
+    def saved_arrays(self) -> tuple:
+        """The saved items as plain ndarrays (for kernel-backed backward functions)."""
+        if self._freed:
+            raise RuntimeError(_FREED_MESSAGE.format(self.name()))
+        return tuple(
+            item._data if isinstance(item, Tensor) else getattr(item, "data", item)
+            for item in self._saved
+        )
+
+    def _record(self, args, needs, outputs) -> None:
+        """Turn this context into a graph node once forward has returned."""
+        self._next = tuple(a if need else None for a, need in zip(args, needs, strict=True))
+        self._consts = tuple(
+            (a.shape, a.dtype) if not need and isinstance(a, Tensor) else None
+            for a, need in zip(args, needs, strict=True)
+        )
+        self._out_meta = [(o.shape, o.dtype) for o in outputs]
+        for i, item in enumerate(self._saved):
+            if isinstance(item, np.ndarray):
+                for j, o in enumerate(outputs):
+                    if item is o:
+                        self._saved[i] = _SavedOutput(j, o)
+                        break
+        self._inputs = None
+
+    def _release(self) -> None:
+        self._saved = None
+        self._next = None
+        self._freed = True
+
+
+_FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or to use saved tensors after "
+    "they were freed) in {}. Pass retain_graph=True to the first backward() if you need "
+    "to backward through the graph again."
+)
+
+
+class Function:
+    """Base class of differentiable operations.
+
+    Subclasses define ``@staticmethod forward(ctx, *args)``, where Tensor arguments
+    arrive as ndarrays, returning an ndarray (or a tuple of them), and
+    ``@staticmethod backward(ctx, *grads)`` returning one gradient (Tensor, ndarray or
+    None) per positional forward argument.  Call them with ``Fn.apply(*args)``.
+    """
+
+    @staticmethod
+    def forward(ctx, *args):
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        grad_on = _state.enabled
+        arrays = []
+        needs = []
+        record = False
+        for a in args:
+            if isinstance(a, Tensor):
+                arrays.append(a._data)
+                need = grad_on and a._requires_grad
+                record = record or need
+            else:
+                arrays.append(a)
+                need = False
+            needs.append(need)
+        ctx = Context(cls, args, tuple(needs))
+        out = cls.forward(ctx, *arrays, **kwargs)
+        single = not isinstance(out, tuple)
+        outs = [out] if single else out
+        outs = [o if isinstance(o, np.ndarray) else np.asarray(o) for o in outs]
+        if record:
+            ctx._record(args, needs, outs)
+            if _anomaly._flag.enabled:
+                ctx._trace = _anomaly.capture_stack()
+            results = [
+                Tensor._make(o, ctx, i) if o.dtype.kind == "f" else Tensor._make(o)
+                for i, o in enumerate(outs)
+            ]
+        else:
+            results = [Tensor._make(o) for o in outs]
+        return results[0] if single else tuple(results)
+
+
+class _DelayedError(Function):
+    """Identity whose backward raises: marks results of a once-differentiable backward."""
+
+    @staticmethod
+    def forward(ctx, value, name, *inputs):
+        ctx.op = name
+        return value
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError(
+            f"{ctx.op} is decorated with @once_differentiable: its backward cannot be "
+            "differentiated again (a second derivative through it is not available)"
+        )
+
+
+def once_differentiable(backward_fn):
+    """Decorate a ``backward`` that works on ndarrays (e.g. calls a Cython kernel).
+
+    The wrapped backward receives C-contiguous ndarray grads (``ctx.saved_tensors``
+    still works; ``ctx.saved_arrays`` gives arrays) and returns ndarrays or None.
+    Under ``create_graph=True`` its results are marked so that differentiating them
+    raises a RuntimeError instead of silently giving a wrong second derivative.
+    """
+
+    @functools.wraps(backward_fn)
+    def wrapper(ctx, *grads):
+        arrays = [np.ascontiguousarray(g._data if isinstance(g, Tensor) else g) for g in grads]
+        with no_grad():
+            result = backward_fn(ctx, *arrays)
+        if not _state.enabled:
+            return result
+        single = not isinstance(result, tuple)
+        result = (result,) if single else result
+        # Results depend on the incoming grads and on the node's inputs.
+        deps = [g for g in grads if isinstance(g, Tensor) and g._requires_grad]
+        deps += [t for t in (ctx._next or ()) if t is not None]
+        if deps:
+            name = ctx.name()
+            result = tuple(
+                None if r is None else _DelayedError.apply(_raw(r), name, *deps) for r in result
+            )
+        return result[0] if single else result
+
+    return wrapper
+
+
+def _raw(x):
+    return x._data if isinstance(x, Tensor) else np.asarray(x)
+
+
+def unbroadcast(grad, shape):
+    """Sum ``grad`` down to ``shape`` (the adjoint of broadcasting ``shape`` up).
+
+    Works on ndarrays and on Tensors (then it is differentiable).
+    """
+    shape = tuple(shape)
+    if grad.shape == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and grad.shape[lead + i] != 1
+    )
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad.reshape(shape)

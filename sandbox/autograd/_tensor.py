@@ -1,0 +1,222 @@
+"""The :class:`Tensor`: an ndarray plus the link to the graph node that made it.
+
+A tensor produced by a recorded operation has ``grad_fn`` (the node, a
+:class:`~sandbox.autograd.Context`) and ``_output_nr`` (which output of that node
+it is).  A tensor with ``grad_fn is None`` is a *leaf*; leaves that require grad
+receive ``.grad`` from :meth:`Tensor.backward`.  Operators and methods (``+``,
+``@``, ``sum`` ...) are attached by :mod:`sandbox.ops`.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from ._hooks import RemovableHandle, hook_table
+
+__all__ = ["Tensor", "tensor"]
+
+
+def _as_array(data, dtype=None, copy=False):
+    """Convert ``data`` to an ndarray following :func:`tensor`'s dtype rules."""
+    if isinstance(data, Tensor):
+        data = data._data
+    if isinstance(data, np.ndarray):
+        arr = data if dtype is None else data.astype(dtype, copy=False)
+        if copy and arr is data:
+            arr = data.copy()
+    else:
+        arr = np.array(data, dtype=dtype)
+        # Python floats default to float32 (as in torch); numpy scalars keep their type.
+        if dtype is None and arr.dtype == np.float64 and not isinstance(data, np.generic):
+            arr = arr.astype(np.float32)
+    if arr.dtype.kind not in "fiub":
+        raise TypeError(f"tensor data must be float, integer or bool, got dtype {arr.dtype}")
+    return arr
+
+
+class Tensor:
+    """An n-dimensional array that can record the operations applied to it.
+
+    ``Tensor(data)`` wraps an ndarray without copying (``sandbox.tensor`` copies).
+    Operators and methods (``+``, ``@``, ``sum``, ``reshape`` ...) are attached by
+    :mod:`sandbox.ops`.
+    """
+
+    __slots__ = (
+        "_data",
+        "_requires_grad",
+        "grad",
+        "grad_fn",
+        "_output_nr",
+        "_hooks",
+        "__weakref__",
+    )
+    __array_ufunc__ = None  # ndarray (op) Tensor defers to Tensor's reflected operators
+
+    def __init__(self, data, requires_grad=False, dtype=None):
+        self._data = _as_array(data, dtype)
+        self._requires_grad = False
+        self.grad = None
+        self.grad_fn = None
+        self._output_nr = 0
+        self._hooks = None  # leaf hooks (non-leaf hooks live on the node)
+        if requires_grad:
+            self.requires_grad = True
+
+    @classmethod
+    def _make(cls, data, grad_fn=None, output_nr=0):
+        """Fast internal constructor: no validation."""
+        t = object.__new__(cls)
+        t._data = data
+        t._requires_grad = grad_fn is not None
+        t.grad = None
+        t.grad_fn = grad_fn
+        t._output_nr = output_nr
+        t._hooks = None
+        return t
+
+    # -- data and flags
+    @property
+    def data(self) -> np.ndarray:
+        """The underlying ndarray (assigning replaces it, outside the graph)."""
+        return self._data
+
+    @data.setter
+    def data(self, value):
+        arr = _as_array(value)
+        if self._requires_grad and arr.dtype.kind != "f":
+            raise TypeError(f"a tensor that requires grad needs float data, got {arr.dtype}")
+        self._data = arr
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "requires_grad can only be changed on leaf tensors; use .detach() on "
+                f"this output of {self.grad_fn.name()}"
+            )
+        if flag and self._data.dtype.kind != "f":
+            raise TypeError(
+                f"only floating-point tensors can require gradients, got dtype {self.dtype}"
+            )
+        self._requires_grad = bool(flag)
+
+    def requires_grad_(self, requires_grad=True) -> Tensor:
+        """Set ``requires_grad`` in place (leaves only) and return self."""
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors not produced by a recorded operation."""
+        return self.grad_fn is None
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor after backward (no-op on leaves)."""
+        if self.grad_fn is None:
+            return
+        if self.grad_fn._retained is None:
+            self.grad_fn._retained = {}
+        self.grad_fn._retained[self._output_nr] = weakref.ref(self)
+
+    def register_hook(self, hook) -> RemovableHandle:
+        """Call ``hook(grad)`` with this tensor's gradient during backward.
+
+        ``hook`` returns None (observe) or a replacement gradient.  Works on leaves
+        and non-leaves; see :mod:`sandbox.autograd._hooks` for when it runs.
+        Returns a handle whose ``.remove()`` unregisters the hook.
+        """
+        if not callable(hook):
+            raise TypeError(f"hook must be callable, got {type(hook).__name__}")
+        if not self._requires_grad:
+            raise RuntimeError(
+                "cannot register a hook on a tensor that does not require grad "
+                "(set requires_grad=True on the leaf first)"
+            )
+        hooks = hook_table(self)
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    # -- array-like metadata
+    shape = property(lambda self: self._data.shape)
+    dtype = property(lambda self: self._data.dtype)
+    ndim = property(lambda self: self._data.ndim)
+
+    def size(self, dim=None):
+        """The shape (``dim=None``) or the length of one dimension, as in torch."""
+        return self._data.shape if dim is None else self._data.shape[dim]
+
+    def numel(self) -> int:
+        """Number of elements."""
+        return self._data.size
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    # -- conversions
+    def detach(self) -> Tensor:
+        """A new leaf sharing the same data, outside the graph."""
+        return Tensor._make(self._data)
+
+    def numpy(self) -> np.ndarray:
+        """The underlying ndarray (shared, not copied)."""
+        return self._data
+
+    def item(self):
+        """The single value of a one-element tensor, as a Python number."""
+        if self._data.size != 1:
+            raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
+        return self._data.item()
+
+    def __array__(self, dtype=None, copy=None):
+        return self._data if dtype is None else self._data.astype(dtype, copy=False)
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        return bool(self._data)
+
+    __hash__ = object.__hash__  # operators make == elementwise; hash stays identity
+
+    def __repr__(self):
+        body = np.array2string(self._data, separator=", ", prefix="tensor(")
+        extra = f", dtype={self.dtype}"
+        if self.grad_fn is not None:
+            extra += f", grad_fn=<{self.grad_fn.name()}>"
+        elif self._requires_grad:
+            extra += ", requires_grad=True"
+        return f"tensor({body}{extra})"
+
+    # -- differentiation
+    def backward(self, grad=None, retain_graph=None, create_graph=False) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad``.
+
+        ``grad`` is the gradient with respect to self; it may be omitted for a
+        one-element tensor (it is then 1).
+        """
+        from ._engine import backward
+
+        backward(self, grad, retain_graph=retain_graph, create_graph=create_graph)
+
+
+def tensor(data, requires_grad=False, dtype=None) -> Tensor:
+    """Create a tensor, copying ``data``.
+
+    Dtypes follow torch: Python floats (and lists of them) become float32, Python
+    ints int64, bools bool; numpy arrays and scalars keep their dtype.  Only float
+    tensors can require grad (integer tensors are for labels and indices).
+    """
+    return Tensor(_as_array(data, dtype, copy=True), requires_grad=requires_grad)
