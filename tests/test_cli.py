@@ -91,3 +91,22 @@ def test_bench_options_pass_through_the_cli(capsys):
     assert main(["bench", "--list", "--filter", "unet-step"]) == 0
     out = capsys.readouterr().out
     assert "unet-step/bilinear" in out and "resize/" not in out
+
+
+def test_train_on_an_image_folder(tmp_path, capsys):
+    pil = pytest.importorskip("PIL.Image")
+    rng = np.random.default_rng(0)
+    for sub in ("images", "masks"):
+        (tmp_path / "data" / sub).mkdir(parents=True)
+    for i in range(6):
+        mask = rng.integers(0, 3, (20, 20)).astype(np.uint8)
+        image = (mask * 80 + rng.integers(0, 30, (20, 20))).astype(np.uint8)
+        pil.fromarray(image).save(tmp_path / "data" / "images" / f"s{i}.png")
+        pil.fromarray(mask).save(tmp_path / "data" / "masks" / f"s{i}.png")
+    argv = ["train", "--data", str(tmp_path / "data"), "--num-classes", "3", "--steps", "2",
+            "--image-size", "16", "--depth", "2", "--width", "4", "--batch-size", "2",
+            "--out", str(tmp_path / "run"), "--quiet", "--no-plots"]
+    assert main(argv) == 0
+    assert "done: 2 steps" in capsys.readouterr().out
+    assert main(argv[:3] + ["--steps", "2", "--out", str(tmp_path / "r2"), "--quiet"]) == 2
+    assert "num_classes" in capsys.readouterr().err

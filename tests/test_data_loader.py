@@ -103,3 +103,18 @@ def test_rejects_bad_arguments():
         DataLoader(Indexed(3), transform=5)
     with pytest.raises(TypeError, match="dataset"):
         DataLoader(5)
+
+
+def test_subset_and_random_split():
+    from sandbox.data import Shapes, Subset, random_split
+
+    ds = Shapes(10, image_size=16, seed=0)
+    rest, part = random_split(ds, 0.2, seed=1)
+    assert len(part) == 2 and len(rest) == 8
+    assert sorted(part.indices + rest.indices) == list(range(10))
+    assert part.num_classes == ds.num_classes and part.class_names == ds.class_names
+    np.testing.assert_array_equal(part[0][0], ds[part.indices[0]][0])
+    with pytest.raises(IndexError, match="out of range"):
+        Subset(ds, [3, 10])
+    with pytest.raises(ValueError, match="fraction"):
+        random_split(ds, 1.5)

@@ -8,6 +8,7 @@ float32 ``(C, H, W)`` and ``mask`` int64 ``(H, W)``, and has ``num_classes``,
 - :class:`Nuclei` — the shipped DSB2018 fluorescence image, binary nuclei masks;
   :func:`load_nuclei` (raw arrays) and :func:`otsu_threshold` (classical baseline).
 - :class:`ImageFolder` — ``root/images`` + ``root/masks`` files (needs Pillow).
+- :class:`Subset`, :func:`random_split` — views for train/validation splits.
 - :class:`DataLoader` — batches with a (seed, epoch)-determined order and augmentation.
 - :mod:`sandbox.data.augment` — ``RandomFlip``, ``RandomRotate90``, ``RandomCrop``,
   ``RandomIntensity``, ``Compose``.
@@ -19,6 +20,7 @@ from ._folder import ImageFolder
 from ._loader import DataLoader
 from ._nuclei import Nuclei, load_nuclei, otsu_segment, otsu_threshold
 from ._shapes import Shapes
+from ._subset import Subset, random_split
 
 __all__ = [
     "Compose",
@@ -30,8 +32,10 @@ __all__ = [
     "RandomIntensity",
     "RandomRotate90",
     "Shapes",
+    "Subset",
     "augment",
     "load_nuclei",
     "otsu_segment",
     "otsu_threshold",
+    "random_split",
 ]

@@ -7,8 +7,6 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 DATA_CHOICES = ("shapes", "nuclei")
 LOSSES = ("ce", "dice", "ce+dice")
 SCHEDULERS = ("onecycle", "cosine", "none")
@@ -129,30 +127,10 @@ def build_datasets(cfg: TrainConfig):
         if cfg.num_classes is None:
             raise ValueError("a folder dataset needs num_classes (--num-classes)")
         full = data.ImageFolder(cfg.data, cfg.num_classes)
-        n = len(full)
-        if n < 2:
-            raise ValueError(f"{cfg.data} holds {n} pair(s); need at least 2 (train + val)")
-        order = np.random.default_rng(cfg.seed).permutation(n)
-        n_val = max(1, n // 5)
-        val = _Subset(full, order[:n_val])
-        train = _Subset(full, order[n_val:])
+        if len(full) < 2:
+            raise ValueError(f"{cfg.data} holds {len(full)} pair(s); need at least 2 (train + val)")
+        train, val = data.random_split(full, 0.2, seed=cfg.seed)
     return train, val
-
-
-class _Subset:
-    """A view of some indices of a dataset (keeps its metadata)."""
-
-    def __init__(self, dataset, indices):
-        self.dataset = dataset
-        self.indices = [int(i) for i in indices]
-        for name in ("num_classes", "in_channels", "class_names"):
-            setattr(self, name, getattr(dataset, name))
-
-    def __len__(self):
-        return len(self.indices)
-
-    def __getitem__(self, i):
-        return self.dataset[self.indices[i]]
 
 
 def build_loaders(cfg: TrainConfig, train_set, val_set):
