@@ -38,6 +38,13 @@ import numpy as np
 from ._C import _im2col
 from ._config import get_num_threads
 from ._parallel import OrderedSum, parallel_map, scratch
+from ._winograd import (
+    MIN_CHANNELS_WEIGHT_GRAD,
+    weight_transform,
+    winograd_conv3x3,
+    winograd_weight_grad,
+)
+from ._winograd import eligible as _winograd_eligible
 
 __all__ = [
     "conv2d",
@@ -55,6 +62,10 @@ TARGET_COLS = 64
 #: upper bound for one column buffer (bytes); one sample always fits
 MAX_COL_BYTES = 32 * 2**20
 
+
+#: Use Winograd F(2x2, 3x3) (``sandbox._winograd``) for 3x3 stride-1 ungrouped convs:
+#: forward and input gradient.  2.25x fewer GEMM flops; see that module for why.
+WINOGRAD = True
 
 #: Threads for the im2col/col2im/pooling kernels; 0 means ``sandbox.get_num_threads()``.
 #: Default 1: conv kernels run inside pool chunks (the chunks are the parallelism),
@@ -372,7 +383,11 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     x = np.ascontiguousarray(input)
     wmat = np.ascontiguousarray(weight).reshape(weight.shape[0], -1)
     y = np.empty((n, weight.shape[0], ho, wo), dtype=input.dtype)
-    _unfold_loop(x, wmat, geom, ho, wo, groups, y=y, bias=bias)
+    if WINOGRAD and _winograd_eligible(geom, groups, *weight.shape[1::-1]):
+        winograd_conv3x3(x, weight_transform(np.ascontiguousarray(weight)), y, geom.ph, geom.pw,
+                         _kernel_threads(), bias)
+    else:
+        _unfold_loop(x, wmat, geom, ho, wo, groups, y=y, bias=bias)
     return y
 
 
@@ -398,7 +413,18 @@ def conv2d_backward(grad_output, input, weight, stride=1, padding=0, dilation=1,
     a = np.ascontiguousarray(input) if needs[1] else None
     gw, gb = None, None
     if any(needs):
-        gw, gb = _fold_loop(gout, wmat, geom, h, w, groups, y=gx, a=a, bias_grad=needs[2])
+        wino = WINOGRAD and _winograd_eligible(geom, groups, *weight.shape[1::-1])
+        if needs[0] and wino:
+            # dx = conv2d(dy, flip(w)^T, padding=2-p): a 3x3 stride-1 conv again
+            flipped = weight.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
+            u = weight_transform(np.ascontiguousarray(flipped))
+            winograd_conv3x3(gout, u, gx, 2 - geom.ph, 2 - geom.pw, _kernel_threads())
+        if needs[1] and wino and min(weight.shape[:2]) >= MIN_CHANNELS_WEIGHT_GRAD:
+            gw = winograd_weight_grad(a, gout, geom.ph, geom.pw, _kernel_threads())
+            gb = gout.sum(axis=(0, 2, 3)) if needs[2] else None
+        elif needs[1] or needs[2] or not wino:
+            gw, gb = _fold_loop(gout, wmat, geom, h, w, groups, y=None if wino else gx,
+                                a=a, bias_grad=needs[2])
     gw = gw.reshape(weight.shape) if needs[1] else None
     return gx, gw, gb
 

@@ -330,3 +330,40 @@ def test_functional_requires_tensors():
     x, w = _xw()
     with pytest.raises(TypeError, match="input must be a sandbox.Tensor"):
         F.conv2d(x, sandbox.Tensor(w))
+
+
+# ----------------------------------------------------------------------------- Winograd path
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(2, 32, 7, 9, 33, 1), (9, 32, 3, 3, 32, 1), (1, 40, 5, 4, 32, 0),
+                                   (2, 32, 6, 5, 32, 2), (2, 128, 4, 3, 128, 1)])
+def test_winograd_matches_reference_and_im2col(shape, dtype, rng, monkeypatch):
+    """3x3 stride-1 convs with >= 32 channels take the Winograd path (forward, input
+    gradient and, at >= 128 channels, weight gradient); compare with both references."""
+    n, c, h, w, o, p = shape
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    wt = (rng.standard_normal((o, c, 3, 3)) / 10).astype(dtype)
+    b = rng.standard_normal(o).astype(dtype)
+    y = conv.conv2d(x, wt, b, 1, p)
+    np.testing.assert_allclose(y, ref_conv2d(x.astype(float), wt.astype(float), b, 1, p, 1, 1),
+                               **_tol(dtype))
+    gy = rng.standard_normal(y.shape).astype(dtype)
+    grads = conv.conv2d_backward(gy, x, wt, 1, p)
+    monkeypatch.setattr(conv, "WINOGRAD", False)
+    expected = conv.conv2d_backward(gy, x, wt, 1, p)
+    for got, exp in zip(grads, expected, strict=True):
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, exp, **_tol(dtype))
+
+
+def test_winograd_bitwise_equal_across_thread_counts(rng):
+    x = rng.standard_normal((9, 128, 8, 8)).astype(np.float32)  # 3 chunks of 4 samples
+    w = rng.standard_normal((128, 128, 3, 3)).astype(np.float32)
+    gy = rng.standard_normal((9, 128, 8, 8)).astype(np.float32)
+    results = []
+    for nt in (1, 2, 3):
+        with sandbox.num_threads(nt):
+            results.append((conv.conv2d(x, w, None, 1, 1), *conv.conv2d_backward(gy, x, w, 1, 1)))
+    for other in results[1:]:
+        for a, c in zip(results[0], other, strict=True):
+            assert np.array_equal(a, c)
