@@ -12,7 +12,7 @@ import sys
 
 # Per-dataset defaults for options the user did not give.
 PRESETS = {
-    "shapes": dict(image_size=64, epochs=12, train_samples=400, val_samples=64, loss="ce", lr=1e-2),
+    "shapes": dict(image_size=64, epochs=20, train_samples=400, val_samples=64, loss="ce", lr=5e-3),
     "nuclei": dict(
         image_size=96, epochs=12, train_samples=64, val_samples=4, loss="ce+dice", lr=1e-2
     ),

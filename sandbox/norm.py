@@ -18,7 +18,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._config import get_num_threads
 from .conv import _check_float, _check_same_dtype
+
+_PARALLEL_MIN = 1 << 15  # elements below which the kernels run on one thread
+
+
+def _kernels():
+    from ._C import _norm
+
+    return _norm
+
+
+def _threads(size: int) -> int:
+    return get_num_threads() if size >= _PARALLEL_MIN else 1
 
 __all__ = ["batch_norm", "batch_norm_backward", "group_norm", "group_norm_backward"]
 
@@ -94,32 +107,34 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             if arr.shape != (c,):
                 raise ValueError(f"{name} must have shape ({c},), got {arr.shape}")
     x = _view3(input)
-    m = x.shape[0] * x.shape[2]
+    n, c, length = x.shape
+    m = n * length
+    dtype = x.dtype.type
+    kernels, threads = _kernels(), _threads(x.size)
     if training:
         if m <= 1:
             raise ValueError(f"batch_norm in training needs more than 1 value per channel, "
                              f"got input of shape {input.shape}")
-        mean = _csum(x) / x.dtype.type(m)
-        xc = x - mean[:, None]
-        var = _cdot(xc, xc) / x.dtype.type(m)
-        invstd = 1 / np.sqrt(var + x.dtype.type(eps))
+        mean64, var64 = np.empty(c), np.empty(c)
+        kernels.channel_moments(x, mean64, var64, threads)
+        mean = mean64.astype(dtype)
+        invstd = (1 / np.sqrt(var64 + eps)).astype(dtype)
         if running_mean is not None:
             running_mean *= 1 - momentum
             running_mean += momentum * mean
         if running_var is not None:
             running_var *= 1 - momentum
-            running_var += (momentum * m / (m - 1)) * var
-        out = xc
+            running_var += (momentum * m / (m - 1)) * var64.astype(dtype)
     else:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm with training=False needs running_mean and running_var")
-        mean = running_mean.astype(x.dtype)
-        invstd = (1 / np.sqrt(running_var + eps)).astype(x.dtype)
-        out = x - mean[:, None]
+        mean = running_mean.astype(dtype)
+        invstd = (1 / np.sqrt(running_var + eps)).astype(dtype)
+    # y = x * scale + shift with scale = invstd * weight, shift = bias - mean * scale
     scale = invstd if weight is None else invstd * weight
-    out *= scale[:, None]
-    if bias is not None:
-        out += bias[:, None]
+    shift = -mean * scale if bias is None else bias - mean * scale
+    out = np.empty_like(x)
+    kernels.affine(x, scale, shift, out, threads)
     return out.reshape(input.shape), mean, invstd
 
 
@@ -134,23 +149,27 @@ def batch_norm_backward(grad_output, input, mean, invstd, weight=None, training=
     _check_input(grad_output, "grad_output")
     x = _view3(input)
     g = _view3(grad_output)
-    m = x.shape[0] * x.shape[2]
-    sum_g = _csum(g)
+    n, c, length = x.shape
+    m = n * length
+    dtype = x.dtype.type
+    kernels, threads = _kernels(), _threads(x.size)
+    sum_g64, sum_gx64 = np.empty(c), np.empty(c)
+    kernels.channel_sums(g, x, sum_g64, sum_gx64, threads)
+    sum_g = sum_g64.astype(dtype)
     # sum(g * xhat) = invstd * (sum(g * x) - mean * sum(g))
-    sum_gxhat = invstd * (_cdot(g, x) - mean * sum_g) if (needs[1] or (training and needs[0])) \
-        else None
+    sum_gxhat = (invstd * (sum_gx64 - mean * sum_g64)).astype(dtype)
     gx = None
     if needs[0]:
         a = invstd if weight is None else invstd * weight
         if training:
-            # dx = a * (g - sum_g/m - xhat * sum_gxhat/m) = a*g + b*x + c
-            b = -a * invstd * sum_gxhat / x.dtype.type(m)
-            c = -a * sum_g / x.dtype.type(m) - b * mean
-            gx = g * a[:, None]
-            gx += x * b[:, None]
-            gx += c[:, None]
+            # dx = a * (g - sum_g/m - xhat * sum_gxhat/m) = a*g + b*x + shift
+            b = -a * invstd * sum_gxhat / dtype(m)
+            shift = -a * sum_g / dtype(m) - b * mean
         else:
-            gx = g * a[:, None]
+            b = np.zeros_like(a)
+            shift = np.zeros_like(a)
+        gx = np.empty_like(g)
+        kernels.affine2(g, x, a.astype(dtype), b.astype(dtype), shift.astype(dtype), gx, threads)
         gx = gx.reshape(input.shape)
     gw = sum_gxhat if needs[1] else None
     gb = sum_g if needs[2] else None

@@ -152,3 +152,30 @@ def test_float32_stays_float32(rng):
 def test_validation(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_batch_norm_kernels_are_bitwise_identical_for_any_thread_count(dtype, rng):
+    # Large enough that the kernels really run in parallel.
+    x = rng.standard_normal((4, 5, 48, 40)).astype(dtype)
+    g = rng.standard_normal(x.shape).astype(dtype)
+    w, b = (rng.standard_normal(5).astype(dtype) for _ in range(2))
+    results = []
+    for threads in (1, 2, 3):
+        with sandbox.num_threads(threads):
+            rm, rv = np.zeros(5, dtype), np.ones(5, dtype)
+            out, mean, invstd = norm.batch_norm(x, rm, rv, w, b, training=True)
+            grads = norm.batch_norm_backward(g, x, mean, invstd, w, training=True)
+            results.append((out, mean, invstd, rm, rv, *grads))
+    for other in results[1:]:
+        for a, b_ in zip(results[0], other, strict=True):
+            np.testing.assert_array_equal(a, b_)
+
+
+def test_batch_norm_float32_statistics_accumulate_in_double(rng):
+    # A large offset: a float32 running sum would lose the small variance.
+    x = (1000.0 + 0.01 * rng.standard_normal((16, 2, 64, 64))).astype(np.float32)
+    _, mean, invstd = norm.batch_norm(x, None, None, training=True)
+    ref = x.astype(np.float64).reshape(16, 2, -1).transpose(1, 0, 2).reshape(2, -1)
+    np.testing.assert_allclose(mean, ref.mean(axis=1), rtol=1e-7)
+    np.testing.assert_allclose(1 / invstd**2 - 1e-5, ref.var(axis=1), rtol=1e-3)

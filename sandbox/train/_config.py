@@ -25,10 +25,10 @@ class TrainConfig:
     upsample: str = "bilinear"
     align_corners: bool | None = None
     antialias: bool = False
-    epochs: int = 12
+    epochs: int = 20
     steps: int | None = None
     batch_size: int = 8
-    lr: float = 1e-2
+    lr: float = 5e-3
     weight_decay: float = 1e-4
     scheduler: str = "onecycle"
     loss: str = "ce"

@@ -1,0 +1,137 @@
+# Normalisation kernels: per-channel moments and fused per-channel affine passes.
+# See pyx/fused.pxd for the kernel contract (no validation, const C-contiguous
+# inputs, nogil prange with a Python-computed thread count, every iteration
+# writes only its own output -> bitwise identical for any thread count).
+#
+# Arrays are viewed as (N, C, L): batch norm reduces each channel c over N and L;
+# group norm views its input as (1, N*G, L') so that the same kernels reduce
+# each (sample, group).  Sums accumulate in double (PyTorch's CPU accumulation
+# type for float32), with four partial sums to break the add dependency chain.
+
+from cython.parallel cimport prange
+from fused cimport real
+
+
+cdef inline double _sum(const real* p, Py_ssize_t n) noexcept nogil:
+    cdef double s0 = 0, s1 = 0, s2 = 0, s3 = 0
+    cdef Py_ssize_t i = 0
+    while i + 3 < n:
+        s0 += p[i]
+        s1 += p[i + 1]
+        s2 += p[i + 2]
+        s3 += p[i + 3]
+        i += 4
+    while i < n:
+        s0 += p[i]
+        i += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+cdef inline double _sq_dev(const real* p, Py_ssize_t n, double mu) noexcept nogil:
+    """sum((p - mu)**2)"""
+    cdef double s0 = 0, s1 = 0, d0, d1
+    cdef Py_ssize_t i = 0
+    while i + 1 < n:
+        d0 = p[i] - mu
+        d1 = p[i + 1] - mu
+        s0 += d0 * d0
+        s1 += d1 * d1
+        i += 2
+    if i < n:
+        d0 = p[i] - mu
+        s0 += d0 * d0
+    return s0 + s1
+
+
+cdef inline double _dot(const real* a, const real* b, Py_ssize_t n) noexcept nogil:
+    cdef double s0 = 0, s1 = 0, s2 = 0, s3 = 0
+    cdef Py_ssize_t i = 0
+    while i + 3 < n:
+        s0 += <double> a[i] * b[i]
+        s1 += <double> a[i + 1] * b[i + 1]
+        s2 += <double> a[i + 2] * b[i + 2]
+        s3 += <double> a[i + 3] * b[i + 3]
+        i += 4
+    while i < n:
+        s0 += <double> a[i] * b[i]
+        i += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+def channel_moments(const real[:, :, ::1] x, double[::1] mean, double[::1] var,
+                    int num_threads):
+    """Per-channel mean and biased variance of ``x`` (N, C, L), two passes, parallel over C."""
+    cdef Py_ssize_t n_batch = x.shape[0], n_chan = x.shape[1], length = x.shape[2]
+    cdef Py_ssize_t c, n
+    cdef double s, mu, count = <double> (n_batch * length)
+    with nogil:
+        for c in prange(n_chan, schedule="static", num_threads=num_threads):
+            s = 0
+            for n in range(n_batch):
+                s = s + _sum(&x[n, c, 0], length)
+            mu = s / count
+            s = 0
+            for n in range(n_batch):
+                s = s + _sq_dev(&x[n, c, 0], length, mu)
+            mean[c] = mu
+            var[c] = s / count
+
+
+def channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x, double[::1] sum_g,
+                 double[::1] sum_gx, int num_threads):
+    """Per-channel ``sum(g)`` and ``sum(g * x)`` of (N, C, L) arrays, parallel over C."""
+    cdef Py_ssize_t n_batch = g.shape[0], n_chan = g.shape[1], length = g.shape[2]
+    cdef Py_ssize_t c, n
+    cdef double sg, sgx
+    with nogil:
+        for c in prange(n_chan, schedule="static", num_threads=num_threads):
+            sg = 0
+            sgx = 0
+            for n in range(n_batch):
+                sg = sg + _sum(&g[n, c, 0], length)
+                sgx = sgx + _dot(&g[n, c, 0], &x[n, c, 0], length)
+            sum_g[c] = sg
+            sum_gx[c] = sgx
+
+
+def affine(const real[:, :, ::1] x, const real[::1] scale, const real[::1] shift,
+           real[:, :, ::1] out, int num_threads):
+    """``out[n, c, l] = x[n, c, l] * scale[c] + shift[c]``, parallel over (n, c) planes."""
+    cdef Py_ssize_t n_chan = x.shape[1], length = x.shape[2]
+    cdef Py_ssize_t plane, n, c, i
+    cdef real a, b
+    cdef const real* src
+    cdef real* dst
+    with nogil:
+        for plane in prange(x.shape[0] * n_chan, schedule="static", num_threads=num_threads):
+            n = plane // n_chan
+            c = plane - n * n_chan
+            a = scale[c]
+            b = shift[c]
+            src = &x[n, c, 0]
+            dst = &out[n, c, 0]
+            for i in range(length):
+                dst[i] = src[i] * a + b
+
+
+def affine2(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[::1] a,
+            const real[::1] b, const real[::1] shift, real[:, :, ::1] out, int num_threads):
+    """``out = a[c] * g + b[c] * x + shift[c]`` (the batch-norm input gradient), per plane."""
+    cdef Py_ssize_t n_chan = g.shape[1], length = g.shape[2]
+    cdef Py_ssize_t plane, n, c, i
+    cdef real ac, bc, sc
+    cdef const real* gp
+    cdef const real* xp
+    cdef real* dst
+    with nogil:
+        for plane in prange(g.shape[0] * n_chan, schedule="static", num_threads=num_threads):
+            n = plane // n_chan
+            c = plane - n * n_chan
+            ac = a[c]
+            bc = b[c]
+            sc = shift[c]
+            gp = &g[n, c, 0]
+            xp = &x[n, c, 0]
+            dst = &out[n, c, 0]
+            for i in range(length):
+                dst[i] = ac * gp[i] + bc * xp[i] + sc
