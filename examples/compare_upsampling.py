@@ -1,6 +1,6 @@
 """Train the same UNet with each upsampling mode and compare accuracy and time.
 
-Run:  python examples/compare_upsampling.py [--epochs 6] [--modes bilinear,nearest,...]
+Run:  python examples/compare_upsampling.py [--epochs 5] [--modes bilinear,nearest,...]
 
 Every run starts from the same seed and sees the same batches; only the decoder's
 upsampling differs. Prints a table of validation mean IoU and wall time.

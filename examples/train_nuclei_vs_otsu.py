@@ -18,7 +18,7 @@ from sandbox.train import TrainConfig, Trainer
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=12)
+    parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--upsample", default="bilinear")
     parser.add_argument("--out", default="runs/example-nuclei")
     args = parser.parse_args()

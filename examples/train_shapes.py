@@ -1,6 +1,6 @@
 """Train a UNet on synthetic shapes and look at what it learned.
 
-Run:  python examples/train_shapes.py [--upsample bicubic] [--epochs 12]
+Run:  python examples/train_shapes.py [--upsample bicubic] [--epochs 20]
 
 Writes runs/example-shapes/ (checkpoints, log.jsonl, curves.png, predictions.png).
 Takes about two minutes on two cores.
@@ -14,7 +14,7 @@ from sandbox.train import TrainConfig, Trainer
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--upsample", default="bilinear")
-    parser.add_argument("--epochs", type=int, default=12)
+    parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--out", default="runs/example-shapes")
     args = parser.parse_args()
 

@@ -14,7 +14,7 @@ import sys
 PRESETS = {
     "shapes": dict(image_size=64, epochs=20, train_samples=400, val_samples=64, loss="ce", lr=5e-3),
     "nuclei": dict(
-        image_size=96, epochs=12, train_samples=64, val_samples=4, loss="ce+dice", lr=1e-2
+        image_size=96, epochs=20, train_samples=64, val_samples=4, loss="ce+dice", lr=1e-2
     ),
     "folder": dict(
         image_size=128, epochs=20, train_samples=0, val_samples=0, loss="ce+dice", lr=3e-3
