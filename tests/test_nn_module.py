@@ -166,3 +166,15 @@ def test_upsample_validates_at_construction_and_matches_interpolate():
     np.testing.assert_array_equal(
         up(x).numpy(), F.interpolate(x, scale_factor=2, mode="bicubic").numpy()
     )
+
+
+def test_sequential_and_module_list_behave_like_lists():
+    seq = nn.Sequential(nn.ReLU(), nn.Identity(), nn.ReLU())
+    assert len(seq) == 3 and isinstance(seq[1], nn.Identity)
+    assert isinstance(seq[:2], nn.Sequential) and len(seq[:2]) == 2
+    assert [type(m).__name__ for m in seq] == ["ReLU", "Identity", "ReLU"]
+    x = sandbox.tensor(np.array([-1.0, 2.0]))
+    np.testing.assert_array_equal(seq(x).numpy(), [0.0, 2.0])
+    ml = nn.ModuleList([nn.Conv2d(1, 1, 1)]).append(nn.Conv2d(1, 2, 1))
+    assert len(ml) == 2 and isinstance(ml[:1], nn.ModuleList)
+    assert [n for n, _ in ml.named_parameters()][-1] == "1.bias"

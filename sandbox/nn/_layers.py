@@ -36,6 +36,16 @@ def _float_dtype(dtype):
     return dtype
 
 
+def _affine_parameters(module: Module, affine: bool, channels: int, dtype) -> None:
+    """Register per-channel ``weight`` (ones) and ``bias`` (zeros), or ``None`` placeholders."""
+    if affine:
+        module.weight = Parameter(np.ones(channels, dtype))
+        module.bias = Parameter(np.zeros(channels, dtype))
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
 class Identity(Module):
     """Returns its input unchanged."""
 
@@ -230,12 +240,7 @@ class BatchNorm2d(Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         dtype = _float_dtype(dtype)
-        if affine:
-            self.weight = Parameter(np.ones(num_features, dtype))
-            self.bias = Parameter(np.zeros(num_features, dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, affine, num_features, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", np.zeros(num_features, dtype))
             self.register_buffer("running_var", np.ones(num_features, dtype))
@@ -288,12 +293,7 @@ class GroupNorm(Module):
         self.eps = float(eps)
         self.affine = affine
         dtype = _float_dtype(dtype)
-        if affine:
-            self.weight = Parameter(np.ones(num_channels, dtype))
-            self.bias = Parameter(np.zeros(num_channels, dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, affine, num_channels, dtype)
 
     def forward(self, x):
         return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
@@ -454,18 +454,23 @@ class Dropout2d(Dropout):
         return F.dropout2d(x, self.p, self.training)
 
 
-class Sequential(Module):
-    """Applies its modules in order."""
+class _ModuleSequence(Module):
+    """Shared list behaviour of :class:`Sequential` and :class:`ModuleList`."""
 
-    def __init__(self, *modules: Module):
+    def __init__(self, modules=()):
         super().__init__()
-        for i, m in enumerate(modules):
-            self.add_module(str(i), m)
+        for m in modules:
+            self.append(m)
+
+    def append(self, module: Module):
+        """Add ``module`` at the end (registered under its index)."""
+        self.add_module(str(len(self)), module)
+        return self
 
     def __getitem__(self, index):
         items = list(self._modules.values())
         if isinstance(index, slice):
-            return Sequential(*items[index])
+            return type(self)(items[index])
         return items[index]
 
     def __len__(self) -> int:
@@ -474,9 +479,17 @@ class Sequential(Module):
     def __iter__(self):
         return iter(self._modules.values())
 
-    def append(self, module: Module) -> Sequential:
-        self.add_module(str(len(self)), module)
-        return self
+
+class Sequential(_ModuleSequence):
+    """Applies its modules in order: ``Sequential(conv, norm, relu)``."""
+
+    def __init__(self, *modules: Module):
+        super().__init__(modules)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return Sequential(*list(self._modules.values())[index])
+        return super().__getitem__(index)
 
     def forward(self, x):
         for m in self._modules.values():
@@ -484,26 +497,5 @@ class Sequential(Module):
         return x
 
 
-class ModuleList(Module):
+class ModuleList(_ModuleSequence):
     """A list of modules, registered so their parameters are found."""
-
-    def __init__(self, modules=()):
-        super().__init__()
-        for m in modules:
-            self.append(m)
-
-    def append(self, module: Module) -> ModuleList:
-        self.add_module(str(len(self)), module)
-        return self
-
-    def __getitem__(self, index):
-        items = list(self._modules.values())
-        if isinstance(index, slice):
-            return ModuleList(items[index])
-        return items[index]
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
