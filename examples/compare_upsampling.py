@@ -1,6 +1,6 @@
 """Train the same UNet with each upsampling mode and compare accuracy and time.
 
-Run:  python examples/compare_upsampling.py [--epochs 5] [--modes bilinear,nearest,...]
+Run:  python examples/compare_upsampling.py [--epochs 8] [--modes bilinear,nearest,...]
 
 Every run starts from the same seed and sees the same batches; only the decoder's
 upsampling differs. Prints a table of validation mean IoU and wall time.
@@ -15,9 +15,9 @@ DEFAULT_MODES = "nearest,nearest-exact,bilinear,bicubic,lanczos3,area,transposed
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--modes", default=DEFAULT_MODES)
-    parser.add_argument("--train-samples", type=int, default=200)
+    parser.add_argument("--train-samples", type=int, default=400)
     args = parser.parse_args()
 
     rows = []

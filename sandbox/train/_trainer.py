@@ -305,12 +305,13 @@ class Trainer:
         else:
             self.bad_epochs += 1
         self._log({"kind": "val", "step": self.step, "epoch": epoch, **metrics})
-        bar.write(
-            f"epoch {epoch}: val loss {metrics['loss']:.4f}  mean IoU {metrics['mean_iou']:.4f}"
-            f"  Dice {metrics['mean_dice']:.4f}  acc {metrics['pixel_accuracy']:.4f}"
-            + (f"  fg Dice {metrics['dice_fg']:.4f}" if "dice_fg" in metrics else "")
-            + ("  *" if improved else "")
-        )
+        if self.cfg.progress:
+            bar.write(
+                f"epoch {epoch}: val loss {metrics['loss']:.4f}  mean IoU {metrics['mean_iou']:.4f}"
+                f"  Dice {metrics['mean_dice']:.4f}  acc {metrics['pixel_accuracy']:.4f}"
+                + (f"  fg Dice {metrics['dice_fg']:.4f}" if "dice_fg" in metrics else "")
+                + ("  *" if improved else "")
+            )
         self.save("last.ckpt")
         if improved:
             self.save("best.ckpt")
