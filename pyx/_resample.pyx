@@ -11,6 +11,7 @@
 
 from cython.parallel cimport parallel, prange
 from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
 from fused cimport real
 
 
@@ -191,4 +192,96 @@ def apply_hw(const real[:, :, ::1] x, real[:, :, ::1] out,
                 src = row
             _gather_row(&out[p, oh, 0], src, wo_len, &start_w[0], &ntap_w[0], &w_w[0, 0], kw)
         free(row)
+    return -1 if failed[0] else 0
+
+
+# ---------------------------------------------------------------- nearest modes
+# Nearest and nearest-exact are pure index maps: output row i of a plane copies
+# input row rows[i] gathered by cols (all spatial axes but the last are folded
+# into "rows").  Dedicated kernels avoid the weighted passes' multiplies and the
+# intermediate array; upsampled rows that repeat their predecessor are memcpy'd.
+
+
+
+def nearest_forward(const real[:, :, ::1] x, real[:, :, ::1] out,
+                    const Py_ssize_t[::1] rows, const Py_ssize_t[::1] cols,
+                    int num_threads):
+    """``out[p, i, j] = x[p, rows[i], cols[j]]``; parallel over planes p."""
+    cdef Py_ssize_t n_planes = x.shape[0]
+    cdef Py_ssize_t ro_len = out.shape[1]
+    cdef Py_ssize_t wo_len = out.shape[2]
+    cdef Py_ssize_t p, i, j
+    cdef const real* src
+    cdef real* dst
+    if n_planes == 0 or ro_len == 0 or wo_len == 0:
+        return
+    with nogil:
+        for p in prange(n_planes, schedule="static", num_threads=num_threads):
+            for i in range(ro_len):
+                dst = &out[p, i, 0]
+                if i > 0 and rows[i] == rows[i - 1]:
+                    memcpy(dst, dst - wo_len, wo_len * sizeof(real))
+                    continue
+                src = &x[p, rows[i], 0]
+                for j in range(wo_len):
+                    dst[j] = src[cols[j]]
+
+
+def nearest_adjoint(const real[:, :, ::1] g, real[:, :, ::1] out,
+                    const Py_ssize_t[::1] rows, const Py_ssize_t[::1] col_start,
+                    const Py_ssize_t[::1] col_count, int num_threads):
+    """Adjoint of :func:`nearest_forward`: ``out[p, r, c]`` sums ``g[p, i, j]`` over
+    ``rows[i] == r`` and ``j`` in ``[col_start[c], col_start[c] + col_count[c])``.
+
+    Parallel over planes, each owned by one thread; within a plane output rows are
+    visited in order (a row-level scatter), so the sums are deterministic.  Input
+    rows that no output row reads are zero.  Returns -1 if the per-thread row
+    flags could not be allocated.
+    """
+    cdef Py_ssize_t n_planes = g.shape[0]
+    cdef Py_ssize_t ro_len = g.shape[1]
+    cdef Py_ssize_t r_len = out.shape[1]
+    cdef Py_ssize_t w_len = out.shape[2]
+    cdef Py_ssize_t p, i, c, k, r
+    cdef const real* src
+    cdef real* dst
+    cdef real s
+    cdef char* seen
+    cdef int failed[1]
+    cdef int* failed_flag = &failed[0]
+    failed[0] = 0
+    if n_planes == 0 or r_len == 0 or w_len == 0:
+        return 0
+    with nogil, parallel(num_threads=num_threads):
+        seen = <char*> malloc(r_len * sizeof(char))
+        if seen == NULL:
+            failed_flag[0] = 1
+        for p in prange(n_planes, schedule="static"):
+            if seen == NULL:
+                continue
+            for r in range(r_len):
+                seen[r] = 0
+            for i in range(ro_len):
+                r = rows[i]
+                src = &g[p, i, 0]
+                dst = &out[p, r, 0]
+                if seen[r]:
+                    for c in range(w_len):
+                        s = 0
+                        for k in range(col_count[c]):
+                            s = s + src[col_start[c] + k]
+                        dst[c] = dst[c] + s
+                else:
+                    seen[r] = 1
+                    for c in range(w_len):
+                        s = 0
+                        for k in range(col_count[c]):
+                            s = s + src[col_start[c] + k]
+                        dst[c] = s
+            for r in range(r_len):
+                if not seen[r]:
+                    dst = &out[p, r, 0]
+                    for c in range(w_len):
+                        dst[c] = 0
+        free(seen)
     return -1 if failed[0] else 0

@@ -138,6 +138,63 @@ def _plan_passes(shape: list, tables: list[Table]) -> list[tuple]:
     return passes
 
 
+_NEAREST = ("nearest", "nearest-exact")
+
+
+def _index_maps(tables: list[Table], in_sizes) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column source indices of a nearest resize (leading axes folded into rows)."""
+    rows = np.zeros(1, dtype=np.intp)
+    for t, n in zip(tables[:-1], in_sizes[:-1], strict=True):
+        rows = (rows[:, None] * n + t.start[None, :]).ravel()
+    return rows, tables[-1].start
+
+
+def _apply_nearest(x: np.ndarray, plan: Plan, adjoint: bool):
+    """The dedicated nearest kernels, or None where the generic passes fit better.
+
+    They parallelise over (n, c) planes, so they need a few planes per thread.
+    """
+    threads = get_num_threads() if x.size >= _PARALLEL_MIN else 1
+    planes = x.shape[0] * x.shape[1]
+    if planes < 2 * threads:
+        return None
+    tables = _tables(plan, x.dtype, adjoint=False)
+    rows, cols = _index_maps(tables, plan.in_sizes)
+    kernels = _kernels()
+    if not adjoint:
+        out = np.empty((*x.shape[:2], *plan.out_sizes), dtype=x.dtype)
+        kernels.nearest_forward(
+            x.reshape(planes, -1, x.shape[-1]),
+            out.reshape(planes, rows.size, cols.size),
+            rows,
+            cols,
+            threads,
+        )
+        return out
+    last = get_table(
+        plan.mode,
+        plan.in_sizes[-1],
+        plan.out_sizes[-1],
+        plan.scale_factors[-1],
+        plan.align_corners,
+        plan.antialias,
+        x.dtype.char,
+        True,
+    )
+    out = np.empty((*x.shape[:2], *plan.in_sizes), dtype=x.dtype)
+    status = kernels.nearest_adjoint(
+        x.reshape(planes, rows.size, -1),
+        out.reshape(planes, -1, plan.in_sizes[-1]),
+        rows,
+        last.start,
+        last.ntap,
+        threads,
+    )
+    if status != 0:
+        raise MemoryError("could not allocate the nearest adjoint's row flags")
+    return out
+
+
 def _apply(x: np.ndarray, tables: list[Table]) -> np.ndarray:
     """Apply per-axis tables to the spatial axes of a contiguous (N, C, ...) array."""
     n, c = x.shape[:2]
@@ -247,6 +304,10 @@ def resize(
     if min(x.shape[2:]) < 1:
         raise ValueError(f"x must have non-empty spatial axes, got shape {x.shape}")
     x = np.ascontiguousarray(x)
+    if plan.mode in _NEAREST:
+        out = _apply_nearest(x, plan, adjoint=False)
+        if out is not None:
+            return out
     return _apply(x, _tables(plan, x.dtype, adjoint=False))
 
 
@@ -292,6 +353,10 @@ def resize_adjoint(
             f"with these options has shape {expected}; grad must have shape {expected}"
         )
     grad = np.ascontiguousarray(grad)
+    if plan.mode in _NEAREST:
+        out = _apply_nearest(grad, plan, adjoint=True)
+        if out is not None:
+            return out
     return _apply(grad, _tables(plan, grad.dtype, adjoint=True))
 
 
