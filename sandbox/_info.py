@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 
 import numpy as np
 
 from . import _config
+from ._memory import is_tuned
 from ._version import __version__
 
 
@@ -56,6 +58,8 @@ def info_dict() -> dict:
         "num_threads": n,
         "threads_seen_in_prange": _openmp.threads_used(n),
         "blas": blas_info(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "malloc_tuned": is_tuned(),
     }
 
 
@@ -71,6 +75,10 @@ def info(file=None) -> dict:
         f"threads:         {d['num_threads']} (set_num_threads / ${_config.ENV_VAR}); "
         f"a prange loop ran on {d['threads_seen_in_prange']}",
     ]
+    lines.append(
+        f"runtime:         OMP_WAIT_POLICY={d['omp_wait_policy']}, "
+        f"malloc keeps freed memory: {'yes' if d['malloc_tuned'] else 'no'}"
+    )
     if d["blas"]:
         for b in d["blas"]:
             lines.append(

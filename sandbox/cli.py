@@ -229,6 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] in (["train"], ["bench"], ["predict"]):
+        from ._memory import keep_freed_memory
+
+        keep_freed_memory()
     if argv[:1] == ["bench"]:
         # The benchmark suite parses its own options (argparse.REMAINDER would not
         # pass through arguments that start with '-').

@@ -203,6 +203,9 @@ def main(argv=None) -> int:
     except SystemExit as exc:  # --help (0) or a bad argument (2)
         return int(exc.code or 0)
     args.argv = argv
+    from .._memory import keep_freed_memory
+
+    keep_freed_memory()  # same allocator settings as `sandbox train` (SANDBOX_TUNE_MALLOC=0: off)
     try:
         return _run(args)
     except (ValueError, FileNotFoundError) as exc:

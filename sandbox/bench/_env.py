@@ -130,6 +130,7 @@ def environment(threads: int, torch=None, bandwidth: float | None = None) -> dic
     """
     from .. import _config
     from .._info import _cpu_model, blas_info
+    from .._memory import is_tuned
     from .._version import __version__
 
     try:
@@ -154,9 +155,11 @@ def environment(threads: int, torch=None, bandwidth: float | None = None) -> dic
         "torch_threads": None,
         "git_commit": git_commit(),
         "copy_bandwidth_gbs": bandwidth,
+        "malloc_keeps_freed_memory": is_tuned(),
         "env_vars": {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
                                                  "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                                 "MKL_NUM_THREADS", _config.ENV_VAR)
+                                                 "MKL_NUM_THREADS", "SANDBOX_TUNE_MALLOC",
+                                                 _config.ENV_VAR)
                      if k in os.environ},
     }
     if torch is not None:
