@@ -54,6 +54,24 @@ cdef inline void _combine_rows(real* dst, const real* src, Py_ssize_t stride,
             dst[q] = dst[q] + w0 * r0[q]
 
 
+cdef inline void _scale_row(real* dst, Py_ssize_t n, real factor) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        dst[i] = dst[i] * factor
+
+
+cdef inline void _gather_row1(real* dst, const real* src, Py_ssize_t lo_len,
+                              const Py_ssize_t* start, const Py_ssize_t* ntap,
+                              const real* w, real factor) noexcept nogil:
+    """_gather_row for a single-tap table (K == 1), times a row factor."""
+    cdef Py_ssize_t o
+    for o in range(lo_len):
+        if ntap[o]:
+            dst[o] = (factor * w[o]) * src[start[o]]
+        else:
+            dst[o] = 0
+
+
 cdef inline void _gather_row(real* dst, const real* src, Py_ssize_t lo_len,
                              const Py_ssize_t* start, const Py_ssize_t* ntap,
                              const real* w, Py_ssize_t kmax) noexcept nogil:
@@ -185,12 +203,19 @@ def apply_hw(const real[:, :, ::1] x, real[:, :, ::1] out,
             p = idx // ho_len
             oh = idx - p * ho_len
             n = ntap_h[oh]
-            if n == 1 and w_h[oh, 0] == 1:
-                src = &x[p, start_h[oh], 0]
-            else:
-                _combine_rows(row, &x[p, start_h[oh], 0], width, &w_h[oh, 0], n, width)
-                src = row
-            _gather_row(&out[p, oh, 0], src, wo_len, &start_w[0], &ntap_w[0], &w_w[0, 0], kw)
+            if n == 1:
+                # one input row: gather it in place (no scratch row)
+                if kw == 1:
+                    _gather_row1(&out[p, oh, 0], &x[p, start_h[oh], 0], wo_len,
+                                 &start_w[0], &ntap_w[0], &w_w[0, 0], w_h[oh, 0])
+                else:
+                    _gather_row(&out[p, oh, 0], &x[p, start_h[oh], 0], wo_len,
+                                &start_w[0], &ntap_w[0], &w_w[0, 0], kw)
+                    if w_h[oh, 0] != 1:
+                        _scale_row(&out[p, oh, 0], wo_len, w_h[oh, 0])
+                continue
+            _combine_rows(row, &x[p, start_h[oh], 0], width, &w_h[oh, 0], n, width)
+            _gather_row(&out[p, oh, 0], row, wo_len, &start_w[0], &ntap_w[0], &w_w[0, 0], kw)
         free(row)
     return -1 if failed[0] else 0
 

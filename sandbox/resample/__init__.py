@@ -94,6 +94,9 @@ def _hw_plan(h, w, th: Table, tw: Table) -> str:
     """Pick 'w-first' (two passes), 'h-first' (two passes) or 'fused' for the last two axes."""
     ho, wo = th.start.shape[0], tw.start.shape[0]
     g, c = _gather_cost(_taps(tw)), _combine_cost(_taps(th))
+    if th.ntap.max(initial=0) <= 1:
+        # single-tap rows are gathered in place: one pass, no intermediate
+        return "fused"
     costs = {
         "w-first": h * wo * (g + 0.05) + ho * wo * c,
         "h-first": ho * w * (c + 0.05) + ho * wo * g,
