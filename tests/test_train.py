@@ -187,3 +187,13 @@ def test_nuclei_runs_and_reports_foreground_dice(tmp_path):
 def test_bad_config_is_rejected(tmp_path, overrides, match):
     with pytest.raises(ValueError, match=match):
         tiny_config(tmp_path, **overrides)
+
+
+def test_without_matplotlib_training_finishes_with_a_message(tmp_path, monkeypatch, capsys):
+    from sandbox.train import _plots
+
+    monkeypatch.setattr(_plots, "_pyplot", lambda: None)
+    summary = Trainer(tiny_config(tmp_path, epochs=1, plots=True)).fit()
+    assert summary["finished"] and summary["plots"] == []
+    assert "matplotlib is not installed" in capsys.readouterr().err
+    assert not (tmp_path / "curves.png").exists()
