@@ -252,25 +252,56 @@ def nearest_forward(const real[:, :, ::1] x, real[:, :, ::1] out,
                     dst[j] = src[cols[j]]
 
 
+cdef inline void _col_sums(real* dst, const real* src, Py_ssize_t w_len,
+                           const Py_ssize_t* col_start, const Py_ssize_t* col_count,
+                           Py_ssize_t uniform, bint add) noexcept nogil:
+    """dst[c] (+)= sum of src over column range c; ``uniform == k`` means every range is
+    ``[k*c, k*c + k)`` (integer upsampling), which gets branch-free loops."""
+    cdef Py_ssize_t c, k
+    cdef real s
+    if uniform == 2:
+        if add:
+            for c in range(w_len):
+                dst[c] = dst[c] + (src[2 * c] + src[2 * c + 1])
+        else:
+            for c in range(w_len):
+                dst[c] = src[2 * c] + src[2 * c + 1]
+        return
+    if uniform == 1:
+        if add:
+            for c in range(w_len):
+                dst[c] = dst[c] + src[c]
+        else:
+            memcpy(dst, src, w_len * sizeof(real))
+        return
+    for c in range(w_len):
+        s = 0
+        for k in range(col_count[c]):
+            s = s + src[col_start[c] + k]
+        if add:
+            dst[c] = dst[c] + s
+        else:
+            dst[c] = s
+
+
 def nearest_adjoint(const real[:, :, ::1] g, real[:, :, ::1] out,
                     const Py_ssize_t[::1] rows, const Py_ssize_t[::1] col_start,
-                    const Py_ssize_t[::1] col_count, int num_threads):
+                    const Py_ssize_t[::1] col_count, Py_ssize_t uniform, int num_threads):
     """Adjoint of :func:`nearest_forward`: ``out[p, r, c]`` sums ``g[p, i, j]`` over
     ``rows[i] == r`` and ``j`` in ``[col_start[c], col_start[c] + col_count[c])``.
 
     Parallel over planes, each owned by one thread; within a plane output rows are
     visited in order (a row-level scatter), so the sums are deterministic.  Input
-    rows that no output row reads are zero.  Returns -1 if the per-thread row
-    flags could not be allocated.
+    rows that no output row reads are zero.  ``uniform`` (k > 0) declares that every
+    column range is ``[k*c, k*c + k)``.  Returns -1 if the per-thread row flags could
+    not be allocated.
     """
     cdef Py_ssize_t n_planes = g.shape[0]
     cdef Py_ssize_t ro_len = g.shape[1]
     cdef Py_ssize_t r_len = out.shape[1]
     cdef Py_ssize_t w_len = out.shape[2]
-    cdef Py_ssize_t p, i, c, k, r
-    cdef const real* src
+    cdef Py_ssize_t p, i, c, r
     cdef real* dst
-    cdef real s
     cdef char* seen
     cdef int failed[1]
     cdef int* failed_flag = &failed[0]
@@ -288,21 +319,9 @@ def nearest_adjoint(const real[:, :, ::1] g, real[:, :, ::1] out,
                 seen[r] = 0
             for i in range(ro_len):
                 r = rows[i]
-                src = &g[p, i, 0]
-                dst = &out[p, r, 0]
-                if seen[r]:
-                    for c in range(w_len):
-                        s = 0
-                        for k in range(col_count[c]):
-                            s = s + src[col_start[c] + k]
-                        dst[c] = dst[c] + s
-                else:
-                    seen[r] = 1
-                    for c in range(w_len):
-                        s = 0
-                        for k in range(col_count[c]):
-                            s = s + src[col_start[c] + k]
-                        dst[c] = s
+                _col_sums(&out[p, r, 0], &g[p, i, 0], w_len, &col_start[0], &col_count[0],
+                          uniform, seen[r])
+                seen[r] = 1
             for r in range(r_len):
                 if not seen[r]:
                     dst = &out[p, r, 0]

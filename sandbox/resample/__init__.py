@@ -185,12 +185,16 @@ def _apply_nearest(x: np.ndarray, plan: Plan, adjoint: bool):
         True,
     )
     out = np.empty((*x.shape[:2], *plan.in_sizes), dtype=x.dtype)
+    k = int(last.ntap[0])
+    uniform = k if k in (1, 2) and np.array_equal(last.start, k * np.arange(last.start.size)) \
+        and np.all(last.ntap == k) else 0
     status = kernels.nearest_adjoint(
         x.reshape(planes, rows.size, -1),
         out.reshape(planes, -1, plan.in_sizes[-1]),
         rows,
         last.start,
         last.ntap,
+        uniform,
         threads,
     )
     if status != 0:
