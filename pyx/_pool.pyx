@@ -188,3 +188,45 @@ def avgpool2d_backward(const real[:, :, ::1] grad_out,   # IN  (P, ho, wo)
                     for ih in range(ih0, ih1):
                         for iw in range(iw0, iw1):
                             plane[ih * W + iw] = plane[ih * W + iw] + g
+
+
+def maxpool2x2_forward(const real[:, :, ::1] x,     # IN  (P, H, W)
+                       real[:, :, ::1] out,          # OUT (P, H // 2, W // 2)
+                       int64_t[:, :, ::1] indices,   # OUT flat index in the plane
+                       int num_threads):
+    """The 2x2, stride-2, unpadded case of :func:`maxpool2d_forward` (the UNet's pooling).
+
+    Same result and tie/NaN rule, with the window unrolled; parallel over rows of all
+    planes so that small batches still use every thread.
+    """
+    cdef Py_ssize_t P = x.shape[0], H = x.shape[1], W = x.shape[2]
+    cdef Py_ssize_t ho = out.shape[1], wo = out.shape[2]
+    cdef Py_ssize_t row, p, oh, ow, best, i0, i1
+    cdef real vmax, v
+    cdef const real* r0
+    cdef const real* r1
+    with nogil:
+        for row in prange(P * ho, schedule="static", num_threads=num_threads):
+            p = row // ho
+            oh = row - p * ho
+            r0 = &x[p, 2 * oh, 0]
+            r1 = r0 + W
+            i0 = 2 * oh * W
+            i1 = i0 + W
+            for ow in range(wo):
+                vmax = r0[2 * ow]
+                best = i0 + 2 * ow
+                v = r0[2 * ow + 1]
+                if v > vmax or isnan(v):
+                    vmax = v
+                    best = i0 + 2 * ow + 1
+                v = r1[2 * ow]
+                if v > vmax or isnan(v):
+                    vmax = v
+                    best = i1 + 2 * ow
+                v = r1[2 * ow + 1]
+                if v > vmax or isnan(v):
+                    vmax = v
+                    best = i1 + 2 * ow + 1
+                out[p, oh, ow] = vmax
+                indices[p, oh, ow] = best

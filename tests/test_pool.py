@@ -16,7 +16,7 @@ CASES = [
     ((2, 3, 9, 7), 3, 2, 1, 1, True),
     ((1, 2, 11, 10), (3, 2), (2, 3), (1, 1), (2, 1), True),
     ((2, 2, 7, 7), 3, 2, 1, 1, False),
-    ((3, 5, 6), (2, 3), 1, (1, 0), 1, False),   # 3-D input
+    ((3, 5, 6), (2, 3), 1, (1, 0), 1, False),  # 3-D input
     ((1, 1, 5, 5), 2, 2, 1, 1, True),
 ]
 
@@ -89,8 +89,9 @@ def test_avg_pool_matches_reference(case, options, dtype, rng):
     cip, div = options
     x = rng.standard_normal(shape).astype(dtype)
     y = pool.avg_pool2d(x, k, s, p, cm, cip, div)
-    np.testing.assert_allclose(y, ref_avg_pool(x.astype(float), k, s, p, cm, cip, div),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        y, ref_avg_pool(x.astype(float), k, s, p, cm, cip, div), rtol=1e-5, atol=1e-6
+    )
     gy = rng.standard_normal(y.shape)
     gx = pool.avg_pool2d_backward(gy.astype(dtype), x.shape, k, s, p, cm, cip, div)
     # the backward is the adjoint of the (linear) forward
@@ -192,18 +193,29 @@ def test_gradcheck(kind, rng):
     np.testing.assert_allclose(sx.grad.data, _numgrad(f, x), rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("args, kwargs, exc, match", [
-    ((np.zeros((8, 8), np.float32), 2), {}, ValueError, "input must be 3-D .* or 4-D"),
-    ((np.zeros((1, 1, 8, 8), np.int32), 2), {}, TypeError, "input must have dtype float32"),
-    ((np.zeros((1, 1, 8, 8)), 0), {}, ValueError, "kernel_size must be positive"),
-    ((np.zeros((1, 1, 8, 8)), 2), dict(stride=0), ValueError, "stride must be positive"),
-    ((np.zeros((1, 1, 8, 8)), 2), dict(padding=-1), ValueError, "padding must be non-negative"),
-    ((np.zeros((1, 1, 8, 8)), 2), dict(padding=2), ValueError,
-     "padding .* must be at most half of kernel_size"),
-    ((np.zeros((1, 1, 8, 8)), 2), dict(dilation=0), ValueError, "dilation must be positive"),
-    ((np.zeros((1, 1, 2, 8)), 3), {}, ValueError,
-     r"output size .* input spatial size \(2, 8\) .* kernel_size \(3, 3\)"),
-])
+@pytest.mark.parametrize(
+    "args, kwargs, exc, match",
+    [
+        ((np.zeros((8, 8), np.float32), 2), {}, ValueError, "input must be 3-D .* or 4-D"),
+        ((np.zeros((1, 1, 8, 8), np.int32), 2), {}, TypeError, "input must have dtype float32"),
+        ((np.zeros((1, 1, 8, 8)), 0), {}, ValueError, "kernel_size must be positive"),
+        ((np.zeros((1, 1, 8, 8)), 2), dict(stride=0), ValueError, "stride must be positive"),
+        ((np.zeros((1, 1, 8, 8)), 2), dict(padding=-1), ValueError, "padding must be non-negative"),
+        (
+            (np.zeros((1, 1, 8, 8)), 2),
+            dict(padding=2),
+            ValueError,
+            "padding .* must be at most half of kernel_size",
+        ),
+        ((np.zeros((1, 1, 8, 8)), 2), dict(dilation=0), ValueError, "dilation must be positive"),
+        (
+            (np.zeros((1, 1, 2, 8)), 3),
+            {},
+            ValueError,
+            r"output size .* input spatial size \(2, 8\) .* kernel_size \(3, 3\)",
+        ),
+    ],
+)
 def test_max_pool_validation(args, kwargs, exc, match):
     with pytest.raises(exc, match=match):
         pool.max_pool2d(*args, **kwargs)
@@ -216,5 +228,23 @@ def test_avg_pool_validation():
     with pytest.raises(ValueError, match="padding .* at most half"):
         pool.avg_pool2d(x, 3, padding=2)
     with pytest.raises(ValueError, match="indices shape"):
-        pool.max_pool2d_backward(np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 3, 4), np.int64),
-                                 x.shape)
+        pool.max_pool2d_backward(np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 3, 4), np.int64), x.shape)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 8, 6), (1, 2, 7, 9), (3, 1, 2, 2), (1, 1, 5, 2)])
+@pytest.mark.parametrize("ceil_mode", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_2x2_fast_path_matches_general_kernel(shape, ceil_mode, dtype):
+    from sandbox import pool
+    from sandbox._C import _pool
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 4, shape).astype(dtype)  # many ties
+    x.flat[::7] = np.nan
+    out, idx = pool.max_pool2d(x, 2, ceil_mode=ceil_mode)
+    planes = np.ascontiguousarray(x).reshape(-1, *shape[-2:])
+    ref_out = np.empty((planes.shape[0], *out.shape[-2:]), dtype)
+    ref_idx = np.empty(ref_out.shape, np.int64)
+    _pool.maxpool2d_forward(planes, ref_out, ref_idx, 2, 2, 2, 2, 0, 0, 1, 1, 1)
+    np.testing.assert_array_equal(out.reshape(ref_out.shape), ref_out)
+    np.testing.assert_array_equal(idx.reshape(ref_idx.shape), ref_idx)
