@@ -32,9 +32,11 @@ MAX_CHUNK_BYTES = 16 * 2**20
 
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 _KRON = np.kron(_G, _G)  # (16, 9)
-#: use Winograd only when both channel counts reach this: with fewer channels the
-#: 16 GEMMs are too thin and im2col + GEMM was faster (measured at 16 channels, 128x128)
-MIN_CHANNELS = 32
+#: use Winograd only when both channel counts reach this: with fewer channels the 16
+#: GEMMs are too thin.  Measured (2 threads, batch 8, fwd/bwd ms, im2col -> Winograd):
+#: 32->16 at 128x128 12.9/25.2 -> 8.1/20.5, 16->16 at 128x128 5.4/9.8 -> 4.1/10.3,
+#: 16->16 at 64x64 1.11/2.31 -> 1.00/2.35; 8 channels gained nothing.
+MIN_CHANNELS = 16
 #: the weight-gradient variant only pays off with many channels (its tile transform of
 #: the output gradient is a scalar scatter): measured faster than im2col at 256 channels
 #: (8x8), equal at 128 (16x16), 40% slower at 32 (64x64)
