@@ -40,3 +40,16 @@ __all__ += [
     "ones", "ones_like", "rand", "randn", "set_grad_enabled", "stack", "tensor", "where",
     "zeros", "zeros_like",
 ]  # fmt: skip
+
+
+_SUBMODULES = ("checkpoint", "data", "functional", "gradcheck", "metrics", "nn", "optim",
+               "resample", "train")
+
+
+def __getattr__(name):
+    # ``sandbox.nn`` etc. without importing every submodule at ``import sandbox``.
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -109,7 +109,10 @@ def _check_float(arr, name: str) -> np.ndarray:
 
 def _check_same_dtype(arr, ref, name: str) -> None:
     if arr.dtype != ref.dtype:
-        raise TypeError(f"{name} dtype {arr.dtype} does not match input dtype {ref.dtype}")
+        raise TypeError(
+            f"{name} dtype {arr.dtype} does not match input dtype {ref.dtype} "
+            f"(cast one of them, e.g. x.astype(np.{arr.dtype}) or model.to(np.{ref.dtype}))"
+        )
 
 
 def _check_4d(arr, name: str, layout: str) -> None:

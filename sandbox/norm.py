@@ -16,6 +16,8 @@ summation there keeps float32 accurate), then over the batch.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._config import get_num_threads
@@ -60,7 +62,7 @@ def _check_eps(eps):
 
 def _view3(x):
     """(N, C, ...) -> contiguous (N, C, L)."""
-    return np.ascontiguousarray(x).reshape(x.shape[0], x.shape[1], -1)
+    return np.ascontiguousarray(x).reshape(x.shape[0], x.shape[1], math.prod(x.shape[2:]))
 
 
 def _csum(a):

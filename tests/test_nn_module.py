@@ -178,3 +178,20 @@ def test_sequential_and_module_list_behave_like_lists():
     ml = nn.ModuleList([nn.Conv2d(1, 1, 1)]).append(nn.Conv2d(1, 2, 1))
     assert len(ml) == 2 and isinstance(ml[:1], nn.ModuleList)
     assert [n for n, _ in ml.named_parameters()][-1] == "1.bias"
+
+
+def test_submodules_are_reachable_from_the_package():
+    import subprocess
+    import sys
+
+    code = "import sandbox; print(sandbox.nn.UNet.__name__, sandbox.optim.Adam.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["UNet", "Adam"]
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        sandbox.nothing  # noqa: B018
+
+
+def test_dtype_mismatch_error_says_how_to_fix_it():
+    m = nn.UNet(1, 2, depth=1, base_width=4)
+    with pytest.raises(TypeError, match=r"model\.to\(np\.float64\)"):
+        m(sandbox.tensor(np.zeros((2, 1, 8, 8), np.float64)))
