@@ -329,3 +329,47 @@ def nearest_adjoint(const real[:, :, ::1] g, real[:, :, ::1] out,
                         dst[c] = 0
         free(seen)
     return -1 if failed[0] else 0
+
+
+# ------------------------------------------------------------ single-tap tables
+# When every table of a resize has at most one tap per output (e.g. the adjoint of
+# 2x bilinear downsampling, area upsampling by an integer factor), the whole map is
+# a weighted index gather: one pass, no intermediate, no scratch row.
+
+def weighted_gather(const real[:, :, ::1] x, real[:, :, ::1] out,
+                    const Py_ssize_t[::1] rows, const real[::1] row_w,
+                    const char[::1] row_empty,
+                    const Py_ssize_t[::1] cols, const real[::1] col_w,
+                    const Py_ssize_t[::1] empty_cols, int num_threads):
+    """``out[p, i, j] = row_w[i] * (col_w[j] * x[p, rows[i], cols[j]])``; rows flagged in
+    ``row_empty`` and columns listed in ``empty_cols`` (outputs that read nothing) are
+    exact zeros.  The product order matches the separable passes (last axis first).
+    Parallel over planes."""
+    cdef Py_ssize_t n_planes = x.shape[0]
+    cdef Py_ssize_t ro_len = out.shape[1]
+    cdef Py_ssize_t wo_len = out.shape[2]
+    cdef Py_ssize_t n_empty = empty_cols.shape[0]
+    cdef Py_ssize_t p, i, j
+    cdef const real* src
+    cdef real* dst
+    cdef real f
+    if n_planes == 0 or ro_len == 0 or wo_len == 0:
+        return
+    with nogil:
+        for p in prange(n_planes, schedule="static", num_threads=num_threads):
+            for i in range(ro_len):
+                dst = &out[p, i, 0]
+                if row_empty[i]:
+                    for j in range(wo_len):
+                        dst[j] = 0
+                    continue
+                if i > 0 and rows[i] == rows[i - 1] and row_w[i] == row_w[i - 1] \
+                        and not row_empty[i - 1]:
+                    memcpy(dst, dst - wo_len, wo_len * sizeof(real))
+                    continue
+                src = &x[p, rows[i], 0]
+                f = row_w[i]
+                for j in range(wo_len):
+                    dst[j] = f * (col_w[j] * src[cols[j]])
+                for j in range(n_empty):
+                    dst[empty_cols[j]] = 0

@@ -202,12 +202,52 @@ def _apply_nearest(x: np.ndarray, plan: Plan, adjoint: bool):
     return out
 
 
+def _apply_single_tap(x: np.ndarray, tables: list[Table]):
+    """One weighted gather when every table has at most one tap per output, else None.
+
+    Bitwise identical to the separable passes (same products, same order); it needs a
+    few (n, c) planes per thread because it parallelises over planes.
+    """
+    if any(t.identity or t.ntap.max(initial=0) > 1 for t in tables):
+        return None
+    threads = get_num_threads() if x.size >= _PARALLEL_MIN else 1
+    planes = x.shape[0] * x.shape[1]
+    if planes < 2 * threads:
+        return None
+    rows = np.zeros(1, dtype=np.intp)
+    row_w = np.ones(1, dtype=x.dtype)
+    row_empty = np.zeros(1, dtype=bool)
+    for t, n_in in zip(tables[:-1], x.shape[2:-1], strict=True):
+        rows = (rows[:, None] * n_in + t.start[None, :]).ravel()
+        # Leading axes multiply in the order the passes would apply them (last first).
+        row_w = (t.weights[None, :, 0] * row_w[:, None]).ravel()
+        row_empty = (row_empty[:, None] | (t.ntap == 0)[None, :]).ravel()
+    last = tables[-1]
+    out = np.empty((*x.shape[:2], *(t.start.shape[0] for t in tables)), dtype=x.dtype)
+    _kernels().weighted_gather(
+        x.reshape(planes, -1, x.shape[-1]),
+        out.reshape(planes, rows.size, last.start.size),
+        rows,
+        np.ascontiguousarray(row_w),
+        row_empty.view(np.int8),
+        last.start,
+        np.ascontiguousarray(last.weights[:, 0]),
+        np.flatnonzero(last.ntap == 0).astype(np.intp),
+        threads,
+    )
+    return out
+
+
 def _apply(x: np.ndarray, tables: list[Table]) -> np.ndarray:
     """Apply per-axis tables to the spatial axes of a contiguous (N, C, ...) array."""
     n, c = x.shape[:2]
     out_shape = (n, c, *(t.start.shape[0] for t in tables))
     if n * c == 0:
         return np.zeros(out_shape, dtype=x.dtype)
+    if len(tables) > 1:
+        out = _apply_single_tap(x, tables)
+        if out is not None:
+            return out
     shape = [n * c, *x.shape[2:]]
     passes = _plan_passes(shape, tables)
     if not passes:
