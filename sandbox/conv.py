@@ -386,7 +386,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     x = np.ascontiguousarray(input)
     wmat = np.ascontiguousarray(weight).reshape(weight.shape[0], -1)
     y = np.empty((n, weight.shape[0], ho, wo), dtype=input.dtype)
-    if WINOGRAD and _winograd_eligible(geom, groups, *weight.shape[1::-1]):
+    if WINOGRAD and _winograd_eligible(geom, groups, *weight.shape[1::-1], *input.shape[2:]):
         winograd_conv3x3(x, weight_transform(np.ascontiguousarray(weight)), y, geom.ph, geom.pw,
                          _kernel_threads(), bias)
     else:
@@ -416,7 +416,7 @@ def conv2d_backward(grad_output, input, weight, stride=1, padding=0, dilation=1,
     a = np.ascontiguousarray(input) if needs[1] else None
     gw, gb = None, None
     if any(needs):
-        wino = WINOGRAD and _winograd_eligible(geom, groups, *weight.shape[1::-1])
+        wino = WINOGRAD and _winograd_eligible(geom, groups, *weight.shape[1::-1], h, w)
         if needs[0] and wino:
             # dx = conv2d(dy, flip(w)^T, padding=2-p): a 3x3 stride-1 conv again
             flipped = weight.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]

@@ -14,10 +14,10 @@ CASES = [
     (2, 3, 7, 9, 4, 3, 3, 1, 1, 1, 1),
     (2, 4, 9, 7, 6, 3, 2, 2, 1, 1, 2),
     (1, 6, 8, 11, 6, 2, 3, (2, 1), (0, 2), (2, 1), 3),
-    (3, 4, 5, 6, 8, 1, 1, 1, 0, 1, 1),    # 1x1 fast path
-    (2, 4, 7, 7, 4, 1, 1, 2, 1, 1, 2),    # 1x1 with stride and padding
-    (2, 2, 4, 4, 3, 5, 5, 1, 2, 1, 1),    # kernel larger than the input, padded
-    (9, 8, 3, 3, 5, 3, 3, 1, 1, 1, 1),    # batched chunk (small plane)
+    (3, 4, 5, 6, 8, 1, 1, 1, 0, 1, 1),  # 1x1 fast path
+    (2, 4, 7, 7, 4, 1, 1, 2, 1, 1, 2),  # 1x1 with stride and padding
+    (2, 2, 4, 4, 3, 5, 5, 1, 2, 1, 1),  # kernel larger than the input, padded
+    (9, 8, 3, 3, 5, 3, 3, 1, 1, 1, 1),  # batched chunk (small plane)
 ]
 
 
@@ -38,13 +38,18 @@ def ref_conv2d(x, w, b, stride, padding, dilation, groups):
     out = np.zeros((n, o, ho, wo), dtype=np.float64)
     og = o // groups
     for g in range(groups):
-        xg = xp[:, g * cg:(g + 1) * cg]
+        xg = xp[:, g * cg : (g + 1) * cg]
         for i in range(kh):
             for j in range(kw):
-                patch = xg[:, :, i * dh:i * dh + sh * (ho - 1) + 1:sh,
-                           j * dw:j * dw + sw * (wo - 1) + 1:sw]
-                out[:, g * og:(g + 1) * og] += np.einsum(
-                    "nchw,oc->nohw", patch, w[g * og:(g + 1) * og, :, i, j])
+                patch = xg[
+                    :,
+                    :,
+                    i * dh : i * dh + sh * (ho - 1) + 1 : sh,
+                    j * dw : j * dw + sw * (wo - 1) + 1 : sw,
+                ]
+                out[:, g * og : (g + 1) * og] += np.einsum(
+                    "nchw,oc->nohw", patch, w[g * og : (g + 1) * og, :, i, j]
+                )
     if b is not None:
         out += b.reshape(1, -1, 1, 1)
     return out
@@ -65,10 +70,15 @@ def ref_conv_transpose2d(x, w, b, stride, padding, output_padding, groups, dilat
     for g in range(groups):
         for i in range(kh):
             for j in range(kw):
-                full[:, g * og:(g + 1) * og, i * dh:i * dh + sh * (h - 1) + 1:sh,
-                     j * dw:j * dw + sw * (wd - 1) + 1:sw] += np.einsum(
-                    "nchw,co->nohw", x[:, g * cg:(g + 1) * cg], w[g * cg:(g + 1) * cg, :, i, j])
-    out = full[:, :, ph:ph + ho, pw:pw + wo]
+                full[
+                    :,
+                    g * og : (g + 1) * og,
+                    i * dh : i * dh + sh * (h - 1) + 1 : sh,
+                    j * dw : j * dw + sw * (wd - 1) + 1 : sw,
+                ] += np.einsum(
+                    "nchw,co->nohw", x[:, g * cg : (g + 1) * cg], w[g * cg : (g + 1) * cg, :, i, j]
+                )
+    out = full[:, :, ph : ph + ho, pw : pw + wo]
     if b is not None:
         out = out + b.reshape(1, -1, 1, 1)
     return out
@@ -93,8 +103,9 @@ def test_conv2d_matches_reference(case, dtype, rng):
     x, w, b, s, p, d, g = _data(case, dtype, rng)
     y = conv.conv2d(x, w, b, s, p, d, g)
     assert y.dtype == dtype
-    np.testing.assert_allclose(y, ref_conv2d(x.astype(float), w.astype(float), b, s, p, d, g),
-                               **_tol(dtype))
+    np.testing.assert_allclose(
+        y, ref_conv2d(x.astype(float), w.astype(float), b, s, p, d, g), **_tol(dtype)
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -104,8 +115,9 @@ def test_conv2d_backward_is_adjoint(case, dtype, rng):
     x, w, b, s, p, d, g = _data(case, np.float64, rng)
     y = conv.conv2d(x, w, None, s, p, d, g)
     gy = rng.standard_normal(y.shape)
-    gx, gw, gb = conv.conv2d_backward(gy.astype(dtype), x.astype(dtype), w.astype(dtype),
-                                      s, p, d, g)
+    gx, gw, gb = conv.conv2d_backward(
+        gy.astype(dtype), x.astype(dtype), w.astype(dtype), s, p, d, g
+    )
     assert gx.dtype == gw.dtype == gb.dtype == dtype
     ref = float((gy * y).sum())
     rtol = 1e-4 if dtype == np.float32 else 1e-10
@@ -188,6 +200,7 @@ def test_chunking_paths_agree(rng, monkeypatch):
 
 # ----------------------------------------------------------------------------- autograd
 
+
 def _gradcheck(op, arrays, rng):
     """float64 central differences against backward (sandbox.gradcheck, PyTorch's tolerances)."""
     assert gradcheck(op, tuple(sandbox.Tensor(a, requires_grad=True) for a in arrays))
@@ -205,8 +218,7 @@ def test_conv_transpose2d_gradcheck(case, rng):
     n, c, h, w, o, kh, kw, s, p, d, g = case
     x, wt, b, *_ = _data((1, c, 4, 5, o, kh, kw, s, p, d, g), np.float64, rng, transposed=True)
     op = tuple(1 if si > 1 else 0 for si in conv._pair(s, "s", 1))
-    _gradcheck(lambda x_, w_, b_: F.conv_transpose2d(x_, w_, b_, s, p, op, g, d),
-               [x, wt, b], rng)
+    _gradcheck(lambda x_, w_, b_: F.conv_transpose2d(x_, w_, b_, s, p, op, g, d), [x, wt, b], rng)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -244,31 +256,47 @@ def test_no_bias_and_partial_grads(rng):
 
 # ----------------------------------------------------------------------------- validation
 
+
 def _xw(dtype=np.float32):
     return np.zeros((2, 4, 8, 8), dtype), np.zeros((6, 4, 3, 3), dtype)
 
 
-@pytest.mark.parametrize("kwargs, exc, match", [
-    (dict(x=np.zeros((4, 8, 8), np.float32)), ValueError, "input must be 4-D"),
-    (dict(w=np.zeros((6, 4, 3), np.float32)), ValueError, "weight must be 4-D"),
-    (dict(w=np.zeros((6, 3, 3, 3), np.float32)), ValueError,
-     r"weight of shape \(6, 3, 3, 3\).*input of shape \(2, 4, 8, 8\)"),
-    (dict(groups=3), ValueError, "groups=3 must divide the input channels"),
-    (dict(groups=4, w=np.zeros((6, 1, 3, 3), np.float32)), ValueError,
-     "groups=4 must divide the output channels"),
-    (dict(groups=0), ValueError, "groups must be a positive int"),
-    (dict(stride=0), ValueError, "stride must be positive"),
-    (dict(stride=(1, 2, 3)), TypeError, "stride must be an int or a pair"),
-    (dict(dilation=-1), ValueError, "dilation must be positive"),
-    (dict(padding=-1), ValueError, "padding must be non-negative"),
-    (dict(w=np.zeros((6, 4, 9, 3), np.float32)), ValueError,
-     r"output size .* input spatial size \(8, 8\).*kernel \(9, 3\)"),
-    (dict(x=np.zeros((2, 4, 8, 8), np.int64)), TypeError, "input must have dtype float32"),
-    (dict(w=np.zeros((6, 4, 3, 3), np.float64)), TypeError,
-     "weight dtype float64 does not match input dtype float32"),
-    (dict(b=np.zeros(5, np.float32)), ValueError, r"bias must have shape \(6,\)"),
-    (dict(b=np.zeros(6, np.float64)), TypeError, "bias dtype float64 does not match"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(x=np.zeros((4, 8, 8), np.float32)), ValueError, "input must be 4-D"),
+        (dict(w=np.zeros((6, 4, 3), np.float32)), ValueError, "weight must be 4-D"),
+        (
+            dict(w=np.zeros((6, 3, 3, 3), np.float32)),
+            ValueError,
+            r"weight of shape \(6, 3, 3, 3\).*input of shape \(2, 4, 8, 8\)",
+        ),
+        (dict(groups=3), ValueError, "groups=3 must divide the input channels"),
+        (
+            dict(groups=4, w=np.zeros((6, 1, 3, 3), np.float32)),
+            ValueError,
+            "groups=4 must divide the output channels",
+        ),
+        (dict(groups=0), ValueError, "groups must be a positive int"),
+        (dict(stride=0), ValueError, "stride must be positive"),
+        (dict(stride=(1, 2, 3)), TypeError, "stride must be an int or a pair"),
+        (dict(dilation=-1), ValueError, "dilation must be positive"),
+        (dict(padding=-1), ValueError, "padding must be non-negative"),
+        (
+            dict(w=np.zeros((6, 4, 9, 3), np.float32)),
+            ValueError,
+            r"output size .* input spatial size \(8, 8\).*kernel \(9, 3\)",
+        ),
+        (dict(x=np.zeros((2, 4, 8, 8), np.int64)), TypeError, "input must have dtype float32"),
+        (
+            dict(w=np.zeros((6, 4, 3, 3), np.float64)),
+            TypeError,
+            "weight dtype float64 does not match input dtype float32",
+        ),
+        (dict(b=np.zeros(5, np.float32)), ValueError, r"bias must have shape \(6,\)"),
+        (dict(b=np.zeros(6, np.float64)), TypeError, "bias dtype float64 does not match"),
+    ],
+)
 def test_conv2d_validation(kwargs, exc, match):
     x, w = _xw()
     x = kwargs.pop("x", x)
@@ -278,12 +306,15 @@ def test_conv2d_validation(kwargs, exc, match):
         conv.conv2d(x, w, b, **kwargs)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(w=np.zeros((3, 2, 3, 3), np.float32)), r"expects 3 input channels.*\(2, 4, 8, 8\)"),
-    (dict(output_padding=2, stride=2), "output_padding .* must be smaller than"),
-    (dict(groups=3, w=np.zeros((4, 2, 3, 3), np.float32)), "groups=3 must divide"),
-    (dict(padding=9), r"output size .* is not positive"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(w=np.zeros((3, 2, 3, 3), np.float32)), r"expects 3 input channels.*\(2, 4, 8, 8\)"),
+        (dict(output_padding=2, stride=2), "output_padding .* must be smaller than"),
+        (dict(groups=3, w=np.zeros((4, 2, 3, 3), np.float32)), "groups=3 must divide"),
+        (dict(padding=9), r"output size .* is not positive"),
+    ],
+)
 def test_conv_transpose2d_validation(kwargs, match):
     x = np.zeros((2, 4, 8, 8), np.float32)
     w = kwargs.pop("w", np.zeros((4, 2, 3, 3), np.float32))
@@ -307,19 +338,39 @@ def test_functional_requires_tensors():
 
 # ----------------------------------------------------------------------------- Winograd path
 
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(2, 32, 7, 9, 33, 1), (9, 32, 3, 3, 32, 1), (1, 40, 5, 4, 32, 0),
-                                   (2, 32, 6, 5, 32, 2), (2, 128, 4, 3, 128, 1)])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (2, 32, 7, 9, 33, 1),
+        (9, 32, 3, 3, 32, 1),
+        (1, 40, 5, 4, 32, 0),
+        (2, 32, 6, 5, 32, 2),
+        (2, 128, 4, 3, 128, 1),
+    ],
+)
 def test_winograd_matches_reference_and_im2col(shape, dtype, rng, monkeypatch):
-    """3x3 stride-1 convs with >= 32 channels take the Winograd path (forward, input
-    gradient and, at >= 128 channels, weight gradient); compare with both references."""
+    """3x3 stride-1 convs with enough channels take the Winograd path (forward, input
+    gradient and, at >= 128 channels, weight gradient); compare with both references.
+    The small images here run Winograd because the pixel threshold is lowered."""
+    from sandbox import _winograd
+
+    monkeypatch.setattr(_winograd, "MIN_PIXELS", 1)
+    calls = []
+    original = conv.winograd_conv3x3
+    monkeypatch.setattr(
+        conv, "winograd_conv3x3", lambda *a, **k: calls.append(1) or original(*a, **k)
+    )
     n, c, h, w, o, p = shape
     x = rng.standard_normal((n, c, h, w)).astype(dtype)
     wt = (rng.standard_normal((o, c, 3, 3)) / 10).astype(dtype)
     b = rng.standard_normal(o).astype(dtype)
     y = conv.conv2d(x, wt, b, 1, p)
-    np.testing.assert_allclose(y, ref_conv2d(x.astype(float), wt.astype(float), b, 1, p, 1, 1),
-                               **_tol(dtype))
+    assert calls, "the Winograd path was not taken"
+    np.testing.assert_allclose(
+        y, ref_conv2d(x.astype(float), wt.astype(float), b, 1, p, 1, 1), **_tol(dtype)
+    )
     gy = rng.standard_normal(y.shape).astype(dtype)
     grads = conv.conv2d_backward(gy, x, wt, 1, p)
     monkeypatch.setattr(conv, "WINOGRAD", False)
