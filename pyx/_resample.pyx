@@ -344,32 +344,48 @@ def weighted_gather(const real[:, :, ::1] x, real[:, :, ::1] out,
     """``out[p, i, j] = row_w[i] * (col_w[j] * x[p, rows[i], cols[j]])``; rows flagged in
     ``row_empty`` and columns listed in ``empty_cols`` (outputs that read nothing) are
     exact zeros.  The product order matches the separable passes (last axis first).
-    Parallel over planes."""
+
+    Parallel over planes.  Consecutive output rows that read the same input row share
+    one gathered row (a thread-local scratch), then only scale it.  Returns -1 if the
+    scratch could not be allocated.
+    """
     cdef Py_ssize_t n_planes = x.shape[0]
     cdef Py_ssize_t ro_len = out.shape[1]
     cdef Py_ssize_t wo_len = out.shape[2]
     cdef Py_ssize_t n_empty = empty_cols.shape[0]
-    cdef Py_ssize_t p, i, j
+    cdef Py_ssize_t p, i, j, cached
     cdef const real* src
     cdef real* dst
+    cdef real* row
     cdef real f
+    cdef int failed[1]
+    cdef int* failed_flag = &failed[0]
+    failed[0] = 0
     if n_planes == 0 or ro_len == 0 or wo_len == 0:
-        return
-    with nogil:
-        for p in prange(n_planes, schedule="static", num_threads=num_threads):
+        return 0
+    with nogil, parallel(num_threads=num_threads):
+        row = <real*> malloc(wo_len * sizeof(real))
+        if row == NULL:
+            failed_flag[0] = 1
+        for p in prange(n_planes, schedule="static"):
+            if row == NULL:
+                continue
+            cached = -1  # input row whose weighted gather ``row`` holds
             for i in range(ro_len):
                 dst = &out[p, i, 0]
                 if row_empty[i]:
                     for j in range(wo_len):
                         dst[j] = 0
                     continue
-                if i > 0 and rows[i] == rows[i - 1] and row_w[i] == row_w[i - 1] \
-                        and not row_empty[i - 1]:
-                    memcpy(dst, dst - wo_len, wo_len * sizeof(real))
-                    continue
-                src = &x[p, rows[i], 0]
+                if rows[i] != cached:
+                    src = &x[p, rows[i], 0]
+                    for j in range(wo_len):
+                        row[j] = col_w[j] * src[cols[j]]
+                    for j in range(n_empty):
+                        row[empty_cols[j]] = 0
+                    cached = rows[i]
                 f = row_w[i]
                 for j in range(wo_len):
-                    dst[j] = f * (col_w[j] * src[cols[j]])
-                for j in range(n_empty):
-                    dst[empty_cols[j]] = 0
+                    dst[j] = f * row[j]
+        free(row)
+    return -1 if failed[0] else 0

@@ -224,7 +224,7 @@ def _apply_single_tap(x: np.ndarray, tables: list[Table]):
         row_empty = (row_empty[:, None] | (t.ntap == 0)[None, :]).ravel()
     last = tables[-1]
     out = np.empty((*x.shape[:2], *(t.start.shape[0] for t in tables)), dtype=x.dtype)
-    _kernels().weighted_gather(
+    status = _kernels().weighted_gather(
         x.reshape(planes, -1, x.shape[-1]),
         out.reshape(planes, rows.size, last.start.size),
         rows,
@@ -235,6 +235,8 @@ def _apply_single_tap(x: np.ndarray, tables: list[Table]):
         np.flatnonzero(last.ntap == 0).astype(np.intp),
         threads,
     )
+    if status != 0:
+        raise MemoryError("could not allocate the resampling scratch row")
     return out
 
 
