@@ -13,22 +13,12 @@ single ratio.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 import sandbox
 from sandbox import conv, norm, pool
-
-
-def median_ms(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * float(np.median(times))
+from sandbox.bench._timing import median_ms
 
 
 def cases(sizes, batch):

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 from functools import partial
 
 import numpy as np
 
 import sandbox
+from sandbox.bench._timing import median_ms
 from sandbox.resample import resize, resize_adjoint
 
 CASES = {
@@ -47,17 +47,6 @@ MODES = {
     "cubic": ("cubic", {}, None),
     "lanczos5-aa": ("lanczos5", {"antialias": True}, None),
 }
-
-
-def median_ms(fn, repeat, warmup=2):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * float(np.median(times))
 
 
 def main(argv=None):

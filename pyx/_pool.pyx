@@ -117,6 +117,14 @@ cdef inline Py_ssize_t _win_padded(Py_ssize_t o, int k, int s, int pad,
 # prange bodies so that Cython makes them thread-private.
 
 
+cdef inline Py_ssize_t _avg_divisor(Py_ssize_t divisor, bint count_include_pad,
+                                    Py_ssize_t padded, Py_ssize_t inside) noexcept nogil:
+    """The average's divisor: the override, the padded window, or the in-bounds part."""
+    if divisor > 0:
+        return divisor
+    return padded if count_include_pad else inside
+
+
 def avgpool2d_forward(const real[:, :, ::1] x,   # IN  (P, H, W)
                       real[:, :, ::1] out,        # OUT (P, ho, wo)
                       int kh, int kw, int sh, int sw, int ph, int pw,
@@ -141,12 +149,8 @@ def avgpool2d_forward(const real[:, :, ::1] x,   # IN  (P, H, W)
                     if ih0 >= ih1 or iw0 >= iw1:
                         out[p, oh, ow] = 0
                         continue
-                    if divisor > 0:
-                        div = divisor
-                    elif count_include_pad:
-                        div = ph_size * pw_size
-                    else:
-                        div = (ih1 - ih0) * (iw1 - iw0)
+                    div = _avg_divisor(divisor, count_include_pad, ph_size * pw_size,
+                                       (ih1 - ih0) * (iw1 - iw0))
                     acc = 0
                     for ih in range(ih0, ih1):
                         for iw in range(iw0, iw1):
@@ -178,12 +182,8 @@ def avgpool2d_backward(const real[:, :, ::1] grad_out,   # IN  (P, ho, wo)
                     pw_size = _win_padded(ow, kw, sw, pw, W)
                     if ih0 >= ih1 or iw0 >= iw1:
                         continue
-                    if divisor > 0:
-                        div = divisor
-                    elif count_include_pad:
-                        div = ph_size * pw_size
-                    else:
-                        div = (ih1 - ih0) * (iw1 - iw0)
+                    div = _avg_divisor(divisor, count_include_pad, ph_size * pw_size,
+                                       (ih1 - ih0) * (iw1 - iw0))
                     g = grad_out[p, oh, ow] / <real>div
                     for ih in range(ih0, ih1):
                         for iw in range(iw0, iw1):

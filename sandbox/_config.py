@@ -89,6 +89,16 @@ def _apply_blas_limit() -> None:
     _blas_limiter = threadpool_limits(limits=blas_threads(), user_api="blas")
 
 
+#: elements below which a prange kernel runs on one thread: waking an OpenMP team
+#: costs more than the work saves (results are identical for any thread count)
+PARALLEL_MIN = 1 << 15
+
+
+def kernel_threads(size: int) -> int:
+    """Threads for a ``prange`` kernel over ``size`` elements (1 for small work)."""
+    return get_num_threads() if size >= PARALLEL_MIN else 1
+
+
 def get_num_threads() -> int:
     """Number of threads the kernels and the worker pool use (BLAS itself uses 1)."""
     global _num_threads

@@ -20,22 +20,16 @@ import math
 
 import numpy as np
 
-from ._config import get_num_threads
+from ._config import kernel_threads
 from .conv import _check_float, _check_same_dtype
 
-_PARALLEL_MIN = 1 << 15  # elements below which the kernels run on one thread
+__all__ = ["batch_norm", "batch_norm_backward", "group_norm", "group_norm_backward"]
 
 
 def _kernels():
     from ._C import _norm
 
     return _norm
-
-
-def _threads(size: int) -> int:
-    return get_num_threads() if size >= _PARALLEL_MIN else 1
-
-__all__ = ["batch_norm", "batch_norm_backward", "group_norm", "group_norm_backward"]
 
 
 def _check_input(input, name="input"):
@@ -112,7 +106,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     n, c, length = x.shape
     m = n * length
     dtype = x.dtype.type
-    kernels, threads = _kernels(), _threads(x.size)
+    kernels, threads = _kernels(), kernel_threads(x.size)
     if training:
         if m <= 1:
             raise ValueError(f"batch_norm in training needs more than 1 value per channel, "
@@ -154,7 +148,7 @@ def batch_norm_backward(grad_output, input, mean, invstd, weight=None, training=
     n, c, length = x.shape
     m = n * length
     dtype = x.dtype.type
-    kernels, threads = _kernels(), _threads(x.size)
+    kernels, threads = _kernels(), kernel_threads(x.size)
     sum_g64, sum_gx64 = np.empty(c), np.empty(c)
     kernels.channel_sums(g, x, sum_g64, sum_gx64, threads)
     sum_g = sum_g64.astype(dtype)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._C import _pool
-from ._config import get_num_threads
+from ._config import kernel_threads
 from .conv import _check_float, _pair
 
 __all__ = [
@@ -61,12 +61,6 @@ def _check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, name):
     return (kh, kw, sh, sw, ph, pw, dh, dw), (ho, wo)
 
 
-def _threads(size: int) -> int:
-    """Pooling runs outside the convolution's worker chunks, so it may use every thread;
-    tiny inputs stay on one (waking a team costs more than the work)."""
-    return get_num_threads() if size >= 1 << 15 else 1
-
-
 def _planes(arr):
     """View (..., H, W) as C-contiguous (P, H, W)."""
     return np.ascontiguousarray(arr).reshape(-1, *arr.shape[-2:])
@@ -96,9 +90,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     idx = np.empty((x.shape[0], ho, wo), dtype=np.int64)
     full_windows = 2 * ho <= x.shape[1] and 2 * wo <= x.shape[2]  # not so with ceil_mode
     if (kh, kw, sh, sw, ph, pw, dh, dw) == (2, 2, 2, 2, 0, 0, 1, 1) and full_windows:
-        _pool.maxpool2x2_forward(x, out, idx, _threads(x.size))
+        _pool.maxpool2x2_forward(x, out, idx, kernel_threads(x.size))
     else:
-        _pool.maxpool2d_forward(x, out, idx, kh, kw, sh, sw, ph, pw, dh, dw, _threads(x.size))
+        _pool.maxpool2d_forward(x, out, idx, kh, kw, sh, sw, ph, pw, dh, dw, kernel_threads(x.size))
     shape = (*input.shape[:-2], ho, wo)
     return out.reshape(shape), idx.reshape(shape)
 
@@ -120,7 +114,7 @@ def max_pool2d_backward(grad_output, indices, input_shape):
     g = _planes(grad_output)
     ind = np.ascontiguousarray(indices, dtype=np.int64).reshape(g.shape)
     gin = np.empty((g.shape[0], *input_shape[-2:]), dtype=grad_output.dtype)
-    _pool.maxpool2d_backward(g, ind, gin, _threads(gin.size))
+    _pool.maxpool2d_backward(g, ind, gin, kernel_threads(gin.size))
     return gin.reshape(input_shape)
 
 
@@ -156,7 +150,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                                          divisor_override)
     x = _planes(input)
     out = np.empty((x.shape[0], ho, wo), dtype=input.dtype)
-    _pool.avgpool2d_forward(x, out, *geom, bool(count_include_pad), divisor, _threads(x.size))
+    _pool.avgpool2d_forward(x, out, *geom, bool(count_include_pad), divisor, kernel_threads(x.size))
     return out.reshape(*input.shape[:-2], ho, wo)
 
 
@@ -172,7 +166,8 @@ def avg_pool2d_backward(grad_output, input_shape, kernel_size, stride=None, padd
                          f"{(ho, wo)} for input shape {tuple(input_shape)}")
     g = _planes(grad_output)
     gin = np.empty((g.shape[0], *input_shape[-2:]), dtype=grad_output.dtype)
-    _pool.avgpool2d_backward(g, gin, *geom, bool(count_include_pad), divisor, _threads(gin.size))
+    threads = kernel_threads(gin.size)
+    _pool.avgpool2d_backward(g, gin, *geom, bool(count_include_pad), divisor, threads)
     return gin.reshape(input_shape)
 
 

@@ -31,9 +31,12 @@ def test_cli_tunes_the_allocator_unless_disabled():
     assert _run("0") == "PLAIN"
 
 
-def test_tuned_allocator_still_allocates_correctly():
-    # Whatever this process's state: allocation, use and release keep working.
-    _memory.keep_freed_memory(True)
+def test_tuned_allocator_is_reported_and_still_allocates_correctly():
+    # On glibc the settings apply; info reports them; big arrays still work.
+    assert _memory.keep_freed_memory(True) and _memory.is_tuned()
+    from sandbox._info import info_dict
+
+    assert info_dict()["malloc_tuned"] is True
     for n in (10, 1 << 22, 1 << 24):
         a = np.arange(n, dtype=np.float32)
         assert a[-1] == n - 1

@@ -83,7 +83,6 @@ def test_adjoint_identity_and_unread_rows_are_zero():
                     np.dtype(np.float64),
                     adjoint=False,
                 ),
-                (9, 8),
             )[0]
         )
     )

@@ -67,6 +67,13 @@ def _timed(fn) -> float:
     return time.perf_counter() - t0
 
 
+def median_ms(fn, repeat: int = 7, warmup: int = 2) -> float:
+    """Median wall time of ``fn()`` in milliseconds, after ``warmup`` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    return 1e3 * summarize([_timed(fn) for _ in range(repeat)]).median
+
+
 def time_pair(ours, theirs=None, repeat: int = 7, warmup: int = 2):
     """Time ``ours`` and (optionally) ``theirs`` with interleaved repeats.
 

@@ -41,7 +41,7 @@ import math
 
 import numpy as np
 
-from .._config import get_num_threads
+from .._config import kernel_threads
 from ._options import MODES, Plan, _check_mode, check_array, check_input_size, make_plan
 from ._weights import Table, dense_matrix, get_table
 
@@ -56,9 +56,6 @@ def check_options(mode: str, align_corners=None, antialias: bool = False) -> str
     construction so a bad option fails early, not at the first forward.
     """
     return _check_mode(mode, antialias, align_corners)
-
-
-_PARALLEL_MIN = 1 << 15  # elements per pass below which the kernels run serially
 
 
 def _kernels():
@@ -144,12 +141,26 @@ def _plan_passes(shape: list, tables: list[Table]) -> list[tuple]:
 _NEAREST = ("nearest", "nearest-exact")
 
 
-def _index_maps(tables: list[Table], in_sizes) -> tuple[np.ndarray, np.ndarray]:
-    """Row and column source indices of a nearest resize (leading axes folded into rows)."""
+def _fold_rows(tables: list[Table], dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fold every spatial axis but the last into "rows" of a single-tap map.
+
+    Returns, per output row, the input row it reads, its weight (the leading axes'
+    weights multiplied in the order the separable passes apply them) and whether it
+    reads nothing.
+    """
     rows = np.zeros(1, dtype=np.intp)
-    for t, n in zip(tables[:-1], in_sizes[:-1], strict=True):
-        rows = (rows[:, None] * n + t.start[None, :]).ravel()
-    return rows, tables[-1].start
+    row_w = np.ones(1, dtype=dtype)
+    row_empty = np.zeros(1, dtype=bool)
+    for t in tables[:-1]:
+        rows = (rows[:, None] * t.n_in + t.start[None, :]).ravel()
+        row_w = (t.weights[None, :, 0] * row_w[:, None]).ravel()
+        row_empty = (row_empty[:, None] | (t.ntap == 0)[None, :]).ravel()
+    return rows, row_w, row_empty
+
+
+def _index_maps(tables: list[Table]) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column source indices of a nearest resize."""
+    return _fold_rows(tables, np.float64)[0], tables[-1].start
 
 
 def _apply_nearest(x: np.ndarray, plan: Plan, adjoint: bool):
@@ -157,12 +168,12 @@ def _apply_nearest(x: np.ndarray, plan: Plan, adjoint: bool):
 
     They parallelise over (n, c) planes, so they need a few planes per thread.
     """
-    threads = get_num_threads() if x.size >= _PARALLEL_MIN else 1
+    threads = kernel_threads(x.size)
     planes = x.shape[0] * x.shape[1]
     if planes < 2 * threads:
         return None
     tables = _tables(plan, x.dtype, adjoint=False)
-    rows, cols = _index_maps(tables, plan.in_sizes)
+    rows, cols = _index_maps(tables)
     kernels = _kernels()
     if not adjoint:
         out = np.empty((*x.shape[:2], *plan.out_sizes), dtype=x.dtype)
@@ -205,23 +216,16 @@ def _apply_nearest(x: np.ndarray, plan: Plan, adjoint: bool):
 def _apply_single_tap(x: np.ndarray, tables: list[Table]):
     """One weighted gather when every table has at most one tap per output, else None.
 
-    Bitwise identical to the separable passes (same products, same order); it needs a
-    few (n, c) planes per thread because it parallelises over planes.
+    The same products as the separable passes (up to the order of the axes); it needs
+    a few (n, c) planes per thread because it parallelises over planes.
     """
     if any(t.identity or t.ntap.max(initial=0) > 1 for t in tables):
         return None
-    threads = get_num_threads() if x.size >= _PARALLEL_MIN else 1
+    threads = kernel_threads(x.size)
     planes = x.shape[0] * x.shape[1]
     if planes < 2 * threads:
         return None
-    rows = np.zeros(1, dtype=np.intp)
-    row_w = np.ones(1, dtype=x.dtype)
-    row_empty = np.zeros(1, dtype=bool)
-    for t, n_in in zip(tables[:-1], x.shape[2:-1], strict=True):
-        rows = (rows[:, None] * n_in + t.start[None, :]).ravel()
-        # Leading axes multiply in the order the passes would apply them (last first).
-        row_w = (t.weights[None, :, 0] * row_w[:, None]).ravel()
-        row_empty = (row_empty[:, None] | (t.ntap == 0)[None, :]).ravel()
+    rows, row_w, row_empty = _fold_rows(tables, x.dtype)
     last = tables[-1]
     out = np.empty((*x.shape[:2], *(t.start.shape[0] for t in tables)), dtype=x.dtype)
     status = _kernels().weighted_gather(
@@ -238,6 +242,15 @@ def _apply_single_tap(x: np.ndarray, tables: list[Table]):
     if status != 0:
         raise MemoryError("could not allocate the resampling scratch row")
     return out
+
+
+def _resample(x: np.ndarray, plan: Plan, adjoint: bool) -> np.ndarray:
+    """Run ``plan`` (forward or adjoint) on a contiguous array with the best kernel."""
+    if plan.mode in _NEAREST:
+        out = _apply_nearest(x, plan, adjoint)
+        if out is not None:
+            return out
+    return _apply(x, _tables(plan, x.dtype, adjoint))
 
 
 def _apply(x: np.ndarray, tables: list[Table]) -> np.ndarray:
@@ -258,9 +271,7 @@ def _apply(x: np.ndarray, tables: list[Table]) -> np.ndarray:
     cur = x
     for op in passes:
         before = list(shape)
-        # Small passes run on one thread: waking an OpenMP team costs more than
-        # the work (results are identical for any thread count anyway).
-        threads = get_num_threads() if max(math.prod(shape), cur.size) >= _PARALLEL_MIN else 1
+        threads = kernel_threads(max(math.prod(shape), cur.size))
         if op[0] == "hw":
             th, tw = tables[-2], tables[-1]
             outer = math.prod(shape[:-2])
@@ -352,12 +363,7 @@ def resize(
     )
     if min(x.shape[2:]) < 1:
         raise ValueError(f"x must have non-empty spatial axes, got shape {x.shape}")
-    x = np.ascontiguousarray(x)
-    if plan.mode in _NEAREST:
-        out = _apply_nearest(x, plan, adjoint=False)
-        if out is not None:
-            return out
-    return _apply(x, _tables(plan, x.dtype, adjoint=False))
+    return _resample(np.ascontiguousarray(x), plan, adjoint=False)
 
 
 def resize_adjoint(
@@ -401,12 +407,7 @@ def resize_adjoint(
             f"grad has shape {grad.shape} but the forward output for input_size={in_sizes} "
             f"with these options has shape {expected}; grad must have shape {expected}"
         )
-    grad = np.ascontiguousarray(grad)
-    if plan.mode in _NEAREST:
-        out = _apply_nearest(grad, plan, adjoint=True)
-        if out is not None:
-            return out
-    return _apply(grad, _tables(plan, grad.dtype, adjoint=True))
+    return _resample(np.ascontiguousarray(grad), plan, adjoint=True)
 
 
 def output_size(

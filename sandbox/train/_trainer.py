@@ -256,9 +256,7 @@ class Trainer:
                         )
                     if self.step >= self.total_steps:
                         break
-                    if self._stop_requested or (
-                        self.stop_after is not None and steps_this_session >= self.stop_after
-                    ):
+                    if self._should_stop(steps_this_session):
                         return self._stop(bar, t_start, interrupted=self._stop_requested)
                 # End of an epoch (or of the step budget): validate and checkpoint.
                 finished_epoch = self.epoch
@@ -266,13 +264,17 @@ class Trainer:
                 self.batch = 0
                 if self._end_of_epoch(finished_epoch, bar):
                     break
-                if self._stop_requested or (
-                    self.stop_after is not None and steps_this_session >= self.stop_after
-                ):
+                if self._should_stop(steps_this_session):
                     return self._stop(bar, t_start, interrupted=self._stop_requested)
         finally:
             bar.close()
         return self._finish(time.perf_counter() - t_start)
+
+    def _should_stop(self, steps_this_session: int) -> bool:
+        """Ctrl-C was pressed, or this session's ``stop_after`` budget is spent."""
+        return self._stop_requested or (
+            self.stop_after is not None and steps_this_session >= self.stop_after
+        )
 
     def _train_step(self, images, masks) -> tuple[float, float]:
         logits = self.model(Tensor(images))
