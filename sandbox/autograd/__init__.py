@@ -33,6 +33,9 @@ Rules worth knowing
 * **create_graph.**  Backward runs under ``no_grad`` by default.  With
   ``create_graph=True`` it runs with grad mode on, so the Tensor ops inside each
   ``backward`` are recorded and the gradients carry their own graph.
+* **0-d values are 0-d ndarrays**, never numpy scalars (which numpy returns for 0-d
+  results): a Tensor's data, a Function's outputs and summed gradients all pass
+  through :func:`~sandbox.autograd._tensor.as_ndarray`.
 * **Leaf gradients** accumulate in ``.grad`` (a fresh array the first time, then added
   in place).  Non-leaf tensors keep ``.grad = None`` unless ``retain_grad()`` was called.
 """

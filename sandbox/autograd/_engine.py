@@ -25,7 +25,7 @@ from . import _anomaly
 from ._function import _FREED_MESSAGE
 from ._grad_mode import is_grad_enabled, set_grad_enabled
 from ._hooks import run_hooks
-from ._tensor import Tensor
+from ._tensor import Tensor, as_ndarray
 
 __all__ = ["backward", "grad"]
 
@@ -81,7 +81,7 @@ class _Accumulator:
         elif key in self.owned:
             np.add(prev, g, out=prev)
         else:
-            self.grads[key] = prev + g
+            self.grads[key] = as_ndarray(prev + g)  # 0-d + 0-d gives a numpy scalar
             self.owned.add(key)
 
     def pop(self, key):

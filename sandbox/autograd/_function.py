@@ -30,7 +30,7 @@ import numpy as np
 
 from . import _anomaly
 from ._grad_mode import _state, no_grad
-from ._tensor import Tensor
+from ._tensor import Tensor, as_ndarray
 
 __all__ = ["Context", "Function", "once_differentiable", "unbroadcast"]
 
@@ -110,8 +110,13 @@ class Context:
             for item in self._saved
         )
 
-    def _record(self, args, needs, outputs) -> None:
-        """Turn this context into a graph node once forward has returned."""
+    def _record(self, args, needs, raw, outputs) -> None:
+        """Turn this context into a graph node once forward has returned.
+
+        ``raw`` are the forward's return values, ``outputs`` the same as ndarrays
+        (:func:`as_ndarray`): a saved item that *is* a raw output (a numpy scalar for
+        a 0-d result, say) is saved as that output, so it stays differentiable.
+        """
         self._next = tuple(a if need else None for a, need in zip(args, needs, strict=True))
         self._consts = tuple(
             (a.shape, a.dtype) if not need and isinstance(a, Tensor) else None
@@ -119,11 +124,13 @@ class Context:
         )
         self._out_meta = [(o.shape, o.dtype) for o in outputs]
         for i, item in enumerate(self._saved):
-            if isinstance(item, np.ndarray):
-                for j, o in enumerate(outputs):
-                    if item is o:
+            if isinstance(item, np.ndarray | np.generic):
+                for j, (r, o) in enumerate(zip(raw, outputs, strict=True)):
+                    if item is r or item is o:
                         self._saved[i] = _SavedOutput(j, o)
                         break
+                else:
+                    self._saved[i] = as_ndarray(item)  # a constant
         self._inputs = None
 
     def _release(self) -> None:
@@ -174,10 +181,10 @@ class Function:
         ctx = Context(cls, args, tuple(needs))
         out = cls.forward(ctx, *arrays, **kwargs)
         single = not isinstance(out, tuple)
-        outs = [out] if single else out
-        outs = [o if isinstance(o, np.ndarray) else np.asarray(o) for o in outs]
+        raw = [out] if single else out
+        outs = [as_ndarray(o) for o in raw]  # a 0-d result may come back as a numpy scalar
         if record:
-            ctx._record(args, needs, outs)
+            ctx._record(args, needs, raw, outs)
             if _anomaly._flag.enabled:
                 ctx._trace = _anomaly.capture_stack()
             results = [

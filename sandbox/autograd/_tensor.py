@@ -20,7 +20,20 @@ import numpy as np
 
 from ._hooks import RemovableHandle, hook_table
 
-__all__ = ["Tensor", "tensor"]
+__all__ = ["Tensor", "as_ndarray", "tensor"]
+
+
+def as_ndarray(x) -> np.ndarray:
+    """``x`` as an ndarray; a numpy scalar becomes a 0-d array.
+
+    The engine's one rule for 0-d values.  numpy's ufuncs and reductions return numpy
+    scalars (``np.float64(...)``) for 0-d results; those are not ndarrays: no
+    in-place ``out=``, no identity with a saved output, and their ``.data`` is a
+    memoryview.  Every array the engine keeps (a Tensor's data, a Function's
+    outputs, a summed gradient) passes through here, so a 0-d result is always a
+    0-d ndarray.
+    """
+    return x if isinstance(x, np.ndarray) else np.asarray(x)
 
 
 def _as_array(data, dtype=None, copy=False):
@@ -74,7 +87,7 @@ class Tensor:
     def _make(cls, data, grad_fn=None, output_nr=0):
         """Fast internal constructor: no validation."""
         t = object.__new__(cls)
-        t._data = data
+        t._data = data if isinstance(data, np.ndarray) else np.asarray(data)  # as_ndarray
         t._requires_grad = grad_fn is not None
         t.grad = None
         t.grad_fn = grad_fn

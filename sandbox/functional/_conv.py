@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import conv as _conv
 from ..autograd import Function, Tensor, once_differentiable
+from ..ops import pad
 
 __all__ = ["conv2d", "conv_transpose2d"]
 
@@ -57,14 +58,70 @@ def _tensor(x, name):
     return x
 
 
+PADDING_MODES = ("same", "valid")
+
+
+def _two(value):
+    return (value, value) if isinstance(value, int) else tuple(value)
+
+
+def same_padding(kernel_size, stride=1, dilation=1):
+    """Torch's ``padding="same"`` as explicit pads ``((top, bottom), (left, right))``.
+
+    The total per dim is ``dilation * (k - 1)``; when it is odd the extra row or
+    column goes at the bottom or right, as PyTorch does.  Strided convolutions are
+    refused, as in PyTorch (the output size would depend on the input size).
+    """
+    if any(s != 1 for s in _two(stride)):
+        raise ValueError(
+            f"padding='same' is not supported for strided convolutions (stride={stride}); "
+            "use an explicit padding"
+        )
+    pads = []
+    for k, d in zip(_two(kernel_size), _two(dilation), strict=True):
+        total = d * (k - 1)
+        pads.append((total // 2, total - total // 2))
+    return tuple(pads)
+
+
+def check_padding_mode(padding, kernel_size, stride, dilation):
+    """Validate a string ``padding`` ("same" needs stride 1); returns it."""
+    if padding not in PADDING_MODES:
+        raise ValueError(
+            f"padding must be an int, a pair of ints or one of {PADDING_MODES}, got {padding!r}"
+        )
+    if padding == "same":
+        same_padding(kernel_size, stride, dilation)
+    return padding
+
+
+def _resolve_padding(input, weight, padding, stride, dilation):
+    """``(input, padding)`` with a string ``padding`` turned into ints.
+
+    "same" pads symmetrically through the kernel and adds the odd extra row/column
+    with :func:`sandbox.ops.pad` first (differentiable), as PyTorch does.
+    """
+    if check_padding_mode(padding, weight.shape[2:], stride, dilation) == "valid":
+        return input, 0
+    (top, bottom), (left, right) = same_padding(weight.shape[2:], stride, dilation)
+    if bottom != top or right != left:
+        input = pad(input, (0, right - left, 0, bottom - top))
+    return input, (top, left)
+
+
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution of Tensors, as ``torch.nn.functional.conv2d``.
 
     ``input`` (N, C_in, H, W), ``weight`` (C_out, C_in/groups, kh, kw), ``bias``
-    (C_out,) or None.  See :func:`sandbox.conv.conv2d` for the options.
+    (C_out,) or None.  ``padding`` is an int, a pair, or ``"valid"`` (none) or
+    ``"same"`` (output as large as the input; stride 1 only; an odd total puts the
+    extra row/column at the bottom/right, as PyTorch).  See
+    :func:`sandbox.conv.conv2d` for the other options.
     """
     _tensor(input, "input")
     _tensor(weight, "weight")
+    if isinstance(padding, str):
+        input, padding = _resolve_padding(input, weight, padding, stride, dilation)
     return Conv2d.apply(input, weight, bias, stride, padding, dilation, groups)
 
 

@@ -98,16 +98,19 @@ def _nll(logp, target, weight, ignore_index, reduction, label_smoothing, op, pro
     coef, divisor = _index_coef(logp, t, weight, ignore_index, label_smoothing, op)
     loss = -(logp * coef).sum(axis=1)
     if reduction == "mean":
-        with np.errstate(divide="ignore", invalid="ignore"):  # all ignored: nan, as torch
-            return loss.sum() / np.asarray(divisor, logp.dtype)
+        if divisor == 0:  # every target ignored (or weighted 0): NaN loss, zero gradient, as torch
+            return loss.sum() * 0.0 + np.asarray(np.nan, logp.dtype)
+        return loss.sum() / np.asarray(divisor, logp.dtype)
     return _reduce(loss, reduction)
 
 
 def _batched(input, target):
     """Promote an unbatched ``(C,)`` input with a scalar target to a batch of one."""
     if input.ndim == 1:
+        if isinstance(target, Tensor):  # keeps a probability target's graph
+            return input.unsqueeze(0), target.reshape(1, *target.shape), True
         t = _array(target)
-        return input.unsqueeze(0), (t.reshape(1) if t.ndim == 0 else t[None]), True
+        return input.unsqueeze(0), t.reshape(1, *t.shape), True
     if input.ndim < 1:
         raise ValueError(f"expected an (N, C, ...) or (C,) input, got shape {input.shape}")
     return input, target, False
@@ -170,10 +173,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None
         )
     t = target if isinstance(target, Tensor) else Tensor(np.asarray(target, input.dtype))
     if pos_weight is None:
-        loss = softplus(input) - input * t  # = (1 - t) x + softplus(-x)
+        loss = softplus(input, threshold=np.inf) - input * t  # = (1 - t) x + softplus(-x)
     else:
         pw = _array(pos_weight).astype(input.dtype, copy=False)
-        loss = (1.0 - t) * input + (t * (pw - 1.0) + 1.0) * softplus(-input)
+        loss = (1.0 - t) * input + (t * (pw - 1.0) + 1.0) * softplus(-input, threshold=np.inf)
     if weight is not None:
         loss = loss * (weight if isinstance(weight, Tensor) else _array(weight))
     return _reduce(loss, reduction)

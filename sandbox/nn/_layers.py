@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import functional as F
+from ..functional._conv import check_padding_mode
 from . import init
 from ._module import Module, Parameter
 
@@ -111,7 +112,11 @@ class _ConvNd(Module):
             )
         self.kernel_size = _pair(kernel_size, "kernel_size")
         self.stride = _pair(stride, "stride")
-        self.padding = _pair(padding, "padding")
+        if isinstance(padding, str) and not self.transposed:  # "same" / "valid", as torch
+            check_padding_mode(padding, kernel_size, stride, dilation)
+            self.padding = padding
+        else:
+            self.padding = _pair(padding, "padding")
         self.dilation = _pair(dilation, "dilation")
         self.output_padding = _pair(output_padding, "output_padding")
         dtype = _float_dtype(dtype)

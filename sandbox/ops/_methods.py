@@ -210,9 +210,9 @@ class TensorMethods:
         """See :func:`sandbox.ops.tanh`."""
         return _nonlinear.tanh(self)
 
-    def softplus(self) -> Tensor:
+    def softplus(self, beta=1.0, threshold=20.0) -> Tensor:
         """See :func:`sandbox.ops.softplus`."""
-        return _nonlinear.softplus(self)
+        return _nonlinear.softplus(self, beta, threshold)
 
     def softmax(self, dim=-1) -> Tensor:
         """See :func:`sandbox.ops.softmax`."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function, is_grad_enabled
+from ._arith import where
 from ._util import normalize_axes
 
 
@@ -67,17 +68,30 @@ class Tanh(Function):
 
 
 class Softplus(Function):
-    """``log(1 + e^x)`` computed as ``max(x, 0) + log1p(e^-|x|)``."""
+    """``log(1 + e^(beta x)) / beta``, linear where ``beta x > threshold`` (as torch).
+
+    Computed as ``(max(bx, 0) + log1p(e^-|bx|)) / beta`` with ``bx = beta x``: no
+    overflow for any ``x``.
+    """
 
     @staticmethod
-    def forward(ctx, x):
+    def forward(ctx, x, beta, threshold):
+        ctx.beta, ctx.threshold = beta, threshold
+        bx = x * beta
+        y = (np.maximum(bx, 0) + np.log1p(np.exp(-np.abs(bx)))) / beta
         ctx.save_for_backward(x)
-        return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+        return np.where(bx > threshold, x, y).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
+        # d/dx = sigmoid(beta x), and 1 on the linear part.
         (x,) = ctx.saved_tensors
-        return grad * Sigmoid.apply(x)
+        bx = x * ctx.beta
+        slope = Sigmoid.apply(bx)
+        linear = bx.data > ctx.threshold
+        if linear.any():
+            slope = where(linear, 1.0, slope)
+        return grad * slope, None, None
 
 
 class Softmax(Function):
@@ -115,8 +129,10 @@ class LogSoftmax(Function):
 class LogSumExp(Function):
     @staticmethod
     def forward(ctx, x, axes, keepdims):
-        m = x.max(axis=axes, keepdims=True)
-        out = np.log(np.exp(x - m).sum(axis=axes, keepdims=True)) + m
+        m = np.max(x, axis=axes, keepdims=True, initial=-np.inf)  # -inf for empty input
+        m[~np.isfinite(m)] = 0  # an infinite max would make x - m NaN: shift by 0 instead
+        with np.errstate(divide="ignore"):  # log(0) = -inf: all entries -inf, or none
+            out = np.log(np.exp(x - m).sum(axis=axes, keepdims=True)) + m
         ctx.axes = axes
         ctx.out_keep = out
         ctx.save_for_backward(x)
@@ -159,9 +175,16 @@ def tanh(x):
     return Tanh.apply(x)
 
 
-def softplus(x):
-    """``log(1 + e^x)``, stable for large ``|x|``."""
-    return Softplus.apply(x)
+def softplus(x, beta=1.0, threshold=20.0):
+    """``log(1 + e^(beta x)) / beta``, stable for large ``|x|``; ``x`` where ``beta x > threshold``.
+
+    As ``torch.nn.functional.softplus``: above the threshold the result is ``x``
+    itself (gradient 1), which avoids rounding in ``log1p(e^-bx)`` for large inputs.
+    """
+    beta, threshold = float(beta), float(threshold)
+    if beta == 0:
+        raise ValueError("softplus: beta must be non-zero")
+    return Softplus.apply(x, beta, threshold)
 
 
 def softmax(x, dim=-1):

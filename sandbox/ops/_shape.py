@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function, Tensor, unbroadcast
-from ._util import normalize_axes
+from ..autograd import Function, Tensor, is_grad_enabled, unbroadcast
+from ._util import normalize_axes, operand
 
 
 class Reshape(Function):
@@ -86,6 +86,37 @@ class IndexAdd(Function):
     @staticmethod
     def backward(ctx, grad):
         return GetItem.apply(grad, ctx.index), None, None
+
+
+class IndexPut(Function):
+    """``x`` with ``value`` written at ``index``: the recorded form of ``x[index] = value``.
+
+    ``in_place`` writes into ``x``'s array (``x`` needs no grad); otherwise into a
+    copy, so that arrays saved by earlier nodes keep their values.
+    """
+
+    @staticmethod
+    def forward(ctx, x, value, index, in_place):
+        ctx.index = index
+        ctx.value_shape = np.shape(value)
+        out = x if in_place else x.copy()
+        out[index] = value
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        gx = gv = None
+        if ctx.needs_input_grad[0]:  # the overwritten elements lose their gradient
+            keep = np.ones(grad.shape, grad.dtype)
+            keep[ctx.index] = 0
+            gx = grad * keep
+        if ctx.needs_input_grad[1]:  # value was broadcast to x[index]
+            g = grad[ctx.index]
+            extra = len(ctx.value_shape) - g.ndim  # numpy drops leading 1s of value
+            if extra > 0:
+                g = g.reshape((1,) * extra + g.shape)
+            gv = unbroadcast(g, ctx.value_shape)
+        return gx, gv, None, None
 
 
 class Cat(Function):
@@ -230,13 +261,31 @@ def getitem(x, index):
 
 
 def setitem(x, index, value):
-    """In-place ``x[index] = value``; only for tensors outside the graph."""
-    if x.requires_grad:
+    """``x[index] = value``, in place, as torch.
+
+    When ``value`` requires grad, ``x`` becomes an output of the assignment, so
+    gradients reach ``value`` (through ``x[index]``) and, for a non-leaf ``x``,
+    the elements of the old ``x`` that were not overwritten.  A non-leaf ``x`` gets
+    a fresh array (arrays saved by earlier ops keep their values); any other ``x``
+    is written in place.  A leaf that requires grad cannot be assigned into.
+    """
+    if x.requires_grad and (x.grad_fn is None or not is_grad_enabled()):
         raise RuntimeError(
-            "in-place assignment into a tensor that requires grad is not supported; "
+            "in-place assignment into a leaf that requires grad (or into any tensor that "
+            "requires grad, under no_grad) is not supported; "
             "build a new tensor (e.g. with where or cat), or assign into x.data"
         )
-    x._data[_index_arg(index)] = value._data if isinstance(value, Tensor) else value
+    idx = _index_arg(index)
+    value = operand(value, "setitem")
+    tracked = x.requires_grad or (isinstance(value, Tensor) and value.requires_grad)
+    if not (tracked and is_grad_enabled()):
+        x._data[idx] = value._data if isinstance(value, Tensor) else value
+        return
+    in_place = not x.requires_grad
+    old = x if in_place else Tensor._make(x._data, x.grad_fn, x._output_nr)
+    out = IndexPut.apply(old, value, idx, in_place)
+    x._data, x.grad_fn, x._output_nr = out._data, out.grad_fn, out._output_nr
+    x._requires_grad = out._requires_grad
 
 
 def _tensors(seq, op):
