@@ -502,7 +502,7 @@ def test_comparisons_are_bool_and_not_differentiable():
     assert (~m).data.tolist() == (x.data <= 0).tolist()
 
 
-def test_setitem_only_outside_the_graph():
+def test_setitem_writes_in_place_and_refuses_a_leaf_that_requires_grad():
     t = sandbox.zeros(3)
     t[1] = 5.0
     assert t.data.tolist() == [0.0, 5.0, 0.0]

@@ -267,3 +267,31 @@ def test_nn_conv2d_same_matches_torch(torch):
         layer(sandbox.tensor(x)).data, ref(torch.from_numpy(x)).detach().numpy(), rtol=1e-10
     )
     assert "padding=same" in repr(layer)
+
+
+# -- found by tests/fuzz ------------------------------------------------------------------
+@pytest.mark.parametrize("shape,dim", [((0,), 0), ((2, 0), 1), ((0, 3), 0), ((0, 3), 1)])
+def test_mean_over_empty_dims(torch, shape, dim):
+    """The backward divided by the element count 0 (ZeroDivisionError); torch: NaN, no error."""
+    compare(lambda t: t.mean(dim=dim), lambda t: t.mean(dim=dim), [np.zeros(shape)], second=True)
+
+
+def test_pow_mixed_second_derivative_at_exponent_zero_is_exact():
+    """Found by tests/fuzz: torch differs here (it zeroes d(a**b)/da where b == 0, and so
+    its derivative in b; torch's own gradgradcheck fails).  Ours matches finite differences."""
+    a = sandbox.tensor(np.array([1.0, 0.7]), requires_grad=True)
+    b = sandbox.tensor(np.array([0.0, 0.0]), requires_grad=True)
+    assert gradgradcheck(lambda x, y: (x * x + 0.5) ** y, [a, b])
+
+
+# -- found by tests/fuzz, in code owned by another change ----------------------------------
+@pytest.mark.xfail(strict=True, raises=ValueError, reason="sandbox/conv.py pointwise path")
+def test_conv_transpose_1x1_with_output_padding(torch):
+    rng = np.random.default_rng(6)
+    compare(
+        lambda a, b: F.conv_transpose2d(a, b, stride=1, dilation=2, output_padding=1),
+        lambda a, b: torch.nn.functional.conv_transpose2d(
+            a, b, stride=1, dilation=2, output_padding=1
+        ),
+        [rng.standard_normal((1, 2, 3, 3)), rng.standard_normal((2, 2, 1, 1))],
+    )

@@ -60,7 +60,9 @@ def _grads_torch(torch, outs, xs, cotangents, create_graph):
 def _numpy(t, shape):
     if t is None:
         return np.zeros(shape)
-    return t.detach().numpy() if hasattr(t, "detach") else t.data
+    if isinstance(t, sandbox.Tensor):
+        return t.data
+    return t.detach().numpy(force=True)  # torch: a ZeroTensor (all-zero grad) needs force
 
 
 def compare(

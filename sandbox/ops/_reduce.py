@@ -30,11 +30,14 @@ class Mean(Function):
         ctx.shape = x.shape
         ctx.kept = _kept_shape(x.shape, axes)
         ctx.count = int(np.prod([x.shape[a] for a in axes]))
+        if ctx.count == 0:  # the mean of nothing: NaN, as torch (numpy would also warn)
+            return np.full(np.sum(x, axis=axes, keepdims=keepdims).shape, np.nan, x.dtype)
         return np.mean(x, axis=axes, keepdims=keepdims)
 
     @staticmethod
     def backward(ctx, grad):
-        return (grad.reshape(ctx.kept) * (1.0 / ctx.count)).expand(ctx.shape), None, None
+        scale = 1.0 / (ctx.count or 1)  # count 0: x is empty, and so is its gradient
+        return (grad.reshape(ctx.kept) * scale).expand(ctx.shape), None, None
 
 
 class Amax(Function):
