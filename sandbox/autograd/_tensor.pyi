@@ -11,7 +11,7 @@ import numpy as np
 from ._function import Context
 from ._hooks import RemovableHandle
 
-__all__ = ["Tensor", "tensor"]
+__all__ = ["Tensor", "as_ndarray", "tensor"]
 
 _Operand: TypeAlias = "Tensor | np.ndarray | float | int | bool"
 
@@ -133,3 +133,4 @@ class Tensor:
     def zero_(self) -> Tensor: ...
 
 def tensor(data: Any, requires_grad: bool = ..., dtype: Any = ...) -> Tensor: ...
+def as_ndarray(x: Any) -> np.ndarray: ...
