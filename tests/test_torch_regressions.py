@@ -276,6 +276,19 @@ def test_mean_over_empty_dims(torch, shape, dim):
     compare(lambda t: t.mean(dim=dim), lambda t: t.mean(dim=dim), [np.zeros(shape)], second=True)
 
 
+def test_the_same_output_twice_in_grad_or_backward(torch):
+    """Two outputs with the same node (x + y's backward returns one tensor for both inputs)
+    counted that node's consumers twice, so the walk stopped before the leaves."""
+    compare(lambda x, y: (x + y) ** 3, lambda x, y: (x + y) ** 3,
+            [np.array([0.3, -0.2]), np.array([0.5, 0.1])], second=True)
+    for lib, make in ((sandbox, sandbox.tensor), (torch, torch.tensor)):
+        x = make(np.array([0.3, -0.2]), requires_grad=True)
+        y = (x * x).sum()
+        lib.autograd.backward([y, y])
+        np.testing.assert_allclose(np.asarray(x.grad.data if lib is sandbox else x.grad),
+                                   [1.2, -0.8], rtol=1e-12)
+
+
 def test_pow_mixed_second_derivative_at_exponent_zero_is_exact():
     """Found by tests/fuzz: torch differs here (it zeroes d(a**b)/da where b == 0, and so
     its derivative in b; torch's own gradgradcheck fails).  Ours matches finite differences."""

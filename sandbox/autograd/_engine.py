@@ -35,6 +35,7 @@ def _toposort(roots):
 
     Kahn's algorithm with explicit stacks: no recursion, so any depth works.
     """
+    roots = list(dict.fromkeys(roots))  # a node listed twice must be counted once
     consumers = {}
     seen = set(roots)
     stack = list(roots)
@@ -46,7 +47,7 @@ def _toposort(roots):
                 if child not in seen:
                     seen.add(child)
                     stack.append(child)
-    ready = [n for n in dict.fromkeys(roots) if n not in consumers]
+    ready = [n for n in roots if n not in consumers]
     order = []
     while ready:
         node = ready.pop()

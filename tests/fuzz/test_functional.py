@@ -114,28 +114,30 @@ def test_fuzz_regression_losses(data):
 
 
 # ------------------------------------------------------------------------------ interpolate
-INTERPOLATE = [  # (mode, spatial dims, align_corners allowed, antialias allowed)
-    ("nearest", (1, 2, 3), False, False),
-    ("nearest-exact", (1, 2, 3), False, False),
-    ("linear", (1,), True, False),
-    ("bilinear", (2,), True, True),
-    ("trilinear", (3,), True, False),
-    ("bicubic", (2,), True, True),
-    ("area", (1, 2, 3), False, False),
+INTERPOLATE = [  # (our mode, torch's mode, spatial dims, align_corners allowed, antialias)
+    ("nearest", "nearest", (1, 2, 3), False, "never"),
+    ("nearest-exact", "nearest-exact", (1, 2, 3), False, "never"),
+    ("linear", "linear", (1,), True, "never"),
+    ("bilinear", "bilinear", (2,), True, "maybe"),
+    ("trilinear", "trilinear", (3,), True, "never"),
+    ("bicubic", "bicubic", (2,), True, "maybe"),
+    ("lanczos3", "lanczos", (2,), False, "always"),
+    ("area", "area", (1, 2, 3), False, "never"),
 ]
 
 
 @FUZZ
 @given(st.data())
 def test_fuzz_interpolate(data):
-    mode, nds, ac_ok, aa_ok = data.draw(st.sampled_from(INTERPOLATE), label="mode")
+    """Every torch mode and dimension; of ``a * a`` so second derivatives are not trivial."""
+    mode, torch_mode, nds, ac_ok, aa = data.draw(st.sampled_from(INTERPOLATE), label="mode")
     nd = data.draw(st.sampled_from(nds), label="dims")
     spatial = tuple(data.draw(st.integers(1, 5), label="in") for _ in range(nd))
     x = draw_values(data, (data.draw(st.integers(1, 2)), 2) + spatial)
-    kw = {"mode": mode}
+    kw = {}
     if ac_ok and data.draw(st.booleans(), label="set align_corners"):
         kw["align_corners"] = data.draw(st.booleans(), label="align_corners")
-    if aa_ok and data.draw(st.booleans(), label="antialias"):
+    if aa == "always" or (aa == "maybe" and data.draw(st.booleans(), label="antialias")):
         kw["antialias"] = True
     if data.draw(st.booleans(), label="by size"):
         kw["size"] = tuple(data.draw(st.integers(1, 7), label="out") for _ in range(nd))
@@ -148,7 +150,12 @@ def test_fuzz_interpolate(data):
     if kw.get("antialias") and out_w == 1 and nd == 2:
         return  # see DELIBERATE_DIFFERENCES["antialias with output width 1"]
     tf = th().nn.functional
-    compare(lambda a: F.interpolate(a, **kw), lambda a: tf.interpolate(a, **kw), [x])
+    compare(
+        lambda a: F.interpolate(a * a, mode=mode, **kw),
+        lambda a: tf.interpolate(a * a, mode=torch_mode, **kw),
+        [x],
+        second=True,
+    )
 
 
 # ------------------------------------------------------------------------------ conv, pool, norm
