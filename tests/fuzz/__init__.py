@@ -2,11 +2,12 @@
 
 ``test_ops.py`` covers ``sandbox.ops`` (elementwise graphs with broadcasting and
 fan-out, reductions with ties, softmax at large magnitudes and infinities,
-indexing and setitem, matmul); ``test_functional.py`` covers ``sandbox.functional``
-(losses with their options, interpolate, conv, pooling, norms).
+indexing and setitem, matmul, hooks with retain_graph); ``test_functional.py``
+covers ``sandbox.functional`` (losses with their options, interpolate, conv,
+pooling, norms).
 
 Hypothesis draws small computations over the ops and options of ``sandbox.ops`` and
-``sandbox.functional`` (0-d and empty tensors included); :func:`torch_parity.compare`
+``sandbox.functional`` (0-d and empty tensors included); :func:`tests.torch_parity.compare`
 runs each in both libraries and compares the values, the first derivatives and,
 where marked, the second derivatives, to 1e-9.
 
@@ -30,12 +31,17 @@ from hypothesis import strategies as st
 DELIBERATE_DIFFERENCES = {
     "negative slice steps": "x[::-1] follows numpy; torch has no negative steps, so the "
     "indexing generator draws positive steps only.",
-    "advanced indexing": "indexing follows numpy everywhere (lists are int arrays, index "
-    "arrays separated by a slice move the broadcast dims first); the generator draws only "
-    "forms on which numpy and torch agree: one int array or one mask, plus basic indices.",
+    "advanced indexing": "indexing is numpy's (getitem hands the index to numpy); torch "
+    "agrees on basic indices, one int array and one bool mask, but not on every "
+    "combination of several advanced indices, so the generator draws only those forms.",
     "repeated indices in setitem": "x[idx] = v with a repeated index keeps one write in "
     "both libraries, but which one (and so which element of v gets the gradient) is "
     "unspecified in torch: the setitem generator draws unique indices.",
+    "setitem into a non-leaf": "x[i] = v on a tensor in the graph writes into a fresh "
+    "array (copy-on-write): arrays saved by earlier ops keep their values, so where torch "
+    "raises (an overwritten tensor was saved for backward) we give the exact gradient, "
+    "and views taken of x before the assignment do not see it. The setitem generator "
+    "assigns into tensors that no op saved (a buffer, or the output of a * 1.5).",
     "softplus at beta * x == threshold": "torch's first derivative there is the sigmoid "
     "but its second derivative is 0; ours is the sigmoid's for both: beta and threshold "
     "are chosen so that no drawn value lands on that point.",
