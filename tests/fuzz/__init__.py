@@ -2,9 +2,9 @@
 
 ``test_ops.py`` covers ``sandbox.ops`` (elementwise graphs with broadcasting and
 fan-out, reductions with ties, softmax at large magnitudes and infinities,
-indexing and setitem, matmul, hooks with retain_graph); ``test_functional.py``
-covers ``sandbox.functional`` (losses with their options, interpolate, conv,
-pooling, norms).
+indexing and setitem, shape ops, matmul, hooks with retain_graph);
+``test_functional.py`` covers ``sandbox.functional`` (losses with their options,
+interpolate, conv, pooling, norms).
 
 Hypothesis draws small computations over the ops and options of ``sandbox.ops`` and
 ``sandbox.functional`` (0-d and empty tensors included); :func:`tests.torch_parity.compare`

@@ -257,6 +257,96 @@ def test_fuzz_matmul(data):
     compare(lambda x, y: (x @ y) * 1.0, lambda x, y: (x @ y) * 1.0, [a, b], second=True)
 
 
+# ------------------------------------------------------------------------------ shape ops
+def _draw_shape_step(data, shape):
+    """One shape op valid for ``shape``: (name, argument, resulting shape)."""
+    nd = len(shape)
+    choices = ["reshape", "unsqueeze", "cat", "stack", "pad"]
+    if nd:
+        choices += ["permute", "flatten", "squeeze", "expand", "transpose"]
+    name = data.draw(st.sampled_from(choices), label="shape op")
+    if name == "reshape":
+        return name, (-1,), (int(np.prod(shape)),)
+    if name == "unsqueeze":
+        d = data.draw(st.integers(-nd - 1, nd), label="dim")
+        d %= nd + 1
+        return name, d, shape[:d] + (1,) + shape[d:]
+    if name in ("cat", "stack"):
+        d = data.draw(st.integers(0, nd if name == "stack" else max(nd - 1, 0)), label="dim")
+        if name == "cat":
+            if nd == 0:
+                return "reshape", (1,), (1,)
+            return name, d, shape[:d] + (2 * shape[d],) + shape[d + 1 :]
+        return name, d, shape[:d] + (2,) + shape[d:]
+    if name == "pad":
+        if nd == 0:
+            return "reshape", (1,), (1,)
+        widths = (data.draw(st.integers(0, 2), label="l"), data.draw(st.integers(0, 2), label="r"))
+        return name, widths, shape[:-1] + (shape[-1] + sum(widths),)
+    if name == "permute":
+        perm = tuple(data.draw(st.permutations(range(nd)), label="perm"))
+        return name, perm, tuple(shape[p] for p in perm)
+    if name == "flatten":
+        s = data.draw(st.integers(0, nd - 1), label="start")
+        e = data.draw(st.integers(s, nd - 1), label="end")
+        return name, (s, e), shape[:s] + (int(np.prod(shape[s : e + 1])),) + shape[e + 1 :]
+    if name == "squeeze":
+        d = data.draw(st.integers(0, nd - 1), label="dim")
+        return name, d, shape[:d] + shape[d + 1 :] if shape[d] == 1 else shape
+    if name == "expand":
+        out = tuple(3 if n == 1 and data.draw(st.booleans(), label="grow") else n for n in shape)
+        return name, out, out
+    d0, d1 = data.draw(st.integers(0, nd - 1), label="d0"), data.draw(st.integers(0, nd - 1))
+    out = list(shape)
+    out[d0], out[d1] = out[d1], out[d0]
+    return name, (d0, d1), tuple(out)
+
+
+def _apply_shape_step(lib, step, h):
+    name, arg, _ = step
+    if name == "reshape":
+        return h.reshape(*arg)
+    if name in ("unsqueeze", "squeeze"):
+        return getattr(h, name)(arg)
+    if name in ("cat", "stack"):
+        return getattr(lib, name)([h, h * 2.0], arg)  # fan-out: h used twice
+    if name == "pad":
+        if lib is sandbox:
+            return F.pad(h, arg, value=0.5)
+        return lib.nn.functional.pad(h, arg, value=0.5)
+    if name == "permute":
+        return h.permute(*arg)
+    if name == "flatten":
+        return h.flatten(*arg)
+    if name == "expand":
+        return h.expand(*arg)
+    return h.transpose(*arg)
+
+
+@FUZZ
+@given(st.data())
+def test_fuzz_shape_ops(data):
+    """Chains of reshape, permute, transpose, (un)squeeze, flatten, expand, cat, stack, pad."""
+    shape = draw_shape(data)
+    x = draw_values(data, shape)
+    steps, current = [], shape
+    for _ in range(data.draw(st.integers(1, 4), label="steps")):
+        step = _draw_shape_step(data, current)
+        steps.append(step)
+        current = step[2]
+
+    def program(lib):
+        def run(t):
+            h = t * t  # a non-trivial second derivative
+            for step in steps:
+                h = _apply_shape_step(lib, step, h)
+            return h
+
+        return run
+
+    compare(program(sandbox), program(th()), [x], second=True)
+
+
 # ------------------------------------------------------------------------------ engine features
 @FUZZ
 @given(st.data())
