@@ -188,6 +188,25 @@ def test_fuzz_conv2d(data):
 
 @FUZZ
 @given(st.data())
+def test_fuzz_conv2d_winograd_sizes(data):
+    """3x3, stride 1, 16+ channels, 64+ output pixels: the sizes that take the Winograd
+    path (forward, input and weight gradients), with a batch of 1 to 3."""
+    cin, cout = data.draw(st.sampled_from([(16, 16), (16, 20), (24, 16)]), label="channels")
+    h, w = data.draw(st.integers(8, 11), label="h"), data.draw(st.integers(8, 11), label="w")
+    x = draw_values(data, (data.draw(st.integers(1, 3), label="n"), cin, h, w))
+    weight = draw_values(data, (cout, cin, 3, 3)) / 12.0
+    padding = data.draw(st.sampled_from([0, 1, 2, (1, 2), "same"]), label="padding")
+    tf = th().nn.functional
+    compare(
+        lambda a, b: F.conv2d(a, b, padding=padding),
+        lambda a, b: tf.conv2d(a, b, padding=padding),
+        [x, weight],
+        rtol=1e-8,
+    )
+
+
+@FUZZ
+@given(st.data())
 def test_fuzz_conv_transpose2d(data):
     groups = data.draw(st.sampled_from([1, 2]), label="groups")
     x = _draw_image(data, 2 * groups)
