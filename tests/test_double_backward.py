@@ -295,6 +295,21 @@ def test_plain_backward_calls_the_kernel_and_create_graph_agrees(monkeypatch, mo
         np.testing.assert_allclose(a.data, b.data, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("case", [c for c in CASES if not c.distinct], ids=lambda c: c.name)
+def test_plain_backward_takes_a_non_contiguous_gradient(case):
+    """The plain backward hands the incoming gradient to the kernels as it comes."""
+    rng = np.random.default_rng(4)
+    arrays = _arrays(case)
+    xs = [Tensor(a, requires_grad=True) for a in arrays]
+    y = case.fn(_Sandbox, *xs)
+    r = rng.standard_normal(y.shape[::-1])
+    strided = grad((y.permute(*reversed(range(y.ndim))) * Tensor(r)).sum(), xs)
+    ys = case.fn(_Sandbox, *xs)
+    direct = grad((ys * Tensor(np.ascontiguousarray(r.transpose()))).sum(), xs)
+    for a, b in zip(strided, direct, strict=True):
+        np.testing.assert_array_equal(a.data, b.data)
+
+
 @pytest.mark.parametrize(
     "op",
     [
