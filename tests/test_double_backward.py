@@ -50,7 +50,7 @@ CASES = [
     Case("conv2d 1x1 groups 3",
          lambda lib, x, w: lib.F.conv2d(x, w, groups=3),
          ((2, 3, 3, 3), (6, 1, 1, 1)), third=True),
-    Case("conv2d 3x3 winograd shape",
+    Case("conv2d 3x3 pad 1, fast-mode check",
          lambda lib, x, w: lib.F.conv2d(x, w, padding=1),
          ((1, 4, 8, 8), (4, 4, 3, 3)), extra={"fast_mode": True}, third=True),
     Case("conv_transpose2d stride 2 dilation 2 groups 2",
@@ -169,6 +169,10 @@ def _derivatives(lib, case, arrays, autograd_grad, third=False):
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_second_derivatives_match_torch(case, torch):
+    _compare_with_torch(case, torch)
+
+
+def _compare_with_torch(case, torch):
     class Torch:
         F = torch.nn.functional
 
@@ -251,6 +255,28 @@ def test_conv_transpose_third_derivatives_by_finite_differences(case):
         return grad((y * y * y).sum(), xs, create_graph=True)
 
     assert gradgradcheck(gradient, inputs, fast_mode=True)
+
+
+def test_winograd_path_double_backward(monkeypatch, torch):
+    """With the Winograd thresholds lowered, the plain backward takes the Winograd kernels;
+    the create_graph path (conv_transpose2d and the weight-grad Function) agrees with it
+    and its second derivatives match torch."""
+    monkeypatch.setattr(array_conv.TUNING, "winograd_min_channels", 1)
+    monkeypatch.setattr(array_conv.TUNING, "winograd_min_pixels", 1)
+    monkeypatch.setattr(array_conv.TUNING, "winograd_min_channels_weight_grad", 1)
+    calls = _count_calls(monkeypatch, array_conv.winograd, "winograd_conv3x3")
+    wgrad_calls = _count_calls(monkeypatch, array_conv.winograd, "winograd_weight_grad")
+    case = Case("conv2d winograd", lambda lib, x, w: lib.F.conv2d(x, w, padding=1),
+                ((1, 2, 4, 5), (3, 2, 3, 3)), third=True)
+    arrays = _arrays(case)
+    xs = [Tensor(a, requires_grad=True) for a in arrays]
+    plain = grad((case.fn(_Sandbox, *xs) ** 2).sum(), xs)
+    assert len(calls) == 2 and len(wgrad_calls) == 1  # forward, input grad; weight grad
+    graphed = grad((case.fn(_Sandbox, *xs) ** 2).sum(), xs, create_graph=True)
+    for a, b in zip(plain, graphed, strict=True):
+        np.testing.assert_allclose(a.data, b.data, rtol=1e-12, atol=1e-12)
+    assert gradgradcheck(lambda *t: case.fn(_Sandbox, *t), tuple(xs))
+    _compare_with_torch(case, torch)
 
 
 def _count_calls(monkeypatch, module, name):
