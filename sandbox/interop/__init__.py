@@ -17,9 +17,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._onnx import run_onnx, to_onnx
 from ._safetensors import load_weights, read_weights, save_weights
-from ._torch import from_torch, to_torch
+
+# Loaded on first use, so that ``sandbox --help`` (which registers ``export``) stays light.
+_LAZY = {"to_torch": "_torch", "from_torch": "_torch", "to_onnx": "_onnx", "run_onnx": "_onnx"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def architecture(model) -> dict:

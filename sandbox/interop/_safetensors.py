@@ -63,15 +63,17 @@ def assign_state(module, arrays: Mapping, strict: bool = True, source: str = "st
         array = arrays[key]
         current = owner._parameters[name].data if kind == "param" else owner._buffers[name]
         if array.shape != current.shape:
-            problems.append(f"{key}: {source} has shape {array.shape}, model has {current.shape}")
+            problems.append(f"{key}: shape {array.shape} given, model has {current.shape}")
         elif array.dtype != current.dtype:
-            problems.append(f"{key}: {source} has dtype {array.dtype}, model has {current.dtype}")
+            problems.append(f"{key}: dtype {array.dtype} given, model has {current.dtype}")
     if problems:
+        listed = "; ".join(problems[:4])
+        if len(problems) > 4:
+            listed += f"; and {len(problems) - 4} more"
         hint = ""
         if any("dtype" in p for p in problems):
             hint = " (convert the model first, e.g. model.to(np.float64), to match the weights)"
-        raise ValueError(f"{source} does not fit {type(module).__name__}: "
-                         + "; ".join(problems) + hint)
+        raise ValueError(f"{source} does not fit {type(module).__name__}: {listed}{hint}")
     for key, (owner, name, kind) in slots.items():
         if key in arrays:
             value = np.array(arrays[key], copy=True)
@@ -103,7 +105,8 @@ def save_weights(module, path, metadata: Mapping | None = None) -> Path:
         if not isinstance(key, str) or not isinstance(value, str):
             raise TypeError(f"metadata must map str to str, got {key!r}: {value!r}")
         header[key] = value
-    tensors = {k: np.ascontiguousarray(v) for k, v in module.state_dict().items()}
+    # np.asarray keeps 0-d arrays 0-d (np.ascontiguousarray would make them 1-d)
+    tensors = {k: np.asarray(v, order="C") for k, v in module.state_dict().items()}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
