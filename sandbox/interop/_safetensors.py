@@ -12,7 +12,7 @@ header by name; the state_dict order is the order of the module's own slots.)
 from __future__ import annotations
 
 import os
-import tempfile
+import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
@@ -109,8 +109,9 @@ def save_weights(module, path, metadata: Mapping | None = None) -> Path:
     tensors = {k: np.asarray(v, order="C") for k, v in module.state_dict().items()}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    # A fresh name in the same folder (so os.replace is atomic), created by safetensors
+    # itself so the file gets the usual permissions.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     try:
         st.save_file(tensors, tmp, metadata=header)
         os.replace(tmp, path)
