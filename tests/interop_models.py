@@ -23,8 +23,12 @@ UNET_MODES = [
     ("lanczos3", {}),
     ("lanczos3", {"antialias": True}),
     ("lanczos3", {"align_corners": True}),
+    ("lanczos3", {"antialias": True, "align_corners": True}),
+    ("lanczos", {"antialias": True}),  # PyTorch's name for antialiased lanczos3
     ("lanczos5", {}),
     ("lanczos5", {"antialias": True}),
+    ("lanczos5", {"align_corners": True}),
+    ("linear", {}),  # an alias of bilinear
     ("area", {}),
     ("transposed", {}),
 ]
@@ -42,6 +46,8 @@ TORCH_UNET_MODES = [
     ("bicubic", {"antialias": True}),
     ("bicubic", {"antialias": True, "align_corners": True}),
     ("lanczos3", {"antialias": True}),
+    ("lanczos", {"antialias": True}),
+    ("linear", {}),
     ("area", {}),
     ("transposed", {}),
 ]

@@ -55,7 +55,7 @@ def test_export_torch(torch, ckpt, tmp_path, capsys):
     np.testing.assert_allclose(theirs, ref, rtol=0, atol=2e-6 * np.abs(ref).max())
 
 
-def test_export_onnx(onnxruntime, ckpt, tmp_path, capsys):
+def test_export_onnx(onnx, onnxruntime, ckpt, tmp_path, capsys):
     from sandbox.interop import run_onnx
 
     out = tmp_path / "m.onnx"

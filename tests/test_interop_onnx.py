@@ -28,12 +28,18 @@ RESIZE_EXACT = [
     ("nearest", {}),
     ("nearest-exact", {}),
     ("bilinear", {}),
+    ("linear", {}),
     ("bilinear", {"align_corners": True}),
     ("bilinear", {"antialias": True}),
     ("bicubic", {}),
     ("bicubic", {"align_corners": True}),
     ("bicubic", {"antialias": True}),
 ]
+
+
+@pytest.fixture(autouse=True)
+def _interop_packages(onnx, onnxruntime):
+    """Every test here needs onnx and onnxruntime (they fail, not skip, in CI)."""
 
 
 def _ops(onnx, path):

@@ -120,9 +120,14 @@ def test_pytorch_model_to_sandbox_gives_same_outputs(torch, tmp_path):
     np.testing.assert_allclose(ref, theirs, rtol=0, atol=2e-6 * np.abs(theirs).max())
 
 
-def test_one_optimiser_step_matches(torch):
+@pytest.mark.parametrize(
+    ("mode", "opts", "norm"),
+    [("bilinear", {"align_corners": True}, "batch"), ("lanczos3", {"antialias": True}, "group"),
+     ("transposed", {}, "none")],
+)
+def test_one_optimiser_step_matches(torch, mode, opts, norm):
     """The exported model trains on: one AdamW step in PyTorch equals one here (float64)."""
-    ours = make_unet("bilinear", {"align_corners": True}, dtype=np.float64).train()
+    ours = make_unet(mode, opts, norm=norm, dtype=np.float64).train()
     twin = to_torch(ours)
     assert twin.training
     rng = np.random.default_rng(5)
