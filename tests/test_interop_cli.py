@@ -10,7 +10,7 @@ from sandbox import checkpoint, nn
 from sandbox.cli import main
 from sandbox.interop._cli import load_checkpoint_model
 
-from .interop_models import assert_state_bitwise, eval_output
+from .interop_models import assert_state_bitwise, eval_output, make_unet
 
 TINY = ["--image-size", "16", "--depth", "2", "--width", "4", "--train-samples", "8",
         "--val-samples", "4", "--batch-size", "4", "--quiet", "--no-plots"]
@@ -93,3 +93,15 @@ def test_missing_extra_gives_one_line(ckpt, tmp_path, capsys, monkeypatch):
     assert main(["export", str(ckpt), "--to", "onnx", "--out", str(tmp_path / "m.onnx")]) == 2
     err = capsys.readouterr().err.strip()
     assert "pip install 'cpu-train-sandbox[interop]'" in err and "\n" not in err
+
+
+def test_architecture_rebuilds_the_unet():
+    from sandbox.interop import architecture
+
+    model = make_unet("bicubic", {"align_corners": True}, norm="group", dtype=np.float64)
+    arch = json.loads(json.dumps(architecture(model)))
+    assert arch["class"] == "UNet" and arch["kwargs"]["dtype"] == "float64"
+    again = nn.UNet(**arch["kwargs"])
+    assert repr(again) == repr(model)
+    with pytest.raises(TypeError, match="describes a sandbox.nn.UNet"):
+        architecture(nn.ReLU())

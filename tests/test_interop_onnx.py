@@ -193,6 +193,11 @@ def test_resize_used_only_where_exact():
     }
 
 
+class _Custom(nn.Module):
+    def forward(self, x):
+        return x
+
+
 def test_errors(onnx, tmp_path):
     model = make_unet()
     out = tmp_path / "m.onnx"
@@ -206,8 +211,11 @@ def test_errors(onnx, tmp_path):
         to_onnx(model, (1, 2, 16, 16), out, opset=13)
     with pytest.raises(ValueError, match="float32"):
         to_onnx(make_unet(dtype=np.float64), (1, 2, 16, 16), out)
-    with pytest.raises(TypeError, match="to_onnx cannot export ModuleList"):
+    with pytest.raises(TypeError, match="to_onnx cannot export ModuleList:"):
         to_onnx(nn.ModuleList([nn.ReLU()]), (1, 2, 16, 16), out)
+    model.ups[1].block.norm1 = _Custom()
+    with pytest.raises(TypeError, match=r"cannot export _Custom \(at 'ups\.1\.block\.norm1'\)"):
+        to_onnx(model, (1, 2, 16, 16), out)
     with pytest.raises(ValueError, match="divisor_override and ceil_mode"):
         to_onnx(nn.AvgPool2d(2, ceil_mode=True, divisor_override=2), (1, 1, 5, 5), out)
     assert not out.exists()

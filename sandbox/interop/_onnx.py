@@ -180,6 +180,10 @@ _PASS_THROUGH = (nn.Identity, nn.Dropout, nn.Dropout2d)  # eval mode: the identi
 
 
 # ------------------------------------------------------------------- emitter
+def _join(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
 class _Exporter:
     def __init__(self, onnx, policy):
         self.g = _Graph(onnx)
@@ -187,6 +191,10 @@ class _Exporter:
 
     def relu(self, v):
         return _Value(self.g.node("Relu", [v.name], "relu"), np.maximum(v.array, 0))
+
+    def child(self, m, name: str, v: _Value, where: str) -> _Value:
+        """Emit sub-module ``name`` of ``m`` (``where`` is ``m``'s dotted path)."""
+        return self.emit(m._modules[name], v, _join(where, name))
 
     def emit(self, m, v: _Value, where: str) -> _Value:
         kind = type(m)
@@ -198,14 +206,14 @@ class _Exporter:
                 return _Value(_upsample(self.g, m, v, out, self.policy), out)
             return _Value(_SIMPLE[kind](self.g, m, v), out)
         if kind is nn.Sequential:
-            for key, child in m._modules.items():
-                v = self.emit(child, v, f"{where}.{key}")
+            for key in m._modules:
+                v = self.child(m, key, v, where)
             return v
         if kind is _unet.ConvBlock:
-            v = self.relu(self.emit(m.norm1, self.emit(m.conv1, v, where), where))
-            return self.relu(self.emit(m.norm2, self.emit(m.conv2, v, where), where))
+            v = self.relu(self.child(m, "norm1", self.child(m, "conv1", v, where), where))
+            return self.relu(self.child(m, "norm2", self.child(m, "conv2", v, where), where))
         if kind is _unet.Down:
-            return self.emit(m.block, self.emit(m.pool, v, where), where)
+            return self.child(m, "block", self.child(m, "pool", v, where), where)
         if kind is nn.UNet:
             return self.unet(m, v, where)
         raise TypeError(
@@ -213,12 +221,12 @@ class _Exporter:
             "it exports the layers of sandbox.nn, Sequential and the UNet"
         )
 
-    def up(self, m, v: _Value, skip: _Value) -> _Value:
-        v = self.emit(m.up, v, "up")
+    def up(self, m, v: _Value, skip: _Value, where: str) -> _Value:
+        v = self.child(m, "up", v, where)
         size = skip.array.shape[2:]
         if m.mode == "transposed":
             dh, dw = size[0] - v.array.shape[2], size[1] - v.array.shape[3]
-            if dh or dw:
+            if dh or dw:  # odd sizes: pad to the skip's size, as the sandbox does
                 pads = (dw // 2, dw - dw // 2, dh // 2, dh - dh // 2)
                 array = _run(lambda t: F.pad(t, pads), v.array)
                 onnx_pads = np.array([0, 0, dh // 2, dw // 2, 0, 0, dh - dh // 2, dw - dw // 2],
@@ -234,16 +242,18 @@ class _Exporter:
             v = _Value(name, array)
         joined = _Value(self.g.node("Concat", [skip.name, v.name], "concat", axis=1),
                         np.concatenate([skip.array, v.array], axis=1))
-        return self.emit(m.block, joined, "block")
+        return self.child(m, "block", joined, where)
 
     def unet(self, m, v: _Value, where: str) -> _Value:
-        skips = [self.emit(m.inc, v, "inc")]
-        for i, down in enumerate(m.downs):
-            skips.append(self.emit(down, skips[-1], f"downs.{i}"))
+        skips = [self.child(m, "inc", v, where)]
+        downs = _join(where, "downs")
+        for i in range(len(m.downs)):
+            skips.append(self.child(m.downs, str(i), skips[-1], downs))
         v = skips.pop()
-        for up in m.ups:
-            v = self.up(up, v, skips.pop())
-        return self.emit(m.head, v, "head")
+        ups = _join(where, "ups")
+        for i, up in enumerate(m.ups):
+            v = self.up(up, v, skips.pop(), _join(ups, str(i)))
+        return self.child(m, "head", v, where)
 
 
 def _check_shape(example_shape, module):
