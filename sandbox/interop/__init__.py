@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._safetensors import load_weights, read_weights, save_weights
+from ..nn._safetensors import load_weights, read_weights, save_weights
 
 # Loaded on first use, so that ``sandbox --help`` (which registers ``export``) stays light.
 _LAZY = {"to_torch": "_torch", "from_torch": "_torch", "to_onnx": "_onnx", "run_onnx": "_onnx"}

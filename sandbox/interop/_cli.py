@@ -72,8 +72,8 @@ def load_checkpoint_model(path):
 
 
 def _export_onnx(model, state, out, size, resize) -> list[str]:
+    from .._optional import require
     from . import run_onnx, to_onnx
-    from ._deps import require
 
     if size is None:
         size = [state["config"].get("image_size", 64)]
@@ -101,8 +101,8 @@ def _export_onnx(model, state, out, size, resize) -> list[str]:
 
 def run(args) -> int:
     """Run ``sandbox export`` for parsed ``args``; print what was written."""
+    from .._optional import require
     from . import architecture, to_torch
-    from ._deps import require
 
     model, state = load_checkpoint_model(args.checkpoint)
     arch = architecture(model)

@@ -44,7 +44,7 @@ def _source_index(mode: str, n_in: int, n_out: int, ft) -> np.ndarray:
 
 
 def _nearest_agrees(mode: str, n_in: int, n_out: int) -> bool:
-    ours = weight_matrix(n_in, n_out, mode, dtype=np.float32)
+    ours = weight_matrix(n_in, n_out, mode=mode, dtype=np.float32)
     if not np.all((ours == 0) | (ours == 1)) or not np.all(ours.sum(axis=1) == 1):
         return False
     picked = ours.argmax(axis=1)
@@ -121,7 +121,7 @@ def emit_resample(graph, x: str, in_shape, out_sizes, mode, align_corners=None,
     shape = [int(s) for s in in_shape[1:]]  # channel and spatial sizes (batch is dynamic)
     for axis in reversed(range(len(in_sizes))):
         n_in, n_out, sf = in_sizes[axis], out_sizes[axis], scale_factors[axis]
-        matrix = weight_matrix(n_in, n_out, mode, scale_factor=sf, align_corners=align_corners,
+        matrix = weight_matrix(n_in, n_out, mode=mode, scale_factor=sf, align_corners=align_corners,
                                antialias=antialias, dtype=np.float32)
         if n_in == n_out and np.array_equal(matrix, np.eye(n_in, dtype=np.float32)):
             continue  # the identity: nothing to do on this axis

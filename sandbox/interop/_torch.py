@@ -7,9 +7,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from .. import nn
+from .._optional import require
 from ..nn import _unet
-from ._deps import require
-from ._safetensors import assign_state
+from ..nn._safetensors import assign_state
 
 
 def _dtype_of(module, torch):

@@ -305,7 +305,7 @@ class Module:
         -------
         pathlib.Path
         """
-        from ..interop._safetensors import save_weights
+        from ._safetensors import save_weights
 
         return save_weights(self, path, metadata)
 
@@ -317,7 +317,7 @@ class Module:
         (``KeyError`` listing the missing and unexpected ones).  A file that is not
         safetensors gives ``ValueError``.  Returns ``(missing_keys, unexpected_keys)``.
         """
-        from ..interop._safetensors import load_weights
+        from ._safetensors import load_weights
 
         return load_weights(self, path, strict)
 

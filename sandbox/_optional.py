@@ -1,4 +1,4 @@
-"""Import the optional packages of :mod:`sandbox.interop` only when a function needs them."""
+"""Import an optional package (an extra) only inside the function that needs it."""
 
 from __future__ import annotations
 

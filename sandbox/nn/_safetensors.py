@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._deps import require
+from .._optional import require
 
 
 def _safetensors_numpy(purpose: str):
