@@ -43,8 +43,8 @@ def _source_index(mode: str, n_in: int, n_out: int, ft) -> np.ndarray:
     return np.clip(x.astype(np.int64), 0, n_in - 1)
 
 
-def _nearest_agrees(mode: str, n_in: int, n_out: int) -> bool:
-    ours = weight_matrix(n_in, n_out, mode=mode, dtype=np.float32)
+def _nearest_agrees(mode: str, n_in: int, n_out: int, scale_factor) -> bool:
+    ours = weight_matrix(n_in, n_out, mode=mode, scale_factor=scale_factor, dtype=np.float32)
     if not np.all((ours == 0) | (ours == 1)) or not np.all(ours.sum(axis=1) == 1):
         return False
     picked = ours.argmax(axis=1)
@@ -76,7 +76,8 @@ def resize_attributes(mode, align_corners, antialias, in_sizes, out_sizes, scale
         if sf is not None and float(sf) != n_out / n_in:
             return None
     if canon in _MODES_FOR:
-        if not all(_nearest_agrees(canon, a, b) for a, b in zip(in_sizes, out_sizes, strict=True)):
+        axes = zip(in_sizes, out_sizes, scale_factors, strict=True)
+        if not all(_nearest_agrees(canon, a, b, sf) for a, b, sf in axes):
             return None
         if canon == "nearest":
             return {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
