@@ -5,8 +5,9 @@ gives the twin model (``inc.conv1.weight``, ``inc.norm1.running_mean``,
 ``inc.norm1.num_batches_tracked`` ...), float arrays in the module's dtype and
 ``num_batches_tracked`` as a 0-d int64, so ``safetensors.torch.load_file`` plus
 ``load_state_dict`` restores a PyTorch model, and it is the PyTorch layout that
-burn's ``SafetensorsStore`` with its ``PyTorchToBurnAdapter`` is documented to read.  (The safetensors format sorts its
-header by name; the state_dict order is the order of the module's own slots.)
+burn's ``SafetensorsStore`` with its ``PyTorchToBurnAdapter`` is documented to
+read.  (The safetensors format sorts its header by name; the state_dict order is
+the order of the module's own slots.)
 """
 
 from __future__ import annotations
