@@ -119,13 +119,18 @@ def write_json(path: str, doc: dict) -> None:
 
 def read_json(path: str) -> dict:
     """Read a run document; ValueError names the file when it is not one."""
-    with open(path) as f:
+    with open(path, "rb") as f:
         try:
-            doc = json.load(f)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path} is not valid JSON: {exc}") from None
-    if not isinstance(doc, dict) or "results" not in doc:
-        raise ValueError(f"{path} is not a 'sandbox bench' result file (no 'results')")
+            doc = json.loads(f.read().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path} is not a 'sandbox bench' result file (not valid JSON: "
+                             f"{exc})") from None
+    results = doc.get("results") if isinstance(doc, dict) else None
+    if not isinstance(results, list) or not all(
+        isinstance(r, dict) and isinstance(r.get("name"), str) for r in results
+    ):
+        raise ValueError(f"{path} is not a 'sandbox bench' result file (no list of 'results' "
+                         "with case names)")
     return doc
 
 

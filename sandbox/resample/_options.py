@@ -21,6 +21,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._limits import check_memory
+
 # Public mode name -> canonical mode used by the weight tables.
 MODE_ALIASES = {
     "nearest": "nearest",
@@ -144,9 +146,23 @@ def _check_scale(scale_factor, nsp: int) -> tuple:
 
 
 def make_plan(
-    in_sizes, size, scale_factor, mode, align_corners, antialias, recompute_scale_factor
+    in_sizes,
+    size,
+    scale_factor,
+    mode,
+    align_corners,
+    antialias,
+    recompute_scale_factor,
+    lead: int = 1,
+    itemsize: int = 4,
 ) -> Plan:
-    """Validate the options for spatial input sizes ``in_sizes`` and return a :class:`Plan`."""
+    """Validate the options for spatial input sizes ``in_sizes`` and return a :class:`Plan`.
+
+    Also refuses, before anything is allocated, a request whose arrays and weight
+    tables would exceed the memory limit (:mod:`sandbox.resample._limits`);
+    ``lead`` (batch x channels) and ``itemsize`` refine that estimate, the
+    defaults give its lower bound.
+    """
     canon = _check_mode(mode, antialias, align_corners)
     nsp = len(in_sizes)
     if recompute_scale_factor is not None and not isinstance(
@@ -178,6 +194,7 @@ def make_plan(
             )
         if recompute_scale_factor or canon == "area":
             factors = (None,) * nsp
+    check_memory(in_sizes, out_sizes, lead, itemsize)
     return Plan(canon, tuple(in_sizes), out_sizes, factors, bool(align_corners), bool(antialias))
 
 
