@@ -49,13 +49,17 @@ def read_image(path, channels: int) -> np.ndarray:
     if path.suffix.lower() == ".npy":
         try:
             array = np.load(path, allow_pickle=False)
-        except (ValueError, OSError, EOFError) as exc:
+        except Exception as exc:  # any parse failure (ValueError, EOFError, TokenError...)
             raise ValueError(
                 f"cannot read {path}: not a numpy .npy array of numbers, or a damaged one "
                 f"({_first_line(exc)})"
             ) from None
-        if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
-            raise ValueError(f"{path}: expected an array of numbers, got dtype {array.dtype}")
+        if not isinstance(array, np.ndarray):  # an .npz archive
+            array.close()
+            raise ValueError(f"{path} is an .npz archive, not a .npy image array")
+        if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+                or array.dtype == bool):
+            raise ValueError(f"{path}: expected an array of real numbers, got dtype {array.dtype}")
     else:
         from ..data._folder import _import_pil, _load, open_image
 
@@ -102,6 +106,10 @@ def predict_file(checkpoint_path, image_path, out=None, overlay_out=None) -> dic
     from ._plots import overlay
 
     image_path = Path(image_path)
+    if image_path.is_dir():
+        raise IsADirectoryError(f"{image_path} is a folder, not an image file")
+    if not image_path.is_file():
+        raise FileNotFoundError(f"image not found: {image_path}")
     out = Path(out) if out else image_path.with_name(f"{image_path.stem}_mask.png")
     overlay_out = (
         Path(overlay_out)

@@ -17,6 +17,7 @@ import math
 import signal
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -317,10 +318,16 @@ class Trainer:
         )
 
     def _train_step(self, images, masks) -> tuple[float, float]:
-        # Overflow on the way to a NaN loss is reported by the NaN guard below, in
-        # one message, not as numpy RuntimeWarnings printed before it.
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            return self._guarded_step(images, masks)
+        # Overflow on the way to a NaN loss is reported by the NaN guard, in one message,
+        # not as numpy RuntimeWarnings printed before it.  (Warnings are caught, not
+        # silenced with np.errstate, which is per thread: the conv workers would still
+        # warn.)  A step that does not diverge passes its warnings on.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = self._guarded_step(images, masks)
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return result
 
     def _guarded_step(self, images, masks) -> tuple[float, float]:
         logits = self.model(Tensor(images))
