@@ -224,6 +224,15 @@ def _resume_config(args):
     return TrainConfig.from_dict(values)
 
 
+def train_header(cfg, parameters: int, samples: int, steps: int) -> str:
+    """The first line ``sandbox train`` prints (the README quotes it; a test compares)."""
+    return (
+        f"training {cfg.depth}-level UNet (width {cfg.width}, upsample={cfg.upsample}, "
+        f"{parameters:,} parameters) on {cfg.data}: {samples} samples/epoch, {steps} steps, "
+        f"run folder {cfg.out}"
+    )
+
+
 def _cmd_train(args) -> int:
     from .train import Trainer, TrainingDiverged
 
@@ -237,10 +246,8 @@ def _cmd_train(args) -> int:
     )
     if not args.quiet:
         print(
-            f"training {cfg.depth}-level UNet (width {cfg.width}, upsample={cfg.upsample}, "
-            f"{trainer.model.num_parameters():,} parameters) on {cfg.data}: "
-            f"{len(trainer.train_set)} samples/epoch, {trainer.total_steps} steps, "
-            f"run folder {cfg.out}",
+            train_header(cfg, trainer.model.num_parameters(), len(trainer.train_set),
+                         trainer.total_steps),
             file=sys.stderr,
         )
     try:
