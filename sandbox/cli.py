@@ -20,8 +20,9 @@ from pathlib import Path
 from ._usage import ArgumentParser, CLIError, debug_requested, run_command
 
 COMMANDS = ("train", "predict", "gradcheck", "bench", "explain", "info")
-# Measured on a 2-core machine (see README "Train a UNet"): the default run.
-DEFAULT_RUN_TIME = "about 2 minutes on 2 cores"
+# The default run's time, as the README states it (1,000 steps at 8-12 steps/s measured on
+# unshared 2-core machines; tests/test_docs.py keeps README, docs/05 and this in step).
+DEFAULT_RUN_TIME = "about 120 s on a 2-core machine"
 
 # Per-dataset defaults for options the user did not give.
 PRESETS = {
@@ -322,6 +323,10 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"train a UNet (default: synthetic shapes, {DEFAULT_RUN_TIME})",
         description="Train a UNet for segmentation and write checkpoints, a "
         "JSON-lines log and plots into the run folder.",
+        epilog="A run folder that already holds a run is refused unless --resume (continue "
+        "it, with the settings stored in its checkpoint) or --overwrite (replace it). "
+        "Exit status: 0 done, 2 bad arguments or data, 3 diverged (NaN loss), "
+        "130 interrupted (Ctrl-C saves a checkpoint first).",
     )
     _add_train_args(p)
     p.set_defaults(func=_cmd_train)
