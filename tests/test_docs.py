@@ -89,10 +89,11 @@ TIME_CLAIM = re.compile(r"about (\d+) s on a 2-core machine")
 def _default_run():
     """(config, parameters, samples/epoch, steps) of a plain ``sandbox train``."""
     from sandbox import cli
+    from sandbox._train_options import config_from_args
     from sandbox.data import Shapes
     from sandbox.train import build_model
 
-    cfg = cli._config_from_args(cli.build_parser().parse_args(["train"]))
+    cfg = config_from_args(cli.build_parser().parse_args(["train"]))
     classes = Shapes(1).num_classes
     params = build_model(cfg, 1, classes).num_parameters()
     steps = cfg.epochs * (cfg.train_samples // cfg.batch_size)
