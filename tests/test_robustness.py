@@ -486,3 +486,35 @@ def test_14_bad_arguments_in_a_real_process_end_in_one_line(tmp_path):
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
         assert result.stderr.startswith(f"{prog}: error: "), result.stderr
         assert "usage:" not in result.stderr
+
+
+def test_13_ctrl_c_twice_in_a_real_process_ends_in_one_line(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from .cli_helpers import ROOT
+
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sandbox", "train", "--steps", "400", "--image-size", "32",
+         "--depth", "2", "--width", "8", "--batch-size", "4", "--out", str(out), "--no-plots"],
+        env={"PYTHONPATH": str(ROOT), "SANDBOX_TUNE_MALLOC": "0"}, cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.time() + 120
+        while not (out / "log.jsonl").exists():  # training has started
+            assert proc.poll() is None and time.time() < deadline, proc.stderr.read()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    last = [line for line in err.replace("\r", "\n").splitlines() if line.strip()][-1]
+    assert last.startswith("sandbox train: "), err

@@ -10,7 +10,9 @@ see DESIGN §2:
 * unless recomputed, the kernel coordinate step is ``1 / scale_factor``
   (``area`` always uses ``in / out``, as PyTorch forces the recompute there);
 * ``align_corners`` must stay ``None`` for nearest, nearest-exact and area;
-* ``antialias=True`` only for the filter modes.
+* ``antialias=True`` only for the filter modes;
+* a request whose arrays and weight tables would exceed the memory limit is
+  refused before anything is allocated (:mod:`sandbox.resample._limits`).
 """
 
 from __future__ import annotations
