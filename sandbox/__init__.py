@@ -47,7 +47,8 @@ _SUBMODULES = ("checkpoint", "data", "functional", "gradcheck", "metrics", "nn",
                "resample", "train")
 
 
-_LAZY_FUNCTIONS = {"memory_limit": "resample._limits", "set_memory_limit": "resample._limits"}
+_LAZY_FUNCTIONS = {"memory_limit": "array.resample._limits",
+                   "set_memory_limit": "array.resample._limits"}
 
 
 def __getattr__(name):

@@ -131,8 +131,8 @@ def test_3_one_cycle_works_for_every_step_count(three_phase):
 def test_4_huge_size_is_refused_before_anything_is_allocated(kwargs):
     import tracemalloc
 
+    from sandbox.array.resample._limits import ResampleSizeError
     from sandbox.resample import resize
-    from sandbox.resample._limits import ResampleSizeError
 
     x = np.zeros((1, 1, 8, 8), np.float32)
     tracemalloc.start()
@@ -151,8 +151,8 @@ def test_4_huge_size_is_refused_before_anything_is_allocated(kwargs):
 
 def test_4_memory_limit_is_settable_and_covers_the_adjoint(monkeypatch):
     import sandbox
+    from sandbox.array.resample._limits import ResampleSizeError, total_memory
     from sandbox.resample import resize, resize_adjoint
-    from sandbox.resample._limits import ResampleSizeError, total_memory
 
     x = np.zeros((1, 1, 8, 8), np.float32)
     default = sandbox.memory_limit()

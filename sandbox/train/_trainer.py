@@ -109,7 +109,7 @@ class Trainer:
         (self.out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
 
     def _setup(self, resume: bool) -> None:
-        from .. import set_num_threads
+        from .._config import set_num_threads
         from .._random import manual_seed
 
         config = self.cfg

@@ -2,7 +2,7 @@
 
 Everything a user can get wrong is checked here, once, so the kernels never
 validate.  The rules follow ``torch.nn.functional.interpolate`` (PyTorch 2.13),
-see DESIGN §2:
+see docs/design.md §2:
 
 * exactly one of ``size`` / ``scale_factor``; ``recompute_scale_factor=True``
   only with ``scale_factor``;
@@ -12,7 +12,7 @@ see DESIGN §2:
 * ``align_corners`` must stay ``None`` for nearest, nearest-exact and area;
 * ``antialias=True`` only for the filter modes;
 * a request whose arrays and weight tables would exceed the memory limit is
-  refused before anything is allocated (:mod:`sandbox.resample._limits`).
+  refused before anything is allocated (:mod:`sandbox.array.resample._limits`).
 """
 
 from __future__ import annotations
@@ -161,9 +161,10 @@ def make_plan(
     """Validate the options for spatial input sizes ``in_sizes`` and return a :class:`Plan`.
 
     Also refuses, before anything is allocated, a request whose arrays and weight
-    tables would exceed the memory limit (:mod:`sandbox.resample._limits`);
-    ``lead`` (batch x channels) and ``itemsize`` refine that estimate, the
-    defaults give its lower bound.
+    tables would exceed the memory limit (:mod:`sandbox.array.resample._limits`);
+    ``lead`` (batch x channels elements per spatial point) and ``itemsize`` size
+    the arrays (the defaults give a lower bound); ``lead=0`` skips the check, for a
+    query that allocates nothing.
     """
     canon = _check_mode(mode, antialias, align_corners)
     nsp = len(in_sizes)
@@ -196,7 +197,8 @@ def make_plan(
             )
         if recompute_scale_factor or canon == "area":
             factors = (None,) * nsp
-    check_memory(in_sizes, out_sizes, lead, itemsize)
+    if lead:
+        check_memory(in_sizes, out_sizes, lead, itemsize)
     return Plan(canon, tuple(in_sizes), out_sizes, factors, bool(align_corners), bool(antialias))
 
 
