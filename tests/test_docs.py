@@ -114,6 +114,8 @@ def test_readme_transcript_is_what_sandbox_train_prints():
     last_iou = re.search(r"mean IoU (\d\.\d{4})", epochs[-1]).group(1)
     done = next(line for line in transcript if line.startswith("done: "))
     assert done.startswith(f"done: {steps} steps in ") and f"val mean IoU {last_iou}," in done
+    claimed = re.search(r"validation mean IoU\s+about\s+(\d\.\d+)", text).group(1)
+    assert abs(float(claimed) - float(last_iou)) < 0.005 + 1e-9, (claimed, last_iou)
     out = cfg.out
     assert f"checkpoints: {out}/last.ckpt, {out}/best.ckpt; log: {out}/log.jsonl" in transcript
     assert transcript[-2:] == [f"plot: {out}/curves.png", f"plot: {out}/predictions.png"]
