@@ -7,7 +7,7 @@ import sandbox
 import sandbox.functional as F
 from sandbox._C import _vol2col as kernels
 from sandbox.array import _vol2col as loops
-from sandbox.array import conv3d as conv
+from sandbox.array import conv_3d as conv
 from sandbox.array._validate import triple
 from sandbox.gradcheck import gradcheck, gradgradcheck
 

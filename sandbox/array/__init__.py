@@ -15,7 +15,7 @@ Modules, one job each:
 ``conv``
     2-D convolution and transposed convolution, forward and backward
     (validation, the im2col + GEMM path, the Winograd path, tuning knobs).
-``conv3d``
+``conv_3d``
     3-D convolution and transposed convolution, forward and backward (vol2col +
     GEMM in fixed chunks of samples, ``_vol2col``).
 ``pool``
@@ -41,7 +41,7 @@ from .conv import (
     conv_transpose2d_backward,
     conv_transpose2d_output_size,
 )
-from .conv3d import (
+from .conv_3d import (
     conv3d,
     conv3d_backward,
     conv3d_output_size,

@@ -1,4 +1,4 @@
-"""Differentiable 3-D convolution and transposed convolution (arrays: ``sandbox.array.conv3d``).
+"""Differentiable 3-D convolution and transposed convolution (arrays: ``sandbox.array.conv_3d``).
 
 The 3-D twin of :mod:`sandbox.functional._conv`, with the same structure.
 Gradients of any order.  ``conv3d`` is bilinear in (input, weight), so each of its
@@ -15,7 +15,7 @@ under ``create_graph=True`` are the gradients built from these Functions.
 
 from __future__ import annotations
 
-from ..array import conv3d as _conv
+from ..array import conv_3d as _conv
 from ..array._validate import triple
 from ..autograd import Function, Tensor, is_grad_enabled
 
@@ -163,7 +163,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution of Tensors, as ``torch.nn.functional.conv3d``.
 
     ``input`` (N, C_in, D, H, W), ``weight`` (C_out, C_in/groups, kd, kh, kw), ``bias``
-    (C_out,) or None.  See :func:`sandbox.array.conv3d.conv3d` for the options.
+    (C_out,) or None.  See :func:`sandbox.array.conv_3d.conv3d` for the options.
     """
     _tensor(input, "input")
     _tensor(weight, "weight")
@@ -175,7 +175,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """3-D transposed convolution of Tensors, as ``torch.nn.functional.conv_transpose3d``.
 
     ``input`` (N, C_in, D, H, W), ``weight`` (C_in, C_out/groups, kd, kh, kw), ``bias``
-    (C_out,) or None.  See :func:`sandbox.array.conv3d.conv_transpose3d` for the options.
+    (C_out,) or None.  See :func:`sandbox.array.conv_3d.conv_transpose3d` for the options.
     """
     _tensor(input, "input")
     _tensor(weight, "weight")

@@ -1,5 +1,7 @@
 """3-D convolution and transposed convolution on plain ndarrays (``(N, C, D, H, W)``).
 
+(Named ``conv_3d`` so that ``sandbox.array.conv3d`` can be the function, as ``conv2d`` is.)
+
 Public ops, as ``torch.nn.functional``'s: :func:`conv3d`, :func:`conv3d_backward`,
 :func:`conv_transpose3d`, :func:`conv_transpose3d_backward` and the output-size
 helpers.  Each validates its arguments once and then runs vol2col + GEMM in fixed
