@@ -23,7 +23,7 @@ __all__ = ["conv3d", "conv_transpose3d"]
 
 
 class Conv3d(Function):
-    """``y = conv3d(x, w, b)``; backward through the im2col/col2im kernels."""
+    """``y = conv3d(x, w, b)``; backward through the vol2col/col2vol kernels."""
 
     @staticmethod
     def forward(ctx, x, weight, bias, stride, padding, dilation, groups):
@@ -134,8 +134,8 @@ class ConvTranspose3dWeightGrad(Function):
 
 def _conv3d_input_grad(grad, weight, input_shape, stride, padding, dilation, groups):
     """``d/dx <conv3d(x, w), g>`` as a differentiable ``conv_transpose3d`` of ``g``."""
-    s, p, d = triple(stride, "stride", 1), triple(padding, "padding", 0), \
-        triple(dilation, "dilation", 1)
+    s, p = triple(stride, "stride", 1), triple(padding, "padding", 0)
+    d = triple(dilation, "dilation", 1)
     k, out, size = weight.shape[2:], grad.shape[2:], input_shape[2:]
     # conv3d drops the last (size + 2p - d(k-1) - 1) % s input planes from its windows;
     # output_padding (always < stride) restores them in the transposed convolution.
