@@ -2,10 +2,12 @@
 """vol2col / col2vol kernels for 3-D convolution as GEMM (kernel contract: pyx/fused.pxd).
 
 The 3-D twin of ``pyx/_im2col.pyx`` (kept separate while the 2-D path is being
-tuned; the two can be unified later).  Column layout for one chunk of ``nb``
-samples starting at sample ``n0``, with ``P = do * ho * wo``::
+tuned; the two can be unified later).  A chunk is ``nb`` samples starting at
+sample ``n0`` and, so that columns of large volumes stay small, a slab of ``nd``
+output depth planes starting at ``od0``.  Column layout, with ``P = nd * ho * wo``
+and ``t = od - od0``::
 
-    col[((c * kd + kz) * kh + ki) * kw + kj, s * P + (od * ho + oh) * wo + ow]
+    col[((c * kd + kz) * kh + ki) * kw + kj, s * P + (t * ho + oh) * wo + ow]
         = x[n0 + s, c, od*sd - pd + kz*dd, oh*sh - ph + ki*dh, ow*sw - pw + kj*dw]
           (0 outside the input)
 
@@ -14,6 +16,8 @@ samples starting at sample ``n0``, with ``P = do * ho * wo``::
 * ``col2vol`` (the adjoint, a scatter-add) runs one ``(sample, channel)`` volume
   per iteration; the thread owning the volume adds every contribution in a fixed
   order, so results are bitwise identical for any thread count (no atomics).
+  Slabs of one sample are folded one after the other (``zero_first`` on the
+  first), so the sum order is fixed by the shapes too.
 """
 
 from cython.parallel cimport prange
@@ -47,28 +51,31 @@ cdef inline Py_ssize_t _valid_hi(Py_ssize_t off, Py_ssize_t s, Py_ssize_t size,
 
 
 def vol2col(const real[:, :, :, :, ::1] x,   # IN  (N, C, D, H, W)
-            real[:, ::1] col,                # OUT (C*kd*kh*kw, nb*do*ho*wo)
-            Py_ssize_t n0, Py_ssize_t nb,
+            real[:, ::1] col,                # OUT (C*kd*kh*kw, nb*nd*ho*wo)
+            Py_ssize_t n0, Py_ssize_t nb, Py_ssize_t od0, Py_ssize_t nd,
             int kd, int kh, int kw, int sd, int sh, int sw, int pd, int ph, int pw,
             int dd, int dh, int dw,
-            Py_ssize_t do, Py_ssize_t ho, Py_ssize_t wo, int num_threads):
-    """Unfold samples ``n0 .. n0+nb-1`` of ``x`` into ``col`` (layout in the module doc).
+            Py_ssize_t ho, Py_ssize_t wo, int num_threads):
+    """Unfold output planes ``od0 .. od0+nd-1`` of samples ``n0 .. n0+nb-1`` of ``x``
+    into ``col`` (layout in the module doc).
 
     Parameters
     ----------
     x : ndarray, shape (N, C, D, H, W), float32 or float64, C-contiguous
-    col : ndarray, shape (C*kd*kh*kw, nb*do*ho*wo), same dtype, C-contiguous; overwritten
+    col : ndarray, shape (C*kd*kh*kw, nb*nd*ho*wo), same dtype, C-contiguous; overwritten
     n0, nb : int
         First sample and number of samples of the chunk.
+    od0, nd : int
+        First output depth plane and number of planes of the slab.
     kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw : int
         Kernel size, stride, padding and dilation (depth, rows, columns).
-    do, ho, wo : int
-        Output size.
+    ho, wo : int
+        Output rows and columns.
     num_threads : int
         Threads for the ``prange`` loop (>= 1).
     """
     cdef Py_ssize_t C = x.shape[1], D = x.shape[2], H = x.shape[3], W = x.shape[4]
-    cdef Py_ssize_t taps = kd * kh * kw, rows = C * taps, vol = do * ho * wo
+    cdef Py_ssize_t taps = kd * kh * kw, rows = C * taps, vol = nd * ho * wo
     cdef Py_ssize_t r, c, kz, ki, kj, s, od, oh, ow, iz, ih, off, lo, hi
     cdef const real* src
     cdef real* dst
@@ -83,7 +90,7 @@ def vol2col(const real[:, :, :, :, ::1] x,   # IN  (N, C, D, H, W)
             hi = _valid_hi(off, sw, W, wo)
             for s in range(nb):
                 dst = &col[r, s * vol]
-                for od in range(do):
+                for od in range(od0, od0 + nd):
                     iz = od * sd - pd + kz * dd
                     if iz < 0 or iz >= D or lo >= hi:
                         memset(dst, 0, ho * wo * sizeof(real))
@@ -107,21 +114,22 @@ def vol2col(const real[:, :, :, :, ::1] x,   # IN  (N, C, D, H, W)
                         dst = dst + wo
 
 
-def col2vol(const real[:, ::1] col,           # IN  (C*kd*kh*kw, nb*do*ho*wo)
-            real[:, :, :, :, ::1] out,         # OUT (N, C, D, H, W); samples n0.. overwritten
-            Py_ssize_t n0, Py_ssize_t nb,
+def col2vol(const real[:, ::1] col,           # IN  (C*kd*kh*kw, nb*nd*ho*wo)
+            real[:, :, :, :, ::1] out,         # OUT (N, C, D, H, W); samples n0..n0+nb-1
+            Py_ssize_t n0, Py_ssize_t nb, Py_ssize_t od0, Py_ssize_t nd,
             int kd, int kh, int kw, int sd, int sh, int sw, int pd, int ph, int pw,
             int dd, int dh, int dw,
-            Py_ssize_t do, Py_ssize_t ho, Py_ssize_t wo, int num_threads):
+            Py_ssize_t ho, Py_ssize_t wo, bint zero_first, int num_threads):
     """Adjoint of :func:`vol2col`: fold ``col`` back, summing overlapping taps.
 
     Parameters are those of :func:`vol2col`; samples ``n0 .. n0+nb-1`` of ``out``
-    are overwritten (not accumulated into).  Deterministic: each ``(sample,
-    channel)`` volume is owned by one iteration and summed in a fixed order.
+    are zeroed first when ``zero_first``, else accumulated into (the later slabs
+    of a sample).  Deterministic: each ``(sample, channel)`` volume is owned by one
+    iteration and summed in a fixed order.
     """
     cdef Py_ssize_t C = out.shape[1], D = out.shape[2], H = out.shape[3], W = out.shape[4]
-    cdef Py_ssize_t vol = do * ho * wo
-    cdef Py_ssize_t p, c, s, kz, ki, kj, od, oh, ow, iz, ih, off, lo, hi
+    cdef Py_ssize_t vol = nd * ho * wo
+    cdef Py_ssize_t p, c, s, kz, ki, kj, od, oh, ow, iz, ih, off, lo, hi, j
     cdef const real* src
     cdef real* dst
     cdef real* row
@@ -130,7 +138,8 @@ def col2vol(const real[:, ::1] col,           # IN  (C*kd*kh*kw, nb*do*ho*wo)
             s = p // C
             c = p % C
             dst = &out[n0 + s, c, 0, 0, 0]
-            memset(dst, 0, D * H * W * sizeof(real))
+            if zero_first:
+                memset(dst, 0, D * H * W * sizeof(real))
             for kz in range(kd):
                 for ki in range(kh):
                     for kj in range(kw):
@@ -140,7 +149,7 @@ def col2vol(const real[:, ::1] col,           # IN  (C*kd*kh*kw, nb*do*ho*wo)
                         if lo >= hi:
                             continue
                         src = &col[((c * kd + kz) * kh + ki) * kw + kj, s * vol]
-                        for od in range(do):
+                        for od in range(od0, od0 + nd):
                             iz = od * sd - pd + kz * dd
                             if iz < 0 or iz >= D:
                                 continue
@@ -149,9 +158,10 @@ def col2vol(const real[:, ::1] col,           # IN  (C*kd*kh*kw, nb*do*ho*wo)
                                 if ih < 0 or ih >= H:
                                     continue
                                 row = dst + (iz * H + ih) * W - off
+                                j = ((od - od0) * ho + oh) * wo
                                 if sw == 1:
                                     for ow in range(lo, hi):
-                                        row[ow] = row[ow] + src[(od * ho + oh) * wo + ow]
+                                        row[ow] = row[ow] + src[j + ow]
                                 else:
                                     for ow in range(lo, hi):
-                                        row[ow * sw] = row[ow * sw] + src[(od * ho + oh) * wo + ow]
+                                        row[ow * sw] = row[ow * sw] + src[j + ow]

@@ -188,15 +188,14 @@ def test_conv_transpose3d_is_the_adjoint(case, rng):
 def test_kernels_bitwise_equal_across_thread_counts(dtype, rng):
     x = rng.standard_normal((3, 4, 6, 7, 5)).astype(dtype)
     geom = (3, 2, 2, 2, 1, 1, 1, 1, 0, 1, 1, 2)
-    out = conv.conv3d_output_size(x.shape[2:], (3, 2, 2), (2, 1, 1), (1, 1, 0), (1, 1, 2))
-    vol = int(np.prod(out))
+    do, ho, wo = conv.conv3d_output_size(x.shape[2:], (3, 2, 2), (2, 1, 1), (1, 1, 0), (1, 1, 2))
     cols, folds = [], []
     for nt in (1, 2, 3):
-        col = np.empty((4 * 12, 2 * vol), dtype=dtype)
-        kernels.vol2col(x, col, 1, 2, *geom, *out, nt)
+        col = np.empty((4 * 12, 2 * do * ho * wo), dtype=dtype)
+        kernels.vol2col(x, col, 1, 2, 0, do, *geom, ho, wo, nt)
         cols.append(col)
         back = np.full(x.shape, np.nan, dtype=dtype)
-        kernels.col2vol(col, back, 1, 2, *geom, *out, nt)
+        kernels.col2vol(col, back, 1, 2, 0, do, *geom, ho, wo, True, nt)
         folds.append(back[1:])
     for other in cols[1:]:
         assert np.array_equal(cols[0], other)
@@ -205,11 +204,32 @@ def test_kernels_bitwise_equal_across_thread_counts(dtype, rng):
     assert not np.isnan(folds[0]).any()
 
 
+def test_slabs_of_depth_planes_match_whole_samples(rng, monkeypatch):
+    """Columns of one sample above MAX_COL_BYTES are built in slabs of output planes."""
+    x, w, b, s, p, d, g = _data(CASES[1], np.float64, rng)
+    y0 = conv.conv3d(x, w, b, s, p, d, g)
+    gy = rng.standard_normal(y0.shape)
+    whole = (y0, *conv.conv3d_backward(gy, x, w, s, p, d, g),
+             conv.conv_transpose3d(gy, w, None, s, p, 0, g, d))
+    plane = (x.shape[1] * 18) * y0.shape[3] * y0.shape[4] * 8  # bytes of one plane's columns
+    monkeypatch.setattr(loops, "MAX_COL_BYTES", 4 * plane)  # slabs of 4 and 2 planes
+    assert loops._plan(2, y0.shape[2:], x.shape[1] * 18, 8, False) == (1, 4)
+    assert y0.shape[2] == 6
+    slabbed = (conv.conv3d(x, w, b, s, p, d, g), *conv.conv3d_backward(gy, x, w, s, p, d, g),
+               conv.conv_transpose3d(gy, w, None, s, p, 0, g, d))
+    for u, v in zip(whole, slabbed, strict=True):
+        np.testing.assert_allclose(u, v, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(slabbed[0], ref_conv3d(x, w, b, s, p, d, g), rtol=1e-12,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("max_bytes", [2**25, 3000])  # whole samples, or slabs of planes
 @pytest.mark.parametrize("target", [64, 100_000])  # one sample per chunk, or all in one
 @pytest.mark.parametrize("case", [CASES[1], CASES[6]], ids=_ids)
-def test_ops_bitwise_equal_across_thread_counts(case, target, rng, monkeypatch):
+def test_ops_bitwise_equal_across_thread_counts(case, target, max_bytes, rng, monkeypatch):
     """Chunks are fixed by the shapes; weight/bias partials are summed in chunk order."""
     monkeypatch.setattr(loops, "TARGET_COLS", target)
+    monkeypatch.setattr(loops, "MAX_COL_BYTES", max_bytes)
     x, w, b, s, p, d, g = _data(case, np.float32, rng)
     y0 = conv.conv3d(x, w, b, s, p, d, g)
     gy = rng.standard_normal(y0.shape).astype(np.float32)
@@ -226,6 +246,8 @@ def test_ops_bitwise_equal_across_thread_counts(case, target, rng, monkeypatch):
     for other in results[1:]:
         for u, v in zip(results[0], other, strict=True):
             assert np.array_equal(u, v)
+    np.testing.assert_allclose(results[0][0], ref_conv3d(x, w, b, s, p, d, g), rtol=1e-4,
+                               atol=1e-4)
 
 
 def _torch_pair(torch, arrays):
