@@ -382,3 +382,27 @@ def test_plain_backward_calls_the_array_kernels(rng, monkeypatch):
 def test_validation(make, exc, match):
     with pytest.raises(exc, match=match):
         make()
+
+
+@pytest.mark.parametrize("op", ["conv3d", "conv_transpose3d"])
+def test_plain_and_create_graph_backward_agree_and_take_strided_gradients(op, rng):
+    """The first gradient is the same whether the backward runs the kernels (plain) or
+    the differentiable Functions (create_graph), and for a non-contiguous incoming gradient."""
+    sx, sw, sb = _leaves(rng, (2, 2, 3, 4, 3), (2, 2, 2, 3, 2), (2,))
+
+    def fn():
+        if op == "conv3d":
+            return F.conv3d(sx, sw, sb, (1, 2, 1), 1, (2, 1, 1))
+        return F.conv_transpose3d(sx, sw, sb, 2, (1, 0, 1), (1, 1, 0), 1, 1)
+
+    y = fn()
+    r = rng.standard_normal(y.shape[::-1])
+    plain = sandbox.autograd.grad((fn() * sandbox.Tensor(np.ascontiguousarray(r.T))).sum(),
+                                  [sx, sw, sb])
+    strided = sandbox.autograd.grad((y.permute(4, 3, 2, 1, 0) * sandbox.Tensor(r)).sum(),
+                                    [sx, sw, sb])
+    graph = sandbox.autograd.grad((fn() * sandbox.Tensor(r.T)).sum(), [sx, sw, sb],
+                                  create_graph=True)
+    for a, b, c in zip(plain, strided, graph, strict=True):
+        np.testing.assert_array_equal(a.data, b.data)
+        np.testing.assert_allclose(a.data, c.data, rtol=1e-12, atol=1e-12)

@@ -263,3 +263,22 @@ def test_double_backward_matches_torch(rng, torch):
 def test_validation(make, exc, match):
     with pytest.raises(exc, match=match):
         make()
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_plain_and_create_graph_backward_agree_and_take_strided_gradients(kind, rng):
+    x = sandbox.Tensor(_distinct((2, 2, 5, 4, 6), rng), requires_grad=True)
+
+    def fn():
+        if kind == "max":
+            return F.max_pool3d(x, 3, 2, 1, ceil_mode=True)
+        return F.avg_pool3d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False)
+
+    y = fn()
+    r = rng.standard_normal(y.shape[::-1])
+    (plain,) = sandbox.autograd.grad((fn() * sandbox.Tensor(np.ascontiguousarray(r.T))).sum(),
+                                     [x])
+    (strided,) = sandbox.autograd.grad((y.permute(4, 3, 2, 1, 0) * sandbox.Tensor(r)).sum(), [x])
+    (graph,) = sandbox.autograd.grad((fn() * sandbox.Tensor(r.T)).sum(), [x], create_graph=True)
+    np.testing.assert_array_equal(plain.data, strided.data)
+    np.testing.assert_allclose(plain.data, graph.data, rtol=1e-12, atol=1e-12)
