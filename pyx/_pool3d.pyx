@@ -209,3 +209,49 @@ def avgpool3d_backward(const real[:, :, :, ::1] grad_out,   # IN  (P, do, ho, wo
                             for ih in range(h0, h1):
                                 for iw in range(w0, w1):
                                     vol[(iz * H + ih) * W + iw] = vol[(iz * H + ih) * W + iw] + g
+
+
+def maxpool2x2x2_forward(const real[:, :, :, ::1] x,     # IN  (P, D, H, W)
+                         real[:, :, :, ::1] out,          # OUT (P, D // 2, H // 2, W // 2)
+                         int64_t[:, :, :, ::1] indices,   # OUT flat index in the volume
+                         int num_threads):
+    """The 2x2x2, stride-2, unpadded case of :func:`maxpool3d_forward` (the 3-D UNet's
+    pooling).
+
+    Same result and tie/NaN rule (taps in depth, row, column order), with the window
+    unrolled; parallel over output rows of all volumes so that small batches still
+    use every thread.
+    """
+    cdef Py_ssize_t P = x.shape[0], D = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef Py_ssize_t do = out.shape[1], ho = out.shape[2], wo = out.shape[3]
+    cdef Py_ssize_t row, p, od, oh, ow, k, best
+    cdef Py_ssize_t offs[8]
+    cdef real vmax, v
+    cdef const real* base
+    cdef Py_ssize_t i0
+    # flat offsets of the 8 taps from the window's first voxel (read-only in the loop)
+    offs[0] = 0
+    offs[1] = 1
+    offs[2] = W
+    offs[3] = W + 1
+    offs[4] = H * W
+    offs[5] = H * W + 1
+    offs[6] = H * W + W
+    offs[7] = H * W + W + 1
+    with nogil:
+        for row in prange(P * do * ho, schedule="static", num_threads=num_threads):
+            p = row // (do * ho)
+            od = (row // ho) % do
+            oh = row % ho
+            i0 = (2 * od * H + 2 * oh) * W
+            base = &x[p, 0, 0, 0]
+            for ow in range(wo):
+                vmax = base[i0 + 2 * ow]
+                best = i0 + 2 * ow
+                for k in range(1, 8):
+                    v = base[i0 + 2 * ow + offs[k]]
+                    if v > vmax or isnan(v):
+                        vmax = v
+                        best = i0 + 2 * ow + offs[k]
+                out[p, od, oh, ow] = vmax
+                indices[p, od, oh, ow] = best

@@ -282,3 +282,26 @@ def test_plain_and_create_graph_backward_agree_and_take_strided_gradients(kind, 
     (graph,) = sandbox.autograd.grad((fn() * sandbox.Tensor(r.T)).sum(), [x], create_graph=True)
     np.testing.assert_array_equal(plain.data, strided.data)
     np.testing.assert_allclose(plain.data, graph.data, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(3, 4, 6, 8), (2, 5, 7, 9), (1, 2, 2, 2)])
+def test_2x2x2_fast_path_matches_general_kernel(shape, dtype, rng):
+    x = rng.standard_normal(shape).astype(dtype)
+    x[0, :2, :2, :2] = 1.0  # a tie: the first tap wins
+    x[-1, -2, -2, -2] = np.nan
+    out = tuple(n // 2 for n in shape[1:])
+    results = []
+    for nt in (1, 2, 3):
+        y, idx = np.empty((shape[0], *out), dtype), np.empty((shape[0], *out), np.int64)
+        _pool3d.maxpool2x2x2_forward(x, y, idx, nt)
+        results.append((y, idx))
+    y, idx = np.empty_like(results[0][0]), np.empty_like(results[0][1])
+    _pool3d.maxpool3d_forward(x, y, idx, 2, 2, 2, 2, 2, 2, 0, 0, 0, 1, 1, 1, 1)
+    for fy, fidx in results:
+        np.testing.assert_array_equal(fy, y)
+        np.testing.assert_array_equal(fidx, idx)
+    # the public op takes the fast path (and gives the same) for these shapes
+    py, pidx = pool.max_pool3d(x, 2)
+    np.testing.assert_array_equal(py, y)
+    np.testing.assert_array_equal(pidx, idx)

@@ -74,7 +74,11 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     x = _volumes(input)
     out = np.empty((x.shape[0], *out_size), dtype=input.dtype)
     idx = np.empty((x.shape[0], *out_size), dtype=np.int64)
-    _pool3d.maxpool3d_forward(x, out, idx, *geom, kernel_threads(x.size))
+    if geom == (2,) * 6 + (0,) * 3 + (1,) * 3 and all(  # not so with ceil_mode
+            2 * o <= n for o, n in zip(out_size, x.shape[1:], strict=True)):
+        _pool3d.maxpool2x2x2_forward(x, out, idx, kernel_threads(x.size))
+    else:
+        _pool3d.maxpool3d_forward(x, out, idx, *geom, kernel_threads(x.size))
     shape = (*input.shape[:-3], *out_size)
     return out.reshape(shape), idx.reshape(shape)
 
