@@ -244,6 +244,15 @@ def test_layers_match_torch(module, kwargs, shape, rng, torch):
         np.testing.assert_allclose(value, theirs.state_dict()[name].numpy(), err_msg=name, **TOL)
 
 
+def test_batchnorm3d_is_not_a_batchnorm2d():
+    """Exporters map BatchNorm2d to torch's 2-D class; the 3-D layer must not match it."""
+    m = nn.BatchNorm3d(2, track_running_stats=False)
+    assert not isinstance(m, nn.BatchNorm2d)
+    assert m.running_mean is None and dict(m.named_parameters()).keys() == {"weight", "bias"}
+    assert repr(m) == ("BatchNorm3d(2, eps=1e-05, momentum=0.1, affine=True, "
+                       "track_running_stats=False)")
+
+
 def test_batchnorm3d_eval_uses_running_stats(rng, torch):
     ours = nn.BatchNorm3d(3, momentum=None, dtype=np.float64)
     theirs = torch.nn.BatchNorm3d(3, momentum=None).to(torch.float64)
