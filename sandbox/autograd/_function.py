@@ -175,7 +175,7 @@ class Function:
         out = cls.forward(ctx, *arrays, **kwargs)
         single = not isinstance(out, tuple)
         outs = [out] if single else out
-        outs = [o if isinstance(o, np.ndarray) else np.asarray(o) for o in outs]
+        outs = [o if isinstance(o, np.ndarray) else _as_output(ctx, o) for o in outs]
         if record:
             ctx._record(args, needs, outs)
             if _anomaly._flag.enabled:
@@ -187,6 +187,18 @@ class Function:
         else:
             results = [Tensor._make(o) for o in outs]
         return results[0] if single else tuple(results)
+
+
+def _as_output(ctx, value):
+    """A numpy scalar output (ufuncs on 0-d arrays return them) as a 0-d array.
+
+    A saved copy of the same scalar is replaced too, so it is still recognised
+    as this node's output (see Context.saved_tensors).
+    """
+    arr = np.asarray(value)
+    if ctx._saved:
+        ctx._saved = [arr if item is value else item for item in ctx._saved]
+    return arr
 
 
 class _DelayedError(Function):
