@@ -83,20 +83,7 @@ def test_every_module_has_a_layer():
     assert not unknown, f"add {unknown} to LAYER_OF here and to docs/design.md §1"
 
 
-# The engine still re-exports cat/stack/where from sandbox.ops (issue 9, in progress).
-_KNOWN_VIOLATIONS = {"autograd/__init__.py"}
-
-
-@pytest.mark.parametrize(
-    "path",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="engine imports ops"))
-        if str(p.relative_to(PACKAGE)) in _KNOWN_VIOLATIONS
-        else p
-        for p in _modules()
-    ],
-    ids=lambda p: str(p.relative_to(PACKAGE)),
-)
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_imports_follow_the_layers(path):
     top = _top(path)
     if top == "__init__":  # the package's face re-exports public names
