@@ -5,7 +5,7 @@ import pytest
 
 from exercises._checks import fd_vjp
 from exercises._track import load
-from sandbox import conv
+from sandbox.array import conv
 
 ex = load("ex08_conv2d_im2col")
 rng = np.random.default_rng(8)

@@ -6,7 +6,7 @@ then the matmul backward of exercise 6 (``dW = G · colsᵀ``, ``dcols = Wᵀ ·
 followed by ``col2im``, the adjoint of ``im2col``, which adds overlapping
 columns back into the image.
 
-Compare with: ``sandbox.conv.conv2d`` and ``sandbox.conv.conv2d_backward`` (the
+Compare with: ``sandbox.array.conv.conv2d`` and ``sandbox.array.conv.conv2d_backward`` (the
 same unfold/fold structure, blocked over images and run by Cython kernels).
 
 Run: ``python -m pytest exercises/test_ex08_conv2d_im2col.py --student``
