@@ -14,7 +14,17 @@ Saved tensors
     attached to this node while the backward is itself being recorded
     (``create_graph=True``); any other array is a constant.  So a backward written
     with Tensor ops in terms of its inputs/outputs is differentiable again.
-    Do not modify saved arrays in place.
+
+In-place writes
+    Each saved Tensor's version (its count of in-place writes: ``t[i] = v``,
+    ``t.zero_()``, ``t.data = ...``, also through ``detach()`` and views) is noted
+    when it is saved and checked when ``saved_tensors``/``saved_arrays`` read it: a
+    write in between raises a RuntimeError naming the op, the shape and the
+    versions, as in PyTorch.  Writes made with numpy on ``t.data`` are not seen.
+
+Release
+    After its backward (unless ``retain_graph=True``) a node drops everything it
+    kept: saved items, inputs, and any attribute the op set on ``ctx``.
 
 once_differentiable
     A backward decorated with :func:`once_differentiable` gets C-contiguous
@@ -30,7 +40,7 @@ import numpy as np
 
 from . import _anomaly
 from ._grad_mode import _state, no_grad
-from ._tensor import Tensor
+from ._tensor import Tensor, _Version
 
 __all__ = ["Context", "Function", "once_differentiable", "unbroadcast"]
 
@@ -54,6 +64,7 @@ class Context:
     # Rarely used node attributes: class-level defaults cost nothing per call.
     _hooks = None  # output_nr -> {handle id: hook} (non-leaf tensor hooks)
     _trace = None  # forward call stack, recorded only under detect_anomaly()
+    _versions = None  # per saved item: the Tensor's version when saved (None: not a Tensor)
 
     def __init__(self, fn, inputs, needs_input_grad):
         self._fn = fn
@@ -84,12 +95,16 @@ class Context:
                         break
             saved.append(item)
         self._saved = saved
+        if any(isinstance(item, Tensor) for item in saved):
+            self._versions = [item._version if isinstance(item, Tensor) else None for item in saved]
 
     @property
     def saved_tensors(self) -> tuple:
         """The saved items as Tensors (None stays None); see the module docstring."""
         if self._freed:
             raise RuntimeError(_FREED_MESSAGE.format(self.name()))
+        if self._versions is not None:
+            self._check_versions()
         out = []
         for item in self._saved:
             if isinstance(item, _SavedOutput):
@@ -105,6 +120,8 @@ class Context:
         """The saved items as plain ndarrays (for kernel-backed backward functions)."""
         if self._freed:
             raise RuntimeError(_FREED_MESSAGE.format(self.name()))
+        if self._versions is not None:
+            self._check_versions()
         return tuple(
             item._data if isinstance(item, Tensor) else getattr(item, "data", item)
             for item in self._saved
@@ -126,10 +143,32 @@ class Context:
                         break
         self._inputs = None
 
+    def _check_versions(self) -> None:
+        """Raise if a saved Tensor was written in place after it was saved."""
+        for k, (item, seen) in enumerate(zip(self._saved, self._versions, strict=True)):
+            if seen is not None and item._version != seen:
+                raise RuntimeError(
+                    f"one of the tensors needed by {self.name()} for its gradient (saved tensor "
+                    f"{k}, shape {tuple(item.shape)}, {item.dtype}) has been modified by an "
+                    f"inplace operation: it is at version {item._version}; expected version "
+                    f"{seen} instead. Write into a copy (t.clone()) or after the backward."
+                )
+
     def _release(self) -> None:
+        """Drop everything the node keeps for backward: saved items, inputs, and the
+        attributes the op set on ctx (masks, shapes ...).  What stays is what the engine
+        and graph(t) need to name the node: its function, output metadata, hooks."""
+        d = self.__dict__
+        for key in d.keys() - _KEPT_AFTER_RELEASE:
+            del d[key]
         self._saved = None
         self._next = None
         self._freed = True
+
+
+_KEPT_AFTER_RELEASE = frozenset(
+    {"_fn", "_out_meta", "_retained", "_consts", "needs_input_grad", "_hooks", "_trace"}
+)
 
 
 _FREED_MESSAGE = (
@@ -186,7 +225,22 @@ class Function:
             ]
         else:
             results = [Tensor._make(o) for o in outs]
+        for r in results:
+            if r._data.base is not None:  # a view (reshape, transpose ...) of an input?
+                _share_version(r, args)
         return results[0] if single else tuple(results)
+
+
+def _share_version(view, args):
+    """Give ``view`` the version counter of the input whose memory it views, so an
+    in-place write through either is seen by nodes that saved the other."""
+    base = view._data.base
+    for a in args:
+        if isinstance(a, Tensor) and (a._data is base or a._data.base is base):
+            if a._ver is None:
+                a._ver = _Version()
+            view._ver = a._ver
+            return
 
 
 def _as_output(ctx, value):
