@@ -304,3 +304,46 @@ def test_a_unet_step_releases_every_node(upsample, norm):
     loss.backward()
     for n in nodes:
         assert n._freed and _held(n) == [], f"{n.name()} still holds {_held(n)!r:.200}"
+
+
+# --------------------------------------------------------- edges hold no activations
+def test_an_input_no_backward_saved_is_freed_with_the_forward():
+    x = sandbox.tensor(np.random.default_rng(6).standard_normal((64, 64)), requires_grad=True)
+    h = x * 3.0  # Mul saves no array for x (the factor is a Python number)
+    y = h.exp()  # Exp saves its output, not its input h
+    ref = weakref.ref(h.numpy())
+    loss = y.sum()
+    del h
+    gc.collect()
+    assert ref() is None  # the graph does not keep h's array alive
+    loss.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 3.0 * np.exp(3.0 * x.numpy()))
+
+
+def test_edges_carry_node_shape_and_dtype():
+    from sandbox.autograd import graph
+
+    x = sandbox.tensor(np.ones((2, 3), np.float32), requires_grad=True)
+    h = x.exp()
+    y = (h * h).sum()
+    (e0, e1) = y.grad_fn._next[0].grad_fn._next
+    assert e0.grad_fn is h.grad_fn and e0._output_nr == 0
+    assert e0.shape == (2, 3) and e0.dtype == np.float32 and e0.requires_grad
+    assert "MulBackward(%0, %0)" in graph(y).text()
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(2 * x.numpy()), rtol=1e-6)
+
+
+def test_a_saved_non_leaf_input_is_still_kept():
+    x = sandbox.tensor(np.linspace(0.5, 2.0, 10), requires_grad=True)
+    h = x * 2.0
+    y = h.log()  # Log saves its input h
+    ref = weakref.ref(h.numpy())
+    del h
+    gc.collect()
+    assert ref() is not None
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 1.0 / x.numpy())
+    y = None
+    gc.collect()
+    assert ref() is None

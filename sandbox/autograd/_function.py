@@ -4,7 +4,9 @@ A :class:`Function` subclass pairs ``forward(ctx, *arrays)`` with
 ``backward(ctx, *grads)``.  :meth:`Function.apply` unwraps Tensor arguments to
 ndarrays, runs ``forward``, and, when grad mode is on and some input requires
 grad, turns the :class:`Context` into a graph node: ``ctx._next`` holds, per
-positional argument, the input Tensor whose gradient is wanted (or None).
+positional argument whose gradient is wanted, the input if it is a leaf, else an
+``_Edge`` to the node that made it (node, output number, shape, dtype: no array,
+so an input no backward saved is freed with the forward); None for the others.
 
 Saved tensors
     ``ctx.save_for_backward(*items)`` takes arrays, Tensors or None;
@@ -70,7 +72,7 @@ class Context:
         self._fn = fn
         self._inputs = inputs  # the apply() args, during forward only
         self._saved = ()
-        self._next = None  # per forward arg: the input Tensor if it needs grad, else None
+        self._next = None  # per forward arg needing grad: the leaf, or an _Edge; else None
         self._out_meta = None  # per output: (shape, dtype)
         self._retained = None  # output_nr -> weakref of a tensor that called retain_grad
         self._freed = False
@@ -87,16 +89,20 @@ class Context:
         """Save arrays, Tensors or None for backward (call at most once, in forward)."""
         inputs = self._inputs
         saved = []
-        for item in items:
+        versions = None  # noted for the in-place check (see _check_versions)
+        for k, item in enumerate(items):
             if isinstance(item, np.ndarray):  # an input's array comes back as that input
                 for arg in inputs:
                     if isinstance(arg, Tensor) and arg._data is item:
                         item = arg
                         break
+            if isinstance(item, Tensor):
+                if versions is None:
+                    versions = [None] * len(items)
+                versions[k] = item._version
             saved.append(item)
         self._saved = saved
-        if any(isinstance(item, Tensor) for item in saved):
-            self._versions = [item._version if isinstance(item, Tensor) else None for item in saved]
+        self._versions = versions
 
     @property
     def saved_tensors(self) -> tuple:
@@ -129,7 +135,10 @@ class Context:
 
     def _record(self, args, needs, outputs) -> None:
         """Turn this context into a graph node once forward has returned."""
-        self._next = tuple(a if need else None for a, need in zip(args, needs, strict=True))
+        self._next = tuple(
+            (a if a.grad_fn is None else _Edge(a)) if need else None
+            for a, need in zip(args, needs, strict=True)
+        )
         self._consts = tuple(
             (a.shape, a.dtype) if not need and isinstance(a, Tensor) else None
             for a, need in zip(args, needs, strict=True)
@@ -169,6 +178,37 @@ class Context:
 _KEPT_AFTER_RELEASE = frozenset(
     {"_fn", "_out_meta", "_retained", "_consts", "needs_input_grad", "_hooks", "_trace"}
 )
+
+
+class _Edge(Tensor):
+    """The edge from a node to a non-leaf input: the input's node, output number,
+    shape and dtype, but not its array.
+
+    So an activation that no backward saved (a batch norm's output, which the ReLU
+    after it does not need) is freed once the forward has moved on, instead of
+    living until the consumer's backward.  Leaves stay real Tensors in ``_next``.
+    """
+
+    __slots__ = ("_shape", "_dtype")
+    shape = property(lambda self: self._shape)
+    dtype = property(lambda self: self._dtype)
+    ndim = property(lambda self: len(self._shape))
+
+    def __init__(self, t):
+        self._shape = t.shape
+        self._dtype = t.dtype
+        self._requires_grad = True
+        self.grad = None
+        self.grad_fn = t.grad_fn
+        self._output_nr = t._output_nr
+        self._hooks = None
+        self._ver = None
+
+    @property
+    def _data(self):
+        # Only read where an edge is passed on as a Function input (once_differentiable
+        # links its results to the node's inputs); the values are never used.
+        return np.broadcast_to(np.zeros((), self._dtype), self._shape)
 
 
 _FREED_MESSAGE = (
