@@ -44,7 +44,9 @@ def test_writing_a_saved_constant_is_caught():
         assert part in msg, msg
 
 
-@pytest.mark.parametrize("write", ["zero_", "data setter", "detach()", "a view of detach()"])
+@pytest.mark.parametrize(
+    "write", ["zero_", "data setter", "detach()", "a view of detach()", "Tensor(x)"]
+)
 def test_every_in_place_write_bumps_the_version(write):
     x = sandbox.tensor([0.5, 1.5, 2.5], requires_grad=True)
     y = x.log()  # saves x
@@ -54,9 +56,11 @@ def test_every_in_place_write_bumps_the_version(write):
         x.data = np.ones(3)
     elif write == "detach()":
         x.detach()[0] = 7.0  # shares x's array and its version counter
-    else:
+    elif write == "a view of detach()":
         view = x.detach()[1:].reshape(2, 1)  # views share their base's counter
         view[0, 0] = 7.0
+    else:
+        Tensor(x)[2] = 7.0  # wraps the same array without copying
     assert x._version == 1
     with pytest.raises(RuntimeError, match="LogBackward.*at version 1; expected version 0"):
         y.sum().backward()

@@ -24,7 +24,8 @@ __all__ = ["Tensor", "tensor"]
 
 
 class _Version:
-    """How many in-place writes an array has had, shared by the Tensors wrapping it.
+    """How many in-place writes an array has had, shared by the Tensors wrapping it
+    (``detach()``, views made by ops, ``Tensor(t)``).
 
     Bumped by ``t[i] = v``, ``t.zero_()`` and ``t.data = ...`` (the optimisers'
     ``p.data -= ...`` too); a graph node compares it with the value it saw when it
@@ -84,6 +85,10 @@ class Tensor:
         self._output_nr = 0
         self._hooks = None  # leaf hooks (non-leaf hooks live on the node)
         self._ver = None  # a _Version, created at the first in-place write (or detach)
+        if isinstance(data, Tensor) and self._data is data._data:  # one array, one count
+            if data._ver is None:
+                data._ver = _Version()
+            self._ver = data._ver
         if requires_grad:
             self.requires_grad = True
 
