@@ -5,8 +5,9 @@ seed d(root)/d(root) = 1, then for each node pass ``node.grad * local`` to each
 parent, *adding* into the parent's gradient, because a value used twice gets the
 sum of the gradients of both uses (the multivariate chain rule).
 
-Compare with: ``sandbox.autograd._engine._run`` (the same loop, plus hooks,
-retained grads and freeing; its ``_Accumulator`` does the adding).
+Compare with: ``sandbox.autograd._engine._run`` and
+``sandbox.autograd._engine._Walk.visit`` (the same loop, plus hooks, retained
+grads and freeing; ``_Accumulator`` does the adding).
 
 Run: ``python -m pytest exercises/test_ex04_backward_walk.py --student``
 """
