@@ -332,6 +332,7 @@ class TensorMethods:
         if self.grad_fn is not None:
             raise RuntimeError("zero_() on a tensor inside the graph is not supported")
         self._data[...] = 0
+        self._bump_version()
         return self
 
 
