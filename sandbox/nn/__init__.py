@@ -1,6 +1,7 @@
 """Layers and models (PyTorch's ``torch.nn`` vocabulary)."""
 
 from . import init
+from ._classic_unet import ClassicUNet
 from ._layers import (
     AvgPool2d,
     BatchNorm2d,
@@ -24,6 +25,7 @@ from ._unet import UNet
 __all__ = [
     "AvgPool2d",
     "BatchNorm2d",
+    "ClassicUNet",
     "Conv2d",
     "ConvTranspose2d",
     "Dropout",
