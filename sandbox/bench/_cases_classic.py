@@ -199,7 +199,7 @@ def _conv_layer_case(cin: int, cout: int, hw: int) -> Case:
     def build(quick, torch):
         import numpy as np
 
-        from ..conv import conv2d, conv2d_backward
+        from ..array.conv import conv2d, conv2d_backward
 
         n, ci, co, s = CLASSIC_BATCH, cin, cout, hw
         if quick:
