@@ -36,7 +36,14 @@ from .conv import (
     conv_transpose2d_backward,
     conv_transpose2d_output_size,
 )
-from .norm import batch_norm, batch_norm_backward, group_norm, group_norm_backward
+from .norm import (
+    batch_norm,
+    batch_norm_backward,
+    batch_norm_relu,
+    batch_norm_relu_backward,
+    group_norm,
+    group_norm_backward,
+)
 from .pool import (
     avg_pool2d,
     avg_pool2d_backward,
@@ -47,7 +54,8 @@ from .pool import (
 from .resample import output_size, resize, resize_adjoint, weight_matrix, weight_table
 
 __all__ = [
-    "avg_pool2d", "avg_pool2d_backward", "batch_norm", "batch_norm_backward", "conv2d",
+    "avg_pool2d", "avg_pool2d_backward", "batch_norm", "batch_norm_backward", "batch_norm_relu",
+    "batch_norm_relu_backward", "conv2d",
     "conv2d_backward", "conv2d_output_size", "conv_transpose2d", "conv_transpose2d_backward",
     "conv_transpose2d_output_size", "group_norm", "group_norm_backward", "max_pool2d",
     "max_pool2d_backward", "output_size", "pool_output_size", "resize", "resize_adjoint",
