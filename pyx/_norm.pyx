@@ -6,7 +6,8 @@
 # Arrays are viewed as (N, C, L): batch norm reduces each channel c over N and L;
 # group norm views its input as (1, N*G, L') so that the same kernels reduce
 # each (sample, group).  Sums accumulate in double (PyTorch's CPU accumulation
-# type for float32), with four partial sums to break the add dependency chain.
+# type for float32), with four (sums) or eight (squares, products) partial sums
+# to break the add dependency chain.
 
 from cython.parallel cimport parallel, prange
 from libc.stdlib cimport free, malloc
@@ -29,34 +30,40 @@ cdef inline double _sum(const real* p, Py_ssize_t n) noexcept nogil:
 
 
 cdef inline double _sq_dev(const real* p, Py_ssize_t n, double mu) noexcept nogil:
-    """sum((p - mu)**2)"""
-    cdef double s0 = 0, s1 = 0, d0, d1
+    """sum((p - mu)**2), eight partial sums (the add latency bounds fewer)."""
+    cdef double s[8]
+    cdef double d
     cdef Py_ssize_t i = 0
-    while i + 1 < n:
-        d0 = p[i] - mu
-        d1 = p[i + 1] - mu
-        s0 += d0 * d0
-        s1 += d1 * d1
-        i += 2
-    if i < n:
-        d0 = p[i] - mu
-        s0 += d0 * d0
-    return s0 + s1
+    cdef int j
+    for j in range(8):
+        s[j] = 0
+    while i + 7 < n:
+        for j in range(8):
+            d = p[i + j] - mu
+            s[j] += d * d
+        i += 8
+    while i < n:
+        d = p[i] - mu
+        s[0] += d * d
+        i += 1
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
 
 
 cdef inline double _dot(const real* a, const real* b, Py_ssize_t n) noexcept nogil:
-    cdef double s0 = 0, s1 = 0, s2 = 0, s3 = 0
+    """sum(a * b) in double, eight partial sums."""
+    cdef double s[8]
     cdef Py_ssize_t i = 0
-    while i + 3 < n:
-        s0 += <double> a[i] * b[i]
-        s1 += <double> a[i + 1] * b[i + 1]
-        s2 += <double> a[i + 2] * b[i + 2]
-        s3 += <double> a[i + 3] * b[i + 3]
-        i += 4
+    cdef int j
+    for j in range(8):
+        s[j] = 0
+    while i + 7 < n:
+        for j in range(8):
+            s[j] += <double> a[i + j] * b[i + j]
+        i += 8
     while i < n:
-        s0 += <double> a[i] * b[i]
+        s[0] += <double> a[i] * b[i]
         i += 1
-    return (s0 + s1) + (s2 + s3)
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
 
 
 def channel_moments(const real[:, :, ::1] x, double[::1] mean, double[::1] var,
