@@ -86,3 +86,19 @@ def test_non_contiguous_or_amsgrad_falls_back_to_numpy(monkeypatch):
     monkeypatch.setattr(_optimizer, "_fused_adam", lambda *a: pytest.fail("kernel used"))
     ams.step()
     np.testing.assert_allclose(q.data, 0.9)
+
+
+def test_adam_update_validates_its_arrays():
+    from sandbox.array.optim import adam_update
+
+    a = np.zeros(4, np.float32)
+    kw = dict(step=1, lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8)
+    with pytest.raises(ValueError, match="one float dtype and shape"):
+        adam_update(a, np.zeros(4), a.copy(), a.copy(), **kw)
+    with pytest.raises(ValueError, match="one float dtype and shape"):
+        adam_update(a, np.zeros(8, np.float32)[::2], a.copy(), a.copy(), **kw)
+    with pytest.raises(ValueError, match="step must be a positive integer"):
+        adam_update(a, a.copy(), a.copy(), a.copy(), **{**kw, "step": 0})
+    p, g = np.ones(4, np.float32), np.ones(4, np.float32)
+    adam_update(p, g, np.zeros(4, np.float32), np.zeros(4, np.float32), **kw)
+    np.testing.assert_allclose(p, 0.9, rtol=1e-6)  # the first step moves by lr

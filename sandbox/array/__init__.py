@@ -18,7 +18,9 @@ Modules, one job each:
 ``pool``
     2-D max and average pooling, forward and backward.
 ``norm``
-    Batch and group normalisation, forward and backward.
+    Batch and group normalisation, forward and backward (and batch norm + ReLU fused).
+``optim``
+    Optimiser updates in one kernel pass (Adam / AdamW).
 ``_parallel``
     The worker pool that runs fixed chunks of GEMM-heavy work; per-thread scratch.
 ``_validate``

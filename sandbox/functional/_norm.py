@@ -40,7 +40,11 @@ class BatchNorm(Function):
 
 
 class BatchNormReLU(Function):
-    """Batch norm then ReLU in one kernel pass; saves the input and the output only."""
+    """Batch norm then ReLU in one kernel pass; saves the input and the output only.
+
+    Under ``create_graph=True`` the backward is ReLU's mask times the Tensor-op
+    batch-norm gradients, like the unfused pair.
+    """
 
     @staticmethod
     def forward(ctx, x, weight, bias, running_mean, running_var, training, momentum, eps):
@@ -49,15 +53,19 @@ class BatchNormReLU(Function):
         ctx.save_for_backward(x, weight, out)
         ctx.stats = (mean, invstd)
         ctx.training = training
+        ctx.eps = eps
         return out
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad):
-        x, weight, out = ctx.saved_arrays
-        needs = ctx.needs_input_grad
-        gx, gw, gb = _norm.batch_norm_relu_backward(grad, x, out, *ctx.stats, weight,
-                                                    ctx.training, needs=needs[:3])
+        needs = ctx.needs_input_grad[:3]
+        if is_grad_enabled():  # create_graph: ReLU's mask (a constant), then batch norm's
+            x, weight, out = ctx.saved_tensors
+            gx, gw, gb = _batch_norm_grads(grad * (out.data > 0), x, weight, ctx, needs)
+        else:
+            x, weight, out = ctx.saved_arrays
+            gx, gw, gb = _norm.batch_norm_relu_backward(grad.data, x, out, *ctx.stats, weight,
+                                                        ctx.training, needs=needs)
         return gx, gw, gb, None, None, None, None, None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import cat
+from ..ops import cat
 from ._layers import Conv2d, ModuleList, Upsample
 from ._module import Module
 from ._unet import ConvBlock, Down

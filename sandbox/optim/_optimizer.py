@@ -277,29 +277,20 @@ class Adam(Optimizer):
 
 
 def _fused_adam(p, grad, m, v, t, group, decoupled) -> bool:
-    """One Adam update by the Cython kernel; False (nothing done) when it does not apply.
+    """One Adam update by the one-pass kernel; False (nothing done) when it does not apply.
 
     The kernel takes C-contiguous float32/float64 arrays of one dtype and gives
     bitwise the same result as the numpy code in :meth:`Adam.step` (one pass, no
     temporaries instead of about ten).
     """
-    arrays = (p, grad, m, v)
-    if p.dtype not in (np.float32, np.float64) or not all(
-            a.dtype == p.dtype and a.flags.c_contiguous for a in arrays):
-        return False
-    if not p.flags.writeable:
-        return False
-    try:
-        from .._C import _optim
-    except ImportError:  # pragma: no cover - extension not built
-        return False
-    from .._config import kernel_threads
+    from ..array.optim import adam_update, fits_adam_kernel
 
-    lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
-    _optim.adam_step(p.reshape(-1), grad.reshape(-1), m.reshape(-1), v.reshape(-1), beta1,
-                     beta2, lr / (1 - beta1**t), math.sqrt(1 - beta2**t), group["eps"],
-                     lr * wd if decoupled else wd, decoupled, group["maximize"],
-                     kernel_threads(p.size))
+    if not fits_adam_kernel(p, grad, m, v):
+        return False
+    beta1, beta2 = group["betas"]
+    adam_update(p, grad, m, v, step=t, lr=group["lr"], beta1=beta1, beta2=beta2,
+                eps=group["eps"], weight_decay=group["weight_decay"], decoupled=decoupled,
+                maximize=group["maximize"])
     return True
 
 
