@@ -151,10 +151,16 @@ def step_peak_rss(lib: str, name: str, mode: str, size: int, quick: bool, thread
     return (_status_kb("VmHWM") - base) * 1024
 
 
-def peak_rss_in_subprocess(lib: str, name: str, mode: str, size: int, quick: bool) -> int:
-    """:func:`step_peak_rss` in a fresh Python process (same threads and allocator settings)."""
+def peak_rss_in_subprocess(lib: str, name: str, mode: str, size: int, quick: bool) -> int | None:
+    """:func:`step_peak_rss` in a fresh Python process (same threads and allocator settings).
+
+    None where the kernel's peak counter cannot be reset (not Linux).
+    """
     from .. import _config
     from .._memory import is_tuned
+
+    if not os.path.exists("/proc/self/clear_refs"):
+        return None
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(

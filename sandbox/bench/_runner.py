@@ -88,7 +88,7 @@ def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
         mine, other = time_pair(work.ours, theirs, repeat=n, warmup=max(warmup - 1, 0))
         if memory and work.peak is not None:
             result["peak_bytes"], result["torch_peak_bytes"] = work.peak()
-            result["peak_method"] = "rss"
+            result["peak_method"] = "rss" if result["peak_bytes"] is not None else None
         elif memory:
             result["peak_bytes"] = peak_memory(work.ours)
             result["peak_method"] = "tracemalloc"
