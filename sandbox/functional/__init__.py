@@ -25,7 +25,7 @@ from ._loss import (  # noqa: F401
     mse_loss,
     nll_loss,
 )
-from ._norm import batch_norm, group_norm  # noqa: F401
+from ._norm import batch_norm, batch_norm_relu, group_norm  # noqa: F401
 from ._pool import avg_pool2d, max_pool2d  # noqa: F401
 from ._pool3d import avg_pool3d, max_pool3d  # noqa: F401
 from ._resample import interpolate  # noqa: F401

@@ -1,6 +1,7 @@
 """Layers and models (PyTorch's ``torch.nn`` vocabulary)."""
 
 from . import init
+from ._classic_unet import ClassicUNet
 from ._layers import (
     AvgPool2d,
     BatchNorm2d,
@@ -27,6 +28,7 @@ __all__ = [
     "AvgPool3d",
     "BatchNorm2d",
     "BatchNorm3d",
+    "ClassicUNet",
     "Conv2d",
     "Conv3d",
     "ConvTranspose2d",

@@ -251,12 +251,22 @@ class BatchNorm2d(Module):
             self.register_buffer("num_batches_tracked", None)
 
     def forward(self, x):
+        return self._apply_norm(F.batch_norm, x)
+
+    def forward_relu(self, x):
+        """``relu(self(x))`` in one fused pass, forward and backward (bitwise the same result).
+
+        Used by the UNets' convolution blocks; see :func:`sandbox.functional.batch_norm_relu`.
+        """
+        return self._apply_norm(F.batch_norm_relu, x)
+
+    def _apply_norm(self, fn, x):
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
             self.num_batches_tracked += 1
             if self.momentum is None:  # cumulative moving average
                 momentum = 1.0 / float(self.num_batches_tracked)
-        return F.batch_norm(
+        return fn(
             x,
             self.running_mean,
             self.running_var,
