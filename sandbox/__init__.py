@@ -14,36 +14,115 @@ import os as _os
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from ._config import get_num_threads, num_threads, set_num_threads
+from ._device import cuda, device
+from ._dtypes import (  # torch's dtype names (numpy types): sandbox.float32, sandbox.long ...
+    bool,
+    double,
+    float,
+    float16,
+    float32,
+    float64,
+    half,
+    int,
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    short,
+    uint8,
+)
 from ._info import info
-from ._random import get_rng_state, manual_seed, set_rng_state
+from ._random import Generator, get_rng_state, manual_seed, set_rng_state
+from ._serialize import load, save
 from ._version import __version__
-from .autograd import Tensor, enable_grad, is_grad_enabled, no_grad, set_grad_enabled, tensor
+from .autograd import (
+    Tensor,
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .ops import (
+    abs,
+    amax,
+    amin,
     arange,
     argmax,
+    argmin,
+    as_tensor,
     cat,
+    clamp,
+    clone,
+    exp,
+    flatten,
+    from_numpy,
     full,
+    isfinite,
+    isinf,
+    isnan,
+    log,
+    log_softmax,
+    logsumexp,
+    matmul,
+    max,
+    maximum,
+    mean,
+    min,
+    minimum,
     ones,
     ones_like,
+    permute,
     rand,
     randn,
+    relu,
+    reshape,
+    sigmoid,
+    softmax,
+    sqrt,
+    squeeze,
     stack,
+    sum,
+    tanh,
+    tensor,
+    unsqueeze,
     where,
     zeros,
     zeros_like,
 )
 
+clip = clamp
+
 __all__ = ["__version__", "get_num_threads", "get_rng_state", "info", "manual_seed",
            "num_threads", "set_num_threads", "set_rng_state"]
 __all__ += [
-    "Tensor", "arange", "argmax", "cat", "enable_grad", "full", "is_grad_enabled", "no_grad",
-    "ones", "ones_like", "rand", "randn", "set_grad_enabled", "stack", "tensor", "where",
-    "zeros", "zeros_like",
+    "Generator", "Tensor", "abs", "amax", "amin", "arange", "argmax", "argmin", "as_tensor",
+    "cat", "clamp", "clip", "clone", "cuda", "device", "enable_grad", "exp", "flatten",
+    "from_numpy", "full", "inference_mode", "is_grad_enabled", "isfinite", "isinf", "isnan",
+    "load", "log", "log_softmax", "logsumexp", "matmul", "max", "maximum", "mean", "min",
+    "minimum", "no_grad", "ones", "ones_like", "permute", "rand", "randn", "relu", "reshape",
+    "save", "set_grad_enabled", "sigmoid", "softmax", "sqrt", "squeeze", "stack", "sum",
+    "tanh", "tensor", "unsqueeze", "where", "zeros", "zeros_like",
+]  # fmt: skip
+__all__ += [
+    "bool", "double", "float", "float16", "float32", "float64", "half", "int", "int8", "int16",
+    "int32", "int64", "long", "short", "uint8",
 ]  # fmt: skip
 
 
+def is_tensor(obj) -> bool:
+    """Whether ``obj`` is a sandbox :class:`Tensor`."""
+    return isinstance(obj, Tensor)
+
+
+def numel(x) -> int:
+    """Number of elements of ``x``."""
+    return x.numel()
+
+
 _SUBMODULES = ("checkpoint", "data", "functional", "gradcheck", "metrics", "nn", "optim",
-               "resample", "train")
+               "resample", "train", "utils")
 
 
 def __getattr__(name):

@@ -12,7 +12,15 @@ import numpy as np
 from ..autograd import Tensor
 from ..ops import log_softmax, sigmoid, softmax, softplus
 
-__all__ = ["binary_cross_entropy_with_logits", "cross_entropy", "dice_loss", "mse_loss", "nll_loss"]
+__all__ = [
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "cross_entropy",
+    "dice_loss",
+    "l1_loss",
+    "mse_loss",
+    "nll_loss",
+]
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -254,3 +262,36 @@ def mse_loss(input, target, reduction="mean"):
         )
     d = input - target
     return _reduce(d * d, reduction)
+
+
+def _same_shape(input, target, op):
+    if tuple(np.shape(target)) != input.shape:
+        raise ValueError(
+            f"{op}: target shape {tuple(np.shape(target))} must equal input shape {input.shape}"
+        )
+
+
+def l1_loss(input, target, reduction="mean"):
+    """Mean absolute error ``|input - target|`` reduced as ``reduction``."""
+    _check_reduction(reduction)
+    _same_shape(input, target, "l1_loss")
+    return _reduce((input - target).abs(), reduction)
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """Binary cross-entropy of probabilities ``input`` in [0, 1], as torch.
+
+    ``loss = -(t log(p) + (1 - t) log(1 - p))`` with each log clamped at -100, as
+    PyTorch does, so ``p`` of exactly 0 or 1 gives a finite loss.  Prefer
+    :func:`binary_cross_entropy_with_logits` on logits: it is stabler.
+    """
+    _check_reduction(reduction)
+    _same_shape(input, target, "binary_cross_entropy")
+    p = _array(input)
+    if p.size and (np.nanmin(p) < 0 or np.nanmax(p) > 1):
+        raise ValueError("binary_cross_entropy: input values must be probabilities in [0, 1]")
+    t = target if isinstance(target, Tensor) else Tensor(np.asarray(target, input.dtype))
+    loss = -(t * input.log().clamp(min=-100.0) + (1.0 - t) * (1.0 - input).log().clamp(min=-100.0))
+    if weight is not None:
+        loss = loss * (weight if isinstance(weight, Tensor) else _array(weight))
+    return _reduce(loss, reduction)

@@ -1,6 +1,14 @@
-"""Layers and models (PyTorch's ``torch.nn`` vocabulary)."""
+"""Layers and models (PyTorch's ``torch.nn`` vocabulary).
 
-from . import init
+``sandbox.nn.functional`` is :mod:`sandbox.functional` (the same module object), so
+``import sandbox.nn.functional as F`` works as ``import torch.nn.functional as F``.
+"""
+
+import sys as _sys
+
+from .. import functional
+from . import init, utils
+from ._activation import LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from ._layers import (
     AvgPool2d,
     BatchNorm2d,
@@ -10,35 +18,54 @@ from ._layers import (
     Dropout2d,
     GroupNorm,
     Identity,
-    LeakyReLU,
     Linear,
     MaxPool2d,
     ModuleList,
-    ReLU,
     Sequential,
     Upsample,
 )
+from ._loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from ._module import Module, Parameter
+from ._norm_pool import AdaptiveAvgPool2d, AdaptiveMaxPool2d, Flatten, InstanceNorm2d, LayerNorm
 from ._unet import UNet
 
+_sys.modules[__name__ + ".functional"] = functional
+
 __all__ = [
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool2d",
     "AvgPool2d",
+    "BCELoss",
+    "BCEWithLogitsLoss",
     "BatchNorm2d",
     "Conv2d",
     "ConvTranspose2d",
+    "CrossEntropyLoss",
     "Dropout",
     "Dropout2d",
+    "Flatten",
     "GroupNorm",
     "Identity",
+    "InstanceNorm2d",
+    "L1Loss",
+    "LayerNorm",
     "LeakyReLU",
     "Linear",
+    "LogSoftmax",
+    "MSELoss",
     "MaxPool2d",
     "Module",
     "ModuleList",
+    "NLLLoss",
     "Parameter",
     "ReLU",
     "Sequential",
+    "Sigmoid",
+    "Softmax",
+    "Tanh",
     "UNet",
     "Upsample",
+    "functional",
     "init",
+    "utils",
 ]

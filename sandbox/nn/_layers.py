@@ -302,27 +302,6 @@ class GroupNorm(Module):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
 
 
-class ReLU(Module):
-    """``max(x, 0)``."""
-
-    def forward(self, x):
-        return F.relu(x)
-
-
-class LeakyReLU(Module):
-    """``x`` if ``x > 0`` else ``negative_slope · x``."""
-
-    def __init__(self, negative_slope: float = 0.01):
-        super().__init__()
-        self.negative_slope = float(negative_slope)
-
-    def forward(self, x):
-        return F.leaky_relu(x, self.negative_slope)
-
-    def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}"
-
-
 class MaxPool2d(Module):
     """2-D max pooling (PyTorch's semantics, incl. ``ceil_mode`` and dilation)."""
 
@@ -434,8 +413,9 @@ class Upsample(Module):
 class Dropout(Module):
     """Zeroes elements with probability ``p`` in training, scaling the rest by ``1/(1-p)``."""
 
-    def __init__(self, p: float = 0.5):
+    def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
+        self.inplace = bool(inplace)  # accepted; the result is a new tensor
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout probability p must be in [0, 1], got {p}")
         self.p = float(p)

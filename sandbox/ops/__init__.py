@@ -22,12 +22,17 @@ from ._arith import (
     exp,
     ge,
     gt,
+    isfinite,
+    isinf,
+    isnan,
     le,
     log,
     log1p,
     logical_and,
     logical_or,
     lt,
+    maximum,
+    minimum,
     mul,
     ne,
     neg,
@@ -36,7 +41,19 @@ from ._arith import (
     sub,
     where,
 )
-from ._create import arange, full, ones, ones_like, rand, randn, zeros, zeros_like
+from ._create import (
+    arange,
+    as_tensor,
+    from_numpy,
+    full,
+    ones,
+    ones_like,
+    rand,
+    randn,
+    tensor,
+    zeros,
+    zeros_like,
+)
 from ._linalg import matmul
 from ._nonlinear import (
     leaky_relu,
@@ -48,13 +65,13 @@ from ._nonlinear import (
     softplus,
     tanh,
 )
-from ._reduce import argmax, argmin, max, mean, min, sum, var
+from ._pad import pad
+from ._reduce import amax, amin, argmax, argmin, max, mean, min, sum, var
 from ._shape import (
     cat,
     expand,
     flatten,
     getitem,
-    pad,
     permute,
     reshape,
     setitem,
@@ -65,10 +82,12 @@ from ._shape import (
 )
 
 __all__ = [
-    "abs", "add", "arange", "argmax", "argmin", "astype", "cat", "clamp", "clone", "div",
+    "abs", "add", "amax", "amin", "arange", "argmax", "argmin", "astype", "cat", "clamp",
+    "as_tensor", "clone", "div", "from_numpy", "isfinite", "isinf", "isnan", "tensor",
     "eq", "exp", "expand", "flatten", "full", "ge", "getitem", "gt", "le", "leaky_relu",
     "log", "log1p", "log_softmax", "logical_and", "logical_or", "logsumexp", "lt",
-    "matmul", "max", "mean", "min", "mul", "ne", "neg", "ones", "ones_like", "pad",
+    "matmul", "max", "maximum", "mean", "min", "minimum", "mul", "ne", "neg", "ones",
+    "ones_like", "pad",
     "permute", "pow", "rand", "randn", "relu", "reshape", "setitem", "sigmoid", "softmax",
     "softplus", "sqrt", "squeeze", "stack", "sub", "sum", "tanh", "transpose", "unsqueeze",
     "var", "where", "zeros", "zeros_like",
@@ -109,6 +128,7 @@ def _install():
         "logsumexp": logsumexp,
         # reductions
         "sum": sum, "mean": mean, "max": max, "min": min, "var": var,
+        "amax": amax, "amin": amin, "maximum": maximum, "minimum": minimum,
         "argmax": argmax, "argmin": argmin,
         # shapes
         "reshape": reshape, "view": reshape, "flatten": flatten, "permute": permute,

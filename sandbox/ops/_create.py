@@ -1,11 +1,13 @@
-"""Tensor constructors (float32 by default, as torch)."""
+"""Tensor constructors (float32 by default, as torch); ``device=`` accepts the CPU only."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._random import default_generator
+from .._device import check_device
+from .._random import numpy_rng
 from ..autograd import Tensor
+from ..autograd import tensor as _tensor
 
 
 def _shape(shape):
@@ -14,49 +16,92 @@ def _shape(shape):
     return tuple(int(n) for n in shape)
 
 
-def _new(data, requires_grad):
+def _new(data, requires_grad, device=None):
+    check_device(device)
     return Tensor(data, requires_grad=requires_grad)
 
 
-def zeros(*shape, dtype=np.float32, requires_grad=False):
-    """A tensor of zeros."""
-    return _new(np.zeros(_shape(shape), dtype), requires_grad)
+def _dtype(dtype):
+    return np.float32 if dtype is None else dtype
 
 
-def ones(*shape, dtype=np.float32, requires_grad=False):
+def zeros(*shape, dtype=None, device=None, requires_grad=False):
+    """A tensor of zeros (float32 unless ``dtype``)."""
+    return _new(np.zeros(_shape(shape), _dtype(dtype)), requires_grad, device)
+
+
+def ones(*shape, dtype=None, device=None, requires_grad=False):
     """A tensor of ones."""
-    return _new(np.ones(_shape(shape), dtype), requires_grad)
+    return _new(np.ones(_shape(shape), _dtype(dtype)), requires_grad, device)
 
 
-def full(shape, value, dtype=np.float32, requires_grad=False):
+def full(shape, value, dtype=None, device=None, requires_grad=False):
     """A tensor filled with ``value``."""
-    return _new(np.full(_shape((shape,)), value, dtype), requires_grad)
+    return _new(np.full(_shape((shape,)), value, _dtype(dtype)), requires_grad, device)
 
 
-def zeros_like(t, dtype=None, requires_grad=False):
+def zeros_like(t, dtype=None, device=None, requires_grad=False):
     """Zeros with the shape (and dtype, unless given) of ``t``."""
-    return _new(np.zeros(np.shape(t), dtype or np.asarray(t).dtype), requires_grad)
+    return _new(np.zeros(np.shape(t), dtype or np.asarray(t).dtype), requires_grad, device)
 
 
-def ones_like(t, dtype=None, requires_grad=False):
+def ones_like(t, dtype=None, device=None, requires_grad=False):
     """Ones with the shape (and dtype, unless given) of ``t``."""
-    return _new(np.ones(np.shape(t), dtype or np.asarray(t).dtype), requires_grad)
+    return _new(np.ones(np.shape(t), dtype or np.asarray(t).dtype), requires_grad, device)
 
 
-def randn(*shape, rng=None, dtype=np.float32, requires_grad=False):
-    """Standard normal samples from ``rng`` (a ``np.random.Generator``)."""
-    rng = default_generator() if rng is None else rng
-    return _new(rng.standard_normal(_shape(shape)).astype(dtype), requires_grad)
+def randn(*shape, generator=None, rng=None, dtype=None, device=None, requires_grad=False):
+    """Standard normal samples from ``generator`` (a :class:`sandbox.Generator`) or ``rng``.
+
+    Without either, the global generator (seeded by :func:`sandbox.manual_seed`).
+    """
+    rng = numpy_rng(generator if rng is None else rng)
+    return _new(rng.standard_normal(_shape(shape)).astype(_dtype(dtype)), requires_grad, device)
 
 
-def rand(*shape, rng=None, dtype=np.float32, requires_grad=False):
-    """Uniform samples in [0, 1) from ``rng``."""
-    rng = default_generator() if rng is None else rng
-    return _new(rng.random(_shape(shape)).astype(dtype), requires_grad)
+def rand(*shape, generator=None, rng=None, dtype=None, device=None, requires_grad=False):
+    """Uniform samples in [0, 1) from ``generator`` or ``rng`` (as :func:`randn`)."""
+    rng = numpy_rng(generator if rng is None else rng)
+    return _new(rng.random(_shape(shape)).astype(_dtype(dtype)), requires_grad, device)
 
 
-def arange(*args, dtype=None):
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A new tensor holding a copy of ``data`` (``torch.tensor``'s dtype rules).
+
+    Python floats become float32, ints int64, bools bool; numpy arrays keep their
+    dtype; PyTorch tensors are converted through numpy.
+    """
+    check_device(device)
+    return _tensor(_plain(data), requires_grad=requires_grad, dtype=dtype)
+
+
+def _plain(data):
+    if hasattr(data, "detach") and hasattr(data, "numpy") and not isinstance(data, Tensor):
+        return data.detach().cpu().numpy()  # a torch tensor
+    return data
+
+
+def as_tensor(data, dtype=None, device=None):
+    """``data`` as a tensor, sharing memory when it already is one (or an ndarray) of ``dtype``."""
+    check_device(device)
+    data = _plain(data)
+    if isinstance(data, Tensor):
+        return data if dtype is None or data.dtype == np.dtype(dtype) else data.astype(dtype)
+    if isinstance(data, np.ndarray):
+        return Tensor(data if dtype is None else data.astype(dtype, copy=False))
+    return _tensor(data, dtype=dtype)
+
+
+def from_numpy(array):
+    """A tensor sharing memory with ``array`` (dtype kept, as ``torch.from_numpy``)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
+    return Tensor(array)
+
+
+def arange(*args, dtype=None, device=None):
     """``np.arange`` as a tensor (int64 for integer arguments, else float32)."""
+    check_device(device)
     data = np.arange(*args)
     if dtype is None and data.dtype.kind == "f":
         dtype = np.float32
