@@ -291,7 +291,9 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     if p.size and (np.nanmin(p) < 0 or np.nanmax(p) > 1):
         raise ValueError("binary_cross_entropy: input values must be probabilities in [0, 1]")
     t = target if isinstance(target, Tensor) else Tensor(np.asarray(target, input.dtype))
-    loss = -(t * input.log().clamp(min=-100.0) + (1.0 - t) * (1.0 - input).log().clamp(min=-100.0))
+    with np.errstate(divide="ignore"):  # log(0) = -inf, clamped next
+        log_p, log_q = input.log(), (1.0 - input).log()
+    loss = -(t * log_p.clamp(min=-100.0) + (1.0 - t) * log_q.clamp(min=-100.0))
     if weight is not None:
         loss = loss * (weight if isinstance(weight, Tensor) else _array(weight))
     return _reduce(loss, reduction)

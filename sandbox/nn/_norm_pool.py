@@ -80,9 +80,8 @@ class InstanceNorm2d(Module):
             raise ValueError(
                 f"InstanceNorm2d: expected {self.num_features} channels, got {x.shape[1]}"
             )
+        # PyTorch's InstanceNorm keeps num_batches_tracked at 0 (only the batch norms count).
         use_input_stats = self.training or not self.track_running_stats
-        if self.training and self.track_running_stats:
-            self.num_batches_tracked += 1
         y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
                             use_input_stats, self.momentum, self.eps)
         return y.squeeze(0) if unbatched else y
