@@ -5,8 +5,9 @@ import pytest
 
 import sandbox
 import sandbox.functional as F
-from sandbox import conv
 from sandbox._C import _im2col
+from sandbox.array import conv
+from sandbox.array._validate import pair
 from sandbox.gradcheck import gradcheck
 
 # (N, C, H, W, O, kh, kw, stride, padding, dilation, groups)
@@ -27,9 +28,9 @@ def _ids(case):
 
 def ref_conv2d(x, w, b, stride, padding, dilation, groups):
     """Plain numpy reference: sum over kernel taps of strided slices."""
-    sh, sw = conv._pair(stride, "s", 1)
-    ph, pw = conv._pair(padding, "p", 0)
-    dh, dw = conv._pair(dilation, "d", 1)
+    sh, sw = pair(stride, "s", 1)
+    ph, pw = pair(padding, "p", 0)
+    dh, dw = pair(dilation, "d", 1)
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     ho = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
@@ -57,10 +58,10 @@ def ref_conv2d(x, w, b, stride, padding, dilation, groups):
 
 def ref_conv_transpose2d(x, w, b, stride, padding, output_padding, groups, dilation):
     """Plain numpy reference: scatter every tap into a padded output, then crop."""
-    sh, sw = conv._pair(stride, "s", 1)
-    ph, pw = conv._pair(padding, "p", 0)
-    oph, opw = conv._pair(output_padding, "op", 0)
-    dh, dw = conv._pair(dilation, "d", 1)
+    sh, sw = pair(stride, "s", 1)
+    ph, pw = pair(padding, "p", 0)
+    oph, opw = pair(output_padding, "op", 0)
+    dh, dw = pair(dilation, "d", 1)
     n, c, h, wd = x.shape
     _, og, kh, kw = w.shape
     ho = (h - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
@@ -130,7 +131,7 @@ def test_conv2d_backward_is_adjoint(case, dtype, rng):
 @pytest.mark.parametrize("case", CASES, ids=_ids)
 def test_conv_transpose2d_matches_reference(case, dtype, rng):
     x, w, b, s, p, d, g = _data(case, dtype, rng, transposed=True)
-    sh = conv._pair(s, "s", 1)
+    sh = pair(s, "s", 1)
     op = tuple(1 if si > 1 else 0 for si in sh)
     y = conv.conv_transpose2d(x, w, b, s, p, op, g, d)
     ref = ref_conv_transpose2d(x.astype(float), w.astype(float), b, s, p, op, g, d)
@@ -166,14 +167,14 @@ def test_kernels_bitwise_equal_across_thread_counts(dtype, rng):
 @pytest.mark.parametrize("case", [CASES[1], CASES[3], CASES[6]], ids=_ids)
 def test_conv_bitwise_equal_across_thread_counts(case, target, rng, monkeypatch):
     """Chunks are fixed by the shapes; weight/bias partials are summed in chunk order."""
-    monkeypatch.setattr(conv, "TARGET_COLS", target)
+    monkeypatch.setattr(conv.TUNING, "target_cols", target)
     x, w, b, s, p, d, g = _data(case, np.float32, rng)
     y0 = conv.conv2d(x, w, b, s, p, d, g)
     gy = rng.standard_normal(y0.shape).astype(np.float32)
     bt = rng.standard_normal(x.shape[1]).astype(np.float32)
     results = []
     for nt in (1, 2, 3):
-        monkeypatch.setattr(conv, "KERNEL_THREADS", nt)
+        monkeypatch.setattr(conv.TUNING, "kernel_threads", nt)
         with sandbox.num_threads(nt):
             y = conv.conv2d(x, w, b, s, p, d, g)
             grads = conv.conv2d_backward(gy, x, w, s, p, d, g)
@@ -191,7 +192,7 @@ def test_chunking_paths_agree(rng, monkeypatch):
     gy = rng.standard_normal((5, 6, 6, 6))
     outs = []
     for target in (1, 72, 10**6):
-        monkeypatch.setattr(conv, "TARGET_COLS", target)
+        monkeypatch.setattr(conv.TUNING, "target_cols", target)
         outs.append((conv.conv2d(x, w, b, s, p, d, g), *conv.conv2d_backward(gy, x, w, s, p, d, g)))
     for other in outs[1:]:
         for a, c in zip(outs[0], other, strict=True):
@@ -217,7 +218,7 @@ def test_conv2d_gradcheck(case, rng):
 def test_conv_transpose2d_gradcheck(case, rng):
     n, c, h, w, o, kh, kw, s, p, d, g = case
     x, wt, b, *_ = _data((1, c, 4, 5, o, kh, kw, s, p, d, g), np.float64, rng, transposed=True)
-    op = tuple(1 if si > 1 else 0 for si in conv._pair(s, "s", 1))
+    op = tuple(1 if si > 1 else 0 for si in pair(s, "s", 1))
     _gradcheck(lambda x_, w_, b_: F.conv_transpose2d(x_, w_, b_, s, p, op, g, d), [x, wt, b], rng)
 
 
@@ -229,7 +230,7 @@ def test_torch_parity(case, transposed, dtype, rng, torch):
     tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
     sx, sw_, sb = (sandbox.Tensor(a, requires_grad=True) for a in (x, w, b))
     if transposed:
-        op = tuple(1 if si > 1 else 0 for si in conv._pair(s, "s", 1))
+        op = tuple(1 if si > 1 else 0 for si in pair(s, "s", 1))
         ty = torch.nn.functional.conv_transpose2d(tx, tw, tb, s, p, op, g, d)
         sy = F.conv_transpose2d(sx, sw_, sb, s, p, op, g, d)
     else:
@@ -354,13 +355,11 @@ def test_winograd_matches_reference_and_im2col(shape, dtype, rng, monkeypatch):
     """3x3 stride-1 convs with enough channels take the Winograd path (forward, input
     gradient and, at >= 128 channels, weight gradient); compare with both references.
     The small images here run Winograd because the pixel threshold is lowered."""
-    from sandbox import _winograd
-
-    monkeypatch.setattr(_winograd, "MIN_PIXELS", 1)
+    monkeypatch.setattr(conv.TUNING, "winograd_min_pixels", 1)
     calls = []
-    original = conv.winograd_conv3x3
+    original = conv.winograd.winograd_conv3x3
     monkeypatch.setattr(
-        conv, "winograd_conv3x3", lambda *a, **k: calls.append(1) or original(*a, **k)
+        conv.winograd, "winograd_conv3x3", lambda *a, **k: calls.append(1) or original(*a, **k)
     )
     n, c, h, w, o, p = shape
     x = rng.standard_normal((n, c, h, w)).astype(dtype)
@@ -373,7 +372,7 @@ def test_winograd_matches_reference_and_im2col(shape, dtype, rng, monkeypatch):
     )
     gy = rng.standard_normal(y.shape).astype(dtype)
     grads = conv.conv2d_backward(gy, x, wt, 1, p)
-    monkeypatch.setattr(conv, "WINOGRAD", False)
+    monkeypatch.setattr(conv.TUNING, "winograd", False)
     expected = conv.conv2d_backward(gy, x, wt, 1, p)
     for got, exp in zip(grads, expected, strict=True):
         assert got.dtype == dtype

@@ -137,12 +137,12 @@ def test_bce_and_l1_match_torch(torch):
     w = rng.random((3, 4))
     for reduction in ("mean", "sum", "none"):
         _same_forward_backward(
-            torch, lambda a: F.binary_cross_entropy(a, t, w, reduction=reduction),
-            lambda a: torch.nn.functional.binary_cross_entropy(
-                a, torch.tensor(t), torch.tensor(w), reduction=reduction), p)
+            torch, lambda a, r=reduction: F.binary_cross_entropy(a, t, w, reduction=r),
+            lambda a, r=reduction: torch.nn.functional.binary_cross_entropy(
+                a, torch.tensor(t), torch.tensor(w), reduction=r), p)
         _same_forward_backward(
-            torch, lambda a: F.l1_loss(a, t, reduction=reduction),
-            lambda a: torch.nn.functional.l1_loss(a, torch.tensor(t), reduction=reduction), p)
+            torch, lambda a, r=reduction: F.l1_loss(a, t, reduction=r),
+            lambda a, r=reduction: torch.nn.functional.l1_loss(a, torch.tensor(t), reduction=r), p)
     # exact 0 and 1 probabilities: logs clamped at -100, as torch
     edge = np.array([0.0, 1.0, 0.5])
     tt = np.array([1.0, 0.0, 1.0])

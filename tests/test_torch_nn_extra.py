@@ -155,6 +155,7 @@ def test_module_to_device_and_dtype():
 
 def test_nn_functional_is_sandbox_functional():
     import sandbox.nn.functional as F1
+
     from sandbox.nn import functional as F2
 
     assert F1 is F2 is sandbox.functional

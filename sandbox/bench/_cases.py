@@ -188,7 +188,7 @@ def _conv_case(cin: int, cout: int, hw: int, backward: bool) -> Case:
     name = f"conv2d/{cin}-{cout}@{hw}/{'bwd' if backward else 'fwd'}"
 
     def build(quick, torch):
-        from ..conv import conv2d, conv2d_backward
+        from ..array.conv import conv2d, conv2d_backward
 
         n, ci, co, s = BATCH, cin, cout, hw
         if quick:
@@ -234,7 +234,7 @@ def _pool_case(c: int, hw: int, backward: bool) -> Case:
     name = f"max_pool2d/{c}@{hw}/{'bwd' if backward else 'fwd'}"
 
     def build(quick, torch):
-        from ..pool import max_pool2d, max_pool2d_backward
+        from ..array.pool import max_pool2d, max_pool2d_backward
 
         n, (ch, s) = (2, _quick_chw(c, hw)) if quick else (BATCH, (c, hw))
         rng = _rng(name)
@@ -279,7 +279,7 @@ def _norm_case(c: int, hw: int, backward: bool) -> Case:
     name = f"batch_norm/{c}@{hw}/{'bwd' if backward else 'fwd'}"
 
     def build(quick, torch):
-        from ..norm import batch_norm, batch_norm_backward
+        from ..array.norm import batch_norm, batch_norm_backward
 
         n, (ch, s) = (2, _quick_chw(c, hw)) if quick else (BATCH, (c, hw))
         rng = _rng(name)

@@ -1,8 +1,8 @@
-"""Differentiable 2-D convolution and transposed convolution (array ops in ``sandbox.conv``)."""
+"""Differentiable 2-D convolution and transposed convolution (arrays: ``sandbox.array.conv``)."""
 
 from __future__ import annotations
 
-from .. import conv as _conv
+from ..array import conv as _conv
 from ..autograd import Function, Tensor, once_differentiable
 
 __all__ = ["conv2d", "conv_transpose2d"]
@@ -61,7 +61,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution of Tensors, as ``torch.nn.functional.conv2d``.
 
     ``input`` (N, C_in, H, W), ``weight`` (C_out, C_in/groups, kh, kw), ``bias``
-    (C_out,) or None.  See :func:`sandbox.conv.conv2d` for the options.
+    (C_out,) or None.  See :func:`sandbox.array.conv.conv2d` for the options.
     """
     _tensor(input, "input")
     _tensor(weight, "weight")
@@ -73,7 +73,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """2-D transposed convolution of Tensors, as ``torch.nn.functional.conv_transpose2d``.
 
     ``input`` (N, C_in, H, W), ``weight`` (C_in, C_out/groups, kh, kw), ``bias``
-    (C_out,) or None.  See :func:`sandbox.conv.conv_transpose2d` for the options.
+    (C_out,) or None.  See :func:`sandbox.array.conv.conv_transpose2d` for the options.
     """
     _tensor(input, "input")
     _tensor(weight, "weight")

@@ -1,8 +1,8 @@
-"""Differentiable batch and group normalisation (array ops in ``sandbox.norm``)."""
+"""Differentiable batch and group normalisation (array ops in ``sandbox.array.norm``)."""
 
 from __future__ import annotations
 
-from .. import norm as _norm
+from ..array import norm as _norm
 from ..autograd import Function, Tensor, once_differentiable
 
 __all__ = ["batch_norm", "group_norm"]

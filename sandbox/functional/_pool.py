@@ -1,8 +1,8 @@
-"""Differentiable 2-D max and average pooling (array ops in ``sandbox.pool``)."""
+"""Differentiable 2-D max and average pooling (array ops in ``sandbox.array.pool``)."""
 
 from __future__ import annotations
 
-from .. import pool as _pool
+from ..array import pool as _pool
 from ..autograd import Function, once_differentiable
 
 __all__ = ["avg_pool2d", "max_pool2d"]

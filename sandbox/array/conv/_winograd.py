@@ -1,6 +1,6 @@
 """Winograd F(2x2, 3x3) convolution for 3x3, stride-1, undilated, ungrouped layers.
 
-Used by :mod:`sandbox.conv` for the forward pass and the input gradient (a 3x3
+Used by :mod:`sandbox.array.conv` for the forward pass and the input gradient (a 3x3
 stride-1 convolution of ``grad_output`` with the flipped, transposed weight).
 Per 2x2 output tile it needs 16 multiplies per (input, output) channel pair
 instead of 36, so the GEMM work drops 2.25x; the transforms (``pyx/_winograd.pyx``,
@@ -10,7 +10,8 @@ reaches about half of oneDNN's direct-convolution throughput on this machine
 batch 8, one thread), so fewer GEMM flops is the lever we have.
 
 Chunks are fixed by the shapes (samples per chunk so that a chunk has at least
-``TARGET_TILES`` tiles), run on :func:`sandbox._parallel.parallel_map`, and each
+``TUNING.winograd_target_tiles`` tiles), run on
+:func:`sandbox.array._parallel.parallel_map`, and each
 chunk writes only its own samples: results are bitwise identical for any thread
 count.  Accuracy: the transforms use only 0, +-1 and +-1/2, the float32 error is
 a few ulps of the sum magnitude (tests compare with the direct reference).
@@ -20,41 +21,33 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._C import _winograd
-from ._parallel import OrderedSum, parallel_map, scratch
+from ..._C import _winograd
+from .._parallel import OrderedSum, parallel_map, scratch
+from ._tuning import TUNING
 
-__all__ = ["eligible", "weight_transform", "winograd_conv3x3", "winograd_weight_grad"]
-
-#: a chunk gets at least this many 2x2 output tiles (GEMM columns)
-TARGET_TILES = 64
-#: upper bound for one transformed-input buffer (bytes); one sample always fits
-MAX_CHUNK_BYTES = 16 * 2**20
+__all__ = [
+    "eligible",
+    "eligible_weight_grad",
+    "weight_transform",
+    "winograd_conv3x3",
+    "winograd_weight_grad",
+]
 
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 _KRON = np.kron(_G, _G)  # (16, 9)
-#: use Winograd only when both channel counts reach this: with fewer channels the 16
-#: GEMMs are too thin.  Measured (2 threads, batch 8, fwd/bwd ms, im2col -> Winograd):
-#: 32->16 at 128x128 12.9/25.2 -> 8.1/20.5, 16->16 at 128x128 5.4/9.8 -> 4.1/10.3,
-#: 16->16 at 64x64 1.11/2.31 -> 1.00/2.35; 8 channels gained nothing.
-MIN_CHANNELS = 16
-#: the weight-gradient variant only pays off with many channels (its tile transform of
-#: the output gradient is a scalar scatter): measured faster than im2col at 256 channels
-#: (8x8), equal at 128 (16x16), 40% slower at 32 (64x64)
-MIN_CHANNELS_WEIGHT_GRAD = 128
-
-
-#: below this many output pixels per image the 2x2 tiles waste too much on padding and
-#: transforms: at 4x4, 256 channels, im2col took 0.92 ms against Winograd's 1.14 (forward)
-MIN_PIXELS = 64
-
-
 def eligible(geom, groups: int, c_in: int, c_out: int, height: int, width: int) -> bool:
     """3x3 kernel, stride 1, dilation 1, one group, padding at most 2, enough channels and
     pixels (``height``, ``width``: the input's spatial size)."""
     return (geom.kh == geom.kw == 3 and geom.sh == geom.sw == 1 and geom.dh == geom.dw == 1
             and groups == 1 and geom.ph <= 2 and geom.pw <= 2
-            and min(c_in, c_out) >= MIN_CHANNELS
-            and (height + 2 * geom.ph - 2) * (width + 2 * geom.pw - 2) >= MIN_PIXELS)
+            and min(c_in, c_out) >= TUNING.winograd_min_channels
+            and (height + 2 * geom.ph - 2) * (width + 2 * geom.pw - 2)
+            >= TUNING.winograd_min_pixels)
+
+
+def eligible_weight_grad(c_in: int, c_out: int) -> bool:
+    """Whether an :func:`eligible` conv also takes the Winograd weight gradient."""
+    return min(c_in, c_out) >= TUNING.winograd_min_channels_weight_grad
 
 
 def weight_transform(weight: np.ndarray) -> np.ndarray:
@@ -108,8 +101,8 @@ def _matmul16(a, b, out, split: bool) -> None:
 def _tiling(n, c, o, ho, wo, itemsize):
     th, tw = -(-ho // 2), -(-wo // 2)
     tiles = th * tw
-    nb = max(1, min(n, -(-TARGET_TILES // tiles),
-                    MAX_CHUNK_BYTES // max(16 * max(c, o) * tiles * itemsize, 1)))
+    nb = max(1, min(n, -(-TUNING.winograd_target_tiles // tiles),
+                    TUNING.winograd_max_chunk_bytes // max(16 * max(c, o) * tiles * itemsize, 1)))
     return th, tw, tiles, [(i, n0, min(nb, n - n0)) for i, n0 in enumerate(range(0, n, nb))]
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._C import _pool
-from ._config import kernel_threads
-from .conv import _check_float, _pair
+from .._C import _pool
+from .._config import kernel_threads
+from ._validate import check_float, pair
 
 __all__ = [
     "avg_pool2d",
@@ -39,14 +39,14 @@ def pool_output_size(size: int, kernel: int, stride: int, pad: int, dilation: in
 
 
 def _check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, name):
-    _check_float(input, "input")
+    check_float(input, "input")
     if input.ndim not in (3, 4):
         raise ValueError(
             f"input must be 3-D (C, H, W) or 4-D (N, C, H, W), got shape {input.shape}")
-    kh, kw = _pair(kernel_size, "kernel_size", 1)
-    sh, sw = (kh, kw) if stride is None or stride == () else _pair(stride, "stride", 1)
-    ph, pw = _pair(padding, "padding", 0)
-    dh, dw = _pair(dilation, "dilation", 1)
+    kh, kw = pair(kernel_size, "kernel_size", 1)
+    sh, sw = (kh, kw) if stride is None or stride == () else pair(stride, "stride", 1)
+    ph, pw = pair(padding, "padding", 0)
+    dh, dw = pair(dilation, "dilation", 1)
     if ph > kh // 2 or pw > kw // 2:
         raise ValueError(
             f"padding {(ph, pw)} must be at most half of kernel_size {(kh, kw)}")
@@ -107,7 +107,7 @@ def max_pool2d_backward(grad_output, indices, input_shape):
     input_shape : tuple
         Shape of the pooled input.
     """
-    _check_float(grad_output, "grad_output")
+    check_float(grad_output, "grad_output")
     if indices.shape != grad_output.shape:
         raise ValueError(
             f"indices shape {indices.shape} must match grad_output shape {grad_output.shape}")
@@ -157,7 +157,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 def avg_pool2d_backward(grad_output, input_shape, kernel_size, stride=None, padding=0,
                         ceil_mode=False, count_include_pad=True, divisor_override=None):
     """Gradient of :func:`avg_pool2d` with respect to its input (shape ``input_shape``)."""
-    _check_float(grad_output, "grad_output")
+    check_float(grad_output, "grad_output")
     probe = np.empty((1, 1, *input_shape[-2:]), dtype=grad_output.dtype)
     geom, (ho, wo), divisor = _check_avg(probe, kernel_size, stride, padding, ceil_mode,
                                          divisor_override)

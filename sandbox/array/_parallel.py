@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._config import get_num_threads
+from .._config import get_num_threads
 
 __all__ = ["OrderedSum", "parallel_map", "scratch"]
 

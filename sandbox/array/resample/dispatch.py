@@ -1,38 +1,28 @@
-"""Array-level resampling (resize) and its adjoint on plain numpy arrays.
+"""How a resize runs: which kernel, in which order of passes (forward and adjoint).
 
-Every mode is a separable linear map: per spatial axis a banded weight table
-(see :mod:`sandbox.resample._weights`).  :func:`resize` applies the tables axis
-by axis with the Cython kernels in ``sandbox._C._resample``; :func:`resize_adjoint`
-applies the transposed tables (the exact adjoint, i.e. the backward of
-:func:`resize`), also as a gather, so it needs no atomics and is bitwise
-identical for any thread count.
+:func:`resample` takes a validated :class:`~sandbox.array.resample._options.Plan`
+and a contiguous array and picks, by shape alone (never by thread count, so the
+result is bitwise identical for any number of threads):
 
-Modes (PyTorch 2.13 semantics unless noted, see DESIGN §2):
+1. the dedicated nearest / nearest-exact kernels (index gather forward, row
+   scatter adjoint) when there are a few (n, c) planes per thread;
+2. one weighted gather when every axis has at most one tap per output
+   (e.g. the adjoint of 2x bilinear downsampling, area resampling);
+3. otherwise the separable passes, one per axis, with the last two axes as two
+   passes or one fused pass, chosen by the small cost model below.
 
-``nearest``
-    PyTorch's legacy ``floor(o * scale)`` rule, float32 index math, including
-    its ``out == in`` and ``out == 2 * in`` shortcuts.
-``nearest-exact``
-    ``floor((o + 0.5) * scale)`` (Pillow / scikit-image).
-``linear`` / ``bilinear`` / ``trilinear``
-    Aliases, accepted for any number of spatial axes.
-``bicubic``
-    Keys cubic with A = -0.75 and replicate border (PyTorch).
-``cubic`` (extra)
-    Keys cubic with a = -0.5, out-of-range taps skipped and the weights
-    renormalised (Pillow / JAX ``cubic``).  With ``antialias`` identical to
-    ``bicubic`` with ``antialias``.
-``lanczos3``, ``lanczos5`` (``lanczos5`` is an extra)
-    ``sinc(x) sinc(x / a)`` with out-of-range taps skipped and renormalised
-    (burn's Lanczos3).  Not stretched without ``antialias``; with ``antialias``
-    ``lanczos3`` is PyTorch's ``lanczos`` mode.
-``lanczos``
-    PyTorch's name: ``lanczos3`` that requires ``antialias=True``.
-``area``
-    Adaptive average pooling bins (PyTorch).
-
-Every mode works for (N, C, L), (N, C, H, W) and (N, C, D, H, W) inputs, with
-and without ``antialias`` where the mode has a filter.
+The cost model
+--------------
+``_gather_cost`` and ``_combine_cost`` are rough nanoseconds per output element
+of the two kinds of pass, each ``a + b * taps``: a gather along the contiguous
+axis (``apply_last``: scalar loads, so each tap costs) and a whole-row combine
+along an outer axis (``apply_mid``: vectorised, cheap per tap).  They were
+measured single-threaded on float32 data on the development machine (a 2-core
+x86-64 VM) when the kernels were written; the timing script was not kept.  To
+re-fit them on another machine, time ``apply_last`` and ``apply_mid`` on planes of
+a few hundred pixels for several tap counts and fit a line per kernel.  Only
+their ratio matters: the model picks the order of the passes, so a poor fit
+costs speed, never accuracy.
 """
 
 from __future__ import annotations
@@ -41,30 +31,29 @@ import math
 
 import numpy as np
 
-from .._config import kernel_threads
-from ._options import MODES, Plan, _check_mode, check_array, check_input_size, make_plan
-from ._weights import Table, dense_matrix, get_table
+from ..._config import kernel_threads
+from ._options import Plan, make_plan
+from ._weights import Table, get_table
 
-__all__ = ["MODES", "check_options", "resize", "resize_adjoint", "output_size", "weight_matrix"]
-
-
-def check_options(mode: str, align_corners=None, antialias: bool = False) -> str:
-    """Validate a mode and its options without resampling anything.
-
-    Raises the same ``ValueError``/``TypeError`` as :func:`resize` would (naming the
-    valid choices) and returns the canonical mode name.  Layers call it at
-    construction so a bad option fails early, not at the first forward.
-    """
-    return _check_mode(mode, antialias, align_corners)
+__all__ = [
+    "Plan",
+    "apply_nearest",
+    "apply_single_tap",
+    "apply_tables",
+    "index_maps",
+    "make_plan",
+    "resample",
+    "tables_for",
+]
 
 
 def _kernels():
-    from .._C import _resample
+    from ..._C import _resample
 
     return _resample
 
 
-def _tables(plan: Plan, dtype: np.dtype, adjoint: bool) -> list[Table]:
+def tables_for(plan: Plan, dtype: np.dtype, adjoint: bool) -> list[Table]:
     return [
         get_table(
             plan.mode, n_in, n_out, sf, plan.align_corners, plan.antialias, dtype.char, adjoint
@@ -158,12 +147,12 @@ def _fold_rows(tables: list[Table], dtype) -> tuple[np.ndarray, np.ndarray, np.n
     return rows, row_w, row_empty
 
 
-def _index_maps(tables: list[Table]) -> tuple[np.ndarray, np.ndarray]:
+def index_maps(tables: list[Table]) -> tuple[np.ndarray, np.ndarray]:
     """Row and column source indices of a nearest resize."""
     return _fold_rows(tables, np.float64)[0], tables[-1].start
 
 
-def _apply_nearest(x: np.ndarray, plan: Plan, adjoint: bool):
+def apply_nearest(x: np.ndarray, plan: Plan, adjoint: bool):
     """The dedicated nearest kernels, or None where the generic passes fit better.
 
     They parallelise over (n, c) planes, so they need a few planes per thread.
@@ -172,8 +161,8 @@ def _apply_nearest(x: np.ndarray, plan: Plan, adjoint: bool):
     planes = x.shape[0] * x.shape[1]
     if planes < 2 * threads:
         return None
-    tables = _tables(plan, x.dtype, adjoint=False)
-    rows, cols = _index_maps(tables)
+    tables = tables_for(plan, x.dtype, adjoint=False)
+    rows, cols = index_maps(tables)
     kernels = _kernels()
     if not adjoint:
         out = np.empty((*x.shape[:2], *plan.out_sizes), dtype=x.dtype)
@@ -213,7 +202,7 @@ def _apply_nearest(x: np.ndarray, plan: Plan, adjoint: bool):
     return out
 
 
-def _apply_single_tap(x: np.ndarray, tables: list[Table]):
+def apply_single_tap(x: np.ndarray, tables: list[Table]):
     """One weighted gather when every table has at most one tap per output, else None.
 
     The same products as the separable passes (up to the order of the axes); it needs
@@ -244,23 +233,23 @@ def _apply_single_tap(x: np.ndarray, tables: list[Table]):
     return out
 
 
-def _resample(x: np.ndarray, plan: Plan, adjoint: bool) -> np.ndarray:
+def resample(x: np.ndarray, plan: Plan, adjoint: bool) -> np.ndarray:
     """Run ``plan`` (forward or adjoint) on a contiguous array with the best kernel."""
     if plan.mode in _NEAREST:
-        out = _apply_nearest(x, plan, adjoint)
+        out = apply_nearest(x, plan, adjoint)
         if out is not None:
             return out
-    return _apply(x, _tables(plan, x.dtype, adjoint))
+    return apply_tables(x, tables_for(plan, x.dtype, adjoint))
 
 
-def _apply(x: np.ndarray, tables: list[Table]) -> np.ndarray:
+def apply_tables(x: np.ndarray, tables: list[Table]) -> np.ndarray:
     """Apply per-axis tables to the spatial axes of a contiguous (N, C, ...) array."""
     n, c = x.shape[:2]
     out_shape = (n, c, *(t.start.shape[0] for t in tables))
     if n * c == 0:
         return np.zeros(out_shape, dtype=x.dtype)
     if len(tables) > 1:
-        out = _apply_single_tap(x, tables)
+        out = apply_single_tap(x, tables)
         if out is not None:
             return out
     shape = [n * c, *x.shape[2:]]
@@ -317,127 +306,3 @@ def _apply(x: np.ndarray, tables: list[Table]) -> np.ndarray:
                 )
         cur = out
     return cur.reshape(out_shape)
-
-
-def resize(
-    x,
-    size=None,
-    scale_factor=None,
-    mode="nearest",
-    align_corners=None,
-    antialias=False,
-    recompute_scale_factor=None,
-):
-    """Resize the spatial axes of ``x`` (PyTorch ``interpolate`` semantics).
-
-    Parameters
-    ----------
-    x : numpy.ndarray
-        float32 or float64 array of shape (N, C, L), (N, C, H, W) or (N, C, D, H, W).
-        Any memory layout; read-only arrays are fine.
-    size : int or tuple of int, optional
-        Output spatial size (one int for all axes, or one per axis).
-    scale_factor : float or tuple of float, optional
-        Multiplier for the spatial size; the output size is ``floor(in * scale_factor)``
-        and, unless ``recompute_scale_factor`` is true, the sampling step is
-        ``1 / scale_factor``.  Exactly one of ``size`` and ``scale_factor``.
-    mode : str
-        One of :data:`MODES` (see the module docstring).
-    align_corners : bool, optional
-        Corner-aligned coordinates (``s = o * (in-1)/(out-1)``) for the filter
-        modes; must be None for nearest, nearest-exact and area.
-    antialias : bool
-        Stretch the filter when downsampling (Pillow / PyTorch antialias); for
-        linear, bicubic, cubic, lanczos3, lanczos5.
-    recompute_scale_factor : bool, optional
-        Use ``in / out`` instead of ``1 / scale_factor`` for the sampling step.
-
-    Returns
-    -------
-    numpy.ndarray
-        New C-contiguous array of shape (N, C, *out_size), same dtype as ``x``.
-    """
-    check_array(x, "x")
-    plan = make_plan(
-        x.shape[2:], size, scale_factor, mode, align_corners, antialias, recompute_scale_factor
-    )
-    if min(x.shape[2:]) < 1:
-        raise ValueError(f"x must have non-empty spatial axes, got shape {x.shape}")
-    return _resample(np.ascontiguousarray(x), plan, adjoint=False)
-
-
-def resize_adjoint(
-    grad,
-    input_size,
-    size=None,
-    scale_factor=None,
-    mode="nearest",
-    align_corners=None,
-    antialias=False,
-    recompute_scale_factor=None,
-):
-    """Adjoint (backward) of :func:`resize`: map an output gradient back to the input.
-
-    ``<resize(x, ...), grad> == <x, resize_adjoint(grad, x.shape[2:], ...)>`` for all
-    ``x`` and ``grad``.
-
-    Parameters
-    ----------
-    grad : numpy.ndarray
-        float32 or float64 gradient with the shape :func:`resize` returns for an
-        input of spatial size ``input_size``.
-    input_size : int or tuple of int
-        Spatial size of the forward's input (one entry per spatial axis).
-    size, scale_factor, mode, align_corners, antialias, recompute_scale_factor
-        The forward's options, as for :func:`resize`.
-
-    Returns
-    -------
-    numpy.ndarray
-        Array of shape (N, C, *input_size), same dtype as ``grad``.
-    """
-    check_array(grad, "grad")
-    in_sizes = check_input_size(input_size, grad.ndim - 2)
-    plan = make_plan(
-        in_sizes, size, scale_factor, mode, align_corners, antialias, recompute_scale_factor
-    )
-    expected = (*grad.shape[:2], *plan.out_sizes)
-    if grad.shape != expected:
-        raise ValueError(
-            f"grad has shape {grad.shape} but the forward output for input_size={in_sizes} "
-            f"with these options has shape {expected}; grad must have shape {expected}"
-        )
-    return _resample(np.ascontiguousarray(grad), plan, adjoint=True)
-
-
-def output_size(
-    input_size, size=None, scale_factor=None, mode="nearest", recompute_scale_factor=None
-):
-    """Spatial output size of :func:`resize` for spatial ``input_size`` (a tuple)."""
-    in_sizes = check_input_size(input_size, len(np.atleast_1d(input_size)))
-    plan = make_plan(in_sizes, size, scale_factor, mode, None, False, recompute_scale_factor)
-    return plan.out_sizes
-
-
-def weight_matrix(
-    n_in,
-    n_out,
-    mode="linear",
-    scale_factor=None,
-    align_corners=None,
-    antialias=False,
-    dtype=np.float64,
-):
-    """Dense (n_out, n_in) matrix of one axis of :func:`resize` (for inspection and docs).
-
-    ``scale_factor`` is the per-axis factor the kernel uses as ``1 / scale_factor``
-    (None: ``n_in / n_out``).
-    """
-    plan = make_plan((n_in,), n_out, None, mode, align_corners, antialias, None)
-    sf = None if scale_factor is None else float(scale_factor)
-    if plan.mode == "area":
-        sf = None
-    tab = get_table(
-        plan.mode, n_in, n_out, sf, plan.align_corners, plan.antialias, np.dtype(dtype).char
-    )
-    return dense_matrix(tab)

@@ -20,20 +20,20 @@ import math
 
 import numpy as np
 
-from ._config import kernel_threads
-from .conv import _check_float, _check_same_dtype
+from .._config import kernel_threads
+from ._validate import check_float, check_same_dtype
 
 __all__ = ["batch_norm", "batch_norm_backward", "group_norm", "group_norm_backward"]
 
 
 def _kernels():
-    from ._C import _norm
+    from .._C import _norm
 
     return _norm
 
 
 def _check_input(input, name="input"):
-    _check_float(input, name)
+    check_float(input, name)
     if input.ndim < 2:
         raise ValueError(f"{name} must have at least 2 dimensions (N, C, ...), "
                          f"got shape {input.shape}")
@@ -42,8 +42,8 @@ def _check_input(input, name="input"):
 def _check_param(arr, name, channels, ref):
     if arr is None:
         return None
-    _check_float(arr, name)
-    _check_same_dtype(arr, ref, name)
+    check_float(arr, name)
+    check_same_dtype(arr, ref, name)
     if arr.shape != (channels,):
         raise ValueError(f"{name} must have shape ({channels},), got {arr.shape}")
     return arr
@@ -99,7 +99,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     bias = _check_param(bias, "bias", c, input)
     for name, arr in (("running_mean", running_mean), ("running_var", running_var)):
         if arr is not None:
-            _check_float(arr, name)
+            check_float(arr, name)
             if arr.shape != (c,):
                 raise ValueError(f"{name} must have shape ({c},), got {arr.shape}")
     x = _view3(input)

@@ -1,0 +1,84 @@
+"""The convolution's tuning knobs, in one place, with how each value was chosen.
+
+The algorithm (im2col + GEMM or Winograd) and the chunk sizes depend on the
+shapes only, never on the thread count, so results are bitwise identical for any
+number of threads.  The values below are measurements on a 2-core x86-64 machine
+(float32, batch 8, UNet layer shapes); change them through :func:`tuned` (tests,
+benchmarks) rather than by assignment, so a failure cannot leave them changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+from ..._config import get_num_threads
+
+__all__ = ["TUNING", "ConvTuning", "kernel_threads", "tuned"]
+
+
+@dataclasses.dataclass
+class ConvTuning:
+    """Thresholds and chunk sizes of :mod:`sandbox.array.conv`."""
+
+    #: a chunk gets at least this many GEMM columns (small planes are batched up to it).
+    #: Single-threaded sgemm reaches ~90 GFLOP/s already at 16 columns (measured), so a
+    #: small target keeps many chunks (parallelism) at the UNet's 8x8 and 4x4 levels.
+    target_cols: int = 64
+    #: upper bound for one column buffer (bytes); one sample always fits
+    max_col_bytes: int = 32 * 2**20
+    #: Winograd F(2x2, 3x3) for eligible 3x3 stride-1 ungrouped convs (forward and
+    #: input gradient; 2.25x fewer GEMM flops)
+    winograd: bool = True
+    #: Winograd only when both channel counts reach this.  Measured (2 threads, batch 8,
+    #: fwd/bwd ms, im2col -> Winograd): 32->16 at 128x128 12.9/25.2 -> 8.1/20.5, 16->16 at
+    #: 128x128 5.4/9.8 -> 4.1/10.3, 16->16 at 64x64 1.11/2.31 -> 1.00/2.35; 8 channels
+    #: gained nothing.
+    winograd_min_channels: int = 16
+    #: the Winograd weight gradient only pays off with many channels (its tile transform
+    #: of the output gradient is a scalar scatter): faster than im2col at 256 channels
+    #: (8x8), equal at 128 (16x16), 40% slower at 32 (64x64)
+    winograd_min_channels_weight_grad: int = 128
+    #: below this many output pixels per image the 2x2 tiles waste too much on padding
+    #: and transforms: at 4x4, 256 channels, im2col took 0.92 ms against Winograd's 1.14
+    winograd_min_pixels: int = 64
+    #: a Winograd chunk gets at least this many 2x2 output tiles (GEMM columns)
+    winograd_target_tiles: int = 64
+    #: upper bound for one transformed-input buffer (bytes); one sample always fits
+    winograd_max_chunk_bytes: int = 16 * 2**20
+    #: threads for the im2col/col2im/transform kernels inside a chunk; 0 means
+    #: ``sandbox.get_num_threads()``.  Default 1: the chunks are the parallelism, and
+    #: OpenMP teams next to the pool's threads fought for the 2 cores (measured: a
+    #: 16-channel 64x64 conv forward ~30x slower when OpenMP and BLAS pools alternated).
+    kernel_threads: int = 1
+
+
+#: the settings in force
+TUNING = ConvTuning()
+
+
+def kernel_threads() -> int:
+    """Threads for a kernel called inside a chunk (see ``ConvTuning.kernel_threads``)."""
+    return TUNING.kernel_threads or get_num_threads()
+
+
+@contextlib.contextmanager
+def tuned(**changes):
+    """Change some of :data:`TUNING` inside a ``with`` block, restoring them after.
+
+    >>> from sandbox.array.conv import tuned
+    >>> with tuned(winograd=False):
+    ...     pass  # every conv here runs im2col + GEMM
+    """
+    unknown = set(changes) - {f.name for f in dataclasses.fields(ConvTuning)}
+    if unknown:
+        valid = ", ".join(f.name for f in dataclasses.fields(ConvTuning))
+        raise TypeError(f"unknown conv tuning option(s) {sorted(unknown)}; valid: {valid}")
+    saved = dataclasses.asdict(TUNING)
+    try:
+        for name, value in changes.items():
+            setattr(TUNING, name, value)
+        yield TUNING
+    finally:
+        for name, value in saved.items():
+            setattr(TUNING, name, value)
