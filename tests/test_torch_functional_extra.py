@@ -183,3 +183,18 @@ def test_softmax_takes_dim_and_dtype(torch):
                                rtol=1e-6)
     with pytest.raises(TypeError, match="give dim"):
         F.softmax(Tensor(x))
+
+
+def test_bce_gradients_at_zero_and_one_are_torchs(torch):
+    p = np.array([0.0, 1.0, 0.3, 1.0, 0.0])
+    t = np.array([1.0, 0.0, 1.0, 1.0, 0.0])
+    _same_forward_backward(torch, lambda a, b: F.binary_cross_entropy(a, b, reduction="sum"),
+                           lambda a, b: torch.nn.functional.binary_cross_entropy(
+                               a, b, reduction="sum"), p, t, rtol=1e-8)  # grads ~1e12 here
+
+
+def test_bce_gradcheck():
+    rng = np.random.default_rng(14)
+    p = Tensor(rng.uniform(0.1, 0.9, (2, 3)), requires_grad=True)
+    t = Tensor(rng.uniform(0, 1, (2, 3)), requires_grad=True)
+    gradcheck(lambda a, b: F.binary_cross_entropy(a, b), (p, t))

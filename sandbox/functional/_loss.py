@@ -13,7 +13,6 @@ from ..autograd import Tensor
 from ..ops import log_softmax, sigmoid, softmax, softplus
 
 __all__ = [
-    "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "cross_entropy",
     "dice_loss",
@@ -264,7 +263,7 @@ def mse_loss(input, target, reduction="mean"):
     return _reduce(d * d, reduction)
 
 
-def _same_shape(input, target, op):
+def _same_shape(input, target, op):  # noqa: A002
     if tuple(np.shape(target)) != input.shape:
         raise ValueError(
             f"{op}: target shape {tuple(np.shape(target))} must equal input shape {input.shape}"
@@ -277,23 +276,3 @@ def l1_loss(input, target, reduction="mean"):
     _same_shape(input, target, "l1_loss")
     return _reduce((input - target).abs(), reduction)
 
-
-def binary_cross_entropy(input, target, weight=None, reduction="mean"):
-    """Binary cross-entropy of probabilities ``input`` in [0, 1], as torch.
-
-    ``loss = -(t log(p) + (1 - t) log(1 - p))`` with each log clamped at -100, as
-    PyTorch does, so ``p`` of exactly 0 or 1 gives a finite loss.  Prefer
-    :func:`binary_cross_entropy_with_logits` on logits: it is stabler.
-    """
-    _check_reduction(reduction)
-    _same_shape(input, target, "binary_cross_entropy")
-    p = _array(input)
-    if p.size and (np.nanmin(p) < 0 or np.nanmax(p) > 1):
-        raise ValueError("binary_cross_entropy: input values must be probabilities in [0, 1]")
-    t = target if isinstance(target, Tensor) else Tensor(np.asarray(target, input.dtype))
-    with np.errstate(divide="ignore"):  # log(0) = -inf, clamped next
-        log_p, log_q = input.log(), (1.0 - input).log()
-    loss = -(t * log_p.clamp(min=-100.0) + (1.0 - t) * log_q.clamp(min=-100.0))
-    if weight is not None:
-        loss = loss * (weight if isinstance(weight, Tensor) else _array(weight))
-    return _reduce(loss, reduction)

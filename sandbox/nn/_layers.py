@@ -30,7 +30,8 @@ def _positive(value: int, name: str) -> int:
 
 
 def _float_dtype(dtype):
-    dtype = np.dtype(dtype)
+    """float32 (None, PyTorch's default) or float64; anything else is a TypeError."""
+    dtype = np.dtype(np.float32 if dtype is None else dtype)
     if dtype not in (np.float32, np.float64):
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
     return dtype

@@ -5,14 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import functional as F
+from ._layers import _float_dtype
 from ._module import Module, Parameter
-
-
-def _dtype(dtype):
-    dtype = np.dtype(np.float32 if dtype is None else dtype)
-    if dtype not in (np.float32, np.float64):
-        raise TypeError(f"dtype must be float32 or float64, got {dtype}")
-    return dtype
 
 
 class LayerNorm(Module):
@@ -25,7 +19,7 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(int(n) for n in shape)
         self.eps = float(eps)
         self.elementwise_affine = bool(elementwise_affine)
-        dtype = _dtype(dtype)
+        dtype = _float_dtype(dtype)
         if elementwise_affine:
             self.weight = Parameter(np.ones(self.normalized_shape, dtype))
             if bias:
@@ -55,7 +49,7 @@ class InstanceNorm2d(Module):
         self.momentum = momentum
         self.affine = bool(affine)
         self.track_running_stats = bool(track_running_stats)
-        dtype = _dtype(dtype)
+        dtype = _float_dtype(dtype)
         if affine:
             self.weight = Parameter(np.ones(num_features, dtype))
             self.bias = Parameter(np.zeros(num_features, dtype))
