@@ -85,6 +85,18 @@ def cases() -> list[Case]:
         Case("softmax", lambda a: F.softmax(a, 1), ((3, 4),)),
         Case("log_softmax", lambda a: F.log_softmax(a, 1), ((3, 4),)),
         Case("pad", lambda a: F.pad(a, (1, 2, 0, 1)), ((1, 1, 2, 3),)),
+        Case("pad (reflect, crop)", lambda a: F.pad(a, (2, -1, 1, 1), mode="reflect"),
+             ((1, 1, 3, 4),)),
+        Case("adaptive_avg_pool2d", lambda a: F.adaptive_avg_pool2d(a, (2, 3)), ((1, 2, 5, 4),)),
+        Case("layer_norm", lambda a, w: F.layer_norm(a, (3,), w), ((2, 4, 3), (3,))),
+        Case("instance_norm", lambda a: F.instance_norm(a), ((2, 2, 3, 3),)),
+        Case(
+            "binary_cross_entropy",
+            lambda a, b: F.binary_cross_entropy(a, b),
+            ((2, 3), (2, 3)),
+            second_order=False,
+            make=lambda rng: (rng.uniform(0.1, 0.9, (2, 3)), rng.random((2, 3))),
+        ),
         Case("cross_entropy", lambda a: F.cross_entropy(a, Tensor(target)), ((2, 4, 3),)),
         Case(
             "bce_with_logits",
