@@ -159,3 +159,33 @@ def test_nn_functional_is_sandbox_functional():
     from sandbox.nn import functional as F2
 
     assert F1 is F2 is sandbox.functional
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular", "zeros"])
+def test_conv2d_padding_modes_match_torch(torch, mode):
+    theirs = torch.nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode=mode, dtype=torch.float64)
+    ours = nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode=mode, dtype=sandbox.float64,
+                     device="cpu")
+    _copy_weights(ours, theirs)
+    x = RNG.standard_normal((2, 2, 5, 6))
+    a, b = Tensor(x.copy(), requires_grad=True), torch.tensor(x.copy(), requires_grad=True)
+    out, tout = ours(a), theirs(b)
+    np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=1e-12, atol=1e-13)
+    out.sum().backward()
+    tout.sum().backward()
+    np.testing.assert_allclose(a.grad.data, b.grad.numpy(), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(ours.weight.grad.data, theirs.weight.grad.numpy(), rtol=1e-11)
+
+
+def test_layers_take_torchs_device_and_dtype_keywords():
+    assert nn.Linear(2, 3, device="cpu", dtype=None).weight.dtype == np.float32
+    bn = nn.BatchNorm2d(2, device=sandbox.device("cpu"), dtype=sandbox.float64)
+    assert bn.running_mean.dtype == np.float64
+    assert nn.GroupNorm(1, 2, device="cpu").weight.dtype == np.float32
+    assert "padding_mode='reflect'" in repr(nn.Conv2d(1, 1, 3, padding=1, padding_mode="reflect"))
+    with pytest.raises(ValueError, match="CPU only"):
+        nn.Conv2d(1, 1, 3, device="cuda")
+    with pytest.raises(ValueError, match="padding_mode must be one of"):
+        nn.Conv2d(1, 1, 3, padding_mode="mirror")
+    with pytest.raises(ValueError, match="only supports padding_mode='zeros'"):
+        nn.ConvTranspose2d(1, 1, 3, padding_mode="reflect")

@@ -7,8 +7,11 @@ import math
 import numpy as np
 
 from .. import functional as F
+from .._device import check_device
 from . import init
 from ._module import Module, Parameter
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
 def _pair(value, name: str) -> tuple[int, int]:
@@ -57,8 +60,10 @@ class Identity(Module):
 class Linear(Module):
     """``y = x Wᵀ + b`` with ``W`` of shape ``(out_features, in_features)``."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=np.float32):
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None,
+                 dtype=None):
         super().__init__()
+        check_device(device)
         self.in_features = _positive(in_features, "in_features")
         self.out_features = _positive(out_features, "out_features")
         dtype = _float_dtype(dtype)
@@ -148,6 +153,8 @@ class _ConvNd(Module):
             s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
+        if getattr(self, "padding_mode", "zeros") != "zeros":
+            s += f", padding_mode={self.padding_mode!r}"
         if self.bias is None:
             s += ", bias=False"
         return s
@@ -166,16 +173,25 @@ class Conv2d(_ConvNd):
         dilation=1,
         groups: int = 1,
         bias: bool = True,
-        dtype=np.float32,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
     ):
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {_PADDING_MODES}, got {padding_mode!r}")
+        check_device(device)
         super().__init__(
             in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, dtype
         )
+        self.padding_mode = padding_mode
 
     def forward(self, x):
-        return F.conv2d(
-            x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
-        )
+        padding = self.padding
+        if self.padding_mode != "zeros":  # pad explicitly, then convolve without padding
+            ph, pw = padding
+            x = F.pad(x, (pw, pw, ph, ph), mode=self.padding_mode)
+            padding = (0, 0)
+        return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
 class ConvTranspose2d(_ConvNd):
@@ -194,8 +210,13 @@ class ConvTranspose2d(_ConvNd):
         groups: int = 1,
         bias: bool = True,
         dilation=1,
-        dtype=np.float32,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
     ):
+        if padding_mode != "zeros":
+            raise ValueError("ConvTranspose2d only supports padding_mode='zeros' (as PyTorch)")
+        check_device(device)
         super().__init__(
             in_channels,
             out_channels,
@@ -232,9 +253,11 @@ class BatchNorm2d(Module):
         momentum: float | None = 0.1,
         affine: bool = True,
         track_running_stats: bool = True,
-        dtype=np.float32,
+        device=None,
+        dtype=None,
     ):
         super().__init__()
+        check_device(device)
         self.num_features = _positive(num_features, "num_features")
         self.eps = float(eps)
         self.momentum = momentum
@@ -284,9 +307,11 @@ class GroupNorm(Module):
         num_channels: int,
         eps: float = 1e-5,
         affine: bool = True,
-        dtype=np.float32,
+        device=None,
+        dtype=None,
     ):
         super().__init__()
+        check_device(device)
         self.num_groups = _positive(num_groups, "num_groups")
         self.num_channels = _positive(num_channels, "num_channels")
         if num_channels % num_groups:

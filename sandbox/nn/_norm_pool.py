@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import functional as F
+from .._device import check_device
 from ._layers import _float_dtype
 from ._module import Module, Parameter
 
@@ -13,8 +14,9 @@ class LayerNorm(Module):
     """Normalise over the last dims ``normalized_shape``, with an elementwise affine map."""
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
-                 bias: bool = True, dtype=None):
+                 bias: bool = True, device=None, dtype=None):
         super().__init__()
+        check_device(device)
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
         self.normalized_shape = tuple(int(n) for n in shape)
         self.eps = float(eps)
@@ -42,8 +44,10 @@ class InstanceNorm2d(Module):
     """Per-sample, per-channel normalisation of ``(N, C, H, W)`` (PyTorch's defaults: no affine)."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
-                 affine: bool = False, track_running_stats: bool = False, dtype=None):
+                 affine: bool = False, track_running_stats: bool = False, device=None,
+                 dtype=None):
         super().__init__()
+        check_device(device)
         self.num_features = int(num_features)
         self.eps = float(eps)
         self.momentum = momentum
