@@ -93,6 +93,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         try:
             state = checkpoint.load(f)
         except ValueError as exc:
+            if "is not a sandbox checkpoint" not in str(exc):
+                raise
             raise ValueError(
                 f"{exc}. PyTorch .pt files are pickles, which the sandbox does not read: "
                 "re-save the state dict with sandbox.save in a process that has torch"
