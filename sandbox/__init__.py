@@ -13,17 +13,15 @@ import os as _os
 # An explicit user setting wins.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+from . import _dtypes, ops
 from ._config import get_num_threads, num_threads, set_num_threads
 from ._device import cuda, device
 from ._dtypes import (  # torch's dtype names (numpy types): sandbox.float32, sandbox.long ...
-    bool,
     double,
-    float,
     float16,
     float32,
     float64,
     half,
-    int,
     int8,
     int16,
     int32,
@@ -45,7 +43,6 @@ from .autograd import (
     set_grad_enabled,
 )
 from .ops import (
-    abs,
     amax,
     amin,
     arange,
@@ -66,10 +63,8 @@ from .ops import (
     log_softmax,
     logsumexp,
     matmul,
-    max,
     maximum,
     mean,
-    min,
     minimum,
     ones,
     ones_like,
@@ -83,7 +78,6 @@ from .ops import (
     sqrt,
     squeeze,
     stack,
-    sum,
     tanh,
     tensor,
     unsqueeze,
@@ -97,17 +91,17 @@ clip = clamp
 __all__ = ["__version__", "get_num_threads", "get_rng_state", "info", "manual_seed",
            "num_threads", "set_num_threads", "set_rng_state"]
 __all__ += [
-    "Generator", "Tensor", "abs", "amax", "amin", "arange", "argmax", "argmin", "as_tensor",
+    "Generator", "Tensor", "amax", "amin", "arange", "argmax", "argmin", "as_tensor",
     "cat", "clamp", "clip", "clone", "cuda", "device", "enable_grad", "exp", "flatten",
     "from_numpy", "full", "inference_mode", "is_grad_enabled", "isfinite", "isinf", "isnan",
-    "load", "log", "log_softmax", "logsumexp", "matmul", "max", "maximum", "mean", "min",
+    "load", "log", "log_softmax", "logsumexp", "matmul", "maximum", "mean",
     "minimum", "no_grad", "ones", "ones_like", "permute", "rand", "randn", "relu", "reshape",
-    "save", "set_grad_enabled", "sigmoid", "softmax", "sqrt", "squeeze", "stack", "sum",
+    "save", "set_grad_enabled", "sigmoid", "softmax", "sqrt", "squeeze", "stack",
     "tanh", "tensor", "unsqueeze", "where", "zeros", "zeros_like",
 ]  # fmt: skip
 __all__ += [
-    "bool", "double", "float", "float16", "float32", "float64", "half", "int", "int8", "int16",
-    "int32", "int64", "long", "short", "uint8",
+    "double", "float16", "float32", "float64", "half", "int8", "int16", "int32", "int64", "long",
+    "short", "uint8",
 ]  # fmt: skip
 
 
@@ -119,6 +113,12 @@ def is_tensor(obj) -> bool:
 def numel(x) -> int:
     """Number of elements of ``x``."""
     return x.numel()
+
+
+# Names that shadow Python builtins: attributes (sandbox.max, sandbox.float ...) but left
+# out of __all__, so ``from sandbox import *`` does not replace max/min/sum/abs/float/int/bool.
+abs, max, min, sum = ops.abs, ops.max, ops.min, ops.sum  # noqa: A001
+bool, float, int = _dtypes.bool, _dtypes.float, _dtypes.int  # noqa: A001
 
 
 _SUBMODULES = ("checkpoint", "data", "functional", "gradcheck", "metrics", "nn", "optim",

@@ -192,3 +192,12 @@ def test_save_load_errors(tmp_path, torch):
         sandbox.save({"model": nn.ReLU()}, tmp_path / "x.pt")
     with pytest.raises(ValueError, match="CPU only"):
         sandbox.load(path, map_location="cuda:0")
+
+
+def test_star_import_keeps_python_builtins():
+    namespace = {}
+    exec("from sandbox import *", namespace)
+    for name in ("max", "min", "sum", "abs", "float", "int", "bool"):
+        assert name not in namespace, name
+        assert hasattr(sandbox, name), name
+    assert "float32" in namespace and "Tensor" in namespace
