@@ -201,3 +201,11 @@ def test_star_import_keeps_python_builtins():
         assert name not in namespace, name
         assert hasattr(sandbox, name), name
     assert "float32" in namespace and "Tensor" in namespace
+
+
+def test_format_a_one_element_tensor_like_torch(torch):
+    loss = Tensor(np.float64(0.123456))
+    assert f"{loss:.3f}" == f"{torch.tensor(0.123456):.3f}" == "0.123"
+    assert f"{loss}" == repr(loss)
+    with pytest.raises(TypeError):
+        f"{Tensor(X):.3f}"

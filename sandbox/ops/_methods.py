@@ -383,6 +383,12 @@ class TensorMethods:
         """The values as (nested) Python lists."""
         return self._data.tolist()
 
+    def __format__(self, spec) -> str:
+        """``f"{loss:.4f}"`` formats the value of a one-element tensor, as PyTorch."""
+        if spec and self._data.size == 1:
+            return format(self._data.item(), spec)
+        return object.__format__(self, spec) if spec else repr(self)
+
     def dim(self) -> int:
         """Number of dims (torch's name for ``ndim``)."""
         return self._data.ndim
