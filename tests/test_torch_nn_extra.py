@@ -189,3 +189,29 @@ def test_layers_take_torchs_device_and_dtype_keywords():
         nn.Conv2d(1, 1, 3, padding_mode="mirror")
     with pytest.raises(ValueError, match="only supports padding_mode='zeros'"):
         nn.ConvTranspose2d(1, 1, 3, padding_mode="reflect")
+
+
+@pytest.mark.parametrize("padding, kernel, dilation", [
+    ("same", 3, 1), ("same", (4, 3), 1), ("same", 2, 2), ("valid", 3, 1), ("same", (2, 5), (3, 1)),
+])
+@pytest.mark.parametrize("mode", ["zeros", "reflect"])
+@pytest.mark.filterwarnings("ignore:Using padding='same'")  # torch's own note on even kernels
+def test_conv2d_string_padding_matches_torch(torch, padding, kernel, dilation, mode):
+    theirs = torch.nn.Conv2d(2, 3, kernel, padding=padding, dilation=dilation, padding_mode=mode,
+                             dtype=torch.float64)
+    ours = nn.Conv2d(2, 3, kernel, padding=padding, dilation=dilation, padding_mode=mode,
+                     dtype=sandbox.float64)
+    _copy_weights(ours, theirs)
+    x = RNG.standard_normal((1, 2, 7, 8))
+    a, b = Tensor(x.copy(), requires_grad=True), torch.tensor(x.copy(), requires_grad=True)
+    out, tout = ours(a), theirs(b)
+    assert out.shape == tuple(tout.shape)
+    np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=1e-12, atol=1e-13)
+    out.sum().backward()
+    tout.sum().backward()
+    np.testing.assert_allclose(a.grad.data, b.grad.numpy(), rtol=1e-12, atol=1e-13)
+    assert repr(ours).count(f"padding='{padding}'") == 1
+    with pytest.raises(ValueError, match="strided"):
+        nn.Conv2d(1, 1, 3, stride=2, padding="same")
+    with pytest.raises(ValueError, match="'same' or 'valid'"):
+        nn.Conv2d(1, 1, 3, padding="full")

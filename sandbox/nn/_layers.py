@@ -117,7 +117,11 @@ class _ConvNd(Module):
             )
         self.kernel_size = _pair(kernel_size, "kernel_size")
         self.stride = _pair(stride, "stride")
-        self.padding = _pair(padding, "padding")
+        if isinstance(padding, str) and not self.transposed:
+            F.string_padding(padding, self.kernel_size, self.stride, dilation)  # validates
+            self.padding = padding
+        else:
+            self.padding = _pair(padding, "padding")
         self.dilation = _pair(dilation, "dilation")
         self.output_padding = _pair(output_padding, "output_padding")
         dtype = _float_dtype(dtype)
@@ -146,7 +150,8 @@ class _ConvNd(Module):
             f"stride={self.stride}"
         )
         if self.padding != (0, 0):
-            s += f", padding={self.padding}"
+            s += f", padding={self.padding!r}" if isinstance(self.padding, str) else \
+                f", padding={self.padding}"
         if self.dilation != (1, 1):
             s += f", dilation={self.dilation}"
         if self.output_padding != (0, 0):
@@ -188,8 +193,11 @@ class Conv2d(_ConvNd):
     def forward(self, x):
         padding = self.padding
         if self.padding_mode != "zeros":  # pad explicitly, then convolve without padding
-            ph, pw = padding
-            x = F.pad(x, (pw, pw, ph, ph), mode=self.padding_mode)
+            if isinstance(padding, str):
+                widths = F.string_padding(padding, self.kernel_size, self.stride, self.dilation)
+            else:
+                widths = (padding[1], padding[1], padding[0], padding[0])
+            x = F.pad(x, widths, mode=self.padding_mode)
             padding = (0, 0)
         return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
