@@ -17,7 +17,7 @@ from ._activation import (  # noqa: F401
 )
 from ._adaptive_pool import adaptive_avg_pool2d, adaptive_max_pool2d  # noqa: F401
 from ._bce import binary_cross_entropy  # noqa: F401
-from ._conv import conv2d, conv_transpose2d, string_padding  # noqa: F401
+from ._conv import conv2d, conv_transpose2d  # noqa: F401
 from ._dropout import dropout, dropout2d  # noqa: F401
 from ._layer_norm import instance_norm, layer_norm  # noqa: F401
 from ._loss import (  # noqa: F401

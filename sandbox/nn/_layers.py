@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import functional as F
 from .._device import check_device
+from ..functional._conv import string_padding
 from . import init
 from ._module import Module, Parameter
 
@@ -118,7 +119,7 @@ class _ConvNd(Module):
         self.kernel_size = _pair(kernel_size, "kernel_size")
         self.stride = _pair(stride, "stride")
         if isinstance(padding, str) and not self.transposed:
-            F.string_padding(padding, self.kernel_size, self.stride, dilation)  # validates
+            string_padding(padding, self.kernel_size, self.stride, dilation)  # validates
             self.padding = padding
         else:
             self.padding = _pair(padding, "padding")
@@ -194,7 +195,7 @@ class Conv2d(_ConvNd):
         padding = self.padding
         if self.padding_mode != "zeros":  # pad explicitly, then convolve without padding
             if isinstance(padding, str):
-                widths = F.string_padding(padding, self.kernel_size, self.stride, self.dilation)
+                widths = string_padding(padding, self.kernel_size, self.stride, self.dilation)
             else:
                 widths = (padding[1], padding[1], padding[0], padding[0])
             x = F.pad(x, widths, mode=self.padding_mode)
