@@ -15,7 +15,7 @@ _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from . import _dtypes, ops
 from ._config import get_num_threads, num_threads, set_num_threads
-from ._device import cuda, device
+from ._device import channels_last, contiguous_format, cuda, device, preserve_format
 from ._dtypes import (  # torch's dtype names (numpy types): sandbox.float32, sandbox.long ...
     double,
     float16,
@@ -34,6 +34,7 @@ from ._info import info
 from ._random import Generator, get_rng_state, manual_seed, set_rng_state
 from ._serialize import load, save
 from ._version import __version__
+from .amp import autocast
 from .autograd import (
     Tensor,
     enable_grad,
@@ -91,7 +92,8 @@ clip = clamp
 __all__ = ["__version__", "get_num_threads", "get_rng_state", "info", "manual_seed",
            "num_threads", "set_num_threads", "set_rng_state"]
 __all__ += [
-    "Generator", "Tensor", "amax", "amin", "arange", "argmax", "argmin", "as_tensor",
+    "Generator", "Tensor", "amax", "autocast", "channels_last", "contiguous_format",
+    "preserve_format", "amin", "arange", "argmax", "argmin", "as_tensor",
     "cat", "clamp", "clip", "clone", "cuda", "device", "enable_grad", "exp", "flatten",
     "from_numpy", "full", "inference_mode", "is_grad_enabled", "isfinite", "isinf", "isnan",
     "load", "log", "log_softmax", "logsumexp", "matmul", "maximum", "mean",
@@ -121,7 +123,7 @@ abs, max, min, sum = ops.abs, ops.max, ops.min, ops.sum  # noqa: A001
 bool, float, int = _dtypes.bool, _dtypes.float, _dtypes.int  # noqa: A001
 
 
-_SUBMODULES = ("checkpoint", "data", "functional", "gradcheck", "metrics", "nn", "optim",
+_SUBMODULES = ("amp", "checkpoint", "data", "functional", "gradcheck", "metrics", "nn", "optim",
                "resample", "train", "utils")
 
 

@@ -48,6 +48,12 @@ class device:  # noqa: N801 - torch's spelling
 
 CPU = device("cpu")
 
+# Memory formats are layout hints in PyTorch; the sandbox's arrays are always C-contiguous,
+# so ``.to(memory_format=sandbox.channels_last)`` is accepted and changes nothing.
+channels_last = "channels_last"
+contiguous_format = "contiguous_format"
+preserve_format = "preserve_format"
+
 
 def check_device(value) -> None:
     """Raise the CPU-only error unless ``value`` is None or names the CPU."""
@@ -71,6 +77,13 @@ class _Cuda:
         """Nothing to seed (no GPU), as ``torch.cuda.manual_seed`` without CUDA."""
 
     manual_seed_all = manual_seed
+
+    @property
+    def amp(self):
+        """``torch.cuda.amp``: :mod:`sandbox.amp` (``GradScaler``, ``autocast``)."""
+        from . import amp
+
+        return amp
 
     def __repr__(self):
         return "<sandbox.cuda: not available (CPU only)>"

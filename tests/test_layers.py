@@ -18,6 +18,7 @@ LAYER_OF = {
     "_C": "kernels",
     "_config": "support", "_random": "support", "_memory": "support", "_info": "support",
     "_version": "support", "_device": "support", "_dtypes": "support",
+    "amp": "support",
     "array": "array ops", "resample": "array ops",
     "autograd": "engine",
     "ops": "tensor ops",

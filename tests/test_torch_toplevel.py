@@ -209,3 +209,25 @@ def test_format_a_one_element_tensor_like_torch(torch):
     assert f"{loss}" == repr(loss)
     with pytest.raises(TypeError):
         f"{Tensor(X):.3f}"
+
+
+def test_disabled_mixed_precision_is_a_pass_through_as_torch_without_cuda(torch):
+    model = nn.Conv2d(1, 2, 3).to(memory_format=sandbox.channels_last)
+    opt = sandbox.optim.SGD(model.parameters(), lr=0.1)
+    x = Tensor(X[:1, None]).to(device="cpu", dtype=sandbox.float32,
+                               memory_format=sandbox.channels_last)
+    scaler = sandbox.cuda.amp.GradScaler(enabled=False)
+    tscaler = torch.amp.GradScaler("cuda", enabled=False)
+    with sandbox.autocast("cpu", enabled=False):
+        loss = model(x).sum()
+    assert scaler.scale(loss) is loss and not scaler.is_enabled() and not tscaler.is_enabled()
+    before = model.weight.data.copy()
+    scaler.scale(loss).backward()
+    scaler.unscale_(opt)
+    scaler.step(opt)
+    scaler.update()
+    np.testing.assert_allclose(model.weight.data, before - 0.1 * model.weight.grad.data)
+    with pytest.warns(UserWarning, match="disabling"):
+        assert not sandbox.amp.GradScaler(enabled=True).is_enabled()
+    with pytest.raises(ValueError, match="enabled=False"):
+        sandbox.autocast("cpu")
