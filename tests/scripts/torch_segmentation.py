@@ -106,7 +106,8 @@ def evaluate(model, loader, device):
     return correct / total
 
 
-def train(model, device, epochs=8, batch_size=2, lr=3e-3, checkpoint="checkpoint.pth"):
+def train(model, device, epochs=8, batch_size=2, lr=3e-3, checkpoint="checkpoint.pth",
+          amp=False):
     train_loader = DataLoader(BlobDataset(12, seed=1), batch_size=batch_size, shuffle=False,
                               num_workers=0, drop_last=True)
     val_loader = DataLoader(BlobDataset(4, seed=2), batch_size=2)
@@ -115,18 +116,22 @@ def train(model, device, epochs=8, batch_size=2, lr=3e-3, checkpoint="checkpoint
     optimizer = optim.RMSprop(model.parameters(), lr=lr, weight_decay=1e-8, momentum=0.9,
                               foreach=True)
     scheduler = ReduceLROnPlateau(optimizer, "max", patience=0, factor=0.5)
+    grad_scaler = torch.amp.GradScaler("cuda", enabled=amp)
     history = {"loss": [], "grad_norm": [], "lr": [], "val_acc": []}
     for _ in range(epochs):
         model.train()
         for batch in train_loader:
             images = batch["image"].to(device=device, dtype=torch.float64)
             masks = batch["mask"].to(device=device, dtype=torch.long)
-            logits = model(images)
-            loss = criterion(logits, masks) + dice_loss(logits, masks, N_CLASSES)
+            with torch.autocast(device.type, enabled=amp):
+                logits = model(images)
+                loss = criterion(logits, masks) + dice_loss(logits, masks, N_CLASSES)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            grad_scaler.scale(loss).backward()
+            grad_scaler.unscale_(optimizer)
             grad_norm = nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
+            grad_scaler.step(optimizer)
+            grad_scaler.update()
             history["loss"].append(loss.item())
             history["grad_norm"].append(float(grad_norm))
         val_acc = evaluate(model, val_loader, device)
