@@ -21,12 +21,14 @@ from ._dtypes import (  # torch's dtype names (numpy types): sandbox.float32, sa
     float16,
     float32,
     float64,
+    get_default_dtype,
     half,
     int8,
     int16,
     int32,
     int64,
     long,
+    set_default_dtype,
     short,
     uint8,
 )
@@ -92,8 +94,9 @@ clip = clamp
 __all__ = ["__version__", "get_num_threads", "get_rng_state", "info", "manual_seed",
            "num_threads", "set_num_threads", "set_rng_state"]
 __all__ += [
-    "Generator", "Tensor", "amax", "autocast", "channels_last", "contiguous_format",
-    "preserve_format", "amin", "arange", "argmax", "argmin", "as_tensor",
+    "Generator", "Tensor", "amax", "amin", "autocast", "channels_last", "contiguous_format",
+    "get_default_dtype", "preserve_format", "set_default_dtype", "arange", "argmax", "argmin",
+    "as_tensor",
     "cat", "clamp", "clip", "clone", "cuda", "device", "enable_grad", "exp", "flatten",
     "from_numpy", "full", "inference_mode", "is_grad_enabled", "isfinite", "isinf", "isnan",
     "load", "log", "log_softmax", "logsumexp", "matmul", "maximum", "mean",

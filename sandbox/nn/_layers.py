@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import functional as F
 from .._device import check_device
+from .._dtypes import get_default_dtype
 from ..functional._conv import string_padding
 from . import init
 from ._module import Module, Parameter
@@ -34,8 +35,8 @@ def _positive(value: int, name: str) -> int:
 
 
 def _float_dtype(dtype):
-    """float32 (None, PyTorch's default) or float64; anything else is a TypeError."""
-    dtype = np.dtype(np.float32 if dtype is None else dtype)
+    """float32 or float64 (None: the default dtype); anything else is a TypeError."""
+    dtype = np.dtype(get_default_dtype() if dtype is None else dtype)
     if dtype not in (np.float32, np.float64):
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
     return dtype

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._device import check_device
+from .._dtypes import get_default_dtype
 from .._random import numpy_rng
 from ..autograd import Tensor
 from ..autograd import tensor as _tensor
@@ -22,7 +23,15 @@ def _new(data, requires_grad, device=None):
 
 
 def _dtype(dtype):
-    return np.float32 if dtype is None else dtype
+    return get_default_dtype() if dtype is None else dtype
+
+
+def _python_float_dtype(data, dtype):
+    """The default dtype for Python floats (lists of them), as torch; else ``dtype``."""
+    if dtype is None and not isinstance(data, Tensor | np.ndarray | np.generic):
+        if np.asarray(data).dtype.kind == "f":
+            return get_default_dtype()
+    return dtype
 
 
 def zeros(*shape, dtype=None, device=None, requires_grad=False):
@@ -72,7 +81,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     dtype; PyTorch tensors are converted through numpy.
     """
     check_device(device)
-    return _tensor(_plain(data), requires_grad=requires_grad, dtype=dtype)
+    data = _plain(data)
+    return _tensor(data, requires_grad=requires_grad, dtype=_python_float_dtype(data, dtype))
 
 
 def _plain(data):
@@ -89,7 +99,7 @@ def as_tensor(data, dtype=None, device=None):
         return data if dtype is None or data.dtype == np.dtype(dtype) else data.astype(dtype)
     if isinstance(data, np.ndarray):
         return Tensor(data if dtype is None else data.astype(dtype, copy=False))
-    return _tensor(data, dtype=dtype)
+    return _tensor(data, dtype=_python_float_dtype(data, dtype))
 
 
 def from_numpy(array):
@@ -100,9 +110,9 @@ def from_numpy(array):
 
 
 def arange(*args, dtype=None, device=None):
-    """``np.arange`` as a tensor (int64 for integer arguments, else float32)."""
+    """``np.arange`` as a tensor (int64 for integer arguments, else the default dtype)."""
     check_device(device)
     data = np.arange(*args)
     if dtype is None and data.dtype.kind == "f":
-        dtype = np.float32
+        dtype = get_default_dtype()
     return Tensor(data if dtype is None else data.astype(dtype))
