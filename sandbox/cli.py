@@ -1,6 +1,7 @@
 """Command-line interface: ``sandbox <command>`` (also ``python -m sandbox``).
 
-Commands: ``train``, ``predict``, ``gradcheck``, ``bench``, ``explain``, ``info``.
+Commands: ``train``, ``predict``, ``gradcheck``, ``bench``, ``explain``, ``info``,
+``export``.
 Bad arguments end with a one-line error and exit status 2.
 """
 
@@ -215,6 +216,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("info", help="print version, OpenMP, threads and BLAS")
     p.set_defaults(func=_cmd_info)
+
+    from .interop._cli import add_parser as add_export_parser
+
+    add_export_parser(sub)
     return parser
 
 

@@ -17,7 +17,7 @@ PACKAGE = ROOT / "sandbox"
 LAYER_OF = {
     "_C": "kernels",
     "_config": "support", "_random": "support", "_memory": "support", "_info": "support",
-    "_version": "support", "_device": "support", "_dtypes": "support",
+    "_version": "support", "_optional": "support", "_device": "support", "_dtypes": "support",
     "amp": "support",
     "array": "array ops", "resample": "array ops",
     "autograd": "engine",
@@ -28,6 +28,7 @@ LAYER_OF = {
     "utils": "training", "_serialize": "training",
     "cli": "faces", "__main__": "faces", "bench": "faces", "gradcheck": "faces",
     "gradcheck_suite": "faces", "explain": "faces", "viz": "faces", "datasets": "training",
+    "interop": "faces",
 }  # fmt: skip
 
 #: layer -> the layers it may import (besides itself)
