@@ -231,3 +231,33 @@ def test_disabled_mixed_precision_is_a_pass_through_as_torch_without_cuda(torch)
         assert not sandbox.amp.GradScaler(enabled=True).is_enabled()
     with pytest.raises(ValueError, match="enabled=False"):
         sandbox.autocast("cpu")
+
+
+def test_more_constructors_match_torch_shapes_and_dtypes(torch):
+    t = Tensor(X)
+    tt = torch.tensor(X)
+    pairs = [
+        (sandbox.empty(2, 3), torch.empty(2, 3)),
+        (sandbox.empty_like(t), torch.empty_like(tt)),
+        (sandbox.full_like(t, 2.5), torch.full_like(tt, 2.5)),
+        (sandbox.randn_like(t), torch.randn_like(tt)),
+        (sandbox.rand_like(t), torch.rand_like(tt)),
+        (sandbox.randint(0, 5, (3, 4)), torch.randint(0, 5, (3, 4))),
+        (sandbox.randint(5, (3,)), torch.randint(5, (3,))),
+        (sandbox.randperm(7), torch.randperm(7)),
+        (sandbox.linspace(-1, 2, 7), torch.linspace(-1, 2, 7)),
+        (sandbox.eye(3, 4), torch.eye(3, 4)),
+        (t.new_zeros(2, 2), tt.new_zeros(2, 2)),
+        (t.new_ones((3,)), tt.new_ones((3,))),
+        (t.new_full((2,), 4.0), tt.new_full((2,), 4.0)),
+        (t.new_tensor([1, 2]), tt.new_tensor([1, 2])),
+        (sandbox.zeros(2, dtype=sandbox.long).type_as(t), torch.zeros(2).long().type_as(tt)),
+    ]
+    for ours, theirs in pairs:
+        assert ours.shape == tuple(theirs.shape)
+        assert np.dtype(ours.dtype).name == str(theirs.dtype).split(".")[1]
+    np.testing.assert_allclose(sandbox.linspace(-1, 2, 7).data, torch.linspace(-1, 2, 7).numpy())
+    np.testing.assert_array_equal(sandbox.eye(3, 4).data, torch.eye(3, 4).numpy())
+    assert sorted(sandbox.randperm(7).tolist()) == list(range(7))
+    r = sandbox.randint(2, 5, (1000,), generator=sandbox.Generator().manual_seed(0))
+    assert r.data.min() == 2 and r.data.max() == 4

@@ -116,3 +116,59 @@ def arange(*args, dtype=None, device=None):
     if dtype is None and data.dtype.kind == "f":
         dtype = get_default_dtype()
     return Tensor(data if dtype is None else data.astype(dtype))
+
+
+def empty(*shape, dtype=None, device=None, requires_grad=False):
+    """A new tensor of ``shape`` (filled with zeros here; PyTorch leaves it uninitialised)."""
+    return zeros(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def empty_like(t, dtype=None, device=None, requires_grad=False):
+    """A new tensor with the shape (and dtype) of ``t`` (zeros, see :func:`empty`)."""
+    return zeros_like(t, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
+    """``fill_value`` with the shape (and dtype, unless given) of ``t``."""
+    return _new(np.full(np.shape(t), fill_value, dtype or np.asarray(t).dtype), requires_grad,
+                device)
+
+
+def randn_like(t, dtype=None, device=None, requires_grad=False, generator=None):
+    """Standard normal samples with the shape (and dtype) of ``t``."""
+    return randn(*np.shape(t), generator=generator, dtype=dtype or np.asarray(t).dtype,
+                 device=device, requires_grad=requires_grad)
+
+
+def rand_like(t, dtype=None, device=None, requires_grad=False, generator=None):
+    """Uniform [0, 1) samples with the shape (and dtype) of ``t``."""
+    return rand(*np.shape(t), generator=generator, dtype=dtype or np.asarray(t).dtype,
+                device=device, requires_grad=requires_grad)
+
+
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None):
+    """Integers in ``[low, high)`` (``randint(high, size)`` starts at 0), int64 by default."""
+    if size is None:  # randint(high, size)
+        low, high, size = 0, low, high
+    if size is None:
+        raise TypeError("randint: give size, e.g. randint(0, 10, (3,))")
+    check_device(device)
+    data = numpy_rng(generator).integers(low, high, _shape((size,)))
+    return Tensor(data.astype(np.int64 if dtype is None else dtype))
+
+
+def randperm(n, *, generator=None, dtype=None, device=None):
+    """A random permutation of ``0..n-1`` (int64 by default)."""
+    check_device(device)
+    return Tensor(numpy_rng(generator).permutation(int(n)).astype(dtype or np.int64))
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    """``steps`` evenly spaced values from ``start`` to ``end`` (both included)."""
+    return _new(np.linspace(start, end, int(steps)).astype(_dtype(dtype)), requires_grad, device)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    """The ``n × m`` identity matrix (``m = n`` by default)."""
+    return _new(np.eye(int(n), None if m is None else int(m), dtype=_dtype(dtype)),
+                requires_grad, device)

@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import _device
 from ..autograd import Tensor
-from . import _arith, _inplace, _linalg, _nonlinear, _reduce, _shape
+from . import _arith, _create, _inplace, _linalg, _nonlinear, _reduce, _shape
 
 __all__ = ["TensorMethods", "install"]
 
@@ -378,6 +378,30 @@ class TensorMethods:
     def bool(self) -> Tensor:
         """As bool."""
         return _arith.astype(self, np.bool_)
+
+    def type_as(self, other) -> Tensor:
+        """As ``other``'s dtype."""
+        return _arith.astype(self, other.dtype)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
+        """Zeros of ``size`` with this tensor's dtype (unless ``dtype``)."""
+        return _create.zeros(*size, dtype=dtype or self.dtype, device=device,
+                             requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
+        """Ones of ``size`` with this tensor's dtype (unless ``dtype``)."""
+        return _create.ones(*size, dtype=dtype or self.dtype, device=device,
+                            requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+        """``fill_value`` of ``size`` with this tensor's dtype (unless ``dtype``)."""
+        return _create.full(size, fill_value, dtype=dtype or self.dtype, device=device,
+                            requires_grad=requires_grad)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> Tensor:
+        """A copy of ``data`` with this tensor's dtype (unless ``dtype``)."""
+        return _create.tensor(data, dtype=dtype or self.dtype, device=device,
+                              requires_grad=requires_grad)
 
     def tolist(self):
         """The values as (nested) Python lists."""
