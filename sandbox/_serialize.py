@@ -33,6 +33,8 @@ def _encode(obj):
         return {_TENSOR: np.array(obj.data, copy=True)}
     if _is_torch_tensor(obj):
         return {_TENSOR: obj.detach().cpu().numpy().copy()}
+    if isinstance(obj, np.ndarray) and obj.dtype.hasobject:
+        raise TypeError("cannot save an object array without pickle; convert it to numbers")
     if isinstance(obj, dict):
         return {k: _encode(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):

@@ -192,6 +192,8 @@ def test_save_load_errors(tmp_path, torch):
         sandbox.save({"model": nn.ReLU()}, tmp_path / "x.pt")
     with pytest.raises(ValueError, match="CPU only"):
         sandbox.load(path, map_location="cuda:0")
+    with pytest.raises(TypeError, match="object array"):
+        sandbox.save({"x": np.array([None, 1])}, tmp_path / "o.pt")
 
 
 def test_star_import_keeps_python_builtins():
