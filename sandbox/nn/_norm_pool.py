@@ -81,7 +81,8 @@ class InstanceNorm2d(Module):
         # PyTorch's InstanceNorm keeps num_batches_tracked at 0 (only the batch norms count).
         use_input_stats = self.training or not self.track_running_stats
         y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-                            use_input_stats, self.momentum, self.eps)
+                            use_input_stats, 0.0 if self.momentum is None else self.momentum,
+                            self.eps)  # momentum=None: 0, as PyTorch's InstanceNorm
         return y.squeeze(0) if unbatched else y
 
     def extra_repr(self) -> str:
