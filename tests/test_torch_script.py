@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 SCRIPT = Path(__file__).parent / "scripts" / "torch_segmentation.py"
+BINARY = Path(__file__).parent / "scripts" / "torch_binary_segmentation.py"
 DOC = Path(__file__).parents[1] / "docs" / "06-coming-from-pytorch.md"
 
 
@@ -26,9 +27,9 @@ def changed_lines(a, b):
     return [(x, y) for x, y in zip(a.splitlines(), b.splitlines(), strict=True) if x != y]
 
 
-def run(source, name):
+def run(source, name, path=SCRIPT):
     namespace = {"__name__": name}
-    exec(compile(source, str(SCRIPT), "exec"), namespace)
+    exec(compile(source, str(path), "exec"), namespace)
     return namespace
 
 
@@ -86,3 +87,33 @@ def test_docs_example_is_pytorch_code_with_sandbox_imports(torch, tmp_path, monk
     namespace = run(original, "docs_example_on_torch")  # asserts its own Dice > 0.8
     assert namespace["torch"] is torch
     assert (tmp_path / "squares.pt").exists()
+
+
+def test_binary_script_in_default_float64_runs_identically_on_both(torch, tmp_path):
+    """Second script: TensorDataset, set_default_dtype, padding='same' with reflect padding,
+    GroupNorm/InstanceNorm/AdaptiveAvgPool2d, BCEWithLogitsLoss(pos_weight), Adam,
+    LambdaLR, clip_grad_value_, torch.clamp, save/load of a nested checkpoint."""
+    import sandbox
+
+    source = BINARY.read_text()
+    assert len(changed_lines(source, to_sandbox(source))) == 5
+    ours_ns = run(to_sandbox(source), "ours", BINARY)
+    theirs_ns = run(source, "theirs", BINARY)
+    try:
+        torch.set_default_dtype(torch.float64)
+        sandbox.set_default_dtype(sandbox.float64)
+        torch.manual_seed(0)
+        theirs_model = theirs_ns["ContextNet"]()
+        ours_model = ours_ns["ContextNet"]()
+        assert ours_model.head.weight.dtype == np.float64
+        ours_model.load_state_dict(theirs_model.state_dict())
+        h, out = ours_ns["main"](ours_model, checkpoint=str(tmp_path / "ours.pt"))
+        th, tout = theirs_ns["main"](theirs_model, checkpoint=str(tmp_path / "theirs.pt"))
+    finally:
+        torch.set_default_dtype(torch.float32)
+        sandbox.set_default_dtype(sandbox.float32)
+    assert len(h["loss"]) == 24 and h["loss"][-1] < 0.6 * h["loss"][0]
+    np.testing.assert_allclose(h["loss"], th["loss"], rtol=1e-10)
+    np.testing.assert_allclose(h["lr"], th["lr"], rtol=1e-15)
+    assert h["iou"] == th["iou"] and h["iou"][-1] > 0.5
+    np.testing.assert_allclose(out, tout, rtol=1e-8, atol=1e-12)
