@@ -101,7 +101,8 @@ from .ops import (
 clip = clamp
 
 __all__ = ["__version__", "get_num_threads", "get_rng_state", "info", "manual_seed",
-           "num_threads", "set_num_threads", "set_rng_state"]
+           "memory_limit", "num_threads", "set_memory_limit", "set_num_threads",
+           "set_rng_state"]
 __all__ += [
     "Generator", "Tensor", "amax", "amin", "autocast", "channels_last", "contiguous_format",
     "get_default_dtype", "preserve_format", "set_default_dtype", "arange", "argmax", "argmin",
@@ -141,10 +142,16 @@ _SUBMODULES = ("amp", "checkpoint", "data", "functional", "gradcheck", "metrics"
                "resample", "train", "utils")
 
 
+_LAZY_FUNCTIONS = {"memory_limit": "array.resample._limits",
+                   "set_memory_limit": "array.resample._limits"}
+
+
 def __getattr__(name):
     # ``sandbox.nn`` etc. without importing every submodule at ``import sandbox``.
-    if name in _SUBMODULES:
+    if name in _SUBMODULES or name in _LAZY_FUNCTIONS:
         import importlib
 
+        if name in _LAZY_FUNCTIONS:
+            return getattr(importlib.import_module(f"{__name__}.{_LAZY_FUNCTIONS[name]}"), name)
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

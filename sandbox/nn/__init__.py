@@ -24,6 +24,7 @@ from ._layers import (
     Sequential,
     Upsample,
 )
+from ._layers3d import AvgPool3d, BatchNorm3d, Conv3d, ConvTranspose3d, MaxPool3d
 from ._loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from ._module import Module, Parameter
 from ._norm_pool import AdaptiveAvgPool2d, AdaptiveMaxPool2d, Flatten, InstanceNorm2d, LayerNorm
@@ -35,11 +36,15 @@ __all__ = [
     "AdaptiveAvgPool2d",
     "AdaptiveMaxPool2d",
     "AvgPool2d",
+    "AvgPool3d",
     "BCELoss",
     "BCEWithLogitsLoss",
     "BatchNorm2d",
+    "BatchNorm3d",
     "Conv2d",
+    "Conv3d",
     "ConvTranspose2d",
+    "ConvTranspose3d",
     "CrossEntropyLoss",
     "Dropout",
     "Dropout2d",
@@ -54,6 +59,7 @@ __all__ = [
     "LogSoftmax",
     "MSELoss",
     "MaxPool2d",
+    "MaxPool3d",
     "Module",
     "ModuleList",
     "NLLLoss",
