@@ -351,3 +351,17 @@ def test_a_saved_non_leaf_input_is_still_kept():
     y = None
     gc.collect()
     assert ref() is None
+
+
+def test_inplace_methods_bump_the_version_counter():
+    """add_/mul_/fill_/copy_/clamp_ count as in-place writes for the saved-tensor check."""
+    for write in (lambda w: w.add_(1), lambda w: w.mul_(2), lambda w: w.fill_(3),
+                  lambda w: w.copy_(np.zeros(3)), lambda w: w.clamp_(max=0.5)):
+        w = sandbox.tensor(np.ones(3))
+        x = sandbox.tensor(np.arange(3.0), requires_grad=True)
+        y = (x * w).sum()
+        before = w._version
+        write(w)
+        assert w._version == before + 1
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()

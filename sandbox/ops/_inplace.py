@@ -4,8 +4,9 @@ In-place ops write into the tensor's array and return the tensor, as PyTorch.  T
 serve tensors outside the autograd graph: accumulators, buffers, and parameters
 updated under ``no_grad()``.  While grad mode is on, a tensor that requires grad
 (or an operand that does) raises a ``RuntimeError`` naming the out-of-place form,
-because the sandbox does not track versions of saved tensors.  As in PyTorch, do
-not modify in place a tensor that a pending backward still needs.
+because an in-place op is not recorded in the graph.  Each write bumps the tensor's
+version counter, so a backward that still needs the old values raises PyTorch's
+"modified by an inplace operation" error instead of using the new ones.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ def _value(x):
 
 
 def _check(x, other, op):
+    """Refuse in-place writes the graph cannot follow; count the write in ``x``'s version."""
+    x._bump_version()
     if not is_grad_enabled():
         return
     if x.requires_grad and x.grad_fn is None:
