@@ -353,13 +353,19 @@ def test_functional_requires_tensors():
 )
 def test_winograd_matches_reference_and_im2col(shape, dtype, rng, monkeypatch):
     """3x3 stride-1 convs with enough channels take the Winograd path (forward, input
-    gradient and, at >= 128 channels, weight gradient); compare with both references.
+    gradient and weight gradient); compare with both references.
     The small images here run Winograd because the pixel threshold is lowered."""
     monkeypatch.setattr(conv.TUNING, "winograd_min_pixels", 1)
     calls = []
     original = conv.winograd.winograd_conv3x3
     monkeypatch.setattr(
         conv.winograd, "winograd_conv3x3", lambda *a, **k: calls.append(1) or original(*a, **k)
+    )
+    wgrad_calls = []
+    original_wgrad = conv.winograd.winograd_weight_grad
+    monkeypatch.setattr(
+        conv.winograd, "winograd_weight_grad",
+        lambda *a, **k: wgrad_calls.append(1) or original_wgrad(*a, **k),
     )
     n, c, h, w, o, p = shape
     x = rng.standard_normal((n, c, h, w)).astype(dtype)
@@ -372,6 +378,7 @@ def test_winograd_matches_reference_and_im2col(shape, dtype, rng, monkeypatch):
     )
     gy = rng.standard_normal(y.shape).astype(dtype)
     grads = conv.conv2d_backward(gy, x, wt, 1, p)
+    assert len(calls) == 2 and wgrad_calls, "the Winograd gradients were not taken"
     monkeypatch.setattr(conv.TUNING, "winograd", False)
     expected = conv.conv2d_backward(gy, x, wt, 1, p)
     for got, exp in zip(grads, expected, strict=True):

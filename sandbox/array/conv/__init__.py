@@ -6,8 +6,7 @@ helpers.  Each validates its arguments once (``_checks``) and then picks a path:
 
 ``_winograd``
     Winograd F(2x2, 3x3) for 3x3 stride-1 ungrouped convs with enough channels
-    and pixels: forward and input gradient, and the weight gradient at many
-    channels.
+    and pixels: forward, input gradient and weight gradient.
 ``_im2col``
     im2col + GEMM in fixed chunks of samples, for everything else (and for the
     transposed convolution, the adjoint of the same two loops).
@@ -110,8 +109,7 @@ def conv2d_backward(grad_output, input, weight, stride=1, padding=0, dilation=1,
         wino = _use_winograd(geom, groups, weight, h, w)
         if needs[0] and wino:
             # dx = conv2d(dy, flip(w)^T, padding=2-p): a 3x3 stride-1 conv again
-            flipped = weight.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
-            u = winograd.weight_transform(np.ascontiguousarray(flipped))
+            u = winograd.weight_transform(weight, flip_transpose=True)
             winograd.winograd_conv3x3(gout, u, gx, 2 - geom.ph, 2 - geom.pw, kernel_threads())
         if needs[1] and wino and winograd.eligible_weight_grad(*weight.shape[1::-1]):
             gw = winograd.winograd_weight_grad(a, gout, geom.ph, geom.pw, kernel_threads())

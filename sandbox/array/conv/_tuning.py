@@ -35,10 +35,13 @@ class ConvTuning:
     #: 128x128 5.4/9.8 -> 4.1/10.3, 16->16 at 64x64 1.11/2.31 -> 1.00/2.35; 8 channels
     #: gained nothing.
     winograd_min_channels: int = 16
-    #: the Winograd weight gradient only pays off with many channels (its tile transform
-    #: of the output gradient is a scalar scatter): faster than im2col at 256 channels
-    #: (8x8), equal at 128 (16x16), 40% slower at 32 (64x64)
-    winograd_min_channels_weight_grad: int = 128
+    #: Winograd weight gradient from this many channels.  It used to pay off only at 128
+    #: (its output-gradient transform was a scalar scatter, 18.8 ms for 16 channels at
+    #: 64x64); with the row-wise transform (1.1 ms) it wins or ties from 16 channels.
+    #: Measured (batch 8, min ms of 15 interleaved runs on a loaded machine, Winograd vs
+    #: im2col, 1 thread): 16->16@64 6.5 vs 11.0, 32->32@32 2.9 vs 8.3, 48->16@64 33.7 vs
+    #: 63.9, 96->32@32 19.0 vs 33.3, 32->64@16 1.59 vs 1.41, 64->64@16 2.56 vs 2.70.
+    winograd_min_channels_weight_grad: int = 16
     #: below this many output pixels per image the 2x2 tiles waste too much on padding
     #: and transforms: at 4x4, 256 channels, im2col took 0.92 ms against Winograd's 1.14
     winograd_min_pixels: int = 64
