@@ -4,7 +4,7 @@ Layers of the classic UNet (widths 16-32-64-128-256, batch 8, 3x3 padding 1, plu
 the decoder's concatenated inputs and the 1x1 head), float32.  For each layer and
 each part (``fwd``, ``dx``: input gradient, ``dw``: weight + bias gradient) ours
 and PyTorch's calls are interleaved in one process (alternating which goes
-first) and the medians compared: ``speed`` = torch ms / sandbox ms (> 1: we are
+first) and the medians (or minima) compared: ``speed`` = torch ms / sandbox ms (> 1: we are
 faster).  GFLOP/s counts direct-convolution FLOPs (2*N*O*C*9*H*W per part).
 
     python benchmarks/bench_conv_layers.py [--threads 2] [--repeat 15] [--parts fwd dx dw]
@@ -27,8 +27,8 @@ LAYERS = [(1, 16, 64), (16, 16, 64), (16, 32, 32), (32, 32, 32), (32, 64, 16), (
           (192, 64, 16), (96, 32, 32), (48, 16, 64)]
 
 
-def interleaved(fa, fb, repeat, warmup=2):
-    """Medians (ms) of ``fa`` and ``fb`` timed alternately."""
+def interleaved(fa, fb, repeat, warmup=2, stat=np.median):
+    """``stat`` (median or min) in ms of ``fa`` and ``fb`` timed alternately."""
     for _ in range(warmup):
         fa()
         fb()
@@ -39,7 +39,7 @@ def interleaved(fa, fb, repeat, warmup=2):
             t0 = time.perf_counter()
             f()
             acc.append(time.perf_counter() - t0)
-    return 1e3 * float(np.median(ta)), 1e3 * float(np.median(tb))
+    return 1e3 * float(stat(ta)), 1e3 * float(stat(tb))
 
 
 def parts(torch, rng, n, ci, co, s, k=3):
@@ -74,6 +74,8 @@ def main(argv=None):
     parser.add_argument("--layers", nargs="+", default=None,
                         help="c_in-c_out-size[-k] (default: the classic UNet's layers)")
     parser.add_argument("--head", action="store_true", help="add the 1x1 head 16->2 @64")
+    parser.add_argument("--stat", choices=["median", "min"], default="median",
+                        help="min is steadier on a loaded machine")
     args = parser.parse_args(argv)
     import torch
 
@@ -85,7 +87,7 @@ def main(argv=None):
     for nt in args.threads:
         torch.set_num_threads(nt)
         sandbox.set_num_threads(nt)
-        print(f"# {nt} thread(s), batch {args.batch}, float32, medians of {args.repeat}")
+        print(f"# {nt} thread(s), batch {args.batch}, float32, {args.stat} of {args.repeat}")
         print(f"{'layer':>16} | " + " | ".join(f"{p:>3} ours  torch speed GF/s"
                                                for p in args.parts) + " | total speed")
         rng = np.random.default_rng(0)
@@ -96,7 +98,7 @@ def main(argv=None):
             cells, ours_tot, torch_tot = [], 0.0, 0.0
             with torch.no_grad():
                 for p in args.parts:
-                    a, t = interleaved(*ops[p], args.repeat)
+                    a, t = interleaved(*ops[p], args.repeat, stat=getattr(np, args.stat))
                     ours_tot += a
                     torch_tot += t
                     cells.append(f"{a:7.2f} {t:6.2f} {t / a:5.2f} {flops / a / 1e6:4.0f}")

@@ -80,7 +80,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     x = np.ascontiguousarray(input)
     y = np.empty((n, weight.shape[0], ho, wo), dtype=input.dtype)
     if _use_winograd(geom, groups, weight, h, w):
-        u = winograd.weight_transform(np.ascontiguousarray(weight))
+        u = winograd.weight_transform(weight, tile=winograd.tile_size(*weight.shape[:2], ho, wo))
         winograd.winograd_conv3x3(x, u, y, geom.ph, geom.pw, kernel_threads(), bias)
     else:
         wmat = np.ascontiguousarray(weight).reshape(weight.shape[0], -1)
@@ -109,7 +109,8 @@ def conv2d_backward(grad_output, input, weight, stride=1, padding=0, dilation=1,
         wino = _use_winograd(geom, groups, weight, h, w)
         if needs[0] and wino:
             # dx = conv2d(dy, flip(w)^T, padding=2-p): a 3x3 stride-1 conv again
-            u = winograd.weight_transform(weight, flip_transpose=True)
+            u = winograd.weight_transform(
+                weight, flip_transpose=True, tile=winograd.tile_size(*weight.shape[1::-1], h, w))
             winograd.winograd_conv3x3(gout, u, gx, 2 - geom.ph, 2 - geom.pw, kernel_threads())
         if needs[1] and wino and winograd.eligible_weight_grad(*weight.shape[1::-1]):
             gw = winograd.winograd_weight_grad(a, gout, geom.ph, geom.pw, kernel_threads())

@@ -42,11 +42,23 @@ class ConvTuning:
     #: im2col, 1 thread): 16->16@64 6.5 vs 11.0, 32->32@32 2.9 vs 8.3, 48->16@64 33.7 vs
     #: 63.9, 96->32@32 19.0 vs 33.3, 32->64@16 1.59 vs 1.41, 64->64@16 2.56 vs 2.70.
     winograd_min_channels_weight_grad: int = 16
+    #: F(4x4, 3x3) instead of F(2x2, 3x3) for the forward and input gradient from this
+    #: many output pixels per image; 0: never (the default).  F(4x4) needs 1.78x fewer GEMM
+    #: flops but did not win end to end here: at 8x8-16x16 its GEMMs get too few columns
+    #: (384->128@8: 2.07 -> 2.31 ms of GEMM), at 32x32-64x64 its input transform costs
+    #: what the GEMM saves (16->16@64 batch 8: transforms 1.65 -> 2.07 ms, GEMM 1.32 ->
+    #: 0.46 ms; whole forward min 13.1 vs 13.8 ms, input gradient 7.4 vs 3.1 ms, all
+    #: within the noise of the shared machine), and its float32 error is ~10x larger
+    #: (3e-6 vs 3e-7 of the output's magnitude).  See docs/convolution.md.
+    winograd_f4_min_pixels: int = 0
     #: below this many output pixels per image the 2x2 tiles waste too much on padding
     #: and transforms: at 4x4, 256 channels, im2col took 0.92 ms against Winograd's 1.14
     winograd_min_pixels: int = 64
-    #: a Winograd chunk gets at least this many 2x2 output tiles (GEMM columns)
-    winograd_target_tiles: int = 64
+    #: a Winograd chunk gets at least this many output tiles (GEMM columns).  128, not 64:
+    #: min ms of 15 interleaved runs (loaded machine, 1 thread, 64 -> 128 tiles):
+    #: 384->128@8 forward 4.88 -> 4.39, weight grad 27.5 -> 13.1 (fewer, longer-K GEMMs
+    #: and fewer partial sums); 128->128@8 weight grad 3.01 -> 2.09; others equal.
+    winograd_target_tiles: int = 128
     #: upper bound for one transformed-input buffer (bytes); one sample always fits
     winograd_max_chunk_bytes: int = 16 * 2**20
     #: threads for the im2col/col2im/transform kernels inside a chunk; 0 means
