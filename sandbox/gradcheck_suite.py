@@ -94,32 +94,41 @@ def cases() -> list[Case]:
             "conv2d",
             lambda x, w, b: F.conv2d(x, w, b, stride=(1, 2), padding=1),
             ((2, 2, 5, 4), (3, 2, 3, 2), (3,)),
-            second_order=False,
         ),
         Case(
             "conv2d (groups, dilation)",
             lambda x, w: F.conv2d(x, w, padding=2, dilation=2, groups=2),
             ((1, 4, 5, 5), (2, 2, 3, 3)),
-            second_order=False,
         ),
         Case(
             "conv_transpose2d",
             lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1),
             ((1, 2, 3, 3), (2, 3, 3, 3), (3,)),
-            second_order=False,
+        ),
+        Case(
+            "conv_transpose2d (out pad, groups, dilation)",
+            lambda x, w: F.conv_transpose2d(
+                x, w, stride=2, padding=1, output_padding=1, groups=2, dilation=2
+            ),
+            ((1, 4, 3, 2), (4, 1, 2, 2)),
         ),
         Case(
             "max_pool2d",
             lambda x: F.max_pool2d(x, 2),
             ((1, 2, 4, 4),),
-            second_order=False,
             make=lambda rng: (_distinct(rng, (1, 2, 4, 4)),),
         ),
         Case(
             "avg_pool2d",
             lambda x: F.avg_pool2d(x, 3, stride=2, padding=1),
             ((1, 2, 5, 5),),
-            second_order=False,
+        ),
+        Case(
+            "avg_pool2d (ceil, count_include_pad=False)",
+            lambda x: F.avg_pool2d(
+                x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False
+            ),
+            ((1, 1, 6, 5),),
         ),
         Case(
             "batch_norm (train)",
@@ -127,13 +136,16 @@ def cases() -> list[Case]:
                 x, running[0].copy(), running[1].copy(), w, b, training=True
             ),
             ((3, 3, 2, 2), (3,), (3,)),
-            second_order=False,
+        ),
+        Case(
+            "batch_norm (eval)",
+            lambda x, w, b: F.batch_norm(x, running[0] + 0.1, running[1] + 0.5, w, b),
+            ((2, 3, 2, 2), (3,), (3,)),
         ),
         Case(
             "group_norm",
             lambda x, w, b: F.group_norm(x, 2, w, b),
             ((2, 4, 2, 3), (4,), (4,)),
-            second_order=False,
         ),
     ]
     for mode, opts in RESAMPLE_CASES:

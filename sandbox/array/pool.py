@@ -20,6 +20,7 @@ __all__ = [
     "avg_pool2d_backward",
     "max_pool2d",
     "max_pool2d_backward",
+    "max_pool2d_gather",
     "pool_output_size",
 ]
 
@@ -118,6 +119,29 @@ def max_pool2d_backward(grad_output, indices, input_shape):
     return gin.reshape(input_shape)
 
 
+def max_pool2d_gather(input, indices):
+    """Adjoint of :func:`max_pool2d_backward`: read ``input`` at ``indices`` per plane.
+
+    Parameters
+    ----------
+    input : ndarray, shape (..., H, W), float32 or float64
+    indices : ndarray of int64, shape (..., H_out, W_out) with the leading dims of
+        ``input``: flat indices ``h * W + w`` inside each plane (from :func:`max_pool2d`).
+
+    Returns
+    -------
+    ndarray, shape of ``indices``, dtype of ``input``: ``input[..., h, w]`` at each index.
+    """
+    check_float(input, "input")
+    if indices.ndim != input.ndim or indices.shape[:-2] != input.shape[:-2]:
+        raise ValueError(
+            f"indices shape {indices.shape} must have the leading dims of input shape "
+            f"{input.shape}")
+    x = _planes(input).reshape(-1, input.shape[-2] * input.shape[-1])
+    ind = np.ascontiguousarray(indices, dtype=np.int64).reshape(x.shape[0], -1)
+    return np.take_along_axis(x, ind, axis=1).reshape(indices.shape)
+
+
 def _check_avg(input, kernel_size, stride, padding, ceil_mode, divisor_override):
     geom, size = _check_pool(input, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d")
     if divisor_override is None:
@@ -169,6 +193,3 @@ def avg_pool2d_backward(grad_output, input_shape, kernel_size, stride=None, padd
     threads = kernel_threads(gin.size)
     _pool.avgpool2d_backward(g, gin, *geom, bool(count_include_pad), divisor, threads)
     return gin.reshape(input_shape)
-
-
-

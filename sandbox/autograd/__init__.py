@@ -54,7 +54,6 @@ __all__ = [
     "RemovableHandle",
     "Tensor",
     "backward",
-    "cat",
     "detect_anomaly",
     "enable_grad",
     "grad",
@@ -64,12 +63,6 @@ __all__ = [
     "no_grad",
     "once_differentiable",
     "set_grad_enabled",
-    "stack",
     "tensor",
     "unbroadcast",
-    "where",
 ]
-
-# Importing the ops attaches the operators and methods to Tensor; a few tensor-level
-# functions are re-exported here for convenience.
-from ..ops import cat, stack, where  # noqa: E402

@@ -1,14 +1,17 @@
 """The backward pass: walk the graph from the outputs to the leaves.
 
-:func:`backward` and :func:`grad` share :func:`_run`:
+:func:`backward` and :func:`grad` share :func:`_run`, which reads as the algorithm:
 
-1. seed the output gradients (1 for a one-element output);
-2. order the nodes so each comes after all of its consumers (:func:`_toposort`,
-   Kahn's algorithm with explicit stacks, so any depth works);
-3. for each node: pop the summed gradient of each of its outputs, run the
-   tensor hooks, call ``backward``, and add each returned gradient to the input
-   it belongs to (another node's output, or a leaf's ``.grad``);
-4. free each node after use unless ``retain_graph=True``.
+1. **seed** the output gradients (1 for a one-element output);
+2. **order** the nodes so each comes after all of its consumers (:func:`_toposort`,
+   Kahn's algorithm with explicit stacks, so any depth works); :func:`grad` also
+   **prunes** the nodes that lead to none of the requested inputs;
+3. **visit** each node (:meth:`_Walk.visit`): pop the summed gradient of each of
+   its outputs and run that tensor's hooks, store ``retain_grad`` gradients, call
+   ``backward`` (checked for NaN/inf under ``detect_anomaly``), **free** the node
+   unless ``retain_graph=True``, and send each returned gradient to the input it
+   belongs to (another node's output slot in the accumulator, or a leaf's ``.grad``);
+4. **finish the leaves**: hooks on leaves run once, on the summed gradient.
 
 Grad mode is off while the backward methods run, unless ``create_graph=True``:
 then the Tensor ops inside them are recorded and gradients carry their own graph.
@@ -20,7 +23,7 @@ import numpy as np
 
 from . import _anomaly
 from ._function import _FREED_MESSAGE
-from ._grad_mode import _state, is_grad_enabled
+from ._grad_mode import is_grad_enabled, set_grad_enabled
 from ._hooks import run_hooks
 from ._tensor import Tensor
 
@@ -117,109 +120,144 @@ def _check_grad(node, i, t, g, create):
 
 def _run(roots, seeds, retain_graph, create_graph, inputs=None):
     """The backward pass.  Returns the captured gradients when ``inputs`` is given."""
-    acc = _Accumulator(create_graph)
-    capture = None if inputs is None else {}
-    if inputs is not None:
-        for t in inputs:
-            capture[id(t) if t.grad_fn is None else (t.grad_fn, t._output_nr)] = t
-    hooked = {}  # leaves with hooks: their gradients wait in acc until the walk ends
-
-    def to_leaf(t, g):
-        if capture is not None:
-            if id(t) in capture:
-                acc.add(id(t), g)
-        elif t._hooks:
-            acc.add(id(t), g)
-            hooked[id(t)] = t
-        else:
-            _accumulate_into(t, g, create_graph)
-
-    for t, g in zip(roots, seeds, strict=True):
-        if t.grad_fn is not None:
-            acc.add((t.grad_fn, t._output_nr), g)
-        else:
-            to_leaf(t, g)
-
+    walk = _Walk(create_graph, inputs)
+    walk.seed(roots, seeds)
     order = _toposort([t.grad_fn for t in roots if t.grad_fn is not None])
-    runs = None  # with inputs: only nodes that lead to a captured tensor
-    if capture is not None:
-        runs, reach = set(), set()
+    if inputs is not None:
+        walk.prune(order)
+    with set_grad_enabled(create_graph):  # record the backward ops only for create_graph
+        for node in order:
+            walk.visit(node, retain_graph)
+        walk.finish_leaves()
+    return walk.captured(inputs)
+
+
+class _Walk:
+    """The state of one backward pass and its steps, in the order :func:`_run` takes them.
+
+    ``capture`` maps each tensor that :func:`grad` asked for to its key (``id`` for
+    a leaf, ``(node, output_nr)`` otherwise); it is None for :func:`backward`.
+    """
+
+    def __init__(self, create_graph, inputs):
+        self.create = create_graph
+        self.acc = _Accumulator(create_graph)
+        self.capture = None if inputs is None else {_key(t): t for t in inputs}
+        self.hooked = {}  # leaves with hooks: their gradients wait in acc until the walk ends
+        self.runs = None  # with inputs: only the nodes that lead to a captured tensor
+        self.anomaly = _anomaly._flag.enabled  # read once: no cost per node when off
+
+    # -- 1. seed the outputs' gradients
+    def seed(self, roots, seeds):
+        for t, g in zip(roots, seeds, strict=True):
+            self.send_to(t, g)
+
+    # -- 2. (grad() only) skip the nodes that lead to no captured tensor
+    def prune(self, order):
+        capture = self.capture
+        self.runs, reach = set(), set()
         for node in reversed(order):  # consumers come first in order: walk it backwards
             if any(
                 t is not None and (t.grad_fn in reach if t.grad_fn else id(t) in capture)
                 for t in node._next or ()
             ):
-                runs.add(node)
-            if node in runs or any(key[0] is node for key in capture if type(key) is tuple):
+                self.runs.add(node)
+            if node in self.runs or any(key[0] is node for key in capture if type(key) is tuple):
                 reach.add(node)
 
-    anomaly = _anomaly._flag.enabled  # read once: no cost per node when off
-    prev_mode = _state.enabled
-    _state.enabled = create_graph
-    try:
-        for node in order:
-            if node._freed:
-                raise RuntimeError(_FREED_MESSAGE.format(node.name()))
-            grads = [acc.pop((node, i)) for i in range(len(node._out_meta))]
-            if all(g is None for g in grads):
-                continue
-            live = runs is None or node in runs
-            for i, g in enumerate(grads):
-                if g is None:  # outputs that received no gradient get zeros
-                    shape, dtype = node._out_meta[i]
-                    g = np.zeros(shape, dtype)
-                    grads[i] = Tensor._make(g) if create_graph else g
-                    continue
-                captured = capture is not None and (node, i) in capture
-                if node._hooks and node._hooks.get(i) and (live or captured):
-                    what = f"output {i} of {node.name()}"
-                    grads[i] = run_hooks(node._hooks[i], g, create_graph, what)
-                if captured:
-                    acc.grads[(node, i)] = grads[i]
-            if node._retained and capture is None:
-                for i, ref in node._retained.items():
-                    if ref() is not None:
-                        _accumulate_into(ref(), grads[i], create_graph)
-            if not live:
-                continue
-            wrapped = [g if isinstance(g, Tensor) else Tensor._make(g) for g in grads]
-            if anomaly:
-                result = _checked_backward(node, wrapped)
-            else:
-                result = node._fn.backward(node, *wrapped)
-            if not isinstance(result, tuple | list):
-                result = (result,)
-            edges = node._next
-            if len(result) < len(edges) or any(r is not None for r in result[len(edges) :]):
-                raise RuntimeError(
-                    f"{node.name()} returned {len(result)} gradients, expected {len(edges)} "
-                    "(one per positional forward argument)"
-                )
-            if not retain_graph:
-                node._release()
-            for i, (t, g) in enumerate(zip(edges, result, strict=False)):  # extra Nones allowed
-                if t is None or g is None:
-                    continue
-                g = _check_grad(node, i, t, g, create_graph)
-                if t.grad_fn is not None:
-                    acc.add((t.grad_fn, t._output_nr), g)
-                else:
-                    to_leaf(t, g)
-        # Leaf hooks run once per pass, on the summed gradient, before .grad is touched.
-        for key, t in hooked.items():
-            _accumulate_into(
-                t, run_hooks(t._hooks, acc.pop(key), create_graph, "a leaf"), create_graph
-            )
-        if capture is not None:
-            for key, t in capture.items():
-                if type(key) is int and t._hooks and key in acc.grads:
-                    acc.grads[key] = run_hooks(t._hooks, acc.grads[key], create_graph, "a leaf")
-    finally:
-        _state.enabled = prev_mode
+    # -- 3. visit one node: its outputs' summed gradients through its backward to its inputs
+    def visit(self, node, retain_graph):
+        if node._freed:
+            raise RuntimeError(_FREED_MESSAGE.format(node.name()))
+        live = self.runs is None or node in self.runs
+        grads = self.output_grads(node, live)
+        if grads is None:  # no gradient reached this node
+            return
+        self.retain_grads(node, grads)
+        if not live:
+            return
+        result = self.call_backward(node, grads)
+        edges = node._next
+        if not retain_graph:
+            node._release()
+        for i, (t, g) in enumerate(zip(edges, result, strict=False)):  # extra Nones allowed
+            if t is not None and g is not None:
+                self.send_to(t, _check_grad(node, i, t, g, self.create))
 
-    if capture is None:
-        return None
-    return [acc.grads.get(id(t) if t.is_leaf else (t.grad_fn, t._output_nr)) for t in inputs]
+    def output_grads(self, node, live):
+        """Pop the summed gradient of each output (zeros if it got none) and run its hooks."""
+        grads = [self.acc.pop((node, i)) for i in range(len(node._out_meta))]
+        if all(g is None for g in grads):
+            return None
+        for i, g in enumerate(grads):
+            if g is None:  # outputs that received no gradient get zeros
+                g = np.zeros(*node._out_meta[i])
+                grads[i] = Tensor._make(g) if self.create else g
+                continue
+            captured = self.capture is not None and (node, i) in self.capture
+            if node._hooks and node._hooks.get(i) and (live or captured):
+                what = f"output {i} of {node.name()}"
+                grads[i] = run_hooks(node._hooks[i], g, self.create, what)
+            if captured:
+                self.acc.grads[(node, i)] = grads[i]
+        return grads
+
+    def retain_grads(self, node, grads):
+        """Store the gradients of outputs that called ``retain_grad()`` (backward only)."""
+        if node._retained and self.capture is None:
+            for i, ref in node._retained.items():
+                if ref() is not None:
+                    _accumulate_into(ref(), grads[i], self.create)
+
+    def call_backward(self, node, grads):
+        """Run the op's backward; one gradient (or None) per positional forward input."""
+        wrapped = [g if isinstance(g, Tensor) else Tensor._make(g) for g in grads]
+        if self.anomaly:
+            result = _checked_backward(node, wrapped)
+        else:
+            result = node._fn.backward(node, *wrapped)
+        if not isinstance(result, tuple | list):
+            result = (result,)
+        n = len(node._next)
+        if len(result) < n or any(r is not None for r in result[n:]):
+            raise RuntimeError(
+                f"{node.name()} returned {len(result)} gradients, expected {n} "
+                "(one per positional forward argument)"
+            )
+        return result
+
+    def send_to(self, t, g):
+        """Add ``g`` to what ``t`` has received: its node's output slot, or a leaf."""
+        if t.grad_fn is not None:
+            self.acc.add((t.grad_fn, t._output_nr), g)
+        elif self.capture is not None:
+            if id(t) in self.capture:
+                self.acc.add(id(t), g)
+        elif t._hooks:
+            self.acc.add(id(t), g)
+            self.hooked[id(t)] = t
+        else:
+            _accumulate_into(t, g, self.create)
+
+    # -- 4. leaf hooks run once per pass, on the summed gradient, before .grad is touched
+    def finish_leaves(self):
+        acc, create = self.acc, self.create
+        for key, t in self.hooked.items():
+            _accumulate_into(t, run_hooks(t._hooks, acc.pop(key), create, "a leaf"), create)
+        for key, t in (self.capture or {}).items():
+            if type(key) is int and t._hooks and key in acc.grads:
+                acc.grads[key] = run_hooks(t._hooks, acc.grads[key], create, "a leaf")
+
+    def captured(self, inputs):
+        """The gradients :func:`grad` asked for (None for :func:`backward`)."""
+        if inputs is None:
+            return None
+        return [self.acc.grads.get(_key(t)) for t in inputs]
+
+
+def _key(t):
+    """Where the gradient of ``t`` is summed: ``id(t)`` for a leaf, else its node output."""
+    return id(t) if t.grad_fn is None else (t.grad_fn, t._output_nr)
 
 
 def _checked_backward(node, grads):

@@ -3,8 +3,13 @@
 A tensor produced by a recorded operation has ``grad_fn`` (the node, a
 :class:`~sandbox.autograd.Context`) and ``_output_nr`` (which output of that node
 it is).  A tensor with ``grad_fn is None`` is a *leaf*; leaves that require grad
-receive ``.grad`` from :meth:`Tensor.backward`.  Operators and methods (``+``,
-``@``, ``sum`` ...) are attached by :mod:`sandbox.ops`.
+receive ``.grad`` from :meth:`Tensor.backward`.
+
+This module defines only what the engine needs.  The operators and methods
+(``+``, ``@``, ``sum`` ...) are written in ``sandbox/ops/_methods.py`` (class
+``TensorMethods``) and copied onto this class when the ops package is imported
+(``import sandbox`` does); ``_tensor.pyi`` next to this file declares them for type
+checkers, and a test keeps that stub equal to the runtime class.
 """
 
 from __future__ import annotations
@@ -40,8 +45,8 @@ class Tensor:
     """An n-dimensional array that can record the operations applied to it.
 
     ``Tensor(data)`` wraps an ndarray without copying (``sandbox.tensor`` copies).
-    Operators and methods (``+``, ``@``, ``sum``, ``reshape`` ...) are attached by
-    :mod:`sandbox.ops`.
+    Operators and methods (``+``, ``@``, ``sum``, ``reshape`` ...) come from
+    ``sandbox.ops._methods.TensorMethods`` (see the module docstring).
     """
 
     __slots__ = (

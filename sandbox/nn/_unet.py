@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import functional as F
-from ..autograd import cat
+from ..ops import cat
 from ._layers import (
     BatchNorm2d,
     Conv2d,

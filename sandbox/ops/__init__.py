@@ -1,16 +1,15 @@
 """Differentiable tensor operations, and the operators/methods of :class:`Tensor`.
 
 The engine (:mod:`sandbox.autograd`) knows no op; this package defines them as
-:class:`~sandbox.autograd.Function` subclasses and attaches the Python operators
-(``+ - * / ** @ [] < ...``) and methods (``x.sum()``, ``x.reshape()`` ...) to
-``Tensor`` in :func:`_install` below, so the whole method table is in one place.
+:class:`~sandbox.autograd.Function` subclasses (one module per family: ``_arith``,
+``_nonlinear``, ``_reduce``, ``_shape``, ``_linalg``, ``_create``).  The Python
+operators (``+ - * / ** @ [] < ...``) and methods (``x.sum()``, ``x.reshape()`` ...)
+are written out in :class:`~sandbox.ops._methods.TensorMethods` and given to
+``Tensor`` by :func:`~sandbox.ops._methods.install` when this package is imported.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..autograd import Tensor
 from ._arith import (
     abs,
     add,
@@ -38,6 +37,7 @@ from ._arith import (
 )
 from ._create import arange, full, ones, ones_like, rand, randn, zeros, zeros_like
 from ._linalg import matmul
+from ._methods import install
 from ._nonlinear import (
     leaky_relu,
     log_softmax,
@@ -75,56 +75,4 @@ __all__ = [
 ]  # fmt: skip
 
 
-def _reflected(fn):
-    return lambda self, other: fn(other, self)
-
-
-def _zero_(self):
-    """Fill with zeros in place (for tensors outside the graph, e.g. ``.grad``)."""
-    if self.grad_fn is not None:
-        raise RuntimeError("zero_() on a tensor inside the graph is not supported")
-    self._data[...] = 0
-    return self
-
-
-def _install():
-    methods = {
-        # operators
-        "__add__": add, "__radd__": _reflected(add),
-        "__sub__": sub, "__rsub__": _reflected(sub),
-        "__mul__": mul, "__rmul__": _reflected(mul),
-        "__truediv__": div, "__rtruediv__": _reflected(div),
-        "__pow__": pow, "__rpow__": _reflected(pow),
-        "__matmul__": matmul, "__rmatmul__": _reflected(matmul),
-        "__neg__": neg, "__pos__": lambda self: self, "__abs__": abs,
-        "__getitem__": getitem, "__setitem__": setitem,
-        "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge, "__eq__": eq, "__ne__": ne,
-        "__and__": logical_and, "__or__": logical_or,
-        "__invert__": lambda self: Tensor._make(np.logical_not(self._data)),
-        # math
-        "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow, "matmul": matmul,
-        "exp": exp, "log": log, "log1p": log1p, "sqrt": sqrt, "abs": abs, "clamp": clamp,
-        "relu": relu, "leaky_relu": leaky_relu, "sigmoid": sigmoid, "tanh": tanh,
-        "softplus": softplus, "softmax": softmax, "log_softmax": log_softmax,
-        "logsumexp": logsumexp,
-        # reductions
-        "sum": sum, "mean": mean, "max": max, "min": min, "var": var,
-        "argmax": argmax, "argmin": argmin,
-        # shapes
-        "reshape": reshape, "view": reshape, "flatten": flatten, "permute": permute,
-        "transpose": transpose, "squeeze": squeeze, "unsqueeze": unsqueeze,
-        "expand": expand, "broadcast_to": expand,
-        # dtypes and copies
-        "astype": astype, "float": lambda self: astype(self, np.float32),
-        "double": lambda self: astype(self, np.float64),
-        "long": lambda self: astype(self, np.int64),
-        "clone": clone, "zero_": _zero_,
-        "contiguous": lambda self: self if self._data.flags.c_contiguous else clone(self),
-    }  # fmt: skip
-    for name, fn in methods.items():
-        setattr(Tensor, name, fn)
-    Tensor.T = property(lambda self: permute(self, *reversed(range(self.ndim))))
-    Tensor.mT = property(lambda self: transpose(self, -2, -1))
-
-
-_install()
+install()  # Tensor's operators and methods: see _methods.py

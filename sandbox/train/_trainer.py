@@ -70,7 +70,7 @@ class Trainer:
     """
 
     def __init__(self, config: TrainConfig, resume: bool = False, stop_after: int | None = None):
-        from .. import set_num_threads
+        from .._config import set_num_threads
         from .._random import manual_seed
 
         self.cfg = config

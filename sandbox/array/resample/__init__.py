@@ -7,7 +7,7 @@ applies the transposed tables (the exact adjoint, i.e. the backward of
 :func:`resize`), also as a gather, so it needs no atomics and is bitwise
 identical for any thread count.
 
-Modes (PyTorch 2.13 semantics unless noted, see DESIGN §2):
+Modes (PyTorch 2.13 semantics unless noted, see docs/design.md §2):
 
 ``nearest``
     PyTorch's legacy ``floor(o * scale)`` rule, float32 index math, including

@@ -2,7 +2,7 @@
 
 Everything a user can get wrong is checked here, once, so the kernels never
 validate.  The rules follow ``torch.nn.functional.interpolate`` (PyTorch 2.13),
-see DESIGN §2:
+see docs/design.md §2:
 
 * exactly one of ``size`` / ``scale_factor``; ``recompute_scale_factor=True``
   only with ``scale_factor``;

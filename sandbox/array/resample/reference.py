@@ -1,6 +1,6 @@
 """Float64 dense-matrix reference for :mod:`sandbox.resample` (tests and docs).
 
-Written straight from the formulas in DESIGN §2, one output index at a time in
+Written straight from the formulas in docs/design.md §2, one output index at a time in
 plain Python, sharing no code with the weight tables in ``_weights.py``:
 per spatial axis a dense ``(out, in)`` matrix, applied with ``einsum``.  Slow
 by design; use small shapes.
