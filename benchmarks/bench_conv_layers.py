@@ -27,8 +27,8 @@ LAYERS = [(1, 16, 64), (16, 16, 64), (16, 32, 32), (32, 32, 32), (32, 64, 16), (
           (192, 64, 16), (96, 32, 32), (48, 16, 64)]
 
 
-def interleaved(fa, fb, repeat, warmup=2, stat=np.median):
-    """``stat`` (median or min) in ms of ``fa`` and ``fb`` timed alternately."""
+def interleaved(fa, fb, repeat, warmup=2, stat=np.median, clock=time.perf_counter):
+    """``stat`` (median or min) in ms of ``fa`` and ``fb`` timed alternately with ``clock``."""
     for _ in range(warmup):
         fa()
         fb()
@@ -36,9 +36,9 @@ def interleaved(fa, fb, repeat, warmup=2, stat=np.median):
     for r in range(repeat):
         pair = ((fa, ta), (fb, tb)) if r % 2 == 0 else ((fb, tb), (fa, ta))
         for f, acc in pair:
-            t0 = time.perf_counter()
+            t0 = clock()
             f()
-            acc.append(time.perf_counter() - t0)
+            acc.append(clock() - t0)
     return 1e3 * float(stat(ta)), 1e3 * float(stat(tb))
 
 
@@ -76,9 +76,14 @@ def main(argv=None):
     parser.add_argument("--head", action="store_true", help="add the 1x1 head 16->2 @64")
     parser.add_argument("--stat", choices=["median", "min"], default="median",
                         help="min is steadier on a loaded machine")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="cpu: process CPU time, which on a loaded machine leaves out the "
+                             "time the process waits for a core (meaningful at 1 thread only: "
+                             "with more, spinning threads count too)")
     args = parser.parse_args(argv)
     import torch
 
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     layers = LAYERS if args.layers is None else [
         tuple(int(v) for v in spec.split("-")) for spec in args.layers]
     layers = [(*lay, 3) if len(lay) == 3 else lay for lay in layers]
@@ -87,7 +92,8 @@ def main(argv=None):
     for nt in args.threads:
         torch.set_num_threads(nt)
         sandbox.set_num_threads(nt)
-        print(f"# {nt} thread(s), batch {args.batch}, float32, {args.stat} of {args.repeat}")
+        print(f"# {nt} thread(s), batch {args.batch}, float32, {args.stat} of {args.repeat}, "
+              f"{args.clock} clock")
         print(f"{'layer':>16} | " + " | ".join(f"{p:>3} ours  torch speed GF/s"
                                                for p in args.parts) + " | total speed")
         rng = np.random.default_rng(0)
@@ -98,7 +104,8 @@ def main(argv=None):
             cells, ours_tot, torch_tot = [], 0.0, 0.0
             with torch.no_grad():
                 for p in args.parts:
-                    a, t = interleaved(*ops[p], args.repeat, stat=getattr(np, args.stat))
+                    a, t = interleaved(*ops[p], args.repeat, stat=getattr(np, args.stat),
+                                       clock=clock)
                     ours_tot += a
                     torch_tot += t
                     cells.append(f"{a:7.2f} {t:6.2f} {t / a:5.2f} {flops / a / 1e6:4.0f}")
