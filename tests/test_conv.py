@@ -356,6 +356,7 @@ def test_winograd_matches_reference_and_im2col(shape, dtype, rng, monkeypatch):
     gradient and weight gradient); compare with both references.
     The small images here run Winograd because the pixel threshold is lowered."""
     monkeypatch.setattr(conv.TUNING, "winograd_min_pixels", 1)
+    monkeypatch.setattr(conv.TUNING, "winograd_min_pixels_weight_grad", 1)
     calls = []
     original = conv.winograd.winograd_conv3x3
     monkeypatch.setattr(
@@ -465,12 +466,14 @@ def test_winograd_bitwise_equal_across_thread_counts_small_channels(f4, rng):
 
 
 @pytest.mark.parametrize("f4", [0, 1])
-def test_winograd_gradcheck(f4, rng):
+def test_winograd_gradcheck(f4, rng, monkeypatch):
     """float64 finite differences through the Winograd paths (thresholds lowered so a
     small conv takes them: forward, input gradient and weight gradient)."""
+    fwd_calls = _spy(monkeypatch, conv.winograd, "winograd_conv3x3")
+    wgrad_calls = _spy(monkeypatch, conv.winograd, "winograd_weight_grad")
     x, wt, b, *_ = _data((1, 3, 5, 6, 2, 3, 3, 1, 1, 1, 1), np.float64, rng)
     with conv.tuned(winograd_min_channels=1, winograd_min_channels_weight_grad=1,
-                    winograd_min_pixels=1, winograd_f4_min_pixels=f4):
-        assert conv.winograd.eligible(conv._checks.check_conv(x, wt, b, 1, 1, 1, 1)[0],
-                                      1, 3, 2, 5, 6)
+                    winograd_min_pixels=1, winograd_min_pixels_weight_grad=1,
+                    winograd_f4_min_pixels=f4):
         _gradcheck(lambda x_, w_, b_: F.conv2d(x_, w_, b_, 1, 1), [x, wt, b], rng)
+    assert fwd_calls and wgrad_calls, "the Winograd paths were not taken"

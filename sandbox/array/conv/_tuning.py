@@ -54,6 +54,11 @@ class ConvTuning:
     #: below this many output pixels per image the 2x2 tiles waste too much on padding
     #: and transforms: at 4x4, 256 channels, im2col took 0.92 ms against Winograd's 1.14
     winograd_min_pixels: int = 64
+    #: the Winograd weight gradient's pixel threshold: it wins already on 4x4 maps
+    #: (CPU ms, 1 thread, im2col vs Winograd: 128->256@4 1.42 vs 1.28, 256->256@4 2.75 vs
+    #: 2.36; 2 threads wall-min 1.37 vs 1.27, 5.33 vs 2.17), where forward and input
+    #: gradient stay with im2col (128->256@4 forward 1.16 vs 1.27, input grad 1.17 vs 1.71)
+    winograd_min_pixels_weight_grad: int = 16
     #: a Winograd chunk gets at least this many output tiles (GEMM columns).  128, not 64:
     #: min ms of 15 interleaved runs (loaded machine, 1 thread, 64 -> 128 tiles):
     #: 384->128@8 forward 4.88 -> 4.39, weight grad 27.5 -> 13.1 (fewer, longer-K GEMMs

@@ -40,12 +40,16 @@ __all__ = [
 
 
 
-def eligible(geom, groups: int, c_in: int, c_out: int, height: int, width: int) -> bool:
-    """3x3 kernel, stride 1, dilation 1, one group, padding at most 2, enough channels and
-    pixels (``height``, ``width``: the input's spatial size)."""
+def _geometry_ok(geom, groups: int) -> bool:
+    """3x3 kernel, stride 1, dilation 1, one group, padding at most 2."""
     return (geom.kh == geom.kw == 3 and geom.sh == geom.sw == 1 and geom.dh == geom.dw == 1
-            and groups == 1 and geom.ph <= 2 and geom.pw <= 2
-            and min(c_in, c_out) >= TUNING.winograd_min_channels
+            and groups == 1 and geom.ph <= 2 and geom.pw <= 2)
+
+
+def eligible(geom, groups: int, c_in: int, c_out: int, height: int, width: int) -> bool:
+    """Winograd forward and input gradient: the geometry above, enough channels and
+    output pixels (``height``, ``width``: the input's spatial size)."""
+    return (_geometry_ok(geom, groups) and min(c_in, c_out) >= TUNING.winograd_min_channels
             and (height + 2 * geom.ph - 2) * (width + 2 * geom.pw - 2)
             >= TUNING.winograd_min_pixels)
 
@@ -57,9 +61,13 @@ def tile_size(c_in: int, c_out: int, height: int, width: int) -> int:
     return 4 if f4 and height * width >= f4 else 2
 
 
-def eligible_weight_grad(c_in: int, c_out: int) -> bool:
-    """Whether an :func:`eligible` conv also takes the Winograd weight gradient."""
-    return min(c_in, c_out) >= TUNING.winograd_min_channels_weight_grad
+def eligible_weight_grad(geom, groups: int, c_in: int, c_out: int, height: int,
+                         width: int) -> bool:
+    """Winograd weight gradient: as :func:`eligible`, with its own thresholds."""
+    return (_geometry_ok(geom, groups)
+            and min(c_in, c_out) >= TUNING.winograd_min_channels_weight_grad
+            and (height + 2 * geom.ph - 2) * (width + 2 * geom.pw - 2)
+            >= TUNING.winograd_min_pixels_weight_grad)
 
 
 #: output tile size m -> (points per tile, transform kernels): F(2x2, 3x3) and F(4x4, 3x3)
