@@ -32,6 +32,127 @@ from libc.string cimport memcpy, memset
 
 from fused cimport real
 
+# Inner loops in C with ``restrict`` pointer parameters (see pyx/_winograd.pyx: written
+# in Cython, GCC could not rule out overlapping buffers and left them scalar; GCC
+# honours ``restrict`` on parameters, not on local pointers, hence the long lists).
+cdef extern from *:
+    """
+    #define SB_R(T) T* restrict
+    #define SB_C(T) const T* restrict
+    #define SB_WINO4(T, S)                                                             \
+    static inline void sb_w4_split_##S(SB_C(T) p, SB_R(T) q0, SB_R(T) q1, SB_R(T) q2,   \
+            SB_R(T) q3, Py_ssize_t L) {                                                 \
+        for (Py_ssize_t t = 0; t < L; t++) {                                            \
+            q0[t] = p[4 * t]; q1[t] = p[4 * t + 1];                                     \
+            q2[t] = p[4 * t + 2]; q3[t] = p[4 * t + 3]; } }                             \
+    static inline void sb_w4_in_rows_##S(SB_C(T) d0, SB_C(T) d1, SB_C(T) d2, SB_C(T) d3, \
+            SB_C(T) d4, SB_C(T) d5, SB_R(T) r0, SB_R(T) r1, SB_R(T) r2, SB_R(T) r3,     \
+            SB_R(T) r4, SB_R(T) r5, Py_ssize_t n) {                                     \
+        for (Py_ssize_t j = 0; j < n; j++) {                                            \
+            r0[j] = (T)4 * d0[j] - (T)5 * d2[j] + d4[j];                                \
+            r1[j] = d3[j] + d4[j] - (T)4 * (d1[j] + d2[j]);                             \
+            r2[j] = (T)4 * (d1[j] - d2[j]) + d4[j] - d3[j];                             \
+            r3[j] = (T)2 * (d3[j] - d1[j]) + d4[j] - d2[j];                             \
+            r4[j] = (T)2 * (d1[j] - d3[j]) + d4[j] - d2[j];                             \
+            r5[j] = (T)4 * d1[j] - (T)5 * d3[j] + d5[j]; } }                            \
+    static inline void sb_w4_in_cols_##S(SB_C(T) q0, SB_C(T) q1, SB_C(T) q2, SB_C(T) q3, \
+            SB_R(T) v0, SB_R(T) v1, SB_R(T) v2, SB_R(T) v3, SB_R(T) v4, SB_R(T) v5,     \
+            Py_ssize_t n) {                                                             \
+        for (Py_ssize_t t = 0; t < n; t++) {                                            \
+            v0[t] = (T)4 * q0[t] - (T)5 * q2[t] + q0[t + 1];                            \
+            v1[t] = q3[t] + q0[t + 1] - (T)4 * (q1[t] + q2[t]);                         \
+            v2[t] = (T)4 * (q1[t] - q2[t]) + q0[t + 1] - q3[t];                         \
+            v3[t] = (T)2 * (q3[t] - q1[t]) + q0[t + 1] - q2[t];                         \
+            v4[t] = (T)2 * (q1[t] - q3[t]) + q0[t + 1] - q2[t];                         \
+            v5[t] = (T)4 * q1[t] - (T)5 * q3[t] + q1[t + 1]; } }                        \
+    static inline void sb_w4_out_cols_##S(SB_C(T) m0, SB_C(T) m1, SB_C(T) m2,           \
+            SB_C(T) m3, SB_C(T) m4, SB_C(T) m5, SB_R(T) a0, SB_R(T) a1, SB_R(T) a2,     \
+            SB_R(T) a3, Py_ssize_t n) {                                                 \
+        for (Py_ssize_t t = 0; t < n; t++) {                                            \
+            a0[t] = m0[t] + m1[t] + m2[t] + m3[t] + m4[t];                              \
+            a1[t] = m1[t] - m2[t] + (T)2 * (m3[t] - m4[t]);                             \
+            a2[t] = m1[t] + m2[t] + (T)4 * (m3[t] + m4[t]);                             \
+            a3[t] = m1[t] - m2[t] + (T)8 * (m3[t] - m4[t]) + m5[t]; } }                 \
+    static inline void sb_w4_out_row_##S(SB_C(T) a0, SB_C(T) a1, SB_C(T) a2, SB_C(T) a3, \
+            SB_C(T) a4, SB_C(T) a5, SB_R(T) row, Py_ssize_t n) {                        \
+        for (Py_ssize_t t = 0; t < n; t++) {                                            \
+            row[4 * t] = a0[t] + a1[t] + a2[t] + a3[t] + a4[t];                         \
+            row[4 * t + 1] = a1[t] - a2[t] + (T)2 * (a3[t] - a4[t]);                    \
+            row[4 * t + 2] = a1[t] + a2[t] + (T)4 * (a3[t] + a4[t]);                    \
+            row[4 * t + 3] = a1[t] - a2[t] + (T)8 * (a3[t] - a4[t]) + a5[t]; } }
+    SB_WINO4(float, f)
+    SB_WINO4(double, d)
+    """
+    void sb_w4_split_f(const float*, float*, float*, float*, float*, Py_ssize_t) noexcept nogil
+    void sb_w4_split_d(const double*, double*, double*, double*, double*,
+                       Py_ssize_t) noexcept nogil
+    void sb_w4_in_rows_f(const float*, const float*, const float*, const float*, const float*,
+                         const float*, float*, float*, float*, float*, float*, float*,
+                         Py_ssize_t) noexcept nogil
+    void sb_w4_in_rows_d(const double*, const double*, const double*, const double*,
+                         const double*, const double*, double*, double*, double*, double*,
+                         double*, double*, Py_ssize_t) noexcept nogil
+    void sb_w4_in_cols_f(const float*, const float*, const float*, const float*, float*, float*,
+                         float*, float*, float*, float*, Py_ssize_t) noexcept nogil
+    void sb_w4_in_cols_d(const double*, const double*, const double*, const double*, double*,
+                         double*, double*, double*, double*, double*, Py_ssize_t) noexcept nogil
+    void sb_w4_out_cols_f(const float*, const float*, const float*, const float*, const float*,
+                          const float*, float*, float*, float*, float*, Py_ssize_t) noexcept nogil
+    void sb_w4_out_cols_d(const double*, const double*, const double*, const double*,
+                          const double*, const double*, double*, double*, double*, double*,
+                          Py_ssize_t) noexcept nogil
+    void sb_w4_out_row_f(const float*, const float*, const float*, const float*, const float*,
+                         const float*, float*, Py_ssize_t) noexcept nogil
+    void sb_w4_out_row_d(const double*, const double*, const double*, const double*,
+                         const double*, const double*, double*, Py_ssize_t) noexcept nogil
+
+
+cdef inline void _split(const real* p, real* q, Py_ssize_t L) noexcept nogil:
+    """``q[l * L + t] = p[4 * t + l]``: the four column phases of a padded row."""
+    if real is float:
+        sb_w4_split_f(p, q, q + L, q + 2 * L, q + 3 * L, L)
+    else:
+        sb_w4_split_d(p, q, q + L, q + 2 * L, q + 3 * L, L)
+
+
+cdef inline void _in_rows(const real* d, real* r, Py_ssize_t n) noexcept nogil:
+    """``r = B^T d`` over six rows of ``n`` values (row k at ``+ k * n``)."""
+    if real is float:
+        sb_w4_in_rows_f(d, d + n, d + 2 * n, d + 3 * n, d + 4 * n, d + 5 * n,
+                        r, r + n, r + 2 * n, r + 3 * n, r + 4 * n, r + 5 * n, n)
+    else:
+        sb_w4_in_rows_d(d, d + n, d + 2 * n, d + 3 * n, d + 4 * n, d + 5 * n,
+                        r, r + n, r + 2 * n, r + 3 * n, r + 4 * n, r + 5 * n, n)
+
+
+cdef inline void _in_cols(const real* q, Py_ssize_t L, real* v, Py_ssize_t pitch,
+                          Py_ssize_t n) noexcept nogil:
+    """``v[j * pitch + t] = (row B)[t][j]`` from the phases ``q`` of one combined row."""
+    if real is float:
+        sb_w4_in_cols_f(q, q + L, q + 2 * L, q + 3 * L, v, v + pitch, v + 2 * pitch,
+                        v + 3 * pitch, v + 4 * pitch, v + 5 * pitch, n)
+    else:
+        sb_w4_in_cols_d(q, q + L, q + 2 * L, q + 3 * L, v, v + pitch, v + 2 * pitch,
+                        v + 3 * pitch, v + 4 * pitch, v + 5 * pitch, n)
+
+
+cdef inline void _out_cols(const real* m, Py_ssize_t p, real* a, Py_ssize_t n) noexcept nogil:
+    """``a[i * 6 * n + t] = sum_k A^T[i][k] m[6 * k * p + t]`` for i < 4."""
+    if real is float:
+        sb_w4_out_cols_f(m, m + 6 * p, m + 12 * p, m + 18 * p, m + 24 * p, m + 30 * p,
+                         a, a + 6 * n, a + 12 * n, a + 18 * n, n)
+    else:
+        sb_w4_out_cols_d(m, m + 6 * p, m + 12 * p, m + 18 * p, m + 24 * p, m + 30 * p,
+                         a, a + 6 * n, a + 12 * n, a + 18 * n, n)
+
+
+cdef inline void _out_row(const real* a, Py_ssize_t n, real* row) noexcept nogil:
+    """``row[4 * t + q] = sum_j A^T[q][j] a[j * n + t]``."""
+    if real is float:
+        sb_w4_out_row_f(a, a + n, a + 2 * n, a + 3 * n, a + 4 * n, a + 5 * n, row, n)
+    else:
+        sb_w4_out_row_d(a, a + n, a + 2 * n, a + 3 * n, a + 4 * n, a + 5 * n, row, n)
+
 
 def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
                     real[:, :, :] V,                # OUT (36, C, nb*tiles_h*tiles_w)
@@ -43,25 +164,17 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
     vectorises it): the six zero-padded input rows are split into their four
     column phases ``D[i][l][tw] = row_i[4*tw + l]`` (the one strided pass), ``B^T``
     combines the rows, then ``B`` combines phases (``row[4*tw + 4]`` is phase 0
-    at ``tw + 1``).  Measured at 16 channels 64x64, batch 8: 2.6 ms with
-    stride-4 loops, see docs/convolution.md for the current figure.
+    at ``tw + 1``).
     """
     cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef Py_ssize_t pitch = V.strides[0] // sizeof(real)
-    cdef real c2 = 2, c4 = 4, c5 = 5   # typed: a literal would make Cython compute in double
     cdef Py_ssize_t L = tiles_w + 1                 # phase length (one extra for the tail)
     cdef Py_ssize_t wp = 4 * L                      # padded row width
     cdef Py_ssize_t lo = pw, hi
-    cdef Py_ssize_t c, s, th, tw, i, k, j, l, ih, t0, n_data
+    cdef Py_ssize_t c, s, th, i, k, ih, t0, n_data
     cdef real* buf
     cdef real* p
     cdef real* dph
-    cdef real* r
-    cdef real* v
-    cdef real* q0
-    cdef real* q1
-    cdef real* q2
-    cdef real* q3
     hi = pw + W
     if hi > wp:
         hi = wp
@@ -87,42 +200,12 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
                             memcpy(p + lo, &x[n0 + s, c, ih, 0], n_data * sizeof(real))
                             if hi < wp:
                                 memset(p + hi, 0, (wp - hi) * sizeof(real))
-                            for l in range(4):
-                                for tw in range(L):
-                                    dph[l * L + tw] = p[4 * tw + l]
-                        p = buf + wp
-                        r = buf + wp + 24 * L
-                        for j in range(wp):   # rows: R = B^T D (all phases at once)
-                            r[j] = c4 * p[j] - c5 * p[2 * wp + j] + p[4 * wp + j]
-                            r[wp + j] = p[3 * wp + j] + p[4 * wp + j] - c4 * (p[wp + j] + p[2 * wp + j])
-                            r[2 * wp + j] = c4 * (p[wp + j] - p[2 * wp + j]) + p[4 * wp + j] - p[3 * wp + j]
-                            r[3 * wp + j] = c2 * (p[3 * wp + j] - p[wp + j]) + p[4 * wp + j] - p[2 * wp + j]
-                            r[4 * wp + j] = c2 * (p[wp + j] - p[3 * wp + j]) + p[4 * wp + j] - p[2 * wp + j]
-                            r[5 * wp + j] = c4 * p[wp + j] - c5 * p[3 * wp + j] + p[5 * wp + j]
+                            _split(p, dph, L)   # the one strided pass
+                        _in_rows(buf + wp, buf + wp + 24 * L, wp)   # rows: R = B^T D
                         t0 = (s * tiles_h + th) * tiles_w
                         for k in range(6):    # columns: V = R B, over the phases
-                            q0 = r + k * wp
-                            q1 = q0 + L
-                            q2 = q1 + L
-                            q3 = q2 + L
-                            v = &V[6 * k, c, t0]
-                            for tw in range(tiles_w):
-                                v[tw] = c4 * q0[tw] - c5 * q2[tw] + q0[tw + 1]
-                            v = v + pitch
-                            for tw in range(tiles_w):
-                                v[tw] = q3[tw] + q0[tw + 1] - c4 * (q1[tw] + q2[tw])
-                            v = v + pitch
-                            for tw in range(tiles_w):
-                                v[tw] = c4 * (q1[tw] - q2[tw]) + q0[tw + 1] - q3[tw]
-                            v = v + pitch
-                            for tw in range(tiles_w):
-                                v[tw] = c2 * (q3[tw] - q1[tw]) + q0[tw + 1] - q2[tw]
-                            v = v + pitch
-                            for tw in range(tiles_w):
-                                v[tw] = c2 * (q1[tw] - q3[tw]) + q0[tw + 1] - q2[tw]
-                            v = v + pitch
-                            for tw in range(tiles_w):
-                                v[tw] = c4 * q1[tw] - c5 * q3[tw] + q1[tw + 1]
+                            _in_cols(buf + wp + 24 * L + k * wp, L, &V[6 * k, c, t0], pitch,
+                                     tiles_w)
         else:
             failed[0] = 1
         free(buf)
@@ -137,13 +220,11 @@ def output_transform(const real[:, :, :] M,       # IN  (36, O, nb*tiles_h*tiles
     """``y = A^T M A`` per tile (outputs past ``Ho``/``Wo`` dropped)."""
     cdef Py_ssize_t O = y.shape[1], Ho = y.shape[2], Wo = y.shape[3]
     cdef Py_ssize_t OT = M.strides[0] // sizeof(real)
-    cdef real c2 = 2, c4 = 4, c8 = 8   # typed: a literal would make Cython compute in double
-    cdef Py_ssize_t o, s, th, tw, i, j, t0, oh
+    cdef Py_ssize_t o, s, th, i, j, t0, oh
     cdef const real* m
     cdef real* buf
     cdef real* a
     cdef real* row
-    cdef real m0, m1, m2, m3, m4, m5
     cdef Py_ssize_t wt = 4 * tiles_w
     cdef int[1] failed
     failed[0] = 0
@@ -158,30 +239,10 @@ def output_transform(const real[:, :, :] M,       # IN  (36, O, nb*tiles_h*tiles
                         a = buf
                         # a[i][j] = sum_k A^T[i][k] M[6k + j]: rows of A^T over the 6 point rows
                         for j in range(6):
-                            for tw in range(tiles_w):
-                                m0 = m[j * OT + tw]
-                                m1 = m[(6 + j) * OT + tw]
-                                m2 = m[(12 + j) * OT + tw]
-                                m3 = m[(18 + j) * OT + tw]
-                                m4 = m[(24 + j) * OT + tw]
-                                m5 = m[(30 + j) * OT + tw]
-                                a[j * tiles_w + tw] = m0 + m1 + m2 + m3 + m4
-                                a[(6 + j) * tiles_w + tw] = m1 - m2 + c2 * (m3 - m4)
-                                a[(12 + j) * tiles_w + tw] = m1 + m2 + c4 * (m3 + m4)
-                                a[(18 + j) * tiles_w + tw] = m1 - m2 + c8 * (m3 - m4) + m5
+                            _out_cols(m + j * OT, OT, a + j * tiles_w, tiles_w)
                         row = buf + 24 * tiles_w
-                        for i in range(4):
-                            for tw in range(tiles_w):
-                                m0 = a[(6 * i) * tiles_w + tw]
-                                m1 = a[(6 * i + 1) * tiles_w + tw]
-                                m2 = a[(6 * i + 2) * tiles_w + tw]
-                                m3 = a[(6 * i + 3) * tiles_w + tw]
-                                m4 = a[(6 * i + 4) * tiles_w + tw]
-                                m5 = a[(6 * i + 5) * tiles_w + tw]
-                                row[i * wt + 4 * tw] = m0 + m1 + m2 + m3 + m4
-                                row[i * wt + 4 * tw + 1] = m1 - m2 + c2 * (m3 - m4)
-                                row[i * wt + 4 * tw + 2] = m1 + m2 + c4 * (m3 + m4)
-                                row[i * wt + 4 * tw + 3] = m1 - m2 + c8 * (m3 - m4) + m5
+                        for i in range(4):   # columns: row = a A
+                            _out_row(a + 6 * i * tiles_w, tiles_w, row + i * wt)
                         for i in range(4):
                             oh = 4 * th + i
                             if oh < Ho:

@@ -5,8 +5,9 @@ Public ops, as ``torch.nn.functional``'s: :func:`conv2d`, :func:`conv2d_backward
 helpers.  Each validates its arguments once (``_checks``) and then picks a path:
 
 ``_winograd``
-    Winograd F(2x2, 3x3) for 3x3 stride-1 ungrouped convs with enough channels
-    and pixels: forward, input gradient and weight gradient.
+    Winograd F(2x2, 3x3), or F(4x4, 3x3) on large maps, for 3x3 stride-1
+    ungrouped convs with enough channels and pixels: forward, input gradient and
+    weight gradient (F(2x2) only).
 ``_im2col``
     im2col + GEMM in fixed chunks of samples, for everything else (and for the
     transposed convolution, the adjoint of the same two loops).

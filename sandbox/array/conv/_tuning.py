@@ -43,14 +43,15 @@ class ConvTuning:
     #: 63.9, 96->32@32 19.0 vs 33.3, 32->64@16 1.59 vs 1.41, 64->64@16 2.56 vs 2.70.
     winograd_min_channels_weight_grad: int = 16
     #: F(4x4, 3x3) instead of F(2x2, 3x3) for the forward and input gradient from this
-    #: many output pixels per image; 0: never (the default).  F(4x4) needs 1.78x fewer GEMM
-    #: flops but did not win end to end here: at 8x8-16x16 its GEMMs get too few columns
-    #: (384->128@8: 2.07 -> 2.31 ms of GEMM), at 32x32-64x64 its input transform costs
-    #: what the GEMM saves (16->16@64 batch 8: transforms 1.65 -> 2.07 ms, GEMM 1.32 ->
-    #: 0.46 ms; whole forward min 13.1 vs 13.8 ms, input gradient 7.4 vs 3.1 ms, all
-    #: within the noise of the shared machine), and its float32 error is ~10x larger
-    #: (3e-6 vs 3e-7 of the output's magnitude).  See docs/convolution.md.
-    winograd_f4_min_pixels: int = 0
+    #: many output pixels per image (0: never).  F(4x4) needs 1.78x fewer GEMM flops but
+    #: its GEMMs get 4x fewer columns and its transforms cost more.  Measured (batch 8,
+    #: CPU ms at 1 thread, F(2x2) -> F(4x4), forward / input grad): 16->16@128 14.7 -> 9.1
+    #: / 17.3 -> 11.9, 32->16@128 29.0 -> 20.9 / 23.7 -> 14.7, 16->16@64 4.21 -> 3.68 /
+    #: 4.18 -> 3.26, 48->16@64 9.30 -> 8.46 / 8.72 -> 6.58, 32->32@32 2.41 -> 2.35 /
+    #: 2.64 -> 2.52, 96->32@32 6.60 -> 6.14 / 5.89 -> 4.85; but 64->64@16 2.14 -> 2.34 /
+    #: 2.19 -> 2.27 and 192->64@16 5.81 -> 6.99 / 5.62 -> 5.92.  Its float32 error is
+    #: ~10x F(2x2)'s (3e-6 vs 3e-7 of the output's magnitude; float64: 1e-14).
+    winograd_f4_min_pixels: int = 1024
     #: below this many output pixels per image the 2x2 tiles waste too much on padding
     #: and transforms: at 4x4, 256 channels, im2col took 0.92 ms against Winograd's 1.14
     winograd_min_pixels: int = 64

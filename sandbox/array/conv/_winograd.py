@@ -4,8 +4,8 @@ Used by :mod:`sandbox.array.conv` for the forward pass, the input gradient (a 3x
 stride-1 convolution of ``grad_output`` with the flipped, transposed weight) and
 the weight gradient.  F(2x2, 3x3) (``pyx/_winograd.pyx``) is the default;
 F(4x4, 3x3) (``pyx/_winograd4.pyx``, forward and input gradient) is chosen by
-:func:`tile_size` when ``TUNING.winograd_f4_min_pixels`` asks for it (off by
-default: measured no faster here, see ``_tuning``).
+:func:`tile_size` from ``TUNING.winograd_f4_min_pixels`` output pixels (32x32
+and larger maps, where it measured faster; see ``_tuning``).
 Per 2x2 output tile it needs 16 multiplies per (input, output) channel pair
 instead of 36, so the GEMM work drops 2.25x; the transforms (``pyx/_winograd.pyx``,
 formulas there) are cheap memory passes.  Why: single-threaded OpenBLAS sgemm
