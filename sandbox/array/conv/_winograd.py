@@ -82,9 +82,9 @@ def _points(name: str, count: int, rows: int, cols: int, dtype) -> np.ndarray:
     cache (measured: the 384-channel 8x8 input transform 1.4 -> 0.4 ms)."""
     dtype = np.dtype(dtype)
     pitch = rows * cols + 64 // dtype.itemsize
-    flat = scratch(name, (count * pitch,), dtype)
-    return np.lib.stride_tricks.as_strided(
-        flat, (count, rows, cols), (pitch * dtype.itemsize, cols * dtype.itemsize, dtype.itemsize))
+    flat = scratch(name, (count, pitch), dtype)
+    # a view, not np.lib.stride_tricks.as_strided (~65 us a call, twice per chunk)
+    return flat[:, :rows * cols].reshape(count, rows, cols)
 
 
 def weight_transform(weight: np.ndarray, flip_transpose: bool = False,
