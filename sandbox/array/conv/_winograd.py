@@ -97,8 +97,13 @@ def weight_transform(weight: np.ndarray, flip_transpose: bool = False,
     """
     o, c = weight.shape[:2]
     count, kernels = _KERNELS[tile]
+    weight = np.ascontiguousarray(weight)
+    if tile == 2:  # a flip permutes the 16 points: contiguous reads, then a transposed view
+        u = np.empty((count, o, c), dtype=weight.dtype)
+        kernels.weight_transform(weight, u, flip_transpose, kernel_threads)
+        return u.transpose(0, 2, 1) if flip_transpose else u
     u = np.empty((count, c, o) if flip_transpose else (count, o, c), dtype=weight.dtype)
-    kernels.weight_transform(np.ascontiguousarray(weight), u, flip_transpose, kernel_threads)
+    kernels.weight_transform(weight, u, flip_transpose, kernel_threads)
     return u
 
 
