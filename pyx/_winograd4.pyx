@@ -82,7 +82,23 @@ cdef extern from *:
             row[4 * t + 3] = a1[t] - a2[t] + (T)8 * (a3[t] - a4[t]) + a5[t]; } }
     SB_WINO4(float, f)
     SB_WINO4(double, d)
+    /* r = A q for A = [[1,0,0,0],[1,1,1,1],[1,-1,1,-1],[1,2,4,8],[1,-2,4,-8],[0,0,0,1]] */
+    #define SB_WINO4G(T, S)                                                            \
+    static inline void sb_w4_a_##S(SB_C(T) q0, SB_C(T) q1, SB_C(T) q2, SB_C(T) q3,      \
+            SB_R(T) r0, SB_R(T) r1, SB_R(T) r2, SB_R(T) r3, SB_R(T) r4, SB_R(T) r5,     \
+            Py_ssize_t n) {                                                             \
+        for (Py_ssize_t j = 0; j < n; j++) {                                            \
+            T e = q0[j] + q2[j], o = q1[j] + q3[j];                                     \
+            T e4 = q0[j] + (T)4 * q2[j], o8 = (T)2 * q1[j] + (T)8 * q3[j];              \
+            r0[j] = q0[j]; r1[j] = e + o; r2[j] = e - o;                                \
+            r3[j] = e4 + o8; r4[j] = e4 - o8; r5[j] = q3[j]; } }
+    SB_WINO4G(float, f)
+    SB_WINO4G(double, d)
     """
+    void sb_w4_a_f(const float*, const float*, const float*, const float*, float*, float*,
+                   float*, float*, float*, float*, Py_ssize_t) noexcept nogil
+    void sb_w4_a_d(const double*, const double*, const double*, const double*, double*,
+                   double*, double*, double*, double*, double*, Py_ssize_t) noexcept nogil
     void sb_w4_split_f(const float*, float*, float*, float*, float*, Py_ssize_t) noexcept nogil
     void sb_w4_split_d(const double*, double*, double*, double*, double*,
                        Py_ssize_t) noexcept nogil
@@ -152,6 +168,16 @@ cdef inline void _out_row(const real* a, Py_ssize_t n, real* row) noexcept nogil
         sb_w4_out_row_f(a, a + n, a + 2 * n, a + 3 * n, a + 4 * n, a + 5 * n, row, n)
     else:
         sb_w4_out_row_d(a, a + n, a + 2 * n, a + 3 * n, a + 4 * n, a + 5 * n, row, n)
+
+
+cdef inline void _a_rows(const real* q, Py_ssize_t n, real* r, Py_ssize_t rs) noexcept nogil:
+    """``r[k * rs + j] = sum_i A[k][i] q[i * n + j]`` for ``j < n`` (six output rows)."""
+    if real is float:
+        sb_w4_a_f(q, q + n, q + 2 * n, q + 3 * n, r, r + rs, r + 2 * rs, r + 3 * rs,
+                  r + 4 * rs, r + 5 * rs, n)
+    else:
+        sb_w4_a_d(q, q + n, q + 2 * n, q + 3 * n, r, r + rs, r + 2 * rs, r + 3 * rs,
+                  r + 4 * rs, r + 5 * rs, n)
 
 
 def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
@@ -317,3 +343,85 @@ def weight_transform(const real[:, :, :, ::1] w,   # IN  (O, C, 3, 3)
         else:
             for o in prange(O, schedule="static", num_threads=num_threads):
                 _transform_run(&w[o, 0, 0, 0], 9, False, C, &U[0, o, 0], su)
+
+
+def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
+                   real[:, :, :] Gt,               # OUT (36, O, nb*tiles_h*tiles_w)
+                   Py_ssize_t n0, Py_ssize_t nb,
+                   Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads):
+    """``Gt = A q A^T`` for every 4x4 output-gradient tile ``q`` (zero past ``Ho``/``Wo``),
+    ``A`` = the transpose of ``A^T`` above: with ``V`` from :func:`input_transform`,
+    ``dW = G^T (sum_t Gt[:, :, t] V[:, :, t]^T) G`` (see :func:`weight_grad_fold`).
+
+    Per tile row: the four gradient rows are split into column phases, ``A``
+    combines the rows, then ``A`` again combines the phases of each row.
+    """
+    cdef Py_ssize_t O = g.shape[1], Ho = g.shape[2], Wo = g.shape[3]
+    cdef Py_ssize_t pitch = Gt.strides[0] // sizeof(real)
+    cdef Py_ssize_t wt = 4 * tiles_w
+    cdef Py_ssize_t o, s, th, i, k, oh, t0
+    cdef real* buf
+    cdef real* p
+    cdef real* r
+    cdef int[1] failed
+    failed[0] = 0
+    with nogil, parallel(num_threads=num_threads):
+        buf = <real*> malloc(11 * wt * sizeof(real))   # 1 padded row + 4 split + 6 combined
+        if buf != NULL:
+            for o in prange(O, schedule="static"):
+                for s in range(nb):
+                    for th in range(tiles_h):
+                        for i in range(4):
+                            oh = 4 * th + i
+                            if oh >= Ho:
+                                memset(buf + (1 + i) * wt, 0, wt * sizeof(real))
+                                continue
+                            memcpy(buf, &g[n0 + s, o, oh, 0], Wo * sizeof(real))
+                            if Wo < wt:
+                                memset(buf + Wo, 0, (wt - Wo) * sizeof(real))
+                            _split(buf, buf + (1 + i) * wt, tiles_w)
+                        r = buf + 5 * wt
+                        _a_rows(buf + wt, wt, r, wt)       # rows: R = A Q (all phases)
+                        t0 = (s * tiles_h + th) * tiles_w
+                        for k in range(6):                 # columns: Gt = R A^T
+                            _a_rows(r + k * wt, tiles_w, &Gt[6 * k, o, t0], pitch)
+        else:
+            failed[0] = 1
+        free(buf)
+    if failed[0]:
+        raise MemoryError("winograd transform: could not allocate a row buffer")
+
+
+cdef inline void _fold_gt(double v0, double v1, double v2, double v3, double v4, double v5,
+                          double* t) noexcept nogil:
+    """``t = G^T v`` for one column of 6 points."""
+    t[0] = v0 / 4 - (v1 + v2) / 6 + (v3 + v4) / 24
+    t[1] = (v2 - v1) / 6 + (v3 - v4) / 12
+    t[2] = (v3 + v4 - v1 - v2) / 6 + v5
+
+
+cdef inline void _fold_kernel(const real* p, Py_ssize_t sp, real* d) noexcept nogil:
+    """``d = G^T P G`` (3x3, row-major) for the 6x6 tile ``P[xi] = p[xi * sp]``, in double."""
+    cdef double b[6][3]
+    cdef double t[3]
+    cdef Py_ssize_t j, k
+    for j in range(6):   # b[j] = G^T P[:, j]
+        _fold_gt(p[j * sp], p[(6 + j) * sp], p[(12 + j) * sp], p[(18 + j) * sp],
+                 p[(24 + j) * sp], p[(30 + j) * sp], b[j])
+    for k in range(3):   # d[k] = b[:, k] G
+        _fold_gt(b[0][k], b[1][k], b[2][k], b[3][k], b[4][k], b[5][k], t)
+        d[3 * k] = <real> t[0]
+        d[3 * k + 1] = <real> t[1]
+        d[3 * k + 2] = <real> t[2]
+
+
+def weight_grad_fold(const real[:, :, :] P,     # IN  (36, O, C)
+                     real[:, :, :, ::1] dW,      # OUT (O, C, 3, 3)
+                     int num_threads):
+    """``dW[o, c] = G^T P[:, o, c] G``: the adjoint of :func:`weight_transform`."""
+    cdef Py_ssize_t O = dW.shape[0], C = dW.shape[1]
+    cdef Py_ssize_t o, c
+    with nogil:
+        for o in prange(O, schedule="static", num_threads=num_threads):
+            for c in range(C):
+                _fold_kernel(&P[0, o, c], P.strides[0] // sizeof(real), &dW[o, c, 0, 0])

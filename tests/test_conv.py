@@ -423,13 +423,16 @@ def _spy(monkeypatch, module, name):
     ],
 )
 def test_winograd_f4_matches_reference(shape, dtype, rng, monkeypatch):
-    """F(4x4, 3x3) (forward and input gradient) against the float64 direct reference;
+    """F(4x4, 3x3) (forward, input and weight gradient) against the float64 direct reference;
     its float32 error is larger than F(2x2, 3x3)'s but inside the tests' tolerance."""
     from sandbox._C import _winograd4
 
     monkeypatch.setattr(conv.TUNING, "winograd_min_pixels", 1)
     monkeypatch.setattr(conv.TUNING, "winograd_f4_min_pixels", 1)
+    monkeypatch.setattr(conv.TUNING, "winograd_min_pixels_weight_grad", 1)
+    monkeypatch.setattr(conv.TUNING, "winograd_f4_min_pixels_weight_grad", 1)
     calls = _spy(monkeypatch, _winograd4, "input_transform")
+    grad_calls = _spy(monkeypatch, _winograd4, "grad_transform")
     n, c, h, w, o, p = shape
     x = rng.standard_normal((n, c, h, w)).astype(dtype)
     wt = (rng.standard_normal((o, c, 3, 3)) / np.sqrt(9 * c)).astype(dtype)
@@ -437,7 +440,7 @@ def test_winograd_f4_matches_reference(shape, dtype, rng, monkeypatch):
     y = conv.conv2d(x, wt, b, 1, p)
     gy = rng.standard_normal(y.shape).astype(dtype)
     gx, gw, gb = conv.conv2d_backward(gy, x, wt, 1, p)
-    assert len(calls) >= 2, "the F(4x4, 3x3) path was not taken for forward and input gradient"
+    assert len(calls) >= 3 and grad_calls, "the F(4x4, 3x3) paths were not taken"
     x64, w64, gy64 = (a.astype(np.float64) for a in (x, wt, gy))
     np.testing.assert_allclose(y, ref_conv2d(x64, w64, b, 1, p, 1, 1), **_tol(dtype))
     with conv.tuned(winograd=False):
@@ -455,7 +458,8 @@ def test_winograd_bitwise_equal_across_thread_counts_small_channels(f4, rng):
     w = rng.standard_normal((24, 16, 3, 3)).astype(np.float32)
     gy = rng.standard_normal((5, 24, 20, 20)).astype(np.float32)
     results = []
-    with conv.tuned(winograd_f4_min_pixels=f4, winograd_target_tiles=8):
+    with conv.tuned(winograd_f4_min_pixels=f4, winograd_f4_min_pixels_weight_grad=f4,
+                    winograd_target_tiles=8):
         for nt in (1, 2, 3):
             with sandbox.num_threads(nt):
                 results.append((conv.conv2d(x, w, None, 1, 1),
@@ -474,6 +478,6 @@ def test_winograd_gradcheck(f4, rng, monkeypatch):
     x, wt, b, *_ = _data((1, 3, 5, 6, 2, 3, 3, 1, 1, 1, 1), np.float64, rng)
     with conv.tuned(winograd_min_channels=1, winograd_min_channels_weight_grad=1,
                     winograd_min_pixels=1, winograd_min_pixels_weight_grad=1,
-                    winograd_f4_min_pixels=f4):
+                    winograd_f4_min_pixels=f4, winograd_f4_min_pixels_weight_grad=f4):
         _gradcheck(lambda x_, w_, b_: F.conv2d(x_, w_, b_, 1, 1), [x, wt, b], rng)
     assert fwd_calls and wgrad_calls, "the Winograd paths were not taken"

@@ -7,7 +7,7 @@ helpers.  Each validates its arguments once (``_checks``) and then picks a path:
 ``_winograd``
     Winograd F(2x2, 3x3), or F(4x4, 3x3) on large maps, for 3x3 stride-1
     ungrouped convs with enough channels and pixels: forward, input gradient and
-    weight gradient (F(2x2) only).
+    weight gradient.
 ``_im2col``
     im2col + GEMM in fixed chunks of samples, for everything else (and for the
     transposed convolution, the adjoint of the same two loops).
@@ -116,7 +116,8 @@ def conv2d_backward(grad_output, input, weight, stride=1, padding=0, dilation=1,
             weight, flip_transpose=True, tile=winograd.tile_size(c_out, c_in, h, w))
         winograd.winograd_conv3x3(gout, u, gx, 2 - geom.ph, 2 - geom.pw, kernel_threads())
     if wino_dw:
-        gw = winograd.winograd_weight_grad(a, gout, geom.ph, geom.pw, kernel_threads())
+        gw = winograd.winograd_weight_grad(a, gout, geom.ph, geom.pw, kernel_threads(),
+                                           tile=winograd.tile_size_weight_grad(*gout.shape[2:]))
         gb = gout.sum(axis=(0, 2, 3)) if needs[2] else None
     fold_dx = needs[0] and not wino
     fold_dw = needs[1] and not wino_dw

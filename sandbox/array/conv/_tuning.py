@@ -52,6 +52,13 @@ class ConvTuning:
     #: 2.19 -> 2.27 and 192->64@16 5.81 -> 6.99 / 5.62 -> 5.92.  Its float32 error is
     #: ~10x F(2x2)'s (3e-6 vs 3e-7 of the output's magnitude; float64: 1e-14).
     winograd_f4_min_pixels: int = 1024
+    #: F(4x4, 3x3) for the weight gradient from this many output pixels per image (0:
+    #: never).  CPU ms, 1 thread, batch 8, F(2x2) -> F(4x4): 16->16@128 22.7 -> 13.0,
+    #: 32->16@128 43.8 -> 22.1, 16->16@64 5.13 -> 4.29, 48->16@64 11.4 -> 9.8, 96->32@32
+    #: 10.6 -> 8.6, 32->32@32 3.22 -> 3.13, 192->64@16 8.16 -> 7.19, 64->64@16 3.10 ->
+    #: 3.08, 32->64@16 1.76 -> 1.78; at 8x8 it loses (128->128@8 2.62 -> 3.67,
+    #: 384->128@8 6.72 -> 9.41).  float32 error 3e-7 - 2.4e-6 of the largest value.
+    winograd_f4_min_pixels_weight_grad: int = 256
     #: below this many output pixels per image the 2x2 tiles waste too much on padding
     #: and transforms: at 4x4, 256 channels, im2col took 0.92 ms against Winograd's 1.14
     winograd_min_pixels: int = 64

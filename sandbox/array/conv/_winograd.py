@@ -2,10 +2,10 @@
 
 Used by :mod:`sandbox.array.conv` for the forward pass, the input gradient (a 3x3
 stride-1 convolution of ``grad_output`` with the flipped, transposed weight) and
-the weight gradient.  F(2x2, 3x3) (``pyx/_winograd.pyx``) is the default;
-F(4x4, 3x3) (``pyx/_winograd4.pyx``, forward and input gradient) is chosen by
-:func:`tile_size` from ``TUNING.winograd_f4_min_pixels`` output pixels (32x32
-and larger maps, where it measured faster; see ``_tuning``).
+the weight gradient.  F(2x2, 3x3) (``pyx/_winograd.pyx``) on small maps,
+F(4x4, 3x3) (``pyx/_winograd4.pyx``) on large ones: :func:`tile_size` and
+:func:`tile_size_weight_grad` pick it from the output pixels (thresholds and
+measurements in ``_tuning``).
 Per 2x2 output tile it needs 16 multiplies per (input, output) channel pair
 instead of 36, so the GEMM work drops 2.25x; the transforms (``pyx/_winograd.pyx``,
 formulas there) are cheap memory passes.  Why: single-threaded OpenBLAS sgemm
@@ -58,6 +58,12 @@ def tile_size(c_in: int, c_out: int, height: int, width: int) -> int:
     """Output tile of the Winograd forward/input-gradient conv: 4 (F(4x4, 3x3)) or 2
     (F(2x2, 3x3)), from the shapes only (``height``, ``width``: the conv's output)."""
     f4 = TUNING.winograd_f4_min_pixels
+    return 4 if f4 and height * width >= f4 else 2
+
+
+def tile_size_weight_grad(height: int, width: int) -> int:
+    """Output tile of the Winograd weight gradient (``height``, ``width``: the conv's output)."""
+    f4 = TUNING.winograd_f4_min_pixels_weight_grad
     return 4 if f4 and height * width >= f4 else 2
 
 
@@ -162,25 +168,28 @@ def _tiling(n, c, o, ho, wo, itemsize, tile=2):
     return th, tw, tiles, [(i, n0, min(nb, n - n0)) for i, n0 in enumerate(range(0, n, nb))]
 
 
-def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1) -> np.ndarray:
-    """Weight gradient (O, C, 3, 3) of a 3x3 stride-1 conv of ``x`` with output gradient ``g``.
+def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
+                         tile: int = 2) -> np.ndarray:
+    """Weight gradient (O, C, 3, 3) of a 3x3 stride-1 conv of ``x`` with output gradient ``g``,
+    with F(tile x tile, 3x3) (``tile`` 2 or 4).
 
     ``dW = G^T (sum_t Gt_t V_t^T) G`` (see ``grad_transform`` in ``pyx/_winograd.pyx``);
-    one (16, O, C) partial per chunk, summed in chunk order.
+    one (P, O, C) partial per chunk, summed in chunk order.
     """
     n, c = x.shape[:2]
     o, ho, wo = g.shape[1:]
-    th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, x.itemsize)
+    count, kernels = _KERNELS[tile]
+    th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, x.itemsize, tile)
     total = OrderedSum(len(blocks))
 
     def task(block, split_gemm=False):
         i, n0, cnt = block
         t = cnt * tiles
-        v = _points("wino_v", 16, c, t, x.dtype)
-        _winograd.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads)
-        gt = _points("wino_m", 16, o, t, x.dtype)
-        _winograd.grad_transform(g, gt, n0, cnt, th, tw, kernel_threads)
-        partial = np.empty((16, o, c), dtype=x.dtype)
+        v = _points("wino_v", count, c, t, x.dtype)
+        kernels.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads)
+        gt = _points("wino_m", count, o, t, x.dtype)
+        kernels.grad_transform(g, gt, n0, cnt, th, tw, kernel_threads)
+        partial = np.empty((count, o, c), dtype=x.dtype)
         _matmul_points(gt, v.transpose(0, 2, 1), partial, split_gemm)
         total.add(i, partial)
 
@@ -189,5 +198,5 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1) -> np.
     else:
         parallel_map(task, blocks)
     gw = np.empty((o, c, 3, 3), dtype=x.dtype)
-    _winograd.weight_grad_fold(total.out, gw, kernel_threads)  # dW = G^T P G per (o, c)
+    kernels.weight_grad_fold(total.out, gw, kernel_threads)  # dW = G^T P G per (o, c)
     return gw
