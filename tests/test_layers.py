@@ -17,15 +17,17 @@ PACKAGE = ROOT / "sandbox"
 LAYER_OF = {
     "_C": "kernels",
     "_config": "support", "_random": "support", "_memory": "support", "_info": "support",
-    "_version": "support",
+    "_version": "support", "_optional": "support",
     "array": "array ops", "resample": "array ops",
     "autograd": "engine",
     "ops": "tensor ops",
     "functional": "functional",
     "nn": "nn, optim", "optim": "nn, optim",
     "data": "training", "metrics": "training", "checkpoint": "training", "train": "training",
-    "cli": "faces", "__main__": "faces", "bench": "faces", "gradcheck": "faces",
+    "cli": "faces", "_train_options": "faces", "_usage": "faces", "__main__": "faces",
+    "bench": "faces", "gradcheck": "faces",
     "gradcheck_suite": "faces", "explain": "faces", "viz": "faces", "datasets": "training",
+    "interop": "faces",
 }  # fmt: skip
 
 #: layer -> the layers it may import (besides itself)

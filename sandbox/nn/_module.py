@@ -288,6 +288,39 @@ class Module:
                 module._buffers[name] = array
         return missing, unexpected
 
+    def save_weights(self, path, metadata=None):
+        """Write :meth:`state_dict` to a safetensors file, under PyTorch's names.
+
+        ``num_batches_tracked`` stays int64, floats keep their dtype; the file loads
+        into the PyTorch twin (``sandbox.interop.to_torch``) with
+        ``safetensors.torch.load_file``.  Needs the ``interop`` extra.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        metadata : mapping of str to str, optional
+            Extra header entries.
+
+        Returns
+        -------
+        pathlib.Path
+        """
+        from ._safetensors import save_weights
+
+        return save_weights(self, path, metadata)
+
+    def load_weights(self, path, strict: bool = True) -> tuple[list, list]:
+        """Load a safetensors file (from :meth:`save_weights` or PyTorch) into this module.
+
+        Each tensor must match its parameter or buffer in shape and dtype
+        (``ValueError`` otherwise); with ``strict`` the names must match exactly
+        (``KeyError`` listing the missing and unexpected ones).  A file that is not
+        safetensors gives ``ValueError``.  Returns ``(missing_keys, unexpected_keys)``.
+        """
+        from ._safetensors import load_weights
+
+        return load_weights(self, path, strict)
+
     def _state_slots(self) -> OrderedDict:
         slots = OrderedDict()
         for prefix, module in self.named_modules():
