@@ -17,7 +17,7 @@ import argparse
 import numpy as np
 
 import sandbox
-from sandbox import conv, norm, pool
+from sandbox.array import conv, norm, pool
 from sandbox.bench._timing import median_ms
 
 
@@ -89,7 +89,7 @@ def main(argv=None):
               f"{info['filepath'].rsplit('/', 1)[-1]}")
     print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"mkldnn={torch.backends.mkldnn.is_available()}; sandbox {args.threads} threads "
-          f"(conv kernels: {conv._kernel_threads()})")
+          f"(conv kernels: {conv.TUNING.kernel_threads or sandbox.get_num_threads()})")
     print(f"# float32, batch {args.batch}, medians of {args.repeat} runs (ms)")
     header = (f"{'input':>7} {'C':>4} {'HxW':>7} | {'op':<16} {'sandbox':>9} {'torch':>9} "
               f"{'ratio':>6}")

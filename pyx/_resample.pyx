@@ -6,7 +6,7 @@
 # A table maps an axis of length L to Lo:
 #     out[.., o, ..] = sum_{k < ntap[o]} w[o, k] * x[.., start[o] + k, ..]
 # The forward uses the mode's table, the adjoint (backward) the transposed
-# table built in sandbox/resample/_weights.py, so both run the same gather
+# table built in sandbox/array/resample/_weights.py, so both run the same gather
 # kernels and neither needs atomics.
 
 from cython.parallel cimport parallel, prange

@@ -8,7 +8,7 @@ BLAS is pinned to one thread
 :func:`set_num_threads` (and the first :func:`get_num_threads`) limits numpy's
 BLAS to ``BLAS_THREADS`` (1) threads through ``threadpoolctl``, whatever ``n``
 is.  Parallelism for GEMM-heavy ops comes from our side instead: fixed chunks
-(e.g. one per sample) run on the worker pool of :mod:`sandbox._parallel`, each
+(e.g. one per sample) run on the worker pool of :mod:`sandbox.array._parallel`, each
 calling a single-threaded GEMM.  Why: OpenBLAS's own pthread pool collapses when
 the cores are shared.  Measured on the 2-core machine with other processes
 running, every small multi-threaded GEMM waited for a descheduled BLAS worker:
@@ -112,7 +112,7 @@ def set_num_threads(n: int) -> None:
     """Set the number of threads for the Cython kernels and the worker pool.
 
     numpy's BLAS stays pinned to :func:`blas_threads` (1) threads: GEMM-heavy
-    ops parallelise over fixed chunks on :mod:`sandbox._parallel` instead (the
+    ops parallelise over fixed chunks on :mod:`sandbox.array._parallel` instead (the
     module docstring gives the measurement behind this).
 
     Parameters

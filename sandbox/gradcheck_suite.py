@@ -73,7 +73,10 @@ def cases() -> list[Case]:
         Case("abs", lambda a: a.abs(), ((2, 3),), make=lambda rng: (_away_from_zero(rng, (2, 3)),)),
         Case("matmul", lambda a, b: a @ b, ((2, 3), (3, 4))),
         Case("sum / mean", lambda a: a.sum(axis=1) + a.mean(), ((3, 4),)),
-        Case("max", lambda a: a.max(axis=1), ((3, 4),), make=lambda rng: (_distinct(rng, (3, 4)),)),
+        Case("amax", lambda a: a.amax(axis=1), ((3, 4),),
+             make=lambda rng: (_distinct(rng, (3, 4)),)),
+        Case("max(dim)", lambda a: a.max(1).values, ((3, 4),),
+             make=lambda rng: (_distinct(rng, (3, 4)),)),
         Case("reshape / transpose", lambda a: a.reshape(4, 3).transpose(1, 0) * 2, ((3, 4),)),
         Case("getitem", lambda a: a[1:, ::2], ((3, 4),)),
         Case("relu", F.relu, ((3, 4),), make=lambda rng: (_away_from_zero(rng, (3, 4)),)),
@@ -90,6 +93,18 @@ def cases() -> list[Case]:
         Case("softmax", lambda a: F.softmax(a, 1), ((3, 4),)),
         Case("log_softmax", lambda a: F.log_softmax(a, 1), ((3, 4),)),
         Case("pad", lambda a: F.pad(a, (1, 2, 0, 1)), ((1, 1, 2, 3),)),
+        Case("pad (reflect, crop)", lambda a: F.pad(a, (2, -1, 1, 1), mode="reflect"),
+             ((1, 1, 3, 4),)),
+        Case("adaptive_avg_pool2d", lambda a: F.adaptive_avg_pool2d(a, (2, 3)), ((1, 2, 5, 4),)),
+        Case("layer_norm", lambda a, w: F.layer_norm(a, (3,), w), ((2, 4, 3), (3,))),
+        Case("instance_norm", lambda a: F.instance_norm(a), ((2, 2, 3, 3),)),
+        Case(
+            "binary_cross_entropy",
+            lambda a, b: F.binary_cross_entropy(a, b),
+            ((2, 3), (2, 3)),
+            second_order=False,
+            make=lambda rng: (rng.uniform(0.1, 0.9, (2, 3)), rng.random((2, 3))),
+        ),
         Case("cross_entropy", lambda a: F.cross_entropy(a, Tensor(target)), ((2, 4, 3),)),
         Case(
             "bce_with_logits",
@@ -102,32 +117,62 @@ def cases() -> list[Case]:
             "conv2d",
             lambda x, w, b: F.conv2d(x, w, b, stride=(1, 2), padding=1),
             ((2, 2, 5, 4), (3, 2, 3, 2), (3,)),
-            second_order=False,
         ),
         Case(
             "conv2d (groups, dilation)",
             lambda x, w: F.conv2d(x, w, padding=2, dilation=2, groups=2),
             ((1, 4, 5, 5), (2, 2, 3, 3)),
-            second_order=False,
         ),
         Case(
             "conv_transpose2d",
             lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1),
             ((1, 2, 3, 3), (2, 3, 3, 3), (3,)),
-            second_order=False,
+        ),
+        Case(
+            "conv_transpose2d (out pad, groups, dilation)",
+            lambda x, w: F.conv_transpose2d(
+                x, w, stride=2, padding=1, output_padding=1, groups=2, dilation=2
+            ),
+            ((1, 4, 3, 2), (4, 1, 2, 2)),
         ),
         Case(
             "max_pool2d",
             lambda x: F.max_pool2d(x, 2),
             ((1, 2, 4, 4),),
-            second_order=False,
             make=lambda rng: (_distinct(rng, (1, 2, 4, 4)),),
         ),
         Case(
             "avg_pool2d",
             lambda x: F.avg_pool2d(x, 3, stride=2, padding=1),
             ((1, 2, 5, 5),),
-            second_order=False,
+        ),
+        Case(
+            "avg_pool2d (ceil, count_include_pad=False)",
+            lambda x: F.avg_pool2d(
+                x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False
+            ),
+            ((1, 1, 6, 5),),
+        ),
+        Case(
+            "conv3d (stride, padding, dilation, groups)",
+            lambda x, w, b: F.conv3d(x, w, b, (2, 1, 1), (1, 1, 0), (1, 1, 2), 2),
+            ((1, 2, 3, 3, 4), (2, 1, 2, 2, 2), (2,)),
+        ),
+        Case(
+            "conv_transpose3d (out pad, groups)",
+            lambda x, w, b: F.conv_transpose3d(x, w, b, 2, (1, 0, 0), (1, 1, 0), 2),
+            ((1, 2, 2, 2, 2), (2, 1, 2, 2, 2), (2,)),
+        ),
+        Case(
+            "max_pool3d",
+            lambda x: F.max_pool3d(x, 2, padding=(1, 0, 1), ceil_mode=True),
+            ((1, 2, 3, 4, 3),),
+            make=lambda rng: (_distinct(rng, (1, 2, 3, 4, 3)),),
+        ),
+        Case(
+            "avg_pool3d (ceil, count_include_pad=False)",
+            lambda x: F.avg_pool3d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+            ((1, 1, 4, 5, 4),),
         ),
         Case(
             "batch_norm (train)",
@@ -135,13 +180,16 @@ def cases() -> list[Case]:
                 x, running[0].copy(), running[1].copy(), w, b, training=True
             ),
             ((3, 3, 2, 2), (3,), (3,)),
-            second_order=False,
+        ),
+        Case(
+            "batch_norm (eval)",
+            lambda x, w, b: F.batch_norm(x, running[0] + 0.1, running[1] + 0.5, w, b),
+            ((2, 3, 2, 2), (3,), (3,)),
         ),
         Case(
             "group_norm",
             lambda x, w, b: F.group_norm(x, 2, w, b),
             ((2, 4, 2, 3), (4,), (4,)),
-            second_order=False,
         ),
     ]
     for mode, opts in RESAMPLE_CASES:

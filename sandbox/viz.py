@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import conv, resample
+from . import resample
+from .array import conv
 from .autograd import Tensor, grad, graph
 from .functional import conv2d, interpolate
 

@@ -2,9 +2,12 @@
 
 PyTorch parity tests use the ``torch`` fixture (or ``require_torch()``): without
 torch they skip, unless ``SANDBOX_REQUIRE_TORCH=1`` (set by CI), in which case a
-missing torch is a failure.
+missing torch is a failure.  The interop tests' optional packages (the
+``interop`` extra: ``safetensors``, ``onnx``, ``onnxruntime``) follow the same
+rule through ``require_module()`` and the fixtures of the same names.
 """
 
+import importlib
 import os
 
 import numpy as np
@@ -18,14 +21,19 @@ settings.register_profile("dev", deadline=None, max_examples=25)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
-def require_torch():
-    """Import torch, or skip (fail when SANDBOX_REQUIRE_TORCH=1)."""
+def require_module(name: str):
+    """Import an optional test dependency, or skip (fail when SANDBOX_REQUIRE_TORCH=1)."""
     try:
-        import torch
+        return importlib.import_module(name)
     except ImportError:
         if os.environ.get("SANDBOX_REQUIRE_TORCH", "0") not in ("", "0"):
-            pytest.fail("torch is required (SANDBOX_REQUIRE_TORCH=1) but cannot be imported")
-        pytest.skip("torch is not installed")
+            pytest.fail(f"{name} is required (SANDBOX_REQUIRE_TORCH=1) but cannot be imported")
+        pytest.skip(f"{name} is not installed")
+
+
+def require_torch():
+    """Import torch, or skip (fail when SANDBOX_REQUIRE_TORCH=1)."""
+    torch = require_module("torch")
     torch.set_num_threads(2)
     return torch
 
@@ -33,6 +41,21 @@ def require_torch():
 @pytest.fixture(scope="session")
 def torch():
     return require_torch()
+
+
+@pytest.fixture(scope="session")
+def safetensors():
+    return require_module("safetensors")
+
+
+@pytest.fixture(scope="session")
+def onnx():
+    return require_module("onnx")
+
+
+@pytest.fixture(scope="session")
+def onnxruntime():
+    return require_module("onnxruntime")
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import pytest
 
 import sandbox
 import sandbox.functional as F
-from sandbox import norm
+from sandbox.array import norm
 from sandbox.gradcheck import gradcheck
 
 

@@ -1,4 +1,4 @@
-"""sandbox._parallel: parallel_map order/errors/nesting, OrderedSum order, scratch buffers."""
+"""sandbox.array._parallel: parallel_map order/errors/nesting, OrderedSum order, scratch."""
 
 import threading
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import sandbox
-from sandbox import _parallel
-from sandbox._parallel import OrderedSum, parallel_map, scratch
+from sandbox.array import _parallel
+from sandbox.array._parallel import OrderedSum, parallel_map, scratch
 
 
 @pytest.mark.parametrize("nt", [1, 2, 3])

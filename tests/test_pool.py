@@ -7,8 +7,9 @@ import pytest
 
 import sandbox
 import sandbox.functional as F
-from sandbox import pool
 from sandbox._C import _pool
+from sandbox.array import pool
+from sandbox.array._validate import pair
 from sandbox.gradcheck import gradcheck
 
 # (shape, kernel, stride, padding, dilation, ceil_mode)
@@ -27,10 +28,10 @@ def _ids(case):
 
 
 def ref_max_pool(x, k, s, p, d, ceil_mode):
-    kh, kw = pool._pair(k, "k", 1)
-    sh, sw = (kh, kw) if s is None else pool._pair(s, "s", 1)
-    ph, pw = pool._pair(p, "p", 0)
-    dh, dw = pool._pair(d, "d", 1)
+    kh, kw = pair(k, "k", 1)
+    sh, sw = (kh, kw) if s is None else pair(s, "s", 1)
+    ph, pw = pair(p, "p", 0)
+    dh, dw = pair(d, "d", 1)
     h, w = x.shape[-2:]
     ho = pool.pool_output_size(h, kh, sh, ph, dh, ceil_mode)
     wo = pool.pool_output_size(w, kw, sw, pw, dw, ceil_mode)
@@ -48,9 +49,9 @@ def ref_max_pool(x, k, s, p, d, ceil_mode):
 
 
 def ref_avg_pool(x, k, s, p, ceil_mode, count_include_pad, divisor):
-    kh, kw = pool._pair(k, "k", 1)
-    sh, sw = (kh, kw) if s is None else pool._pair(s, "s", 1)
-    ph, pw = pool._pair(p, "p", 0)
+    kh, kw = pair(k, "k", 1)
+    sh, sw = (kh, kw) if s is None else pair(s, "s", 1)
+    ph, pw = pair(p, "p", 0)
     h, w = x.shape[-2:]
     ho = pool.pool_output_size(h, kh, sh, ph, 1, ceil_mode)
     wo = pool.pool_output_size(w, kw, sw, pw, 1, ceil_mode)
@@ -212,8 +213,8 @@ def test_avg_pool_validation():
 @pytest.mark.parametrize("ceil_mode", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_2x2_fast_path_matches_general_kernel(shape, ceil_mode, dtype):
-    from sandbox import pool
     from sandbox._C import _pool
+    from sandbox.array import pool
 
     rng = np.random.default_rng(0)
     x = rng.integers(0, 4, shape).astype(dtype)  # many ties

@@ -1,6 +1,6 @@
 """lanczos3 without antialias (burn's definition) coincides with PyTorch's antialiased
 ``lanczos`` when upsampling: the kernel is not stretched and both skip out-of-range taps
-and renormalise (DESIGN §2)."""
+and renormalise (docs/design.md §2)."""
 
 import numpy as np
 import pytest

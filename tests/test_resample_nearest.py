@@ -5,6 +5,7 @@ import pytest
 
 import sandbox
 import sandbox.resample as R
+from sandbox.array.resample import dispatch
 
 SHAPES = [
     ((3, 4, 7), (12,)),  # 1-D up, non-integer
@@ -18,7 +19,7 @@ SHAPES = [
 
 
 def _generic(monkeypatch):
-    monkeypatch.setattr(R, "_apply_nearest", lambda *a, **k: None)
+    monkeypatch.setattr(dispatch, "apply_nearest", lambda *a, **k: None)
 
 
 @pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
@@ -31,8 +32,8 @@ def test_matches_generic_path(monkeypatch, mode, shape, size, dtype):
     fast_y = R.resize(x, size=size, mode=mode)
     fast_gx = R.resize_adjoint(g, shape[2:], size=size, mode=mode)
     assert (
-        R._apply_nearest(
-            x, R.make_plan(shape[2:], size, None, mode, None, False, None), adjoint=False
+        dispatch.apply_nearest(
+            x, dispatch.make_plan(shape[2:], size, None, mode, None, False, None), adjoint=False
         )
         is not None
     )  # the fast path really ran
@@ -77,9 +78,9 @@ def test_adjoint_identity_and_unread_rows_are_zero():
     unread_rows = sorted(
         set(range(9))
         - set(
-            R._index_maps(
-                R._tables(
-                    R.make_plan((9, 8), (4, 3), None, "nearest", None, False, None),
+            dispatch.index_maps(
+                dispatch.tables_for(
+                    dispatch.make_plan((9, 8), (4, 3), None, "nearest", None, False, None),
                     np.dtype(np.float64),
                     adjoint=False,
                 ),

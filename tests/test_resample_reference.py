@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import sandbox
+from sandbox.array.resample.reference import axis_matrix, reference_adjoint, reference_resize
 from sandbox.resample import resize, resize_adjoint, weight_matrix
-from sandbox.resample._reference import axis_matrix, reference_adjoint, reference_resize
 
 FILTER_MODES = ["linear", "bicubic", "cubic", "lanczos3", "lanczos5"]
 ALL_MODES = ["nearest", "nearest-exact", "area", *FILTER_MODES]
@@ -196,7 +196,7 @@ def test_nan_propagates_to_outputs_that_read_it():
     x[0, 0, 3, 4] = np.nan
     for mode in ("nearest", "linear", "bicubic", "area", "lanczos3"):
         y = resize(x, size=(16, 16), mode=mode)
-        m = weight_matrix(8, 16, mode=mode) if mode != "area" else weight_matrix(8, 16, "area")
+        m = weight_matrix(8, 16, mode=mode) if mode != "area" else weight_matrix(8, 16, mode="area")
         reads = np.outer(m[:, 3] != 0, m[:, 4] != 0)
         assert np.isnan(y[0, 0][reads]).all()
         assert np.isfinite(y[0, 0][~np.outer(m[:, 3] != 0, np.ones(16, bool))]).all()

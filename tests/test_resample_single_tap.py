@@ -7,6 +7,7 @@ import pytest
 
 import sandbox
 import sandbox.resample as R
+from sandbox.array.resample import dispatch
 
 # (input spatial, options, direction): all of these have single-tap tables.
 CASES = [
@@ -37,10 +38,10 @@ def test_equals_separable_passes(monkeypatch, in_size, opts, direction, dtype):
     x = _input(in_size, opts, direction, dtype, rng)
     x.flat[5] = np.nan  # NaN stays where the passes put it, unread outputs stay 0
     fast = _run(x, in_size, opts, direction)
-    plan = R.make_plan(in_size, opts["size"], None, opts["mode"], None, False, None)
-    tables = R._tables(plan, np.dtype(dtype), adjoint=direction == "adjoint")
-    assert R._apply_single_tap(np.ascontiguousarray(x), tables) is not None  # path taken
-    monkeypatch.setattr(R, "_apply_single_tap", lambda *a: None)
+    plan = dispatch.make_plan(in_size, opts["size"], None, opts["mode"], None, False, None)
+    tables = dispatch.tables_for(plan, np.dtype(dtype), adjoint=direction == "adjoint")
+    assert dispatch.apply_single_tap(np.ascontiguousarray(x), tables) is not None  # path taken
+    monkeypatch.setattr(dispatch, "apply_single_tap", lambda *a: None)
     ref = _run(x, in_size, opts, direction)
     # Same products; the passes may apply the axes in another order (1-ulp differences).
     eps = np.finfo(dtype).eps

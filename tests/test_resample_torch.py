@@ -8,8 +8,8 @@ its antialias defect for output width 1) are tested separately at the end.
 import numpy as np
 import pytest
 
+from sandbox.array.resample.reference import axis_matrix, reference_resize
 from sandbox.resample import resize, resize_adjoint
-from sandbox.resample._reference import axis_matrix, reference_resize
 
 # (per-axis input sizes, size spec, scale spec) for a 3-axis prototype; 1-D/2-D use a prefix
 CASES = {

@@ -13,6 +13,8 @@ families by substring or glob, e.g. ``resize/bicubic*``, ``*/bwd``, ``conv2d``.
   UNet (depth 4, base width 16, batch 8, 64×64 input).
 * ``unet-step/<mode>``: one full training step (forward, cross-entropy,
   backward, Adam) of that UNet with the given decoder upsampling.
+* ``conv-layer/<cin>-<cout>@<hw>`` and ``unet-classic/<mode>/<size>``: the
+  classic UNet workload (:mod:`._cases_classic`).
 
 ``--quick`` builds every case at a small shape (same names) for a smoke run.
 """
@@ -43,6 +45,11 @@ class Work:
         Human-readable description of the sizes.
     torch_note : str or None
         Why ``theirs`` is None, when it is.
+    flops : int or None
+        Floating-point operations of one call (for GFLOP/s and the SGEMM fraction).
+    peak : callable or None
+        ``peak() -> (ours_bytes, torch_bytes or None)``: the case's own peak-memory
+        measurement of both libraries (used instead of tracemalloc on ``ours``).
     """
 
     ours: Callable[[], object]
@@ -50,6 +57,8 @@ class Work:
     nbytes: int | None
     shape: str
     torch_note: str | None = None
+    flops: int | None = None
+    peak: Callable[[], tuple[int, int | None]] | None = None
 
 
 @dataclass(frozen=True)
@@ -61,7 +70,8 @@ class Case:
     name : str
         Unique name, ``group/variant/.../direction``.
     group : str
-        ``resize``, ``conv2d``, ``max_pool2d``, ``batch_norm`` or ``unet-step``.
+        ``resize``, ``conv2d``, ``max_pool2d``, ``batch_norm``, ``unet-step``,
+        ``conv-layer`` or ``unet-classic``.
     build : callable
         ``build(quick, torch) -> Work``; ``torch`` is the module or None.
     rtol : float
@@ -188,7 +198,7 @@ def _conv_case(cin: int, cout: int, hw: int, backward: bool) -> Case:
     name = f"conv2d/{cin}-{cout}@{hw}/{'bwd' if backward else 'fwd'}"
 
     def build(quick, torch):
-        from ..conv import conv2d, conv2d_backward
+        from ..array.conv import conv2d, conv2d_backward
 
         n, ci, co, s = BATCH, cin, cout, hw
         if quick:
@@ -234,7 +244,7 @@ def _pool_case(c: int, hw: int, backward: bool) -> Case:
     name = f"max_pool2d/{c}@{hw}/{'bwd' if backward else 'fwd'}"
 
     def build(quick, torch):
-        from ..pool import max_pool2d, max_pool2d_backward
+        from ..array.pool import max_pool2d, max_pool2d_backward
 
         n, (ch, s) = (2, _quick_chw(c, hw)) if quick else (BATCH, (c, hw))
         rng = _rng(name)
@@ -279,7 +289,7 @@ def _norm_case(c: int, hw: int, backward: bool) -> Case:
     name = f"batch_norm/{c}@{hw}/{'bwd' if backward else 'fwd'}"
 
     def build(quick, torch):
-        from ..norm import batch_norm, batch_norm_backward
+        from ..array.norm import batch_norm, batch_norm_backward
 
         n, (ch, s) = (2, _quick_chw(c, hw)) if quick else (BATCH, (c, hw))
         rng = _rng(name)
@@ -393,7 +403,9 @@ def all_cases() -> list[Case]:
         cases += [_pool_case(c, hw, backward) for c, hw in POOL_SHAPES]
         cases += [_norm_case(c, hw, backward) for c, hw in NORM_SHAPES]
     cases += [_unet_case(mode) for mode in UNET_MODES]
-    return cases
+    from ._cases_classic import classic_cases
+
+    return cases + classic_cases()
 
 
 def select(cases: list[Case], patterns) -> list[Case]:

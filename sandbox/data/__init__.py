@@ -11,11 +11,11 @@ float32 ``(C, H, W)`` and ``mask`` int64 ``(H, W)``, and has ``num_classes``,
 - :class:`Subset`, :func:`random_split` — views for train/validation splits.
 - :class:`DataLoader` — batches with a (seed, epoch)-determined order and augmentation.
 - :mod:`sandbox.data.augment` — ``RandomFlip``, ``RandomRotate90``, ``RandomCrop``,
-  ``RandomIntensity``, ``Compose``.
+  ``RandomIntensity``, ``CenterCrop``, ``Compose``.
 """
 
 from . import augment
-from ._augment import Compose, RandomCrop, RandomFlip, RandomIntensity, RandomRotate90
+from ._augment import CenterCrop, Compose, RandomCrop, RandomFlip, RandomIntensity, RandomRotate90
 from ._folder import ImageFolder
 from ._loader import DataLoader
 from ._nuclei import Nuclei, load_nuclei, otsu_segment, otsu_threshold
@@ -23,6 +23,7 @@ from ._shapes import Shapes
 from ._subset import Subset, random_split
 
 __all__ = [
+    "CenterCrop",
     "Compose",
     "DataLoader",
     "ImageFolder",

@@ -8,7 +8,8 @@ import numpy as np
 class Subset:
     """The samples ``indices`` of ``dataset``, in that order.
 
-    Keeps the dataset's ``num_classes``, ``in_channels`` and ``class_names``.
+    Keeps the dataset's ``num_classes``, ``in_channels`` and ``class_names`` (and
+    ``sizes``, when the dataset lists its samples' sizes).
     """
 
     def __init__(self, dataset, indices):
@@ -21,6 +22,8 @@ class Subset:
         for name in ("num_classes", "in_channels", "class_names"):
             if hasattr(dataset, name):
                 setattr(self, name, getattr(dataset, name))
+        if hasattr(dataset, "sizes"):  # per-sample (H, W), e.g. of an ImageFolder
+            self.sizes = [dataset.sizes[i] for i in self.indices]
 
     def __len__(self):
         return len(self.indices)

@@ -1,5 +1,6 @@
 """Joint image/mask augmentations (public home of :mod:`sandbox.data._augment`)."""
 
-from ._augment import Compose, RandomCrop, RandomFlip, RandomIntensity, RandomRotate90
+from ._augment import CenterCrop, Compose, RandomCrop, RandomFlip, RandomIntensity, RandomRotate90
 
-__all__ = ["Compose", "RandomCrop", "RandomFlip", "RandomIntensity", "RandomRotate90"]
+__all__ = ["CenterCrop", "Compose", "RandomCrop", "RandomFlip", "RandomIntensity",
+           "RandomRotate90"]

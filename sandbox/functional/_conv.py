@@ -1,10 +1,22 @@
-"""Differentiable 2-D convolution and transposed convolution (array ops in ``sandbox.conv``)."""
+"""Differentiable 2-D convolution and transposed convolution (arrays: ``sandbox.array.conv``).
+
+Gradients of any order.  ``conv2d`` is bilinear in (input, weight), so each of its
+gradients is again a convolution:
+
+* input gradient of ``conv2d``: ``conv_transpose2d`` of the output gradient with
+  the same weight (and the reverse for ``conv_transpose2d``);
+* weight gradient: :class:`Conv2dWeightGrad` / :class:`ConvTranspose2dWeightGrad`,
+  whose own backward is a ``conv2d`` and a ``conv_transpose2d`` again.
+
+A plain backward (``create_graph=False``) calls the array kernels directly; only
+under ``create_graph=True`` are the gradients built from these Functions.
+"""
 
 from __future__ import annotations
 
-from .. import conv as _conv
-from ..autograd import Function, Tensor, once_differentiable
-from ..ops import pad
+from ..array import conv as _conv
+from ..array._validate import pair
+from ..autograd import Function, Tensor, is_grad_enabled
 
 __all__ = ["conv2d", "conv_transpose2d"]
 
@@ -20,13 +32,18 @@ class Conv2d(Function):
         return _conv.conv2d(x, weight, bias, stride, padding, dilation, groups)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad):
-        x, weight = ctx.saved_arrays
         needs = ctx.needs_input_grad
-        gx, gw, gb = _conv.conv2d_backward(
-            grad, x, weight, *ctx.params,
-            needs=(needs[0], needs[1], ctx.has_bias and needs[2]))
+        needs = (needs[0], needs[1], ctx.has_bias and needs[2])
+        if not is_grad_enabled():  # plain backward: the kernels, on arrays
+            x, weight = ctx.saved_arrays
+            gx, gw, gb = _conv.conv2d_backward(grad.data, x, weight, *ctx.params, needs=needs)
+            return gx, gw, gb, None, None, None, None
+        # create_graph: every gradient is a differentiable op again
+        x, weight = ctx.saved_tensors
+        gx = _conv2d_input_grad(grad, weight, x.shape, *ctx.params) if needs[0] else None
+        gw = Conv2dWeightGrad.apply(x, grad, weight.data, *ctx.params) if needs[1] else None
+        gb = grad.sum(axis=(0, 2, 3)) if needs[2] else None
         return gx, gw, gb, None, None, None, None
 
 
@@ -42,14 +59,100 @@ class ConvTranspose2d(Function):
                                       dilation)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad):
-        x, weight = ctx.saved_arrays
         needs = ctx.needs_input_grad
-        gx, gw, gb = _conv.conv_transpose2d_backward(
-            grad, x, weight, *ctx.params,
-            needs=(needs[0], needs[1], ctx.has_bias and needs[2]))
+        needs = (needs[0], needs[1], ctx.has_bias and needs[2])
+        if not is_grad_enabled():  # plain backward: the kernels, on arrays
+            x, weight = ctx.saved_arrays
+            gx, gw, gb = _conv.conv_transpose2d_backward(grad.data, x, weight, *ctx.params,
+                                                         needs=needs)
+            return gx, gw, gb, None, None, None, None, None
+        x, weight = ctx.saved_tensors
+        stride, padding, _, groups, dilation = ctx.params
+        gx = None
+        if needs[0]:
+            gx = _conv_transpose2d_input_grad(grad, weight, x.shape, stride, padding, dilation,
+                                              groups)
+        gw = None
+        if needs[1]:
+            gw = ConvTranspose2dWeightGrad.apply(x, grad, weight.data, *ctx.params)
+        gb = grad.sum(axis=(0, 2, 3)) if needs[2] else None
         return gx, gw, gb, None, None, None, None, None
+
+
+class Conv2dWeightGrad(Function):
+    """``gw = d/dw <conv2d(x, w), g>``, bilinear in ``(x, g)``.
+
+    ``weight`` (an array) only gives the kernels the weight's shape.  Backward, for
+    an incoming ``gg`` shaped like the weight: ``dx = conv_transpose2d(g, gg)`` and
+    ``dg = conv2d(x, gg)``.
+    """
+
+    @staticmethod
+    def forward(ctx, x, grad, weight, stride, padding, dilation, groups):
+        ctx.save_for_backward(x, grad)
+        ctx.params = (stride, padding, dilation, groups)
+        return _conv.conv2d_backward(grad, x, weight, stride, padding, dilation, groups,
+                                     needs=(False, True, False))[1]
+
+    @staticmethod
+    def backward(ctx, gg):
+        x, grad = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        gx = _conv2d_input_grad(grad, gg, x.shape, *ctx.params) if needs[0] else None
+        g_grad = Conv2d.apply(x, gg, None, *ctx.params) if needs[1] else None
+        return gx, g_grad, None, None, None, None, None
+
+
+class ConvTranspose2dWeightGrad(Function):
+    """``gw = d/dw <conv_transpose2d(x, w), g>``, bilinear in ``(x, g)``.
+
+    Backward, for an incoming ``gg`` shaped like the weight:
+    ``dx = conv2d(g, gg)`` (cropped to ``x``) and ``dg = conv_transpose2d(x, gg)``.
+    """
+
+    @staticmethod
+    def forward(ctx, x, grad, weight, stride, padding, output_padding, groups, dilation):
+        ctx.save_for_backward(x, grad)
+        ctx.params = (stride, padding, output_padding, groups, dilation)
+        return _conv.conv_transpose2d_backward(grad, x, weight, *ctx.params,
+                                               needs=(False, True, False))[1]
+
+    @staticmethod
+    def backward(ctx, gg):
+        x, grad = ctx.saved_tensors
+        stride, padding, _, groups, dilation = ctx.params
+        needs = ctx.needs_input_grad
+        gx = None
+        if needs[0]:
+            gx = _conv_transpose2d_input_grad(grad, gg, x.shape, stride, padding, dilation,
+                                              groups)
+        g_grad = ConvTranspose2d.apply(x, gg, None, *ctx.params) if needs[1] else None
+        return gx, g_grad, None, None, None, None, None, None
+
+
+def _conv2d_input_grad(grad, weight, input_shape, stride, padding, dilation, groups):
+    """``d/dx <conv2d(x, w), g>`` as a differentiable ``conv_transpose2d`` of ``g``."""
+    (sh, sw), (ph, pw), (dh, dw) = (pair(stride, "stride", 1), pair(padding, "padding", 0),
+                                    pair(dilation, "dilation", 1))
+    kh, kw = weight.shape[2:]
+    ho, wo = grad.shape[2:]
+    h, w = input_shape[2:]
+    # conv2d drops the last (h + 2p - d(k-1) - 1) % s input rows from its windows;
+    # output_padding (always < stride) restores them in the transposed convolution.
+    oph = h + 2 * ph - dh * (kh - 1) - 1 - (ho - 1) * sh
+    opw = w + 2 * pw - dw * (kw - 1) - 1 - (wo - 1) * sw
+    return ConvTranspose2d.apply(grad, weight, None, stride, padding, (oph, opw), groups,
+                                 dilation)
+
+
+def _conv_transpose2d_input_grad(grad, weight, input_shape, stride, padding, dilation, groups):
+    """``d/dx <conv_transpose2d(x, w), g>`` as a differentiable ``conv2d`` of ``g``."""
+    gx = Conv2d.apply(grad, weight, None, stride, padding, dilation, groups)
+    h, w = input_shape[2:]
+    if gx.shape[2:] != (h, w):  # output_padding >= stride: rows no input reaches
+        gx = gx[:, :, :h, :w]
+    return gx
 
 
 def _tensor(x, name):
@@ -58,70 +161,44 @@ def _tensor(x, name):
     return x
 
 
-PADDING_MODES = ("same", "valid")
+def _pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
 
 
-def _two(value):
-    return (value, value) if isinstance(value, int) else tuple(value)
+def string_padding(padding, kernel_size, stride, dilation):
+    """``(left, right, top, bottom)`` widths for ``padding="same"`` or ``"valid"``, as torch.
 
-
-def same_padding(kernel_size, stride=1, dilation=1):
-    """Torch's ``padding="same"`` as explicit pads ``((top, bottom), (left, right))``.
-
-    The total per dim is ``dilation * (k - 1)``; when it is odd the extra row or
-    column goes at the bottom or right, as PyTorch does.  Strided convolutions are
-    refused, as in PyTorch (the output size would depend on the input size).
+    ``same`` keeps the spatial size (stride 1 only): ``dilation·(k - 1)`` in total per
+    axis, the odd one on the right/bottom.
     """
-    if any(s != 1 for s in _two(stride)):
-        raise ValueError(
-            f"padding='same' is not supported for strided convolutions (stride={stride}); "
-            "use an explicit padding"
-        )
-    pads = []
-    for k, d in zip(_two(kernel_size), _two(dilation), strict=True):
-        total = d * (k - 1)
-        pads.append((total // 2, total - total // 2))
-    return tuple(pads)
-
-
-def check_padding_mode(padding, kernel_size, stride, dilation):
-    """Validate a string ``padding`` ("same" needs stride 1); returns it."""
-    if padding not in PADDING_MODES:
-        raise ValueError(
-            f"padding must be an int, a pair of ints or one of {PADDING_MODES}, got {padding!r}"
-        )
-    if padding == "same":
-        same_padding(kernel_size, stride, dilation)
-    return padding
-
-
-def _resolve_padding(input, weight, padding, stride, dilation):
-    """``(input, padding)`` with a string ``padding`` turned into ints.
-
-    "same" pads symmetrically through the kernel and adds the odd extra row/column
-    with :func:`sandbox.ops.pad` first (differentiable), as PyTorch does.
-    """
-    if check_padding_mode(padding, weight.shape[2:], stride, dilation) == "valid":
-        return input, 0
-    (top, bottom), (left, right) = same_padding(weight.shape[2:], stride, dilation)
-    if bottom != top or right != left:
-        input = pad(input, (0, right - left, 0, bottom - top))
-    return input, (top, left)
+    if padding not in ("same", "valid"):
+        raise ValueError(f"padding must be an int, a pair, 'same' or 'valid', got {padding!r}")
+    if padding == "valid":
+        return (0, 0, 0, 0)
+    if _pair(stride) != (1, 1):
+        raise ValueError("padding='same' is not supported for strided convolutions (as PyTorch)")
+    (kh, kw), (dh, dw) = _pair(kernel_size), _pair(dilation)
+    th, tw = dh * (kh - 1), dw * (kw - 1)
+    return (tw // 2, tw - tw // 2, th // 2, th - th // 2)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution of Tensors, as ``torch.nn.functional.conv2d``.
 
     ``input`` (N, C_in, H, W), ``weight`` (C_out, C_in/groups, kh, kw), ``bias``
-    (C_out,) or None.  ``padding`` is an int, a pair, or ``"valid"`` (none) or
-    ``"same"`` (output as large as the input; stride 1 only; an odd total puts the
-    extra row/column at the bottom/right, as PyTorch).  See
-    :func:`sandbox.conv.conv2d` for the other options.
+    (C_out,) or None; ``padding`` may also be ``"same"`` or ``"valid"``.  See
+    :func:`sandbox.array.conv.conv2d` for the options.
     """
     _tensor(input, "input")
     _tensor(weight, "weight")
     if isinstance(padding, str):
-        input, padding = _resolve_padding(input, weight, padding, stride, dilation)
+        left, right, top, bottom = string_padding(padding, weight.shape[2:], stride, dilation)
+        if (left, top) != (right, bottom):  # uneven: pad explicitly
+            from ..ops import pad
+
+            input = pad(input, (left, right, top, bottom))
+            left = top = 0
+        padding = (top, left)
     return Conv2d.apply(input, weight, bias, stride, padding, dilation, groups)
 
 
@@ -130,7 +207,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """2-D transposed convolution of Tensors, as ``torch.nn.functional.conv_transpose2d``.
 
     ``input`` (N, C_in, H, W), ``weight`` (C_in, C_out/groups, kh, kw), ``bias``
-    (C_out,) or None.  See :func:`sandbox.conv.conv_transpose2d` for the options.
+    (C_out,) or None.  See :func:`sandbox.array.conv.conv_transpose2d` for the options.
     """
     _tensor(input, "input")
     _tensor(weight, "weight")

@@ -1,11 +1,16 @@
-"""Differentiable batch and group normalisation (array ops in ``sandbox.norm``)."""
+"""Differentiable batch and group normalisation (array ops in ``sandbox.array.norm``).
+
+A plain backward (``create_graph=False``) calls the array kernels.  Under
+``create_graph=True`` the same formulas are written with Tensor ops (the batch
+statistics recomputed inside the graph), so second and higher derivatives work.
+"""
 
 from __future__ import annotations
 
-from .. import norm as _norm
-from ..autograd import Function, Tensor, once_differentiable
+from ..array import norm as _norm
+from ..autograd import Function, Tensor, is_grad_enabled
 
-__all__ = ["batch_norm", "group_norm"]
+__all__ = ["batch_norm", "batch_norm_relu", "group_norm"]
 
 
 class BatchNorm(Function):
@@ -18,15 +23,49 @@ class BatchNorm(Function):
         ctx.save_for_backward(x, weight)
         ctx.stats = (mean, invstd)
         ctx.training = training
+        ctx.eps = eps
         return out
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad):
-        x, weight = ctx.saved_arrays
-        needs = ctx.needs_input_grad
-        gx, gw, gb = _norm.batch_norm_backward(grad, x, *ctx.stats, weight, ctx.training,
-                                               needs=needs[:3])
+        needs = ctx.needs_input_grad[:3]
+        if is_grad_enabled():  # create_graph: the same formulas as Tensor ops
+            x, weight = ctx.saved_tensors
+            gx, gw, gb = _batch_norm_grads(grad, x, weight, ctx, needs)
+        else:
+            x, weight = ctx.saved_arrays
+            gx, gw, gb = _norm.batch_norm_backward(grad.data, x, *ctx.stats, weight,
+                                                   ctx.training, needs=needs)
+        return gx, gw, gb, None, None, None, None, None
+
+
+class BatchNormReLU(Function):
+    """Batch norm then ReLU in one kernel pass; saves the input and the output only.
+
+    Under ``create_graph=True`` the backward is ReLU's mask times the Tensor-op
+    batch-norm gradients, like the unfused pair.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, running_mean, running_var, training, momentum, eps):
+        out, mean, invstd = _norm.batch_norm_relu(x, running_mean, running_var, weight, bias,
+                                                  training, momentum, eps)
+        ctx.save_for_backward(x, weight, out)
+        ctx.stats = (mean, invstd)
+        ctx.training = training
+        ctx.eps = eps
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        needs = ctx.needs_input_grad[:3]
+        if is_grad_enabled():  # create_graph: ReLU's mask (a constant), then batch norm's
+            x, weight, out = ctx.saved_tensors
+            gx, gw, gb = _batch_norm_grads(grad * (out.data > 0), x, weight, ctx, needs)
+        else:
+            x, weight, out = ctx.saved_arrays
+            gx, gw, gb = _norm.batch_norm_relu_backward(grad.data, x, out, *ctx.stats, weight,
+                                                        ctx.training, needs=needs)
         return gx, gw, gb, None, None, None, None, None
 
 
@@ -39,15 +78,68 @@ class GroupNorm(Function):
         ctx.save_for_backward(x, weight)
         ctx.stats = (mean, invstd)
         ctx.num_groups = num_groups
+        ctx.eps = eps
         return out
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad):
-        x, weight = ctx.saved_arrays
-        gx, gw, gb = _norm.group_norm_backward(grad, x, *ctx.stats, ctx.num_groups, weight,
-                                               needs=ctx.needs_input_grad[:3])
+        needs = ctx.needs_input_grad[:3]
+        if is_grad_enabled():  # create_graph: the same formulas as Tensor ops
+            x, weight = ctx.saved_tensors
+            gx, gw, gb = _group_norm_grads(grad, x, weight, ctx.num_groups, ctx.eps, needs)
+        else:
+            x, weight = ctx.saved_arrays
+            gx, gw, gb = _norm.group_norm_backward(grad.data, x, *ctx.stats, ctx.num_groups,
+                                                   weight, needs=needs)
         return gx, gw, gb, None, None
+
+
+def _normalized_grad(dxhat, xhat, invstd, axes):
+    """``invstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))`` over ``axes``.
+
+    The input gradient of ``xhat = (x - mean(x)) * invstd(x)`` for an incoming
+    ``dxhat`` (statistics taken over ``axes``).
+    """
+    return invstd * (dxhat - dxhat.mean(axis=axes, keepdims=True)
+                     - xhat * (dxhat * xhat).mean(axis=axes, keepdims=True))
+
+
+def _batch_norm_grads(grad, x, weight, ctx, needs):
+    """Batch-norm gradients as Tensor ops (differentiable again)."""
+    axes = (0, *range(2, x.ndim))
+    per_channel = (1, -1) + (1,) * (x.ndim - 2)
+    if ctx.training:  # the statistics depend on x: recompute them in the graph
+        xc = x - x.mean(axis=axes, keepdims=True)
+        invstd = ((xc * xc).mean(axis=axes, keepdims=True) + ctx.eps) ** -0.5
+    else:  # running statistics: constants
+        mean, invstd = (s.reshape(per_channel) for s in ctx.stats)
+        xc = x - mean
+    xhat = xc * invstd
+    gw = (grad * xhat).sum(axis=axes) if needs[1] else None
+    gb = grad.sum(axis=axes) if needs[2] else None
+    gx = None
+    if needs[0]:
+        dxhat = grad if weight is None else grad * weight.reshape(per_channel)
+        gx = _normalized_grad(dxhat, xhat, invstd, axes) if ctx.training else dxhat * invstd
+    return gx, gw, gb
+
+
+def _group_norm_grads(grad, x, weight, num_groups, eps, needs):
+    """Group-norm gradients as Tensor ops (differentiable again)."""
+    n, c = x.shape[:2]
+    xg = x.reshape(n, num_groups, -1)
+    xc = xg - xg.mean(axis=2, keepdims=True)
+    invstd = ((xc * xc).mean(axis=2, keepdims=True) + eps) ** -0.5
+    xhat = xc * invstd  # (N, G, C/G * L)
+    g3 = grad.reshape(n, c, -1)
+    gw = (g3 * xhat.reshape(n, c, -1)).sum(axis=(0, 2)) if needs[1] else None
+    gb = g3.sum(axis=(0, 2)) if needs[2] else None
+    gx = None
+    if needs[0]:
+        dxhat = g3 if weight is None else g3 * weight.reshape(c, 1)
+        gx = _normalized_grad(dxhat.reshape(n, num_groups, -1), xhat, invstd, 2)
+        gx = gx.reshape(x.shape)
+    return gx, gw, gb
 
 
 def _array(x):
@@ -63,6 +155,29 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """
     return BatchNorm.apply(input, weight, bias, _array(running_mean), _array(running_var),
                            bool(training), momentum, eps)
+
+
+def batch_norm_relu(input, running_mean, running_var, weight=None, bias=None, training=False,
+                    momentum=0.1, eps=1e-5):
+    """``relu(batch_norm(...))`` of a Tensor in one fused pass, forward and backward.
+
+    Same arguments and results as ``relu(batch_norm(input, ...))`` (bitwise), but
+    neither the normalised intermediate nor the ReLU mask is ever materialised:
+    the forward writes the output directly, the backward reads the gradient, the
+    input and the output.
+
+    Parameters
+    ----------
+    input : Tensor or ndarray, shape (N, C, ...)
+    running_mean, running_var, weight, bias, training, momentum, eps
+        As for :func:`batch_norm`.
+
+    Returns
+    -------
+    Tensor
+    """
+    return BatchNormReLU.apply(input, weight, bias, _array(running_mean), _array(running_var),
+                               bool(training), momentum, eps)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):

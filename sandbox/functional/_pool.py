@@ -1,9 +1,17 @@
-"""Differentiable 2-D max and average pooling (array ops in ``sandbox.pool``)."""
+"""Differentiable 2-D max and average pooling (array ops in ``sandbox.array.pool``).
+
+Gradients of any order.  Both ops are linear in the values they move: the max-pool
+backward scatters the gradient to the saved argmax indices (:class:`MaxPool2dScatter`),
+whose backward gathers from those indices (:class:`MaxPool2dGather`), and back; the
+average-pool backward is the adjoint spread (:class:`AvgPool2dAdjoint`), whose backward
+is average pooling again.  A plain backward (``create_graph=False``) calls the array
+kernels directly.
+"""
 
 from __future__ import annotations
 
-from .. import pool as _pool
-from ..autograd import Function, once_differentiable
+from ..array import pool as _pool
+from ..autograd import Function, is_grad_enabled
 
 __all__ = ["avg_pool2d", "max_pool2d"]
 
@@ -19,10 +27,39 @@ class MaxPool2d(Function):
         return out, idx
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad, _grad_indices):
-        gx = _pool.max_pool2d_backward(grad, ctx.indices, ctx.input_shape)
+        if is_grad_enabled():  # create_graph: a differentiable scatter
+            gx = MaxPool2dScatter.apply(grad, ctx.indices, ctx.input_shape)
+        else:
+            gx = _pool.max_pool2d_backward(grad.data, ctx.indices, ctx.input_shape)
         return gx, None, None, None, None, None
+
+
+class MaxPool2dScatter(Function):
+    """``gx = scatter-add of g to indices`` (the max-pool input gradient); backward: gather."""
+
+    @staticmethod
+    def forward(ctx, grad, indices, input_shape):
+        ctx.indices = indices
+        return _pool.max_pool2d_backward(grad, indices, input_shape)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return MaxPool2dGather.apply(gg, ctx.indices), None, None
+
+
+class MaxPool2dGather(Function):
+    """``y = x at indices`` per plane (the adjoint of :class:`MaxPool2dScatter`)."""
+
+    @staticmethod
+    def forward(ctx, x, indices):
+        ctx.indices = indices
+        ctx.input_shape = x.shape
+        return _pool.max_pool2d_gather(x, indices)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return MaxPool2dScatter.apply(grad, ctx.indices, ctx.input_shape), None
 
 
 class AvgPool2d(Function):
@@ -37,10 +74,27 @@ class AvgPool2d(Function):
         return _pool.avg_pool2d(x, *ctx.params)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad):
-        return (_pool.avg_pool2d_backward(grad, ctx.input_shape, *ctx.params),
-                None, None, None, None, None, None)
+        if is_grad_enabled():  # create_graph: the differentiable adjoint
+            gx = AvgPool2dAdjoint.apply(grad, ctx.input_shape, *ctx.params)
+        else:
+            gx = _pool.avg_pool2d_backward(grad.data, ctx.input_shape, *ctx.params)
+        return gx, None, None, None, None, None, None
+
+
+class AvgPool2dAdjoint(Function):
+    """``gx = avg_pool2d_backward(g)``, linear in ``g``; backward: average pooling again."""
+
+    @staticmethod
+    def forward(ctx, grad, input_shape, kernel_size, stride, padding, ceil_mode,
+                count_include_pad, divisor_override):
+        ctx.params = (kernel_size, stride, padding, ceil_mode, count_include_pad,
+                      divisor_override)
+        return _pool.avg_pool2d_backward(grad, input_shape, *ctx.params)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return (AvgPool2d.apply(gg, *ctx.params),) + (None,) * 7
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import resample as _resample
 from ..autograd import Function, Tensor
-from ..resample._options import check_array
+from ..resample import check_array
 
 __all__ = ["interpolate"]
 

@@ -89,19 +89,15 @@ class IndexAdd(Function):
 
 
 class IndexPut(Function):
-    """``x`` with ``value`` written at ``index``: the recorded form of ``x[index] = value``.
-
-    ``in_place`` writes into ``x``'s array (``x`` needs no grad); otherwise into a
-    copy, so that arrays saved by earlier nodes keep their values.
-    """
+    """``x`` with ``value`` written at ``index``: the recorded form of ``x[index] = value``
+    (written into ``x``'s own array, as torch)."""
 
     @staticmethod
-    def forward(ctx, x, value, index, in_place):
+    def forward(ctx, x, value, index):
         ctx.index = index
         ctx.value_shape = np.shape(value)
-        out = x if in_place else x.copy()
-        out[index] = value
-        return out
+        x[index] = value
+        return x
 
     @staticmethod
     def backward(ctx, grad):
@@ -116,7 +112,7 @@ class IndexPut(Function):
             if extra > 0:
                 g = g.reshape((1,) * extra + g.shape)
             gv = unbroadcast(g, ctx.value_shape)
-        return gx, gv, None, None
+        return gx, gv, None
 
 
 class Cat(Function):
@@ -263,11 +259,11 @@ def getitem(x, index):
 def setitem(x, index, value):
     """``x[index] = value``, in place, as torch.
 
-    When ``value`` requires grad, ``x`` becomes an output of the assignment, so
-    gradients reach ``value`` (through ``x[index]``) and, for a non-leaf ``x``,
-    the elements of the old ``x`` that were not overwritten.  A non-leaf ``x`` gets
-    a fresh array (arrays saved by earlier ops keep their values); any other ``x``
-    is written in place.  A leaf that requires grad cannot be assigned into.
+    When ``value`` (or a non-leaf ``x``) requires grad, ``x`` becomes the output of
+    the assignment, so gradients reach ``value`` (through ``x[index]``) and the
+    elements of the old ``x`` that were not overwritten.  The write bumps ``x``'s
+    version: a node that saved ``x`` before refuses to use it.  A leaf that
+    requires grad cannot be assigned into.
     """
     if x.requires_grad and (x.grad_fn is None or not is_grad_enabled()):
         raise RuntimeError(
@@ -278,14 +274,14 @@ def setitem(x, index, value):
     idx = _index_arg(index)
     value = operand(value, "setitem")
     tracked = x.requires_grad or (isinstance(value, Tensor) and value.requires_grad)
-    if not (tracked and is_grad_enabled()):
+    if tracked and is_grad_enabled():
+        # The node's input is x as it was (for a non-leaf, its old place in the graph).
+        old = Tensor._make(x._data, x.grad_fn, x._output_nr) if x.requires_grad else x
+        out = IndexPut.apply(old, value, idx)
+        x.grad_fn, x._output_nr, x._requires_grad = out.grad_fn, out._output_nr, True
+    else:
         x._data[idx] = value._data if isinstance(value, Tensor) else value
-        return
-    in_place = not x.requires_grad
-    old = x if in_place else Tensor._make(x._data, x.grad_fn, x._output_nr)
-    out = IndexPut.apply(old, value, idx, in_place)
-    x._data, x.grad_fn, x._output_nr = out._data, out.grad_fn, out._output_nr
-    x._requires_grad = out._requires_grad
+    x._bump_version()  # a node that saved x will refuse to use it (see Context)
 
 
 def _tensors(seq, op):

@@ -37,11 +37,6 @@ DELIBERATE_DIFFERENCES = {
     "repeated indices in setitem": "x[idx] = v with a repeated index keeps one write in "
     "both libraries, but which one (and so which element of v gets the gradient) is "
     "unspecified in torch: the setitem generator draws unique indices.",
-    "setitem into a non-leaf": "x[i] = v on a tensor in the graph writes into a fresh "
-    "array (copy-on-write): arrays saved by earlier ops keep their values, so where torch "
-    "raises (an overwritten tensor was saved for backward) we give the exact gradient, "
-    "and views taken of x before the assignment do not see it. The setitem generator "
-    "assigns into tensors that no op saved (a buffer, or the output of a * 1.5).",
     "softplus at beta * x == threshold": "torch's first derivative there is the sigmoid "
     "but its second derivative is 0; ours is the sigmoid's for both: beta and threshold "
     "are chosen so that no drawn value lands on that point.",

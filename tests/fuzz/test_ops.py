@@ -117,8 +117,12 @@ def test_fuzz_elementwise_graphs(data):
 REDUCTIONS = {
     "sum": (lambda x, d, k: x.sum(dim=d, keepdim=k), lambda x, d, k: x.sum(dim=d, keepdim=k)),
     "mean": (lambda x, d, k: x.mean(dim=d, keepdim=k), lambda x, d, k: x.mean(dim=d, keepdim=k)),
-    "max": (lambda x, d, k: x.max(dim=d, keepdim=k), lambda x, d, k: x.amax(dim=d, keepdim=k)),
-    "min": (lambda x, d, k: x.min(dim=d, keepdim=k), lambda x, d, k: x.amin(dim=d, keepdim=k)),
+    "amax": (lambda x, d, k: x.amax(dim=d, keepdim=k), lambda x, d, k: x.amax(dim=d, keepdim=k)),
+    "amin": (lambda x, d, k: x.amin(dim=d, keepdim=k), lambda x, d, k: x.amin(dim=d, keepdim=k)),
+    "max_dim": (  # torch's (values, indices) form: one dim; a tie's gradient goes to one index
+        lambda x, d, k: x.max(dim=d, keepdim=k)[0],
+        lambda x, d, k: x.max(dim=d, keepdim=k)[0],
+    ),
     "var": (lambda x, d, k: x.var(dim=d, keepdim=k), lambda x, d, k: x.var(dim=d, keepdim=k)),
     "var0": (
         lambda x, d, k: x.var(dim=d, correction=0, keepdim=k),
@@ -142,6 +146,8 @@ def test_fuzz_reductions_with_ties(data):
     dim = tuple(dims) if len(dims) != 1 else dims[0]
     if dim == () or (name.startswith("var") and not dims):
         dim = tuple(range(len(shape)))  # all dims (torch reads dim=() as "all" only for some ops)
+    if name == "max_dim":
+        dim = data.draw(st.integers(-len(shape), len(shape) - 1), label="dim")
     keep = data.draw(st.booleans(), label="keepdim")
     sb, th = REDUCTIONS[name]
     # x * x first: a non-trivial second derivative, and ties between x and -x.

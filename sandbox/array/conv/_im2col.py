@@ -1,0 +1,164 @@
+"""The im2col + GEMM path of the 2-D convolutions, run in fixed chunks of samples.
+
+A convolution chunk of ``nb`` samples is one GEMM per group::
+
+    out[n0:n0+nb] (O, nb*ho*wo) = weight.reshape(O, C/g*kh*kw) @ im2col(x)[n0:n0+nb]
+
+with the column layout documented in ``pyx/_im2col.pyx``.  The chunk size ``nb``
+depends on the shapes only, never on the thread count: one sample when a sample
+has at least ``TUNING.target_cols`` output pixels (the GEMM then writes straight
+into the output), else enough samples to reach that many columns, and never more
+than ``TUNING.max_col_bytes`` of columns.  Column buffers are never kept between
+forward and backward: the backward recomputes them.
+
+Chunks run on :func:`sandbox.array._parallel.parallel_map`; inside a chunk the
+im2col/col2im kernels run serially and the GEMMs call numpy's BLAS, which
+:mod:`sandbox._config` pins to one thread.  Each chunk writes only its own samples
+of the output; weight and bias gradients are one partial per chunk, summed in
+chunk order (:class:`~sandbox.array._parallel.OrderedSum`), so every result is
+bitwise identical for any thread count.
+
+The same two loops serve both ops, because a transposed convolution is the
+adjoint of a convolution with the same weight:
+
+* :func:`unfold_loop`: ``im2col(a)`` per chunk; optionally ``y = W @ col`` and
+  ``dW += b @ col.T`` (conv2d forward; conv_transpose2d backward).
+* :func:`fold_loop`: ``b`` per chunk; optionally ``dW += b @ im2col(a).T`` and
+  ``y = col2im(W.T @ b)`` (conv2d backward; conv_transpose2d forward).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..._C import _im2col
+from .._parallel import OrderedSum, parallel_map, scratch
+from ._tuning import TUNING, kernel_threads
+
+__all__ = ["fold_loop", "unfold_loop"]
+
+
+def _chunk(n: int, plane: int, rows: int, itemsize: int) -> int:
+    """Samples per chunk (see module docstring); never depends on the thread count."""
+    nb = max(1, min(n, -(-TUNING.target_cols // max(plane, 1))))
+    cap = TUNING.max_col_bytes // max(plane * rows * itemsize, 1)
+    return max(1, min(nb, cap))
+
+
+def _blocks(n: int, nb: int) -> list[tuple[int, int, int]]:
+    """``(chunk index, first sample, samples)`` for chunks of ``nb`` samples."""
+    return [(i, n0, min(nb, n - n0)) for i, n0 in enumerate(range(0, n, nb))]
+
+
+def _gather(arr, n0, nb, name):
+    """``arr[n0:n0+nb]`` (N, K, ...) as a (K, nb*P) matrix: a view when nb == 1,
+    else a copy into this thread's scratch buffer ``name``."""
+    k = arr.shape[1]
+    plane = arr[0, 0].size
+    if nb == 1:
+        return arr[n0].reshape(k, plane)
+    mat = scratch(name, (k, nb, plane), arr.dtype)
+    np.copyto(mat, arr[n0:n0 + nb].reshape(nb, k, plane).transpose(1, 0, 2))
+    return mat.reshape(k, nb * plane)
+
+
+def _scatter(mat, arr, n0, nb):
+    """Inverse of :func:`_gather`: ``arr[n0:n0+nb] = mat`` (K, nb*P)."""
+    k = arr.shape[1]
+    np.copyto(arr[n0:n0 + nb].reshape(nb, k, -1), mat.reshape(k, nb, -1).transpose(1, 0, 2))
+
+
+def _grouped_matmul(a, b, out, groups, trans_a=False, trans_b=False):
+    """``out[g] = op(a[g]) @ op(b[g])`` for row blocks ``g`` of ``a``/``b``/``out``."""
+    ra, rb, ro = a.shape[0] // groups, b.shape[0] // groups, out.shape[0] // groups
+    for g in range(groups):
+        ag = a[g * ra:(g + 1) * ra]
+        bg = b[g * rb:(g + 1) * rb]
+        np.matmul(ag.T if trans_a else ag, bg.T if trans_b else bg, out=out[g * ro:(g + 1) * ro])
+
+
+def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
+    """Per chunk of samples: ``col = im2col(a)``; ``y = wmat @ col (+ bias)`` if ``y``
+    is given; returns ``sum b @ col.T`` (shape of ``wmat``, summed in chunk order)
+    if ``b`` is given, else None.
+
+    ``a`` (N, C, H, W); ``wmat`` (O, C/g*kh*kw); ``y`` and ``b`` (N, O, ho, wo).
+    """
+    n, c = a.shape[:2]
+    o = wmat.shape[0]
+    plane = ho * wo
+    rows = c * geom.kh * geom.kw
+    nt = kernel_threads()
+    pointwise = geom.is_pointwise()
+    blocks = _blocks(n, _chunk(n, plane, rows, a.itemsize))
+    gw = None if b is None else OrderedSum(len(blocks))
+
+    def task(block):
+        i, n0, nb = block
+        if pointwise:
+            col = _gather(a, n0, nb, "col")
+        else:
+            col = scratch("col", (rows, nb * plane), a.dtype)
+            _im2col.im2col(a, col, n0, nb, *geom.args(), ho, wo, nt)
+        if y is not None:
+            ymat = y[n0].reshape(o, plane) if nb == 1 else scratch("out", (o, nb * plane), a.dtype)
+            _grouped_matmul(wmat, col, ymat, groups)
+            if nb > 1:
+                _scatter(ymat, y, n0, nb)
+            if bias is not None:
+                y[n0:n0 + nb] += bias.reshape(-1, 1, 1)
+        if b is not None:
+            partial = np.empty_like(wmat)
+            _grouped_matmul(_gather(b, n0, nb, "grad"), col, partial, groups, trans_b=True)
+            gw.add(i, partial)
+
+    parallel_map(task, blocks)
+    return None if gw is None else gw.out
+
+
+def fold_loop(b, wmat, geom, h, w, groups, y=None, a=None, bias_grad=False):
+    """Per chunk of samples of ``b`` (N, O, ho, wo): returns ``(gw, gb)`` with
+    ``gw = sum b @ im2col(a).T`` if ``a`` (N, C, h, w) is given and ``gb`` the
+    per-channel sum of ``b`` if ``bias_grad`` (both summed in chunk order, else
+    None); writes ``y = col2im(wmat.T @ b)`` (N, C, h, w) if ``y`` is given.
+    """
+    n, o, ho, wo = b.shape
+    rg = wmat.shape[1]
+    c = rg * groups // (geom.kh * geom.kw)
+    plane = ho * wo
+    rows = c * geom.kh * geom.kw
+    nt = kernel_threads()
+    pointwise = geom.is_pointwise()
+    blocks = _blocks(n, _chunk(n, plane, rows, b.itemsize))
+    gw = None if a is None else OrderedSum(len(blocks))
+    gb = OrderedSum(len(blocks)) if bias_grad else None
+
+    def task(block):
+        i, n0, nb = block
+        bmat = _gather(b, n0, nb, "grad")
+        if gb is not None:
+            gb.add(i, bmat.sum(axis=1))
+        if a is not None:
+            if pointwise:
+                col = _gather(a, n0, nb, "col")
+            else:
+                col = scratch("col", (rows, nb * plane), b.dtype)
+                _im2col.im2col(a, col, n0, nb, *geom.args(), ho, wo, nt)
+            partial = np.empty_like(wmat)
+            _grouped_matmul(bmat, col, partial, groups, trans_b=True)
+            gw.add(i, partial)
+        if y is not None:
+            if pointwise and nb == 1:
+                _grouped_matmul(wmat, bmat, y[n0].reshape(c, plane), groups, trans_a=True)
+                return
+            col = scratch("col", (rows, nb * plane), b.dtype)  # the im2col above is consumed
+            _grouped_matmul(wmat, bmat, col, groups, trans_a=True)
+            _im2col.col2im(col, y, n0, nb, *geom.args(), ho, wo, nt)
+
+    parallel_map(task, blocks)
+    return (None if gw is None else gw.out), (None if gb is None else gb.out)
+
+
+def _add_bias(y, bias):
+    if bias is not None:
+        y += bias.reshape(1, -1, 1, 1)

@@ -1,0 +1,310 @@
+"""Batch and group normalisation on plain ndarrays (numpy; float32 stays float32).
+
+Notation for one normalisation group of ``m`` values (a channel over batch and
+space for batch norm; ``C/G`` channels of one sample for group norm)::
+
+    mean = sum(x) / m,   var = sum((x - mean)**2) / m,   invstd = 1 / sqrt(var + eps)
+    xhat = (x - mean) * invstd,   y = weight * xhat + bias
+
+and the backward with ``dxhat = weight * dy``::
+
+    dx = invstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+
+Per-channel sums run over the contiguous last axis first (numpy's pairwise
+summation there keeps float32 accurate), then over the batch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._config import kernel_threads
+from ._validate import check_float, check_same_dtype
+
+__all__ = ["batch_norm", "batch_norm_backward", "batch_norm_relu", "batch_norm_relu_backward",
+           "group_norm", "group_norm_backward"]
+
+
+def _kernels():
+    from .._C import _norm
+
+    return _norm
+
+
+def _check_input(input, name="input"):
+    check_float(input, name)
+    if input.ndim < 2:
+        raise ValueError(f"{name} must have at least 2 dimensions (N, C, ...), "
+                         f"got shape {input.shape}")
+
+
+def _check_param(arr, name, channels, ref):
+    if arr is None:
+        return None
+    check_float(arr, name)
+    check_same_dtype(arr, ref, name)
+    if arr.shape != (channels,):
+        raise ValueError(f"{name} must have shape ({channels},), got {arr.shape}")
+    return arr
+
+
+def _check_eps(eps):
+    if not eps > 0:
+        raise ValueError(f"eps must be positive, got {eps!r}")
+
+
+def _view3(x):
+    """(N, C, ...) -> contiguous (N, C, L)."""
+    return np.ascontiguousarray(x).reshape(x.shape[0], x.shape[1], math.prod(x.shape[2:]))
+
+
+def _csum(a):
+    """Per-channel sum of (N, C, L) -> (C,)."""
+    return a.sum(axis=2).sum(axis=0)
+
+
+def _cdot(a, b):
+    """Per-channel sum of a * b for (N, C, L) arrays -> (C,)."""
+    return np.einsum("ncl,ncl->nc", a, b).sum(axis=0)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Batch normalisation, as ``torch.nn.functional.batch_norm``.
+
+    Parameters
+    ----------
+    input : ndarray, shape (N, C, ...), float32 or float64
+    running_mean, running_var : ndarray, shape (C,), or None
+        Running statistics.  Used for normalisation when ``training`` is False;
+        updated in place (unbiased variance) when ``training`` is True.
+    weight, bias : ndarray, shape (C,), optional
+    training : bool
+        Normalise with the batch statistics (biased variance).
+    momentum : float
+        ``running = (1 - momentum) * running + momentum * batch_stat``.
+    eps : float
+
+    Returns
+    -------
+    out : ndarray, same shape and dtype as ``input``
+    mean, invstd : ndarray, shape (C,)
+        The statistics used (saved for :func:`batch_norm_backward`).
+    """
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps,
+                       relu=False)
+
+
+def batch_norm_relu(input, running_mean, running_var, weight=None, bias=None, training=False,
+                    momentum=0.1, eps=1e-5):
+    """Batch normalisation followed by ReLU, in one pass over the data.
+
+    Bitwise identical to ``np.maximum(batch_norm(...)[0], 0)`` (NaN propagates),
+    without the intermediate array.
+
+    Parameters
+    ----------
+    input, running_mean, running_var, weight, bias, training, momentum, eps
+        As for :func:`batch_norm`.
+
+    Returns
+    -------
+    out : ndarray, same shape and dtype as ``input``
+        ``max(batch_norm(input), 0)``; keep it for :func:`batch_norm_relu_backward`.
+    mean, invstd : ndarray, shape (C,)
+        The statistics used.
+    """
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps,
+                       relu=True)
+
+
+def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, relu):
+    _check_input(input)
+    _check_eps(eps)
+    c = input.shape[1]
+    weight = _check_param(weight, "weight", c, input)
+    bias = _check_param(bias, "bias", c, input)
+    for name, arr in (("running_mean", running_mean), ("running_var", running_var)):
+        if arr is not None:
+            check_float(arr, name)
+            if arr.shape != (c,):
+                raise ValueError(f"{name} must have shape ({c},), got {arr.shape}")
+    x = _view3(input)
+    n, c, length = x.shape
+    m = n * length
+    dtype = x.dtype.type
+    kernels, threads = _kernels(), kernel_threads(x.size)
+    if training:
+        if m <= 1:
+            raise ValueError(f"batch_norm in training needs more than 1 value per channel, "
+                             f"got input of shape {input.shape}")
+        mean64, var64 = np.empty(c), np.empty(c)
+        kernels.channel_moments(x, mean64, var64, threads)
+        mean = mean64.astype(dtype)
+        invstd = (1 / np.sqrt(var64 + eps)).astype(dtype)
+        if running_mean is not None:
+            running_mean *= 1 - momentum
+            running_mean += momentum * mean
+        if running_var is not None:
+            running_var *= 1 - momentum
+            running_var += (momentum * m / (m - 1)) * var64.astype(dtype)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm with training=False needs running_mean and running_var")
+        mean = running_mean.astype(dtype)
+        invstd = (1 / np.sqrt(running_var + eps)).astype(dtype)
+    # y = x * scale + shift with scale = invstd * weight, shift = bias - mean * scale
+    scale = invstd if weight is None else invstd * weight
+    shift = -mean * scale if bias is None else bias - mean * scale
+    out = np.empty_like(x)
+    (kernels.affine_relu if relu else kernels.affine)(x, scale, shift, out, threads)
+    return out.reshape(input.shape), mean, invstd
+
+
+def batch_norm_backward(grad_output, input, mean, invstd, weight=None, training=False,
+                        needs=(True, True, True)):
+    """Gradients of :func:`batch_norm` with respect to (input, weight, bias).
+
+    ``mean`` and ``invstd`` are the statistics :func:`batch_norm` returned.  In
+    training mode the statistics depend on the input (the full formula in the
+    module docstring); in eval mode they are constants.
+    """
+    return _batch_norm_backward(grad_output, input, None, mean, invstd, weight, training, needs)
+
+
+def batch_norm_relu_backward(grad_output, input, output, mean, invstd, weight=None,
+                             training=False, needs=(True, True, True)):
+    """Gradients of :func:`batch_norm_relu` with respect to (input, weight, bias).
+
+    ``output`` is what :func:`batch_norm_relu` returned: the ReLU passes the
+    gradient where ``output > 0`` (0 at 0, as PyTorch).  Bitwise identical to
+    :func:`batch_norm_backward` of ``grad_output * (output > 0)``, without that
+    array and in two passes over the data.
+
+    Parameters
+    ----------
+    grad_output, input, output : ndarray, shape (N, C, ...)
+    mean, invstd, weight, training, needs
+        As for :func:`batch_norm_backward`.
+    """
+    _check_input(output, "output")
+    if output.shape != input.shape:
+        raise ValueError(f"output must have the shape of input {input.shape}, "
+                         f"got {output.shape}")
+    return _batch_norm_backward(grad_output, input, output, mean, invstd, weight, training, needs)
+
+
+def _batch_norm_backward(grad_output, input, output, mean, invstd, weight, training, needs):
+    _check_input(grad_output, "grad_output")
+    if grad_output.shape != input.shape:
+        raise ValueError(f"grad_output must have the shape of input {input.shape}, "
+                         f"got {grad_output.shape}")
+    x = _view3(input)
+    g = _view3(grad_output)
+    y = None if output is None else _view3(output)
+    n, c, length = x.shape
+    m = n * length
+    dtype = x.dtype.type
+    kernels, threads = _kernels(), kernel_threads(x.size)
+    sum_g64, sum_gx64 = np.empty(c), np.empty(c)
+    if y is None:
+        kernels.channel_sums(g, x, sum_g64, sum_gx64, threads)
+    else:
+        kernels.masked_channel_sums(g, x, y, sum_g64, sum_gx64, threads)
+    sum_g = sum_g64.astype(dtype)
+    # sum(g * xhat) = invstd * (sum(g * x) - mean * sum(g))
+    sum_gxhat = (invstd * (sum_gx64 - mean * sum_g64)).astype(dtype)
+    gx = None
+    if needs[0]:
+        a = invstd if weight is None else invstd * weight
+        if training:
+            # dx = a * (g - sum_g/m - xhat * sum_gxhat/m) = a*g + b*x + shift
+            b = -a * invstd * sum_gxhat / dtype(m)
+            shift = -a * sum_g / dtype(m) - b * mean
+        else:
+            b = np.zeros_like(a)
+            shift = np.zeros_like(a)
+        gx = np.empty_like(g)
+        coeffs = (a.astype(dtype), b.astype(dtype), shift.astype(dtype))
+        if y is None:
+            kernels.affine2(g, x, *coeffs, gx, threads)
+        else:
+            kernels.masked_affine2(g, x, y, *coeffs, gx, threads)
+        gx = gx.reshape(input.shape)
+    gw = sum_gxhat if needs[1] else None
+    gb = sum_g if needs[2] else None
+    return gx, gw, gb
+
+
+def _check_group(input, num_groups, weight, bias, eps):
+    _check_input(input)
+    _check_eps(eps)
+    c = input.shape[1]
+    if (isinstance(num_groups, bool) or not isinstance(num_groups, (int, np.integer))
+            or num_groups < 1):
+        raise ValueError(f"num_groups must be a positive int, got {num_groups!r}")
+    if c % num_groups:
+        raise ValueError(f"num_groups={num_groups} must divide the number of channels ({c})")
+    return _check_param(weight, "weight", c, input), _check_param(bias, "bias", c, input)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Group normalisation, as ``torch.nn.functional.group_norm``.
+
+    Parameters
+    ----------
+    input : ndarray, shape (N, C, ...), float32 or float64
+    num_groups : int
+        Divides ``C``; statistics per sample over ``C/num_groups`` channels and space.
+    weight, bias : ndarray, shape (C,), optional
+    eps : float
+
+    Returns
+    -------
+    out : ndarray, same shape as ``input``
+    mean, invstd : ndarray, shape (N, num_groups)
+    """
+    weight, bias = _check_group(input, num_groups, weight, bias, eps)
+    n, c = input.shape[:2]
+    xg = np.ascontiguousarray(input).reshape(n, num_groups, -1)
+    k = xg.shape[2]
+    mean = xg.sum(axis=2) / xg.dtype.type(k)
+    xc = xg - mean[:, :, None]
+    var = np.einsum("ngk,ngk->ng", xc, xc) / xg.dtype.type(k)
+    invstd = 1 / np.sqrt(var + xg.dtype.type(eps))
+    xc *= invstd[:, :, None]
+    out = xc.reshape(n, c, -1)
+    if weight is not None:
+        out *= weight[:, None]
+    if bias is not None:
+        out += bias[:, None]
+    return out.reshape(input.shape), mean, invstd
+
+
+def group_norm_backward(grad_output, input, mean, invstd, num_groups, weight=None,
+                        needs=(True, True, True)):
+    """Gradients of :func:`group_norm` with respect to (input, weight, bias)."""
+    _check_input(grad_output, "grad_output")
+    n, c = input.shape[:2]
+    x3 = _view3(input)
+    g3 = _view3(grad_output)
+    ng = num_groups
+    xhat = (x3.reshape(n, ng, -1) - mean[:, :, None]) * invstd[:, :, None]
+    xhat3 = xhat.reshape(n, c, -1)
+    gw = _cdot(g3, xhat3) if needs[1] else None
+    gb = _csum(g3) if needs[2] else None
+    gx = None
+    if needs[0]:
+        dxhat = g3 if weight is None else g3 * weight[:, None]
+        dxhat = dxhat.reshape(n, ng, -1)
+        k = dxhat.shape[2]
+        mean_d = dxhat.sum(axis=2) / dxhat.dtype.type(k)
+        mean_dx = np.einsum("ngk,ngk->ng", dxhat, xhat) / dxhat.dtype.type(k)
+        xhat *= mean_dx[:, :, None]
+        gx = dxhat - xhat
+        gx -= mean_d[:, :, None]
+        gx *= invstd[:, :, None]
+        gx = gx.reshape(input.shape)
+    return gx, gw, gb

@@ -1,0 +1,195 @@
+"""2-D max and average pooling on plain ndarrays (kernels in ``pyx/_pool.pyx``).
+
+Semantics follow PyTorch (CPU): ``stride=None`` means ``stride=kernel_size``;
+padding is ``-inf`` for max pooling and zeros for average pooling and may be at
+most half the kernel size; with ``ceil_mode`` the last window may run past the
+input but must start inside the input or its left padding.  Max pooling returns
+flat argmax indices inside each ``H * W`` plane (PyTorch's ``return_indices``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._C import _pool
+from .._config import kernel_threads
+from ._validate import check_float, pair
+
+__all__ = [
+    "avg_pool2d",
+    "avg_pool2d_backward",
+    "max_pool2d",
+    "max_pool2d_backward",
+    "max_pool2d_gather",
+    "pool_output_size",
+]
+
+
+def pool_output_size(size: int, kernel: int, stride: int, pad: int, dilation: int = 1,
+                     ceil_mode: bool = False) -> int:
+    """Output length of a pooling window sweep (PyTorch's ``pooling_output_shape``)."""
+    span = size + 2 * pad - dilation * (kernel - 1) - 1
+    if ceil_mode:
+        out = -(-span // stride) + 1
+        # the last window must start inside the input or the left padding
+        if (out - 1) * stride >= size + pad:
+            out -= 1
+    else:
+        out = span // stride + 1
+    return out
+
+
+def _check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, name):
+    check_float(input, "input")
+    if input.ndim not in (3, 4):
+        raise ValueError(
+            f"input must be 3-D (C, H, W) or 4-D (N, C, H, W), got shape {input.shape}")
+    kh, kw = pair(kernel_size, "kernel_size", 1)
+    sh, sw = (kh, kw) if stride is None or stride == () else pair(stride, "stride", 1)
+    ph, pw = pair(padding, "padding", 0)
+    dh, dw = pair(dilation, "dilation", 1)
+    if ph > kh // 2 or pw > kw // 2:
+        raise ValueError(
+            f"padding {(ph, pw)} must be at most half of kernel_size {(kh, kw)}")
+    h, w = input.shape[-2:]
+    ho = pool_output_size(h, kh, sh, ph, dh, bool(ceil_mode))
+    wo = pool_output_size(w, kw, sw, pw, dw, bool(ceil_mode))
+    if ho <= 0 or wo <= 0:
+        raise ValueError(
+            f"{name}: output size ({ho}, {wo}) is not positive: input spatial size {(h, w)} "
+            f"is too small for kernel_size {(kh, kw)} (dilation {(dh, dw)}, padding "
+            f"{(ph, pw)})")
+    return (kh, kw, sh, sw, ph, pw, dh, dw), (ho, wo)
+
+
+def _planes(arr):
+    """View (..., H, W) as C-contiguous (P, H, W)."""
+    return np.ascontiguousarray(arr).reshape(-1, *arr.shape[-2:])
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """2-D max pooling, as ``torch.nn.functional.max_pool2d(..., return_indices=True)``.
+
+    Parameters
+    ----------
+    input : ndarray, shape (N, C, H, W) or (C, H, W), float32 or float64
+    kernel_size, stride, padding, dilation : int or (int, int)
+        ``stride=None`` means ``kernel_size``; ``padding <= kernel_size // 2``.
+    ceil_mode : bool
+        Use ceil instead of floor for the output size.
+
+    Returns
+    -------
+    out : ndarray, shape (..., H_out, W_out), dtype of ``input``
+    indices : ndarray of int64, same shape: flat index ``h * W + w`` of each
+        maximum in its plane (first maximum on ties; NaN wins).
+    """
+    (kh, kw, sh, sw, ph, pw, dh, dw), (ho, wo) = _check_pool(
+        input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
+    x = _planes(input)
+    out = np.empty((x.shape[0], ho, wo), dtype=input.dtype)
+    idx = np.empty((x.shape[0], ho, wo), dtype=np.int64)
+    full_windows = 2 * ho <= x.shape[1] and 2 * wo <= x.shape[2]  # not so with ceil_mode
+    if (kh, kw, sh, sw, ph, pw, dh, dw) == (2, 2, 2, 2, 0, 0, 1, 1) and full_windows:
+        _pool.maxpool2x2_forward(x, out, idx, kernel_threads(x.size))
+    else:
+        _pool.maxpool2d_forward(x, out, idx, kh, kw, sh, sw, ph, pw, dh, dw, kernel_threads(x.size))
+    shape = (*input.shape[:-2], ho, wo)
+    return out.reshape(shape), idx.reshape(shape)
+
+
+def max_pool2d_backward(grad_output, indices, input_shape):
+    """Gradient of :func:`max_pool2d`: scatter ``grad_output`` to ``indices``.
+
+    Parameters
+    ----------
+    grad_output : ndarray, shape (..., H_out, W_out), float32 or float64
+    indices : ndarray of int64, same shape (from :func:`max_pool2d`)
+    input_shape : tuple
+        Shape of the pooled input.
+    """
+    check_float(grad_output, "grad_output")
+    if indices.shape != grad_output.shape:
+        raise ValueError(
+            f"indices shape {indices.shape} must match grad_output shape {grad_output.shape}")
+    g = _planes(grad_output)
+    ind = np.ascontiguousarray(indices, dtype=np.int64).reshape(g.shape)
+    gin = np.empty((g.shape[0], *input_shape[-2:]), dtype=grad_output.dtype)
+    _pool.maxpool2d_backward(g, ind, gin, kernel_threads(gin.size))
+    return gin.reshape(input_shape)
+
+
+def max_pool2d_gather(input, indices):
+    """Adjoint of :func:`max_pool2d_backward`: read ``input`` at ``indices`` per plane.
+
+    Parameters
+    ----------
+    input : ndarray, shape (..., H, W), float32 or float64
+    indices : ndarray of int64, shape (..., H_out, W_out) with the leading dims of
+        ``input``: flat indices ``h * W + w`` inside each plane (from :func:`max_pool2d`).
+
+    Returns
+    -------
+    ndarray, shape of ``indices``, dtype of ``input``: ``input[..., h, w]`` at each index.
+    """
+    check_float(input, "input")
+    if indices.ndim != input.ndim or indices.shape[:-2] != input.shape[:-2]:
+        raise ValueError(
+            f"indices shape {indices.shape} must have the leading dims of input shape "
+            f"{input.shape}")
+    x = _planes(input).reshape(-1, input.shape[-2] * input.shape[-1])
+    ind = np.ascontiguousarray(indices, dtype=np.int64).reshape(x.shape[0], -1)
+    return np.take_along_axis(x, ind, axis=1).reshape(indices.shape)
+
+
+def _check_avg(input, kernel_size, stride, padding, ceil_mode, divisor_override):
+    geom, size = _check_pool(input, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d")
+    if divisor_override is None:
+        divisor = 0
+    elif (isinstance(divisor_override, bool)
+          or not isinstance(divisor_override, (int, np.integer)) or divisor_override <= 0):
+        raise ValueError(f"divisor_override must be None or a positive int, "
+                         f"got {divisor_override!r}")
+    else:
+        divisor = int(divisor_override)
+    return geom[:6], size, divisor
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """2-D average pooling, as ``torch.nn.functional.avg_pool2d``.
+
+    Parameters
+    ----------
+    input : ndarray, shape (N, C, H, W) or (C, H, W), float32 or float64
+    kernel_size, stride, padding : int or (int, int)
+        ``stride=None`` means ``kernel_size``; ``padding <= kernel_size // 2``.
+    ceil_mode : bool
+    count_include_pad : bool
+        Count zero padding in the divisor.
+    divisor_override : int, optional
+        Fixed positive divisor.
+    """
+    geom, (ho, wo), divisor = _check_avg(input, kernel_size, stride, padding, ceil_mode,
+                                         divisor_override)
+    x = _planes(input)
+    out = np.empty((x.shape[0], ho, wo), dtype=input.dtype)
+    _pool.avgpool2d_forward(x, out, *geom, bool(count_include_pad), divisor, kernel_threads(x.size))
+    return out.reshape(*input.shape[:-2], ho, wo)
+
+
+def avg_pool2d_backward(grad_output, input_shape, kernel_size, stride=None, padding=0,
+                        ceil_mode=False, count_include_pad=True, divisor_override=None):
+    """Gradient of :func:`avg_pool2d` with respect to its input (shape ``input_shape``)."""
+    check_float(grad_output, "grad_output")
+    probe = np.empty((1, 1, *input_shape[-2:]), dtype=grad_output.dtype)
+    geom, (ho, wo), divisor = _check_avg(probe, kernel_size, stride, padding, ceil_mode,
+                                         divisor_override)
+    if grad_output.shape[-2:] != (ho, wo):
+        raise ValueError(f"grad_output spatial shape {grad_output.shape[-2:]} must be "
+                         f"{(ho, wo)} for input shape {tuple(input_shape)}")
+    g = _planes(grad_output)
+    gin = np.empty((g.shape[0], *input_shape[-2:]), dtype=grad_output.dtype)
+    threads = kernel_threads(gin.size)
+    _pool.avgpool2d_backward(g, gin, *geom, bool(count_include_pad), divisor, threads)
+    return gin.reshape(input_shape)

@@ -1,0 +1,123 @@
+"""``sandbox export CKPT --to safetensors|torch|onnx [--out PATH]``.
+
+``sandbox.cli`` registers the sub-command with :func:`add_parser`; the work is
+done here.  Errors are plain ``ValueError`` / ``FileNotFoundError`` /
+``ImportError`` with one-line messages, which the CLI prints as one line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+FORMATS = ("safetensors", "torch", "onnx")
+_SUFFIX = {"safetensors": ".safetensors", "torch": ".pt", "onnx": ".onnx"}
+
+
+def add_parser(sub) -> None:
+    """Add the ``export`` sub-command to an ``argparse`` sub-parser collection."""
+    p = sub.add_parser(
+        "export",
+        help="write a checkpoint's model as safetensors, a PyTorch state dict or ONNX",
+        description="Convert the model of a training checkpoint for use elsewhere: "
+        "safetensors weights (PyTorch names), a PyTorch state dict plus the architecture "
+        "as JSON, or an ONNX model (checked with ONNX Runtime when it is installed).",
+    )
+    p.add_argument("checkpoint", help="a .ckpt written by 'sandbox train'")
+    p.add_argument("--to", required=True, choices=FORMATS, dest="format",
+                   help="output format")
+    p.add_argument("--out", help="output file (default: the checkpoint's name with "
+                   ".safetensors, .pt or .onnx)")
+    p.add_argument("--size", type=int, nargs="+", metavar="N",
+                   help="onnx: input height and width (one number: square; default: the "
+                   "training image size)")
+    p.add_argument("--resize", choices=("auto", "matmul"), default="auto",
+                   help="onnx: 'auto' uses Resize where it is exact, 'matmul' always the "
+                   "resampling matrices")
+    p.set_defaults(func=run)
+
+
+def load_checkpoint_model(path):
+    """Rebuild the UNet of a training checkpoint, in eval mode.
+
+    Returns ``(model, state)`` where ``state`` is the whole checkpoint.  Only the
+    architecture fields of the stored config are read, so a checkpoint whose
+    data folder has moved still exports.
+    """
+    from .. import checkpoint, nn
+
+    state = checkpoint.load(path)
+    try:
+        cfg, data, weights = state["config"], state["data"], state["model"]
+        kwargs = dict(
+            in_channels=data["in_channels"], num_classes=data["num_classes"],
+            depth=cfg["depth"], base_width=cfg["width"], upsample=cfg["upsample"],
+            norm=cfg["norm"], align_corners=cfg["align_corners"], antialias=cfg["antialias"],
+        )
+    except (KeyError, TypeError) as exc:
+        raise ValueError(
+            f"{path} is not a training checkpoint (no {exc} entry); "
+            "export needs a .ckpt written by 'sandbox train'"
+        ) from exc
+    model = nn.UNet(**kwargs)
+    try:
+        model.load_state_dict(weights)
+    except KeyError as exc:
+        raise ValueError(f"{path}: the stored weights do not fit the stored architecture "
+                         f"({exc.args[0]})") from exc
+    model.eval()
+    return model, state
+
+
+def _export_onnx(model, state, out, size, resize) -> list[str]:
+    from .._optional import require
+    from . import run_onnx, to_onnx
+
+    if size is None:
+        size = [state["config"].get("image_size", 64)]
+    if len(size) not in (1, 2) or min(size) < 1:
+        raise ValueError(f"--size takes one or two positive ints (H [W]), got {size}")
+    h, w = (size[0], size[0]) if len(size) == 1 else size
+    to_onnx(model, (1, model.in_channels, h, w), out, resize=resize)
+    lines = [f"wrote {out} (ONNX opset 18, input 'input' of shape (batch, "
+             f"{model.in_channels}, {h}, {w}))"]
+    try:
+        require("onnxruntime", "checking the ONNX file")
+    except ImportError:
+        return lines + ["onnxruntime is not installed: the file was not run "
+                        "(pip install 'cpu-train-sandbox[interop]')"]
+    from ..autograd import Tensor, no_grad
+
+    x = np.random.default_rng(0).standard_normal((2, model.in_channels, h, w)).astype(np.float32)
+    with no_grad():
+        ref = model(Tensor(x)).data
+    diff = float(np.abs(run_onnx(out, x) - ref).max())
+    scale = float(np.abs(ref).max())
+    return lines + [f"ONNX Runtime output vs sandbox: max |diff| = {diff:.3g} "
+                    f"(max |output| = {scale:.3g})"]
+
+
+def run(args) -> int:
+    """Run ``sandbox export`` for parsed ``args``; print what was written."""
+    from .._optional import require
+    from . import architecture, to_torch
+
+    model, state = load_checkpoint_model(args.checkpoint)
+    arch = architecture(model)
+    out = Path(args.out) if args.out else Path(args.checkpoint).with_suffix(_SUFFIX[args.format])
+    if args.format == "safetensors":
+        model.save_weights(out, metadata={"sandbox.architecture": json.dumps(arch)})
+        lines = [f"wrote {out} ({len(model.state_dict())} tensors, PyTorch names)"]
+    elif args.format == "torch":
+        torch = require("torch", "sandbox export --to torch")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(to_torch(model).state_dict(), out)
+        arch_path = out.with_suffix(".json")
+        arch_path.write_text(json.dumps(arch, indent=2) + "\n")
+        lines = [f"wrote {out} (state dict) and {arch_path} (architecture)"]
+    else:
+        lines = _export_onnx(model, state, out, args.size, args.resize)
+    print("\n".join(lines))
+    return 0

@@ -1,0 +1,153 @@
+"""PyTorch modules mirroring :mod:`sandbox.nn`'s UNet parts and ``Upsample``.
+
+The classes are built on first access (``torch`` is imported then, not when this
+module is imported) and live here under their own names, so a whole exported
+model pickles with ``torch.save(model)`` and unpickles wherever ``sandbox`` is
+installed.  Their children are passed in already converted; the attribute
+names are the sandbox's, so ``state_dict`` names match one to one.
+"""
+
+from __future__ import annotations
+
+import functools
+
+# sandbox mode -> PyTorch mode (for 1-, 2-, 3-D inputs where they differ by name).
+_LINEAR = {3: "linear", 4: "bilinear", 5: "trilinear"}
+_FILTER_MODES = ("linear", "bilinear", "trilinear", "bicubic", "lanczos")
+
+
+def torch_mode(mode: str, align_corners, antialias: bool) -> str | None:
+    """PyTorch's name for a sandbox resampling mode with these options, or None.
+
+    ``lanczos3`` is PyTorch's ``lanczos`` only with ``antialias`` and without
+    ``align_corners``; ``cubic``, ``lanczos5`` and plain ``lanczos3`` have no
+    PyTorch counterpart.
+    """
+    if mode in ("linear", "bilinear", "trilinear"):
+        return "linear"
+    if mode in ("nearest", "nearest-exact", "bicubic", "area"):
+        return mode
+    if mode in ("lanczos", "lanczos3") and antialias and not align_corners:
+        return "lanczos"
+    return None
+
+
+@functools.cache
+def _classes() -> dict:
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    def interpolate(x, size, scale_factor, mode, align_corners, antialias, recompute):
+        name = _LINEAR.get(x.dim(), "bilinear") if mode == "linear" else mode
+        kwargs = {}
+        if name in _FILTER_MODES:
+            kwargs = {"align_corners": align_corners, "antialias": antialias}
+        return F.interpolate(
+            x, size=size, scale_factor=scale_factor, mode=name,
+            recompute_scale_factor=recompute, **kwargs,
+        )
+
+    class Interpolate(nn.Module):
+        """``sandbox.nn.Upsample``: ``F.interpolate`` with the linear mode named by rank."""
+
+        def __init__(self, size, scale_factor, mode, align_corners, antialias, recompute):
+            super().__init__()
+            self.size = size
+            self.scale_factor = scale_factor
+            self.mode = mode
+            self.align_corners = align_corners
+            self.antialias = antialias
+            self.recompute_scale_factor = recompute
+
+        def forward(self, x):
+            return interpolate(
+                x, self.size, self.scale_factor, self.mode, self.align_corners,
+                self.antialias, self.recompute_scale_factor,
+            )
+
+        def extra_repr(self):
+            what = f"size={self.size}" if self.size is not None else \
+                f"scale_factor={self.scale_factor}"
+            return f"{what}, mode={self.mode!r}, align_corners={self.align_corners}, " \
+                f"antialias={self.antialias}"
+
+    class ConvBlock(nn.Module):
+        def __init__(self, conv1, norm1, conv2, norm2):
+            super().__init__()
+            self.conv1, self.norm1, self.conv2, self.norm2 = conv1, norm1, conv2, norm2
+
+        def forward(self, x):
+            x = F.relu(self.norm1(self.conv1(x)))
+            return F.relu(self.norm2(self.conv2(x)))
+
+    class Down(nn.Module):
+        def __init__(self, pool, block):
+            super().__init__()
+            self.pool, self.block = pool, block
+
+        def forward(self, x):
+            return self.block(self.pool(x))
+
+    class Up(nn.Module):
+        """Upsample to the skip's size (resampling or transposed conv), concat, ConvBlock."""
+
+        def __init__(self, up, block, mode, align_corners, antialias):
+            super().__init__()
+            self.up, self.block = up, block
+            self.mode = mode  # a PyTorch mode (see torch_mode) or "transposed"
+            self.align_corners = align_corners
+            self.antialias = antialias
+
+        def forward(self, x, skip):
+            x = self.up(x)
+            size = tuple(skip.shape[2:])
+            if self.mode == "transposed":
+                dh, dw = size[0] - x.shape[2], size[1] - x.shape[3]
+                if dh or dw:  # odd sizes: pad to the skip's size, as the sandbox does
+                    x = F.pad(x, (dw // 2, dw - dw // 2, dh // 2, dh - dh // 2))
+            else:
+                x = interpolate(x, size, None, self.mode, self.align_corners,
+                                self.antialias, None)
+            return self.block(torch.cat([skip, x], dim=1))
+
+        def extra_repr(self):
+            return f"mode={self.mode!r}, align_corners={self.align_corners}, " \
+                f"antialias={self.antialias}"
+
+    class UNet(nn.Module):
+        """``sandbox.nn.UNet`` in PyTorch (same parameter and buffer names)."""
+
+        def __init__(self, inc, downs, ups, head, in_channels):
+            super().__init__()
+            self.inc, self.downs, self.ups, self.head = inc, downs, ups, head
+            self.in_channels = in_channels
+
+        def forward(self, x):
+            if x.dim() != 4 or x.shape[1] != self.in_channels:
+                raise ValueError(
+                    f"UNet expects input of shape (N, {self.in_channels}, H, W), "
+                    f"got {tuple(x.shape)}"
+                )
+            skips = [self.inc(x)]
+            for down in self.downs:
+                skips.append(down(skips[-1]))
+            x = skips.pop()
+            for up in self.ups:
+                x = up(x, skips.pop())
+            return self.head(x)
+
+    classes = {"Interpolate": Interpolate, "ConvBlock": ConvBlock, "Down": Down,
+               "Up": Up, "UNet": UNet}
+    for name, cls in classes.items():
+        cls.__module__ = __name__
+        cls.__qualname__ = name
+    return classes
+
+
+def __getattr__(name: str):
+    # PEP 562: `_torch_modules.UNet` builds the classes (and imports torch) on first use,
+    # which is also what unpickling a saved model does.
+    if name in ("Interpolate", "ConvBlock", "Down", "Up", "UNet"):
+        return _classes()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
