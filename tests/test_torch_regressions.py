@@ -298,7 +298,9 @@ def test_pow_mixed_second_derivative_at_exponent_zero_is_exact():
 
 
 # -- found by tests/fuzz, in code owned by another change ----------------------------------
-@pytest.mark.xfail(strict=True, raises=ValueError, reason="sandbox/conv.py pointwise path")
+@pytest.mark.xfail(
+    strict=True, raises=ValueError, reason="sandbox/array/conv/_im2col.py pointwise path"
+)
 def test_conv_transpose_1x1_with_output_padding(torch):
     rng = np.random.default_rng(6)
     compare(

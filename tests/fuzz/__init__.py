@@ -4,7 +4,7 @@
 fan-out, reductions with ties, softmax at large magnitudes and infinities,
 indexing and setitem, shape ops, matmul, hooks with retain_graph);
 ``test_functional.py`` covers ``sandbox.functional`` (losses with their options,
-interpolate, conv, pooling, norms).
+interpolate, conv, pooling, norms; second derivatives throughout).
 
 Hypothesis draws small computations over the ops and options of ``sandbox.ops`` and
 ``sandbox.functional`` (0-d and empty tensors included); :func:`tests.torch_parity.compare`
@@ -49,15 +49,12 @@ DELIBERATE_DIFFERENCES = {
     "elementwise-graph generator rejects graphs whose values are not finite.",
     "antialias with output width 1": "PyTorch 2.13's antialiased resize is wrong when the "
     "output width is 1 and the height is > 1 (see tests/test_resample_torch.py): not drawn.",
-    "second derivatives of conv, pooling and the norms": "their backward is "
-    "once_differentiable for now (another change adds double backward): first "
-    "derivatives only.",
 }
 
 # Bugs found by this fuzzer that live in code another change owns: the generators skip
 # them (so a long run can find others), and a strict-xfail test pins each one.
 KNOWN_BUGS = {
-    "conv_transpose2d 1x1 kernel with output_padding": "sandbox/conv.py's pointwise "
+    "conv_transpose2d 1x1 kernel with output_padding": "sandbox/array/conv/_im2col.py's pointwise "
     "path assumes the output is as large as the input and raises a reshape error "
     "(tests/test_torch_regressions.py::test_conv_transpose_1x1_with_output_padding).",
 }

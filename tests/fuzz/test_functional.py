@@ -167,7 +167,6 @@ def _draw_image(data, channels):
 @FUZZ
 @given(st.data())
 def test_fuzz_conv2d(data):
-    """First derivatives only: see DELIBERATE_DIFFERENCES (double backward comes separately)."""
     groups = data.draw(st.sampled_from([1, 2]), label="groups")
     x = _draw_image(data, 2 * groups)
     kh, kw = data.draw(st.integers(1, 3), label="kh"), data.draw(st.integers(1, 3), label="kw")
@@ -183,7 +182,8 @@ def test_fuzz_conv2d(data):
         return  # kernel larger than the padded input: refused by both
     opts = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
     tf = th().nn.functional
-    compare(lambda a, b: F.conv2d(a, b, **opts), lambda a, b: tf.conv2d(a, b, **opts), [x, w])
+    compare(lambda a, b: F.conv2d(a, b, **opts), lambda a, b: tf.conv2d(a, b, **opts), [x, w],
+            second=True)
 
 
 @FUZZ
@@ -202,6 +202,7 @@ def test_fuzz_conv2d_winograd_sizes(data):
         lambda a, b: tf.conv2d(a, b, padding=padding),
         [x, weight],
         rtol=1e-8,
+        second=True,
     )
 
 
@@ -227,6 +228,7 @@ def test_fuzz_conv_transpose2d(data):
         lambda a, b: F.conv_transpose2d(a, b, **opts),
         lambda a, b: tf.conv_transpose2d(a, b, **opts),
         [x, w],
+        second=True,
     )
 
 
@@ -246,11 +248,13 @@ def test_fuzz_pooling(data):
         opts = dict(kernel_size=k, stride=stride, padding=padding, dilation=dilation,
                     ceil_mode=ceil)
         ties = draw_values(data, x.shape, "ties")  # both send a tied max's gradient to one
-        compare(lambda a: F.max_pool2d(a, **opts), lambda a: tf.max_pool2d(a, **opts), [ties])
+        compare(lambda a: F.max_pool2d(a, **opts), lambda a: tf.max_pool2d(a, **opts), [ties],
+                second=True)
     else:
         opts = dict(kernel_size=k, stride=stride, padding=padding, ceil_mode=ceil,
                     count_include_pad=data.draw(st.booleans(), label="count_include_pad"))
-        compare(lambda a: F.avg_pool2d(a, **opts), lambda a: tf.avg_pool2d(a, **opts), [x])
+        compare(lambda a: F.avg_pool2d(a, **opts), lambda a: tf.avg_pool2d(a, **opts), [x],
+                second=True)
 
 
 @FUZZ
@@ -270,7 +274,7 @@ def test_fuzz_norms(data):
             running = torch.from_numpy(mean.copy()), torch.from_numpy(var.copy())
             return tf.batch_norm(a, *running, g, b, training=training)
 
-        compare(ours, theirs, [x, gamma, beta], rtol=1e-8)
+        compare(ours, theirs, [x, gamma, beta], rtol=1e-8, second=True)
     else:
         groups = data.draw(st.sampled_from([1, 2, 4]), label="num_groups")
         compare(
@@ -278,4 +282,5 @@ def test_fuzz_norms(data):
             lambda a, g, b: tf.group_norm(a, groups, g, b),
             [x, gamma, beta],
             rtol=1e-8,
+            second=True,
         )
