@@ -289,6 +289,13 @@ def test_the_same_output_twice_in_grad_or_backward(torch):
                                    [1.2, -0.8], rtol=1e-12)
 
 
+@pytest.mark.parametrize("widths", [(0, 0), (1, 2)])
+def test_pad_of_an_empty_dim(torch, widths):
+    """pad refused a size-0 dim even with non-negative widths (torch pads it)."""
+    compare(lambda t: F.pad(t, widths, value=0.5),
+            lambda t: torch.nn.functional.pad(t, widths, value=0.5), [np.zeros((2, 0))])
+
+
 def test_pow_mixed_second_derivative_at_exponent_zero_is_exact():
     """Found by tests/fuzz: torch differs here (it zeroes d(a**b)/da where b == 0, and so
     its derivative in b; torch's own gradgradcheck fails).  Ours matches finite differences."""

@@ -71,7 +71,7 @@ def pad(input, pad, mode="constant", value=None):  # noqa: A002 - torch's names
     crop = [slice(None)] * input.ndim
     for axis, (a, b) in pairs.items():
         n = input.shape[axis]
-        if n + min(a, 0) + min(b, 0) <= 0:
+        if min(a, b) < 0 and n + min(a, 0) + min(b, 0) <= 0:  # only cropping can empty a dim
             raise ValueError(
                 f"pad: widths {(a, b)} leave nothing of dim {axis} (size {n})"
             )
