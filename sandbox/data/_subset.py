@@ -8,7 +8,8 @@ import numpy as np
 class Subset:
     """The samples ``indices`` of ``dataset``, in that order.
 
-    Keeps the dataset's ``num_classes``, ``in_channels`` and ``class_names``.
+    Keeps the dataset's ``num_classes``, ``in_channels``, ``class_names`` and
+    ``spatial_dims`` (when it has them).
     """
 
     def __init__(self, dataset, indices):
@@ -18,7 +19,7 @@ class Subset:
         bad = [i for i in self.indices if not 0 <= i < n]
         if bad:
             raise IndexError(f"Subset indices {bad[:5]} out of range for a dataset of {n} samples")
-        for name in ("num_classes", "in_channels", "class_names"):
+        for name in ("num_classes", "in_channels", "class_names", "spatial_dims"):
             if hasattr(dataset, name):
                 setattr(self, name, getattr(dataset, name))
 
