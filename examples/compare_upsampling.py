@@ -3,7 +3,8 @@
 Run:  python examples/compare_upsampling.py [--epochs 8] [--modes bilinear,nearest,...]
 
 Every run starts from the same seed and sees the same batches; only the decoder's
-upsampling differs. Prints a table of validation mean IoU and wall time.
+upsampling differs. Prints a table of validation mean IoU and wall time. Each mode
+writes runs/compare-<mode>/, replacing what an earlier run of this script left there.
 """
 
 import argparse
@@ -31,7 +32,7 @@ def main():
             progress=False,
             plots=False,
         )
-        summary = Trainer(cfg).fit()
+        summary = Trainer(cfg, overwrite=True).fit()
         final = summary["final"]
         rows.append((mode, final["mean_iou"], final["pixel_accuracy"], summary["seconds"]))
         print(f"{mode:14s} mean IoU {final['mean_iou']:.3f}  ({summary['seconds']:.0f} s)")

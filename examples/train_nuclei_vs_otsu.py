@@ -4,7 +4,8 @@ Run:  python examples/train_nuclei_vs_otsu.py
 
 The image is a fluorescence microscopy image from the 2018 Data Science Bowl
 (shipped with the package). The UNet trains on crops from the top 384 rows; both
-methods are scored on the bottom 128 rows, which the UNet never sees.
+methods are scored on the bottom 128 rows, which the UNet never sees. The run goes to
+runs/example-nuclei/ (or --out), replacing an earlier run of this script there.
 """
 
 import argparse
@@ -40,7 +41,7 @@ def main():
         upsample=args.upsample,
         out=args.out,
     )
-    summary = Trainer(config).fit()
+    summary = Trainer(config, overwrite=True).fit()
     unet = summary["final"]
 
     print(f"\nvalidation (rows 384-511, {len(Nuclei('val'))} tiles):")

@@ -34,7 +34,8 @@ from .ops import (
 )
 
 __all__ = ["__version__", "get_num_threads", "get_rng_state", "info", "manual_seed",
-           "num_threads", "set_num_threads", "set_rng_state"]
+           "memory_limit", "num_threads", "set_memory_limit", "set_num_threads",
+           "set_rng_state"]
 __all__ += [
     "Tensor", "arange", "argmax", "cat", "enable_grad", "full", "is_grad_enabled", "no_grad",
     "ones", "ones_like", "rand", "randn", "set_grad_enabled", "stack", "tensor", "where",
@@ -46,10 +47,16 @@ _SUBMODULES = ("checkpoint", "data", "functional", "gradcheck", "metrics", "nn",
                "resample", "train")
 
 
+_LAZY_FUNCTIONS = {"memory_limit": "array.resample._limits",
+                   "set_memory_limit": "array.resample._limits"}
+
+
 def __getattr__(name):
     # ``sandbox.nn`` etc. without importing every submodule at ``import sandbox``.
-    if name in _SUBMODULES:
+    if name in _SUBMODULES or name in _LAZY_FUNCTIONS:
         import importlib
 
+        if name in _LAZY_FUNCTIONS:
+            return getattr(importlib.import_module(f"{__name__}.{_LAZY_FUNCTIONS[name]}"), name)
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,7 +7,10 @@ RNG states) goes into a JSON document stored alongside.  Loading uses
 
 Writes are atomic: the file is written to a temporary name in the same folder,
 flushed to disk, then renamed over the old one (``os.replace``), so a crash
-mid-write leaves the previous checkpoint intact.
+mid-write leaves the previous checkpoint intact.  The temporary file such a crash
+leaves behind is removed by :func:`remove_stale_temp_files` (the trainer calls it
+when a run starts).  A damaged or foreign file given to :func:`load` raises a
+``ValueError`` naming the file.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import numpy as np
 
 FORMAT_VERSION = 1
 _META_KEY = "__meta__"
+TEMP_SUFFIX = ".tmp"
 
 
 def _flatten(obj, arrays: dict, path: str):
@@ -59,6 +63,13 @@ def _unflatten(obj, arrays):
     return obj
 
 
+def _file_mode() -> int:
+    """Permissions of a normal new file (0o666 minus the umask), not mkstemp's 0o600."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def save(state: dict, path) -> Path:
     """Write ``state`` (nested dicts/lists of arrays and plain values) atomically to ``path``."""
     path = Path(path)
@@ -67,8 +78,9 @@ def save(state: dict, path) -> Path:
     meta = {"format_version": FORMAT_VERSION, "state": _flatten(state, arrays, "")}
     buffer = io.BytesIO()
     np.savez(buffer, **{_META_KEY: np.array(json.dumps(meta))}, **arrays)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
+        os.fchmod(fd, _file_mode())
         with os.fdopen(fd, "wb") as f:
             f.write(buffer.getbuffer())
             f.flush()
@@ -80,20 +92,91 @@ def save(state: dict, path) -> Path:
     return path
 
 
+def remove_stale_temp_files(folder) -> list[Path]:
+    """Delete the temporary files of interrupted saves (``.<name>.ckpt.*.tmp``) in ``folder``.
+
+    A process killed while :func:`save` writes leaves its temporary file behind (the
+    checkpoint itself is intact).  Call this where no other process is saving into
+    ``folder`` (the trainer does, holding the run folder's lock).  Returns what it removed.
+    """
+    removed = []
+    for tmp in Path(folder).glob(f".*.ckpt.*{TEMP_SUFFIX}"):
+        if tmp.is_file():
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
+
+
+def _damaged(path, why: str) -> ValueError:
+    return ValueError(
+        f"{path} is not a sandbox checkpoint, or a damaged one ({why}); a checkpoint can "
+        "be damaged by a full disk or an interrupted copy: use another one (best.ckpt or "
+        "last.ckpt of the run)"
+    )
+
+
 def load(path) -> dict:
-    """Read a checkpoint written by :func:`save`."""
+    """Read a checkpoint written by :func:`save`.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` does not exist (or is a folder).
+    ValueError
+        The file is not a checkpoint, or it is damaged (truncated, corrupted); the
+        message names the file.  Never a zip, pickle or JSON error.
+    """
     path = Path(path)
+    if path.is_dir():
+        raise FileNotFoundError(f"checkpoint {path} is a folder, not a .ckpt file")
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint not found: {path}")
+    if path.stat().st_size == 0:
+        raise _damaged(path, "the file is empty")
     try:
+        with path.open("rb") as f:
+            is_zip = f.read(4) == b"PK\x03\x04"
+        if not is_zip:
+            raise _damaged(path, "not a .npz/zip archive")
         with np.load(path, allow_pickle=False) as data:
+            if _META_KEY not in data.files:
+                raise _damaged(path, "an .npz file without the sandbox header")
             meta = json.loads(str(data[_META_KEY]))
             arrays = {k: data[k] for k in data.files if k != _META_KEY}
-    except (ValueError, OSError, KeyError) as exc:
-        raise ValueError(f"{path} is not a sandbox checkpoint ({exc})") from exc
+    except ValueError as exc:
+        if str(exc).startswith(str(path)):
+            raise
+        raise _damaged(path, _short(exc)) from exc
+    except Exception as exc:  # BadZipFile, EOFError, zlib.error, a garbled npy header...
+        raise _damaged(path, _short(exc)) from exc
+    if not isinstance(meta, dict) or "state" not in meta:
+        raise _damaged(path, "no state in the header")
     if meta.get("format_version") != FORMAT_VERSION:
         raise ValueError(
             f"{path}: unsupported checkpoint format {meta.get('format_version')!r} "
             f"(this version reads {FORMAT_VERSION})"
         )
-    return _unflatten(meta["state"], arrays)
+    try:
+        return _unflatten(meta["state"], arrays)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _damaged(path, f"inconsistent contents: {_short(exc)}") from exc
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text if len(text) < 120 else text[:117] + "..."
+
+
+TRAINING_KEYS = ("config", "model", "optimizer", "scheduler", "rng", "position", "best", "data")
+
+
+def load_training_state(path) -> dict:
+    """:func:`load` a checkpoint written by the trainer, checking it has every part."""
+    state = load(path)
+    missing = [k for k in TRAINING_KEYS if not isinstance(state, dict) or k not in state]
+    if missing or not isinstance(state.get("config"), dict):
+        raise ValueError(
+            f"{path} is a sandbox checkpoint but not one written by 'sandbox train' "
+            f"(missing {', '.join(missing) or 'config'})"
+        )
+    return state

@@ -1,8 +1,13 @@
 """Command-line interface: ``sandbox <command>`` (also ``python -m sandbox``).
 
 Commands: ``train``, ``predict``, ``gradcheck``, ``bench``, ``explain``, ``info``,
-``export``.
-Bad arguments end with a one-line error and exit status 2.
+``export`` (its logic in :mod:`sandbox.interop._cli`).
+Each command is one ``_cmd_<name>(args)`` function registered in :func:`build_parser`;
+errors are handled in one place (:func:`sandbox._usage.run_command`): a command raises
+:class:`CLIError` (or a library ``ValueError``/``OSError``... naming the problem) and
+the user sees one line ``sandbox <command>: error: ...`` with exit status 2 (130 for
+Ctrl-C, 3 when training diverged, 1 for an internal error).  ``--debug`` or
+``SANDBOX_DEBUG=1`` adds the traceback.
 """
 
 from __future__ import annotations
@@ -10,141 +15,63 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
-# Per-dataset defaults for options the user did not give.
-PRESETS = {
-    "shapes": dict(image_size=64, epochs=20, train_samples=400, val_samples=64, loss="ce", lr=5e-3),
-    "nuclei": dict(
-        image_size=96, epochs=20, train_samples=64, val_samples=4, loss="ce+dice", lr=1e-2
-    ),
-    "folder": dict(
-        image_size=128, epochs=20, train_samples=0, val_samples=0, loss="ce+dice", lr=3e-3
-    ),
-}
+from ._train_options import add_train_args, config_from_args, resume_config
+from ._usage import ArgumentParser, CLIError, debug_requested, run_command
+
+COMMANDS = ("train", "predict", "gradcheck", "bench", "explain", "info", "export")
+# The default run's time, as the README states it (1,000 steps at 8-12 steps/s measured on
+# unshared 2-core machines; tests/test_docs.py keeps README, docs/05 and this in step).
+DEFAULT_RUN_TIME = "about 120 s on a 2-core machine"
 
 
-class CLIError(Exception):
-    """A user error: printed as one line, exit status 2."""
-
-
-def _add_train_args(p: argparse.ArgumentParser) -> None:
-    from .resample import MODES
-
-    g = p.add_argument_group("data")
-    g.add_argument(
-        "--data",
-        default="shapes",
-        help="'shapes' (synthetic, default), 'nuclei' (real microscopy) or a folder "
-        "with images/ and masks/",
+def train_header(cfg, parameters: int, samples: int, steps: int) -> str:
+    """The first line ``sandbox train`` prints (the README quotes it; a test compares)."""
+    return (
+        f"training {cfg.depth}-level UNet (width {cfg.width}, upsample={cfg.upsample}, "
+        f"{parameters:,} parameters) on {cfg.data}: {samples} samples/epoch, {steps} steps, "
+        f"run folder {cfg.out}"
     )
-    g.add_argument("--num-classes", type=int, help="classes in a folder dataset")
-    g.add_argument("--image-size", type=int, help="training image/crop size (default per dataset)")
-    g.add_argument("--train-samples", type=int, help="training samples per epoch")
-    g.add_argument("--val-samples", type=int, help="validation samples (shapes)")
-    g.add_argument(
-        "--no-augment", dest="augment", action="store_false", help="turn off flips and rotations"
-    )
-    g = p.add_argument_group("model")
-    g.add_argument(
-        "--upsample",
-        default="bilinear",
-        help=f"decoder upsampling: one of {', '.join(MODES)}, or 'transposed' (default: bilinear)",
-    )
-    g.add_argument(
-        "--align-corners",
-        action="store_true",
-        default=None,
-        help="align_corners=True for bilinear/bicubic/lanczos3",
-    )
-    g.add_argument("--antialias", action="store_true", help="antialiased resampling")
-    g.add_argument("--depth", type=int, default=3, help="UNet depth (down-sampling steps)")
-    g.add_argument("--width", type=int, default=16, help="channels of the first UNet level")
-    g.add_argument("--norm", default="batch", choices=["batch", "group", "none"])
-    g = p.add_argument_group("optimisation")
-    g.add_argument("--epochs", type=int, help="epochs (default per dataset)")
-    g.add_argument("--steps", type=int, help="optimiser steps (overrides --epochs)")
-    g.add_argument("--batch-size", type=int, default=8)
-    g.add_argument("--lr", type=float, help="peak learning rate (AdamW + one-cycle)")
-    g.add_argument("--weight-decay", type=float, default=1e-4)
-    g.add_argument("--scheduler", default="onecycle", choices=["onecycle", "cosine", "none"])
-    g.add_argument("--loss", choices=["ce", "dice", "ce+dice"], help="default per dataset")
-    g.add_argument("--patience", type=int, help="early stop after this many epochs without gain")
-    g = p.add_argument_group("run")
-    g.add_argument("--threads", type=int, help="threads for kernels and BLAS (default: all cores)")
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--out", default="runs/latest", help="run folder (default: runs/latest)")
-    g.add_argument("--resume", action="store_true", help="continue from OUT/last.ckpt")
-    g.add_argument("--stop-after", type=int, help="stop (and checkpoint) after N steps")
-    g.add_argument("--no-plots", dest="plots", action="store_false", help="skip the PNG plots")
-    g.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def _config_from_args(args):
-    from .train import TrainConfig
-
-    kind = args.data if args.data in ("shapes", "nuclei") else "folder"
-    preset = PRESETS[kind]
-    values = dict(
-        data=args.data,
-        upsample=args.upsample,
-        align_corners=args.align_corners,
-        antialias=args.antialias,
-        steps=args.steps,
-        batch_size=args.batch_size,
-        weight_decay=args.weight_decay,
-        scheduler=args.scheduler,
-        depth=args.depth,
-        width=args.width,
-        norm=args.norm,
-        augment=args.augment,
-        threads=args.threads,
-        seed=args.seed,
-        out=args.out,
-        patience=args.patience,
-        progress=not args.quiet,
-        plots=args.plots,
-        num_classes=args.num_classes,
-    )
-    for name in ("image_size", "epochs", "train_samples", "val_samples", "loss", "lr"):
-        given = getattr(args, name)
-        values[name] = given if given is not None else preset[name]
-    if kind == "folder":
-        values.pop("train_samples")
-        values.pop("val_samples")
-    return TrainConfig(**values)
 
 
 def _cmd_train(args) -> int:
-    from .train import Trainer, TrainingDiverged, TrainingInterrupted
+    from .train import Trainer, TrainingDiverged
 
-    cfg = _config_from_args(args)
-    trainer = Trainer(cfg, resume=args.resume, stop_after=args.stop_after)
+    if args.resume and args.overwrite:
+        raise CLIError("--resume continues the run in OUT and --overwrite replaces it: pick one")
+    if args.stop_after is not None and args.stop_after < 1:
+        raise CLIError(f"--stop-after must be a positive number of steps, got {args.stop_after}")
+    cfg = resume_config(args) if args.resume else config_from_args(args)
+    trainer = Trainer(
+        cfg, resume=args.resume, stop_after=args.stop_after, overwrite=args.overwrite
+    )
     if not args.quiet:
         print(
-            f"training {cfg.depth}-level UNet (width {cfg.width}, upsample={cfg.upsample}, "
-            f"{trainer.model.num_parameters():,} parameters) on {cfg.data}: "
-            f"{len(trainer.train_set)} samples/epoch, {trainer.total_steps} steps, "
-            f"run folder {cfg.out}",
+            train_header(cfg, trainer.model.num_parameters(), len(trainer.train_set),
+                         trainer.total_steps),
             file=sys.stderr,
         )
     try:
         summary = trainer.fit()
     except TrainingDiverged as exc:
-        print(f"sandbox train: {exc}", file=sys.stderr)
-        return 3
-    except TrainingInterrupted as exc:
-        print(f"sandbox train: {exc}", file=sys.stderr)
-        return 130
-    final = summary.get("final") or {}
-    line = (
-        f"done: {summary['steps']} steps in {summary['seconds']:.1f} s; "
-        f"val mean IoU {final.get('mean_iou', float('nan')):.4f}, "
-        f"mean Dice {final.get('mean_dice', float('nan')):.4f}"
-    )
-    if "dice_fg" in final:
-        line += f", foreground Dice {final['dice_fg']:.4f}"
+        raise CLIError(str(exc), status=3) from exc
+    final = summary.get("final")
+    if summary["finished"]:
+        line = f"done: {summary['steps']} steps in {summary['seconds']:.1f} s"
+    else:
+        line = (
+            f"stopped after {summary['steps']} of {trainer.total_steps} steps "
+            f"({summary['seconds']:.1f} s); continue with --resume"
+        )
+    if final:
+        line += f"; val mean IoU {final['mean_iou']:.4f}, mean Dice {final['mean_dice']:.4f}"
+        if "dice_fg" in final:
+            line += f", foreground Dice {final['dice_fg']:.4f}"
     print(line)
-    print(f"checkpoints: {cfg.out}/last.ckpt, {cfg.out}/best.ckpt; log: {cfg.out}/log.jsonl")
+    written = [str(cfg_path) for cfg_path in (Path(cfg.out) / "last.ckpt", Path(cfg.out) /
+               "best.ckpt") if cfg_path.is_file()]
+    print(f"checkpoints: {', '.join(written) or 'none'}; log: {cfg.out}/log.jsonl")
     for path in summary.get("plots", []):
         print(f"plot: {path}")
     return 0
@@ -154,6 +81,8 @@ def _cmd_predict(args) -> int:
     from .train import predict_file
 
     result = predict_file(args.checkpoint, args.image, out=args.out, overlay_out=args.overlay)
+    for warning in result.pop("warnings", []):
+        print(f"sandbox predict: warning: {warning}", file=sys.stderr)
     print(json.dumps(result, indent=2))
     return 0
 
@@ -180,27 +109,36 @@ def _cmd_explain(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="sandbox",
         description="CPU training sandbox: resampling kernels with backward for every mode, "
         "a small autodiff engine, UNet training and benchmarks.",
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="show tracebacks (also: SANDBOX_DEBUG=1)"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser(
         "train",
-        help="train a UNet (default: synthetic shapes, ~2 minutes)",
+        help=f"train a UNet (default: synthetic shapes, {DEFAULT_RUN_TIME})",
         description="Train a UNet for segmentation and write checkpoints, a "
         "JSON-lines log and plots into the run folder.",
+        epilog="A run folder that already holds a run is refused unless --resume (continue "
+        "it, with the settings stored in its checkpoint) or --overwrite (replace it). "
+        "Exit status: 0 done, 2 bad arguments or data, 3 diverged (NaN loss), "
+        "130 interrupted (Ctrl-C saves a checkpoint first).",
     )
-    _add_train_args(p)
+    add_train_args(p)
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("predict", help="segment an image with a trained checkpoint")
     p.add_argument("checkpoint", help="a .ckpt written by 'sandbox train'")
     p.add_argument("image", help="PNG/TIFF/JPEG (needs Pillow) or .npy image")
-    p.add_argument("--out", help="mask PNG (default: <image>_mask.png)")
-    p.add_argument("--overlay", help="overlay PNG (default: <image>_overlay.png)")
+    p.add_argument(
+        "--out", help="mask file: .png, .tif or .npy, lossless (default: <image>_mask.png)"
+    )
+    p.add_argument("--overlay", help="overlay image (default: <image>_overlay.png)")
     p.set_defaults(func=_cmd_predict)
 
     p = sub.add_parser("gradcheck", help="check every op's gradient against finite differences")
@@ -223,8 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+def _run(argv: list) -> int:
     if argv[:1] in (["train"], ["bench"], ["predict"]):
         from ._memory import keep_freed_memory
 
@@ -232,20 +169,29 @@ def main(argv=None) -> int:
     if argv[:1] == ["bench"]:
         # The benchmark suite parses its own options (argparse.REMAINDER would not
         # pass through arguments that start with '-').
-        from .bench import main as bench_main
+        from .bench import run
 
-        return bench_main(argv[1:])
+        return run(argv[1:])
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # reported by the subcommand, whose --help lists what it takes
+        prog = f"sandbox {args.command}" if args.command else "sandbox"
+        raise CLIError(
+            f"unrecognized arguments: {' '.join(extra)} (see {prog} --help)", prog=prog
+        )
     if not getattr(args, "func", None):
-        parser.print_help()
+        parser.print_help(sys.stderr)
         return 2
-    try:
-        return args.func(args)
-    except (ValueError, TypeError, FileNotFoundError, KeyError, ImportError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"sandbox {args.command}: error: {message}", file=sys.stderr)
-        return 2
+    return args.func(args)
+
+
+def main(argv=None) -> int:
+    """Run ``sandbox`` with the argument list ``argv``; return the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = debug_requested(argv)
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    prog = f"sandbox {command}" if command else "sandbox"
+    return run_command(prog, lambda: _run(argv), debug=debug)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -131,6 +131,27 @@ def cases() -> list[Case]:
             ((1, 1, 6, 5),),
         ),
         Case(
+            "conv3d (stride, padding, dilation, groups)",
+            lambda x, w, b: F.conv3d(x, w, b, (2, 1, 1), (1, 1, 0), (1, 1, 2), 2),
+            ((1, 2, 3, 3, 4), (2, 1, 2, 2, 2), (2,)),
+        ),
+        Case(
+            "conv_transpose3d (out pad, groups)",
+            lambda x, w, b: F.conv_transpose3d(x, w, b, 2, (1, 0, 0), (1, 1, 0), 2),
+            ((1, 2, 2, 2, 2), (2, 1, 2, 2, 2), (2,)),
+        ),
+        Case(
+            "max_pool3d",
+            lambda x: F.max_pool3d(x, 2, padding=(1, 0, 1), ceil_mode=True),
+            ((1, 2, 3, 4, 3),),
+            make=lambda rng: (_distinct(rng, (1, 2, 3, 4, 3)),),
+        ),
+        Case(
+            "avg_pool3d (ceil, count_include_pad=False)",
+            lambda x: F.avg_pool3d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+            ((1, 1, 4, 5, 4),),
+        ),
+        Case(
             "batch_norm (train)",
             lambda x, w, b: F.batch_norm(
                 x, running[0].copy(), running[1].copy(), w, b, training=True

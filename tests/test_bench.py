@@ -194,7 +194,7 @@ def test_save_compare_round_trip_and_exit_codes(tmp_path, capsys):
     assert "0 of 2 cases flagged" in capsys.readouterr().out
 
     doc = json.loads(saved.read_text())
-    doc["results"][0]["ours"].update(median=1e-9, mad=0.0)  # baseline "much faster"
+    doc["results"][0]["ours"].update(median=1e-9, mad=0.0, iqr=0.0)  # baseline "much faster"
     saved.write_text(json.dumps(doc))
     assert _quick(tmp_path, "--compare", "base") == 1
     out = capsys.readouterr().out

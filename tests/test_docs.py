@@ -80,3 +80,59 @@ def test_images_and_links_exist(page):
 def test_no_run_blocks_are_rare():
     infos = [info for p in DOCS for info, _, _ in blocks(p)]
     assert sum(i == "python no-run" for i in infos) <= max(2, infos.count("python") // 10)
+
+
+# ---------------------------------------------------------------- drift of the numbers
+TIME_CLAIM = re.compile(r"about\s+(\d+)\s+s\s+on\s+a\s+2-core\s+machine")
+
+
+def _default_run():
+    """(config, parameters, samples/epoch, steps) of a plain ``sandbox train``."""
+    from sandbox import cli
+    from sandbox._train_options import config_from_args
+    from sandbox.data import Shapes
+    from sandbox.train import build_model
+
+    cfg = config_from_args(cli.build_parser().parse_args(["train"]))
+    classes = Shapes(1).num_classes
+    params = build_model(cfg, 1, classes).num_parameters()
+    steps = cfg.epochs * (cfg.train_samples // cfg.batch_size)
+    return cfg, params, cfg.train_samples, steps
+
+
+def test_readme_transcript_is_what_sandbox_train_prints():
+    from sandbox import cli
+
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## What `sandbox train` prints", 1)[1]
+    transcript = section.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+    cfg, params, samples, steps = _default_run()
+    assert transcript[0] == cli.train_header(cfg, params, samples, steps)
+    assert f"{steps}/{steps}" in transcript[1]  # the finished progress bar
+    epochs = [line for line in transcript if line.startswith("epoch ")]
+    assert epochs[-1].startswith(f"epoch {cfg.epochs - 1}:")
+    last_iou = re.search(r"mean IoU (\d\.\d{4})", epochs[-1]).group(1)
+    done = next(line for line in transcript if line.startswith("done: "))
+    assert done.startswith(f"done: {steps} steps in ") and f"val mean IoU {last_iou}," in done
+    claimed = re.search(r"validation mean IoU\s+about\s+(\d\.\d+)", text).group(1)
+    assert abs(float(claimed) - float(last_iou)) < 0.005 + 1e-9, (claimed, last_iou)
+    out = cfg.out
+    assert f"checkpoints: {out}/last.ckpt, {out}/best.ckpt; log: {out}/log.jsonl" in transcript
+    assert transcript[-2:] == [f"plot: {out}/curves.png", f"plot: {out}/predictions.png"]
+
+
+def test_run_time_claims_agree_with_each_other():
+    from sandbox import cli
+
+    pages = {
+        "README.md": (ROOT / "README.md").read_text(),
+        "docs/05-training-a-unet.md": (ROOT / "docs" / "05-training-a-unet.md").read_text(),
+        "sandbox train --help": cli.DEFAULT_RUN_TIME,
+        "examples/train_shapes.py": (ROOT / "examples" / "train_shapes.py").read_text(),
+    }
+    claims = {name: TIME_CLAIM.findall(text) for name, text in pages.items()}
+    assert all(claims.values()), f"a page lost its run-time claim: {claims}"
+    assert len({c for found in claims.values() for c in found}) == 1, claims
+    for name, text in pages.items():  # no older wording left behind
+        for stale in ("two minutes", "2 minutes", "80-95 s", "about 80 s"):
+            assert stale not in text, (name, stale)

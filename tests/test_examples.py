@@ -1,5 +1,6 @@
 """The example scripts run end to end (with tiny settings, so the suite stays fast)."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,9 +11,12 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def run(script, *args, cwd):
+    # Import the sandbox of this checkout, not whichever one is installed.
+    env = {**os.environ, "PYTHONPATH": str(EXAMPLES.parent)}
     result = subprocess.run(
         [sys.executable, str(EXAMPLES / script), *args],
         cwd=cwd,
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,
@@ -28,12 +32,13 @@ def test_custom_function(tmp_path):
 
 
 def test_compare_upsampling(tmp_path):
+    # 40 samples = 5 steps: the one-cycle schedule used to divide by zero there (issue 11).
     out = run(
         "compare_upsampling.py",
         "--epochs",
         "1",
         "--train-samples",
-        "16",
+        "40",
         "--modes",
         "bilinear,transposed",
         cwd=tmp_path,

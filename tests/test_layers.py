@@ -24,7 +24,8 @@ LAYER_OF = {
     "functional": "functional",
     "nn": "nn, optim", "optim": "nn, optim",
     "data": "training", "metrics": "training", "checkpoint": "training", "train": "training",
-    "cli": "faces", "__main__": "faces", "bench": "faces", "gradcheck": "faces",
+    "cli": "faces", "_train_options": "faces", "_usage": "faces", "__main__": "faces",
+    "bench": "faces", "gradcheck": "faces",
     "gradcheck_suite": "faces", "explain": "faces", "viz": "faces", "datasets": "training",
     "interop": "faces",
 }  # fmt: skip

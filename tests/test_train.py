@@ -175,7 +175,10 @@ def test_nuclei_runs_and_reports_foreground_dice(tmp_path):
 @pytest.mark.parametrize(
     ("overrides", "match"),
     [
-        (dict(data="nowhere"), "data must be one of"),
+        (dict(data=""), "data must be one of"),
+        (dict(upsample="transposed", antialias=True), "do not apply to upsample='transposed'"),
+        (dict(upsample="transposed", align_corners=False), "do not apply"),
+        (dict(data="nuclei", num_classes=3), "num_classes does not apply"),
         (dict(lr=-1.0), "lr must be a positive"),
         (dict(loss="focal"), "loss must be one of"),
         (dict(epochs=0), "epochs must be a positive integer"),

@@ -15,8 +15,13 @@ Modules, one job each:
 ``conv``
     2-D convolution and transposed convolution, forward and backward
     (validation, the im2col + GEMM path, the Winograd path, tuning knobs).
+``conv_3d``
+    3-D convolution and transposed convolution, forward and backward (vol2col +
+    GEMM in fixed chunks of samples, ``_vol2col``).
 ``pool``
     2-D max and average pooling, forward and backward.
+``pool3d``
+    3-D max and average pooling, forward and backward.
 ``norm``
     Batch and group normalisation, forward and backward.
 ``_parallel``
@@ -36,6 +41,14 @@ from .conv import (
     conv_transpose2d_backward,
     conv_transpose2d_output_size,
 )
+from .conv_3d import (
+    conv3d,
+    conv3d_backward,
+    conv3d_output_size,
+    conv_transpose3d,
+    conv_transpose3d_backward,
+    conv_transpose3d_output_size,
+)
 from .norm import batch_norm, batch_norm_backward, group_norm, group_norm_backward
 from .pool import (
     avg_pool2d,
@@ -44,12 +57,15 @@ from .pool import (
     max_pool2d_backward,
     pool_output_size,
 )
+from .pool3d import avg_pool3d, avg_pool3d_backward, max_pool3d, max_pool3d_backward
 from .resample import output_size, resize, resize_adjoint, weight_matrix, weight_table
 
 __all__ = [
-    "avg_pool2d", "avg_pool2d_backward", "batch_norm", "batch_norm_backward", "conv2d",
-    "conv2d_backward", "conv2d_output_size", "conv_transpose2d", "conv_transpose2d_backward",
-    "conv_transpose2d_output_size", "group_norm", "group_norm_backward", "max_pool2d",
-    "max_pool2d_backward", "output_size", "pool_output_size", "resize", "resize_adjoint",
-    "weight_matrix", "weight_table",
+    "avg_pool2d", "avg_pool2d_backward", "avg_pool3d", "avg_pool3d_backward", "batch_norm",
+    "batch_norm_backward", "conv2d", "conv2d_backward", "conv2d_output_size", "conv3d",
+    "conv3d_backward", "conv3d_output_size", "conv_transpose2d", "conv_transpose2d_backward",
+    "conv_transpose2d_output_size", "conv_transpose3d", "conv_transpose3d_backward",
+    "conv_transpose3d_output_size", "group_norm", "group_norm_backward", "max_pool2d",
+    "max_pool2d_backward", "max_pool3d", "max_pool3d_backward", "output_size",
+    "pool_output_size", "resize", "resize_adjoint", "weight_matrix", "weight_table",
 ]  # fmt: skip

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_float", "check_same_dtype", "check_ndim", "check_groups", "pair"]
+__all__ = ["check_float", "check_same_dtype", "check_ndim", "check_groups", "pair", "triple"]
 
 
 def pair(value, name: str, minimum: int) -> tuple[int, int]:
@@ -23,6 +23,24 @@ def pair(value, name: str, minimum: int) -> tuple[int, int]:
         result = (int(value[0]), int(value[1]))
     else:
         raise TypeError(f"{name} must be an int or a pair of ints, got {value!r}")
+    if min(result) < minimum:
+        what = "positive" if minimum == 1 else "non-negative"
+        raise ValueError(f"{name} must be {what} (>= {minimum}), got {value!r}")
+    return result
+
+
+def triple(value, name: str, minimum: int) -> tuple[int, int, int]:
+    """``int`` or length-3 sequence of ints -> ``(depth, rows, cols)``, each ``>= minimum``."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        result = (int(value),) * 3
+    elif (
+        isinstance(value, (tuple, list))
+        and len(value) == 3
+        and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value)
+    ):
+        result = tuple(int(v) for v in value)
+    else:
+        raise TypeError(f"{name} must be an int or a triple of ints, got {value!r}")
     if min(result) < minimum:
         what = "positive" if minimum == 1 else "non-negative"
         raise ValueError(f"{name} must be {what} (>= {minimum}), got {value!r}")

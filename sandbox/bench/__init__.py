@@ -17,10 +17,11 @@ import argparse
 import os
 import sys
 
+from .._usage import ArgumentParser, debug_requested, run_command
 from ._cases import Case, all_cases, select
 from ._compare import DEFAULT_NOISE_K, DEFAULT_THRESHOLD, checksum, compare, drift
 
-__all__ = ["Case", "all_cases", "checksum", "compare", "drift", "main", "select"]
+__all__ = ["Case", "all_cases", "checksum", "compare", "drift", "main", "run", "select"]
 
 DEFAULT_STORAGE = ".benchmarks"
 
@@ -47,7 +48,7 @@ def _fraction(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``sandbox bench``."""
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="sandbox bench",
         description="Regression benchmarks of the sandbox kernels and a UNet training step, "
                     "timed side by side with PyTorch (when installed).",
@@ -101,11 +102,31 @@ def _load_baseline(args):
         raise FileNotFoundError(f"no baseline {args.compare!r}: {path} does not exist "
                                 f"(create it with --save {args.compare})")
     doc = read_json(path)
-    if bool(doc.get("options", {}).get("quick")) != bool(args.quick):
+    quick = bool((doc.get("options") or {}).get("quick"))
+    if quick != bool(args.quick):
         raise ValueError(f"baseline {args.compare!r} was measured "
-                         f"{'with' if doc['options'].get('quick') else 'without'} --quick; "
+                         f"{'with' if quick else 'without'} --quick; "
                          "compare runs of the same kind")
     return path, doc
+
+
+def _check_outputs(args) -> None:
+    """Refuse output names and folders that cannot be written, before anything runs."""
+    from ._report import baseline_path
+
+    targets = [("--json", args.json), ("--plot", args.plot)]
+    if args.save:
+        targets.append(("--save", baseline_path(args.save, args.storage)))
+    for flag, target in targets:
+        if not target:
+            continue
+        if os.path.isdir(target):
+            raise ValueError(f"{flag} {target} is a directory; give a file name")
+        folder = os.path.dirname(os.path.abspath(target))
+        if flag != "--save" and not os.path.isdir(folder):
+            raise ValueError(f"{flag} {target}: the folder {folder} does not exist")
+        if os.path.exists(folder) and not os.access(folder, os.W_OK):
+            raise ValueError(f"{flag} {target}: the folder {folder} is not writable")
 
 
 def _run(args) -> int:
@@ -120,6 +141,7 @@ def _run(args) -> int:
             print(case.name)
         return 0
     baseline = _load_baseline(args) if args.compare else None
+    _check_outputs(args)  # before the run, not after minutes of timing
     repeat = args.repeat or (3 if args.quick else 7)
     warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
     if warmup < 0:
@@ -181,6 +203,19 @@ def _run(args) -> int:
     return status
 
 
+def run(argv) -> int:
+    """Parse ``argv`` and run the suite; errors propagate (see :func:`main`)."""
+    argv = list(argv)
+    if argv[:1] == ["--"]:  # ``sandbox bench -- --quick`` passes the separator through
+        argv = argv[1:]
+    args = build_parser().parse_args(argv)
+    args.argv = argv
+    from .._memory import keep_freed_memory
+
+    keep_freed_memory()  # same allocator settings as `sandbox train` (SANDBOX_TUNE_MALLOC=0: off)
+    return _run(args)
+
+
 def main(argv=None) -> int:
     """Run ``sandbox bench`` with the argument list ``argv``; return the exit status.
 
@@ -192,22 +227,9 @@ def main(argv=None) -> int:
     Returns
     -------
     int
-        0 ok; 1 regression, drift or a failing case; 2 usage error.
+        0 ok; 1 regression, drift or a failing case; 2 usage error (one line on
+        stderr; ``--debug`` or ``SANDBOX_DEBUG=1`` adds the traceback).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["--"]:  # ``sandbox bench -- --quick`` passes the separator through
-        argv = argv[1:]
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help (0) or a bad argument (2)
-        return int(exc.code or 0)
-    args.argv = argv
-    from .._memory import keep_freed_memory
-
-    keep_freed_memory()  # same allocator settings as `sandbox train` (SANDBOX_TUNE_MALLOC=0: off)
-    try:
-        return _run(args)
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"sandbox bench: error: {exc}", file=sys.stderr)
-        return 2
+    debug = debug_requested(argv)
+    return run_command("sandbox bench", lambda: run(argv), debug=debug)

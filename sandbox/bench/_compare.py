@@ -3,7 +3,7 @@
 Slowdown rule
 -------------
 For each case present in both runs, ``change = now / base - 1`` of the median
-times.  Each run's robust relative noise is ``r = 1.4826 * MAD / median``; the
+times.  Each run's robust relative noise is ``r = max(1.4826 * MAD, IQR / 1.349) / median``; the
 two combine as ``sqrt(r_base**2 + r_now**2)``.  A case is flagged **slower**
 only when ::
 
@@ -46,6 +46,7 @@ N_BLOCKS = 32
 DEFAULT_THRESHOLD = 0.15
 DEFAULT_NOISE_K = 3.0
 MAD_TO_SIGMA = 1.4826
+IQR_TO_SIGMA = 1.349
 
 
 def _as_arrays(outputs) -> list[np.ndarray]:
@@ -151,10 +152,18 @@ def drift(base: list[dict], now: list[dict], rtol: float) -> list[str]:
 
 
 def rel_noise(stats: dict | None) -> float:
-    """Robust relative noise ``1.4826 * MAD / median`` of a stats dict (0 if absent)."""
+    """Robust relative noise of a stats dict (0 if absent).
+
+    The larger of ``1.4826 * MAD / median`` and ``IQR / 1.349 / median``: both
+    estimate the standard deviation for normal noise, but with the 3 repeats of
+    ``--quick`` the MAD alone can come out near zero (two of three times agreeing
+    by chance), which made a baseline case look noise-free and flagged normal
+    jitter of the next run as a slowdown.
+    """
     if not stats or not stats.get("median"):
         return 0.0
-    return MAD_TO_SIGMA * stats.get("mad", 0.0) / stats["median"]
+    sigma = max(MAD_TO_SIGMA * stats.get("mad", 0.0), stats.get("iqr", 0.0) / IQR_TO_SIGMA)
+    return sigma / stats["median"]
 
 
 @dataclass

@@ -119,14 +119,30 @@ def write_json(path: str, doc: dict) -> None:
 
 def read_json(path: str) -> dict:
     """Read a run document; ValueError names the file when it is not one."""
-    with open(path) as f:
+    with open(path, "rb") as f:
         try:
-            doc = json.load(f)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path} is not valid JSON: {exc}") from None
-    if not isinstance(doc, dict) or "results" not in doc:
-        raise ValueError(f"{path} is not a 'sandbox bench' result file (no 'results')")
+            doc = json.loads(f.read().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path} is not a 'sandbox bench' result file (not valid JSON: "
+                             f"{exc})") from None
+    results = doc.get("results") if isinstance(doc, dict) else None
+    if not isinstance(results, list) or not all(map(_valid_result, results)):
+        raise ValueError(f"{path} is not a 'sandbox bench' result file (no list of 'results' "
+                         "with case names and timings), or a damaged one")
     return doc
+
+
+def _valid_result(r) -> bool:
+    """A result entry: a case name and, unless it failed, a positive median time."""
+    if not isinstance(r, dict) or not isinstance(r.get("name"), str):
+        return False
+    ours = r.get("ours")
+    if ours is None:
+        return True
+    median = ours.get("median") if isinstance(ours, dict) else None
+    return isinstance(median, int | float) and median > 0 and all(
+        isinstance(ours.get(k, 0.0), int | float) for k in ("mad", "iqr")
+    ) and isinstance(r.get("checksum") or [], list)
 
 
 def baseline_path(name: str, storage: str) -> str:

@@ -15,12 +15,12 @@ float32 ``(C, H, W)`` and ``mask`` int64 ``(H, W)`` (volumes: ``(C, D, H, W)`` a
 - :class:`Subset`, :func:`random_split` — views for train/validation splits.
 - :class:`DataLoader` — batches with a (seed, epoch)-determined order and augmentation.
 - :mod:`sandbox.data.augment` — ``RandomFlip``, ``RandomRotate90``, ``RandomCrop``,
-  ``RandomIntensity``, ``Compose``; for volumes ``RandomFlip3D``, ``RandomRotate3D``,
-  ``RandomCrop3D``, ``CenterCrop3D``.
+  ``RandomIntensity``, ``CenterCrop``, ``Compose``; for volumes ``RandomFlip3D``,
+  ``RandomRotate3D``, ``RandomCrop3D``, ``CenterCrop3D``.
 """
 
 from . import augment
-from ._augment import Compose, RandomCrop, RandomFlip, RandomIntensity, RandomRotate90
+from ._augment import CenterCrop, Compose, RandomCrop, RandomFlip, RandomIntensity, RandomRotate90
 from ._augment3d import CenterCrop3D, RandomCrop3D, RandomFlip3D, RandomRotate3D
 from ._folder import ImageFolder
 from ._loader import DataLoader
@@ -32,6 +32,7 @@ from ._volume_folder import VolumeFolder, is_volume_folder
 from ._volumes import read_volume
 
 __all__ = [
+    "CenterCrop",
     "CenterCrop3D",
     "Compose",
     "DataLoader",

@@ -116,6 +116,29 @@ class RandomCrop:
         return f"RandomCrop(size={self.size})"
 
 
+class CenterCrop(RandomCrop):
+    """Cut the central ``size`` window (same place in image and mask); not random.
+
+    Parameters
+    ----------
+    size : int or (int, int)
+        Output ``(height, width)``; an int means a square. Must not exceed the input.
+    """
+
+    def __call__(self, image, mask, rng=None):
+        _check_pair(image, mask)
+        h, w = self.size
+        H, W = mask.shape
+        if h > H or w > W:
+            raise ValueError(f"CenterCrop size {self.size} is larger than the input ({H}, {W})")
+        top, left = (H - h) // 2, (W - w) // 2
+        return (np.ascontiguousarray(image[:, top:top + h, left:left + w]),
+                np.ascontiguousarray(mask[top:top + h, left:left + w]))
+
+    def __repr__(self):
+        return f"CenterCrop(size={self.size})"
+
+
 class RandomIntensity:
     """Image-only jitter: ``image * gain + bias`` (mask unchanged).
 

@@ -27,6 +27,35 @@ def _import_pil():
     return Image
 
 
+def _unreadable(path, exc) -> ValueError:
+    return ValueError(
+        f"cannot read {path}: not an image file Pillow can decode, or a damaged one "
+        f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); replace or "
+        "remove it"
+    )
+
+
+def open_image(pil, path):
+    """``PIL.Image.open(path)``, with undecodable files as a ``ValueError`` naming the file."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a folder, not an image file")
+    try:
+        return pil.open(path)
+    except (FileNotFoundError, PermissionError):
+        raise
+    except Exception as exc:  # UnidentifiedImageError, SyntaxError, DecompressionBombError...
+        raise _unreadable(path, exc) from None
+
+
+def _load(im, path) -> None:
+    """Decode the pixels now (Pillow is lazy), so a damaged file fails here with its name."""
+    try:
+        im.load()
+    except Exception as exc:  # truncated data, bad checksums, decoder errors
+        raise _unreadable(path, exc) from None
+
+
 def _list(folder):
     files = {}
     for path in sorted(folder.iterdir()):
@@ -114,8 +143,9 @@ class ImageFolder:
                 raise FileNotFoundError(f"mask {path} has no image: expected {image_dir}/{stem}.*")
         self.pairs = [(images[s], masks[s]) for s in sorted(images)]
 
+        self.sizes = []  # (H, W) of every pair, as stored (before image_size)
         for img_path, mask_path in self.pairs:
-            with self._pil.open(img_path) as im, self._pil.open(mask_path) as mk:
+            with self._open(img_path) as im, self._open(mask_path) as mk:
                 if im.size != mk.size:
                     raise ValueError(
                         f"size mismatch: image {img_path} is {im.size[0]}x{im.size[1]} (WxH) "
@@ -123,6 +153,7 @@ class ImageFolder:
                     )
                 if channels is None:
                     channels = 1 if im.mode in _GRAY_MODES else 3
+                self.sizes.append(self.image_size or (im.size[1], im.size[0]))
         self.in_channels = channels
         if class_names is None:
             class_names = tuple(f"class{i}" for i in range(self.num_classes))
@@ -149,13 +180,16 @@ class ImageFolder:
             return image.copy(), mask.copy()
         return image, mask
 
+    def _open(self, path):
+        """Open an image file; an unreadable one raises ``ValueError`` naming it."""
+        return open_image(self._pil, path)
+
     def _read(self, img_path, mask_path):
-        pil = self._pil
-        with pil.open(img_path) as im:
-            im.load()
+        with self._open(img_path) as im:
+            _load(im, img_path)
             image = self._image_array(im, img_path)
-        with pil.open(mask_path) as mk:
-            mk.load()
+        with self._open(mask_path) as mk:
+            _load(mk, mask_path)
             mask = self._mask_array(mk, mask_path)
         bad = (mask < 0) | (mask >= self.num_classes)
         if self.ignore_index is not None:

@@ -9,7 +9,8 @@ class Subset:
     """The samples ``indices`` of ``dataset``, in that order.
 
     Keeps the dataset's ``num_classes``, ``in_channels``, ``class_names`` and
-    ``spatial_dims`` (when it has them).
+    ``spatial_dims`` (when it has them), and ``sizes``, when the dataset lists its
+    samples' sizes.
     """
 
     def __init__(self, dataset, indices):
@@ -22,6 +23,8 @@ class Subset:
         for name in ("num_classes", "in_channels", "class_names", "spatial_dims"):
             if hasattr(dataset, name):
                 setattr(self, name, getattr(dataset, name))
+        if hasattr(dataset, "sizes"):  # per-sample (H, W) or (D, H, W), e.g. of a folder
+            self.sizes = [dataset.sizes[i] for i in self.indices]
 
     def __len__(self):
         return len(self.indices)

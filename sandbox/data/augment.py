@@ -1,6 +1,6 @@
 """Joint image/mask augmentations (public home of :mod:`sandbox.data._augment`)."""
 
-from ._augment import Compose, RandomCrop, RandomFlip, RandomIntensity, RandomRotate90
+from ._augment import CenterCrop, Compose, RandomCrop, RandomFlip, RandomIntensity, RandomRotate90
 from ._augment3d import (
     CenterCrop3D,
     RandomCrop3D,
@@ -11,6 +11,7 @@ from ._augment3d import (
 )
 
 __all__ = [
+    "CenterCrop",
     "CenterCrop3D",
     "Compose",
     "RandomCrop",

@@ -16,6 +16,7 @@ from ._activation import (  # noqa: F401
     tanh,
 )
 from ._conv import conv2d, conv_transpose2d  # noqa: F401
+from ._conv3d import conv3d, conv_transpose3d  # noqa: F401
 from ._dropout import dropout, dropout2d  # noqa: F401
 from ._loss import (  # noqa: F401
     binary_cross_entropy_with_logits,
@@ -26,4 +27,5 @@ from ._loss import (  # noqa: F401
 )
 from ._norm import batch_norm, group_norm  # noqa: F401
 from ._pool import avg_pool2d, max_pool2d  # noqa: F401
+from ._pool3d import avg_pool3d, max_pool3d  # noqa: F401
 from ._resample import interpolate  # noqa: F401

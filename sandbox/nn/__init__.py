@@ -18,14 +18,19 @@ from ._layers import (
     Sequential,
     Upsample,
 )
+from ._layers3d import AvgPool3d, BatchNorm3d, Conv3d, ConvTranspose3d, MaxPool3d
 from ._module import Module, Parameter
 from ._unet import UNet
 
 __all__ = [
     "AvgPool2d",
+    "AvgPool3d",
     "BatchNorm2d",
+    "BatchNorm3d",
     "Conv2d",
+    "Conv3d",
     "ConvTranspose2d",
+    "ConvTranspose3d",
     "Dropout",
     "Dropout2d",
     "GroupNorm",
@@ -33,6 +38,7 @@ __all__ = [
     "LeakyReLU",
     "Linear",
     "MaxPool2d",
+    "MaxPool3d",
     "Module",
     "ModuleList",
     "Parameter",

@@ -1,4 +1,8 @@
-"""A UNet whose decoder upsamples with any resampling mode (or transposed convolutions)."""
+"""A UNet whose decoder upsamples with any resampling mode (or transposed convolutions).
+
+2-D on ``(N, C, H, W)`` images or, with ``spatial_dims=3``, 3-D on ``(N, C, D, H, W)``
+volumes: the same blocks built from the 2-D or the 3-D layers.
+"""
 
 from __future__ import annotations
 
@@ -15,14 +19,21 @@ from ._layers import (
     MaxPool2d,
     ModuleList,
 )
+from ._layers3d import BatchNorm3d, Conv3d, ConvTranspose3d, MaxPool3d
 from ._module import Module
 
 NORMS = ("batch", "group", "none")
 
+#: spatial_dims -> (conv, transposed conv, max pooling, batch norm)
+_LAYERS = {
+    2: (Conv2d, ConvTranspose2d, MaxPool2d, BatchNorm2d),
+    3: (Conv3d, ConvTranspose3d, MaxPool3d, BatchNorm3d),
+}
 
-def _norm_layer(kind: str, channels: int, dtype) -> Module:
+
+def _norm_layer(kind: str, channels: int, dtype, dims: int = 2) -> Module:
     if kind == "batch":
-        return BatchNorm2d(channels, dtype=dtype)
+        return _LAYERS[dims][3](channels, dtype=dtype)
     if kind == "group":
         groups = next(g for g in (8, 4, 2, 1) if channels % g == 0)
         return GroupNorm(groups, channels, dtype=dtype)
@@ -30,15 +41,17 @@ def _norm_layer(kind: str, channels: int, dtype) -> Module:
 
 
 class ConvBlock(Module):
-    """Two 3×3 convolutions, each followed by normalisation and ReLU."""
+    """Two 3×3 (or 3×3×3) convolutions, each followed by normalisation and ReLU."""
 
-    def __init__(self, in_channels: int, out_channels: int, norm: str = "batch", dtype=np.float32):
+    def __init__(self, in_channels: int, out_channels: int, norm: str = "batch", dtype=np.float32,
+                 dims: int = 2):
         super().__init__()
         bias = norm == "none"  # a bias before a normalisation layer is redundant
-        self.conv1 = Conv2d(in_channels, out_channels, 3, padding=1, bias=bias, dtype=dtype)
-        self.norm1 = _norm_layer(norm, out_channels, dtype)
-        self.conv2 = Conv2d(out_channels, out_channels, 3, padding=1, bias=bias, dtype=dtype)
-        self.norm2 = _norm_layer(norm, out_channels, dtype)
+        conv = _LAYERS[dims][0]
+        self.conv1 = conv(in_channels, out_channels, 3, padding=1, bias=bias, dtype=dtype)
+        self.norm1 = _norm_layer(norm, out_channels, dtype, dims)
+        self.conv2 = conv(out_channels, out_channels, 3, padding=1, bias=bias, dtype=dtype)
+        self.norm2 = _norm_layer(norm, out_channels, dtype, dims)
 
     def forward(self, x):
         x = F.relu(self.norm1(self.conv1(x)))
@@ -46,12 +59,13 @@ class ConvBlock(Module):
 
 
 class Down(Module):
-    """2×2 max pooling, then a :class:`ConvBlock` that doubles the channels."""
+    """2×2 (or 2×2×2) max pooling, then a :class:`ConvBlock` that doubles the channels."""
 
-    def __init__(self, in_channels: int, out_channels: int, norm: str, dtype=np.float32):
+    def __init__(self, in_channels: int, out_channels: int, norm: str, dtype=np.float32,
+                 dims: int = 2):
         super().__init__()
-        self.pool = MaxPool2d(2)
-        self.block = ConvBlock(in_channels, out_channels, norm, dtype)
+        self.pool = _LAYERS[dims][2](2)
+        self.block = ConvBlock(in_channels, out_channels, norm, dtype, dims)
 
     def forward(self, x):
         return self.block(self.pool(x))
@@ -74,26 +88,31 @@ class Up(Module):
         align_corners=None,
         antialias: bool = False,
         dtype=np.float32,
+        dims: int = 2,
     ):
         super().__init__()
         self.mode = mode
         self.align_corners = align_corners
         self.antialias = antialias
         half = in_channels // 2
+        conv, transposed = _LAYERS[dims][:2]
         if mode == "transposed":
-            self.up = ConvTranspose2d(in_channels, half, 2, stride=2, dtype=dtype)
+            self.up = transposed(in_channels, half, 2, stride=2, dtype=dtype)
         else:
-            self.up = Conv2d(in_channels, half, 1, dtype=dtype)
+            self.up = conv(in_channels, half, 1, dtype=dtype)
         # skip (out_channels) + upsampled (half == out_channels) channels
-        self.block = ConvBlock(out_channels + half, out_channels, norm, dtype)
+        self.block = ConvBlock(out_channels + half, out_channels, norm, dtype, dims)
 
     def forward(self, x, skip):
         x = self.up(x)
         size = skip.shape[2:]
         if self.mode == "transposed":
-            dh, dw = size[0] - x.shape[2], size[1] - x.shape[3]
-            if dh or dw:  # odd input sizes: pad the upsampled map to the skip's size
-                x = F.pad(x, (dw // 2, dw - dw // 2, dh // 2, dh - dh // 2))
+            missing = [s - n for s, n in zip(size, x.shape[2:], strict=True)]
+            if any(missing):  # odd input sizes: pad the upsampled map to the skip's size
+                widths = []
+                for m in reversed(missing):  # F.pad lists the last axis first
+                    widths += [m // 2, m - m // 2]
+                x = F.pad(x, tuple(widths))
         else:
             x = F.interpolate(
                 x,
@@ -135,6 +154,10 @@ class UNet(Module):
     align_corners, antialias :
         Passed to :func:`~sandbox.functional.interpolate` in the decoder.
     dtype : float32 or float64
+    spatial_dims : {2, 3}, default 2
+        2 for images ``(N, C, H, W)``; 3 for volumes ``(N, C, D, H, W)`` (3×3×3
+        convolutions, 2×2×2 pooling, ``BatchNorm3d``, and every upsampling mode
+        in 3-D, ``bicubic``/``lanczos3``/antialias included, which PyTorch lacks).
 
     Any input size works; sizes divisible by ``2**depth`` avoid edge effects.
     """
@@ -150,8 +173,11 @@ class UNet(Module):
         align_corners=None,
         antialias: bool = False,
         dtype=np.float32,
+        spatial_dims: int = 2,
     ):
         super().__init__()
+        if spatial_dims not in _LAYERS:
+            raise ValueError(f"spatial_dims must be 2 or 3, got {spatial_dims!r}")
         for name, value in (
             ("in_channels", in_channels),
             ("num_classes", num_classes),
@@ -173,19 +199,24 @@ class UNet(Module):
         self.base_width = base_width
         self.upsample = upsample
         self.norm = norm
+        self.spatial_dims = dims = spatial_dims
         widths = [base_width * 2**level for level in range(depth + 1)]
-        self.inc = ConvBlock(in_channels, widths[0], norm, dtype)
-        self.downs = ModuleList(Down(widths[i], widths[i + 1], norm, dtype) for i in range(depth))
+        self.inc = ConvBlock(in_channels, widths[0], norm, dtype, dims)
+        self.downs = ModuleList(
+            Down(widths[i], widths[i + 1], norm, dtype, dims) for i in range(depth)
+        )
         self.ups = ModuleList(
-            Up(widths[i + 1], widths[i], upsample, norm, align_corners, antialias, dtype)
+            Up(widths[i + 1], widths[i], upsample, norm, align_corners, antialias, dtype, dims)
             for i in reversed(range(depth))
         )
-        self.head = Conv2d(widths[0], num_classes, 1, dtype=dtype)
+        self.head = _LAYERS[dims][0](widths[0], num_classes, 1, dtype=dtype)
 
     def forward(self, x):
-        if x.ndim != 4 or x.shape[1] != self.in_channels:
+        if x.ndim != 2 + self.spatial_dims or x.shape[1] != self.in_channels:
+            axes = "H, W" if self.spatial_dims == 2 else "D, H, W"
             raise ValueError(
-                f"UNet expects input of shape (N, {self.in_channels}, H, W), got {tuple(x.shape)}"
+                f"UNet expects input of shape (N, {self.in_channels}, {axes}), "
+                f"got {tuple(x.shape)}"
             )
         skips = [self.inc(x)]
         for down in self.downs:
@@ -200,4 +231,5 @@ class UNet(Module):
             f"in_channels={self.in_channels}, num_classes={self.num_classes}, "
             f"depth={self.depth}, base_width={self.base_width}, "
             f"upsample={self.upsample!r}, norm={self.norm!r}"
+            + (f", spatial_dims={self.spatial_dims}" if self.spatial_dims != 2 else "")
         )

@@ -109,7 +109,9 @@ class OneCycleLR(LRScheduler):
     ``pct_start`` of ``total_steps``, then anneals to
     ``max_lr/(div_factor·final_div_factor)``; with ``cycle_momentum`` the
     momentum (or Adam's β1) moves the opposite way between ``base_momentum`` and
-    ``max_momentum``.
+    ``max_momentum``.  Works for any ``total_steps >= 1`` (PyTorch raises
+    ``ZeroDivisionError`` when a phase is shorter than one step, e.g.
+    ``total_steps=5, pct_start=0.2``; here such a phase counts as complete).
     """
 
     def __init__(
@@ -182,7 +184,10 @@ class OneCycleLR(LRScheduler):
             start_step = 0.0
             for i, (end_step, lr0, lr1, mom0, mom1) in enumerate(self._phases):
                 if step <= end_step or i == len(self._phases) - 1:
-                    pct = (step - start_step) / (end_step - start_step)
+                    # A phase shorter than one step (few total_steps: PyTorch divides by
+                    # zero here) is already complete.
+                    span = end_step - start_step
+                    pct = (step - start_step) / span if span > 0 else 1.0
                     lr = self._anneal(g[lr0], g[lr1], pct)
                     if self.cycle_momentum:
                         mom = self._anneal(g[mom0], g[mom1], pct)

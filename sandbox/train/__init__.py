@@ -9,13 +9,19 @@ from ._predict import load_model, predict, predict_file
 from ._trainer import Trainer, TrainingDiverged, TrainingInterrupted, compute_loss
 
 
-def train(config: TrainConfig | None = None, resume: bool = False, **overrides) -> dict:
-    """Train with ``config`` (or ``TrainConfig(**overrides)``) and return the summary."""
+def train(
+    config: TrainConfig | None = None, resume: bool = False, overwrite: bool = False, **overrides
+) -> dict:
+    """Train with ``config`` (or ``TrainConfig(**overrides)``) and return the summary.
+
+    ``resume`` continues the run in ``config.out``; ``overwrite`` replaces it (without
+    either, a folder that holds a run is refused, see :class:`Trainer`).
+    """
     if config is None:
         config = TrainConfig(**overrides)
     elif overrides:
         config = TrainConfig.from_dict({**config.to_dict(), **overrides})
-    return Trainer(config, resume=resume).fit()
+    return Trainer(config, resume=resume, overwrite=overwrite).fit()
 
 
 __all__ = [

@@ -16,8 +16,8 @@ SCHEDULERS = ("onecycle", "cosine", "none")
 class TrainConfig:
     """Everything a training run needs; stored in every checkpoint.
 
-    The defaults train a depth-3 UNet on synthetic shapes in about two minutes
-    on two cores.  ``data`` is ``"shapes"``, ``"nuclei"`` or a folder holding
+    The defaults train a depth-3 UNet on synthetic shapes (see the README for the
+    time it takes).  ``data`` is ``"shapes"``, ``"nuclei"`` or a folder holding
     ``images/`` and ``masks/``.
     """
 
@@ -51,6 +51,9 @@ class TrainConfig:
 
     def __post_init__(self):
         self.validate()
+        if self.data not in DATA_CHOICES and Path(self.data).is_dir():
+            # Stored absolute, so resume and predict work from any working directory.
+            self.data = str(Path(self.data).resolve())
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first bad field and its valid values."""
@@ -83,10 +86,24 @@ class TrainConfig:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
         if self.scheduler not in SCHEDULERS:
             raise ValueError(f"scheduler must be one of {SCHEDULERS}, got {self.scheduler!r}")
-        if self.data not in DATA_CHOICES and not Path(self.data).is_dir():
+        if not isinstance(self.data, str) or not self.data:
             raise ValueError(
-                f"data must be one of {DATA_CHOICES} or an existing folder with images/ and "
-                f"masks/, got {self.data!r}"
+                f"data must be one of {DATA_CHOICES} or a folder with images/ and masks/, "
+                f"got {self.data!r}"
+            )
+        # (A folder's existence is checked when the data is loaded: a checkpoint's
+        # config stays usable for prediction after the training data has moved.)
+        if self.data == "nuclei" and self.num_classes is not None:
+            raise ValueError("num_classes does not apply to data='nuclei' (2 classes, fixed)")
+        if self.data == "shapes" and self.num_classes is not None and not (
+            2 <= self.num_classes <= 6
+        ):
+            raise ValueError(f"num_classes for shapes must be 2 to 6, got {self.num_classes}")
+        if self.upsample == "transposed" and (self.antialias or self.align_corners is not None):
+            raise ValueError(
+                "antialias and align_corners do not apply to upsample='transposed' (a learnt "
+                "transposed convolution, no resampling); leave them out or choose a "
+                "resampling mode"
             )
         if self.image_size < 2**self.depth:
             raise ValueError(
@@ -115,33 +132,60 @@ def build_datasets(cfg: TrainConfig):
     from .. import data
 
     if cfg.data == "shapes":
-        train = data.Shapes(cfg.train_samples, image_size=cfg.image_size, seed=cfg.seed)
+        classes = {} if cfg.num_classes is None else {"num_classes": cfg.num_classes}
+        train = data.Shapes(cfg.train_samples, image_size=cfg.image_size, seed=cfg.seed, **classes)
         # A different seed stream: validation images are never seen in training.
-        val = data.Shapes(cfg.val_samples, image_size=cfg.image_size, seed=cfg.seed + 10_000)
+        val = data.Shapes(
+            cfg.val_samples, image_size=cfg.image_size, seed=cfg.seed + 10_000, **classes
+        )
     elif cfg.data == "nuclei":
         train = data.Nuclei(
             "train", crop_size=cfg.image_size, samples_per_epoch=cfg.train_samples, seed=cfg.seed
         )
         val = data.Nuclei("val")
     else:
+        if not Path(cfg.data).is_dir():
+            raise ValueError(
+                f"data must be one of {DATA_CHOICES} or an existing folder with images/ and "
+                f"masks/, got {cfg.data!r}"
+            )
         if cfg.num_classes is None:
             raise ValueError("a folder dataset needs num_classes (--num-classes)")
         full = data.ImageFolder(cfg.data, cfg.num_classes)
         if len(full) < 2:
             raise ValueError(f"{cfg.data} holds {len(full)} pair(s); need at least 2 (train + val)")
+        _check_crop_fits(cfg, full)
         train, val = data.random_split(full, 0.2, seed=cfg.seed)
     return train, val
+
+
+def _check_crop_fits(cfg: TrainConfig, folder) -> None:
+    """Training crops of ``image_size`` must fit in every image of the folder."""
+    index = min(range(len(folder)), key=lambda i: min(folder.sizes[i]))
+    h, w = folder.sizes[index]
+    if cfg.image_size > min(h, w):
+        fit = min(h, w) // 2**cfg.depth * 2**cfg.depth
+        hint = (
+            f"pass --image-size {fit} (or less)"
+            if fit >= 2**cfg.depth
+            else f"the image is too small for depth {cfg.depth}: use a smaller --depth"
+        )
+        raise ValueError(
+            f"training crops of --image-size {cfg.image_size} do not fit the smallest image, "
+            f"{folder.pairs[index][0]} ({h}x{w}); {hint}"
+        )
 
 
 def build_loaders(cfg: TrainConfig, train_set, val_set):
     from .. import data
 
-    transform = None
-    if cfg.augment:
-        steps = [data.RandomFlip(), data.RandomRotate90()]
-        if cfg.data not in DATA_CHOICES:
-            steps.append(data.RandomCrop(cfg.image_size))
-        transform = data.Compose(steps)
+    steps = [data.RandomFlip(), data.RandomRotate90()] if cfg.augment else []
+    folder = cfg.data not in DATA_CHOICES
+    if folder:
+        # Folder images may differ in size: training batches are crops of image_size.
+        steps.append(data.RandomCrop(cfg.image_size) if cfg.augment else
+                     data.CenterCrop(cfg.image_size))
+    transform = data.Compose(steps) if steps else None
     train = data.DataLoader(
         train_set,
         cfg.batch_size,
@@ -150,7 +194,9 @@ def build_loaders(cfg: TrainConfig, train_set, val_set):
         drop_last=len(train_set) >= cfg.batch_size,
         transform=transform,
     )
-    val = data.DataLoader(val_set, cfg.batch_size, shuffle=False)
+    # Whole validation images: one per batch when the folder's sizes differ.
+    mixed = folder and len(set(getattr(val_set, "sizes", [None]))) > 1
+    val = data.DataLoader(val_set, 1 if mixed else cfg.batch_size, shuffle=False)
     return train, val
 
 

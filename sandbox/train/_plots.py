@@ -101,10 +101,24 @@ def plot_predictions(trainer, path: Path, plt, count: int = 4) -> Path:
             ax.set_axis_off()
             if row == 0:
                 ax.set_title(title)
-    fig.tight_layout()
+    _class_legend(fig, trainer.class_names)
+    fig.tight_layout(rect=(0, 0.06 if len(images) < 3 else 0.03, 1, 1))
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def _class_legend(fig, class_names) -> None:
+    """One coloured patch per class (background has no colour: the image shows through)."""
+    from matplotlib.patches import Patch
+
+    handles = [
+        Patch(facecolor=colorize(np.array(k)), edgecolor="black", label=name)
+        if k > 0
+        else Patch(facecolor="none", edgecolor="black", label=f"{name} (no colour)")
+        for k, name in enumerate(class_names)
+    ]
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 4), frameon=False)
 
 
 def save_all(trainer) -> list[str]:

@@ -21,14 +21,16 @@ def load_model(path):
     info : dict
         ``in_channels``, ``num_classes``, ``class_names``, ``normalization`` and ``config``.
     """
-    state = checkpoint.load(path)
+    state = checkpoint.load_training_state(path)
     try:
         cfg = TrainConfig.from_dict(state["config"])
         info = dict(state["data"])
-    except (KeyError, TypeError) as exc:
-        raise ValueError(f"{path} is not a training checkpoint (missing {exc})") from exc
-    model = build_model(cfg, info["in_channels"], info["num_classes"])
-    model.load_state_dict(state["model"])
+        model = build_model(cfg, info["in_channels"], info["num_classes"])
+        model.load_state_dict(state["model"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{path} is not a usable training checkpoint ({_first_line(exc)})"
+        ) from exc
     model.eval()
     info["config"] = cfg
     return model, info
@@ -40,14 +42,29 @@ def read_image(path, channels: int) -> np.ndarray:
     Integer images stay in their integer range here; :func:`normalize` scales them.
     """
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a folder, not an image file")
     if not path.is_file():
         raise FileNotFoundError(f"image not found: {path}")
     if path.suffix.lower() == ".npy":
-        array = np.load(path, allow_pickle=False)
+        try:
+            array = np.load(path, allow_pickle=False)
+        except Exception as exc:  # any parse failure (ValueError, EOFError, TokenError...)
+            raise ValueError(
+                f"cannot read {path}: not a numpy .npy array of numbers, or a damaged one "
+                f"({_first_line(exc)})"
+            ) from None
+        if not isinstance(array, np.ndarray):  # an .npz archive
+            array.close()
+            raise ValueError(f"{path} is an .npz archive, not a .npy image array")
+        if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+                or array.dtype == bool):
+            raise ValueError(f"{path}: expected an array of real numbers, got dtype {array.dtype}")
     else:
-        from ..data._folder import _import_pil
+        from ..data._folder import _import_pil, _load, open_image
 
-        with _import_pil().open(path) as im:
+        with open_image(_import_pil(), path) as im:
+            _load(im, path)
             im = im.convert("L" if channels == 1 else "RGB")
             array = np.asarray(im)
     if array.ndim == 2:
@@ -88,25 +105,94 @@ def predict_file(checkpoint_path, image_path, out=None, overlay_out=None) -> dic
     from ..data._folder import _import_pil
     from ._plots import overlay
 
-    model, info = load_model(checkpoint_path)
-    raw = read_image(image_path, info["in_channels"])
-    labels = predict(model, normalize(raw, info["normalization"]))
     image_path = Path(image_path)
+    if image_path.is_dir():
+        raise IsADirectoryError(f"{image_path} is a folder, not an image file")
+    if not image_path.is_file():
+        raise FileNotFoundError(f"image not found: {image_path}")
     out = Path(out) if out else image_path.with_name(f"{image_path.stem}_mask.png")
     overlay_out = (
         Path(overlay_out)
         if overlay_out
-        else out.with_name(out.name.replace("_mask", "").replace(".png", "") + "_overlay.png")
+        else out.with_name(out.stem.replace("_mask", "") + "_overlay.png")
     )
+    _check_outputs(image_path, Path(checkpoint_path), out, overlay_out)
+    model, info = load_model(checkpoint_path)
+    raw = read_image(image_path, info["in_channels"])
+    warnings = _check_content(raw, image_path, info["config"].depth)
+    labels = predict(model, normalize(raw, info["normalization"]))
     pil = _import_pil()
-    pil.fromarray(labels.astype(np.uint8)).save(out)
-    rgb = overlay(raw.astype(np.float32), labels)
+    if out.suffix.lower() == ".npy":
+        np.save(out, labels.astype(np.uint8))
+    else:
+        pil.fromarray(labels.astype(np.uint8)).save(out)
+    rgb = overlay(np.nan_to_num(raw.astype(np.float32)), labels)
     pil.fromarray((rgb * 255).round().astype(np.uint8)).save(overlay_out)
     counts = np.bincount(labels.ravel(), minlength=info["num_classes"])
-    return {
+    result = {
         "mask": str(out),
         "overlay": str(overlay_out),
         "pixels_per_class": {
             name: int(c) for name, c in zip(info["class_names"], counts, strict=False)
         },
     }
+    if warnings:
+        result["warnings"] = warnings
+    return result
+
+
+# Masks hold class ids: only lossless formats keep them exact.
+MASK_FORMATS = (".png", ".tif", ".tiff", ".npy")
+OVERLAY_FORMATS = (".png", ".tif", ".tiff", ".jpg", ".jpeg")
+
+
+def _check_outputs(image: Path, ckpt: Path, out: Path, overlay_out: Path) -> None:
+    """Refuse lossy mask formats and outputs that would overwrite an input or each other."""
+    if out.suffix.lower() not in MASK_FORMATS:
+        raise ValueError(
+            f"mask file {out}: {out.suffix or 'no extension'} is not a lossless format (a "
+            f"JPEG would change the class ids); use one of {', '.join(MASK_FORMATS)}"
+        )
+    if overlay_out.suffix.lower() not in OVERLAY_FORMATS:
+        raise ValueError(
+            f"overlay file {overlay_out}: use one of {', '.join(OVERLAY_FORMATS)}"
+        )
+    for path, what in ((out, "mask"), (overlay_out, "overlay")):
+        for source in (image, ckpt):
+            if path.resolve() == source.resolve():
+                raise ValueError(
+                    f"the {what} output {path} is the input file itself; choose another "
+                    f"--{'out' if what == 'mask' else 'overlay'}"
+                )
+        if path.is_dir():
+            raise IsADirectoryError(f"the {what} output {path} is a folder; give a file name")
+        if not path.parent.is_dir():
+            raise FileNotFoundError(f"the folder of the {what} output {path} does not exist")
+    if out.resolve() == overlay_out.resolve():
+        raise ValueError(f"--out and --overlay are the same file {out}; give two names")
+
+
+def _check_content(raw: np.ndarray, path: Path, depth: int) -> list[str]:
+    """Refuse images the model cannot take; return warnings for suspicious ones."""
+    h, w = raw.shape[1:]
+    need = 2**depth
+    if h < need or w < need:
+        raise ValueError(
+            f"{path} is {h}x{w} pixels; this model ({depth} down-sampling steps) needs at "
+            f"least {need}x{need}"
+        )
+    if raw.size == 0 or np.issubdtype(raw.dtype, np.integer) or raw.dtype == bool:
+        return []
+    finite = np.isfinite(raw)
+    if not finite.any():
+        raise ValueError(f"{path} holds no finite values (all NaN or infinite): nothing to "
+                         "segment")
+    if not finite.all():
+        return [f"{path} has {int((~finite).sum())} NaN or infinite values; the prediction "
+                "there (and near them) is meaningless"]
+    return []
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text if len(text) < 160 else text[:157] + "..."

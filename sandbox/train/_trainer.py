@@ -17,6 +17,7 @@ import math
 import signal
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,7 @@ from .._random import get_rng_state, set_rng_state
 from ..autograd import Tensor, no_grad
 from ..metrics import ConfusionMatrix
 from ._config import (
+    DATA_CHOICES,
     TrainConfig,
     build_datasets,
     build_loaders,
@@ -34,6 +36,7 @@ from ._config import (
     build_optimizer,
     total_steps,
 )
+from ._run_folder import RunFolder
 
 
 class TrainingDiverged(RuntimeError):
@@ -67,15 +70,49 @@ class Trainer:
     stop_after : int, optional
         Stop (and checkpoint) after this many optimiser steps in this session; used to
         test resuming, and handy for short trials.
+    overwrite : bool, default False
+        Replace the run already in ``config.out``.  Without it (or ``resume``) a folder
+        holding a run is refused, so a new run never destroys an old one by accident.
+
+    Notes
+    -----
+    The run folder is locked from construction until :meth:`fit` returns (or
+    :meth:`close`): a second trainer on the same folder is refused meanwhile.
+    Temporary files left by a checkpoint save that a crash interrupted are deleted.
     """
 
-    def __init__(self, config: TrainConfig, resume: bool = False, stop_after: int | None = None):
-        from .._config import set_num_threads
-        from .._random import manual_seed
-
+    def __init__(
+        self,
+        config: TrainConfig,
+        resume: bool = False,
+        stop_after: int | None = None,
+        overwrite: bool = False,
+    ):
+        if stop_after is not None and (
+            isinstance(stop_after, bool) or not isinstance(stop_after, int) or stop_after < 1
+        ):
+            raise ValueError(f"stop_after must be a positive number of steps, got {stop_after!r}")
+        if resume and overwrite:
+            raise ValueError("resume continues the run folder and overwrite replaces it: pick one")
         self.cfg = config
         self.out = Path(config.out)
         self.stop_after = stop_after
+        # Claim the run folder first: refuse a folder in use or holding another run.
+        self._folder = RunFolder(self.out, resume=resume, overwrite=overwrite)
+        try:
+            self._setup(resume)
+        except BaseException:
+            self._folder.release()
+            raise
+        if overwrite:
+            self._folder.clear_previous()
+        (self.out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
+
+    def _setup(self, resume: bool) -> None:
+        from .._config import set_num_threads
+        from .._random import manual_seed
+
+        config = self.cfg
         if config.threads is not None:
             set_num_threads(config.threads)
         manual_seed(config.seed)
@@ -96,12 +133,8 @@ class Trainer:
         self.bad_epochs = 0
         self.history: list[dict] = []
         self._stop_requested = False
-        self.out.mkdir(parents=True, exist_ok=True)
         if resume:
             self._load(self.out / "last.ckpt")
-        else:
-            (self.out / "log.jsonl").unlink(missing_ok=True)
-        (self.out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
 
     # ------------------------------------------------------------ checkpoints
     def state(self) -> dict:
@@ -131,7 +164,7 @@ class Trainer:
     def _load(self, path: Path) -> None:
         if not path.is_file():
             raise FileNotFoundError(f"cannot resume: no checkpoint at {path}")
-        state = checkpoint.load(path)
+        state = checkpoint.load_training_state(path)
         saved = TrainConfig.from_dict(state["config"])
         # Options that change the optimisation path must not change on resume.
         fixed = (
@@ -153,6 +186,8 @@ class Trainer:
             "steps",
         )
         changed = [k for k in fixed if getattr(saved, k) != getattr(self.cfg, k)]
+        if "data" in changed and not {saved.data, self.cfg.data} & set(DATA_CHOICES):
+            changed.remove("data")  # the same folder dataset, found somewhere else
         if changed:
             raise ValueError(
                 "cannot resume with different settings for: "
@@ -207,12 +242,18 @@ class Trainer:
     # ------------------------------------------------------------------- loop
     def fit(self) -> dict:
         """Train until the configured epochs/steps, early stop, Ctrl-C or divergence."""
+        self._folder.acquire()
         previous_handler = _install_sigint(self)
         try:
             return self._fit()
         finally:
             if previous_handler is not None:
                 signal.signal(signal.SIGINT, previous_handler)
+            self.close()
+
+    def close(self) -> None:
+        """Release the run folder (done by :meth:`fit`); another run may then use it."""
+        self._folder.release()
 
     def _fit(self) -> dict:
         from tqdm.auto import tqdm
@@ -277,6 +318,18 @@ class Trainer:
         )
 
     def _train_step(self, images, masks) -> tuple[float, float]:
+        # Overflow on the way to a NaN loss is reported by the NaN guard, in one message,
+        # not as numpy RuntimeWarnings printed before it.  (Warnings are caught, not
+        # silenced with np.errstate, which is per thread: the conv workers would still
+        # warn.)  A step that does not diverge passes its warnings on.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = self._guarded_step(images, masks)
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return result
+
+    def _guarded_step(self, images, masks) -> tuple[float, float]:
         logits = self.model(Tensor(images))
         loss = compute_loss(self.cfg.loss, logits, masks, self.num_classes)
         value = loss.item()
@@ -372,7 +425,12 @@ def _install_sigint(trainer: Trainer):
 
     def handler(signum, frame):
         if trainer._stop_requested:
-            raise KeyboardInterrupt
+            last = trainer.out / "last.ckpt"
+            raise KeyboardInterrupt(
+                "stopped at once by a second Ctrl-C; steps since the last checkpoint are lost"
+                + (f" ({last} holds the last one; continue with --resume)" if last.is_file()
+                   else " (no checkpoint written yet)")
+            )
         trainer._stop_requested = True
         print(
             "\nCtrl-C: finishing this step and saving a checkpoint (press again to quit now)",

@@ -106,7 +106,8 @@ def resize(
     """
     check_array(x, "x")
     plan = make_plan(
-        x.shape[2:], size, scale_factor, mode, align_corners, antialias, recompute_scale_factor
+        x.shape[2:], size, scale_factor, mode, align_corners, antialias, recompute_scale_factor,
+        lead=x.shape[0] * x.shape[1], itemsize=x.itemsize,
     )
     if min(x.shape[2:]) < 1:
         raise ValueError(f"x must have non-empty spatial axes, got shape {x.shape}")
@@ -146,7 +147,8 @@ def resize_adjoint(
     check_array(grad, "grad")
     in_sizes = check_input_size(input_size, grad.ndim - 2)
     plan = make_plan(
-        in_sizes, size, scale_factor, mode, align_corners, antialias, recompute_scale_factor
+        in_sizes, size, scale_factor, mode, align_corners, antialias, recompute_scale_factor,
+        lead=grad.shape[0] * grad.shape[1], itemsize=grad.itemsize,
     )
     expected = (*grad.shape[:2], *plan.out_sizes)
     if grad.shape != expected:
@@ -162,7 +164,9 @@ def output_size(
 ):
     """Spatial output size of :func:`resize` for spatial ``input_size`` (a tuple)."""
     in_sizes = check_input_size(input_size, len(np.atleast_1d(input_size)))
-    plan = make_plan(in_sizes, size, scale_factor, mode, None, False, recompute_scale_factor)
+    plan = make_plan(
+        in_sizes, size, scale_factor, mode, None, False, recompute_scale_factor, lead=0
+    )  # lead=0: a size query allocates no arrays
     return plan.out_sizes
 
 

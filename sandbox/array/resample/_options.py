@@ -10,7 +10,9 @@ see docs/design.md §2:
 * unless recomputed, the kernel coordinate step is ``1 / scale_factor``
   (``area`` always uses ``in / out``, as PyTorch forces the recompute there);
 * ``align_corners`` must stay ``None`` for nearest, nearest-exact and area;
-* ``antialias=True`` only for the filter modes.
+* ``antialias=True`` only for the filter modes;
+* a request whose arrays and weight tables would exceed the memory limit is
+  refused before anything is allocated (:mod:`sandbox.array.resample._limits`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import numbers
 from typing import NamedTuple
 
 import numpy as np
+
+from ._limits import check_memory
 
 # Public mode name -> canonical mode used by the weight tables.
 MODE_ALIASES = {
@@ -144,9 +148,24 @@ def _check_scale(scale_factor, nsp: int) -> tuple:
 
 
 def make_plan(
-    in_sizes, size, scale_factor, mode, align_corners, antialias, recompute_scale_factor
+    in_sizes,
+    size,
+    scale_factor,
+    mode,
+    align_corners,
+    antialias,
+    recompute_scale_factor,
+    lead: int = 1,
+    itemsize: int = 4,
 ) -> Plan:
-    """Validate the options for spatial input sizes ``in_sizes`` and return a :class:`Plan`."""
+    """Validate the options for spatial input sizes ``in_sizes`` and return a :class:`Plan`.
+
+    Also refuses, before anything is allocated, a request whose arrays and weight
+    tables would exceed the memory limit (:mod:`sandbox.array.resample._limits`);
+    ``lead`` (batch x channels elements per spatial point) and ``itemsize`` size
+    the arrays (the defaults give a lower bound); ``lead=0`` skips the check, for a
+    query that allocates nothing.
+    """
     canon = _check_mode(mode, antialias, align_corners)
     nsp = len(in_sizes)
     if recompute_scale_factor is not None and not isinstance(
@@ -178,6 +197,8 @@ def make_plan(
             )
         if recompute_scale_factor or canon == "area":
             factors = (None,) * nsp
+    if lead:
+        check_memory(in_sizes, out_sizes, lead, itemsize)
     return Plan(canon, tuple(in_sizes), out_sizes, factors, bool(align_corners), bool(antialias))
 
 

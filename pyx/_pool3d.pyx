@@ -1,0 +1,257 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
+"""3-D max and average pooling, forward and backward (kernel contract: pyx/fused.pxd).
+
+The 3-D twin of ``pyx/_pool.pyx``, with the same rules.  Arrays are viewed as
+``P = N * C`` independent volumes; every ``prange`` iteration owns one volume of
+the output (forward) or of the input gradient (backward, a scatter): no races,
+results bitwise identical for any thread count.
+
+Window of output ``(od, oh, ow)``: depths ``od * sd - pd + i * dd`` (i < kd),
+rows and columns likewise.  Semantics follow PyTorch's CPU kernels:
+
+* max: positions outside the input are skipped (``-inf`` padding); a value
+  replaces the running maximum when ``val > max`` or ``val`` is NaN (first
+  maximum wins ties, NaN propagates); the saved index is the flat offset
+  ``(id * H + ih) * W + iw`` inside the volume.
+* avg: the divisor is ``divisor`` when > 0, else the window size clipped to the
+  padded input (``count_include_pad``) or to the input itself.
+"""
+
+from cython.parallel cimport prange
+from libc.math cimport INFINITY, isnan
+from libc.stdint cimport int64_t
+from libc.string cimport memset
+
+from fused cimport real
+
+
+cdef inline Py_ssize_t _first_inside(Py_ssize_t start, int d) noexcept nogil:
+    """First tap ``start + i * d`` (i >= 0) that is not negative."""
+    while start < 0:
+        start = start + d
+    return start
+
+
+cdef inline Py_ssize_t _dilated_stop(Py_ssize_t start, int k, int d, Py_ssize_t size) noexcept nogil:
+    """One past the last tap of a dilated window starting at ``start``, clipped at ``size``."""
+    cdef Py_ssize_t b = start + (k - 1) * d + 1
+    return b if b < size else size
+
+
+def maxpool3d_forward(const real[:, :, :, ::1] x,     # IN  (P, D, H, W)
+                      real[:, :, :, ::1] out,          # OUT (P, do, ho, wo)
+                      int64_t[:, :, :, ::1] indices,   # OUT (P, do, ho, wo)
+                      int kd, int kh, int kw, int sd, int sh, int sw, int pd, int ph, int pw,
+                      int dd, int dh, int dw, int num_threads):
+    """Max pooling of every volume; writes the maxima and their flat indices."""
+    cdef Py_ssize_t P = x.shape[0], D = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef Py_ssize_t do = out.shape[1], ho = out.shape[2], wo = out.shape[3]
+    cdef Py_ssize_t p, od, oh, ow, z0, z1, h0, h1, w0, w1, iz, ih, iw, best, j
+    cdef real val, vmax
+    cdef const real* vol
+    with nogil:
+        for p in prange(P, schedule="static", num_threads=num_threads):
+            vol = &x[p, 0, 0, 0]
+            for od in range(do):
+                z1 = _dilated_stop(od * sd - pd, kd, dd, D)
+                z0 = _first_inside(od * sd - pd, dd)
+                for oh in range(ho):
+                    h1 = _dilated_stop(oh * sh - ph, kh, dh, H)
+                    h0 = _first_inside(oh * sh - ph, dh)
+                    for ow in range(wo):
+                        w1 = _dilated_stop(ow * sw - pw, kw, dw, W)
+                        w0 = _first_inside(ow * sw - pw, dw)
+                        best = (z0 * H + h0) * W + w0
+                        vmax = -INFINITY
+                        iz = z0
+                        while iz < z1:
+                            ih = h0
+                            while ih < h1:
+                                iw = w0
+                                while iw < w1:
+                                    j = (iz * H + ih) * W + iw
+                                    val = vol[j]
+                                    if val > vmax or isnan(val):
+                                        vmax = val
+                                        best = j
+                                    iw = iw + dw
+                                ih = ih + dh
+                            iz = iz + dd
+                        out[p, od, oh, ow] = vmax
+                        indices[p, od, oh, ow] = best
+
+
+def maxpool3d_backward(const real[:, ::1] grad_out,      # IN  (P, do*ho*wo)
+                       const int64_t[:, ::1] indices,    # IN  (P, do*ho*wo)
+                       real[:, ::1] grad_in,             # OUT (P, D*H*W), overwritten
+                       int num_threads):
+    """Scatter ``grad_out`` to the saved argmax positions, one volume per iteration."""
+    cdef Py_ssize_t P = grad_in.shape[0], DHW = grad_in.shape[1], n_out = grad_out.shape[1]
+    cdef Py_ssize_t p, k, j
+    cdef real* dst
+    cdef const real* g
+    cdef const int64_t* idx
+    with nogil:
+        for p in prange(P, schedule="static", num_threads=num_threads):
+            dst = &grad_in[p, 0]
+            g = &grad_out[p, 0]
+            idx = &indices[p, 0]
+            memset(dst, 0, DHW * sizeof(real))
+            for k in range(n_out):
+                j = idx[k]
+                if 0 <= j < DHW:
+                    dst[j] = dst[j] + g[k]
+
+
+cdef inline Py_ssize_t _win_start(Py_ssize_t o, int s, int pad) noexcept nogil:
+    """First input position of window ``o``, clipped at 0."""
+    cdef Py_ssize_t a = o * s - pad
+    return a if a > 0 else 0
+
+
+cdef inline Py_ssize_t _win_stop(Py_ssize_t o, int k, int s, int pad, Py_ssize_t size) noexcept nogil:
+    """One past the last input position of window ``o``, clipped at ``size``."""
+    cdef Py_ssize_t b = o * s - pad + k
+    return b if b < size else size
+
+
+cdef inline Py_ssize_t _win_padded(Py_ssize_t o, int k, int s, int pad,
+                                   Py_ssize_t size) noexcept nogil:
+    """Size of window ``o`` clipped to the padded input (count_include_pad)."""
+    cdef Py_ssize_t a = o * s - pad
+    cdef Py_ssize_t b = a + k
+    if b > size + pad:
+        b = size + pad
+    return b - a
+
+
+cdef inline Py_ssize_t _avg_divisor(Py_ssize_t divisor, bint count_include_pad,
+                                    Py_ssize_t padded, Py_ssize_t inside) noexcept nogil:
+    """The average's divisor: the override, the padded window, or the in-bounds part."""
+    if divisor > 0:
+        return divisor
+    return padded if count_include_pad else inside
+
+
+def avgpool3d_forward(const real[:, :, :, ::1] x,   # IN  (P, D, H, W)
+                      real[:, :, :, ::1] out,        # OUT (P, do, ho, wo)
+                      int kd, int kh, int kw, int sd, int sh, int sw, int pd, int ph, int pw,
+                      bint count_include_pad, Py_ssize_t divisor, int num_threads):
+    """Average pooling of every volume (``divisor`` > 0 overrides the window size)."""
+    cdef Py_ssize_t P = x.shape[0], D = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef Py_ssize_t do = out.shape[1], ho = out.shape[2], wo = out.shape[3]
+    cdef Py_ssize_t p, od, oh, ow, z0, z1, h0, h1, w0, w1, iz, ih, iw
+    cdef Py_ssize_t pz, phh, pww, div
+    cdef real acc
+    cdef const real* vol
+    with nogil:
+        for p in prange(P, schedule="static", num_threads=num_threads):
+            vol = &x[p, 0, 0, 0]
+            for od in range(do):
+                z0 = _win_start(od, sd, pd)
+                z1 = _win_stop(od, kd, sd, pd, D)
+                pz = _win_padded(od, kd, sd, pd, D)
+                for oh in range(ho):
+                    h0 = _win_start(oh, sh, ph)
+                    h1 = _win_stop(oh, kh, sh, ph, H)
+                    phh = _win_padded(oh, kh, sh, ph, H)
+                    for ow in range(wo):
+                        w0 = _win_start(ow, sw, pw)
+                        w1 = _win_stop(ow, kw, sw, pw, W)
+                        pww = _win_padded(ow, kw, sw, pw, W)
+                        if z0 >= z1 or h0 >= h1 or w0 >= w1:
+                            out[p, od, oh, ow] = 0
+                            continue
+                        div = _avg_divisor(divisor, count_include_pad, pz * phh * pww,
+                                           (z1 - z0) * (h1 - h0) * (w1 - w0))
+                        acc = 0
+                        for iz in range(z0, z1):
+                            for ih in range(h0, h1):
+                                for iw in range(w0, w1):
+                                    acc = acc + vol[(iz * H + ih) * W + iw]
+                        out[p, od, oh, ow] = acc / <real>div
+
+
+def avgpool3d_backward(const real[:, :, :, ::1] grad_out,   # IN  (P, do, ho, wo)
+                       real[:, :, :, ::1] grad_in,           # OUT (P, D, H, W), overwritten
+                       int kd, int kh, int kw, int sd, int sh, int sw, int pd, int ph, int pw,
+                       bint count_include_pad, Py_ssize_t divisor, int num_threads):
+    """Adjoint of :func:`avgpool3d_forward`, one input-gradient volume per iteration."""
+    cdef Py_ssize_t P = grad_in.shape[0], D = grad_in.shape[1]
+    cdef Py_ssize_t H = grad_in.shape[2], W = grad_in.shape[3]
+    cdef Py_ssize_t do = grad_out.shape[1], ho = grad_out.shape[2], wo = grad_out.shape[3]
+    cdef Py_ssize_t p, od, oh, ow, z0, z1, h0, h1, w0, w1, iz, ih, iw
+    cdef Py_ssize_t pz, phh, pww, div
+    cdef real g
+    cdef real* vol
+    with nogil:
+        for p in prange(P, schedule="static", num_threads=num_threads):
+            vol = &grad_in[p, 0, 0, 0]
+            memset(vol, 0, D * H * W * sizeof(real))
+            for od in range(do):
+                z0 = _win_start(od, sd, pd)
+                z1 = _win_stop(od, kd, sd, pd, D)
+                pz = _win_padded(od, kd, sd, pd, D)
+                for oh in range(ho):
+                    h0 = _win_start(oh, sh, ph)
+                    h1 = _win_stop(oh, kh, sh, ph, H)
+                    phh = _win_padded(oh, kh, sh, ph, H)
+                    for ow in range(wo):
+                        w0 = _win_start(ow, sw, pw)
+                        w1 = _win_stop(ow, kw, sw, pw, W)
+                        pww = _win_padded(ow, kw, sw, pw, W)
+                        if z0 >= z1 or h0 >= h1 or w0 >= w1:
+                            continue
+                        div = _avg_divisor(divisor, count_include_pad, pz * phh * pww,
+                                           (z1 - z0) * (h1 - h0) * (w1 - w0))
+                        g = grad_out[p, od, oh, ow] / <real>div
+                        for iz in range(z0, z1):
+                            for ih in range(h0, h1):
+                                for iw in range(w0, w1):
+                                    vol[(iz * H + ih) * W + iw] = vol[(iz * H + ih) * W + iw] + g
+
+
+def maxpool2x2x2_forward(const real[:, :, :, ::1] x,     # IN  (P, D, H, W)
+                         real[:, :, :, ::1] out,          # OUT (P, D // 2, H // 2, W // 2)
+                         int64_t[:, :, :, ::1] indices,   # OUT flat index in the volume
+                         int num_threads):
+    """The 2x2x2, stride-2, unpadded case of :func:`maxpool3d_forward` (the 3-D UNet's
+    pooling).
+
+    Same result and tie/NaN rule (taps in depth, row, column order), with the window
+    unrolled; parallel over output rows of all volumes so that small batches still
+    use every thread.
+    """
+    cdef Py_ssize_t P = x.shape[0], D = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef Py_ssize_t do = out.shape[1], ho = out.shape[2], wo = out.shape[3]
+    cdef Py_ssize_t row, p, od, oh, ow, k, best
+    cdef Py_ssize_t offs[8]
+    cdef real vmax, v
+    cdef const real* base
+    cdef Py_ssize_t i0
+    # flat offsets of the 8 taps from the window's first voxel (read-only in the loop)
+    offs[0] = 0
+    offs[1] = 1
+    offs[2] = W
+    offs[3] = W + 1
+    offs[4] = H * W
+    offs[5] = H * W + 1
+    offs[6] = H * W + W
+    offs[7] = H * W + W + 1
+    with nogil:
+        for row in prange(P * do * ho, schedule="static", num_threads=num_threads):
+            p = row // (do * ho)
+            od = (row // ho) % do
+            oh = row % ho
+            i0 = (2 * od * H + 2 * oh) * W
+            base = &x[p, 0, 0, 0]
+            for ow in range(wo):
+                vmax = base[i0 + 2 * ow]
+                best = i0 + 2 * ow
+                for k in range(1, 8):
+                    v = base[i0 + 2 * ow + offs[k]]
+                    if v > vmax or isnan(v):
+                        vmax = v
+                        best = i0 + 2 * ow + offs[k]
+                out[p, od, oh, ow] = vmax
+                indices[p, od, oh, ow] = best

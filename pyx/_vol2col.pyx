@@ -1,0 +1,167 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
+"""vol2col / col2vol kernels for 3-D convolution as GEMM (kernel contract: pyx/fused.pxd).
+
+The 3-D twin of ``pyx/_im2col.pyx`` (kept separate while the 2-D path is being
+tuned; the two can be unified later).  A chunk is ``nb`` samples starting at
+sample ``n0`` and, so that columns of large volumes stay small, a slab of ``nd``
+output depth planes starting at ``od0``.  Column layout, with ``P = nd * ho * wo``
+and ``t = od - od0``::
+
+    col[((c * kd + kz) * kh + ki) * kw + kj, s * P + (t * ho + oh) * wo + ow]
+        = x[n0 + s, c, od*sd - pd + kz*dd, oh*sh - ph + ki*dh, ow*sw - pw + kj*dw]
+          (0 outside the input)
+
+* ``vol2col`` runs one row ``(c, kz, ki, kj)`` per ``prange`` iteration: every
+  row is written by exactly one thread.
+* ``col2vol`` (the adjoint, a scatter-add) runs one ``(sample, channel)`` volume
+  per iteration; the thread owning the volume adds every contribution in a fixed
+  order, so results are bitwise identical for any thread count (no atomics).
+  Slabs of one sample are folded one after the other (``zero_first`` on the
+  first), so the sum order is fixed by the shapes too.
+"""
+
+from cython.parallel cimport prange
+from libc.string cimport memcpy, memset
+
+from fused cimport real
+
+
+cdef inline Py_ssize_t _ceil_div(Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """ceil(a / b) for b > 0 and any sign of a."""
+    if a <= 0:
+        return -((-a) // b)
+    return (a + b - 1) // b
+
+
+cdef inline Py_ssize_t _valid_lo(Py_ssize_t off, Py_ssize_t s, Py_ssize_t n_out) noexcept nogil:
+    """First output position o with o * s - off >= 0 (clipped to [0, n_out])."""
+    cdef Py_ssize_t a = _ceil_div(off, s)
+    if a < 0:
+        return 0
+    return a if a < n_out else n_out
+
+
+cdef inline Py_ssize_t _valid_hi(Py_ssize_t off, Py_ssize_t s, Py_ssize_t size,
+                                 Py_ssize_t n_out) noexcept nogil:
+    """One past the last output position o with o * s - off < size (clipped to [0, n_out])."""
+    cdef Py_ssize_t b = _ceil_div(size + off, s)
+    if b < 0:
+        return 0
+    return b if b < n_out else n_out
+
+
+def vol2col(const real[:, :, :, :, ::1] x,   # IN  (N, C, D, H, W)
+            real[:, ::1] col,                # OUT (C*kd*kh*kw, nb*nd*ho*wo)
+            Py_ssize_t n0, Py_ssize_t nb, Py_ssize_t od0, Py_ssize_t nd,
+            int kd, int kh, int kw, int sd, int sh, int sw, int pd, int ph, int pw,
+            int dd, int dh, int dw,
+            Py_ssize_t ho, Py_ssize_t wo, int num_threads):
+    """Unfold output planes ``od0 .. od0+nd-1`` of samples ``n0 .. n0+nb-1`` of ``x``
+    into ``col`` (layout in the module doc).
+
+    Parameters
+    ----------
+    x : ndarray, shape (N, C, D, H, W), float32 or float64, C-contiguous
+    col : ndarray, shape (C*kd*kh*kw, nb*nd*ho*wo), same dtype, C-contiguous; overwritten
+    n0, nb : int
+        First sample and number of samples of the chunk.
+    od0, nd : int
+        First output depth plane and number of planes of the slab.
+    kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw : int
+        Kernel size, stride, padding and dilation (depth, rows, columns).
+    ho, wo : int
+        Output rows and columns.
+    num_threads : int
+        Threads for the ``prange`` loop (>= 1).
+    """
+    cdef Py_ssize_t C = x.shape[1], D = x.shape[2], H = x.shape[3], W = x.shape[4]
+    cdef Py_ssize_t taps = kd * kh * kw, rows = C * taps, vol = nd * ho * wo
+    cdef Py_ssize_t r, c, kz, ki, kj, s, od, oh, ow, iz, ih, off, lo, hi
+    cdef const real* src
+    cdef real* dst
+    with nogil:
+        for r in prange(rows, schedule="static", num_threads=num_threads):
+            c = r // taps
+            kz = (r // (kh * kw)) % kd
+            ki = (r // kw) % kh
+            kj = r % kw
+            off = pw - kj * dw
+            lo = _valid_lo(off, sw, wo)
+            hi = _valid_hi(off, sw, W, wo)
+            for s in range(nb):
+                dst = &col[r, s * vol]
+                for od in range(od0, od0 + nd):
+                    iz = od * sd - pd + kz * dd
+                    if iz < 0 or iz >= D or lo >= hi:
+                        memset(dst, 0, ho * wo * sizeof(real))
+                        dst = dst + ho * wo
+                        continue
+                    for oh in range(ho):
+                        ih = oh * sh - ph + ki * dh
+                        if ih < 0 or ih >= H:
+                            memset(dst, 0, wo * sizeof(real))
+                        else:
+                            src = &x[n0 + s, c, iz, ih, 0]
+                            if lo > 0:
+                                memset(dst, 0, lo * sizeof(real))
+                            if sw == 1:
+                                memcpy(dst + lo, src + lo - off, (hi - lo) * sizeof(real))
+                            else:
+                                for ow in range(lo, hi):
+                                    dst[ow] = src[ow * sw - off]
+                            if hi < wo:
+                                memset(dst + hi, 0, (wo - hi) * sizeof(real))
+                        dst = dst + wo
+
+
+def col2vol(const real[:, ::1] col,           # IN  (C*kd*kh*kw, nb*nd*ho*wo)
+            real[:, :, :, :, ::1] out,         # OUT (N, C, D, H, W); samples n0..n0+nb-1
+            Py_ssize_t n0, Py_ssize_t nb, Py_ssize_t od0, Py_ssize_t nd,
+            int kd, int kh, int kw, int sd, int sh, int sw, int pd, int ph, int pw,
+            int dd, int dh, int dw,
+            Py_ssize_t ho, Py_ssize_t wo, bint zero_first, int num_threads):
+    """Adjoint of :func:`vol2col`: fold ``col`` back, summing overlapping taps.
+
+    Parameters are those of :func:`vol2col`; samples ``n0 .. n0+nb-1`` of ``out``
+    are zeroed first when ``zero_first``, else accumulated into (the later slabs
+    of a sample).  Deterministic: each ``(sample, channel)`` volume is owned by one
+    iteration and summed in a fixed order.
+    """
+    cdef Py_ssize_t C = out.shape[1], D = out.shape[2], H = out.shape[3], W = out.shape[4]
+    cdef Py_ssize_t vol = nd * ho * wo
+    cdef Py_ssize_t p, c, s, kz, ki, kj, od, oh, ow, iz, ih, off, lo, hi, j
+    cdef const real* src
+    cdef real* dst
+    cdef real* row
+    with nogil:
+        for p in prange(nb * C, schedule="static", num_threads=num_threads):
+            s = p // C
+            c = p % C
+            dst = &out[n0 + s, c, 0, 0, 0]
+            if zero_first:
+                memset(dst, 0, D * H * W * sizeof(real))
+            for kz in range(kd):
+                for ki in range(kh):
+                    for kj in range(kw):
+                        off = pw - kj * dw
+                        lo = _valid_lo(off, sw, wo)
+                        hi = _valid_hi(off, sw, W, wo)
+                        if lo >= hi:
+                            continue
+                        src = &col[((c * kd + kz) * kh + ki) * kw + kj, s * vol]
+                        for od in range(od0, od0 + nd):
+                            iz = od * sd - pd + kz * dd
+                            if iz < 0 or iz >= D:
+                                continue
+                            for oh in range(ho):
+                                ih = oh * sh - ph + ki * dh
+                                if ih < 0 or ih >= H:
+                                    continue
+                                row = dst + (iz * H + ih) * W - off
+                                j = ((od - od0) * ho + oh) * wo
+                                if sw == 1:
+                                    for ow in range(lo, hi):
+                                        row[ow] = row[ow] + src[j + ow]
+                                else:
+                                    for ow in range(lo, hi):
+                                        row[ow * sw] = row[ow * sw] + src[j + ow]

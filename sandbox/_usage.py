@@ -1,0 +1,97 @@
+"""How every ``sandbox`` command ends: one line on stderr and an exit status, no traceback.
+
+A command raises :class:`CLIError` (or one of the library's ``ValueError``,
+``TypeError``, ``OSError``... naming what is wrong); :func:`run_command` turns it
+into ``sandbox <command>: error: <message>`` and exit status 2.  Ctrl-C ends with
+status 130, an unexpected exception (a bug) with a one-line "internal error" and
+status 1.  ``--debug`` or ``SANDBOX_DEBUG=1`` prints the traceback as well.
+
+Exit statuses: 0 success, 1 internal error (or a command's own failure, e.g. a
+benchmark regression), 2 bad arguments or input, 3 training diverged, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+
+DEBUG_ENV = "SANDBOX_DEBUG"
+EXIT_ERROR = 2
+EXIT_INTERNAL = 1
+EXIT_INTERRUPTED = 130
+
+# Exceptions that describe bad input (a file, an option, a size): shown as one line.
+USER_ERRORS = (ValueError, TypeError, OSError, KeyError, ImportError, MemoryError, EOFError)
+
+
+class CLIError(Exception):
+    """A user error with a ready one-line message; ``main`` exits with ``status``."""
+
+    def __init__(self, message: str, status: int = EXIT_ERROR, prog: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.prog = prog
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, but a bad argument raises :class:`CLIError` (one line, no usage block)."""
+
+    def error(self, message):  # noqa: D102 - argparse hook
+        raise CLIError(f"{message} (see {self.prog} --help)", prog=self.prog)
+
+
+def debug_requested(argv: list) -> bool:
+    """True for ``SANDBOX_DEBUG=1`` or a ``--debug`` argument (removed from ``argv``)."""
+    found = False
+    while "--debug" in argv[: argv.index("--") if "--" in argv else len(argv)]:
+        argv.remove("--debug")
+        found = True
+    return found or os.environ.get(DEBUG_ENV, "").strip() not in ("", "0")
+
+
+def one_line(exc: BaseException) -> str:
+    """The message of ``exc`` on one line (file errors as 'reason: path')."""
+    if isinstance(exc, OSError) and exc.strerror:
+        text = exc.strerror + (f": {exc.filename}" if exc.filename else "")
+    elif isinstance(exc, KeyError) and exc.args:
+        text = str(exc.args[0])
+    elif isinstance(exc, MemoryError) and not str(exc):
+        text = "out of memory; try smaller images, a smaller batch or a smaller model"
+    else:
+        text = str(exc) or type(exc).__name__
+    return "; ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def run_command(prog: str, func, debug: bool = False) -> int:
+    """Call ``func()`` and map every way it can end to an exit status (see module doc)."""
+    try:
+        return int(func() or 0)
+    except SystemExit as exc:  # --help, --version
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except KeyboardInterrupt as exc:
+        if debug:
+            traceback.print_exc()
+        detail = one_line(exc) if str(exc) else "interrupted"
+        print(f"{prog}: {detail}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except CLIError as exc:
+        if debug:
+            traceback.print_exc()
+        print(f"{exc.prog or prog}: error: {one_line(exc)}", file=sys.stderr)
+        return exc.status
+    except USER_ERRORS as exc:
+        if debug:
+            traceback.print_exc()
+        print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        print(
+            f"{prog}: internal error: {type(exc).__name__}: {one_line(exc)} (a bug: please "
+            f"report it with the output of the same command run with --debug)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL

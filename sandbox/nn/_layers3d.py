@@ -1,0 +1,178 @@
+"""3-D layers over ``(N, C, D, H, W)`` volumes: thin wrappers around :mod:`sandbox.functional`.
+
+PyTorch's names, arguments, weight layouts and default initialisation.
+``GroupNorm`` and ``Upsample`` (in ``_layers``) already take 5-D inputs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import functional as F
+from ..array._validate import triple
+from . import init
+from ._layers import BatchNorm2d, _affine_parameters, _float_dtype, _positive
+from ._module import Module, Parameter
+
+__all__ = ["AvgPool3d", "BatchNorm3d", "Conv3d", "ConvTranspose3d", "MaxPool3d"]
+
+
+def _check_5d(x, name: str) -> None:
+    if x.ndim != 5:
+        raise ValueError(f"{name} expects a 5-D input (N, C, D, H, W), got shape {tuple(x.shape)}")
+
+
+class _Conv3dBase(Module):
+    transposed = False
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                 bias, dtype, output_padding=0):
+        super().__init__()
+        self.in_channels = _positive(in_channels, "in_channels")
+        self.out_channels = _positive(out_channels, "out_channels")
+        self.groups = _positive(groups, "groups")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(
+                f"groups={groups} must divide in_channels={in_channels} "
+                f"and out_channels={out_channels}")
+        self.kernel_size = triple(kernel_size, "kernel_size", 1)
+        self.stride = triple(stride, "stride", 1)
+        self.padding = triple(padding, "padding", 0)
+        self.dilation = triple(dilation, "dilation", 1)
+        self.output_padding = triple(output_padding, "output_padding", 0)
+        dtype = _float_dtype(dtype)
+        if self.transposed:
+            shape = (in_channels, out_channels // groups, *self.kernel_size)
+        else:
+            shape = (out_channels, in_channels // groups, *self.kernel_size)
+        self.weight = Parameter(np.empty(shape, dtype))
+        if bias:
+            self.bias = Parameter(np.empty(out_channels, dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # PyTorch's default: kaiming_uniform(a=sqrt(5)) -> U(±1/sqrt(fan_in)), same bound for bias.
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight.data.shape)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self) -> str:
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding != (0, 0, 0):
+            s += f", padding={self.padding}"
+        if self.dilation != (1, 1, 1):
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0, 0, 0):
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class Conv3d(_Conv3dBase):
+    """3-D convolution over ``(N, C, D, H, W)`` inputs, PyTorch's semantics and weight layout."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, dtype=np.float32):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, dtype)
+
+    def forward(self, x):
+        return F.conv3d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+
+
+class ConvTranspose3d(_Conv3dBase):
+    """Transposed 3-D convolution (the adjoint of :class:`Conv3d`), PyTorch's weight layout."""
+
+    transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
+                 dtype=np.float32):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, dtype, output_padding=output_padding)
+
+    def forward(self, x):
+        return F.conv_transpose3d(x, self.weight, self.bias, self.stride, self.padding,
+                                  self.output_padding, self.groups, self.dilation)
+
+
+class BatchNorm3d(Module):
+    """Batch normalisation over ``(N, C, D, H, W)`` with running statistics.
+
+    The computation is :class:`BatchNorm2d`'s (the array op takes any ``(N, C, ...)``);
+    it is not a subclass, so that ``isinstance(m, BatchNorm2d)`` keeps meaning 2-D
+    (the PyTorch and ONNX exporters map that class to ``torch.nn.BatchNorm2d``).
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, dtype=np.float32):
+        super().__init__()
+        self.num_features = _positive(num_features, "num_features")
+        self.eps = float(eps)
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        dtype = _float_dtype(dtype)
+        _affine_parameters(self, affine, num_features, dtype)
+        for name, value in (("running_mean", np.zeros(num_features, dtype)),
+                            ("running_var", np.ones(num_features, dtype)),
+                            ("num_batches_tracked", np.zeros((), np.int64))):
+            self.register_buffer(name, value if track_running_stats else None)
+
+    def forward(self, x):
+        _check_5d(x, "BatchNorm3d")
+        return BatchNorm2d.forward(self, x)
+
+    extra_repr = BatchNorm2d.extra_repr
+
+
+class MaxPool3d(Module):
+    """3-D max pooling (PyTorch's semantics, incl. ``ceil_mode`` and dilation)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = kernel_size if stride is None else stride
+        self.padding = padding
+        self.dilation = dilation
+        self.ceil_mode = ceil_mode
+
+    def forward(self, x):
+        return F.max_pool3d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class AvgPool3d(Module):
+    """3-D average pooling."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = kernel_size if stride is None else stride
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, x):
+        return F.avg_pool3d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
