@@ -11,7 +11,7 @@ def test_item_types_and_shapes():
     ds = Shapes3D(4, volume_size=24, num_classes=4, seed=3)
     assert len(ds) == 4
     assert ds.in_channels == 1 and ds.num_classes == 4 and ds.spatial_dims == 3
-    assert ds.class_names == ("background", "ball", "cube", "rod")
+    assert ds.class_names == ("background", "ball", "rod", "shell")
     image, mask = ds[2]
     assert image.dtype == np.float32 and image.shape == (1, 24, 24, 24)
     assert mask.dtype == np.int64 and mask.shape == (24, 24, 24)

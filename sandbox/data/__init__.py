@@ -9,7 +9,7 @@ float32 ``(C, H, W)`` and ``mask`` int64 ``(H, W)`` (volumes: ``(C, D, H, W)`` a
 - :class:`Nuclei` — the shipped DSB2018 fluorescence image, binary nuclei masks;
   :func:`load_nuclei` (raw arrays) and :func:`otsu_threshold` (classical baseline).
 - :class:`ImageFolder` — ``root/images`` + ``root/masks`` files (needs Pillow).
-- :class:`Shapes3D` — seeded synthetic volumes (ball, cube, rod, shell, cross).
+- :class:`Shapes3D` — seeded synthetic volumes (ball, rod, shell, cube, cross).
 - :class:`VolumeFolder` — ``root/images`` + ``root/masks`` volumes (``.npy``, ``.npz``,
   multi-page TIFF); :func:`read_volume` reads one file.
 - :class:`Subset`, :func:`random_split` — views for train/validation splits.

@@ -24,7 +24,9 @@ import numpy as np
 from ._shapes import _check_index, _check_int, _check_range, _pick_level
 
 # Class 0 is the background; shape classes follow in this order.
-SHAPE_NAMES_3D = ("ball", "cube", "rod", "shell", "cross")
+# The order puts the most distinct shapes first: with the default 4 classes the set is
+# ball, rod, shell (a ball and a cube differ only at their faces and corners).
+SHAPE_NAMES_3D = ("ball", "rod", "shell", "cube", "cross")
 
 _BG_MAX = 0.35  # background intensities lie in [0, _BG_MAX]
 
@@ -42,8 +44,8 @@ def _cube(u, v, w, r):
 
 
 def _rod(u, v, w, r):
-    # A cylinder along w: radius 0.55 r, half length 1.3 r (0.59 of the ball's volume).
-    return (u * u + v * v <= (0.55 * r) ** 2) & (np.abs(w) <= 1.3 * r)
+    # A cylinder along w: radius 0.6 r, half length 1.2 r (0.65 of the ball's volume).
+    return (u * u + v * v <= (0.6 * r) ** 2) & (np.abs(w) <= 1.2 * r)
 
 
 def _shell(u, v, w, r):
@@ -63,9 +65,9 @@ def _cross(u, v, w, r):
     )
 
 
-_RASTERS = (_ball, _cube, _rod, _shell, _cross)
-# Bounding radius / r for each shape (half diagonal of the cube, end of a rod...).
-_EXTENT = (1.0, 1.40, 1.42, 1.0, 1.30)
+_RASTERS = (_ball, _rod, _shell, _cube, _cross)
+# Bounding radius / r for each shape (end of a rod, half diagonal of the cube...).
+_EXTENT = (1.0, 1.35, 1.0, 1.40, 1.30)
 
 
 def _random_rotation(rng):
@@ -128,7 +130,7 @@ def gaussian_blur3d(volume, sigma):
 
 
 class Shapes3D:
-    """Seeded synthetic volume segmentation set: balls, cubes, rods, shells, crosses.
+    """Seeded synthetic volume segmentation set: balls, rods, shells, cubes, crosses.
 
     Parameters
     ----------
@@ -139,7 +141,7 @@ class Shapes3D:
         scale with it.
     num_classes : int, default 4
         Background plus ``num_classes - 1`` shape classes, taken in the order ball,
-        cube, rod, shell, cross (so 2 to 6).
+        rod, shell, cube, cross (so 2 to 6).
     seed : int, default 0
         Sample ``i`` is generated from ``np.random.default_rng([seed, i])``.
     shapes_per_volume : (int, int), default (2, 4)
