@@ -27,10 +27,11 @@ PRESETS = {
     "shapes3d": dict(
         image_size=32, epochs=10, train_samples=200,
         val_samples=16, loss="ce+dice", lr=1e-2, depth=3, width=8, batch_size=4,
+        upsample="trilinear",
     ),
     "volumes": dict(
         image_size=32, epochs=20, train_samples=0, val_samples=0, loss="ce+dice", lr=3e-3,
-        width=8, batch_size=4,
+        width=8, batch_size=4, upsample="trilinear",
     ),
 }
 
@@ -97,7 +98,8 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model")
     g.add_argument(
         "--upsample",
-        help=f"decoder upsampling: one of {', '.join(MODES)}, or 'transposed' (default: bilinear)",
+        help=f"decoder upsampling: one of {', '.join(MODES)}, or 'transposed' (default: "
+        "bilinear; volumes: trilinear)",
     )
     g.add_argument(
         "--align-corners",
