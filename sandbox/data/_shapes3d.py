@@ -6,7 +6,7 @@ The 3-D sibling of :class:`~sandbox.data.Shapes`, built on the same rules:
   only on ``(seed, i)``; two seeds give independent train/validation sets;
 - the classes differ in *shape* only: every instance gets an intensity from the same
   range whatever its class, and a random 3-D orientation;
-- instances are large (radius 6-10 voxels at 32³, scaled with the volume);
+- instances are large (radius 7-9.5 voxels at 32³, scaled with the volume);
 - a new instance is placed only where it leaves every earlier one at least
   ``1 - max_occlusion`` of its volume visible, and overlapping instances get
   intensities at least ``0.15`` apart;
@@ -148,8 +148,9 @@ class Shapes3D:
         Inclusive range of instances attempted per volume (an instance that cannot be
         placed without hiding too much of the earlier ones is skipped).
     radius : (float, float), optional
-        Range of the shape radius in voxels; default ``(6, 10) * volume_size / 32``
-        (at least 3 voxels).
+        Range of the shape radius in voxels; default ``(7, 9.5) * volume_size / 32``
+        (at least 3.5 voxels). The range is narrow so that a rod (radius 0.6 r) is
+        always thinner than a ball; a wider range makes the task harder.
     noise : (float, float), default (0.02, 0.06)
         Range of the standard deviation of the additive Gaussian noise.
     blur : (float, float), default (0.3, 0.7)
@@ -199,8 +200,8 @@ class Shapes3D:
         self.shapes_per_volume = (int(lo), int(hi))
         if radius is None:
             scale = self.volume_size / 32.0
-            lo = max(6.0 * scale, 3.0)
-            radius = (lo, max(10.0 * scale, lo))
+            lo = max(7.0 * scale, 3.5)
+            radius = (lo, max(9.5 * scale, lo))
         self.radius = _check_range("radius", radius)
         kinds = range(self.num_classes - 1)
         reach = max(_EXTENT[k] for k in kinds)
