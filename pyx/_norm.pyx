@@ -6,9 +6,11 @@
 # Arrays are viewed as (N, C, L): batch norm reduces each channel c over N and L;
 # group norm views its input as (1, N*G, L') so that the same kernels reduce
 # each (sample, group).  Sums accumulate in double (PyTorch's CPU accumulation
-# type for float32), with four partial sums to break the add dependency chain.
+# type for float32), with four (sums) or eight (squares, products) partial sums
+# to break the add dependency chain.
 
-from cython.parallel cimport prange
+from cython.parallel cimport parallel, prange
+from libc.stdlib cimport free, malloc
 from fused cimport real
 
 
@@ -28,34 +30,40 @@ cdef inline double _sum(const real* p, Py_ssize_t n) noexcept nogil:
 
 
 cdef inline double _sq_dev(const real* p, Py_ssize_t n, double mu) noexcept nogil:
-    """sum((p - mu)**2)"""
-    cdef double s0 = 0, s1 = 0, d0, d1
+    """sum((p - mu)**2), eight partial sums (the add latency bounds fewer)."""
+    cdef double s[8]
+    cdef double d
     cdef Py_ssize_t i = 0
-    while i + 1 < n:
-        d0 = p[i] - mu
-        d1 = p[i + 1] - mu
-        s0 += d0 * d0
-        s1 += d1 * d1
-        i += 2
-    if i < n:
-        d0 = p[i] - mu
-        s0 += d0 * d0
-    return s0 + s1
+    cdef int j
+    for j in range(8):
+        s[j] = 0
+    while i + 7 < n:
+        for j in range(8):
+            d = p[i + j] - mu
+            s[j] += d * d
+        i += 8
+    while i < n:
+        d = p[i] - mu
+        s[0] += d * d
+        i += 1
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
 
 
 cdef inline double _dot(const real* a, const real* b, Py_ssize_t n) noexcept nogil:
-    cdef double s0 = 0, s1 = 0, s2 = 0, s3 = 0
+    """sum(a * b) in double, eight partial sums."""
+    cdef double s[8]
     cdef Py_ssize_t i = 0
-    while i + 3 < n:
-        s0 += <double> a[i] * b[i]
-        s1 += <double> a[i + 1] * b[i + 1]
-        s2 += <double> a[i + 2] * b[i + 2]
-        s3 += <double> a[i + 3] * b[i + 3]
-        i += 4
+    cdef int j
+    for j in range(8):
+        s[j] = 0
+    while i + 7 < n:
+        for j in range(8):
+            s[j] += <double> a[i + j] * b[i + j]
+        i += 8
     while i < n:
-        s0 += <double> a[i] * b[i]
+        s[0] += <double> a[i] * b[i]
         i += 1
-    return (s0 + s1) + (s2 + s3)
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
 
 
 def channel_moments(const real[:, :, ::1] x, double[::1] mean, double[::1] var,
@@ -135,3 +143,93 @@ def affine2(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[::1] a,
             dst = &out[n, c, 0]
             for i in range(length):
                 dst[i] = ac * gp[i] + bc * xp[i] + sc
+
+
+# ---------------------------------------------------------------- batch norm + ReLU
+#
+# The fused kernels compute exactly what the unfused sequence computes (affine,
+# then max(., 0); ReLU backward as g * (y > 0), then the sums and affine2 above),
+# with the same accumulation order, so the results are bitwise identical to it.
+# The mask is a multiplication, not a branch: about half the signs are random,
+# and a mispredicted branch per element made the backward several times slower.
+
+
+def affine_relu(const real[:, :, ::1] x, const real[::1] scale, const real[::1] shift,
+                real[:, :, ::1] out, int num_threads):
+    """``out = max(x * scale[c] + shift[c], 0)`` (NaN propagates), parallel over planes."""
+    cdef Py_ssize_t n_chan = x.shape[1], length = x.shape[2]
+    cdef Py_ssize_t plane, n, c, i
+    cdef real a, b, v
+    cdef const real* src
+    cdef real* dst
+    with nogil:
+        for plane in prange(x.shape[0] * n_chan, schedule="static", num_threads=num_threads):
+            n = plane // n_chan
+            c = plane - n * n_chan
+            a = scale[c]
+            b = shift[c]
+            src = &x[n, c, 0]
+            dst = &out[n, c, 0]
+            for i in range(length):
+                v = src[i] * a + b
+                dst[i] = 0 if v < 0 else v
+
+
+cdef inline void _mask(const real* g, const real* y, real* out, Py_ssize_t n) noexcept nogil:
+    """``out = g * (y > 0)``: vector compares and ANDs (see -fno-trapping-math in setup.py)."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        out[i] = g[i] * <real> (y[i] > 0)
+
+
+def masked_channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x,
+                        const real[:, :, ::1] y, double[::1] sum_g, double[::1] sum_gx,
+                        int num_threads):
+    """Per-channel ``sum(gm)`` and ``sum(gm * x)``, ``gm = g * (y > 0)``, parallel over C.
+
+    Each (n, c) plane of ``gm`` goes through a per-thread buffer (never a whole
+    array), then the same ``_sum`` and ``_dot`` as :func:`channel_sums`.
+    """
+    cdef Py_ssize_t n_batch = g.shape[0], n_chan = g.shape[1], length = g.shape[2]
+    cdef Py_ssize_t c, n
+    cdef double sg, sgx
+    cdef real* buf
+    with nogil, parallel(num_threads=num_threads):
+        buf = <real*> malloc(length * sizeof(real))
+        for c in prange(n_chan, schedule="static"):
+            sg = 0
+            sgx = 0
+            for n in range(n_batch):
+                _mask(&g[n, c, 0], &y[n, c, 0], buf, length)
+                sg = sg + _sum(buf, length)
+                sgx = sgx + _dot(buf, &x[n, c, 0], length)
+            sum_g[c] = sg
+            sum_gx[c] = sgx
+        free(buf)
+
+
+def masked_affine2(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[:, :, ::1] y,
+                   const real[::1] a, const real[::1] b, const real[::1] shift,
+                   real[:, :, ::1] out, int num_threads):
+    """``out = a[c] * gm + b[c] * x + shift[c]`` with ``gm = g * (y > 0)``, per plane."""
+    cdef Py_ssize_t n_chan = g.shape[1], length = g.shape[2]
+    cdef Py_ssize_t plane, n, c, i
+    cdef real ac, bc, sc, gm
+    cdef const real* gp
+    cdef const real* xp
+    cdef const real* yp
+    cdef real* dst
+    with nogil:
+        for plane in prange(g.shape[0] * n_chan, schedule="static", num_threads=num_threads):
+            n = plane // n_chan
+            c = plane - n * n_chan
+            ac = a[c]
+            bc = b[c]
+            sc = shift[c]
+            gp = &g[n, c, 0]
+            xp = &x[n, c, 0]
+            yp = &y[n, c, 0]
+            dst = &out[n, c, 0]
+            for i in range(length):
+                gm = gp[i] * <real> (yp[i] > 0)
+                dst[i] = ac * gm + bc * xp[i] + sc

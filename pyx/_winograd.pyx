@@ -10,7 +10,11 @@ starts at row ``2*th - ph`` and column ``2*tw - pw`` (zero outside the input)::
     M[xi] = U[xi] @ V[xi]              (GEMM in numpy; U = G w G^T per (o, c))
     y[s, o, 2th:2th+2, 2tw:2tw+2] = A^T M A,   A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]
 
-``xi = 4 * i + j`` indexes the 4x4 transformed tile.  Tiles are numbered
+``xi = 4 * i + j`` indexes the 4x4 transformed tile.  The 16 point planes of ``V``,
+``M`` and ``Gt`` may lie a padded pitch apart (``strides[0]``): a pitch that is a
+multiple of 4 KiB makes the 16 streams alias in the cache.  So those arrays are
+declared strided (``[:, :, :]``); each (rows, tiles) point plane must still be
+C-contiguous (the wrapper's buffers are).  Tiles are numbered
 ``t = (s * tiles_h + th) * tiles_w + tw``.  Every ``prange`` iteration owns one
 channel (input transform) or one output channel (output transform): results
 are bitwise identical for any thread count.
@@ -22,9 +26,110 @@ from libc.string cimport memcpy, memset
 
 from fused cimport real
 
+# The inner loops live in C with ``restrict`` pointers: written in Cython, GCC could
+# not rule out that the row buffers overlap and left every loop scalar (measured:
+# the 16-channel 64x64 input transform, batch 8, 1.76 ms; see docs/convolution.md).
+cdef extern from *:
+    """
+    #define SB_WINO2(T, S)                                                             \
+    static inline void sb_w2_in_rows_##S(const T* restrict d0, const T* restrict d1,    \
+            const T* restrict d2, const T* restrict d3, T* restrict r0, T* restrict r1, \
+            T* restrict r2, T* restrict r3, Py_ssize_t n) {                             \
+        for (Py_ssize_t j = 0; j < n; j++) {                                            \
+            r0[j] = d0[j] - d2[j]; r1[j] = d1[j] + d2[j];                               \
+            r2[j] = d2[j] - d1[j]; r3[j] = d1[j] - d3[j]; } }                           \
+    static inline void sb_w2_in_cols_##S(const T* restrict p, T* restrict v0,           \
+            T* restrict v1, T* restrict v2, T* restrict v3, Py_ssize_t n) {             \
+        for (Py_ssize_t t = 0; t < n; t++) {                                            \
+            T a = p[2 * t], b = p[2 * t + 1], c = p[2 * t + 2], d = p[2 * t + 3];       \
+            v0[t] = a - c; v1[t] = b + c; v2[t] = c - b; v3[t] = b - d; } }             \
+    static inline void sb_w2_out_cols_##S(const T* restrict m0, const T* restrict m1,   \
+            const T* restrict m2, const T* restrict m3, T* restrict a0, T* restrict a1, \
+            Py_ssize_t n) {                                                             \
+        for (Py_ssize_t t = 0; t < n; t++) {                                            \
+            a0[t] = m0[t] + m1[t] + m2[t]; a1[t] = m1[t] - m2[t] - m3[t]; } }           \
+    static inline void sb_w2_out_row_##S(const T* restrict a0, const T* restrict a1,    \
+            const T* restrict a2, const T* restrict a3, T* restrict row, Py_ssize_t n) {\
+        for (Py_ssize_t t = 0; t < n; t++) {                                            \
+            row[2 * t] = a0[t] + a1[t] + a2[t];                                         \
+            row[2 * t + 1] = a1[t] - a2[t] - a3[t]; } }                                 \
+    static inline void sb_w2_grad_rows_##S(const T* restrict q0, const T* restrict q1,  \
+            T* restrict r0, T* restrict r1, T* restrict r2, T* restrict r3,             \
+            Py_ssize_t n) {                                                             \
+        for (Py_ssize_t j = 0; j < n; j++) {                                            \
+            r0[j] = q0[j]; r1[j] = q0[j] + q1[j]; r2[j] = q0[j] - q1[j];                \
+            r3[j] = -q1[j]; } }                                                         \
+    static inline void sb_w2_grad_cols_##S(const T* restrict p, T* restrict v0,         \
+            T* restrict v1, T* restrict v2, T* restrict v3, Py_ssize_t n) {             \
+        for (Py_ssize_t t = 0; t < n; t++) {                                            \
+            T a = p[2 * t], b = p[2 * t + 1];                                           \
+            v0[t] = a; v1[t] = a + b; v2[t] = a - b; v3[t] = -b; } }
+    SB_WINO2(float, f)
+    SB_WINO2(double, d)
+    /* U = G a G^T for n kernels held as 9 tap planes a[t * 64 + j] -> 16 planes u[xi * 64 + j] */
+    #define SB_WT2(T, S)                                                               \
+    static inline void sb_w2_wt_##S(const T* restrict a, T* restrict u, Py_ssize_t n) { \
+        const T h = (T)0.5;                                                             \
+        for (Py_ssize_t j = 0; j < n; j++) {                                            \
+            T b[4][3];                                                                  \
+            for (int i = 0; i < 3; i++) {                                               \
+                T a0 = a[i * 64 + j], a1 = a[(3 + i) * 64 + j], a2 = a[(6 + i) * 64 + j]; \
+                b[0][i] = a0; b[1][i] = (a0 + a1 + a2) * h;                             \
+                b[2][i] = (a0 - a1 + a2) * h; b[3][i] = a2; }                           \
+            for (int k = 0; k < 4; k++) {                                               \
+                u[(4 * k) * 64 + j] = b[k][0];                                          \
+                u[(4 * k + 1) * 64 + j] = (b[k][0] + b[k][1] + b[k][2]) * h;            \
+                u[(4 * k + 2) * 64 + j] = (b[k][0] - b[k][1] + b[k][2]) * h;            \
+                u[(4 * k + 3) * 64 + j] = b[k][2]; } } }
+    SB_WT2(float, f)
+    SB_WT2(double, d)
+    """
+    void sb_w2_wt_f(const float*, float*, Py_ssize_t) noexcept nogil
+    void sb_w2_wt_d(const double*, double*, Py_ssize_t) noexcept nogil
+    void sb_w2_in_rows_f(const float*, const float*, const float*, const float*,
+                         float*, float*, float*, float*, Py_ssize_t) noexcept nogil
+    void sb_w2_in_rows_d(const double*, const double*, const double*, const double*,
+                         double*, double*, double*, double*, Py_ssize_t) noexcept nogil
+    void sb_w2_in_cols_f(const float*, float*, float*, float*, float*, Py_ssize_t) noexcept nogil
+    void sb_w2_in_cols_d(const double*, double*, double*, double*, double*,
+                         Py_ssize_t) noexcept nogil
+    void sb_w2_out_cols_f(const float*, const float*, const float*, const float*,
+                          float*, float*, Py_ssize_t) noexcept nogil
+    void sb_w2_out_cols_d(const double*, const double*, const double*, const double*,
+                          double*, double*, Py_ssize_t) noexcept nogil
+    void sb_w2_out_row_f(const float*, const float*, const float*, const float*,
+                         float*, Py_ssize_t) noexcept nogil
+    void sb_w2_out_row_d(const double*, const double*, const double*, const double*,
+                         double*, Py_ssize_t) noexcept nogil
+    void sb_w2_grad_rows_f(const float*, const float*, float*, float*, float*, float*,
+                           Py_ssize_t) noexcept nogil
+    void sb_w2_grad_rows_d(const double*, const double*, double*, double*, double*, double*,
+                           Py_ssize_t) noexcept nogil
+    void sb_w2_grad_cols_f(const float*, float*, float*, float*, float*,
+                           Py_ssize_t) noexcept nogil
+    void sb_w2_grad_cols_d(const double*, double*, double*, double*, double*,
+                           Py_ssize_t) noexcept nogil
+
+
+cdef inline void _in_rows(const real* d, Py_ssize_t wp, real* r) noexcept nogil:
+    """``r = B^T d`` for four rows of ``wp`` values (row k at ``d + k * wp``)."""
+    if real is float:
+        sb_w2_in_rows_f(d, d + wp, d + 2 * wp, d + 3 * wp, r, r + wp, r + 2 * wp, r + 3 * wp, wp)
+    else:
+        sb_w2_in_rows_d(d, d + wp, d + 2 * wp, d + 3 * wp, r, r + wp, r + 2 * wp, r + 3 * wp, wp)
+
+
+cdef inline void _in_cols(const real* p, real* v, Py_ssize_t pitch, Py_ssize_t n) noexcept nogil:
+    """``v[j * pitch + t] = (p B)[t][j]``: the four points of ``n`` stride-2 patches."""
+    if real is float:
+        sb_w2_in_cols_f(p, v, v + pitch, v + 2 * pitch, v + 3 * pitch, n)
+    else:
+        sb_w2_in_cols_d(p, v, v + pitch, v + 2 * pitch, v + 3 * pitch, n)
+
+
 
 def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
-                    real[:, :, ::1] V,              # OUT (16, C, nb*tiles_h*tiles_w)
+                    real[:, :, :] V,                 # OUT (16, C, nb*tiles_h*tiles_w)
                     Py_ssize_t n0, Py_ssize_t nb, int ph, int pw,
                     Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads):
     """``V = B^T d B`` for every 4x4 input patch of samples ``n0 .. n0+nb-1``.
@@ -33,14 +138,13 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
     the whole row width first, then ``B`` runs along the row (stride-2 patches).
     """
     cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3]
-    cdef Py_ssize_t T = V.shape[2]
+    cdef Py_ssize_t pitch = V.strides[0] // sizeof(real)   # between points (may be padded)
     cdef Py_ssize_t wp = 2 * tiles_w + 2          # padded row width covered by the tiles
     cdef Py_ssize_t lo = pw, hi                   # columns [lo, hi) of the padded row hold data
-    cdef Py_ssize_t c, s, th, tw, i, k, j, ih, t0, n_data
+    cdef Py_ssize_t c, s, th, i, k, ih, t0, n_data
     cdef real* buf
     cdef real* p
     cdef real* r
-    cdef real* v
     hi = pw + W
     if hi > wp:
         hi = wp
@@ -65,26 +169,10 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
                                 if hi < wp:
                                     memset(p + hi, 0, (wp - hi) * sizeof(real))
                         r = buf + 4 * wp
-                        for j in range(wp):   # rows: r = B^T d
-                            r[j] = buf[j] - buf[2 * wp + j]
-                            r[wp + j] = buf[wp + j] + buf[2 * wp + j]
-                            r[2 * wp + j] = buf[2 * wp + j] - buf[wp + j]
-                            r[3 * wp + j] = buf[wp + j] - buf[3 * wp + j]
+                        _in_rows(buf, wp, r)   # rows: r = B^T d
                         t0 = (s * tiles_h + th) * tiles_w
-                        for k in range(4):    # columns: V = r B
-                            p = r + k * wp
-                            v = &V[4 * k, c, t0]
-                            for tw in range(tiles_w):
-                                v[tw] = p[2 * tw] - p[2 * tw + 2]
-                            v = v + C * T
-                            for tw in range(tiles_w):
-                                v[tw] = p[2 * tw + 1] + p[2 * tw + 2]
-                            v = v + C * T
-                            for tw in range(tiles_w):
-                                v[tw] = p[2 * tw + 2] - p[2 * tw + 1]
-                            v = v + C * T
-                            for tw in range(tiles_w):
-                                v[tw] = p[2 * tw + 1] - p[2 * tw + 3]
+                        for k in range(4):     # columns: V = r B
+                            _in_cols(r + k * wp, &V[4 * k, c, t0], pitch, tiles_w)
         else:
             failed[0] = 1
         free(buf)
@@ -92,14 +180,31 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
         raise MemoryError("winograd transform: could not allocate a row buffer")
 
 
-def output_transform(const real[:, :, ::1] M,    # IN  (16, O, nb*tiles_h*tiles_w)
+cdef inline void _out_cols(const real* m, Py_ssize_t pitch, real* a0, real* a1,
+                           Py_ssize_t n) noexcept nogil:
+    """``a0 = m0 + m1 + m2``, ``a1 = m1 - m2 - m3`` with ``mk = m + 4 * k * pitch``."""
+    if real is float:
+        sb_w2_out_cols_f(m, m + 4 * pitch, m + 8 * pitch, m + 12 * pitch, a0, a1, n)
+    else:
+        sb_w2_out_cols_d(m, m + 4 * pitch, m + 8 * pitch, m + 12 * pitch, a0, a1, n)
+
+
+cdef inline void _out_row(const real* a, Py_ssize_t n, real* row) noexcept nogil:
+    """``row[2t] = a0 + a1 + a2``, ``row[2t+1] = a1 - a2 - a3`` (``ak = a + k * n``)."""
+    if real is float:
+        sb_w2_out_row_f(a, a + n, a + 2 * n, a + 3 * n, row, n)
+    else:
+        sb_w2_out_row_d(a, a + n, a + 2 * n, a + 3 * n, row, n)
+
+
+def output_transform(const real[:, :, :] M,       # IN  (16, O, nb*tiles_h*tiles_w)
                      real[:, :, :, ::1] y,        # OUT (N, O, Ho, Wo); samples n0.. overwritten
                      Py_ssize_t n0, Py_ssize_t nb,
                      Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads):
     """``y = A^T M A`` per tile (outputs past ``Ho``/``Wo`` dropped)."""
     cdef Py_ssize_t O = y.shape[1], Ho = y.shape[2], Wo = y.shape[3]
-    cdef Py_ssize_t OT = M.shape[1] * M.shape[2]
-    cdef Py_ssize_t o, s, th, tw, i, t0, oh
+    cdef Py_ssize_t OT = M.strides[0] // sizeof(real)   # between points (may be padded)
+    cdef Py_ssize_t o, s, th, i, t0, oh
     cdef const real* m
     cdef real* buf
     cdef real* a
@@ -118,21 +223,11 @@ def output_transform(const real[:, :, ::1] M,    # IN  (16, O, nb*tiles_h*tiles_
                         a = buf
                         # a[0][i] = m0i + m1i + m2i,  a[1][i] = m1i - m2i - m3i  (rows of A^T)
                         for i in range(4):
-                            for tw in range(tiles_w):
-                                a[i * tiles_w + tw] = (m[i * OT + tw] + m[(4 + i) * OT + tw]
-                                                       + m[(8 + i) * OT + tw])
-                                a[(4 + i) * tiles_w + tw] = (m[(4 + i) * OT + tw]
-                                                             - m[(8 + i) * OT + tw]
-                                                             - m[(12 + i) * OT + tw])
+                            _out_cols(m + i * OT, OT, a + i * tiles_w, a + (4 + i) * tiles_w,
+                                      tiles_w)
                         row = buf + 8 * tiles_w
-                        for i in range(2):
-                            for tw in range(tiles_w):
-                                row[i * wt + 2 * tw] = (a[(4 * i) * tiles_w + tw]
-                                                        + a[(4 * i + 1) * tiles_w + tw]
-                                                        + a[(4 * i + 2) * tiles_w + tw])
-                                row[i * wt + 2 * tw + 1] = (a[(4 * i + 1) * tiles_w + tw]
-                                                            - a[(4 * i + 2) * tiles_w + tw]
-                                                            - a[(4 * i + 3) * tiles_w + tw])
+                        for i in range(2):   # columns: row = a A
+                            _out_row(a + 4 * i * tiles_w, tiles_w, row + i * wt)
                         oh = 2 * th
                         memcpy(&y[n0 + s, o, oh, 0], row, Wo * sizeof(real))
                         if oh + 1 < Ho:
@@ -144,8 +239,24 @@ def output_transform(const real[:, :, ::1] M,    # IN  (16, O, nb*tiles_h*tiles_
         raise MemoryError("winograd transform: could not allocate a row buffer")
 
 
+cdef inline void _grad_rows(const real* q, Py_ssize_t n, real* r) noexcept nogil:
+    """``r = A q`` for two rows of ``n`` values (row k at ``q + k * n``)."""
+    if real is float:
+        sb_w2_grad_rows_f(q, q + n, r, r + n, r + 2 * n, r + 3 * n, n)
+    else:
+        sb_w2_grad_rows_d(q, q + n, r, r + n, r + 2 * n, r + 3 * n, n)
+
+
+cdef inline void _grad_cols(const real* p, real* v, Py_ssize_t pitch, Py_ssize_t n) noexcept nogil:
+    """``v[j * pitch + t] = (p A^T)[t][j]`` for ``n`` stride-2 pairs."""
+    if real is float:
+        sb_w2_grad_cols_f(p, v, v + pitch, v + 2 * pitch, v + 3 * pitch, n)
+    else:
+        sb_w2_grad_cols_d(p, v, v + pitch, v + 2 * pitch, v + 3 * pitch, n)
+
+
 def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
-                   real[:, :, ::1] Gt,             # OUT (16, O, nb*tiles_h*tiles_w)
+                   real[:, :, :] Gt,                # OUT (16, O, nb*tiles_h*tiles_w)
                    Py_ssize_t n0, Py_ssize_t nb,
                    Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads):
     """``Gt = A q A^T`` for every 2x2 output-gradient tile ``q`` (zero past ``Ho``/``Wo``).
@@ -153,38 +264,123 @@ def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
     With ``V`` from :func:`input_transform`, the weight gradient of the tile is
     ``G^T (V ⊙ Gt) G`` (the adjoint of F(2x2, 3x3) in the weight), so
     ``dW = G^T (sum_t Gt[:, :, t] V[:, :, t]^T) G``: 16 GEMMs over tiles.
-    ``A = [[1, 0], [1, 1], [1, -1], [0, -1]]``.
+    ``A = [[1, 0], [1, 1], [1, -1], [0, -1]]``.  Per tile row, as in
+    :func:`input_transform`: the two (zero-padded) gradient rows are combined with
+    ``A`` over the whole width, then ``A^T`` runs along the row.
     """
     cdef Py_ssize_t O = g.shape[1], Ho = g.shape[2], Wo = g.shape[3]
-    cdef Py_ssize_t OT = Gt.shape[1] * Gt.shape[2]
-    cdef Py_ssize_t o, s, th, tw, i, t, oh, ow
-    cdef real q00, q01, q10, q11
-    cdef real r[4][2]
-    cdef real* dst
+    cdef Py_ssize_t pitch = Gt.strides[0] // sizeof(real)
+    cdef Py_ssize_t wt = 2 * tiles_w
+    cdef Py_ssize_t o, s, th, i, k, oh, t0
+    cdef real* buf
+    cdef real* p
+    cdef real* r
+    cdef int[1] failed
+    failed[0] = 0
+    with nogil, parallel(num_threads=num_threads):
+        buf = <real*> malloc(6 * wt * sizeof(real))   # 2 padded rows + 4 combined rows
+        if buf != NULL:
+            for o in prange(O, schedule="static"):
+                for s in range(nb):
+                    for th in range(tiles_h):
+                        for i in range(2):
+                            p = buf + i * wt
+                            oh = 2 * th + i
+                            if oh >= Ho:
+                                memset(p, 0, wt * sizeof(real))
+                            else:
+                                memcpy(p, &g[n0 + s, o, oh, 0], Wo * sizeof(real))
+                                if Wo < wt:
+                                    memset(p + Wo, 0, (wt - Wo) * sizeof(real))
+                        r = buf + 2 * wt
+                        _grad_rows(buf, wt, r)   # rows: r = A q
+                        t0 = (s * tiles_h + th) * tiles_w
+                        for k in range(4):       # columns: Gt = r A^T
+                            _grad_cols(r + k * wt, &Gt[4 * k, o, t0], pitch, tiles_w)
+        else:
+            failed[0] = 1
+        free(buf)
+    if failed[0]:
+        raise MemoryError("winograd transform: could not allocate a row buffer")
+
+
+cdef inline void _fold_kernel(const real* p, Py_ssize_t sp, real* d) noexcept nogil:
+    """``d = G^T P G`` (3x3, row-major) for the 4x4 tile ``P[xi] = p[xi * sp]``."""
+    cdef real b[3][4]
+    cdef real half = 0.5
+    cdef Py_ssize_t i, k
+    for i in range(4):   # b = G^T P (3 x 4)
+        b[0][i] = p[i * sp] + (p[(4 + i) * sp] + p[(8 + i) * sp]) * half
+        b[1][i] = (p[(4 + i) * sp] - p[(8 + i) * sp]) * half
+        b[2][i] = (p[(4 + i) * sp] + p[(8 + i) * sp]) * half + p[(12 + i) * sp]
+    for k in range(3):   # d = b G
+        d[3 * k] = b[k][0] + (b[k][1] + b[k][2]) * half
+        d[3 * k + 1] = (b[k][1] - b[k][2]) * half
+        d[3 * k + 2] = (b[k][1] + b[k][2]) * half + b[k][3]
+
+
+cdef inline Py_ssize_t _flip_point(Py_ssize_t xi) noexcept nogil:
+    """The point of the flipped kernel's transform that holds point ``xi`` of the
+    kernel's: ``G J = P G`` (``J`` reverses the 3 taps, ``P`` swaps rows 0 and 3), so
+    ``G (J a J) G^T = P (G a G^T) P^T``: a flip is a permutation of the 16 points."""
+    cdef Py_ssize_t i = xi // 4, j = xi % 4
+    i = 3 - i if i == 0 or i == 3 else i
+    j = 3 - j if j == 0 or j == 3 else j
+    return 4 * i + j
+
+
+cdef inline void _transform_run(const real* w, Py_ssize_t count, bint flip,
+                                real* u, Py_ssize_t su) noexcept nogil:
+    """Transform ``count`` consecutive kernels ``w + 9 * j`` into ``u[xi * su + j]``
+    (with ``flip``: the transforms of the flipped kernels, by :func:`_flip_point`),
+    64 kernels at a time: their taps are gathered into nine contiguous planes (so
+    the arithmetic vectorises), transformed into a local block, and the 16 output
+    rows copied out as contiguous runs (16 single-float streams ``su`` apart alias
+    in the cache when ``su`` is a multiple of 4 KiB: measured 11.8 ms instead of
+    0.6 ms for 128x384 kernels)."""
+    cdef real taps[9 * 64]
+    cdef real blk[16 * 64]
+    cdef Py_ssize_t j0, j, t, nb, xi, dst
+    for j0 in range(0, count, 64):
+        nb = count - j0 if count - j0 < 64 else 64
+        for j in range(nb):
+            for t in range(9):
+                taps[t * 64 + j] = w[(j0 + j) * 9 + t]
+        if real is float:
+            sb_w2_wt_f(taps, blk, nb)
+        else:
+            sb_w2_wt_d(taps, blk, nb)
+        for xi in range(16):
+            dst = _flip_point(xi) if flip else xi
+            memcpy(u + dst * su + j0, blk + xi * 64, nb * sizeof(real))
+
+
+def weight_transform(const real[:, :, :, ::1] w,   # IN  (O, C, 3, 3)
+                     real[:, :, :] U,                 # OUT (16, O, C)
+                     bint flip, int num_threads):
+    """``U[xi, o, c] = (G w[o, c] G^T)[xi]``, ``G = [[1, 0, 0], [.5, .5, .5], [.5, -.5, .5],
+    [0, 0, 1]]``.
+
+    With ``flip``: ``U[xi, o, c] = (G w'[o, c] G^T)[xi]`` with ``w'[o, c, k, l] =
+    w[o, c, 2-k, 2-l]``; ``U.transpose(0, 2, 1)`` is then the transform of the
+    input gradient's kernel (flipped and transposed).
+    """
+    cdef Py_ssize_t O = w.shape[0], C = w.shape[1]
+    cdef Py_ssize_t su = U.strides[0] // sizeof(real)   # between points (may be padded)
+    cdef Py_ssize_t o
     with nogil:
         for o in prange(O, schedule="static", num_threads=num_threads):
-            for s in range(nb):
-                for th in range(tiles_h):
-                    oh = 2 * th
-                    for tw in range(tiles_w):
-                        ow = 2 * tw
-                        t = (s * tiles_h + th) * tiles_w + tw
-                        q00 = g[n0 + s, o, oh, ow]
-                        q01 = g[n0 + s, o, oh, ow + 1] if ow + 1 < Wo else 0
-                        q10 = g[n0 + s, o, oh + 1, ow] if oh + 1 < Ho else 0
-                        q11 = g[n0 + s, o, oh + 1, ow + 1] if (oh + 1 < Ho and ow + 1 < Wo) else 0
-                        # rows: r = A q  (4 x 2)
-                        r[0][0] = q00
-                        r[0][1] = q01
-                        r[1][0] = q00 + q10
-                        r[1][1] = q01 + q11
-                        r[2][0] = q00 - q10
-                        r[2][1] = q01 - q11
-                        r[3][0] = -q10
-                        r[3][1] = -q11
-                        dst = &Gt[0, o, t]
-                        for i in range(4):   # columns: r A^T
-                            dst[(4 * i) * OT] = r[i][0]
-                            dst[(4 * i + 1) * OT] = r[i][0] + r[i][1]
-                            dst[(4 * i + 2) * OT] = r[i][0] - r[i][1]
-                            dst[(4 * i + 3) * OT] = -r[i][1]
+            _transform_run(&w[o, 0, 0, 0], C, flip, &U[0, o, 0], su)
+
+
+def weight_grad_fold(const real[:, :, :] P,        # IN  (16, O, C)
+                     real[:, :, :, ::1] dW,        # OUT (O, C, 3, 3)
+                     int num_threads):
+    """``dW[o, c] = G^T P[:, o, c] G`` (``P`` as a 4x4 tile): the adjoint of
+    :func:`weight_transform`, folding the 16 Winograd points back onto the 3x3 taps."""
+    cdef Py_ssize_t O = dW.shape[0], C = dW.shape[1]
+    cdef Py_ssize_t o, c
+    with nogil:
+        for o in prange(O, schedule="static", num_threads=num_threads):
+            for c in range(C):
+                _fold_kernel(&P[0, o, c], P.strides[0] // sizeof(real), &dW[o, c, 0, 0])

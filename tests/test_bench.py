@@ -223,3 +223,59 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     full.write_text(json.dumps({"options": {"quick": False}, "results": []}))
     assert _quick(tmp_path, "--compare", str(full)) == 2
     assert "--quick" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- classic UNet workload
+
+def test_classic_cases_are_registered():
+    from sandbox.bench._cases_classic import CONV_LAYERS
+
+    names = [c.name for c in all_cases()]
+    for mode in ("nearest", "bilinear", "bicubic"):
+        for size in (64, 128):
+            assert f"unet-classic/{mode}/{size}" in names
+    layers = [n for n in names if n.startswith("conv-layer/")]
+    assert len(layers) == len(CONV_LAYERS) == 14
+    assert "conv-layer/1-16@64" in layers and "conv-layer/384-128@8" in layers
+    assert len(select(all_cases(), ["unet-classic/*/128"])) == 3
+
+
+def test_conv_layers_are_the_classic_unets_3x3_convolutions():
+    from sandbox import nn
+    from sandbox.bench._cases_classic import CONV_LAYERS, conv_flops
+
+    model = nn.ClassicUNet()
+    convs = {(m.in_channels, m.out_channels) for m in model.modules()
+             if isinstance(m, nn.Conv2d) and m.kernel_size == (3, 3)}
+    assert convs == {(ci, co) for ci, co, _ in CONV_LAYERS}
+    for _, co, hw in CONV_LAYERS:  # 64x64 input: 16 channels at 64², 32 at 32², ...
+        assert hw * co == 64 * 16
+    assert conv_flops(8, 384, 128, 8, 8) == 3 * 2 * 8 * 128 * 384 * 9 * 64
+
+
+def test_quick_classic_run_reports_flops_and_both_peaks(tmp_path, capsys):
+    from sandbox.bench._cases_classic import conv_flops
+
+    out = tmp_path / "classic.json"
+    names = ["conv-layer/16-32@32", "unet-classic/nearest/64"]
+    args = ["--quick", "--no-progress", "--repeat", "2", "--warmup", "1", "--json", str(out)]
+    for name in names:
+        args += ["--filter", name]
+    assert main(args) == 0
+    doc = json.loads(out.read_text())
+    env = doc["environment"]
+    assert env["sgemm_gflops"] > 0 and env["sgemm_size"] == 512
+    conv, step = doc["results"]
+    assert [conv["name"], step["name"]] == names
+    assert conv["error"] is None and step["error"] is None
+    assert conv["flops"] == conv_flops(2, 2, 4, 8, 8)  # quick: channels / 8, pixels / 4
+    assert conv["gflops"] == pytest.approx(conv["flops"] / conv["ours"]["median"] / 1e9)
+    assert conv["sgemm_frac"] == pytest.approx(conv["gflops"] / env["sgemm_gflops"])
+    assert conv["peak_method"] == "tracemalloc"
+    assert step["peak_method"] == "rss" and step["peak_bytes"] > 0
+    assert step["flops"] is None and step["checksum"]
+    if env["torch"]:
+        assert conv["torch_gflops"] > 0 and conv["torch_agreement"] < 1e-5
+        assert step["torch_peak_bytes"] > 0 and step["torch_agreement"] < 1e-3
+    text = capsys.readouterr().out
+    assert "GFLOP/s" in text and "%sgemm" in text and "torch MB" in text

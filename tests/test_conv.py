@@ -353,13 +353,20 @@ def test_functional_requires_tensors():
 )
 def test_winograd_matches_reference_and_im2col(shape, dtype, rng, monkeypatch):
     """3x3 stride-1 convs with enough channels take the Winograd path (forward, input
-    gradient and, at >= 128 channels, weight gradient); compare with both references.
+    gradient and weight gradient); compare with both references.
     The small images here run Winograd because the pixel threshold is lowered."""
     monkeypatch.setattr(conv.TUNING, "winograd_min_pixels", 1)
+    monkeypatch.setattr(conv.TUNING, "winograd_min_pixels_weight_grad", 1)
     calls = []
     original = conv.winograd.winograd_conv3x3
     monkeypatch.setattr(
         conv.winograd, "winograd_conv3x3", lambda *a, **k: calls.append(1) or original(*a, **k)
+    )
+    wgrad_calls = []
+    original_wgrad = conv.winograd.winograd_weight_grad
+    monkeypatch.setattr(
+        conv.winograd, "winograd_weight_grad",
+        lambda *a, **k: wgrad_calls.append(1) or original_wgrad(*a, **k),
     )
     n, c, h, w, o, p = shape
     x = rng.standard_normal((n, c, h, w)).astype(dtype)
@@ -372,6 +379,7 @@ def test_winograd_matches_reference_and_im2col(shape, dtype, rng, monkeypatch):
     )
     gy = rng.standard_normal(y.shape).astype(dtype)
     grads = conv.conv2d_backward(gy, x, wt, 1, p)
+    assert len(calls) == 2 and wgrad_calls, "the Winograd gradients were not taken"
     monkeypatch.setattr(conv.TUNING, "winograd", False)
     expected = conv.conv2d_backward(gy, x, wt, 1, p)
     for got, exp in zip(grads, expected, strict=True):
@@ -390,3 +398,86 @@ def test_winograd_bitwise_equal_across_thread_counts(rng):
     for other in results[1:]:
         for a, c in zip(results[0], other, strict=True):
             assert np.array_equal(a, c)
+
+
+# ------------------------------------------------------- Winograd F(4x4, 3x3) and small channels
+
+
+def _spy(monkeypatch, module, name):
+    """Record the calls of ``module.name`` (the path-taken assertions)."""
+    calls = []
+    original = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a, **k: calls.append(1) or original(*a, **k))
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (2, 32, 7, 9, 33, 1),  # partial tiles at the right and bottom
+        (9, 32, 3, 3, 32, 1),  # one tile per sample, batched chunk
+        (1, 40, 5, 4, 32, 0),
+        (2, 32, 6, 5, 32, 2),
+        (2, 16, 17, 16, 16, 1),
+    ],
+)
+def test_winograd_f4_matches_reference(shape, dtype, rng, monkeypatch):
+    """F(4x4, 3x3) (forward, input and weight gradient) against the float64 direct reference;
+    its float32 error is larger than F(2x2, 3x3)'s but inside the tests' tolerance."""
+    from sandbox._C import _winograd4
+
+    monkeypatch.setattr(conv.TUNING, "winograd_min_pixels", 1)
+    monkeypatch.setattr(conv.TUNING, "winograd_f4_min_pixels", 1)
+    monkeypatch.setattr(conv.TUNING, "winograd_min_pixels_weight_grad", 1)
+    monkeypatch.setattr(conv.TUNING, "winograd_f4_min_pixels_weight_grad", 1)
+    calls = _spy(monkeypatch, _winograd4, "input_transform")
+    grad_calls = _spy(monkeypatch, _winograd4, "grad_transform")
+    n, c, h, w, o, p = shape
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    wt = (rng.standard_normal((o, c, 3, 3)) / np.sqrt(9 * c)).astype(dtype)
+    b = rng.standard_normal(o).astype(dtype)
+    y = conv.conv2d(x, wt, b, 1, p)
+    gy = rng.standard_normal(y.shape).astype(dtype)
+    gx, gw, gb = conv.conv2d_backward(gy, x, wt, 1, p)
+    assert len(calls) >= 3 and grad_calls, "the F(4x4, 3x3) paths were not taken"
+    x64, w64, gy64 = (a.astype(np.float64) for a in (x, wt, gy))
+    np.testing.assert_allclose(y, ref_conv2d(x64, w64, b, 1, p, 1, 1), **_tol(dtype))
+    with conv.tuned(winograd=False):
+        expected = conv.conv2d_backward(gy64, x64, w64, 1, p)
+    for got, exp in zip((gx, gw, gb), expected, strict=True):
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, exp, **_tol(dtype))
+
+
+@pytest.mark.parametrize("f4", [0, 1])
+def test_winograd_bitwise_equal_across_thread_counts_small_channels(f4, rng):
+    """16-channel layers (several chunks of one sample each) and F(4x4, 3x3): forward,
+    input and weight gradients identical for 1, 2 and 3 threads."""
+    x = rng.standard_normal((5, 16, 20, 20)).astype(np.float32)
+    w = rng.standard_normal((24, 16, 3, 3)).astype(np.float32)
+    gy = rng.standard_normal((5, 24, 20, 20)).astype(np.float32)
+    results = []
+    with conv.tuned(winograd_f4_min_pixels=f4, winograd_f4_min_pixels_weight_grad=f4,
+                    winograd_target_tiles=8):
+        for nt in (1, 2, 3):
+            with sandbox.num_threads(nt):
+                results.append((conv.conv2d(x, w, None, 1, 1),
+                                *conv.conv2d_backward(gy, x, w, 1, 1)))
+    for other in results[1:]:
+        for a, c in zip(results[0], other, strict=True):
+            assert np.array_equal(a, c)
+
+
+@pytest.mark.parametrize("f4", [0, 1])
+def test_winograd_gradcheck(f4, rng, monkeypatch):
+    """float64 finite differences through the Winograd paths (thresholds lowered so a
+    small conv takes them: forward, input gradient and weight gradient)."""
+    fwd_calls = _spy(monkeypatch, conv.winograd, "winograd_conv3x3")
+    wgrad_calls = _spy(monkeypatch, conv.winograd, "winograd_weight_grad")
+    x, wt, b, *_ = _data((1, 3, 5, 6, 2, 3, 3, 1, 1, 1, 1), np.float64, rng)
+    with conv.tuned(winograd_min_channels=1, winograd_min_channels_weight_grad=1,
+                    winograd_min_pixels=1, winograd_min_pixels_weight_grad=1,
+                    winograd_f4_min_pixels=f4, winograd_f4_min_pixels_weight_grad=f4):
+        _gradcheck(lambda x_, w_, b_: F.conv2d(x_, w_, b_, 1, 1), [x, wt, b], rng)
+    assert fwd_calls and wgrad_calls, "the Winograd paths were not taken"

@@ -20,6 +20,13 @@ from sandbox.autograd import Tensor, grad
 from sandbox.gradcheck import gradgradcheck
 
 
+def _bn_relu(lib, *args, **kwargs):
+    """Our fused op, or PyTorch's relu(batch_norm(...))."""
+    if hasattr(lib.F, "batch_norm_relu"):
+        return lib.F.batch_norm_relu(*args, **kwargs)
+    return lib.F.relu(lib.F.batch_norm(*args, **kwargs))
+
+
 @dataclass
 class Case:
     """``fn(lib, *inputs)``; ``lib.F`` is sandbox.functional or torch.nn.functional."""
@@ -104,6 +111,12 @@ CASES = [
     Case("batch_norm eval no affine",
          lambda lib, x: lib.F.batch_norm(x, *_running(lib), training=False),
          ((2, 3, 2, 3),)),
+    Case("batch_norm_relu train affine",
+         lambda lib, x, w, b: _bn_relu(lib, x, *_running(lib), w, b, training=True),
+         ((3, 3, 2, 2), (3,), (3,))),
+    Case("batch_norm_relu eval affine",
+         lambda lib, x, w, b: _bn_relu(lib, x, *_running(lib), w, b, training=False),
+         ((3, 3, 2, 2), (3,), (3,)), third=True),
     Case("group_norm 2 groups affine",
          lambda lib, x, w, b: lib.F.group_norm(x, 2, w, b),
          ((2, 4, 2, 3), (4,), (4,)), third=True),
@@ -302,6 +315,8 @@ def _count_calls(monkeypatch, module, name):
         (array_pool, "avg_pool2d_backward", lambda x: F.avg_pool2d(x, 2), ((1, 2, 4, 4),)),
         (array_norm, "batch_norm_backward",
          lambda x, w: F.batch_norm(x, None, None, w, training=True), ((2, 3, 2, 2), (3,))),
+        (array_norm, "batch_norm_relu_backward",
+         lambda x, w: F.batch_norm_relu(x, None, None, w, training=True), ((2, 3, 2, 2), (3,))),
         (array_norm, "group_norm_backward", lambda x, w: F.group_norm(x, 3, w),
          ((2, 3, 2, 2), (3,))),
     ],

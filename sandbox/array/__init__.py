@@ -23,7 +23,9 @@ Modules, one job each:
 ``pool3d``
     3-D max and average pooling, forward and backward.
 ``norm``
-    Batch and group normalisation, forward and backward.
+    Batch and group normalisation, forward and backward (and batch norm + ReLU fused).
+``optim``
+    Optimiser updates in one kernel pass (Adam / AdamW).
 ``_parallel``
     The worker pool that runs fixed chunks of GEMM-heavy work; per-thread scratch.
 ``_validate``
@@ -49,7 +51,14 @@ from .conv_3d import (
     conv_transpose3d_backward,
     conv_transpose3d_output_size,
 )
-from .norm import batch_norm, batch_norm_backward, group_norm, group_norm_backward
+from .norm import (
+    batch_norm,
+    batch_norm_backward,
+    batch_norm_relu,
+    batch_norm_relu_backward,
+    group_norm,
+    group_norm_backward,
+)
 from .pool import (
     avg_pool2d,
     avg_pool2d_backward,
@@ -62,10 +71,11 @@ from .resample import output_size, resize, resize_adjoint, weight_matrix, weight
 
 __all__ = [
     "avg_pool2d", "avg_pool2d_backward", "avg_pool3d", "avg_pool3d_backward", "batch_norm",
-    "batch_norm_backward", "conv2d", "conv2d_backward", "conv2d_output_size", "conv3d",
-    "conv3d_backward", "conv3d_output_size", "conv_transpose2d", "conv_transpose2d_backward",
-    "conv_transpose2d_output_size", "conv_transpose3d", "conv_transpose3d_backward",
-    "conv_transpose3d_output_size", "group_norm", "group_norm_backward", "max_pool2d",
-    "max_pool2d_backward", "max_pool3d", "max_pool3d_backward", "output_size",
-    "pool_output_size", "resize", "resize_adjoint", "weight_matrix", "weight_table",
+    "batch_norm_backward", "batch_norm_relu", "batch_norm_relu_backward", "conv2d",
+    "conv2d_backward", "conv2d_output_size", "conv3d", "conv3d_backward", "conv3d_output_size",
+    "conv_transpose2d", "conv_transpose2d_backward", "conv_transpose2d_output_size",
+    "conv_transpose3d", "conv_transpose3d_backward", "conv_transpose3d_output_size",
+    "group_norm", "group_norm_backward", "max_pool2d", "max_pool2d_backward", "max_pool3d",
+    "max_pool3d_backward", "output_size", "pool_output_size", "resize", "resize_adjoint",
+    "weight_matrix", "weight_table",
 ]  # fmt: skip

@@ -23,6 +23,7 @@ one chunk buffer per worker.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -159,7 +160,7 @@ def scratch(name: str, shape, dtype) -> np.ndarray:
     if bufs is None:
         bufs = _local.bufs = {}
     dtype = np.dtype(dtype)
-    size = int(np.prod(shape)) * dtype.itemsize
+    size = math.prod(shape) * dtype.itemsize
     buf = bufs.get(name)
     if buf is None or buf.nbytes < size:
         buf = bufs[name] = np.empty(max(size, 1), dtype=np.uint8)

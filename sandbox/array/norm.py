@@ -23,7 +23,8 @@ import numpy as np
 from .._config import kernel_threads
 from ._validate import check_float, check_same_dtype
 
-__all__ = ["batch_norm", "batch_norm_backward", "group_norm", "group_norm_backward"]
+__all__ = ["batch_norm", "batch_norm_backward", "batch_norm_relu", "batch_norm_relu_backward",
+           "group_norm", "group_norm_backward"]
 
 
 def _kernels():
@@ -92,6 +93,34 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     mean, invstd : ndarray, shape (C,)
         The statistics used (saved for :func:`batch_norm_backward`).
     """
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps,
+                       relu=False)
+
+
+def batch_norm_relu(input, running_mean, running_var, weight=None, bias=None, training=False,
+                    momentum=0.1, eps=1e-5):
+    """Batch normalisation followed by ReLU, in one pass over the data.
+
+    Bitwise identical to ``np.maximum(batch_norm(...)[0], 0)`` (NaN propagates),
+    without the intermediate array.
+
+    Parameters
+    ----------
+    input, running_mean, running_var, weight, bias, training, momentum, eps
+        As for :func:`batch_norm`.
+
+    Returns
+    -------
+    out : ndarray, same shape and dtype as ``input``
+        ``max(batch_norm(input), 0)``; keep it for :func:`batch_norm_relu_backward`.
+    mean, invstd : ndarray, shape (C,)
+        The statistics used.
+    """
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps,
+                       relu=True)
+
+
+def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, relu):
     _check_input(input)
     _check_eps(eps)
     c = input.shape[1]
@@ -130,7 +159,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     scale = invstd if weight is None else invstd * weight
     shift = -mean * scale if bias is None else bias - mean * scale
     out = np.empty_like(x)
-    kernels.affine(x, scale, shift, out, threads)
+    (kernels.affine_relu if relu else kernels.affine)(x, scale, shift, out, threads)
     return out.reshape(input.shape), mean, invstd
 
 
@@ -142,15 +171,48 @@ def batch_norm_backward(grad_output, input, mean, invstd, weight=None, training=
     training mode the statistics depend on the input (the full formula in the
     module docstring); in eval mode they are constants.
     """
+    return _batch_norm_backward(grad_output, input, None, mean, invstd, weight, training, needs)
+
+
+def batch_norm_relu_backward(grad_output, input, output, mean, invstd, weight=None,
+                             training=False, needs=(True, True, True)):
+    """Gradients of :func:`batch_norm_relu` with respect to (input, weight, bias).
+
+    ``output`` is what :func:`batch_norm_relu` returned: the ReLU passes the
+    gradient where ``output > 0`` (0 at 0, as PyTorch).  Bitwise identical to
+    :func:`batch_norm_backward` of ``grad_output * (output > 0)``, without that
+    array and in two passes over the data.
+
+    Parameters
+    ----------
+    grad_output, input, output : ndarray, shape (N, C, ...)
+    mean, invstd, weight, training, needs
+        As for :func:`batch_norm_backward`.
+    """
+    _check_input(output, "output")
+    if output.shape != input.shape:
+        raise ValueError(f"output must have the shape of input {input.shape}, "
+                         f"got {output.shape}")
+    return _batch_norm_backward(grad_output, input, output, mean, invstd, weight, training, needs)
+
+
+def _batch_norm_backward(grad_output, input, output, mean, invstd, weight, training, needs):
     _check_input(grad_output, "grad_output")
+    if grad_output.shape != input.shape:
+        raise ValueError(f"grad_output must have the shape of input {input.shape}, "
+                         f"got {grad_output.shape}")
     x = _view3(input)
     g = _view3(grad_output)
+    y = None if output is None else _view3(output)
     n, c, length = x.shape
     m = n * length
     dtype = x.dtype.type
     kernels, threads = _kernels(), kernel_threads(x.size)
     sum_g64, sum_gx64 = np.empty(c), np.empty(c)
-    kernels.channel_sums(g, x, sum_g64, sum_gx64, threads)
+    if y is None:
+        kernels.channel_sums(g, x, sum_g64, sum_gx64, threads)
+    else:
+        kernels.masked_channel_sums(g, x, y, sum_g64, sum_gx64, threads)
     sum_g = sum_g64.astype(dtype)
     # sum(g * xhat) = invstd * (sum(g * x) - mean * sum(g))
     sum_gxhat = (invstd * (sum_gx64 - mean * sum_g64)).astype(dtype)
@@ -165,7 +227,11 @@ def batch_norm_backward(grad_output, input, mean, invstd, weight=None, training=
             b = np.zeros_like(a)
             shift = np.zeros_like(a)
         gx = np.empty_like(g)
-        kernels.affine2(g, x, a.astype(dtype), b.astype(dtype), shift.astype(dtype), gx, threads)
+        coeffs = (a.astype(dtype), b.astype(dtype), shift.astype(dtype))
+        if y is None:
+            kernels.affine2(g, x, *coeffs, gx, threads)
+        else:
+            kernels.masked_affine2(g, x, y, *coeffs, gx, threads)
         gx = gx.reshape(input.shape)
     gw = sum_gxhat if needs[1] else None
     gb = sum_g if needs[2] else None

@@ -42,7 +42,7 @@ from __future__ import annotations
 from ._anomaly import detect_anomaly, is_anomaly_enabled
 from ._engine import backward, grad
 from ._function import Context, Function, once_differentiable, unbroadcast
-from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from ._graph import Graph, graph
 from ._hooks import RemovableHandle
 from ._tensor import Tensor, tensor
@@ -58,6 +58,7 @@ __all__ = [
     "enable_grad",
     "grad",
     "graph",
+    "inference_mode",
     "is_anomaly_enabled",
     "is_grad_enabled",
     "no_grad",

@@ -4,7 +4,9 @@ A :class:`Function` subclass pairs ``forward(ctx, *arrays)`` with
 ``backward(ctx, *grads)``.  :meth:`Function.apply` unwraps Tensor arguments to
 ndarrays, runs ``forward``, and, when grad mode is on and some input requires
 grad, turns the :class:`Context` into a graph node: ``ctx._next`` holds, per
-positional argument, the input Tensor whose gradient is wanted (or None).
+positional argument whose gradient is wanted, the input if it is a leaf, else an
+``_Edge`` to the node that made it (node, output number, shape, dtype: no array,
+so an input no backward saved is freed with the forward); None for the others.
 
 Saved tensors
     ``ctx.save_for_backward(*items)`` takes arrays, Tensors or None;
@@ -14,7 +16,17 @@ Saved tensors
     attached to this node while the backward is itself being recorded
     (``create_graph=True``); any other array is a constant.  So a backward written
     with Tensor ops in terms of its inputs/outputs is differentiable again.
-    Do not modify saved arrays in place.
+
+In-place writes
+    Each saved Tensor's version (its count of in-place writes: ``t[i] = v``,
+    ``t.zero_()``, ``t.data = ...``, also through ``detach()`` and views) is noted
+    when it is saved and checked when ``saved_tensors``/``saved_arrays`` read it: a
+    write in between raises a RuntimeError naming the op, the shape and the
+    versions, as in PyTorch.  Writes made with numpy on ``t.data`` are not seen.
+
+Release
+    After its backward (unless ``retain_graph=True``) a node drops everything it
+    kept: saved items, inputs, and any attribute the op set on ``ctx``.
 
 once_differentiable
     A backward decorated with :func:`once_differentiable` gets C-contiguous
@@ -30,7 +42,7 @@ import numpy as np
 
 from . import _anomaly
 from ._grad_mode import _state, no_grad
-from ._tensor import Tensor
+from ._tensor import Tensor, _Version
 
 __all__ = ["Context", "Function", "once_differentiable", "unbroadcast"]
 
@@ -54,12 +66,13 @@ class Context:
     # Rarely used node attributes: class-level defaults cost nothing per call.
     _hooks = None  # output_nr -> {handle id: hook} (non-leaf tensor hooks)
     _trace = None  # forward call stack, recorded only under detect_anomaly()
+    _versions = None  # per saved item: the Tensor's version when saved (None: not a Tensor)
 
     def __init__(self, fn, inputs, needs_input_grad):
         self._fn = fn
         self._inputs = inputs  # the apply() args, during forward only
         self._saved = ()
-        self._next = None  # per forward arg: the input Tensor if it needs grad, else None
+        self._next = None  # per forward arg needing grad: the leaf, or an _Edge; else None
         self._out_meta = None  # per output: (shape, dtype)
         self._retained = None  # output_nr -> weakref of a tensor that called retain_grad
         self._freed = False
@@ -76,20 +89,28 @@ class Context:
         """Save arrays, Tensors or None for backward (call at most once, in forward)."""
         inputs = self._inputs
         saved = []
-        for item in items:
+        versions = None  # noted for the in-place check (see _check_versions)
+        for k, item in enumerate(items):
             if isinstance(item, np.ndarray):  # an input's array comes back as that input
                 for arg in inputs:
                     if isinstance(arg, Tensor) and arg._data is item:
                         item = arg
                         break
+            if isinstance(item, Tensor):
+                if versions is None:
+                    versions = [None] * len(items)
+                versions[k] = item._version
             saved.append(item)
         self._saved = saved
+        self._versions = versions
 
     @property
     def saved_tensors(self) -> tuple:
         """The saved items as Tensors (None stays None); see the module docstring."""
         if self._freed:
             raise RuntimeError(_FREED_MESSAGE.format(self.name()))
+        if self._versions is not None:
+            self._check_versions()
         out = []
         for item in self._saved:
             if isinstance(item, _SavedOutput):
@@ -105,6 +126,8 @@ class Context:
         """The saved items as plain ndarrays (for kernel-backed backward functions)."""
         if self._freed:
             raise RuntimeError(_FREED_MESSAGE.format(self.name()))
+        if self._versions is not None:
+            self._check_versions()
         return tuple(
             item._data if isinstance(item, Tensor) else getattr(item, "data", item)
             for item in self._saved
@@ -112,7 +135,10 @@ class Context:
 
     def _record(self, args, needs, outputs) -> None:
         """Turn this context into a graph node once forward has returned."""
-        self._next = tuple(a if need else None for a, need in zip(args, needs, strict=True))
+        self._next = tuple(
+            (a if a.grad_fn is None else _Edge(a)) if need else None
+            for a, need in zip(args, needs, strict=True)
+        )
         self._consts = tuple(
             (a.shape, a.dtype) if not need and isinstance(a, Tensor) else None
             for a, need in zip(args, needs, strict=True)
@@ -126,10 +152,63 @@ class Context:
                         break
         self._inputs = None
 
+    def _check_versions(self) -> None:
+        """Raise if a saved Tensor was written in place after it was saved."""
+        for k, (item, seen) in enumerate(zip(self._saved, self._versions, strict=True)):
+            if seen is not None and item._version != seen:
+                raise RuntimeError(
+                    f"one of the tensors needed by {self.name()} for its gradient (saved tensor "
+                    f"{k}, shape {tuple(item.shape)}, {item.dtype}) has been modified by an "
+                    f"inplace operation: it is at version {item._version}; expected version "
+                    f"{seen} instead. Write into a copy (t.clone()) or after the backward."
+                )
+
     def _release(self) -> None:
+        """Drop everything the node keeps for backward: saved items, inputs, and the
+        attributes the op set on ctx (masks, shapes ...).  What stays is what the engine
+        and graph(t) need to name the node: its function, output metadata, hooks."""
+        d = self.__dict__
+        for key in d.keys() - _KEPT_AFTER_RELEASE:
+            del d[key]
         self._saved = None
         self._next = None
         self._freed = True
+
+
+_KEPT_AFTER_RELEASE = frozenset(
+    {"_fn", "_out_meta", "_retained", "_consts", "needs_input_grad", "_hooks", "_trace"}
+)
+
+
+class _Edge(Tensor):
+    """The edge from a node to a non-leaf input: the input's node, output number,
+    shape and dtype, but not its array.
+
+    So an activation that no backward saved (a batch norm's output, which the ReLU
+    after it does not need) is freed once the forward has moved on, instead of
+    living until the consumer's backward.  Leaves stay real Tensors in ``_next``.
+    """
+
+    __slots__ = ("_shape", "_dtype")
+    shape = property(lambda self: self._shape)
+    dtype = property(lambda self: self._dtype)
+    ndim = property(lambda self: len(self._shape))
+
+    def __init__(self, t):
+        self._shape = t.shape
+        self._dtype = t.dtype
+        self._requires_grad = True
+        self.grad = None
+        self.grad_fn = t.grad_fn
+        self._output_nr = t._output_nr
+        self._hooks = None
+        self._ver = None
+
+    @property
+    def _data(self):
+        # Only read where an edge is passed on as a Function input (once_differentiable
+        # links its results to the node's inputs); the values are never used.
+        return np.broadcast_to(np.zeros((), self._dtype), self._shape)
 
 
 _FREED_MESSAGE = (
@@ -175,7 +254,7 @@ class Function:
         out = cls.forward(ctx, *arrays, **kwargs)
         single = not isinstance(out, tuple)
         outs = [out] if single else out
-        outs = [o if isinstance(o, np.ndarray) else np.asarray(o) for o in outs]
+        outs = [o if isinstance(o, np.ndarray) else _as_output(ctx, o) for o in outs]
         if record:
             ctx._record(args, needs, outs)
             if _anomaly._flag.enabled:
@@ -186,7 +265,34 @@ class Function:
             ]
         else:
             results = [Tensor._make(o) for o in outs]
+        for r in results:
+            if r._data.base is not None:  # a view (reshape, transpose ...) of an input?
+                _share_version(r, args)
         return results[0] if single else tuple(results)
+
+
+def _share_version(view, args):
+    """Give ``view`` the version counter of the input whose memory it views, so an
+    in-place write through either is seen by nodes that saved the other."""
+    base = view._data.base
+    for a in args:
+        if isinstance(a, Tensor) and (a._data is base or a._data.base is base):
+            if a._ver is None:
+                a._ver = _Version()
+            view._ver = a._ver
+            return
+
+
+def _as_output(ctx, value):
+    """A numpy scalar output (ufuncs on 0-d arrays return them) as a 0-d array.
+
+    A saved copy of the same scalar is replaced too, so it is still recognised
+    as this node's output (see Context.saved_tensors).
+    """
+    arr = np.asarray(value)
+    if ctx._saved:
+        ctx._saved = [arr if item is value else item for item in ctx._saved]
+    return arr
 
 
 class _DelayedError(Function):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import threading
 
-__all__ = ["enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
+__all__ = ["enable_grad", "inference_mode", "is_grad_enabled", "no_grad", "set_grad_enabled"]
 
 
 class _GradState(threading.local):
@@ -81,3 +81,36 @@ class set_grad_enabled:
 
     def __exit__(self, *exc):
         _state.enabled = self._prev
+
+
+class inference_mode(_GradMode):
+    """``with inference_mode():`` (or as a decorator): no recording, as ``torch.inference_mode``.
+
+    Here it is :class:`no_grad` (the sandbox has no separate inference tensors);
+    ``inference_mode(False)`` leaves grad mode as it is.
+    """
+
+    def __new__(cls, mode=True):
+        if callable(mode):  # used bare: @inference_mode
+            return super().__new__(cls, mode)
+        self = super().__new__(cls)
+        self._enabled = bool(mode)
+        return self
+
+    def __init__(self, mode=True):
+        pass
+
+    def __enter__(self):
+        self._prev.append(_state.enabled)
+        if getattr(self, "_enabled", True):
+            _state.enabled = False
+
+    def __call__(self, func):
+        enabled = getattr(self, "_enabled", True)
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with inference_mode(enabled):
+                return func(*args, **kwargs)
+
+        return wrapper

@@ -23,6 +23,22 @@ from ._hooks import RemovableHandle, hook_table
 __all__ = ["Tensor", "tensor"]
 
 
+class _Version:
+    """How many in-place writes an array has had, shared by the Tensors wrapping it
+    (``detach()``, views made by ops, ``Tensor(t)``).
+
+    Bumped by ``t[i] = v``, ``t.zero_()`` and ``t.data = ...`` (the optimisers'
+    ``p.data -= ...`` too); a graph node compares it with the value it saw when it
+    saved the tensor (see ``Context.saved_tensors``).  Writes made with numpy on
+    ``t.data`` directly are not seen.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0
+
+
 def _as_array(data, dtype=None, copy=False):
     """Convert ``data`` to an ndarray following :func:`tensor`'s dtype rules."""
     if isinstance(data, Tensor):
@@ -56,6 +72,7 @@ class Tensor:
         "grad_fn",
         "_output_nr",
         "_hooks",
+        "_ver",
         "__weakref__",
     )
     __array_ufunc__ = None  # ndarray (op) Tensor defers to Tensor's reflected operators
@@ -67,6 +84,11 @@ class Tensor:
         self.grad_fn = None
         self._output_nr = 0
         self._hooks = None  # leaf hooks (non-leaf hooks live on the node)
+        self._ver = None  # a _Version, created at the first in-place write (or detach)
+        if isinstance(data, Tensor) and self._data is data._data:  # one array, one count
+            if data._ver is None:
+                data._ver = _Version()
+            self._ver = data._ver
         if requires_grad:
             self.requires_grad = True
 
@@ -80,6 +102,7 @@ class Tensor:
         t.grad_fn = grad_fn
         t._output_nr = output_nr
         t._hooks = None
+        t._ver = None
         return t
 
     # -- data and flags
@@ -94,6 +117,18 @@ class Tensor:
         if self._requires_grad and arr.dtype.kind != "f":
             raise TypeError(f"a tensor that requires grad needs float data, got {arr.dtype}")
         self._data = arr
+        self._bump_version()
+
+    @property
+    def _version(self) -> int:
+        """The number of in-place writes so far (as ``torch.Tensor._version``)."""
+        return 0 if self._ver is None else self._ver.value
+
+    def _bump_version(self) -> None:
+        """Record an in-place write (setitem, zero_, the data setter)."""
+        if self._ver is None:
+            self._ver = _Version()
+        self._ver.value += 1
 
     @property
     def requires_grad(self) -> bool:
@@ -169,8 +204,12 @@ class Tensor:
 
     # -- conversions
     def detach(self) -> Tensor:
-        """A new leaf sharing the same data, outside the graph."""
-        return Tensor._make(self._data)
+        """A new leaf sharing the same data (and version counter), outside the graph."""
+        if self._ver is None:
+            self._ver = _Version()
+        t = Tensor._make(self._data)
+        t._ver = self._ver
+        return t
 
     def numpy(self) -> np.ndarray:
         """The underlying ndarray (shared, not copied)."""

@@ -155,19 +155,28 @@ def _run(args) -> int:
     _env.set_threads(args.threads, torch)
     bandwidth = _env.copy_bandwidth(32 * 2**20 if args.quick else 256 * 2**20)
     env = _env.environment(args.threads, torch, bandwidth)
+    if any(c.group == "conv-layer" for c in cases):  # the roofline of the GFLOP/s column
+        env["sgemm_size"] = 512 if args.quick else 2048
+        env["sgemm_gflops"] = _env.sgemm_peak(args.threads, env["sgemm_size"])
     env["omp_wait_policy"] = policy
     env["openmp_loaded_before_policy"] = loaded
     results = run_suite(cases, quick=args.quick, torch=torch, repeat=repeat, warmup=warmup,
-                        bandwidth=bandwidth, memory=args.memory, progress=args.progress)
+                        bandwidth=bandwidth, memory=args.memory, progress=args.progress,
+                        sgemm_gflops=env["sgemm_gflops"])
     options = {"quick": args.quick, "threads": args.threads, "repeat": repeat, "warmup": warmup,
                "filter": args.filter, "argv": args.argv}
     doc = _report.document(results, env, options)
 
     print(_report.results_table(results))
+    if any(r.get("flops") for r in results):
+        print()
+        print(_report.flops_table(results, env))
     print()
     print(_report.env_summary(env))
     print("ratio = ours / PyTorch (< 1: sandbox faster); ±noise = 1.4826*MAD/median; "
-          "peak MB = tracemalloc peak of one call (numpy arrays only)")
+          "peak MB = tracemalloc peak of one call (numpy arrays only), or for unet-classic "
+          "the resident-set growth of 3 steps in a fresh process (torch MB: the same for "
+          "PyTorch)")
     status = 1 if any(r.get("error") for r in results) else 0
     if baseline is not None:
         path, base_doc = baseline

@@ -13,6 +13,8 @@ families by substring or glob, e.g. ``resize/bicubic*``, ``*/bwd``, ``conv2d``.
   UNet (depth 4, base width 16, batch 8, 64×64 input).
 * ``unet-step/<mode>``: one full training step (forward, cross-entropy,
   backward, Adam) of that UNet with the given decoder upsampling.
+* ``conv-layer/<cin>-<cout>@<hw>`` and ``unet-classic/<mode>/<size>``: the
+  classic UNet workload (:mod:`._cases_classic`).
 
 ``--quick`` builds every case at a small shape (same names) for a smoke run.
 """
@@ -43,6 +45,11 @@ class Work:
         Human-readable description of the sizes.
     torch_note : str or None
         Why ``theirs`` is None, when it is.
+    flops : int or None
+        Floating-point operations of one call (for GFLOP/s and the SGEMM fraction).
+    peak : callable or None
+        ``peak() -> (ours_bytes, torch_bytes or None)``: the case's own peak-memory
+        measurement of both libraries (used instead of tracemalloc on ``ours``).
     """
 
     ours: Callable[[], object]
@@ -50,6 +57,8 @@ class Work:
     nbytes: int | None
     shape: str
     torch_note: str | None = None
+    flops: int | None = None
+    peak: Callable[[], tuple[int, int | None]] | None = None
 
 
 @dataclass(frozen=True)
@@ -61,7 +70,8 @@ class Case:
     name : str
         Unique name, ``group/variant/.../direction``.
     group : str
-        ``resize``, ``conv2d``, ``max_pool2d``, ``batch_norm`` or ``unet-step``.
+        ``resize``, ``conv2d``, ``max_pool2d``, ``batch_norm``, ``unet-step``,
+        ``conv-layer`` or ``unet-classic``.
     build : callable
         ``build(quick, torch) -> Work``; ``torch`` is the module or None.
     rtol : float
@@ -393,7 +403,9 @@ def all_cases() -> list[Case]:
         cases += [_pool_case(c, hw, backward) for c, hw in POOL_SHAPES]
         cases += [_norm_case(c, hw, backward) for c, hw in NORM_SHAPES]
     cases += [_unet_case(mode) for mode in UNET_MODES]
-    return cases
+    from ._cases_classic import classic_cases
+
+    return cases + classic_cases()
 
 
 def select(cases: list[Case], patterns) -> list[Case]:

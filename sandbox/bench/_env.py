@@ -98,6 +98,30 @@ def copy_bandwidth(nbytes: int = 256 * 2**20, repeat: int = 5) -> float:
     return 2 * src.nbytes / best / 1e9
 
 
+def sgemm_peak(threads: int, n: int = 2048, repeat: int = 5) -> float:
+    """Measured float32 matrix-multiply speed of numpy's BLAS with ``threads`` threads, GFLOP/s.
+
+    The best of ``repeat`` products of two ``n × n`` float32 matrices (``2·n³``
+    FLOPs each), with BLAS limited to ``threads`` threads for the measurement
+    only (the sandbox pins it to one thread otherwise).  This is the roofline
+    that convolution GFLOP/s are compared against.
+    """
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    out = np.empty((n, n), dtype=np.float32)
+    best = float("inf")
+    with threadpool_limits(limits=threads, user_api="blas"):
+        np.matmul(a, b, out=out)  # warm-up
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            np.matmul(a, b, out=out)
+            best = min(best, time.perf_counter() - t0)
+    return 2 * n**3 / best / 1e9
+
+
 def git_commit(path: str | None = None) -> str | None:
     """Commit hash of the sandbox source tree (with ``+dirty`` when modified), or None."""
     here = path or os.path.dirname(os.path.abspath(__file__))
@@ -155,6 +179,8 @@ def environment(threads: int, torch=None, bandwidth: float | None = None) -> dic
         "torch_threads": None,
         "git_commit": git_commit(),
         "copy_bandwidth_gbs": bandwidth,
+        "sgemm_gflops": None,
+        "sgemm_size": None,
         "malloc_keeps_freed_memory": is_tuned(),
         "env_vars": {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
                                                  "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",

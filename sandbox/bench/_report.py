@@ -45,11 +45,12 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 def results_table(results: list[dict]) -> str:
     """Plain-text table: one row per case (times in ms, ratio = ours / PyTorch)."""
     header = ["case", "ours ms", "±noise", "torch ms", "ratio", "GB/s", "%copy", "peak MB",
-              "note"]
+              "torch MB", "note"]
     rows = []
     for r in results:
         if r.get("error"):
-            rows.append([r["name"], DASH, "", DASH, DASH, DASH, DASH, DASH, r["error"][:60]])
+            rows.append([r["name"], DASH, "", DASH, DASH, DASH, DASH, DASH, DASH,
+                         r["error"][:60]])
             continue
         ours, theirs = r.get("ours"), r.get("torch")
         note = "" if theirs else (r.get("torch_note") or "")
@@ -65,9 +66,41 @@ def results_table(results: list[dict]) -> str:
             _fmt(r.get("gbs"), ".1f"),
             _fmt(r.get("bw_frac"), ".0f", 100),
             _fmt(r.get("peak_bytes"), ".1f", 2.0**-20),
+            _fmt(r.get("torch_peak_bytes"), ".1f", 2.0**-20),
             note,
         ])
     return _table(header, rows)
+
+
+def flops_table(results: list[dict], env: dict) -> str:
+    """Plain-text table of the cases with FLOPs: ms, speed, GFLOP/s and % of the SGEMM peak.
+
+    ``speed`` is PyTorch's time / ours (> 1: sandbox faster), as in the issue tables.
+    """
+    header = ["case", "ours ms", "torch ms", "speed", "ours GFLOP/s", "torch GFLOP/s",
+              "ours %sgemm", "torch %sgemm"]
+    rows = []
+    for r in results:
+        if not r.get("flops") or r.get("error"):
+            continue
+        theirs = r.get("torch")
+        ratio = r.get("ratio")
+        rows.append([
+            r["name"],
+            fmt_ms(r["ours"]["median"]),
+            fmt_ms(theirs["median"]) if theirs else DASH,
+            DASH if not ratio else f"{1 / ratio:.2f}x",
+            _fmt(r.get("gflops"), ".1f"),
+            _fmt(r.get("torch_gflops"), ".1f"),
+            _fmt(r.get("sgemm_frac"), ".0f", 100),
+            _fmt(r.get("torch_sgemm_frac"), ".0f", 100),
+        ])
+    peak = env.get("sgemm_gflops")
+    roofline = f"{peak:.1f} GFLOP/s (n={env.get('sgemm_size')})" if peak else DASH
+    footer = ("speed = PyTorch ms / ours ms (> 1: sandbox faster); GFLOP/s: direct-convolution "
+              "FLOPs (2*N*Cout*Cin*9*H*W per pass, 3 passes) / median time; %sgemm: of numpy "
+              f"float32 SGEMM {roofline} at {env.get('threads')} thread(s)")
+    return _table(header, rows) + "\n" + footer
 
 
 def env_summary(env: dict) -> str:
@@ -75,9 +108,11 @@ def env_summary(env: dict) -> str:
     blas = ", ".join(f"{b.get('internal_api')} {b.get('version')} ({b.get('num_threads')} thr)"
                      for b in env.get("blas") or []) or "none"
     bw = env.get("copy_bandwidth_gbs")
+    sgemm = env.get("sgemm_gflops")
     return (f"{env.get('cpu')} ({env.get('cores_available')} cores); threads {env.get('threads')}"
             f"; OpenMP {'on' if env.get('openmp') else 'off'}; BLAS {blas}; copy bandwidth "
-            f"{f'{bw:.1f} GB/s' if bw else DASH}\n"
+            f"{f'{bw:.1f} GB/s' if bw else DASH}"
+            f"{f'; SGEMM {sgemm:.1f} GFLOP/s' if sgemm else ''}\n"
             f"python {env.get('python')}, numpy {env.get('numpy')}, torch "
             f"{env.get('torch') or DASH}, sandbox {env.get('sandbox')}, git "
             f"{env.get('git_commit') or DASH}")

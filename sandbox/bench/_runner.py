@@ -33,7 +33,8 @@ def agreement(ours, theirs) -> float:
 
 
 def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
-             bandwidth: float | None, memory: bool = True) -> dict:
+             bandwidth: float | None, memory: bool = True,
+             sgemm_gflops: float | None = None) -> dict:
     """Measure one case; never raises for a failing case (the error is recorded).
 
     Parameters
@@ -49,7 +50,10 @@ def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
     bandwidth : float or None
         Copy bandwidth in GB/s, for the fraction column.
     memory : bool
-        Measure peak traced memory with one extra call.
+        Measure peak memory: the case's own measurement of both libraries when it
+        has one (``Work.peak``), else tracemalloc over one extra call of ours.
+    sgemm_gflops : float or None
+        Measured SGEMM peak in GFLOP/s, for the fraction of cases with FLOPs.
 
     Returns
     -------
@@ -58,11 +62,13 @@ def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
     """
     result = {"name": case.name, "group": case.group, "shape": None, "nbytes": None,
               "rtol": case.rtol, "ours": None, "torch": None, "ratio": None, "gbs": None,
-              "bw_frac": None, "peak_bytes": None, "checksum": None, "torch_agreement": None,
+              "bw_frac": None, "peak_bytes": None, "torch_peak_bytes": None, "peak_method": None,
+              "flops": None, "gflops": None, "torch_gflops": None, "sgemm_frac": None,
+              "torch_sgemm_frac": None, "checksum": None, "torch_agreement": None,
               "torch_note": None, "error": None}
     try:
         work = case.build(quick, torch)
-        result["shape"], result["nbytes"] = work.shape, work.nbytes
+        result["shape"], result["nbytes"], result["flops"] = work.shape, work.nbytes, work.flops
         first = work.ours()
         result["checksum"] = checksum(first)
     except Exception as exc:  # a broken or missing op must not stop the suite
@@ -80,8 +86,12 @@ def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
     n = min(repeat, case.max_repeat or repeat)
     try:
         mine, other = time_pair(work.ours, theirs, repeat=n, warmup=max(warmup - 1, 0))
-        if memory:
+        if memory and work.peak is not None:
+            result["peak_bytes"], result["torch_peak_bytes"] = work.peak()
+            result["peak_method"] = "rss" if result["peak_bytes"] is not None else None
+        elif memory:
             result["peak_bytes"] = peak_memory(work.ours)
+            result["peak_method"] = "tracemalloc"
     except Exception as exc:
         result["error"] = _describe(exc)
         return result
@@ -89,6 +99,14 @@ def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
     if other is not None:
         result["torch"] = other.as_dict()
         result["ratio"] = mine.median / other.median
+    if work.flops:
+        result["gflops"] = work.flops / mine.median / 1e9
+        if other is not None:
+            result["torch_gflops"] = work.flops / other.median / 1e9
+        if sgemm_gflops:
+            result["sgemm_frac"] = result["gflops"] / sgemm_gflops
+            if result["torch_gflops"] is not None:
+                result["torch_sgemm_frac"] = result["torch_gflops"] / sgemm_gflops
     if work.nbytes:
         result["gbs"] = work.nbytes / mine.median / 1e9
         if bandwidth:
@@ -97,7 +115,7 @@ def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
 
 
 def run_suite(cases, *, quick: bool, torch, repeat: int, warmup: int, bandwidth, memory=True,
-              progress: bool = True) -> list[dict]:
+              progress: bool = True, sgemm_gflops: float | None = None) -> list[dict]:
     """Run :func:`run_case` over ``cases`` with a tqdm progress bar on stderr."""
     from tqdm import tqdm
 
@@ -107,6 +125,7 @@ def run_suite(cases, *, quick: bool, torch, repeat: int, warmup: int, bandwidth,
     for case in bar:
         bar.set_postfix_str(case.name, refresh=True)
         results.append(run_case(case, quick=quick, torch=torch, repeat=repeat, warmup=warmup,
-                                bandwidth=bandwidth, memory=memory))
+                                bandwidth=bandwidth, memory=memory,
+                                sgemm_gflops=sgemm_gflops))
     bar.close()
     return results

@@ -1,4 +1,4 @@
-"""A PyTorch twin of :class:`sandbox.nn.UNet` with the same module names.
+"""PyTorch twins of :class:`sandbox.nn.UNet` and :class:`sandbox.nn.ClassicUNet` (same names).
 
 Used by the parity tests (``tests/torch_unet.py`` re-exports it) and by
 ``sandbox bench``: weights copy by name.  ``torch`` is passed in, so importing
@@ -93,6 +93,81 @@ def build_torch_unet(torch, in_channels, num_classes, depth=4, base_width=16,
             return self.head(x)
 
     return UNet()
+
+
+def build_torch_classic_unet(torch, in_channels=1, num_classes=2, widths=(16, 32, 64, 128, 256),
+                             upsample="bilinear", align_corners=None):
+    """Build the PyTorch twin of :class:`sandbox.nn.ClassicUNet` (same parameter names).
+
+    Written the way the popular PyTorch UNet repositories write it:
+    ``nn.Upsample(scale_factor=2)`` of all channels, ``torch.cat([skip, up])``,
+    then two (conv 3×3, BatchNorm2d, ReLU).
+
+    Parameters
+    ----------
+    torch : module
+        The imported ``torch`` package.
+    in_channels, num_classes, widths, upsample, align_corners
+        As for :class:`sandbox.nn.ClassicUNet`.
+
+    Returns
+    -------
+    torch.nn.Module
+    """
+    nn = torch.nn
+
+    class ConvBlock(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, padding=1, bias=False)
+            self.norm1 = nn.BatchNorm2d(cout)
+            self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+            self.norm2 = nn.BatchNorm2d(cout)
+            self.relu = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            x = self.relu(self.norm1(self.conv1(x)))
+            return self.relu(self.norm2(self.conv2(x)))
+
+    class Down(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            self.pool = nn.MaxPool2d(2)
+            self.block = ConvBlock(cin, cout)
+
+        def forward(self, x):
+            return self.block(self.pool(x))
+
+    class Up(nn.Module):
+        def __init__(self, cin, cskip):
+            super().__init__()
+            kwargs = {} if upsample in ("nearest", "nearest-exact", "area") else {
+                "align_corners": align_corners}
+            self.up = nn.Upsample(scale_factor=2, mode=upsample, **kwargs)
+            self.block = ConvBlock(cin + cskip, cskip)
+
+        def forward(self, x, skip):
+            return self.block(torch.cat([skip, self.up(x)], dim=1))
+
+    class ClassicUNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            w = tuple(widths)
+            self.inc = ConvBlock(in_channels, w[0])
+            self.downs = nn.ModuleList(Down(w[i], w[i + 1]) for i in range(len(w) - 1))
+            self.ups = nn.ModuleList(Up(w[i + 1], w[i]) for i in reversed(range(len(w) - 1)))
+            self.head = nn.Conv2d(w[0], num_classes, 1)
+
+        def forward(self, x):
+            skips = [self.inc(x)]
+            for down in self.downs:
+                skips.append(down(skips[-1]))
+            x = skips.pop()
+            for up in self.ups:
+                x = up(x, skips.pop())
+            return self.head(x)
+
+    return ClassicUNet()
 
 
 def copy_weights_to_torch(torch, ours, theirs, dtype):

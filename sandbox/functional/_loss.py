@@ -12,7 +12,14 @@ import numpy as np
 from ..autograd import Tensor
 from ..ops import log_softmax, sigmoid, softmax, softplus
 
-__all__ = ["binary_cross_entropy_with_logits", "cross_entropy", "dice_loss", "mse_loss", "nll_loss"]
+__all__ = [
+    "binary_cross_entropy_with_logits",
+    "cross_entropy",
+    "dice_loss",
+    "l1_loss",
+    "mse_loss",
+    "nll_loss",
+]
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -254,3 +261,18 @@ def mse_loss(input, target, reduction="mean"):
         )
     d = input - target
     return _reduce(d * d, reduction)
+
+
+def _same_shape(input, target, op):  # noqa: A002
+    if tuple(np.shape(target)) != input.shape:
+        raise ValueError(
+            f"{op}: target shape {tuple(np.shape(target))} must equal input shape {input.shape}"
+        )
+
+
+def l1_loss(input, target, reduction="mean"):
+    """Mean absolute error ``|input - target|`` reduced as ``reduction``."""
+    _check_reduction(reduction)
+    _same_shape(input, target, "l1_loss")
+    return _reduce((input - target).abs(), reduction)
+

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..array import norm as _norm
 from ..autograd import Function, Tensor, is_grad_enabled
 
-__all__ = ["batch_norm", "group_norm"]
+__all__ = ["batch_norm", "batch_norm_relu", "group_norm"]
 
 
 class BatchNorm(Function):
@@ -36,6 +36,36 @@ class BatchNorm(Function):
             x, weight = ctx.saved_arrays
             gx, gw, gb = _norm.batch_norm_backward(grad.data, x, *ctx.stats, weight,
                                                    ctx.training, needs=needs)
+        return gx, gw, gb, None, None, None, None, None
+
+
+class BatchNormReLU(Function):
+    """Batch norm then ReLU in one kernel pass; saves the input and the output only.
+
+    Under ``create_graph=True`` the backward is ReLU's mask times the Tensor-op
+    batch-norm gradients, like the unfused pair.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, running_mean, running_var, training, momentum, eps):
+        out, mean, invstd = _norm.batch_norm_relu(x, running_mean, running_var, weight, bias,
+                                                  training, momentum, eps)
+        ctx.save_for_backward(x, weight, out)
+        ctx.stats = (mean, invstd)
+        ctx.training = training
+        ctx.eps = eps
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        needs = ctx.needs_input_grad[:3]
+        if is_grad_enabled():  # create_graph: ReLU's mask (a constant), then batch norm's
+            x, weight, out = ctx.saved_tensors
+            gx, gw, gb = _batch_norm_grads(grad * (out.data > 0), x, weight, ctx, needs)
+        else:
+            x, weight, out = ctx.saved_arrays
+            gx, gw, gb = _norm.batch_norm_relu_backward(grad.data, x, out, *ctx.stats, weight,
+                                                        ctx.training, needs=needs)
         return gx, gw, gb, None, None, None, None, None
 
 
@@ -125,6 +155,29 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """
     return BatchNorm.apply(input, weight, bias, _array(running_mean), _array(running_var),
                            bool(training), momentum, eps)
+
+
+def batch_norm_relu(input, running_mean, running_var, weight=None, bias=None, training=False,
+                    momentum=0.1, eps=1e-5):
+    """``relu(batch_norm(...))`` of a Tensor in one fused pass, forward and backward.
+
+    Same arguments and results as ``relu(batch_norm(input, ...))`` (bitwise), but
+    neither the normalised intermediate nor the ReLU mask is ever materialised:
+    the forward writes the output directly, the backward reads the gradient, the
+    input and the output.
+
+    Parameters
+    ----------
+    input : Tensor or ndarray, shape (N, C, ...)
+    running_mean, running_var, weight, bias, training, momentum, eps
+        As for :func:`batch_norm`.
+
+    Returns
+    -------
+    Tensor
+    """
+    return BatchNormReLU.apply(input, weight, bias, _array(running_mean), _array(running_var),
+                               bool(training), momentum, eps)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):

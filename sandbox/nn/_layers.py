@@ -7,8 +7,13 @@ import math
 import numpy as np
 
 from .. import functional as F
+from .._device import check_device
+from .._dtypes import get_default_dtype
+from ..functional._conv import string_padding
 from . import init
 from ._module import Module, Parameter
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
 def _pair(value, name: str) -> tuple[int, int]:
@@ -30,7 +35,8 @@ def _positive(value: int, name: str) -> int:
 
 
 def _float_dtype(dtype):
-    dtype = np.dtype(dtype)
+    """float32 or float64 (None: the default dtype); anything else is a TypeError."""
+    dtype = np.dtype(get_default_dtype() if dtype is None else dtype)
     if dtype not in (np.float32, np.float64):
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
     return dtype
@@ -56,8 +62,10 @@ class Identity(Module):
 class Linear(Module):
     """``y = x Wᵀ + b`` with ``W`` of shape ``(out_features, in_features)``."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=np.float32):
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None,
+                 dtype=None):
         super().__init__()
+        check_device(device)
         self.in_features = _positive(in_features, "in_features")
         self.out_features = _positive(out_features, "out_features")
         dtype = _float_dtype(dtype)
@@ -111,7 +119,11 @@ class _ConvNd(Module):
             )
         self.kernel_size = _pair(kernel_size, "kernel_size")
         self.stride = _pair(stride, "stride")
-        self.padding = _pair(padding, "padding")
+        if isinstance(padding, str) and not self.transposed:
+            string_padding(padding, self.kernel_size, self.stride, dilation)  # validates
+            self.padding = padding
+        else:
+            self.padding = _pair(padding, "padding")
         self.dilation = _pair(dilation, "dilation")
         self.output_padding = _pair(output_padding, "output_padding")
         dtype = _float_dtype(dtype)
@@ -140,13 +152,16 @@ class _ConvNd(Module):
             f"stride={self.stride}"
         )
         if self.padding != (0, 0):
-            s += f", padding={self.padding}"
+            s += f", padding={self.padding!r}" if isinstance(self.padding, str) else \
+                f", padding={self.padding}"
         if self.dilation != (1, 1):
             s += f", dilation={self.dilation}"
         if self.output_padding != (0, 0):
             s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
+        if getattr(self, "padding_mode", "zeros") != "zeros":
+            s += f", padding_mode={self.padding_mode!r}"
         if self.bias is None:
             s += ", bias=False"
         return s
@@ -165,16 +180,28 @@ class Conv2d(_ConvNd):
         dilation=1,
         groups: int = 1,
         bias: bool = True,
-        dtype=np.float32,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
     ):
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {_PADDING_MODES}, got {padding_mode!r}")
+        check_device(device)
         super().__init__(
             in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, dtype
         )
+        self.padding_mode = padding_mode
 
     def forward(self, x):
-        return F.conv2d(
-            x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
-        )
+        padding = self.padding
+        if self.padding_mode != "zeros":  # pad explicitly, then convolve without padding
+            if isinstance(padding, str):
+                widths = string_padding(padding, self.kernel_size, self.stride, self.dilation)
+            else:
+                widths = (padding[1], padding[1], padding[0], padding[0])
+            x = F.pad(x, widths, mode=self.padding_mode)
+            padding = (0, 0)
+        return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
 class ConvTranspose2d(_ConvNd):
@@ -193,8 +220,13 @@ class ConvTranspose2d(_ConvNd):
         groups: int = 1,
         bias: bool = True,
         dilation=1,
-        dtype=np.float32,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
     ):
+        if padding_mode != "zeros":
+            raise ValueError("ConvTranspose2d only supports padding_mode='zeros' (as PyTorch)")
+        check_device(device)
         super().__init__(
             in_channels,
             out_channels,
@@ -221,8 +253,9 @@ class ConvTranspose2d(_ConvNd):
         )
 
 
-class BatchNorm2d(Module):
-    """Batch normalisation over ``(N, C, H, W)`` with running statistics."""
+class _BatchNorm(Module):
+    """Batch normalisation over ``(N, C, ...)`` with running statistics (shared by the
+    2-D and 3-D layers, which differ only in the input they accept)."""
 
     def __init__(
         self,
@@ -231,9 +264,11 @@ class BatchNorm2d(Module):
         momentum: float | None = 0.1,
         affine: bool = True,
         track_running_stats: bool = True,
-        dtype=np.float32,
+        device=None,
+        dtype=None,
     ):
         super().__init__()
+        check_device(device)
         self.num_features = _positive(num_features, "num_features")
         self.eps = float(eps)
         self.momentum = momentum
@@ -251,12 +286,22 @@ class BatchNorm2d(Module):
             self.register_buffer("num_batches_tracked", None)
 
     def forward(self, x):
+        return self._apply_norm(F.batch_norm, x)
+
+    def forward_relu(self, x):
+        """``relu(self(x))`` in one fused pass, forward and backward (bitwise the same result).
+
+        Used by the UNets' convolution blocks; see :func:`sandbox.functional.batch_norm_relu`.
+        """
+        return self._apply_norm(F.batch_norm_relu, x)
+
+    def _apply_norm(self, fn, x):
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
             self.num_batches_tracked += 1
             if self.momentum is None:  # cumulative moving average
                 momentum = 1.0 / float(self.num_batches_tracked)
-        return F.batch_norm(
+        return fn(
             x,
             self.running_mean,
             self.running_var,
@@ -274,6 +319,10 @@ class BatchNorm2d(Module):
         )
 
 
+class BatchNorm2d(_BatchNorm):
+    """Batch normalisation over ``(N, C, H, W)`` with running statistics."""
+
+
 class GroupNorm(Module):
     """Group normalisation: statistics over channel groups of each sample."""
 
@@ -283,9 +332,11 @@ class GroupNorm(Module):
         num_channels: int,
         eps: float = 1e-5,
         affine: bool = True,
-        dtype=np.float32,
+        device=None,
+        dtype=None,
     ):
         super().__init__()
+        check_device(device)
         self.num_groups = _positive(num_groups, "num_groups")
         self.num_channels = _positive(num_channels, "num_channels")
         if num_channels % num_groups:
@@ -300,27 +351,6 @@ class GroupNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
-
-
-class ReLU(Module):
-    """``max(x, 0)``."""
-
-    def forward(self, x):
-        return F.relu(x)
-
-
-class LeakyReLU(Module):
-    """``x`` if ``x > 0`` else ``negative_slope · x``."""
-
-    def __init__(self, negative_slope: float = 0.01):
-        super().__init__()
-        self.negative_slope = float(negative_slope)
-
-    def forward(self, x):
-        return F.leaky_relu(x, self.negative_slope)
-
-    def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}"
 
 
 class MaxPool2d(Module):
@@ -434,8 +464,9 @@ class Upsample(Module):
 class Dropout(Module):
     """Zeroes elements with probability ``p`` in training, scaling the rest by ``1/(1-p)``."""
 
-    def __init__(self, p: float = 0.5):
+    def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
+        self.inplace = bool(inplace)  # accepted; the result is a new tensor
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout probability p must be in [0, 1], got {p}")
         self.p = float(p)

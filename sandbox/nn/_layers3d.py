@@ -13,7 +13,7 @@ import numpy as np
 from .. import functional as F
 from ..array._validate import triple
 from . import init
-from ._layers import BatchNorm2d, _affine_parameters, _float_dtype, _positive
+from ._layers import _BatchNorm, _float_dtype, _positive
 from ._module import Module, Parameter
 
 __all__ = ["AvgPool3d", "BatchNorm3d", "Conv3d", "ConvTranspose3d", "MaxPool3d"]
@@ -107,34 +107,21 @@ class ConvTranspose3d(_Conv3dBase):
                                   self.output_padding, self.groups, self.dilation)
 
 
-class BatchNorm3d(Module):
+class BatchNorm3d(_BatchNorm):
     """Batch normalisation over ``(N, C, D, H, W)`` with running statistics.
 
-    The computation is :class:`BatchNorm2d`'s (the array op takes any ``(N, C, ...)``);
-    it is not a subclass, so that ``isinstance(m, BatchNorm2d)`` keeps meaning 2-D
-    (the PyTorch and ONNX exporters map that class to ``torch.nn.BatchNorm2d``).
+    It shares :class:`BatchNorm2d`'s base but is not a subclass of it, so that
+    ``isinstance(m, BatchNorm2d)`` keeps meaning 2-D (the PyTorch and ONNX exporters map
+    that class to ``torch.nn.BatchNorm2d``).
     """
-
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, dtype=np.float32):
-        super().__init__()
-        self.num_features = _positive(num_features, "num_features")
-        self.eps = float(eps)
-        self.momentum = momentum
-        self.affine = affine
-        self.track_running_stats = track_running_stats
-        dtype = _float_dtype(dtype)
-        _affine_parameters(self, affine, num_features, dtype)
-        for name, value in (("running_mean", np.zeros(num_features, dtype)),
-                            ("running_var", np.ones(num_features, dtype)),
-                            ("num_batches_tracked", np.zeros((), np.int64))):
-            self.register_buffer(name, value if track_running_stats else None)
 
     def forward(self, x):
         _check_5d(x, "BatchNorm3d")
-        return BatchNorm2d.forward(self, x)
+        return super().forward(x)
 
-    extra_repr = BatchNorm2d.extra_repr
+    def forward_relu(self, x):
+        _check_5d(x, "BatchNorm3d")
+        return super().forward_relu(x)
 
 
 class MaxPool3d(Module):

@@ -210,20 +210,41 @@ class Module:
             else:
                 p.grad.data[...] = 0
 
-    def to(self, dtype) -> Module:
-        """Cast every floating parameter and buffer to ``dtype`` (float32 or float64)."""
+    def to(self, *args, **kwargs) -> Module:
+        """Cast floating parameters and buffers, as ``torch.nn.Module.to``.
+
+        Accepts ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(tensor)``
+        and the keywords ``device=``, ``dtype=``, ``non_blocking=``.  The device
+        must be the CPU; the dtype float32 or float64.
+        """
+        from .._device import parse_to
+
+        device, dtype = parse_to(args, kwargs)
+        if dtype is None:
+            return self
         dtype = np.dtype(dtype)
         if dtype not in (np.float32, np.float64):
             raise TypeError(f"dtype must be float32 or float64, got {dtype}")
         for m in self.modules():
             for p in m._parameters.values():
-                if p is not None:
+                if p is not None and p.data.dtype != dtype:
                     p.data = p.data.astype(dtype)
                     if p.grad is not None:
                         p.grad = None
             for name, b in m._buffers.items():
                 if b is not None and np.issubdtype(b.dtype, np.floating):
                     m._buffers[name] = b.astype(dtype)
+        return self
+
+    def cpu(self) -> Module:
+        """Nothing to move: the sandbox runs on the CPU."""
+        return self
+
+    def cuda(self, device=None) -> Module:
+        """Raises: the sandbox runs on the CPU only."""
+        from .._device import device as _device
+
+        _device("cuda")
         return self
 
     def float(self) -> Module:
@@ -252,8 +273,8 @@ class Module:
     def load_state_dict(self, state_dict, strict: bool = True) -> tuple[list, list]:
         """Copy values from ``state_dict`` into this module's parameters and buffers.
 
-        Values may be numpy arrays or anything ``np.asarray`` accepts (e.g. torch
-        tensors).  Raises ``KeyError`` listing missing/unexpected keys when
+        Values may be numpy arrays, sandbox tensors, PyTorch tensors or anything
+        ``np.asarray`` accepts.  Raises ``KeyError`` listing missing/unexpected keys when
         ``strict`` and ``ValueError`` for shape mismatches.  Returns
         ``(missing_keys, unexpected_keys)``.
         """
@@ -273,7 +294,12 @@ class Module:
             if key not in state_dict:
                 continue
             value = state_dict[key]
-            array = np.asarray(value.detach().cpu() if hasattr(value, "detach") else value)
+            if isinstance(value, Tensor):
+                array = value.data
+            elif hasattr(value, "detach"):  # a torch tensor
+                array = np.asarray(value.detach().cpu())
+            else:
+                array = np.asarray(value)
             current = module._parameters[name].data if kind == "param" else module._buffers[name]
             if array.shape != current.shape:
                 mismatched.append(f"{key}: checkpoint {array.shape}, model {current.shape}")

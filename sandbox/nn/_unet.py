@@ -54,8 +54,15 @@ class ConvBlock(Module):
         self.norm2 = _norm_layer(norm, out_channels, dtype, dims)
 
     def forward(self, x):
-        x = F.relu(self.norm1(self.conv1(x)))
-        return F.relu(self.norm2(self.conv2(x)))
+        x = _norm_relu(self.norm1, self.conv1(x))
+        return _norm_relu(self.norm2, self.conv2(x))
+
+
+def _norm_relu(norm: Module, x):
+    """``relu(norm(x))``; a plain BatchNorm2d does both in one fused pass (same result)."""
+    if type(norm) is BatchNorm2d:  # not a subclass: it might override forward
+        return norm.forward_relu(x)
+    return F.relu(norm(x))
 
 
 class Down(Module):

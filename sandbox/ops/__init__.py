@@ -21,12 +21,17 @@ from ._arith import (
     exp,
     ge,
     gt,
+    isfinite,
+    isinf,
+    isnan,
     le,
     log,
     log1p,
     logical_and,
     logical_or,
     lt,
+    maximum,
+    minimum,
     mul,
     ne,
     neg,
@@ -35,7 +40,28 @@ from ._arith import (
     sub,
     where,
 )
-from ._create import arange, full, ones, ones_like, rand, randn, zeros, zeros_like
+from ._create import (
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    randperm,
+    tensor,
+    zeros,
+    zeros_like,
+)
 from ._linalg import matmul
 from ._methods import install
 from ._nonlinear import (
@@ -48,13 +74,13 @@ from ._nonlinear import (
     softplus,
     tanh,
 )
-from ._reduce import argmax, argmin, max, mean, min, sum, var
+from ._pad import pad
+from ._reduce import amax, amin, argmax, argmin, max, mean, min, sum, var
 from ._shape import (
     cat,
     expand,
     flatten,
     getitem,
-    pad,
     permute,
     reshape,
     setitem,
@@ -65,10 +91,14 @@ from ._shape import (
 )
 
 __all__ = [
-    "abs", "add", "arange", "argmax", "argmin", "astype", "cat", "clamp", "clone", "div",
+    "abs", "add", "amax", "amin", "arange", "argmax", "argmin", "astype", "cat", "clamp",
+    "as_tensor", "clone", "div", "empty", "empty_like", "eye", "from_numpy", "full_like",
+    "linspace", "rand_like", "randint", "randn_like", "randperm", "isfinite", "isinf", "isnan",
+    "tensor",
     "eq", "exp", "expand", "flatten", "full", "ge", "getitem", "gt", "le", "leaky_relu",
     "log", "log1p", "log_softmax", "logical_and", "logical_or", "logsumexp", "lt",
-    "matmul", "max", "mean", "min", "mul", "ne", "neg", "ones", "ones_like", "pad",
+    "matmul", "max", "maximum", "mean", "min", "minimum", "mul", "ne", "neg", "ones",
+    "ones_like", "pad",
     "permute", "pow", "rand", "randn", "relu", "reshape", "setitem", "sigmoid", "softmax",
     "softplus", "sqrt", "squeeze", "stack", "sub", "sum", "tanh", "transpose", "unsqueeze",
     "var", "where", "zeros", "zeros_like",

@@ -239,6 +239,27 @@ class Where(Function):
         return None, ga, gb
 
 
+class Extremum(Function):
+    """Elementwise maximum (``which=np.maximum``) or minimum; ties split the gradient."""
+
+    @staticmethod
+    def forward(ctx, a, b, which):
+        ctx.shapes = (shape_of(a), shape_of(b))
+        out = _binary(which, which.__name__, a, b)
+        # 1 where a wins, 0 where b wins, 1/2 on ties (PyTorch's rule).
+        pick_a = np.where(a == b, 0.5, (out == a).astype(np.float64))
+        ctx.coef = np.asarray(pick_a, dtype=out.dtype)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        sa, sb = ctx.shapes
+        na, nb = ctx.needs_input_grad[:2]
+        ga = unbroadcast(grad * ctx.coef, sa) if na else None
+        gb = unbroadcast(grad * (1.0 - ctx.coef), sb) if nb else None
+        return ga, gb, None
+
+
 class AsType(Function):
     @staticmethod
     def forward(ctx, x, dtype):
@@ -326,6 +347,16 @@ def clamp(x, min=None, max=None):  # noqa: A002 - torch's argument names
     return Clamp.apply(x, min, max)
 
 
+def maximum(a, b):
+    """Elementwise maximum (NaN propagates; ties split the gradient, as torch)."""
+    return Extremum.apply(operand(a, "maximum"), operand(b, "maximum"), np.maximum)
+
+
+def minimum(a, b):
+    """Elementwise minimum (NaN propagates; ties split the gradient, as torch)."""
+    return Extremum.apply(operand(a, "minimum"), operand(b, "minimum"), np.minimum)
+
+
 def where(cond, a, b):
     """Elementwise ``a`` where ``cond`` else ``b``; ``cond`` is not differentiated."""
     cond = np.asarray(cond._data if isinstance(cond, Tensor) else cond, dtype=bool)
@@ -366,3 +397,17 @@ eq = _comparison(np.equal)
 ne = _comparison(np.not_equal)
 logical_and = _comparison(np.logical_and)
 logical_or = _comparison(np.logical_or)
+
+
+def _predicate(ufunc, name):
+    def test(x):
+        return Tensor._make(np.asarray(ufunc(x._data if isinstance(x, Tensor) else np.asarray(x))))
+
+    test.__name__ = name
+    test.__doc__ = f"Elementwise ``{ufunc.__name__}`` as a bool tensor (not differentiable)."
+    return test
+
+
+isnan = _predicate(np.isnan, "isnan")
+isinf = _predicate(np.isinf, "isinf")
+isfinite = _predicate(np.isfinite, "isfinite")

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _device
 from ..autograd import Tensor
-from . import _arith, _linalg, _nonlinear, _reduce, _shape
+from . import _arith, _create, _inplace, _linalg, _nonlinear, _reduce, _shape
 
 __all__ = ["TensorMethods", "install"]
 
@@ -235,13 +236,49 @@ class TensorMethods:
         """See :func:`sandbox.ops.mean`."""
         return _reduce.mean(self, axis, keepdims, dim=dim, keepdim=keepdim)
 
-    def max(self, axis=None, keepdims=False, *, dim=None, keepdim=False) -> Tensor:
-        """See :func:`sandbox.ops.max`."""
-        return _reduce.max(self, axis, keepdims, dim=dim, keepdim=keepdim)
+    def max(self, dim=None, keepdim=False, *, axis=None, keepdims=False):
+        """The largest value, or a ``(values, indices)`` pair along ``dim`` (:func:`.max`)."""
+        return _reduce.max(self, dim, keepdim, axis=axis, keepdims=keepdims)
 
-    def min(self, axis=None, keepdims=False, *, dim=None, keepdim=False) -> Tensor:
-        """See :func:`sandbox.ops.min`."""
-        return _reduce.min(self, axis, keepdims, dim=dim, keepdim=keepdim)
+    def min(self, dim=None, keepdim=False, *, axis=None, keepdims=False):
+        """The smallest value, or a ``(values, indices)`` pair along ``dim`` (:func:`.min`)."""
+        return _reduce.min(self, dim, keepdim, axis=axis, keepdims=keepdims)
+
+    def amax(self, axis=None, keepdims=False, *, dim=None, keepdim=False) -> Tensor:
+        """See :func:`sandbox.ops.amax`."""
+        return _reduce.amax(self, axis, keepdims, dim=dim, keepdim=keepdim)
+
+    def amin(self, axis=None, keepdims=False, *, dim=None, keepdim=False) -> Tensor:
+        """See :func:`sandbox.ops.amin`."""
+        return _reduce.amin(self, axis, keepdims, dim=dim, keepdim=keepdim)
+
+    def maximum(self, other) -> Tensor:
+        """See :func:`sandbox.ops.maximum`."""
+        return _arith.maximum(self, other)
+
+    def minimum(self, other) -> Tensor:
+        """See :func:`sandbox.ops.minimum`."""
+        return _arith.minimum(self, other)
+
+    def any(self, dim=None, keepdim=False) -> Tensor:
+        """Whether any element (along ``dim``) is non-zero, as a bool tensor."""
+        return Tensor._make(np.asarray(np.any(self._data, axis=dim, keepdims=keepdim)))
+
+    def all(self, dim=None, keepdim=False) -> Tensor:
+        """Whether all elements (along ``dim``) are non-zero, as a bool tensor."""
+        return Tensor._make(np.asarray(np.all(self._data, axis=dim, keepdims=keepdim)))
+
+    def isnan(self) -> Tensor:
+        """See :func:`sandbox.ops.isnan`."""
+        return _arith.isnan(self)
+
+    def isinf(self) -> Tensor:
+        """See :func:`sandbox.ops.isinf`."""
+        return _arith.isinf(self)
+
+    def isfinite(self) -> Tensor:
+        """See :func:`sandbox.ops.isfinite`."""
+        return _arith.isfinite(self)
 
     def var(self, axis=None, correction=1, keepdims=False, *, dim=None, keepdim=False) -> Tensor:
         """See :func:`sandbox.ops.var`."""
@@ -332,7 +369,107 @@ class TensorMethods:
         if self.grad_fn is not None:
             raise RuntimeError("zero_() on a tensor inside the graph is not supported")
         self._data[...] = 0
+        self._bump_version()
         return self
+
+    def int(self) -> Tensor:
+        """As int32."""
+        return _arith.astype(self, np.int32)
+
+    def bool(self) -> Tensor:
+        """As bool."""
+        return _arith.astype(self, np.bool_)
+
+    def type_as(self, other) -> Tensor:
+        """As ``other``'s dtype."""
+        return _arith.astype(self, other.dtype)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
+        """Zeros of ``size`` with this tensor's dtype (unless ``dtype``)."""
+        return _create.zeros(*size, dtype=dtype or self.dtype, device=device,
+                             requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
+        """Ones of ``size`` with this tensor's dtype (unless ``dtype``)."""
+        return _create.ones(*size, dtype=dtype or self.dtype, device=device,
+                            requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+        """``fill_value`` of ``size`` with this tensor's dtype (unless ``dtype``)."""
+        return _create.full(size, fill_value, dtype=dtype or self.dtype, device=device,
+                            requires_grad=requires_grad)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> Tensor:
+        """A copy of ``data`` with this tensor's dtype (unless ``dtype``)."""
+        return _create.tensor(data, dtype=dtype or self.dtype, device=device,
+                              requires_grad=requires_grad)
+
+    def tolist(self):
+        """The values as (nested) Python lists."""
+        return self._data.tolist()
+
+    def __format__(self, spec) -> str:
+        """``f"{loss:.4f}"`` formats the value of a one-element tensor, as PyTorch."""
+        if spec and self._data.size == 1:
+            return format(self._data.item(), spec)
+        return object.__format__(self, spec) if spec else repr(self)
+
+    def dim(self) -> int:
+        """Number of dims (torch's name for ``ndim``)."""
+        return self._data.ndim
+
+    # ------------------------------------------------------------------ devices
+    def to(self, *args, **kwargs) -> Tensor:
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(tensor)``: CPU only."""
+        return _inplace.to(self, *args, **kwargs)
+
+    def cpu(self) -> Tensor:
+        """Self: the sandbox runs on the CPU."""
+        return self
+
+    def cuda(self, device=None) -> Tensor:
+        """Raises: the sandbox runs on the CPU only."""
+        _device.device("cuda" if device is None else device)
+        return self
+
+    @property
+    def device(self):
+        """Always ``sandbox.device("cpu")``."""
+        return _device.CPU
+
+    @property
+    def is_cuda(self) -> bool:
+        """Always False."""
+        return False
+
+    # ------------------------------------------------------------------ in place (no graph)
+    def add_(self, other, *, alpha=1) -> Tensor:
+        """``self += alpha * other`` in place; see :mod:`sandbox.ops._inplace`."""
+        return _inplace.add_(self, other, alpha=alpha)
+
+    def sub_(self, other, *, alpha=1) -> Tensor:
+        """``self -= alpha * other`` in place."""
+        return _inplace.sub_(self, other, alpha=alpha)
+
+    def mul_(self, other) -> Tensor:
+        """``self *= other`` in place."""
+        return _inplace.mul_(self, other)
+
+    def div_(self, other) -> Tensor:
+        """``self /= other`` in place."""
+        return _inplace.div_(self, other)
+
+    def clamp_(self, min=None, max=None) -> Tensor:  # noqa: A002 - torch's argument names
+        """Clamp in place."""
+        return _inplace.clamp_(self, min, max)
+
+    def fill_(self, value) -> Tensor:
+        """Set every element to ``value`` in place."""
+        return _inplace.fill_(self, value)
+
+    def copy_(self, src) -> Tensor:
+        """Copy ``src`` into self (broadcast and cast)."""
+        return _inplace.copy_(self, src)
 
 
 # Class bookkeeping that must stay the engine's own.

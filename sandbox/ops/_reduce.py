@@ -1,6 +1,8 @@
-"""Reductions: sum, mean, max/min, var; argmax/argmin (not differentiable)."""
+"""Reductions: sum, mean, max/min (with indices), amax/amin, var; argmax/argmin."""
 
 from __future__ import annotations
+
+from collections import namedtuple
 
 import numpy as np
 
@@ -70,14 +72,84 @@ def mean(x, axis=None, keepdims=False, *, dim=None, keepdim=False):
     return Mean.apply(x, _axes(x, axis, dim, "mean"), pick_keep(keepdims, keepdim))
 
 
-def max(x, axis=None, keepdims=False, *, dim=None, keepdim=False):  # noqa: A001
-    """Maximum values over ``axis`` (values only, as ``torch.amax``; ties share the grad)."""
-    return Amax.apply(x, _axes(x, axis, dim, "max"), pick_keep(keepdims, keepdim), np.max)
+def amax(x, axis=None, keepdims=False, *, dim=None, keepdim=False):
+    """Maximum values over ``axis`` (int, tuple or None), as ``torch.amax``.
+
+    Ties share the gradient equally (PyTorch's ``amax`` rule).
+    """
+    return Amax.apply(x, _axes(x, axis, dim, "amax"), pick_keep(keepdims, keepdim), np.max)
 
 
-def min(x, axis=None, keepdims=False, *, dim=None, keepdim=False):  # noqa: A001
-    """Minimum values over ``axis`` (values only, as ``torch.amin``)."""
-    return Amax.apply(x, _axes(x, axis, dim, "min"), pick_keep(keepdims, keepdim), np.min)
+def amin(x, axis=None, keepdims=False, *, dim=None, keepdim=False):
+    """Minimum values over ``axis`` (int, tuple or None), as ``torch.amin``."""
+    return Amax.apply(x, _axes(x, axis, dim, "amin"), pick_keep(keepdims, keepdim), np.min)
+
+
+MaxResult = namedtuple("max", ["values", "indices"])
+MinResult = namedtuple("min", ["values", "indices"])
+
+
+class ArgExtreme(Function):
+    """Values at ``indices`` along one axis (the max or min with its index, as torch).
+
+    The gradient flows to the chosen index only, as PyTorch's ``max(dim)``.
+    """
+
+    @staticmethod
+    def forward(ctx, x, axis, keepdims, indices):
+        # ``indices`` has the kept shape (size 1 along ``axis``).
+        ctx.mask = np.arange(x.shape[axis]).reshape(
+            [-1 if i == axis else 1 for i in range(x.ndim)]
+        ) == indices
+        ctx.kept = indices.shape
+        values = np.take_along_axis(x, indices, axis=axis)
+        return values if keepdims else np.squeeze(values, axis=axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        coef = ctx.mask.astype(grad.dtype)
+        return grad.reshape(ctx.kept) * coef, None, None, None
+
+
+def _extreme(x, dim, keepdim, axis, keepdims, which, result, name):
+    dim = pick_axis(axis, dim)
+    keep = pick_keep(keepdims, keepdim)
+    if isinstance(dim, Tensor | np.ndarray):  # torch.max(a, b): elementwise
+        from ._arith import maximum, minimum
+
+        return (maximum if which is np.argmax else minimum)(x, dim)
+    if dim is None:
+        reduce = np.max if which is np.argmax else np.min
+        return Amax.apply(x, _axes(x, None, None, name), keep, reduce)
+    if not isinstance(dim, int | np.integer):
+        raise TypeError(
+            f"{name}: dim must be an int (it returns values and indices), got {dim!r}; "
+            f"use a{name}(x, dim=...) to reduce over several dims"
+        )
+    (a,) = _axes(x, dim, None, name)
+    data = x._data if isinstance(x, Tensor) else np.asarray(x)
+    if data.shape[a] == 0:
+        raise ValueError(f"{name}: cannot reduce over dim {dim} of size 0 (shape {data.shape})")
+    indices = np.expand_dims(which(data, axis=a), a).astype(np.int64)
+    values = ArgExtreme.apply(x, a, keep, indices)
+    return result(values, Tensor._make(indices if keep else np.squeeze(indices, axis=a)))
+
+
+def max(x, dim=None, keepdim=False, *, axis=None, keepdims=False):  # noqa: A001
+    """The maximum, as ``torch.max``.
+
+    ``max(x)`` is the largest value (a 0-d tensor); ``max(x, dim)`` is a named pair
+    ``(values, indices)`` along ``dim`` (the first index among ties, as PyTorch on
+    the CPU; the gradient goes to that index); ``max(x, other)`` with a tensor
+    ``other`` is the elementwise maximum.  ``axis``/``keepdims`` are numpy's names
+    for ``dim``/``keepdim``; :func:`amax` reduces over several dims.
+    """
+    return _extreme(x, dim, keepdim, axis, keepdims, np.argmax, MaxResult, "max")
+
+
+def min(x, dim=None, keepdim=False, *, axis=None, keepdims=False):  # noqa: A001
+    """The minimum, as ``torch.min``: the value, a ``(values, indices)`` pair, or elementwise."""
+    return _extreme(x, dim, keepdim, axis, keepdims, np.argmin, MinResult, "min")
 
 
 def var(x, axis=None, correction=1, keepdims=False, *, dim=None, keepdim=False):

@@ -237,6 +237,7 @@ def setitem(x, index, value):
             "build a new tensor (e.g. with where or cat), or assign into x.data"
         )
     x._data[_index_arg(index)] = value._data if isinstance(value, Tensor) else value
+    x._bump_version()  # a node that saved x will refuse to use it (see Context)
 
 
 def _tensors(seq, op):

@@ -79,7 +79,7 @@ class Optimizer:
                     )
                 yield p, grad.astype(p.data.dtype, copy=False)
 
-    def step(self) -> None:
+    def step(self, closure=None):
         raise NotImplementedError
 
     # ------------------------------------------------------------------ state
@@ -148,6 +148,7 @@ def _check_nonneg(name: str, value) -> None:
 class SGD(Optimizer):
     """Stochastic gradient descent with momentum, dampening, Nesterov and weight decay.
 
+    ``foreach``, ``differentiable`` and ``fused`` are accepted for compatibility.
     Update (PyTorch's rule): ``g = grad + wd·p``; with momentum
     ``b = μ·b + (1-τ)·g`` (``b = g`` at the first step) and ``g = g + μ·b`` (Nesterov)
     or ``g = b``; then ``p -= lr·g``.
@@ -162,6 +163,9 @@ class SGD(Optimizer):
         weight_decay: float = 0.0,
         nesterov: bool = False,
         maximize: bool = False,
+        foreach=None,
+        differentiable: bool = False,
+        fused=None,
     ):
         for name, value in (("lr", lr), ("momentum", momentum), ("weight_decay", weight_decay)):
             _check_nonneg(name, value)
@@ -176,10 +180,15 @@ class SGD(Optimizer):
                 weight_decay=weight_decay,
                 nesterov=nesterov,
                 maximize=maximize,
+                foreach=foreach,
+                differentiable=differentiable,
+                fused=fused,
             ),
         )
 
-    def step(self) -> None:
+    def step(self, closure=None):
+        """One update; ``closure`` (re-evaluates and returns the loss) is called first if given."""
+        loss = None if closure is None else closure()
         for group in self.param_groups:
             lr, mu, wd = group["lr"], group["momentum"], group["weight_decay"]
             for p, grad in self._params_with_grad(group):
@@ -196,6 +205,7 @@ class SGD(Optimizer):
                         buf += (1 - group["dampening"]) * g
                     g = g + mu * buf if group["nesterov"] else buf
                 p.data -= lr * g
+        return loss
 
 
 class Adam(Optimizer):
@@ -204,6 +214,8 @@ class Adam(Optimizer):
     ``m = β1·m + (1-β1)·g``, ``v = β2·v + (1-β2)·g²``,
     ``p -= lr/(1-β1ᵗ) · m / (sqrt(v)/sqrt(1-β2ᵗ) + eps)``; ``weight_decay`` adds
     ``wd·p`` to the gradient (L2); ``amsgrad`` uses the running maximum of ``v``.
+    ``foreach``, ``capturable``, ``differentiable`` and ``fused`` are accepted for
+    compatibility (one numpy implementation serves them all).
     """
 
     decoupled = False
@@ -217,6 +229,10 @@ class Adam(Optimizer):
         weight_decay: float = 0.0,
         amsgrad: bool = False,
         maximize: bool = False,
+        foreach=None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused=None,
     ):
         _check_nonneg("lr", lr)
         _check_nonneg("eps", eps)
@@ -232,10 +248,16 @@ class Adam(Optimizer):
                 weight_decay=weight_decay,
                 amsgrad=amsgrad,
                 maximize=maximize,
+                foreach=foreach,
+                capturable=capturable,
+                differentiable=differentiable,
+                fused=fused,
             ),
         )
 
-    def step(self) -> None:
+    def step(self, closure=None):
+        """One update; ``closure`` (re-evaluates and returns the loss) is called first if given."""
+        loss = None if closure is None else closure()
         for group in self.param_groups:
             lr, (beta1, beta2), eps, wd = (
                 group["lr"],
@@ -252,14 +274,17 @@ class Adam(Optimizer):
                     state["exp_avg_sq"] = np.zeros_like(p.data)
                     if group["amsgrad"]:
                         state["max_exp_avg_sq"] = np.zeros_like(p.data)
+                state["step"] += 1
+                t = state["step"]
+                m, v = state["exp_avg"], state["exp_avg_sq"]
+                if not group["amsgrad"] and _fused_adam(p.data, grad, m, v, t, group,
+                                                        self.decoupled):
+                    continue
                 if wd:
                     if self.decoupled:
                         p.data *= 1 - lr * wd
                     else:
                         g = g + wd * p.data
-                state["step"] += 1
-                t = state["step"]
-                m, v = state["exp_avg"], state["exp_avg_sq"]
                 # m += (1-β1)(g - m) is PyTorch's lerp form of β1·m + (1-β1)·g.
                 m += (1 - beta1) * (g - m)
                 v *= beta2
@@ -271,6 +296,25 @@ class Adam(Optimizer):
                     v = state["max_exp_avg_sq"]
                 denom = np.sqrt(v) / bias_correction2_sqrt + eps
                 p.data -= (lr / bias_correction1) * (m / denom)
+        return loss
+
+
+def _fused_adam(p, grad, m, v, t, group, decoupled) -> bool:
+    """One Adam update by the one-pass kernel; False (nothing done) when it does not apply.
+
+    The kernel takes C-contiguous float32/float64 arrays of one dtype and gives
+    bitwise the same result as the numpy code in :meth:`Adam.step` (one pass, no
+    temporaries instead of about ten).
+    """
+    from ..array.optim import adam_update, fits_adam_kernel
+
+    if not fits_adam_kernel(p, grad, m, v):
+        return False
+    beta1, beta2 = group["betas"]
+    adam_update(p, grad, m, v, step=t, lr=group["lr"], beta1=beta1, beta2=beta2,
+                eps=group["eps"], weight_decay=group["weight_decay"], decoupled=decoupled,
+                maximize=group["maximize"])
+    return True
 
 
 class AdamW(Adam):
@@ -287,5 +331,10 @@ class AdamW(Adam):
         weight_decay: float = 1e-2,
         amsgrad: bool = False,
         maximize: bool = False,
+        foreach=None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused=None,
     ):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize)
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize, foreach,
+                         capturable, differentiable, fused)

@@ -1,12 +1,14 @@
 """Learning-rate schedulers with PyTorch's formulas (``torch.optim.lr_scheduler``).
 
 Call ``scheduler.step()`` once per epoch (or per batch for :class:`OneCycleLR`),
-after ``optimizer.step()``.
+after ``optimizer.step()``; :class:`ReduceLROnPlateau` takes the monitored value,
+``scheduler.step(val_loss)``.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from ._optimizer import Optimizer
 
@@ -63,6 +65,136 @@ class StepLR(LRScheduler):
         if self.last_epoch == 0 or self.last_epoch % self.step_size:
             return [g["lr"] for g in self.optimizer.param_groups]
         return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
+
+
+class MultiStepLR(LRScheduler):
+    """Multiply the learning rate by ``gamma`` at each epoch listed in ``milestones``."""
+
+    def __init__(self, optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1):
+        self.milestones = Counter(int(m) for m in milestones)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        if self.last_epoch not in self.milestones:
+            return [g["lr"] for g in groups]
+        return [g["lr"] * self.gamma ** self.milestones[self.last_epoch] for g in groups]
+
+
+class ExponentialLR(LRScheduler):
+    """Multiply the learning rate by ``gamma`` every epoch."""
+
+    def __init__(self, optimizer, gamma: float, last_epoch: int = -1):
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        if self.last_epoch == 0:
+            return [g["lr"] for g in groups]
+        return [g["lr"] * self.gamma for g in groups]
+
+
+class LambdaLR(LRScheduler):
+    """``lr = initial_lr · lr_lambda(epoch)`` (one function, or one per parameter group)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
+        n = len(optimizer.param_groups)
+        if isinstance(lr_lambda, list | tuple):
+            if len(lr_lambda) != n:
+                raise ValueError(f"expected {n} lr_lambdas (one per group), got {len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        else:
+            self.lr_lambdas = [lr_lambda] * n
+        if not all(callable(f) for f in self.lr_lambdas):
+            raise TypeError("lr_lambda must be a function of the epoch (or a list of them)")
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [base * f(self.last_epoch) for base, f in zip(self.base_lrs, self.lr_lambdas,
+                                                              strict=True)]
+
+    def state_dict(self) -> dict:
+        """Everything but the functions (they are rebuilt by the constructor), as PyTorch."""
+        return {k: v for k, v in super().state_dict().items() if k != "lr_lambdas"}
+
+
+class ReduceLROnPlateau:
+    """Reduce the learning rate when a monitored value stops improving (PyTorch's rule).
+
+    Call ``step(value)`` once per epoch.  After more than ``patience`` epochs
+    without improvement (``value < best·(1 - threshold)`` in ``mode="min"`` with
+    ``threshold_mode="rel"``; ``value < best - threshold`` with ``"abs"``; mirrored
+    for ``"max"``), every rate becomes ``max(lr·factor, min_lr)`` (changes smaller
+    than ``eps`` are skipped), then ``cooldown`` epochs pass before counting again.
+    """
+
+    def __init__(self, optimizer, mode: str = "min", factor: float = 0.1, patience: int = 10,
+                 threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0,
+                 min_lr=0.0, eps: float = 1e-8):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        if factor >= 1.0:
+            raise ValueError(f"factor must be < 1.0, got {factor}")
+        if mode not in ("min", "max"):
+            raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError(f"threshold_mode must be 'rel' or 'abs', got {threshold_mode!r}")
+        n = len(optimizer.param_groups)
+        if isinstance(min_lr, list | tuple):
+            if len(min_lr) != n:
+                raise ValueError(f"expected {n} min_lrs (one per group), got {len(min_lr)}")
+            self.min_lrs = list(min_lr)
+        else:
+            self.min_lrs = [min_lr] * n
+        self.optimizer = optimizer
+        self.mode, self.factor, self.patience = mode, factor, patience
+        self.threshold, self.threshold_mode = threshold, threshold_mode
+        self.cooldown, self.eps = cooldown, eps
+        self.best = math.inf if mode == "min" else -math.inf
+        self.num_bad_epochs = 0
+        self.cooldown_counter = 0
+        self.last_epoch = 0
+        self._last_lr = [g["lr"] for g in optimizer.param_groups]
+
+    def _is_better(self, a) -> bool:
+        rel = self.threshold_mode == "rel"
+        if self.mode == "min":
+            return a < (self.best * (1.0 - self.threshold) if rel else self.best - self.threshold)
+        return a > (self.best * (self.threshold + 1.0) if rel else self.best + self.threshold)
+
+    def step(self, metrics) -> None:
+        """Record this epoch's value of the monitored quantity (e.g. the validation loss)."""
+        current = float(metrics)
+        self.last_epoch += 1
+        if self._is_better(current):
+            self.best = current
+            self.num_bad_epochs = 0
+        else:
+            self.num_bad_epochs += 1
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0
+        if self.num_bad_epochs > self.patience:
+            for group, min_lr in zip(self.optimizer.param_groups, self.min_lrs, strict=True):
+                old = float(group["lr"])
+                new = max(old * self.factor, min_lr)
+                if old - new > self.eps:
+                    group["lr"] = new
+            self.cooldown_counter = self.cooldown
+            self.num_bad_epochs = 0
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+    def get_last_lr(self) -> list[float]:
+        """The learning rates after the last :meth:`step`."""
+        return list(self._last_lr)
+
+    def state_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.__dict__.update(state)
 
 
 class CosineAnnealingLR(LRScheduler):

@@ -5,9 +5,9 @@ Public ops, as ``torch.nn.functional``'s: :func:`conv2d`, :func:`conv2d_backward
 helpers.  Each validates its arguments once (``_checks``) and then picks a path:
 
 ``_winograd``
-    Winograd F(2x2, 3x3) for 3x3 stride-1 ungrouped convs with enough channels
-    and pixels: forward and input gradient, and the weight gradient at many
-    channels.
+    Winograd F(2x2, 3x3), or F(4x4, 3x3) on large maps, for 3x3 stride-1
+    ungrouped convs with enough channels and pixels: forward, input gradient and
+    weight gradient.
 ``_im2col``
     im2col + GEMM in fixed chunks of samples, for everything else (and for the
     transposed convolution, the adjoint of the same two loops).
@@ -81,7 +81,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     x = np.ascontiguousarray(input)
     y = np.empty((n, weight.shape[0], ho, wo), dtype=input.dtype)
     if _use_winograd(geom, groups, weight, h, w):
-        u = winograd.weight_transform(np.ascontiguousarray(weight))
+        u = winograd.weight_transform(weight, tile=winograd.tile_size(*weight.shape[:2], ho, wo))
         winograd.winograd_conv3x3(x, u, y, geom.ph, geom.pw, kernel_threads(), bias)
     else:
         wmat = np.ascontiguousarray(weight).reshape(weight.shape[0], -1)
@@ -106,19 +106,26 @@ def conv2d_backward(grad_output, input, weight, stride=1, padding=0, dilation=1,
     gx = np.empty(input.shape, dtype=input.dtype) if needs[0] else None
     a = np.ascontiguousarray(input) if needs[1] else None
     gw, gb = None, None
-    if any(needs):
-        wino = _use_winograd(geom, groups, weight, h, w)
-        if needs[0] and wino:
-            # dx = conv2d(dy, flip(w)^T, padding=2-p): a 3x3 stride-1 conv again
-            flipped = weight.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
-            u = winograd.weight_transform(np.ascontiguousarray(flipped))
-            winograd.winograd_conv3x3(gout, u, gx, 2 - geom.ph, 2 - geom.pw, kernel_threads())
-        if needs[1] and wino and winograd.eligible_weight_grad(*weight.shape[1::-1]):
-            gw = winograd.winograd_weight_grad(a, gout, geom.ph, geom.pw, kernel_threads())
-            gb = gout.sum(axis=(0, 2, 3)) if needs[2] else None
-        elif needs[1] or needs[2] or not wino:
-            gw, gb = fold_loop(gout, wmat, geom, h, w, groups, y=None if wino else gx,
-                               a=a, bias_grad=needs[2])
+    c_out, c_in = weight.shape[:2]
+    wino = needs[0] and _use_winograd(geom, groups, weight, h, w)
+    wino_dw = needs[1] and TUNING.winograd and winograd.eligible_weight_grad(
+        geom, groups, c_in, c_out, h, w)
+    if wino:
+        # dx = conv2d(dy, flip(w)^T, padding=2-p): a 3x3 stride-1 conv again
+        u = winograd.weight_transform(
+            weight, flip_transpose=True, tile=winograd.tile_size(c_out, c_in, h, w))
+        winograd.winograd_conv3x3(gout, u, gx, 2 - geom.ph, 2 - geom.pw, kernel_threads())
+    if wino_dw:
+        gw = winograd.winograd_weight_grad(a, gout, geom.ph, geom.pw, kernel_threads(),
+                                           tile=winograd.tile_size_weight_grad(*gout.shape[2:]))
+        gb = gout.sum(axis=(0, 2, 3)) if needs[2] else None
+    fold_dx = needs[0] and not wino
+    fold_dw = needs[1] and not wino_dw
+    if fold_dx or fold_dw or (needs[2] and gb is None):
+        gw_fold, gb_fold = fold_loop(gout, wmat, geom, h, w, groups, y=gx if fold_dx else None,
+                                     a=a if fold_dw else None, bias_grad=needs[2] and gb is None)
+        gw = gw_fold if fold_dw else gw
+        gb = gb_fold if gb is None else gb
     gw = gw.reshape(weight.shape) if needs[1] else None
     return gx, gw, gb
 

@@ -35,15 +35,43 @@ class ConvTuning:
     #: 128x128 5.4/9.8 -> 4.1/10.3, 16->16 at 64x64 1.11/2.31 -> 1.00/2.35; 8 channels
     #: gained nothing.
     winograd_min_channels: int = 16
-    #: the Winograd weight gradient only pays off with many channels (its tile transform
-    #: of the output gradient is a scalar scatter): faster than im2col at 256 channels
-    #: (8x8), equal at 128 (16x16), 40% slower at 32 (64x64)
-    winograd_min_channels_weight_grad: int = 128
+    #: Winograd weight gradient from this many channels.  It used to pay off only at 128
+    #: (its output-gradient transform was a scalar scatter, 18.8 ms for 16 channels at
+    #: 64x64); with the row-wise transform (1.1 ms) it wins or ties from 16 channels.
+    #: Measured (batch 8, min ms of 15 interleaved runs on a loaded machine, Winograd vs
+    #: im2col, 1 thread): 16->16@64 6.5 vs 11.0, 32->32@32 2.9 vs 8.3, 48->16@64 33.7 vs
+    #: 63.9, 96->32@32 19.0 vs 33.3, 32->64@16 1.59 vs 1.41, 64->64@16 2.56 vs 2.70.
+    winograd_min_channels_weight_grad: int = 16
+    #: F(4x4, 3x3) instead of F(2x2, 3x3) for the forward and input gradient from this
+    #: many output pixels per image (0: never).  F(4x4) needs 1.78x fewer GEMM flops but
+    #: its GEMMs get 4x fewer columns and its transforms cost more.  Measured (batch 8,
+    #: CPU ms at 1 thread, F(2x2) -> F(4x4), forward / input grad): 16->16@128 14.7 -> 9.1
+    #: / 17.3 -> 11.9, 32->16@128 29.0 -> 20.9 / 23.7 -> 14.7, 16->16@64 4.21 -> 3.68 /
+    #: 4.18 -> 3.26, 48->16@64 9.30 -> 8.46 / 8.72 -> 6.58, 32->32@32 2.41 -> 2.35 /
+    #: 2.64 -> 2.52, 96->32@32 6.60 -> 6.14 / 5.89 -> 4.85; but 64->64@16 2.14 -> 2.34 /
+    #: 2.19 -> 2.27 and 192->64@16 5.81 -> 6.99 / 5.62 -> 5.92.  Its float32 error is
+    #: ~10x F(2x2)'s (3e-6 vs 3e-7 of the output's magnitude; float64: 1e-14).
+    winograd_f4_min_pixels: int = 1024
+    #: F(4x4, 3x3) for the weight gradient from this many output pixels per image (0:
+    #: never).  CPU ms, 1 thread, batch 8, F(2x2) -> F(4x4): 16->16@128 22.7 -> 13.0,
+    #: 32->16@128 43.8 -> 22.1, 16->16@64 5.13 -> 4.29, 48->16@64 11.4 -> 9.8, 96->32@32
+    #: 10.6 -> 8.6, 32->32@32 3.22 -> 3.13, 192->64@16 8.16 -> 7.19, 64->64@16 3.10 ->
+    #: 3.08, 32->64@16 1.76 -> 1.78; at 8x8 it loses (128->128@8 2.62 -> 3.67,
+    #: 384->128@8 6.72 -> 9.41).  float32 error 3e-7 - 2.4e-6 of the largest value.
+    winograd_f4_min_pixels_weight_grad: int = 256
     #: below this many output pixels per image the 2x2 tiles waste too much on padding
     #: and transforms: at 4x4, 256 channels, im2col took 0.92 ms against Winograd's 1.14
     winograd_min_pixels: int = 64
-    #: a Winograd chunk gets at least this many 2x2 output tiles (GEMM columns)
-    winograd_target_tiles: int = 64
+    #: the Winograd weight gradient's pixel threshold: it wins already on 4x4 maps
+    #: (CPU ms, 1 thread, im2col vs Winograd: 128->256@4 1.42 vs 1.28, 256->256@4 2.75 vs
+    #: 2.36; 2 threads wall-min 1.37 vs 1.27, 5.33 vs 2.17), where forward and input
+    #: gradient stay with im2col (128->256@4 forward 1.16 vs 1.27, input grad 1.17 vs 1.71)
+    winograd_min_pixels_weight_grad: int = 16
+    #: a Winograd chunk gets at least this many output tiles (GEMM columns).  128, not 64:
+    #: min ms of 15 interleaved runs (loaded machine, 1 thread, 64 -> 128 tiles):
+    #: 384->128@8 forward 4.88 -> 4.39, weight grad 27.5 -> 13.1 (fewer, longer-K GEMMs
+    #: and fewer partial sums); 128->128@8 weight grad 3.01 -> 2.09; others equal.
+    winograd_target_tiles: int = 128
     #: upper bound for one transformed-input buffer (bytes); one sample always fits
     winograd_max_chunk_bytes: int = 16 * 2**20
     #: threads for the im2col/col2im/transform kernels inside a chunk; 0 means

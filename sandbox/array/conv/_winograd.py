@@ -1,7 +1,11 @@
-"""Winograd F(2x2, 3x3) convolution for 3x3, stride-1, undilated, ungrouped layers.
+"""Winograd convolution for 3x3, stride-1, undilated, ungrouped layers.
 
-Used by :mod:`sandbox.array.conv` for the forward pass and the input gradient (a 3x3
-stride-1 convolution of ``grad_output`` with the flipped, transposed weight).
+Used by :mod:`sandbox.array.conv` for the forward pass, the input gradient (a 3x3
+stride-1 convolution of ``grad_output`` with the flipped, transposed weight) and
+the weight gradient.  F(2x2, 3x3) (``pyx/_winograd.pyx``) on small maps,
+F(4x4, 3x3) (``pyx/_winograd4.pyx``) on large ones: :func:`tile_size` and
+:func:`tile_size_weight_grad` pick it from the output pixels (thresholds and
+measurements in ``_tuning``).
 Per 2x2 output tile it needs 16 multiplies per (input, output) channel pair
 instead of 36, so the GEMM work drops 2.25x; the transforms (``pyx/_winograd.pyx``,
 formulas there) are cheap memory passes.  Why: single-threaded OpenBLAS sgemm
@@ -13,15 +17,16 @@ Chunks are fixed by the shapes (samples per chunk so that a chunk has at least
 ``TUNING.winograd_target_tiles`` tiles), run on
 :func:`sandbox.array._parallel.parallel_map`, and each
 chunk writes only its own samples: results are bitwise identical for any thread
-count.  Accuracy: the transforms use only 0, +-1 and +-1/2, the float32 error is
-a few ulps of the sum magnitude (tests compare with the direct reference).
+count.  Accuracy: the F(2x2) transforms use only 0, +-1 and +-1/2, the float32
+error is a few ulps of the sum magnitude; F(4x4)'s factors (up to 8 and 1/24)
+give about 10x more (tests compare both with the direct float64 reference).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..._C import _winograd
+from ..._C import _winograd, _winograd4
 from .._parallel import OrderedSum, parallel_map, scratch
 from ._tuning import TUNING
 
@@ -33,48 +38,103 @@ __all__ = [
     "winograd_weight_grad",
 ]
 
-_G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
-_KRON = np.kron(_G, _G)  # (16, 9)
-def eligible(geom, groups: int, c_in: int, c_out: int, height: int, width: int) -> bool:
-    """3x3 kernel, stride 1, dilation 1, one group, padding at most 2, enough channels and
-    pixels (``height``, ``width``: the input's spatial size)."""
+
+
+def _geometry_ok(geom, groups: int) -> bool:
+    """3x3 kernel, stride 1, dilation 1, one group, padding at most 2."""
     return (geom.kh == geom.kw == 3 and geom.sh == geom.sw == 1 and geom.dh == geom.dw == 1
-            and groups == 1 and geom.ph <= 2 and geom.pw <= 2
-            and min(c_in, c_out) >= TUNING.winograd_min_channels
+            and groups == 1 and geom.ph <= 2 and geom.pw <= 2)
+
+
+def eligible(geom, groups: int, c_in: int, c_out: int, height: int, width: int) -> bool:
+    """Winograd forward and input gradient: the geometry above, enough channels and
+    output pixels (``height``, ``width``: the input's spatial size)."""
+    return (_geometry_ok(geom, groups) and min(c_in, c_out) >= TUNING.winograd_min_channels
             and (height + 2 * geom.ph - 2) * (width + 2 * geom.pw - 2)
             >= TUNING.winograd_min_pixels)
 
 
-def eligible_weight_grad(c_in: int, c_out: int) -> bool:
-    """Whether an :func:`eligible` conv also takes the Winograd weight gradient."""
-    return min(c_in, c_out) >= TUNING.winograd_min_channels_weight_grad
+def tile_size(c_in: int, c_out: int, height: int, width: int) -> int:
+    """Output tile of the Winograd forward/input-gradient conv: 4 (F(4x4, 3x3)) or 2
+    (F(2x2, 3x3)), from the shapes only (``height``, ``width``: the conv's output)."""
+    f4 = TUNING.winograd_f4_min_pixels
+    return 4 if f4 and height * width >= f4 else 2
 
 
-def weight_transform(weight: np.ndarray) -> np.ndarray:
-    """``U[xi, o, c] = (G w[o, c] G^T)[xi]`` for ``weight`` (O, C, 3, 3) -> (16, O, C)."""
+def tile_size_weight_grad(height: int, width: int) -> int:
+    """Output tile of the Winograd weight gradient (``height``, ``width``: the conv's output)."""
+    f4 = TUNING.winograd_f4_min_pixels_weight_grad
+    return 4 if f4 and height * width >= f4 else 2
+
+
+def eligible_weight_grad(geom, groups: int, c_in: int, c_out: int, height: int,
+                         width: int) -> bool:
+    """Winograd weight gradient: as :func:`eligible`, with its own thresholds."""
+    return (_geometry_ok(geom, groups)
+            and min(c_in, c_out) >= TUNING.winograd_min_channels_weight_grad
+            and (height + 2 * geom.ph - 2) * (width + 2 * geom.pw - 2)
+            >= TUNING.winograd_min_pixels_weight_grad)
+
+
+#: output tile size m -> (points per tile, transform kernels): F(2x2, 3x3) and F(4x4, 3x3)
+_KERNELS = {2: (16, _winograd), 4: (36, _winograd4)}
+_TILE_OF_POINTS = {16: 2, 36: 4}
+
+
+def _points(name: str, count: int, rows: int, cols: int, dtype) -> np.ndarray:
+    """This thread's scratch (count, rows, cols) for the Winograd points, with the
+    points one cache line more than ``rows * cols`` apart: the transforms write or
+    read all points at once, and streams a multiple of 4 KiB apart alias in the
+    cache (measured: the 384-channel 8x8 input transform 1.4 -> 0.4 ms)."""
+    dtype = np.dtype(dtype)
+    pitch = rows * cols + 64 // dtype.itemsize
+    flat = scratch(name, (count, pitch), dtype)
+    # a view, not np.lib.stride_tricks.as_strided (~65 us a call, twice per chunk)
+    return flat[:, :rows * cols].reshape(count, rows, cols)
+
+
+def weight_transform(weight: np.ndarray, flip_transpose: bool = False,
+                     kernel_threads: int = 1, tile: int = 2) -> np.ndarray:
+    """``U[xi, o, c] = (G w[o, c] G^T)[xi]`` for ``weight`` (O, C, 3, 3) -> (P, O, C),
+    ``P = (tile + 2)**2`` points of F(tile x tile, 3x3) (``tile`` 2 or 4).
+
+    With ``flip_transpose``: the transform of the input gradient's kernel
+    ``w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]``, shape (P, C, O).
+    """
     o, c = weight.shape[:2]
-    # U[(i, j), (o, c)] = sum_kl G[i, k] G[j, l] w[o, c, k, l]: one (16, 9) @ (9, O*C) GEMM
-    return (_KRON.astype(weight.dtype) @ weight.reshape(o * c, 9).T).reshape(16, o, c)
+    count, kernels = _KERNELS[tile]
+    weight = np.ascontiguousarray(weight)
+    if tile == 2:  # a flip permutes the 16 points: contiguous reads, then a transposed view
+        u = np.empty((count, o, c), dtype=weight.dtype)
+        kernels.weight_transform(weight, u, flip_transpose, kernel_threads)
+        return u.transpose(0, 2, 1) if flip_transpose else u
+    u = np.empty((count, c, o) if flip_transpose else (count, o, c), dtype=weight.dtype)
+    kernels.weight_transform(weight, u, flip_transpose, kernel_threads)
+    return u
 
 
 def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=None) -> None:
-    """``y = conv2d(x, w, bias, stride=1, padding=(ph, pw))`` with ``u = weight_transform(w)``.
+    """``y = conv2d(x, w, bias, stride=1, padding=(ph, pw))`` with
+    ``u = weight_transform(w, tile=m)``; the tile size follows from ``u`` (16 or 36 points).
 
     ``x`` (N, C, H, W) and ``y`` (N, O, H + 2*ph - 2, W + 2*pw - 2), C-contiguous,
     same dtype; ``y`` is overwritten.
     """
     n, c = x.shape[:2]
     o, ho, wo = y.shape[1:]
-    th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, x.itemsize)
+    count = u.shape[0]
+    tile = _TILE_OF_POINTS[count]
+    kernels = _KERNELS[tile][1]
+    th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, x.itemsize, tile)
 
     def task(block, split_gemm=False):
         _, n0, cnt = block
         t = cnt * tiles
-        v = scratch("wino_v", (16, c, t), x.dtype)
-        _winograd.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads)
-        m = scratch("wino_m", (16, o, t), x.dtype)
-        _matmul16(u, v, m, split_gemm)
-        _winograd.output_transform(m, y, n0, cnt, th, tw, kernel_threads)
+        v = _points("wino_v", count, c, t, x.dtype)
+        kernels.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads)
+        m = _points("wino_m", count, o, t, x.dtype)
+        _matmul_points(u, v, m, split_gemm)
+        kernels.output_transform(m, y, n0, cnt, th, tw, kernel_threads)
         if bias is not None:
             y[n0:n0 + cnt] += bias.reshape(-1, 1, 1)
 
@@ -84,10 +144,10 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
         parallel_map(task, blocks)
 
 
-def _matmul16(a, b, out, split: bool) -> None:
-    """``out[k] = a[k] @ b[k]`` for the 16 Winograd points; with ``split`` the points are
-    shared among the worker threads (each point is the same GEMM call either way, so the
-    result does not depend on the thread count)."""
+def _matmul_points(a, b, out, split: bool) -> None:
+    """``out[k] = a[k] @ b[k]`` for the Winograd points; with ``split`` the points are
+    shared among the worker threads in groups of 4 (each point is the same GEMM call
+    either way, so the result does not depend on the thread count)."""
     if not split:
         np.matmul(a, b, out=out)
         return
@@ -95,42 +155,48 @@ def _matmul16(a, b, out, split: bool) -> None:
     def points(k0):
         np.matmul(a[k0:k0 + 4], b[k0:k0 + 4], out=out[k0:k0 + 4])
 
-    parallel_map(points, range(0, 16, 4))
+    parallel_map(points, range(0, a.shape[0], 4))
 
 
-def _tiling(n, c, o, ho, wo, itemsize):
-    th, tw = -(-ho // 2), -(-wo // 2)
+def _tiling(n, c, o, ho, wo, itemsize, tile=2):
+    th, tw = -(-ho // tile), -(-wo // tile)
     tiles = th * tw
+    count = (tile + 2) ** 2
     nb = max(1, min(n, -(-TUNING.winograd_target_tiles // tiles),
-                    TUNING.winograd_max_chunk_bytes // max(16 * max(c, o) * tiles * itemsize, 1)))
+                    TUNING.winograd_max_chunk_bytes
+                    // max(count * max(c, o) * tiles * itemsize, 1)))
     return th, tw, tiles, [(i, n0, min(nb, n - n0)) for i, n0 in enumerate(range(0, n, nb))]
 
 
-def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1) -> np.ndarray:
-    """Weight gradient (O, C, 3, 3) of a 3x3 stride-1 conv of ``x`` with output gradient ``g``.
+def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
+                         tile: int = 2) -> np.ndarray:
+    """Weight gradient (O, C, 3, 3) of a 3x3 stride-1 conv of ``x`` with output gradient ``g``,
+    with F(tile x tile, 3x3) (``tile`` 2 or 4).
 
     ``dW = G^T (sum_t Gt_t V_t^T) G`` (see ``grad_transform`` in ``pyx/_winograd.pyx``);
-    one (16, O, C) partial per chunk, summed in chunk order.
+    one (P, O, C) partial per chunk, summed in chunk order.
     """
     n, c = x.shape[:2]
     o, ho, wo = g.shape[1:]
-    th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, x.itemsize)
+    count, kernels = _KERNELS[tile]
+    th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, x.itemsize, tile)
     total = OrderedSum(len(blocks))
 
     def task(block, split_gemm=False):
         i, n0, cnt = block
         t = cnt * tiles
-        v = scratch("wino_v", (16, c, t), x.dtype)
-        _winograd.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads)
-        gt = scratch("wino_m", (16, o, t), x.dtype)
-        _winograd.grad_transform(g, gt, n0, cnt, th, tw, kernel_threads)
-        partial = np.empty((16, o, c), dtype=x.dtype)
-        _matmul16(gt, v.transpose(0, 2, 1), partial, split_gemm)
+        v = _points("wino_v", count, c, t, x.dtype)
+        kernels.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads)
+        gt = _points("wino_m", count, o, t, x.dtype)
+        kernels.grad_transform(g, gt, n0, cnt, th, tw, kernel_threads)
+        partial = np.empty((count, o, c), dtype=x.dtype)
+        _matmul_points(gt, v.transpose(0, 2, 1), partial, split_gemm)
         total.add(i, partial)
 
     if len(blocks) == 1:
         task(blocks[0], split_gemm=True)
     else:
         parallel_map(task, blocks)
-    # dW[o, c, k, l] = sum_(i, j) G[i, k] G[j, l] P[(i, j), o, c]
-    return (_KRON.T.astype(x.dtype) @ total.out.reshape(16, o * c)).T.reshape(o, c, 3, 3).copy()
+    gw = np.empty((o, c, 3, 3), dtype=x.dtype)
+    kernels.weight_grad_fold(total.out, gw, kernel_threads)  # dW = G^T P G per (o, c)
+    return gw

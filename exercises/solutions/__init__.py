@@ -1,0 +1,1 @@
+"""Reference solutions of the track (the tests run against these by default)."""

@@ -1,0 +1,427 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
+"""Winograd F(4x4, 3x3) transforms for 3x3 stride-1 convolution (kernel contract: pyx/fused.pxd).
+
+The layout is that of ``pyx/_winograd.pyx`` with 4x4 output tiles and 36 points:
+tile ``t = (s * tiles_h + th) * tiles_w + tw`` covers outputs
+``[4*th, 4*th+4) x [4*tw, 4*tw+4)``; its 6x6 input patch ``d`` starts at row
+``4*th - ph``, column ``4*tw - pw`` (zero outside the input)::
+
+    V[xi, c, t] = (B^T d B)[xi]     M[xi] = U[xi] @ V[xi]     y_tile = A^T M A
+    U[xi, o, c] = (G w[o, c] G^T)[xi]                          xi = 6 * i + j
+
+with (interpolation points 0, 1, -1, 2, -2, infinity)::
+
+    B^T = [[4,  0, -5,  0, 1, 0],     G = [[ 1/4,     0,    0],    A^T = [[1, 1,  1, 1,  1, 0],
+           [0, -4, -4,  1, 1, 0],          [-1/6,  -1/6, -1/6],           [0, 1, -1, 2, -2, 0],
+           [0,  4, -4, -1, 1, 0],          [-1/6,   1/6, -1/6],           [0, 1,  1, 4,  4, 0],
+           [0, -2, -1,  2, 1, 0],          [1/24, 1/12,  1/6],            [0, 1, -1, 8, -8, 1]]
+           [0,  2, -1, -2, 1, 0],          [1/24, -1/12, 1/6],
+           [0,  4,  0, -5, 0, 1]]          [   0,     0,    1]]
+
+36 multiplies per 16 outputs and channel pair instead of 144: 1.78x fewer GEMM
+flops than F(2x2, 3x3), at a larger float32 rounding error (the factors reach 8
+and 1/24; tests bound it against the float64 reference).  Every ``prange``
+iteration owns one channel or one output channel: results are bitwise identical
+for any thread count.  The 36 point planes may lie a padded pitch apart
+(``strides[0]``, see ``_winograd.pyx``); each point plane is C-contiguous.
+"""
+
+from cython.parallel cimport parallel, prange
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset
+
+from fused cimport real
+
+# Inner loops in C with ``restrict`` pointer parameters (see pyx/_winograd.pyx: written
+# in Cython, GCC could not rule out overlapping buffers and left them scalar; GCC
+# honours ``restrict`` on parameters, not on local pointers, hence the long lists).
+cdef extern from *:
+    """
+    #define SB_R(T) T* restrict
+    #define SB_C(T) const T* restrict
+    #define SB_WINO4(T, S)                                                             \
+    static inline void sb_w4_split_##S(SB_C(T) p, SB_R(T) q0, SB_R(T) q1, SB_R(T) q2,   \
+            SB_R(T) q3, Py_ssize_t L) {                                                 \
+        for (Py_ssize_t t = 0; t < L; t++) {                                            \
+            q0[t] = p[4 * t]; q1[t] = p[4 * t + 1];                                     \
+            q2[t] = p[4 * t + 2]; q3[t] = p[4 * t + 3]; } }                             \
+    static inline void sb_w4_in_rows_##S(SB_C(T) d0, SB_C(T) d1, SB_C(T) d2, SB_C(T) d3, \
+            SB_C(T) d4, SB_C(T) d5, SB_R(T) r0, SB_R(T) r1, SB_R(T) r2, SB_R(T) r3,     \
+            SB_R(T) r4, SB_R(T) r5, Py_ssize_t n) {                                     \
+        for (Py_ssize_t j = 0; j < n; j++) {                                            \
+            r0[j] = (T)4 * d0[j] - (T)5 * d2[j] + d4[j];                                \
+            r1[j] = d3[j] + d4[j] - (T)4 * (d1[j] + d2[j]);                             \
+            r2[j] = (T)4 * (d1[j] - d2[j]) + d4[j] - d3[j];                             \
+            r3[j] = (T)2 * (d3[j] - d1[j]) + d4[j] - d2[j];                             \
+            r4[j] = (T)2 * (d1[j] - d3[j]) + d4[j] - d2[j];                             \
+            r5[j] = (T)4 * d1[j] - (T)5 * d3[j] + d5[j]; } }                            \
+    static inline void sb_w4_in_cols_##S(SB_C(T) q0, SB_C(T) q1, SB_C(T) q2, SB_C(T) q3, \
+            SB_R(T) v0, SB_R(T) v1, SB_R(T) v2, SB_R(T) v3, SB_R(T) v4, SB_R(T) v5,     \
+            Py_ssize_t n) {                                                             \
+        for (Py_ssize_t t = 0; t < n; t++) {                                            \
+            v0[t] = (T)4 * q0[t] - (T)5 * q2[t] + q0[t + 1];                            \
+            v1[t] = q3[t] + q0[t + 1] - (T)4 * (q1[t] + q2[t]);                         \
+            v2[t] = (T)4 * (q1[t] - q2[t]) + q0[t + 1] - q3[t];                         \
+            v3[t] = (T)2 * (q3[t] - q1[t]) + q0[t + 1] - q2[t];                         \
+            v4[t] = (T)2 * (q1[t] - q3[t]) + q0[t + 1] - q2[t];                         \
+            v5[t] = (T)4 * q1[t] - (T)5 * q3[t] + q1[t + 1]; } }                        \
+    static inline void sb_w4_out_cols_##S(SB_C(T) m0, SB_C(T) m1, SB_C(T) m2,           \
+            SB_C(T) m3, SB_C(T) m4, SB_C(T) m5, SB_R(T) a0, SB_R(T) a1, SB_R(T) a2,     \
+            SB_R(T) a3, Py_ssize_t n) {                                                 \
+        for (Py_ssize_t t = 0; t < n; t++) {                                            \
+            a0[t] = m0[t] + m1[t] + m2[t] + m3[t] + m4[t];                              \
+            a1[t] = m1[t] - m2[t] + (T)2 * (m3[t] - m4[t]);                             \
+            a2[t] = m1[t] + m2[t] + (T)4 * (m3[t] + m4[t]);                             \
+            a3[t] = m1[t] - m2[t] + (T)8 * (m3[t] - m4[t]) + m5[t]; } }                 \
+    static inline void sb_w4_out_row_##S(SB_C(T) a0, SB_C(T) a1, SB_C(T) a2, SB_C(T) a3, \
+            SB_C(T) a4, SB_C(T) a5, SB_R(T) row, Py_ssize_t n) {                        \
+        for (Py_ssize_t t = 0; t < n; t++) {                                            \
+            row[4 * t] = a0[t] + a1[t] + a2[t] + a3[t] + a4[t];                         \
+            row[4 * t + 1] = a1[t] - a2[t] + (T)2 * (a3[t] - a4[t]);                    \
+            row[4 * t + 2] = a1[t] + a2[t] + (T)4 * (a3[t] + a4[t]);                    \
+            row[4 * t + 3] = a1[t] - a2[t] + (T)8 * (a3[t] - a4[t]) + a5[t]; } }
+    SB_WINO4(float, f)
+    SB_WINO4(double, d)
+    /* r = A q for A = [[1,0,0,0],[1,1,1,1],[1,-1,1,-1],[1,2,4,8],[1,-2,4,-8],[0,0,0,1]] */
+    #define SB_WINO4G(T, S)                                                            \
+    static inline void sb_w4_a_##S(SB_C(T) q0, SB_C(T) q1, SB_C(T) q2, SB_C(T) q3,      \
+            SB_R(T) r0, SB_R(T) r1, SB_R(T) r2, SB_R(T) r3, SB_R(T) r4, SB_R(T) r5,     \
+            Py_ssize_t n) {                                                             \
+        for (Py_ssize_t j = 0; j < n; j++) {                                            \
+            T e = q0[j] + q2[j], o = q1[j] + q3[j];                                     \
+            T e4 = q0[j] + (T)4 * q2[j], o8 = (T)2 * q1[j] + (T)8 * q3[j];              \
+            r0[j] = q0[j]; r1[j] = e + o; r2[j] = e - o;                                \
+            r3[j] = e4 + o8; r4[j] = e4 - o8; r5[j] = q3[j]; } }
+    SB_WINO4G(float, f)
+    SB_WINO4G(double, d)
+    """
+    void sb_w4_a_f(const float*, const float*, const float*, const float*, float*, float*,
+                   float*, float*, float*, float*, Py_ssize_t) noexcept nogil
+    void sb_w4_a_d(const double*, const double*, const double*, const double*, double*,
+                   double*, double*, double*, double*, double*, Py_ssize_t) noexcept nogil
+    void sb_w4_split_f(const float*, float*, float*, float*, float*, Py_ssize_t) noexcept nogil
+    void sb_w4_split_d(const double*, double*, double*, double*, double*,
+                       Py_ssize_t) noexcept nogil
+    void sb_w4_in_rows_f(const float*, const float*, const float*, const float*, const float*,
+                         const float*, float*, float*, float*, float*, float*, float*,
+                         Py_ssize_t) noexcept nogil
+    void sb_w4_in_rows_d(const double*, const double*, const double*, const double*,
+                         const double*, const double*, double*, double*, double*, double*,
+                         double*, double*, Py_ssize_t) noexcept nogil
+    void sb_w4_in_cols_f(const float*, const float*, const float*, const float*, float*, float*,
+                         float*, float*, float*, float*, Py_ssize_t) noexcept nogil
+    void sb_w4_in_cols_d(const double*, const double*, const double*, const double*, double*,
+                         double*, double*, double*, double*, double*, Py_ssize_t) noexcept nogil
+    void sb_w4_out_cols_f(const float*, const float*, const float*, const float*, const float*,
+                          const float*, float*, float*, float*, float*, Py_ssize_t) noexcept nogil
+    void sb_w4_out_cols_d(const double*, const double*, const double*, const double*,
+                          const double*, const double*, double*, double*, double*, double*,
+                          Py_ssize_t) noexcept nogil
+    void sb_w4_out_row_f(const float*, const float*, const float*, const float*, const float*,
+                         const float*, float*, Py_ssize_t) noexcept nogil
+    void sb_w4_out_row_d(const double*, const double*, const double*, const double*,
+                         const double*, const double*, double*, Py_ssize_t) noexcept nogil
+
+
+cdef inline void _split(const real* p, real* q, Py_ssize_t L) noexcept nogil:
+    """``q[l * L + t] = p[4 * t + l]``: the four column phases of a padded row."""
+    if real is float:
+        sb_w4_split_f(p, q, q + L, q + 2 * L, q + 3 * L, L)
+    else:
+        sb_w4_split_d(p, q, q + L, q + 2 * L, q + 3 * L, L)
+
+
+cdef inline void _in_rows(const real* d, real* r, Py_ssize_t n) noexcept nogil:
+    """``r = B^T d`` over six rows of ``n`` values (row k at ``+ k * n``)."""
+    if real is float:
+        sb_w4_in_rows_f(d, d + n, d + 2 * n, d + 3 * n, d + 4 * n, d + 5 * n,
+                        r, r + n, r + 2 * n, r + 3 * n, r + 4 * n, r + 5 * n, n)
+    else:
+        sb_w4_in_rows_d(d, d + n, d + 2 * n, d + 3 * n, d + 4 * n, d + 5 * n,
+                        r, r + n, r + 2 * n, r + 3 * n, r + 4 * n, r + 5 * n, n)
+
+
+cdef inline void _in_cols(const real* q, Py_ssize_t L, real* v, Py_ssize_t pitch,
+                          Py_ssize_t n) noexcept nogil:
+    """``v[j * pitch + t] = (row B)[t][j]`` from the phases ``q`` of one combined row."""
+    if real is float:
+        sb_w4_in_cols_f(q, q + L, q + 2 * L, q + 3 * L, v, v + pitch, v + 2 * pitch,
+                        v + 3 * pitch, v + 4 * pitch, v + 5 * pitch, n)
+    else:
+        sb_w4_in_cols_d(q, q + L, q + 2 * L, q + 3 * L, v, v + pitch, v + 2 * pitch,
+                        v + 3 * pitch, v + 4 * pitch, v + 5 * pitch, n)
+
+
+cdef inline void _out_cols(const real* m, Py_ssize_t p, real* a, Py_ssize_t n) noexcept nogil:
+    """``a[i * 6 * n + t] = sum_k A^T[i][k] m[6 * k * p + t]`` for i < 4."""
+    if real is float:
+        sb_w4_out_cols_f(m, m + 6 * p, m + 12 * p, m + 18 * p, m + 24 * p, m + 30 * p,
+                         a, a + 6 * n, a + 12 * n, a + 18 * n, n)
+    else:
+        sb_w4_out_cols_d(m, m + 6 * p, m + 12 * p, m + 18 * p, m + 24 * p, m + 30 * p,
+                         a, a + 6 * n, a + 12 * n, a + 18 * n, n)
+
+
+cdef inline void _out_row(const real* a, Py_ssize_t n, real* row) noexcept nogil:
+    """``row[4 * t + q] = sum_j A^T[q][j] a[j * n + t]``."""
+    if real is float:
+        sb_w4_out_row_f(a, a + n, a + 2 * n, a + 3 * n, a + 4 * n, a + 5 * n, row, n)
+    else:
+        sb_w4_out_row_d(a, a + n, a + 2 * n, a + 3 * n, a + 4 * n, a + 5 * n, row, n)
+
+
+cdef inline void _a_rows(const real* q, Py_ssize_t n, real* r, Py_ssize_t rs) noexcept nogil:
+    """``r[k * rs + j] = sum_i A[k][i] q[i * n + j]`` for ``j < n`` (six output rows)."""
+    if real is float:
+        sb_w4_a_f(q, q + n, q + 2 * n, q + 3 * n, r, r + rs, r + 2 * rs, r + 3 * rs,
+                  r + 4 * rs, r + 5 * rs, n)
+    else:
+        sb_w4_a_d(q, q + n, q + 2 * n, q + 3 * n, r, r + rs, r + 2 * rs, r + 3 * rs,
+                  r + 4 * rs, r + 5 * rs, n)
+
+
+def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
+                    real[:, :, :] V,                # OUT (36, C, nb*tiles_h*tiles_w)
+                    Py_ssize_t n0, Py_ssize_t nb, int ph, int pw,
+                    Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads):
+    """``V = B^T d B`` for every 6x6 input patch of samples ``n0 .. n0+nb-1``.
+
+    Per tile row, every loop but one runs over contiguous memory (so the compiler
+    vectorises it): the six zero-padded input rows are split into their four
+    column phases ``D[i][l][tw] = row_i[4*tw + l]`` (the one strided pass), ``B^T``
+    combines the rows, then ``B`` combines phases (``row[4*tw + 4]`` is phase 0
+    at ``tw + 1``).
+    """
+    cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef Py_ssize_t pitch = V.strides[0] // sizeof(real)
+    cdef Py_ssize_t L = tiles_w + 1                 # phase length (one extra for the tail)
+    cdef Py_ssize_t wp = 4 * L                      # padded row width
+    cdef Py_ssize_t lo = pw, hi
+    cdef Py_ssize_t c, s, th, i, k, ih, t0, n_data
+    cdef real* buf
+    cdef real* p
+    cdef real* dph
+    hi = pw + W
+    if hi > wp:
+        hi = wp
+    n_data = hi - lo
+    cdef int[1] failed
+    failed[0] = 0
+    with nogil, parallel(num_threads=num_threads):
+        # one padded row + D (6 rows x 4 phases x L) + R (6 rows x 4 phases x L)
+        buf = <real*> malloc((wp + 48 * L) * sizeof(real))
+        if buf != NULL:
+            for c in prange(C, schedule="static"):
+                for s in range(nb):
+                    for th in range(tiles_h):
+                        for i in range(6):
+                            dph = buf + wp + i * wp          # D[i]: 4 phases of L
+                            ih = 4 * th - ph + i
+                            if ih < 0 or ih >= H or n_data <= 0:
+                                memset(dph, 0, wp * sizeof(real))
+                                continue
+                            p = buf
+                            if lo > 0:
+                                memset(p, 0, lo * sizeof(real))
+                            memcpy(p + lo, &x[n0 + s, c, ih, 0], n_data * sizeof(real))
+                            if hi < wp:
+                                memset(p + hi, 0, (wp - hi) * sizeof(real))
+                            _split(p, dph, L)   # the one strided pass
+                        _in_rows(buf + wp, buf + wp + 24 * L, wp)   # rows: R = B^T D
+                        t0 = (s * tiles_h + th) * tiles_w
+                        for k in range(6):    # columns: V = R B, over the phases
+                            _in_cols(buf + wp + 24 * L + k * wp, L, &V[6 * k, c, t0], pitch,
+                                     tiles_w)
+        else:
+            failed[0] = 1
+        free(buf)
+    if failed[0]:
+        raise MemoryError("winograd transform: could not allocate a row buffer")
+
+
+def output_transform(const real[:, :, :] M,       # IN  (36, O, nb*tiles_h*tiles_w)
+                     real[:, :, :, ::1] y,         # OUT (N, O, Ho, Wo); samples n0.. overwritten
+                     Py_ssize_t n0, Py_ssize_t nb,
+                     Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads):
+    """``y = A^T M A`` per tile (outputs past ``Ho``/``Wo`` dropped)."""
+    cdef Py_ssize_t O = y.shape[1], Ho = y.shape[2], Wo = y.shape[3]
+    cdef Py_ssize_t OT = M.strides[0] // sizeof(real)
+    cdef Py_ssize_t o, s, th, i, j, t0, oh
+    cdef const real* m
+    cdef real* buf
+    cdef real* a
+    cdef real* row
+    cdef Py_ssize_t wt = 4 * tiles_w
+    cdef int[1] failed
+    failed[0] = 0
+    with nogil, parallel(num_threads=num_threads):
+        buf = <real*> malloc((24 * tiles_w + 4 * wt) * sizeof(real))  # a[4][6] rows + 4 rows
+        if buf != NULL:
+            for o in prange(O, schedule="static"):
+                for s in range(nb):
+                    for th in range(tiles_h):
+                        t0 = (s * tiles_h + th) * tiles_w
+                        m = &M[0, o, t0]
+                        a = buf
+                        # a[i][j] = sum_k A^T[i][k] M[6k + j]: rows of A^T over the 6 point rows
+                        for j in range(6):
+                            _out_cols(m + j * OT, OT, a + j * tiles_w, tiles_w)
+                        row = buf + 24 * tiles_w
+                        for i in range(4):   # columns: row = a A
+                            _out_row(a + 6 * i * tiles_w, tiles_w, row + i * wt)
+                        for i in range(4):
+                            oh = 4 * th + i
+                            if oh < Ho:
+                                memcpy(&y[n0 + s, o, oh, 0], row + i * wt, Wo * sizeof(real))
+        else:
+            failed[0] = 1
+        free(buf)
+    if failed[0]:
+        raise MemoryError("winograd transform: could not allocate a row buffer")
+
+
+cdef inline void _transform_kernel(const real* w, Py_ssize_t sk, Py_ssize_t si,
+                                   real* u, Py_ssize_t su) noexcept nogil:
+    """``u[xi * su] = (G a G^T)[xi]`` for ``a[k][i] = w[k * sk + i * si]``, in double."""
+    cdef double b[6][3]
+    cdef double w0, w1, w2
+    cdef Py_ssize_t i, k
+    for i in range(3):   # b = G a (columns)
+        w0 = w[i * si]
+        w1 = w[sk + i * si]
+        w2 = w[2 * sk + i * si]
+        b[0][i] = w0 / 4
+        b[1][i] = -(w0 + w1 + w2) / 6
+        b[2][i] = -(w0 - w1 + w2) / 6
+        b[3][i] = w0 / 24 + w1 / 12 + w2 / 6
+        b[4][i] = w0 / 24 - w1 / 12 + w2 / 6
+        b[5][i] = w2
+    for k in range(6):   # u = b G^T (rows)
+        w0 = b[k][0]
+        w1 = b[k][1]
+        w2 = b[k][2]
+        u[(6 * k) * su] = <real> (w0 / 4)
+        u[(6 * k + 1) * su] = <real> (-(w0 + w1 + w2) / 6)
+        u[(6 * k + 2) * su] = <real> (-(w0 - w1 + w2) / 6)
+        u[(6 * k + 3) * su] = <real> (w0 / 24 + w1 / 12 + w2 / 6)
+        u[(6 * k + 4) * su] = <real> (w0 / 24 - w1 / 12 + w2 / 6)
+        u[(6 * k + 5) * su] = <real> w2
+
+
+cdef inline void _transform_run(const real* w, Py_ssize_t step, bint flip, Py_ssize_t count,
+                                real* u, Py_ssize_t su) noexcept nogil:
+    """Transform ``count`` kernels ``w + j * step`` (flipped if ``flip``) into
+    ``u[xi * su + j]`` through a local block (contiguous runs per point)."""
+    cdef real blk[36 * 32]
+    cdef Py_ssize_t j0, j, nb, xi
+    for j0 in range(0, count, 32):
+        nb = count - j0 if count - j0 < 32 else 32
+        for j in range(nb):
+            if flip:   # start at w[2, 2] and walk backwards
+                _transform_kernel(w + (j0 + j) * step + 8, -3, -1, blk + j, 32)
+            else:
+                _transform_kernel(w + (j0 + j) * step, 3, 1, blk + j, 32)
+        for xi in range(36):
+            memcpy(u + xi * su + j0, blk + xi * 32, nb * sizeof(real))
+
+
+def weight_transform(const real[:, :, :, ::1] w,   # IN  (O, C, 3, 3)
+                     real[:, :, :] U,                # OUT (36, O, C), or (36, C, O) if flipped
+                     bint flip_transpose, int num_threads):
+    """``U[xi, o, c] = (G w[o, c] G^T)[xi]`` (computed in double, rounded once).
+
+    With ``flip_transpose``: ``U[xi, c, o] = (G w'[c, o] G^T)[xi]`` with
+    ``w'[c, o, k, l] = w[o, c, 2-k, 2-l]`` (the input gradient's kernel).
+    """
+    cdef Py_ssize_t O = w.shape[0], C = w.shape[1]
+    cdef Py_ssize_t su = U.strides[0] // sizeof(real)
+    cdef Py_ssize_t o, c
+    with nogil:
+        if flip_transpose:
+            for c in prange(C, schedule="static", num_threads=num_threads):
+                _transform_run(&w[0, c, 0, 0], 9 * C, True, O, &U[0, c, 0], su)
+        else:
+            for o in prange(O, schedule="static", num_threads=num_threads):
+                _transform_run(&w[o, 0, 0, 0], 9, False, C, &U[0, o, 0], su)
+
+
+def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
+                   real[:, :, :] Gt,               # OUT (36, O, nb*tiles_h*tiles_w)
+                   Py_ssize_t n0, Py_ssize_t nb,
+                   Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads):
+    """``Gt = A q A^T`` for every 4x4 output-gradient tile ``q`` (zero past ``Ho``/``Wo``),
+    ``A`` = the transpose of ``A^T`` above: with ``V`` from :func:`input_transform`,
+    ``dW = G^T (sum_t Gt[:, :, t] V[:, :, t]^T) G`` (see :func:`weight_grad_fold`).
+
+    Per tile row: the four gradient rows are split into column phases, ``A``
+    combines the rows, then ``A`` again combines the phases of each row.
+    """
+    cdef Py_ssize_t O = g.shape[1], Ho = g.shape[2], Wo = g.shape[3]
+    cdef Py_ssize_t pitch = Gt.strides[0] // sizeof(real)
+    cdef Py_ssize_t wt = 4 * tiles_w
+    cdef Py_ssize_t o, s, th, i, k, oh, t0
+    cdef real* buf
+    cdef real* p
+    cdef real* r
+    cdef int[1] failed
+    failed[0] = 0
+    with nogil, parallel(num_threads=num_threads):
+        buf = <real*> malloc(11 * wt * sizeof(real))   # 1 padded row + 4 split + 6 combined
+        if buf != NULL:
+            for o in prange(O, schedule="static"):
+                for s in range(nb):
+                    for th in range(tiles_h):
+                        for i in range(4):
+                            oh = 4 * th + i
+                            if oh >= Ho:
+                                memset(buf + (1 + i) * wt, 0, wt * sizeof(real))
+                                continue
+                            memcpy(buf, &g[n0 + s, o, oh, 0], Wo * sizeof(real))
+                            if Wo < wt:
+                                memset(buf + Wo, 0, (wt - Wo) * sizeof(real))
+                            _split(buf, buf + (1 + i) * wt, tiles_w)
+                        r = buf + 5 * wt
+                        _a_rows(buf + wt, wt, r, wt)       # rows: R = A Q (all phases)
+                        t0 = (s * tiles_h + th) * tiles_w
+                        for k in range(6):                 # columns: Gt = R A^T
+                            _a_rows(r + k * wt, tiles_w, &Gt[6 * k, o, t0], pitch)
+        else:
+            failed[0] = 1
+        free(buf)
+    if failed[0]:
+        raise MemoryError("winograd transform: could not allocate a row buffer")
+
+
+cdef inline void _fold_gt(double v0, double v1, double v2, double v3, double v4, double v5,
+                          double* t) noexcept nogil:
+    """``t = G^T v`` for one column of 6 points."""
+    t[0] = v0 / 4 - (v1 + v2) / 6 + (v3 + v4) / 24
+    t[1] = (v2 - v1) / 6 + (v3 - v4) / 12
+    t[2] = (v3 + v4 - v1 - v2) / 6 + v5
+
+
+cdef inline void _fold_kernel(const real* p, Py_ssize_t sp, real* d) noexcept nogil:
+    """``d = G^T P G`` (3x3, row-major) for the 6x6 tile ``P[xi] = p[xi * sp]``, in double."""
+    cdef double b[6][3]
+    cdef double t[3]
+    cdef Py_ssize_t j, k
+    for j in range(6):   # b[j] = G^T P[:, j]
+        _fold_gt(p[j * sp], p[(6 + j) * sp], p[(12 + j) * sp], p[(18 + j) * sp],
+                 p[(24 + j) * sp], p[(30 + j) * sp], b[j])
+    for k in range(3):   # d[k] = b[:, k] G
+        _fold_gt(b[0][k], b[1][k], b[2][k], b[3][k], b[4][k], b[5][k], t)
+        d[3 * k] = <real> t[0]
+        d[3 * k + 1] = <real> t[1]
+        d[3 * k + 2] = <real> t[2]
+
+
+def weight_grad_fold(const real[:, :, :] P,     # IN  (36, O, C)
+                     real[:, :, :, ::1] dW,      # OUT (O, C, 3, 3)
+                     int num_threads):
+    """``dW[o, c] = G^T P[:, o, c] G``: the adjoint of :func:`weight_transform`."""
+    cdef Py_ssize_t O = dW.shape[0], C = dW.shape[1]
+    cdef Py_ssize_t o, c
+    with nogil:
+        for o in prange(O, schedule="static", num_threads=num_threads):
+            for c in range(C):
+                _fold_kernel(&P[0, o, c], P.strides[0] // sizeof(real), &dW[o, c, 0, 0])
