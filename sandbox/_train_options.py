@@ -22,6 +22,17 @@ PRESETS = {
     "folder": dict(
         image_size=128, epochs=20, train_samples=0, val_samples=0, loss="ce+dice", lr=3e-3
     ),
+    # Volumes: a 3-D UNet, narrower and with smaller batches (a 32^3 sample holds as many
+    # voxels as eight 64x64 images, and every 3x3x3 kernel is three times a 3x3 one).
+    "shapes3d": dict(
+        image_size=32, epochs=10, train_samples=200,
+        val_samples=16, loss="ce+dice", lr=1e-2, depth=3, width=8, batch_size=4,
+        upsample="trilinear",
+    ),
+    "volumes": dict(
+        image_size=32, epochs=20, train_samples=0, val_samples=0, loss="ce+dice", lr=3e-3,
+        width=8, batch_size=4, upsample="trilinear",
+    ),
 }
 
 
@@ -47,9 +58,9 @@ DEFAULTS = dict(
 DEFAULT_OUT = "runs/latest"
 # Options that only some datasets use: giving them elsewhere is an error, not a no-op.
 ONLY_FOR = {
-    "num_classes": ("shapes", "folder"),
-    "train_samples": ("shapes", "nuclei"),
-    "val_samples": ("shapes",),
+    "num_classes": ("shapes", "shapes3d", "folder"),
+    "train_samples": ("shapes", "shapes3d", "nuclei"),
+    "val_samples": ("shapes", "shapes3d"),
 }
 # Settings a resumed run may change (everything else must match the checkpoint).
 RESUMABLE = ("threads", "patience", "progress", "plots", "out")
@@ -61,11 +72,14 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("data")
     g.add_argument(
         "--data",
-        help="'shapes' (synthetic, default), 'nuclei' (real microscopy) or a folder "
-        "with images/ and masks/ (with --resume: where the folder is now)",
+        help="'shapes' (synthetic, default), 'nuclei' (real microscopy), 'shapes3d' "
+        "(synthetic volumes, a 3-D UNet) or a folder with images/ and masks/ (2-D images, "
+        "or volumes: .npy/.npz/multi-page TIFF) (with --resume: where the folder is now)",
     )
     g.add_argument(
-        "--num-classes", type=int, help="classes (folder data: required; shapes: 2-6, default 4)"
+        "--num-classes",
+        type=int,
+        help="classes (folder data: required; shapes, shapes3d: 2-6, default 4)",
     )
     g.add_argument(
         "--image-size",
@@ -84,7 +98,8 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model")
     g.add_argument(
         "--upsample",
-        help=f"decoder upsampling: one of {', '.join(MODES)}, or 'transposed' (default: bilinear)",
+        help=f"decoder upsampling: one of {', '.join(MODES)}, or 'transposed' (default: "
+        "bilinear; volumes: trilinear)",
     )
     g.add_argument(
         "--align-corners",
@@ -130,7 +145,7 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
 
 
 def _data_kind(data: str) -> str:
-    return data if data in ("shapes", "nuclei") else "folder"
+    return data if data in ("shapes", "nuclei", "shapes3d") else "folder"
 
 
 def _given(args) -> dict:
@@ -152,25 +167,28 @@ def _check_applicable(values: dict, given: dict) -> None:
                 "folder": "a folder dataset uses every image pair (80% to train, 20% to validate)",
                 "nuclei": "the nuclei set has fixed classes and validation images",
                 "shapes": "it does not apply to shapes",
+                "shapes3d": "it does not apply to shapes3d",
             }[kind]
             raise CLIError(f"{flag} does not apply to --data {values['data']}: {what}")
 
 
 def config_from_args(args):
     """A fresh run's TrainConfig: given options, else the dataset's preset, else DEFAULTS."""
+    from .data import is_volume_folder
     from .train import TrainConfig
 
     given = _given(args)
-    values = {**DEFAULTS, "data": "shapes", **given}
-    _check_applicable(values, given)
-    kind = _data_kind(values["data"])
-    if kind == "folder" and not Path(values["data"]).is_dir():
+    data = given.get("data", "shapes")
+    _check_applicable({"data": data}, given)
+    kind = _data_kind(data)
+    if kind == "folder" and not Path(data).is_dir():
         raise CLIError(
-            f"--data must be 'shapes', 'nuclei' or an existing folder with images/ and masks/; "
-            f"{values['data']} is not a folder"
+            f"--data must be 'shapes', 'nuclei', 'shapes3d' or an existing folder with images/ "
+            f"and masks/; {data} is not a folder"
         )
-    for name, value in PRESETS[kind].items():
-        values.setdefault(name, value)
+    preset = PRESETS["volumes" if kind == "folder" and is_volume_folder(data) else kind]
+    # Given options win over the dataset's preset, which wins over the common defaults.
+    values = {**DEFAULTS, **preset, "data": data, **given}
     if kind == "folder":
         values.pop("train_samples")
         values.pop("val_samples")

@@ -132,13 +132,23 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_args(p)
     p.set_defaults(func=_cmd_train)
 
-    p = sub.add_parser("predict", help="segment an image with a trained checkpoint")
+    p = sub.add_parser("predict", help="segment an image or volume with a trained checkpoint")
     p.add_argument("checkpoint", help="a .ckpt written by 'sandbox train'")
-    p.add_argument("image", help="PNG/TIFF/JPEG (needs Pillow) or .npy image")
     p.add_argument(
-        "--out", help="mask file: .png, .tif or .npy, lossless (default: <image>_mask.png)"
+        "image",
+        help="PNG/TIFF/JPEG (needs Pillow) or .npy image; for a checkpoint trained on "
+        "volumes a .npy/.npz volume or multi-page TIFF",
     )
-    p.add_argument("--overlay", help="overlay image (default: <image>_overlay.png)")
+    p.add_argument(
+        "--out",
+        help="mask file: .png, .tif or .npy, lossless (default: <image>_mask.png; "
+        "volumes: .npy, default <image>_mask.npy)",
+    )
+    p.add_argument(
+        "--overlay",
+        help="overlay image (default: <image>_overlay.png; volumes: a PNG montage of "
+        "slices, default <image>_montage.png)",
+    )
     p.set_defaults(func=_cmd_predict)
 
     p = sub.add_parser("gradcheck", help="check every op's gradient against finite differences")

@@ -35,7 +35,7 @@ def _as_labels(x, name):
     if not np.issubdtype(x.dtype, np.integer):
         raise TypeError(
             f"{name} must hold integer class labels, got dtype {x.dtype} "
-            f"(for logits of shape (N, K, H, W) pass logits.argmax(1))"
+            f"(for logits of shape (N, K, H, W) or (N, K, D, H, W) pass logits.argmax(1))"
         )
     return x.astype(np.int64, copy=False)
 
@@ -46,7 +46,8 @@ def confusion_matrix(pred, target, num_classes, ignore_index=None):
     Parameters
     ----------
     pred : array_like of int or bool
-        Predicted labels, any shape (e.g. ``(N, H, W)``), values in ``[0, num_classes)``.
+        Predicted labels, any shape (e.g. ``(N, H, W)``, or ``(N, D, H, W)`` for
+        volumes), values in ``[0, num_classes)``.
     target : array_like of int or bool
         True labels, same shape as ``pred``, values in ``[0, num_classes)`` or equal
         to ``ignore_index``.

@@ -26,7 +26,8 @@ class DataLoader:
     Parameters
     ----------
     dataset : indexable
-        ``len(dataset)`` and ``dataset[i] -> (image (C, H, W), mask (H, W))``.
+        ``len(dataset)`` and ``dataset[i] -> (image (C, H, W), mask (H, W))``, or
+        volumes: ``(image (C, D, H, W), mask (D, H, W))``.
     batch_size : int, default 1
     shuffle : bool, default False
         Draw a new permutation every epoch (seeded by ``(seed, epoch)``).
@@ -40,7 +41,8 @@ class DataLoader:
     Notes
     -----
     Iterating (``for images, masks in loader``) yields ``images`` float32
-    ``(B, C, H, W)`` and ``masks`` int64 ``(B, H, W)`` for the current ``epoch``, and
+    ``(B, C, H, W)`` and ``masks`` int64 ``(B, H, W)`` (volumes: ``(B, C, D, H, W)`` and
+    ``(B, D, H, W)``) for the current ``epoch``, and
     then advances ``epoch`` by one (the epoch is consumed when the iterator is
     created). Call :meth:`set_epoch` to choose the epoch explicitly, e.g. at the start
     of every epoch of a training loop or after resuming. ``len(loader)`` is the
@@ -122,13 +124,23 @@ class DataLoader:
 
 
 def _collate(samples, indices):
-    """Stack samples into ``(B, C, H, W)`` float32 images and ``(B, H, W)`` int64 masks."""
+    """Stack samples into ``(B, C, *spatial)`` float32 images and ``(B, *spatial)`` int64 masks.
+
+    The spatial dimensions come from the first sample: ``(H, W)`` or ``(D, H, W)``.
+    """
     first_img, first_mask = samples[0]
+    volumes = np.ndim(first_mask) == 3
     for (img, mask), idx in zip(samples, indices, strict=True):
-        if img.ndim != 3 or mask.ndim != 2 or img.shape[1:] != mask.shape:
+        if mask.ndim != (3 if volumes else 2) or img.ndim != mask.ndim + 1 or (
+            img.shape[1:] != mask.shape
+        ):
+            expected = (
+                "image (C, D, H, W) and mask (D, H, W) of the same D, H, W"
+                if volumes
+                else "image (C, H, W) and mask (H, W) of the same H, W"
+            )
             raise ValueError(
-                f"sample {idx}: expected image (C, H, W) and mask (H, W) of the same H, W; "
-                f"got image {img.shape} and mask {mask.shape}"
+                f"sample {idx}: expected {expected}; got image {img.shape} and mask {mask.shape}"
             )
         if img.shape != first_img.shape:
             raise ValueError(

@@ -8,8 +8,9 @@ import numpy as np
 class Subset:
     """The samples ``indices`` of ``dataset``, in that order.
 
-    Keeps the dataset's ``num_classes``, ``in_channels`` and ``class_names`` (and
-    ``sizes``, when the dataset lists its samples' sizes).
+    Keeps the dataset's ``num_classes``, ``in_channels``, ``class_names`` and
+    ``spatial_dims`` (when it has them), and ``sizes``, when the dataset lists its
+    samples' sizes.
     """
 
     def __init__(self, dataset, indices):
@@ -19,10 +20,10 @@ class Subset:
         bad = [i for i in self.indices if not 0 <= i < n]
         if bad:
             raise IndexError(f"Subset indices {bad[:5]} out of range for a dataset of {n} samples")
-        for name in ("num_classes", "in_channels", "class_names"):
+        for name in ("num_classes", "in_channels", "class_names", "spatial_dims"):
             if hasattr(dataset, name):
                 setattr(self, name, getattr(dataset, name))
-        if hasattr(dataset, "sizes"):  # per-sample (H, W), e.g. of an ImageFolder
+        if hasattr(dataset, "sizes"):  # per-sample (H, W) or (D, H, W), e.g. of a folder
             self.sizes = [dataset.sizes[i] for i in self.indices]
 
     def __len__(self):

@@ -6,6 +6,7 @@
 
 from ._config import TrainConfig, build_datasets, build_loaders, build_model
 from ._predict import load_model, predict, predict_file
+from ._predict_volume import predict_volume, predict_volume_file
 from ._trainer import Trainer, TrainingDiverged, TrainingInterrupted, compute_loss
 
 
@@ -36,5 +37,7 @@ __all__ = [
     "load_model",
     "predict",
     "predict_file",
+    "predict_volume",
+    "predict_volume_file",
     "train",
 ]

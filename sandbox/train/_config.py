@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DATA_CHOICES = ("shapes", "nuclei")
+DATA_CHOICES = ("shapes", "nuclei", "shapes3d")
 LOSSES = ("ce", "dice", "ce+dice")
 SCHEDULERS = ("onecycle", "cosine", "none")
 
@@ -17,8 +17,10 @@ class TrainConfig:
     """Everything a training run needs; stored in every checkpoint.
 
     The defaults train a depth-3 UNet on synthetic shapes (see the README for the
-    time it takes).  ``data`` is ``"shapes"``, ``"nuclei"`` or a folder holding
-    ``images/`` and ``masks/``.
+    time it takes).  ``data`` is ``"shapes"``, ``"nuclei"``, ``"shapes3d"`` (synthetic
+    volumes, trained by a 3-D UNet) or a folder holding ``images/`` and ``masks/``
+    (volumes when they are ``.npy``/``.npz`` files or multi-page TIFFs; then
+    ``image_size`` is the side of the training crop cubes).
     """
 
     data: str = "shapes"
@@ -95,10 +97,12 @@ class TrainConfig:
         # config stays usable for prediction after the training data has moved.)
         if self.data == "nuclei" and self.num_classes is not None:
             raise ValueError("num_classes does not apply to data='nuclei' (2 classes, fixed)")
-        if self.data == "shapes" and self.num_classes is not None and not (
+        if self.data in ("shapes", "shapes3d") and self.num_classes is not None and not (
             2 <= self.num_classes <= 6
         ):
-            raise ValueError(f"num_classes for shapes must be 2 to 6, got {self.num_classes}")
+            raise ValueError(
+                f"num_classes for {self.data} must be 2 to 6, got {self.num_classes}"
+            )
         if self.upsample == "transposed" and (self.antialias or self.align_corners is not None):
             raise ValueError(
                 "antialias and align_corners do not apply to upsample='transposed' (a learnt "
@@ -143,6 +147,14 @@ def build_datasets(cfg: TrainConfig):
             "train", crop_size=cfg.image_size, samples_per_epoch=cfg.train_samples, seed=cfg.seed
         )
         val = data.Nuclei("val")
+    elif cfg.data == "shapes3d":
+        classes = {} if cfg.num_classes is None else {"num_classes": cfg.num_classes}
+        train = data.Shapes3D(
+            cfg.train_samples, volume_size=cfg.image_size, seed=cfg.seed, **classes
+        )
+        val = data.Shapes3D(
+            cfg.val_samples, volume_size=cfg.image_size, seed=cfg.seed + 10_000, **classes
+        )
     else:
         if not Path(cfg.data).is_dir():
             raise ValueError(
@@ -151,7 +163,10 @@ def build_datasets(cfg: TrainConfig):
             )
         if cfg.num_classes is None:
             raise ValueError("a folder dataset needs num_classes (--num-classes)")
-        full = data.ImageFolder(cfg.data, cfg.num_classes)
+        if data.is_volume_folder(cfg.data):
+            full = data.VolumeFolder(cfg.data, cfg.num_classes)
+        else:
+            full = data.ImageFolder(cfg.data, cfg.num_classes)
         if len(full) < 2:
             raise ValueError(f"{cfg.data} holds {len(full)} pair(s); need at least 2 (train + val)")
         _check_crop_fits(cfg, full)
@@ -160,11 +175,11 @@ def build_datasets(cfg: TrainConfig):
 
 
 def _check_crop_fits(cfg: TrainConfig, folder) -> None:
-    """Training crops of ``image_size`` must fit in every image of the folder."""
+    """Training crops of ``image_size`` must fit in every image (or volume) of the folder."""
     index = min(range(len(folder)), key=lambda i: min(folder.sizes[i]))
-    h, w = folder.sizes[index]
-    if cfg.image_size > min(h, w):
-        fit = min(h, w) // 2**cfg.depth * 2**cfg.depth
+    size = folder.sizes[index]
+    if cfg.image_size > min(size):
+        fit = min(size) // 2**cfg.depth * 2**cfg.depth
         hint = (
             f"pass --image-size {fit} (or less)"
             if fit >= 2**cfg.depth
@@ -172,19 +187,29 @@ def _check_crop_fits(cfg: TrainConfig, folder) -> None:
         )
         raise ValueError(
             f"training crops of --image-size {cfg.image_size} do not fit the smallest image, "
-            f"{folder.pairs[index][0]} ({h}x{w}); {hint}"
+            f"{folder.pairs[index][0]} ({'x'.join(str(n) for n in size)}); {hint}"
         )
+
+
+def spatial_dims(dataset) -> int:
+    """2 for images, 3 for volumes (a dataset's ``spatial_dims``, default 2)."""
+    return getattr(dataset, "spatial_dims", 2)
 
 
 def build_loaders(cfg: TrainConfig, train_set, val_set):
     from .. import data
 
-    steps = [data.RandomFlip(), data.RandomRotate90()] if cfg.augment else []
+    if spatial_dims(train_set) == 3:
+        flips = [data.RandomFlip3D(), data.RandomRotate3D()]
+        crop, centre = data.RandomCrop3D, data.CenterCrop3D
+    else:
+        flips = [data.RandomFlip(), data.RandomRotate90()]
+        crop, centre = data.RandomCrop, data.CenterCrop
+    steps = flips if cfg.augment else []
     folder = cfg.data not in DATA_CHOICES
     if folder:
         # Folder images may differ in size: training batches are crops of image_size.
-        steps.append(data.RandomCrop(cfg.image_size) if cfg.augment else
-                     data.CenterCrop(cfg.image_size))
+        steps.append(crop(cfg.image_size) if cfg.augment else centre(cfg.image_size))
     transform = data.Compose(steps) if steps else None
     train = data.DataLoader(
         train_set,
@@ -200,7 +225,8 @@ def build_loaders(cfg: TrainConfig, train_set, val_set):
     return train, val
 
 
-def build_model(cfg: TrainConfig, in_channels: int, num_classes: int):
+def build_model(cfg: TrainConfig, in_channels: int, num_classes: int, spatial_dims: int = 2):
+    """The UNet of ``cfg``: 2-D for images, ``spatial_dims=3`` for volumes."""
     from .. import nn
 
     return nn.UNet(
@@ -212,6 +238,7 @@ def build_model(cfg: TrainConfig, in_channels: int, num_classes: int):
         norm=cfg.norm,
         align_corners=cfg.align_corners,
         antialias=cfg.antialias,
+        spatial_dims=spatial_dims,
     )
 
 

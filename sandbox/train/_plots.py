@@ -90,6 +90,10 @@ def plot_predictions(trainer, path: Path, plt, count: int = 4) -> Path:
     with no_grad():
         pred = trainer.model(Tensor(images)).data.argmax(axis=1)
     trainer.model.train()
+    if masks.ndim == 4:  # volumes: show each one's depth slice with the most labelled voxels
+        z = (masks > 0).sum(axis=(2, 3)).argmax(axis=1)
+        rows = np.arange(len(masks))
+        images, masks, pred = images[rows, :, z], masks[rows, z], pred[rows, z]
     fig, axes = plt.subplots(len(images), 3, figsize=(9, 3 * len(images)), squeeze=False)
     for row, (img, mask, p) in enumerate(zip(images, masks, pred, strict=True)):
         for col, (title, labels) in enumerate(

@@ -25,7 +25,9 @@ def load_model(path):
     try:
         cfg = TrainConfig.from_dict(state["config"])
         info = dict(state["data"])
-        model = build_model(cfg, info["in_channels"], info["num_classes"])
+        model = build_model(
+            cfg, info["in_channels"], info["num_classes"], info.get("spatial_dims", 2)
+        )
         model.load_state_dict(state["model"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(
@@ -101,6 +103,8 @@ def predict_file(checkpoint_path, image_path, out=None, overlay_out=None) -> dic
 
     The mask PNG holds the class ids (0, 1, 2 ...) as 8-bit grey levels; the overlay
     shows the classes in colour over the image.  Returns the paths and class counts.
+    A checkpoint of a 3-D model segments a volume instead (see
+    :func:`predict_volume_file`: ``<stem>_mask.npy`` and ``<stem>_montage.png``).
     """
     from ..data._folder import _import_pil
     from ._plots import overlay
@@ -110,6 +114,10 @@ def predict_file(checkpoint_path, image_path, out=None, overlay_out=None) -> dic
         raise IsADirectoryError(f"{image_path} is a folder, not an image file")
     if not image_path.is_file():
         raise FileNotFoundError(f"image not found: {image_path}")
+    if _is_volume_checkpoint(checkpoint_path):
+        from ._predict_volume import predict_volume_file
+
+        return predict_volume_file(checkpoint_path, image_path, out=out, montage_out=overlay_out)
     out = Path(out) if out else image_path.with_name(f"{image_path.stem}_mask.png")
     overlay_out = (
         Path(overlay_out)
@@ -139,6 +147,15 @@ def predict_file(checkpoint_path, image_path, out=None, overlay_out=None) -> dic
     if warnings:
         result["warnings"] = warnings
     return result
+
+
+def _is_volume_checkpoint(path) -> bool:
+    """True for a readable checkpoint of a 3-D model (anything else takes the 2-D path,
+    which reports what is wrong with the file)."""
+    try:
+        return checkpoint.load_training_state(path)["data"].get("spatial_dims", 2) == 3
+    except Exception:  # missing or damaged: reported by the usual path
+        return False
 
 
 # Masks hold class ids: only lossless formats keep them exact.

@@ -34,6 +34,7 @@ from ._config import (
     build_loaders,
     build_model,
     build_optimizer,
+    spatial_dims,
     total_steps,
 )
 from ._run_folder import RunFolder
@@ -122,7 +123,10 @@ class Trainer:
         self.train_loader, self.val_loader = build_loaders(config, self.train_set, self.val_set)
         if len(self.train_loader) == 0:
             raise ValueError("the training set is smaller than one batch")
-        self.model = build_model(config, self.train_set.in_channels, self.num_classes)
+        self.spatial_dims = spatial_dims(self.train_set)
+        self.model = build_model(
+            config, self.train_set.in_channels, self.num_classes, self.spatial_dims
+        )
         self.total_steps = total_steps(config, len(self.train_loader))
         self.optimizer, self.scheduler = build_optimizer(config, self.model, self.total_steps)
 
@@ -155,6 +159,7 @@ class Trainer:
                 "num_classes": self.num_classes,
                 "class_names": list(self.class_names),
                 "normalization": _normalization(self.train_set),
+                "spatial_dims": self.spatial_dims,
             },
         }
 
