@@ -157,9 +157,13 @@ OP_CALLS = {
     "log_softmax": lambda x, y: O.log_softmax(x, dim=1),
     "logsumexp": lambda x, y: O.logsumexp(x, dim=1),
     "matmul": lambda x, y: O.matmul(x, O.transpose(y, 0, 1)),
-    "max": lambda x, y: O.max(x, axis=1),
+    "max": lambda x, y: O.max(x, axis=1).values,
+    "amax": lambda x, y: O.amax(x, axis=1),
+    "amin": lambda x, y: O.amin(x, axis=(0, 1)),
+    "maximum": lambda x, y: O.maximum(x, y),
+    "minimum": lambda x, y: O.minimum(x, y),
     "mean": lambda x, y: O.mean(x, axis=0),
-    "min": lambda x, y: O.min(x, axis=1),
+    "min": lambda x, y: O.min(x, axis=1).values,
     "mul": lambda x, y: O.mul(x, y),
     "neg": lambda x, y: O.neg(x),
     "pad": lambda x, y: O.pad(x, (1, 2)),
@@ -183,8 +187,10 @@ OP_CALLS = {
 }
 #: ops that make no graph node (creation, comparison, index results, in-place)
 NO_NODE = {
-    "arange", "argmax", "argmin", "eq", "full", "ge", "gt", "le", "logical_and",
-    "logical_or", "lt", "ne", "ones", "ones_like", "rand", "randn", "setitem", "zeros",
+    "arange", "argmax", "argmin", "as_tensor", "empty", "empty_like", "eq", "eye",
+    "from_numpy", "full", "full_like", "ge", "gt", "isfinite", "isinf", "isnan", "le",
+    "linspace", "logical_and", "logical_or", "lt", "ne", "ones", "ones_like", "rand",
+    "rand_like", "randint", "randn", "randn_like", "randperm", "setitem", "tensor", "zeros",
     "zeros_like",
 }  # fmt: skip
 
@@ -249,18 +255,18 @@ def test_retain_graph_keeps_what_backward_needs(op):
         np.testing.assert_array_equal(y.grad.numpy(), first[1])
 
 
-@pytest.mark.parametrize("op, attr", [("abs", "sign"), ("clamp", "mask"), ("max", "mask")])
+@pytest.mark.parametrize("op, attr", [("abs", "sign"), ("clamp", "mask"), ("amax", "mask")])
 def test_attributes_set_on_ctx_are_released(op, attr):
     # the examples: these lived on ctx, outside save_for_backward
     x = sandbox.tensor(np.random.default_rng(2).standard_normal(1000), requires_grad=True)
-    out = {"abs": O.abs, "clamp": lambda t: O.clamp(t, -0.5, 0.5), "max": O.max}[op](x)
+    out = {"abs": O.abs, "clamp": lambda t: O.clamp(t, -0.5, 0.5), "amax": O.amax}[op](x)
     ref = weakref.ref(getattr(out.grad_fn, attr))
     out.sum().backward()
     gc.collect()
     assert ref() is None
 
 
-@pytest.mark.parametrize("op", ["abs", "clamp", "max", "exp", "mul"])
+@pytest.mark.parametrize("op", ["abs", "clamp", "amax", "exp", "mul"])
 def test_memory_goes_back_after_backward(op):
     # 8 MB of float64: what the node keeps must not outlive the backward
     n = 1_000_000
@@ -269,7 +275,7 @@ def test_memory_goes_back_after_backward(op):
     call = {
         "abs": O.abs,
         "clamp": lambda t: O.clamp(t, -0.5, 0.5),
-        "max": O.max,
+        "amax": O.amax,
         "exp": O.exp,
         "mul": lambda t: t * w,
     }[op]
@@ -286,7 +292,7 @@ def test_memory_goes_back_after_backward(op):
         after = tracemalloc.get_traced_memory()[0] - base - y.numpy().nbytes
     finally:
         tracemalloc.stop()
-    if op in ("abs", "clamp", "max"):  # exp saves its output y, mul the caller's w
+    if op in ("abs", "clamp", "amax"):  # exp saves its output y, mul the caller's w
         assert kept_by_graph > n  # 1 MB (bool mask) or 8 MB (abs's float64 sign)
     assert after < 100_000, f"{op}: {after} bytes still held after backward"
 
