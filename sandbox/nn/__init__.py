@@ -10,14 +10,11 @@ from .. import functional
 from . import init, utils
 from ._activation import LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from ._classic_unet import ClassicUNet
+from ._conv import Conv2d, ConvTranspose2d
 from ._layers import (
     AvgPool2d,
-    BatchNorm2d,
-    Conv2d,
-    ConvTranspose2d,
     Dropout,
     Dropout2d,
-    GroupNorm,
     Identity,
     Linear,
     MaxPool2d,
@@ -28,6 +25,7 @@ from ._layers import (
 from ._layers3d import AvgPool3d, BatchNorm3d, Conv3d, ConvTranspose3d, MaxPool3d
 from ._loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from ._module import Module, Parameter
+from ._norm import BatchNorm2d, GroupNorm
 from ._norm_pool import AdaptiveAvgPool2d, AdaptiveMaxPool2d, Flatten, InstanceNorm2d, LayerNorm
 from ._unet import UNet
 

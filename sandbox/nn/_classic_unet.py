@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops import cat
-from ._layers import Conv2d, ModuleList, Upsample
+from ._conv import Conv2d
+from ._layers import ModuleList, Upsample
 from ._module import Module
 from ._unet import ConvBlock, Down
 

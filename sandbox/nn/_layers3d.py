@@ -13,8 +13,9 @@ import numpy as np
 from .. import functional as F
 from ..array._validate import triple
 from . import init
-from ._layers import _BatchNorm, _float_dtype, _positive
+from ._layers import _float_dtype, _positive
 from ._module import Module, Parameter
+from ._norm import _BatchNorm
 
 __all__ = ["AvgPool3d", "BatchNorm3d", "Conv3d", "ConvTranspose3d", "MaxPool3d"]
 

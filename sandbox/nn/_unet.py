@@ -10,17 +10,11 @@ import numpy as np
 
 from .. import functional as F
 from ..ops import cat
-from ._layers import (
-    BatchNorm2d,
-    Conv2d,
-    ConvTranspose2d,
-    GroupNorm,
-    Identity,
-    MaxPool2d,
-    ModuleList,
-)
+from ._conv import Conv2d, ConvTranspose2d
+from ._layers import Identity, MaxPool2d, ModuleList
 from ._layers3d import BatchNorm3d, Conv3d, ConvTranspose3d, MaxPool3d
 from ._module import Module
+from ._norm import BatchNorm2d, GroupNorm
 
 NORMS = ("batch", "group", "none")
 

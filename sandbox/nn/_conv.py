@@ -1,0 +1,175 @@
+"""Convolution layers: :class:`Conv2d` and :class:`ConvTranspose2d`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import functional as F
+from .._device import check_device
+from ..functional._conv import string_padding
+from . import init
+from ._layers import _PADDING_MODES, _float_dtype, _pair, _positive
+from ._module import Module, Parameter
+
+
+class _ConvNd(Module):
+    transposed = False
+
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        groups,
+        bias,
+        dtype,
+        output_padding=0,
+    ):
+        super().__init__()
+        self.in_channels = _positive(in_channels, "in_channels")
+        self.out_channels = _positive(out_channels, "out_channels")
+        self.groups = _positive(groups, "groups")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(
+                f"groups={groups} must divide in_channels={in_channels} "
+                f"and out_channels={out_channels}"
+            )
+        self.kernel_size = _pair(kernel_size, "kernel_size")
+        self.stride = _pair(stride, "stride")
+        if isinstance(padding, str) and not self.transposed:
+            string_padding(padding, self.kernel_size, self.stride, dilation)  # validates
+            self.padding = padding
+        else:
+            self.padding = _pair(padding, "padding")
+        self.dilation = _pair(dilation, "dilation")
+        self.output_padding = _pair(output_padding, "output_padding")
+        dtype = _float_dtype(dtype)
+        if self.transposed:
+            shape = (in_channels, out_channels // groups, *self.kernel_size)
+        else:
+            shape = (out_channels, in_channels // groups, *self.kernel_size)
+        self.weight = Parameter(np.empty(shape, dtype))
+        if bias:
+            self.bias = Parameter(np.empty(out_channels, dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # PyTorch's default: kaiming_uniform(a=sqrt(5)) -> U(±1/sqrt(fan_in)), same bound for bias.
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight.data.shape)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self) -> str:
+        s = (
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}"
+        )
+        if self.padding != (0, 0):
+            s += f", padding={self.padding!r}" if isinstance(self.padding, str) else \
+                f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0, 0):
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if getattr(self, "padding_mode", "zeros") != "zeros":
+            s += f", padding_mode={self.padding_mode!r}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution over ``(N, C, H, W)`` inputs, PyTorch's semantics and weight layout."""
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ):
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {_PADDING_MODES}, got {padding_mode!r}")
+        check_device(device)
+        super().__init__(
+            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, dtype
+        )
+        self.padding_mode = padding_mode
+
+    def forward(self, x):
+        padding = self.padding
+        if self.padding_mode != "zeros":  # pad explicitly, then convolve without padding
+            if isinstance(padding, str):
+                widths = string_padding(padding, self.kernel_size, self.stride, self.dilation)
+            else:
+                widths = (padding[1], padding[1], padding[0], padding[0])
+            x = F.pad(x, widths, mode=self.padding_mode)
+            padding = (0, 0)
+        return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+
+
+class ConvTranspose2d(_ConvNd):
+    """Transposed 2-D convolution (the adjoint of :class:`Conv2d`), PyTorch's weight layout."""
+
+    transposed = True
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation=1,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ):
+        if padding_mode != "zeros":
+            raise ValueError("ConvTranspose2d only supports padding_mode='zeros' (as PyTorch)")
+        check_device(device)
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            dtype,
+            output_padding=output_padding,
+        )
+
+    def forward(self, x):
+        return F.conv_transpose2d(
+            x,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            self.output_padding,
+            self.groups,
+            self.dilation,
+        )
