@@ -329,9 +329,9 @@ cdef inline Py_ssize_t _flip_point(Py_ssize_t xi) noexcept nogil:
     return 4 * i + j
 
 
-cdef inline void _transform_run(const real* w, Py_ssize_t count, bint flip,
+cdef inline void _transform_run(const real* w, Py_ssize_t step, Py_ssize_t count, bint flip,
                                 real* u, Py_ssize_t su) noexcept nogil:
-    """Transform ``count`` consecutive kernels ``w + 9 * j`` into ``u[xi * su + j]``
+    """Transform ``count`` kernels ``w + step * j`` into ``u[xi * su + j]``
     (with ``flip``: the transforms of the flipped kernels, by :func:`_flip_point`),
     64 kernels at a time: their taps are gathered into nine contiguous planes (so
     the arithmetic vectorises), transformed into a local block, and the 16 output
@@ -345,7 +345,7 @@ cdef inline void _transform_run(const real* w, Py_ssize_t count, bint flip,
         nb = count - j0 if count - j0 < 64 else 64
         for j in range(nb):
             for t in range(9):
-                taps[t * 64 + j] = w[(j0 + j) * 9 + t]
+                taps[t * 64 + j] = w[(j0 + j) * step + t]
         if real is float:
             sb_w2_wt_f(taps, blk, nb)
         else:
@@ -356,21 +356,25 @@ cdef inline void _transform_run(const real* w, Py_ssize_t count, bint flip,
 
 
 def weight_transform(const real[:, :, :, ::1] w,   # IN  (O, C, 3, 3)
-                     real[:, :, :] U,                 # OUT (16, O, C)
-                     bint flip, int num_threads):
+                     real[:, :, :] U,                 # OUT (16, O, C), or (16, C, O) if c_major
+                     bint flip, bint c_major, int num_threads):
     """``U[xi, o, c] = (G w[o, c] G^T)[xi]``, ``G = [[1, 0, 0], [.5, .5, .5], [.5, -.5, .5],
     [0, 0, 1]]``.
 
     With ``flip``: ``U[xi, o, c] = (G w'[o, c] G^T)[xi]`` with ``w'[o, c, k, l] =
-    w[o, c, 2-k, 2-l]``; ``U.transpose(0, 2, 1)`` is then the transform of the
-    input gradient's kernel (flipped and transposed).
+    w[o, c, 2-k, 2-l]`` (the input gradient's kernel, whose matrix is the
+    transpose).  With ``c_major`` the output is stored ``U[xi, c, o]`` instead.
     """
     cdef Py_ssize_t O = w.shape[0], C = w.shape[1]
     cdef Py_ssize_t su = U.strides[0] // sizeof(real)   # between points (may be padded)
-    cdef Py_ssize_t o
+    cdef Py_ssize_t o, c
     with nogil:
-        for o in prange(O, schedule="static", num_threads=num_threads):
-            _transform_run(&w[o, 0, 0, 0], C, flip, &U[0, o, 0], su)
+        if c_major:
+            for c in prange(C, schedule="static", num_threads=num_threads):
+                _transform_run(&w[0, c, 0, 0], 9 * C, O, flip, &U[0, c, 0], su)
+        else:
+            for o in prange(O, schedule="static", num_threads=num_threads):
+                _transform_run(&w[o, 0, 0, 0], 9, C, flip, &U[0, o, 0], su)
 
 
 def weight_grad_fold(const real[:, :, :] P,        # IN  (16, O, C)

@@ -326,23 +326,24 @@ cdef inline void _transform_run(const real* w, Py_ssize_t step, bint flip, Py_ss
 
 
 def weight_transform(const real[:, :, :, ::1] w,   # IN  (O, C, 3, 3)
-                     real[:, :, :] U,                # OUT (36, O, C), or (36, C, O) if flipped
-                     bint flip_transpose, int num_threads):
+                     real[:, :, :] U,                # OUT (36, O, C), or (36, C, O) if c_major
+                     bint flip, bint c_major, int num_threads):
     """``U[xi, o, c] = (G w[o, c] G^T)[xi]`` (computed in double, rounded once).
 
-    With ``flip_transpose``: ``U[xi, c, o] = (G w'[c, o] G^T)[xi]`` with
-    ``w'[c, o, k, l] = w[o, c, 2-k, 2-l]`` (the input gradient's kernel).
+    With ``flip`` the kernels are flipped first (``w[o, c, 2-k, 2-l]``: the input
+    gradient's kernel, whose matrix is the transpose).  With ``c_major`` the output
+    is stored ``U[xi, c, o]`` instead: either storage serves either GEMM operand.
     """
     cdef Py_ssize_t O = w.shape[0], C = w.shape[1]
     cdef Py_ssize_t su = U.strides[0] // sizeof(real)
     cdef Py_ssize_t o, c
     with nogil:
-        if flip_transpose:
+        if c_major:
             for c in prange(C, schedule="static", num_threads=num_threads):
-                _transform_run(&w[0, c, 0, 0], 9 * C, True, O, &U[0, c, 0], su)
+                _transform_run(&w[0, c, 0, 0], 9 * C, flip, O, &U[0, c, 0], su)
         else:
             for o in prange(O, schedule="static", num_threads=num_threads):
-                _transform_run(&w[o, 0, 0, 0], 9, False, C, &U[0, o, 0], su)
+                _transform_run(&w[o, 0, 0, 0], 9, flip, C, &U[0, o, 0], su)
 
 
 def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._C import _vol2col
+from ._gemm import grouped_matmul, lhs
 from ._parallel import OrderedSum, parallel_map, scratch
 
 __all__ = ["MAX_COL_BYTES", "TARGET_COLS", "fold_loop", "unfold_loop"]
@@ -95,15 +96,6 @@ def _scatter(mat, arr, n0, nb):
     np.copyto(arr[n0:n0 + nb].reshape(nb, k, -1), mat.reshape(k, nb, -1).transpose(1, 0, 2))
 
 
-def _grouped_matmul(a, b, out, groups, trans_a=False, trans_b=False):
-    """``out[g] = op(a[g]) @ op(b[g])`` for row blocks ``g`` of ``a``/``b``/``out``."""
-    ra, rb, ro = a.shape[0] // groups, b.shape[0] // groups, out.shape[0] // groups
-    for g in range(groups):
-        ag = a[g * ra:(g + 1) * ra]
-        bg = b[g * rb:(g + 1) * rb]
-        np.matmul(ag.T if trans_a else ag, bg.T if trans_b else bg, out=out[g * ro:(g + 1) * ro])
-
-
 def _is_pointwise(geom) -> bool:
     """1x1x1 kernel, stride 1, no padding: vol2col is the identity."""
     return tuple(geom[:9]) == (1, 1, 1, 1, 1, 1, 0, 0, 0)
@@ -141,6 +133,7 @@ def unfold_loop(a, wmat, geom, out_size, groups, y=None, b=None, bias=None):
     """
     n = a.shape[0]
     o = wmat.shape[0]
+    w_lhs = lhs(wmat) if y is not None else wmat  # read in place by the GEMM
     do, ho, wo = out_size
     rows = a.shape[1] * geom[0] * geom[1] * geom[2]
     pointwise = _is_pointwise(geom)
@@ -155,17 +148,17 @@ def unfold_loop(a, wmat, geom, out_size, groups, y=None, b=None, bias=None):
             col = _columns(a, n0, nb, od0, t, geom, (ho, wo), rows, pointwise)
             if y is not None:
                 if nb == 1 and t == do:  # the GEMM writes straight into the output
-                    _grouped_matmul(wmat, col, y[n0].reshape(o, -1), groups)
+                    grouped_matmul(w_lhs, col, y[n0].reshape(o, -1), groups)
                 else:
                     ymat = scratch("out", (o, nb * t * ho * wo), a.dtype)
-                    _grouped_matmul(wmat, col, ymat, groups)
+                    grouped_matmul(w_lhs, col, ymat, groups)
                     if t == do:
                         _scatter(ymat, y, n0, nb)
                     else:
                         y[n0, :, od0:od0 + t] = ymat.reshape(o, t, ho, wo)
             if b is not None:
-                p = np.empty_like(wmat)
-                _grouped_matmul(_rows_of(b, n0, nb, od0, t, "grad"), col, p, groups,
+                p = np.empty(wmat.shape, wmat.dtype)
+                grouped_matmul(_rows_of(b, n0, nb, od0, t, "grad"), col, p, groups,
                                 trans_b=True)
                 partial = _accumulate(partial, p)
         if y is not None and bias is not None:
@@ -202,15 +195,15 @@ def fold_loop(b, wmat, geom, groups, y=None, a=None, bias_grad=False):
                 partial_b = _accumulate(partial_b, bmat.sum(axis=1))
             if a is not None:
                 col = _columns(a, n0, nb, od0, t, geom, (ho, wo), rows, pointwise)
-                p = np.empty_like(wmat)
-                _grouped_matmul(bmat, col, p, groups, trans_b=True)
+                p = np.empty(wmat.shape, wmat.dtype)
+                grouped_matmul(bmat, col, p, groups, trans_b=True)
                 partial_w = _accumulate(partial_w, p)
             if y is not None:
                 if pointwise and nb == 1:
-                    _grouped_matmul(wmat, bmat, y[n0].reshape(c, -1), groups, trans_a=True)
+                    grouped_matmul(wmat, bmat, y[n0].reshape(c, -1), groups, trans_a=True)
                     continue
                 col = scratch("col", (rows, nb * t * ho * wo), b.dtype)  # any vol2col is consumed
-                _grouped_matmul(wmat, bmat, col, groups, trans_a=True)
+                grouped_matmul(wmat, bmat, col, groups, trans_a=True)
                 _vol2col.col2vol(col, y, n0, nb, od0, t, *geom, ho, wo, od0 == 0,
                                  _KERNEL_THREADS)
         if gb is not None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._C import _im2col
+from .._gemm import grouped_matmul, lhs
 from .._parallel import OrderedSum, parallel_map, scratch
 from ._tuning import TUNING, kernel_threads
 
@@ -68,15 +69,6 @@ def _scatter(mat, arr, n0, nb):
     np.copyto(arr[n0:n0 + nb].reshape(nb, k, -1), mat.reshape(k, nb, -1).transpose(1, 0, 2))
 
 
-def _grouped_matmul(a, b, out, groups, trans_a=False, trans_b=False):
-    """``out[g] = op(a[g]) @ op(b[g])`` for row blocks ``g`` of ``a``/``b``/``out``."""
-    ra, rb, ro = a.shape[0] // groups, b.shape[0] // groups, out.shape[0] // groups
-    for g in range(groups):
-        ag = a[g * ra:(g + 1) * ra]
-        bg = b[g * rb:(g + 1) * rb]
-        np.matmul(ag.T if trans_a else ag, bg.T if trans_b else bg, out=out[g * ro:(g + 1) * ro])
-
-
 def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
     """Per chunk of samples: ``col = im2col(a)``; ``y = wmat @ col (+ bias)`` if ``y``
     is given; returns ``sum b @ col.T`` (shape of ``wmat``, summed in chunk order)
@@ -86,6 +78,7 @@ def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
     """
     n, c = a.shape[:2]
     o = wmat.shape[0]
+    w_lhs = lhs(wmat) if y is not None else wmat  # read in place by the GEMM
     plane = ho * wo
     rows = c * geom.kh * geom.kw
     nt = kernel_threads()
@@ -102,14 +95,14 @@ def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
             _im2col.im2col(a, col, n0, nb, *geom.args(), ho, wo, nt)
         if y is not None:
             ymat = y[n0].reshape(o, plane) if nb == 1 else scratch("out", (o, nb * plane), a.dtype)
-            _grouped_matmul(wmat, col, ymat, groups)
+            grouped_matmul(w_lhs, col, ymat, groups)
             if nb > 1:
                 _scatter(ymat, y, n0, nb)
             if bias is not None:
                 y[n0:n0 + nb] += bias.reshape(-1, 1, 1)
         if b is not None:
-            partial = np.empty_like(wmat)
-            _grouped_matmul(_gather(b, n0, nb, "grad"), col, partial, groups, trans_b=True)
+            partial = np.empty(wmat.shape, wmat.dtype)
+            grouped_matmul(_gather(b, n0, nb, "grad"), col, partial, groups, trans_b=True)
             gw.add(i, partial)
 
     parallel_map(task, blocks)
@@ -144,15 +137,15 @@ def fold_loop(b, wmat, geom, h, w, groups, y=None, a=None, bias_grad=False):
             else:
                 col = scratch("col", (rows, nb * plane), b.dtype)
                 _im2col.im2col(a, col, n0, nb, *geom.args(), ho, wo, nt)
-            partial = np.empty_like(wmat)
-            _grouped_matmul(bmat, col, partial, groups, trans_b=True)
+            partial = np.empty(wmat.shape, wmat.dtype)
+            grouped_matmul(bmat, col, partial, groups, trans_b=True)
             gw.add(i, partial)
         if y is not None:
             if pointwise and nb == 1:
-                _grouped_matmul(wmat, bmat, y[n0].reshape(c, plane), groups, trans_a=True)
+                grouped_matmul(wmat, bmat, y[n0].reshape(c, plane), groups, trans_a=True)
                 return
             col = scratch("col", (rows, nb * plane), b.dtype)  # the im2col above is consumed
-            _grouped_matmul(wmat, bmat, col, groups, trans_a=True)
+            grouped_matmul(wmat, bmat, col, groups, trans_a=True)
             _im2col.col2im(col, y, n0, nb, *geom.args(), ho, wo, nt)
 
     parallel_map(task, blocks)

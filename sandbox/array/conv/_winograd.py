@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._C import _winograd, _winograd4
+from .._gemm import backend, lhs, matmul
 from .._parallel import OrderedSum, parallel_map, scratch
 from ._tuning import TUNING
 
@@ -100,17 +101,20 @@ def weight_transform(weight: np.ndarray, flip_transpose: bool = False,
 
     With ``flip_transpose``: the transform of the input gradient's kernel
     ``w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]``, shape (P, C, O).
+
+    The result is the left operand of the point GEMMs.  Its storage suits the GEMM
+    in use: rows adjacent in memory for the AVX-512 kernel, which then reads it
+    without packing (:func:`sandbox.array._gemm.lhs`), row-major for BLAS.
     """
     o, c = weight.shape[:2]
     count, kernels = _KERNELS[tile]
     weight = np.ascontiguousarray(weight)
-    if tile == 2:  # a flip permutes the 16 points: contiguous reads, then a transposed view
-        u = np.empty((count, o, c), dtype=weight.dtype)
-        kernels.weight_transform(weight, u, flip_transpose, kernel_threads)
-        return u.transpose(0, 2, 1) if flip_transpose else u
-    u = np.empty((count, c, o) if flip_transpose else (count, o, c), dtype=weight.dtype)
-    kernels.weight_transform(weight, u, flip_transpose, kernel_threads)
-    return u
+    rows_adjacent = backend() == "avx512" and weight.dtype == np.float32
+    # the matrix is (O, C) without flip, (C, O) with it; "c_major" stores (P, C, O)
+    c_major = rows_adjacent != flip_transpose
+    u = np.empty((count, c, o) if c_major else (count, o, c), dtype=weight.dtype)
+    kernels.weight_transform(weight, u, flip_transpose, c_major, kernel_threads)
+    return u.transpose(0, 2, 1) if rows_adjacent else u
 
 
 def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=None) -> None:
@@ -126,6 +130,7 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
     tile = _TILE_OF_POINTS[count]
     kernels = _KERNELS[tile][1]
     th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, x.itemsize, tile)
+    u = lhs(u)  # read in place by the GEMMs of every chunk
 
     def task(block, split_gemm=False):
         _, n0, cnt = block
@@ -149,11 +154,11 @@ def _matmul_points(a, b, out, split: bool) -> None:
     shared among the worker threads in groups of 4 (each point is the same GEMM call
     either way, so the result does not depend on the thread count)."""
     if not split:
-        np.matmul(a, b, out=out)
+        matmul(a, b, out)
         return
 
     def points(k0):
-        np.matmul(a[k0:k0 + 4], b[k0:k0 + 4], out=out[k0:k0 + 4])
+        matmul(a[k0:k0 + 4], b[k0:k0 + 4], out[k0:k0 + 4])
 
     parallel_map(points, range(0, a.shape[0], 4))
 

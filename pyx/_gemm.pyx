@@ -1,0 +1,83 @@
+# Float32 GEMM with the AVX-512 micro-kernel of sgemm_avx512.h (see there for
+# why and how).  Kernel contract as in pyx/fused.pxd, except that the operands
+# may be strided views (transposes are free: the packing reads any strides); the
+# output needs a unit column stride.  The wrapper sandbox/array/_gemm.py checks
+# dtypes and shapes and falls back to numpy's BLAS where this kernel cannot run.
+
+cdef extern from "sgemm_avx512.h" nogil:
+    int sb_sgemm_avx512_available()
+    int sb_sgemm_avx512(int m, int n, int k, const float *a, Py_ssize_t sa0, Py_ssize_t sa1,
+                        const float *b, Py_ssize_t sb0, Py_ssize_t sb1, float *c,
+                        Py_ssize_t sc0, int accumulate)
+
+
+def available():
+    """True when this CPU can run the AVX-512 kernel."""
+    return bool(sb_sgemm_avx512_available())
+
+
+def matmul(const float[:, :, :] a, const float[:, :, :] b, float[:, :, :] out,
+           bint accumulate=False):
+    """``out[p] = a[p] @ b[p]`` (or ``+=`` with ``accumulate``) for every p, in order.
+
+    ``a`` (P, M, K), ``b`` (P, K, N), ``out`` (P, M, N) with ``out.strides[2] == 4``.
+    Returns False (``out`` untouched) when the packing buffers could not be allocated.
+    """
+    cdef Py_ssize_t p, count = a.shape[0]
+    cdef int m = <int> a.shape[1], k = <int> a.shape[2], n = <int> b.shape[2]
+    cdef Py_ssize_t sa0 = a.strides[1] // 4, sa1 = a.strides[2] // 4
+    cdef Py_ssize_t sb0 = b.strides[1] // 4, sb1 = b.strides[2] // 4
+    cdef Py_ssize_t sc0 = out.strides[1] // 4
+    cdef int status = 0
+    if count == 0 or m == 0 or n == 0:
+        return True
+    with nogil:
+        for p in range(count):
+            status = sb_sgemm_avx512(m, n, k, &a[p, 0, 0] if k > 0 else NULL, sa0, sa1,
+                                     &b[p, 0, 0] if k > 0 else NULL, sb0, sb1,
+                                     &out[p, 0, 0], sc0, accumulate)
+            if status != 0:
+                break
+    return status == 0
+
+
+cdef extern from "sgemm_avx512.h" nogil:
+    void sb_sgemm_dot_avx512(int m, int n, int k, const float *a, Py_ssize_t lda,
+                             const float *bt, Py_ssize_t ldb, float *c, Py_ssize_t ldc,
+                             int accumulate)
+
+
+def matmul_dot(const float[:, :, :] a, const float[:, :, :] bt, float[:, :, :] out,
+               bint accumulate=False):
+    """``out[p] = a[p] @ bt[p].T`` (or ``+=``) as dot products along the last axis.
+
+    ``a`` (P, M, K) and ``bt`` (P, N, K) with unit stride along K; ``out`` (P, M, N)
+    with ``out.strides[2] == 4``.  For long K and small M, N (weight gradients).
+    """
+    cdef Py_ssize_t p, count = a.shape[0]
+    cdef int m = <int> a.shape[1], k = <int> a.shape[2], n = <int> bt.shape[1]
+    cdef Py_ssize_t lda = a.strides[1] // 4, ldb = bt.strides[1] // 4
+    cdef Py_ssize_t ldc = out.strides[1] // 4
+    if count == 0 or m == 0 or n == 0:
+        return
+    with nogil:
+        for p in range(count):
+            sb_sgemm_dot_avx512(m, n, k, &a[p, 0, 0] if k > 0 else NULL, lda,
+                                &bt[p, 0, 0] if k > 0 else NULL, ldb, &out[p, 0, 0], ldc,
+                                accumulate)
+
+
+def transpose(const float[:, :, ::1] src, float[:, :, ::1] dst):
+    """``dst[p] = src[p].T`` in 32 x 32 blocks (both stay in L1 while a block moves);
+    about 8x numpy's strided copy of a convolution weight."""
+    cdef Py_ssize_t p, i0, j0, i, j, i1, j1
+    cdef Py_ssize_t rows = src.shape[1], cols = src.shape[2]
+    with nogil:
+        for p in range(src.shape[0]):
+            for i0 in range(0, rows, 32):
+                i1 = min(i0 + 32, rows)
+                for j0 in range(0, cols, 32):
+                    j1 = min(j0 + 32, cols)
+                    for j in range(j0, j1):
+                        for i in range(i0, i1):
+                            dst[p, j, i] = src[p, i, j]

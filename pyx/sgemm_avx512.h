@@ -1,0 +1,310 @@
+/* Single-precision GEMM with AVX-512 register blocking:  C = op(A) @ op(B) (+ C).
+ *
+ * Why it exists: numpy's OpenBLAS picks its kernels at load time, and a machine
+ * may pin it to an older core type (OPENBLAS_CORETYPE=Haswell on this project's
+ * 2-core Zen 5 machines: AVX2, half the FMA width the core has).  PyTorch's
+ * oneDNN generates AVX-512 code whatever that variable says, so on such machines
+ * a BLAS-bound convolution starts at half its speed.  This file gives the
+ * convolutions one float32 GEMM of their own that uses the 512-bit FMA units
+ * when the CPU has them (checked at run time; the caller falls back to BLAS).
+ *
+ * Layout (the classic Goto/BLIS blocking, written from the published scheme):
+ *   for each block of KC rows of B (k loop, summed in order):
+ *     pack B[k-block, :] into panels of NR = 32 columns, k-major (Bp[k][32]);
+ *     for each block of MC rows of A:
+ *       pack A[m-block, k-block] into panels of MR = 12 rows, k-major (Ap[k][12]);
+ *       for each 12 x 32 tile of C: the micro-kernel keeps the tile in 24 zmm
+ *       registers and, per k, does 2 vector loads of B, 12 broadcasts of A and
+ *       24 fused multiply-adds.
+ * Edge tiles (fewer than 12 rows or 32 columns) are packed with zeros, computed
+ * into a local tile and copied out, so the micro-kernel has no branches.
+ *
+ * Every C element is the sum over k in a fixed order (KC blocks in order, k in
+ * order within a block): results do not depend on threads or on where a tile
+ * starts.  Strides are in elements; A(i, k) = a[i*sa0 + k*sa1], B(k, j) =
+ * b[k*sb0 + j*sb1], C(i, j) = c[i*sc0 + j] (unit column stride).
+ */
+#ifndef SANDBOX_SGEMM_AVX512_H
+#define SANDBOX_SGEMM_AVX512_H
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define SB_SGEMM_X86 1
+#include <immintrin.h>
+#else
+#define SB_SGEMM_X86 0
+#endif
+
+#define SB_MR 12
+#define SB_NR 32
+#define SB_KC 256
+#define SB_MC 144  /* 12 panels of 12 rows: 144 x 256 x 4 B = 144 KiB of packed A (L2) */
+
+/* 1 when this CPU can run the AVX-512 kernel. */
+static int sb_sgemm_avx512_available(void)
+{
+#if SB_SGEMM_X86
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") ? 1 : 0;
+#else
+    return 0;
+#endif
+}
+
+#if SB_SGEMM_X86
+
+/* B(k0.., j0..) -> kc x 32 panel, zero beyond nr columns. */
+static void sb_pack_b(const float *b, ptrdiff_t sb0, ptrdiff_t sb1, int kc, int nr, float *bp)
+{
+    int k, j;
+    if (sb1 == 1) {
+        for (k = 0; k < kc; k++) {
+            const float *src = b + k * sb0;
+            float *dst = bp + (ptrdiff_t)k * SB_NR;
+            memcpy(dst, src, (size_t)nr * sizeof(float));
+            for (j = nr; j < SB_NR; j++) dst[j] = 0.0f;
+        }
+    } else {
+        for (j = 0; j < nr; j++) {
+            const float *src = b + j * sb1;
+            for (k = 0; k < kc; k++) bp[(ptrdiff_t)k * SB_NR + j] = src[k * sb0];
+        }
+        for (j = nr; j < SB_NR; j++)
+            for (k = 0; k < kc; k++) bp[(ptrdiff_t)k * SB_NR + j] = 0.0f;
+    }
+}
+
+/* A(i0.., k0..) -> kc x 12 panel, zero beyond mr rows. */
+static void sb_pack_a(const float *a, ptrdiff_t sa0, ptrdiff_t sa1, int mr, int kc, float *ap)
+{
+    int k, r;
+    if (sa0 == 1) {
+        for (k = 0; k < kc; k++) {
+            const float *src = a + k * sa1;
+            float *dst = ap + (ptrdiff_t)k * SB_MR;
+            for (r = 0; r < mr; r++) dst[r] = src[r];
+            for (r = mr; r < SB_MR; r++) dst[r] = 0.0f;
+        }
+    } else {
+        for (r = 0; r < mr; r++) {
+            const float *src = a + r * sa0;
+            for (k = 0; k < kc; k++) ap[(ptrdiff_t)k * SB_MR + r] = src[k * sa1];
+        }
+        for (r = mr; r < SB_MR; r++)
+            for (k = 0; k < kc; k++) ap[(ptrdiff_t)k * SB_MR + r] = 0.0f;
+    }
+}
+
+/* The 12 x 32 micro-kernel: C[0:12, 0:32] (row stride ldc) = or += A Bp, where
+ * A(r, k) = ap[k*ask + r] (a packed panel: ask = 12; or, unpacked, a transposed
+ * operand whose 12 rows are adjacent in memory) and Bp is a packed B panel. */
+__attribute__((target("avx512f")))
+static void sb_kernel_12x32(int kc, const float *ap, ptrdiff_t ask, const float *bp, float *c,
+                            ptrdiff_t ldc, int accumulate)
+{
+#define SB_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define SB_DECL(r) __m512 c##r##a = _mm512_setzero_ps(), c##r##b = _mm512_setzero_ps();
+#define SB_FMA(r) { __m512 av = _mm512_set1_ps(ap[r]);            \
+                    c##r##a = _mm512_fmadd_ps(av, b0, c##r##a);   \
+                    c##r##b = _mm512_fmadd_ps(av, b1, c##r##b); }
+#define SB_STORE(r) { float *row = c + (r) * ldc;                                      \
+                      if (accumulate) {                                                 \
+                          c##r##a = _mm512_add_ps(_mm512_loadu_ps(row), c##r##a);       \
+                          c##r##b = _mm512_add_ps(_mm512_loadu_ps(row + 16), c##r##b);  \
+                      }                                                                 \
+                      _mm512_storeu_ps(row, c##r##a);                                   \
+                      _mm512_storeu_ps(row + 16, c##r##b); }
+    SB_ROWS(SB_DECL)
+    int k;
+    for (k = 0; k < kc; k++) {
+        __m512 b0 = _mm512_loadu_ps(bp);
+        __m512 b1 = _mm512_loadu_ps(bp + 16);
+        SB_ROWS(SB_FMA)
+        ap += ask;
+        bp += SB_NR;
+    }
+    SB_ROWS(SB_STORE)
+#undef SB_ROWS
+#undef SB_DECL
+#undef SB_FMA
+#undef SB_STORE
+}
+
+/* C (m x n) = op(A) (m x k) @ op(B) (k x n), or += when accumulate.  Returns 0,
+ * or -1 when the packing buffers cannot be allocated (C is then untouched). */
+__attribute__((target("avx512f")))
+static int sb_sgemm_avx512(int m, int n, int kdim,
+                           const float *a, ptrdiff_t sa0, ptrdiff_t sa1,
+                           const float *b, ptrdiff_t sb0, ptrdiff_t sb1,
+                           float *c, ptrdiff_t sc0, int accumulate)
+{
+    int n_panels = (n + SB_NR - 1) / SB_NR;
+    int kc_max = kdim < SB_KC ? kdim : SB_KC;
+    float *bp, *ap;
+    float tile[SB_MR * SB_NR] __attribute__((aligned(64)));
+    int pc, ic, jr, ir, i, j;
+
+    if (m <= 0 || n <= 0) return 0;
+    if (kdim <= 0) {
+        if (!accumulate)
+            for (i = 0; i < m; i++) memset(c + i * sc0, 0, (size_t)n * sizeof(float));
+        return 0;
+    }
+    bp = (float *)aligned_alloc(64, (((size_t)n_panels * SB_NR * kc_max * sizeof(float)) + 63) & ~(size_t)63);
+    ap = (float *)aligned_alloc(64, (size_t)SB_MC * SB_KC * sizeof(float));
+    if (bp == NULL || ap == NULL) {
+        free(bp);
+        free(ap);
+        return -1;
+    }
+    for (pc = 0; pc < kdim; pc += SB_KC) {
+        int kc = kdim - pc < SB_KC ? kdim - pc : SB_KC;
+        int acc = accumulate || pc > 0;
+        for (jr = 0; jr < n_panels; jr++) {
+            int nr = n - jr * SB_NR < SB_NR ? n - jr * SB_NR : SB_NR;
+            sb_pack_b(b + pc * sb0 + (ptrdiff_t)jr * SB_NR * sb1, sb0, sb1, kc, nr,
+                      bp + (ptrdiff_t)jr * SB_NR * kc);
+        }
+        for (ic = 0; ic < m; ic += SB_MC) {
+            int mc = m - ic < SB_MC ? m - ic : SB_MC;
+            int m_panels = (mc + SB_MR - 1) / SB_MR;
+            for (ir = 0; ir < m_panels; ir++) {
+                int mr = mc - ir * SB_MR < SB_MR ? mc - ir * SB_MR : SB_MR;
+                if (mr == SB_MR && sa0 == 1) continue;  /* read in place, below */
+                sb_pack_a(a + (ptrdiff_t)(ic + ir * SB_MR) * sa0 + pc * sa1, sa0, sa1, mr, kc,
+                          ap + (ptrdiff_t)ir * SB_MR * kc);
+            }
+            for (jr = 0; jr < n_panels; jr++) {
+                int nr = n - jr * SB_NR < SB_NR ? n - jr * SB_NR : SB_NR;
+                const float *bpanel = bp + (ptrdiff_t)jr * SB_NR * kc;
+                for (ir = 0; ir < m_panels; ir++) {
+                    int mr = mc - ir * SB_MR < SB_MR ? mc - ir * SB_MR : SB_MR;
+                    const float *apanel = ap + (ptrdiff_t)ir * SB_MR * kc;
+                    ptrdiff_t ask = SB_MR;
+                    float *ctile = c + (ptrdiff_t)(ic + ir * SB_MR) * sc0 + (ptrdiff_t)jr * SB_NR;
+                    if (mr == SB_MR && sa0 == 1) {  /* 12 adjacent rows: no packing needed */
+                        apanel = a + (ptrdiff_t)(ic + ir * SB_MR) + pc * sa1;
+                        ask = sa1;
+                    }
+                    if (mr == SB_MR && nr == SB_NR) {
+                        sb_kernel_12x32(kc, apanel, ask, bpanel, ctile, sc0, acc);
+                    } else {
+                        sb_kernel_12x32(kc, apanel, ask, bpanel, tile, SB_NR, 0);
+                        for (i = 0; i < mr; i++) {
+                            float *row = ctile + i * sc0;
+                            if (acc)
+                                for (j = 0; j < nr; j++) row[j] += tile[i * SB_NR + j];
+                            else
+                                for (j = 0; j < nr; j++) row[j] = tile[i * SB_NR + j];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    free(bp);
+    free(ap);
+    return 0;
+}
+
+/* Dot-product form for long K and few rows and columns (the weight gradients:
+ * M and N are channel counts, K is pixels):  C = A @ Bt^T with A (m x k) and Bt
+ * (n x k) both contiguous along k.  No packing: 4 x 4 blocks of C keep 16 vector
+ * accumulators along k (16 lanes each), reduced at the end.  Every element is
+ * computed the same way whatever block it falls in (same lanes, same tail mask,
+ * same reduction tree), so results do not depend on the blocking. */
+__attribute__((target("avx512f")))
+static inline float sb_hsum(__m512 v)
+{
+    /* fixed tree: 16 -> 8 -> 4 -> 2 -> 1 */
+    __m256 lo = _mm512_castps512_ps256(v);
+    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+    __m256 s8 = _mm256_add_ps(lo, hi);
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
+    return _mm_cvtss_f32(s1);
+}
+
+__attribute__((target("avx512f")))
+static void sb_dot_block(int rows, int cols, int kdim, const float *a, ptrdiff_t lda,
+                         const float *bt, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int accumulate)
+{
+    /* rows, cols <= 4; unused accumulators cost nothing once the compiler drops them */
+    __m512 acc[4][4];
+    int i, j, k;
+    int full = kdim & ~15;
+    __mmask16 tail = (__mmask16)((1u << (kdim - full)) - 1u);
+    for (i = 0; i < 4; i++)
+        for (j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_ps();
+    if (rows == 4 && cols == 4) {
+        for (k = 0; k < full; k += 16) {
+            __m512 a0 = _mm512_loadu_ps(a + k), a1 = _mm512_loadu_ps(a + lda + k);
+            __m512 a2 = _mm512_loadu_ps(a + 2 * lda + k), a3 = _mm512_loadu_ps(a + 3 * lda + k);
+            for (j = 0; j < 4; j++) {
+                __m512 b = _mm512_loadu_ps(bt + j * ldb + k);
+                acc[0][j] = _mm512_fmadd_ps(a0, b, acc[0][j]);
+                acc[1][j] = _mm512_fmadd_ps(a1, b, acc[1][j]);
+                acc[2][j] = _mm512_fmadd_ps(a2, b, acc[2][j]);
+                acc[3][j] = _mm512_fmadd_ps(a3, b, acc[3][j]);
+            }
+        }
+    } else {
+        for (k = 0; k < full; k += 16)
+            for (i = 0; i < rows; i++) {
+                __m512 av = _mm512_loadu_ps(a + i * lda + k);
+                for (j = 0; j < cols; j++)
+                    acc[i][j] = _mm512_fmadd_ps(av, _mm512_loadu_ps(bt + j * ldb + k), acc[i][j]);
+            }
+    }
+    if (tail)
+        for (i = 0; i < rows; i++) {
+            __m512 av = _mm512_maskz_loadu_ps(tail, a + i * lda + full);
+            for (j = 0; j < cols; j++)
+                acc[i][j] = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(tail, bt + j * ldb + full),
+                                            acc[i][j]);
+        }
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++) {
+            float s = sb_hsum(acc[i][j]);
+            c[i * ldc + j] = accumulate ? c[i * ldc + j] + s : s;
+        }
+}
+
+__attribute__((target("avx512f")))
+static void sb_sgemm_dot_avx512(int m, int n, int kdim, const float *a, ptrdiff_t lda,
+                                const float *bt, ptrdiff_t ldb, float *c, ptrdiff_t ldc,
+                                int accumulate)
+{
+    int i, j;
+    for (i = 0; i < m; i += 4)
+        for (j = 0; j < n; j += 4)
+            sb_dot_block(m - i < 4 ? m - i : 4, n - j < 4 ? n - j : 4, kdim, a + i * lda, lda,
+                         bt + j * ldb, ldb, c + i * ldc + j, ldc, accumulate);
+}
+
+#else  /* not x86 with GCC-compatible intrinsics */
+
+static void sb_sgemm_dot_avx512(int m, int n, int kdim, const float *a, ptrdiff_t lda,
+                                const float *bt, ptrdiff_t ldb, float *c, ptrdiff_t ldc,
+                                int accumulate)
+{
+    (void)m; (void)n; (void)kdim; (void)a; (void)lda; (void)bt; (void)ldb; (void)c;
+    (void)ldc; (void)accumulate;
+}
+
+
+static int sb_sgemm_avx512(int m, int n, int kdim, const float *a, ptrdiff_t sa0,
+                           ptrdiff_t sa1, const float *b, ptrdiff_t sb0, ptrdiff_t sb1,
+                           float *c, ptrdiff_t sc0, int accumulate)
+{
+    (void)m; (void)n; (void)kdim; (void)a; (void)sa0; (void)sa1; (void)b; (void)sb0;
+    (void)sb1; (void)c; (void)sc0; (void)accumulate;
+    return -1;
+}
+
+#endif
+#endif

@@ -1,0 +1,99 @@
+"""The matrix products of the convolutions: the project's AVX-512 float32 GEMM, or BLAS.
+
+numpy's OpenBLAS chooses its kernels when it loads, and a machine may pin it to an
+older core (``OPENBLAS_CORETYPE=Haswell`` on this project's Zen 5 machines: AVX2
+kernels, half of what the FMA units can do).  ``pyx/sgemm_avx512.h`` is a float32
+GEMM that uses 512-bit FMAs whenever the CPU has them (measured, 1 thread: 229
+against OpenBLAS-Haswell's 130 GFLOP/s at n=2048, 175-200 against 120-125 on the
+convolutions' shapes).  Float64, other CPUs and ``SANDBOX_GEMM=blas`` use numpy.
+
+Both paths compute each product in an order fixed by the shapes, so the
+convolutions stay bitwise reproducible for any thread count.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .._C import _gemm
+
+__all__ = ["backend", "grouped_matmul", "lhs", "matmul"]
+
+_VALID_BACKENDS = ("auto", "avx512", "blas")
+
+
+def _backend_from_env() -> str:
+    value = os.environ.get("SANDBOX_GEMM", "auto").strip().lower() or "auto"
+    if value not in _VALID_BACKENDS:
+        raise ValueError(f"SANDBOX_GEMM must be one of {', '.join(_VALID_BACKENDS)}; "
+                         f"got {value!r}")
+    if value == "avx512" and not _gemm.available():
+        raise ValueError("SANDBOX_GEMM=avx512, but this CPU has no AVX-512 (use auto or blas)")
+    return value
+
+
+_OWN = _backend_from_env() != "blas" and _gemm.available()
+
+
+def backend() -> str:
+    """``"avx512"`` when float32 products use the project's kernel, else ``"blas"``."""
+    return "avx512" if _OWN else "blas"
+
+
+def lhs(a: np.ndarray) -> np.ndarray:
+    """``a`` (…, M, K) as the left operand of several products: with the AVX-512
+    kernel, a view of a transposed copy, whose rows are adjacent in memory, so the
+    kernel reads it in place instead of packing it for every product (measured, 1
+    thread: 176-204 -> 226-239 GFLOP/s on the convolutions' shapes).  Else ``a``."""
+    if not _OWN or a.dtype != np.float32 or a.ndim < 2 or a.strides[-2] == a.itemsize:
+        return a
+    a3 = np.ascontiguousarray(a.reshape(-1, *a.shape[-2:]))
+    out = np.empty((a3.shape[0], a3.shape[2], a3.shape[1]), dtype=a.dtype)
+    _gemm.transpose(a3, out)
+    return out.reshape(*a.shape[:-2], a.shape[-1], a.shape[-2]).swapaxes(-1, -2)
+
+
+def _fits(*arrays) -> bool:
+    """The kernel takes float32 operands whose strides are whole elements, an output
+    with unit column stride, and sizes that fit a C int."""
+    for arr in arrays:
+        if arr.dtype != np.float32 or any(s % 4 for s in arr.strides) \
+                or max(arr.shape, default=0) >= 2**31:
+            return False
+    return arrays[-1].strides[-1] == 4 or arrays[-1].shape[-1] <= 1
+
+
+def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = False) -> None:
+    """``out = a @ b`` (or ``out += a @ b``) for 2-D or equally batched 3-D operands.
+
+    ``a`` and ``b`` may be transposed views; ``out`` is written in place.  Float32
+    runs the AVX-512 kernel when the CPU has it, everything else ``np.matmul``.
+    """
+    if _OWN and _fits(a, b, out):
+        if a.ndim == 2:
+            a, b, out = a[None], b[None], out[None]
+        m, k = a.shape[1:]
+        n = b.shape[2]
+        if k >= 2 * min(m, n) and a.strides[2] == 4 and b.strides[1] == 4:
+            # long K, contiguous on both sides (weight gradients): dot products, no
+            # packing; measured 1.5-5x the packed kernel there, and slower elsewhere
+            _gemm.matmul_dot(a, b.transpose(0, 2, 1), out, accumulate)
+            return
+        if _gemm.matmul(a, b, out, accumulate):
+            return
+    if accumulate:
+        out += np.matmul(a, b)
+    else:
+        np.matmul(a, b, out=out)
+
+
+def grouped_matmul(a, b, out, groups: int, trans_a: bool = False, trans_b: bool = False) -> None:
+    """``out[g] = op(a[g]) @ op(b[g])`` for the ``groups`` row blocks of ``a``, ``b``, ``out``
+    (``op`` transposes when ``trans_a`` / ``trans_b``)."""
+    ra, rb, ro = a.shape[0] // groups, b.shape[0] // groups, out.shape[0] // groups
+    for g in range(groups):
+        ag = a[g * ra:(g + 1) * ra]
+        bg = b[g * rb:(g + 1) * rb]
+        matmul(ag.T if trans_a else ag, bg.T if trans_b else bg, out[g * ro:(g + 1) * ro])
