@@ -416,13 +416,49 @@ cdef inline void _fold_kernel(const real* p, Py_ssize_t sp, real* d) noexcept no
         d[3 * k + 2] = <real> t[2]
 
 
+cdef inline void _fold_run(const real* p, Py_ssize_t sp, Py_ssize_t count,
+                           real* d) noexcept nogil:
+    """:func:`_fold_kernel` for ``count`` consecutive tiles ``p + j`` (``P[xi] = p[xi * sp + j]``)
+    into ``d[9 * j:9 * j + 9]``, 16 tiles at a time with the tiles innermost, so every
+    step is a contiguous vector operation (same arithmetic per tile)."""
+    cdef double b[6][3][16]
+    cdef double v[6][16]
+    cdef double t0, t1, t2
+    cdef Py_ssize_t j0, nb, i, j, k, l
+    for j0 in range(0, count, 16):
+        nb = count - j0 if count - j0 < 16 else 16
+        for j in range(6):   # b[j] = G^T P[:, j]
+            for i in range(6):
+                for l in range(nb):
+                    v[i][l] = p[(6 * i + j) * sp + j0 + l]
+            for l in range(nb):
+                b[j][0][l] = v[0][l] / 4 - (v[1][l] + v[2][l]) / 6 + (v[3][l] + v[4][l]) / 24
+                b[j][1][l] = (v[2][l] - v[1][l]) / 6 + (v[3][l] - v[4][l]) / 12
+                b[j][2][l] = (v[3][l] + v[4][l] - v[1][l] - v[2][l]) / 6 + v[5][l]
+        for k in range(3):   # d[k] = b[:, k] G
+            for l in range(nb):
+                t0 = (b[0][k][l] / 4 - (b[1][k][l] + b[2][k][l]) / 6
+                      + (b[3][k][l] + b[4][k][l]) / 24)
+                t1 = (b[2][k][l] - b[1][k][l]) / 6 + (b[3][k][l] - b[4][k][l]) / 12
+                t2 = (b[3][k][l] + b[4][k][l] - b[1][k][l] - b[2][k][l]) / 6 + b[5][k][l]
+                d[9 * (j0 + l) + 3 * k] = <real> t0
+                d[9 * (j0 + l) + 3 * k + 1] = <real> t1
+                d[9 * (j0 + l) + 3 * k + 2] = <real> t2
+
+
 def weight_grad_fold(const real[:, :, :] P,     # IN  (36, O, C)
                      real[:, :, :, ::1] dW,      # OUT (O, C, 3, 3)
                      int num_threads):
     """``dW[o, c] = G^T P[:, o, c] G``: the adjoint of :func:`weight_transform`."""
     cdef Py_ssize_t O = dW.shape[0], C = dW.shape[1]
     cdef Py_ssize_t o, c
+    cdef Py_ssize_t sp = P.strides[0] // sizeof(real)
+    if P.strides[2] != sizeof(real):   # runs need contiguous channels; one tile at a time
+        with nogil:
+            for o in prange(O, schedule="static", num_threads=num_threads):
+                for c in range(C):
+                    _fold_kernel(&P[0, o, c], sp, &dW[o, c, 0, 0])
+        return
     with nogil:
         for o in prange(O, schedule="static", num_threads=num_threads):
-            for c in range(C):
-                _fold_kernel(&P[0, o, c], P.strides[0] // sizeof(real), &dW[o, c, 0, 0])
+            _fold_run(&P[0, o, 0], sp, C, &dW[o, 0, 0, 0])

@@ -61,7 +61,7 @@ class ConvTuning:
     winograd_f4_min_pixels_weight_grad: int = 256
     #: below this many output pixels per image the 2x2 tiles waste too much on padding
     #: and transforms: at 4x4, 256 channels, im2col took 0.92 ms against Winograd's 1.14
-    winograd_min_pixels: int = 64
+    winograd_min_pixels: int = 16
     #: the Winograd weight gradient's pixel threshold: it wins already on 4x4 maps
     #: (CPU ms, 1 thread, im2col vs Winograd: 128->256@4 1.42 vs 1.28, 256->256@4 2.75 vs
     #: 2.36; 2 threads wall-min 1.37 vs 1.27, 5.33 vs 2.17), where forward and input

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._C import _winograd, _winograd4
+from ..._config import get_num_threads
 from .._gemm import backend, lhs, matmul
 from .._parallel import OrderedSum, parallel_map, scratch
 from ._tuning import TUNING
@@ -203,5 +204,6 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
     else:
         parallel_map(task, blocks)
     gw = np.empty((o, c, 3, 3), dtype=x.dtype)
-    kernels.weight_grad_fold(total.out, gw, kernel_threads)  # dW = G^T P G per (o, c)
+    # dW = G^T P G per (o, c); after the chunks, so every thread may help
+    kernels.weight_grad_fold(total.out, gw, get_num_threads())
     return gw
