@@ -32,6 +32,12 @@ from libc.string cimport memcpy, memset
 
 from fused cimport real
 
+cdef extern from "wino4_avx512.h" nogil:
+    int sb_w4_avx512_available()
+    void sb_w4_in_tilerow_f32(const float* const* rows, int ntiles, float* v, Py_ssize_t pitch)
+
+cdef bint _HAVE_AVX512 = sb_w4_avx512_available()
+
 # Inner loops in C with ``restrict`` pointer parameters (see pyx/_winograd.pyx: written
 # in Cython, GCC could not rule out overlapping buffers and left them scalar; GCC
 # honours ``restrict`` on parameters, not on local pointers, hence the long lists).
@@ -207,6 +213,10 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
     n_data = hi - lo
     cdef int[1] failed
     failed[0] = 0
+    if real is float:
+        if _HAVE_AVX512:
+            _input_transform_avx512(x, V, n0, nb, ph, pw, tiles_h, tiles_w, num_threads)
+            return
     with nogil, parallel(num_threads=num_threads):
         # one padded row + D (6 rows x 4 phases x L) + R (6 rows x 4 phases x L)
         buf = <real*> malloc((wp + 48 * L) * sizeof(real))
@@ -235,6 +245,50 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
         else:
             failed[0] = 1
         free(buf)
+    if failed[0]:
+        raise MemoryError("winograd transform: could not allocate a row buffer")
+
+
+cdef void _input_transform_avx512(const float[:, :, :, ::1] x, float[:, :, :] V,
+                                  Py_ssize_t n0, Py_ssize_t nb, int ph, int pw,
+                                  Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads):
+    """:func:`input_transform` for float32 on AVX-512: one call of
+    ``sb_w4_in_tilerow_f32`` (wino4_avx512.h) per tile row.  Each thread keeps six
+    zero-padded row buffers (their padding is zeroed once: only the data columns
+    are ever rewritten) and one zero row for rows outside the image."""
+    cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef Py_ssize_t pitch = V.strides[0] // sizeof(float)
+    cdef Py_ssize_t rs = 4 * (tiles_w + 16) + 80     # readable length of a padded row
+    cdef Py_ssize_t lo = pw, n_data = W
+    cdef Py_ssize_t c, s, th, i, ih
+    cdef float* buf
+    cdef const float** rows
+    cdef int[1] failed
+    failed[0] = 0
+    if lo + n_data > rs:
+        n_data = rs - lo
+    with nogil, parallel(num_threads=num_threads):
+        buf = <float*> malloc(7 * rs * sizeof(float))   # six row buffers + a zero row
+        rows = <const float**> malloc(6 * sizeof(float*))   # per thread, like buf
+        if buf != NULL and rows != NULL:
+            memset(buf, 0, 7 * rs * sizeof(float))
+            for c in prange(C, schedule="static"):
+                for s in range(nb):
+                    for th in range(tiles_h):
+                        for i in range(6):
+                            ih = 4 * th - ph + i
+                            if ih < 0 or ih >= H:
+                                rows[i] = buf + 6 * rs
+                            else:
+                                memcpy(buf + i * rs + lo, &x[n0 + s, c, ih, 0],
+                                       n_data * sizeof(float))
+                                rows[i] = buf + i * rs
+                        sb_w4_in_tilerow_f32(rows, <int> tiles_w,
+                                             &V[0, c, (s * tiles_h + th) * tiles_w], pitch)
+        else:
+            failed[0] = 1
+        free(buf)
+        free(rows)
     if failed[0]:
         raise MemoryError("winograd transform: could not allocate a row buffer")
 

@@ -420,6 +420,7 @@ def _spy(monkeypatch, module, name):
         (1, 40, 5, 4, 32, 0),
         (2, 32, 6, 5, 32, 2),
         (2, 16, 17, 16, 16, 1),
+        (1, 16, 9, 70, 16, 1),  # 18 tiles per row: more than one vector of 16 tiles
     ],
 )
 def test_winograd_f4_matches_reference(shape, dtype, rng, monkeypatch):
@@ -464,6 +465,8 @@ def test_winograd_bitwise_equal_across_thread_counts_small_channels(f4, rng):
             with sandbox.num_threads(nt):
                 results.append((conv.conv2d(x, w, None, 1, 1),
                                 *conv.conv2d_backward(gy, x, w, 1, 1)))
+        with sandbox.num_threads(2), conv.tuned(kernel_threads=2):  # OpenMP inside the chunks
+            results.append((conv.conv2d(x, w, None, 1, 1), *conv.conv2d_backward(gy, x, w, 1, 1)))
     for other in results[1:]:
         for a, c in zip(results[0], other, strict=True):
             assert np.array_equal(a, c)
