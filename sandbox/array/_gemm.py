@@ -76,9 +76,13 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = Fal
             a, b, out = a[None], b[None], out[None]
         m, k = a.shape[1:]
         n = b.shape[2]
-        if k >= 2 * min(m, n) and a.strides[2] == 4 and b.strides[1] == 4:
+        small, large = min(m, n), max(m, n)
+        if (k >= 2 * small and a.strides[2] == 4 and b.strides[1] == 4
+                and not (small >= 64 and large >= 3 * small)):
             # long K, contiguous on both sides (weight gradients): dot products, no
-            # packing; measured 1.5-5x the packed kernel there, and slower elsewhere
+            # packing.  Measured (1 thread, GFLOP/s dot vs packed): 147 vs 36 at
+            # 16x16, K=256; 133 vs 77 at 32x32, K=128; 136 vs 115 at 64x64, K=128;
+            # but 117 vs 150 at 64x192, K=128, and slower wherever K is short.
             _gemm.matmul_dot(a, b.transpose(0, 2, 1), out, accumulate)
             return
         if _gemm.matmul(a, b, out, accumulate):
