@@ -58,6 +58,7 @@ def info_dict() -> dict:
         "num_threads": n,
         "threads_seen_in_prange": _openmp.threads_used(n),
         "blas": blas_info(),
+        "gemm": _config.gemm_backend(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "malloc_tuned": is_tuned(),
     }
@@ -87,5 +88,10 @@ def info(file=None) -> dict:
             )
     else:
         lines.append("blas:            none found by threadpoolctl")
+    lines.append(
+        "conv gemm:       "
+        + ("avx512 (the project's float32 kernel; float64 uses blas)" if d["gemm"] == "avx512"
+           else f"blas (${_config.GEMM_ENV_VAR} or no AVX-512)")
+    )
     print("\n".join(lines), file=file or sys.stdout)
     return d

@@ -3,9 +3,10 @@
 numpy's OpenBLAS chooses its kernels when it loads, and a machine may pin it to an
 older core (``OPENBLAS_CORETYPE=Haswell`` on this project's Zen 5 machines: AVX2
 kernels, half of what the FMA units can do).  ``pyx/sgemm_avx512.h`` is a float32
-GEMM that uses 512-bit FMAs whenever the CPU has them (measured, 1 thread: 229
-against OpenBLAS-Haswell's 130 GFLOP/s at n=2048, 175-200 against 120-125 on the
-convolutions' shapes).  Float64, other CPUs and ``SANDBOX_GEMM=blas`` use numpy.
+GEMM that uses 512-bit FMAs whenever the CPU has them (measured, 1 thread:
+170-240 against OpenBLAS-Haswell's 110-130 GFLOP/s on the convolutions' shapes;
+docs/convolution.md has the table).  Float64, other CPUs and ``SANDBOX_GEMM=blas`` use numpy
+(:func:`sandbox._config.gemm_backend`).
 
 Both paths compute each product in an order fixed by the shapes, so the
 convolutions stay bitwise reproducible for any thread count.
@@ -13,28 +14,14 @@ convolutions stay bitwise reproducible for any thread count.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from .._C import _gemm
+from .._config import gemm_backend
 
 __all__ = ["backend", "grouped_matmul", "lhs", "matmul"]
 
-_VALID_BACKENDS = ("auto", "avx512", "blas")
-
-
-def _backend_from_env() -> str:
-    value = os.environ.get("SANDBOX_GEMM", "auto").strip().lower() or "auto"
-    if value not in _VALID_BACKENDS:
-        raise ValueError(f"SANDBOX_GEMM must be one of {', '.join(_VALID_BACKENDS)}; "
-                         f"got {value!r}")
-    if value == "avx512" and not _gemm.available():
-        raise ValueError("SANDBOX_GEMM=avx512, but this CPU has no AVX-512 (use auto or blas)")
-    return value
-
-
-_OWN = _backend_from_env() != "blas" and _gemm.available()
+_OWN = gemm_backend() == "avx512"
 
 
 def backend() -> str:
