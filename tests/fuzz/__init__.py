@@ -53,11 +53,8 @@ DELIBERATE_DIFFERENCES = {
 
 # Bugs found by this fuzzer that live in code another change owns: the generators skip
 # them (so a long run can find others), and a strict-xfail test pins each one.
-KNOWN_BUGS = {
-    "conv_transpose2d 1x1 kernel with output_padding": "sandbox/array/conv/_im2col.py's pointwise "
-    "path assumes the output is as large as the input and raises a reshape error "
-    "(tests/test_torch_regressions.py::test_conv_transpose_1x1_with_output_padding).",
-}
+KNOWN_BUGS: dict[str, str] = {}  # none open (the last, a 1x1 transposed conv with
+# output_padding, is fixed and pinned in tests/test_torch_regressions.py)
 
 _LONG = int(os.environ.get("SANDBOX_FUZZ_EXAMPLES", "0"))
 FUZZ = settings(

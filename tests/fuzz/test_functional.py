@@ -221,8 +221,6 @@ def test_fuzz_conv_transpose2d(data):
         groups=groups,
         dilation=dilation,
     )
-    if k == 1 and opts["output_padding"]:
-        return  # KNOWN_BUGS["conv_transpose2d 1x1 kernel with output_padding"]
     tf = th().nn.functional
     compare(
         lambda a, b: F.conv_transpose2d(a, b, **opts),

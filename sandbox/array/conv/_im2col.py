@@ -82,7 +82,9 @@ def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
     plane = ho * wo
     rows = c * geom.kh * geom.kw
     nt = kernel_threads()
-    pointwise = geom.is_pointwise()
+    # im2col is the identity only if the plane keeps its size (a transposed conv's
+    # output_padding with dilation > 1 grows it by a zero border)
+    pointwise = geom.is_pointwise() and a.shape[2:] == (ho, wo)
     blocks = _blocks(n, _chunk(n, plane, rows, a.itemsize))
     gw = None if b is None else OrderedSum(len(blocks))
 
@@ -121,7 +123,7 @@ def fold_loop(b, wmat, geom, h, w, groups, y=None, a=None, bias_grad=False):
     plane = ho * wo
     rows = c * geom.kh * geom.kw
     nt = kernel_threads()
-    pointwise = geom.is_pointwise()
+    pointwise = geom.is_pointwise() and (h, w) == (ho, wo)  # as in unfold_loop
     blocks = _blocks(n, _chunk(n, plane, rows, b.itemsize))
     gw = None if a is None else OrderedSum(len(blocks))
     gb = OrderedSum(len(blocks)) if bias_grad else None
