@@ -131,11 +131,16 @@ cdef inline void _in_cols(const real* p, real* v, Py_ssize_t pitch, Py_ssize_t n
 def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
                     real[:, :, :] V,                 # OUT (16, C, nb*tiles_h*tiles_w)
                     Py_ssize_t n0, Py_ssize_t nb, int ph, int pw,
-                    Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads):
+                    Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads,
+        Py_ssize_t ch_begin=0, Py_ssize_t ch_end=-1):
     """``V = B^T d B`` for every 4x4 input patch of samples ``n0 .. n0+nb-1``.
 
     Per tile row: the four zero-padded input rows are combined with ``B^T`` over
     the whole row width first, then ``B`` runs along the row (stride-2 patches).
+    
+
+    Only the channels ``ch_begin .. ch_end - 1`` (default: all) are done, so that
+    several calls can share one chunk's channels.
     """
     cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef Py_ssize_t pitch = V.strides[0] // sizeof(real)   # between points (may be padded)
@@ -154,7 +159,7 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
     with nogil, parallel(num_threads=num_threads):
         buf = <real*> malloc(8 * wp * sizeof(real))   # 4 padded rows + 4 combined rows
         if buf != NULL:
-            for c in prange(C, schedule="static"):
+            for c in prange(ch_begin, C if ch_end < 0 else ch_end, schedule="static"):
                 for s in range(nb):
                     for th in range(tiles_h):
                         for i in range(4):
@@ -200,8 +205,9 @@ cdef inline void _out_row(const real* a, Py_ssize_t n, real* row) noexcept nogil
 def output_transform(const real[:, :, :] M,       # IN  (16, O, nb*tiles_h*tiles_w)
                      real[:, :, :, ::1] y,        # OUT (N, O, Ho, Wo); samples n0.. overwritten
                      Py_ssize_t n0, Py_ssize_t nb,
-                     Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads):
-    """``y = A^T M A`` per tile (outputs past ``Ho``/``Wo`` dropped)."""
+                     Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads,
+        Py_ssize_t ch_begin=0, Py_ssize_t ch_end=-1):
+    """``y = A^T M A`` per tile (outputs past ``Ho``/``Wo`` dropped).  Only channels ``ch_begin .. ch_end - 1`` (default all)."""
     cdef Py_ssize_t O = y.shape[1], Ho = y.shape[2], Wo = y.shape[3]
     cdef Py_ssize_t OT = M.strides[0] // sizeof(real)   # between points (may be padded)
     cdef Py_ssize_t o, s, th, i, t0, oh
@@ -215,7 +221,7 @@ def output_transform(const real[:, :, :] M,       # IN  (16, O, nb*tiles_h*tiles
     with nogil, parallel(num_threads=num_threads):
         buf = <real*> malloc((8 * tiles_w + 2 * wt) * sizeof(real))  # a[2][4] rows + 2 out rows
         if buf != NULL:
-            for o in prange(O, schedule="static"):
+            for o in prange(ch_begin, O if ch_end < 0 else ch_end, schedule="static"):
                 for s in range(nb):
                     for th in range(tiles_h):
                         t0 = (s * tiles_h + th) * tiles_w
@@ -258,7 +264,8 @@ cdef inline void _grad_cols(const real* p, real* v, Py_ssize_t pitch, Py_ssize_t
 def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
                    real[:, :, :] Gt,                # OUT (16, O, nb*tiles_h*tiles_w)
                    Py_ssize_t n0, Py_ssize_t nb,
-                   Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads):
+                   Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads,
+        Py_ssize_t ch_begin=0, Py_ssize_t ch_end=-1):
     """``Gt = A q A^T`` for every 2x2 output-gradient tile ``q`` (zero past ``Ho``/``Wo``).
 
     With ``V`` from :func:`input_transform`, the weight gradient of the tile is
@@ -267,6 +274,10 @@ def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
     ``A = [[1, 0], [1, 1], [1, -1], [0, -1]]``.  Per tile row, as in
     :func:`input_transform`: the two (zero-padded) gradient rows are combined with
     ``A`` over the whole width, then ``A^T`` runs along the row.
+    
+
+    Only the channels ``ch_begin .. ch_end - 1`` (default: all) are done, so that
+    several calls can share one chunk's channels.
     """
     cdef Py_ssize_t O = g.shape[1], Ho = g.shape[2], Wo = g.shape[3]
     cdef Py_ssize_t pitch = Gt.strides[0] // sizeof(real)
@@ -280,7 +291,7 @@ def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
     with nogil, parallel(num_threads=num_threads):
         buf = <real*> malloc(6 * wt * sizeof(real))   # 2 padded rows + 4 combined rows
         if buf != NULL:
-            for o in prange(O, schedule="static"):
+            for o in prange(ch_begin, O if ch_end < 0 else ch_end, schedule="static"):
                 for s in range(nb):
                     for th in range(tiles_h):
                         for i in range(2):

@@ -189,7 +189,8 @@ cdef inline void _a_rows(const real* q, Py_ssize_t n, real* r, Py_ssize_t rs) no
 def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
                     real[:, :, :] V,                # OUT (36, C, nb*tiles_h*tiles_w)
                     Py_ssize_t n0, Py_ssize_t nb, int ph, int pw,
-                    Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads):
+                    Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads,
+        Py_ssize_t ch_begin=0, Py_ssize_t ch_end=-1):
     """``V = B^T d B`` for every 6x6 input patch of samples ``n0 .. n0+nb-1``.
 
     Per tile row, every loop but one runs over contiguous memory (so the compiler
@@ -197,6 +198,10 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
     column phases ``D[i][l][tw] = row_i[4*tw + l]`` (the one strided pass), ``B^T``
     combines the rows, then ``B`` combines phases (``row[4*tw + 4]`` is phase 0
     at ``tw + 1``).
+    
+
+    Only the channels ``ch_begin .. ch_end - 1`` (default: all) are done, so that
+    several calls can share one chunk's channels.
     """
     cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef Py_ssize_t pitch = V.strides[0] // sizeof(real)
@@ -215,13 +220,14 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
     failed[0] = 0
     if real is float:
         if _HAVE_AVX512:
-            _input_transform_avx512(x, V, n0, nb, ph, pw, tiles_h, tiles_w, num_threads)
+            _input_transform_avx512(x, V, n0, nb, ph, pw, tiles_h, tiles_w, num_threads,
+                                    ch_begin, C if ch_end < 0 else ch_end)
             return
     with nogil, parallel(num_threads=num_threads):
         # one padded row + D (6 rows x 4 phases x L) + R (6 rows x 4 phases x L)
         buf = <real*> malloc((wp + 48 * L) * sizeof(real))
         if buf != NULL:
-            for c in prange(C, schedule="static"):
+            for c in prange(ch_begin, C if ch_end < 0 else ch_end, schedule="static"):
                 for s in range(nb):
                     for th in range(tiles_h):
                         for i in range(6):
@@ -251,7 +257,8 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
 
 cdef void _input_transform_avx512(const float[:, :, :, ::1] x, float[:, :, :] V,
                                   Py_ssize_t n0, Py_ssize_t nb, int ph, int pw,
-                                  Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads):
+                                  Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads,
+                                  Py_ssize_t ch_begin, Py_ssize_t ch_end):
     """:func:`input_transform` for float32 on AVX-512: one call of
     ``sb_w4_in_tilerow_f32`` (wino4_avx512.h) per tile row.  Each thread keeps six
     zero-padded row buffers (their padding is zeroed once: only the data columns
@@ -272,7 +279,7 @@ cdef void _input_transform_avx512(const float[:, :, :, ::1] x, float[:, :, :] V,
         rows = <const float**> malloc(6 * sizeof(float*))   # per thread, like buf
         if buf != NULL and rows != NULL:
             memset(buf, 0, 7 * rs * sizeof(float))
-            for c in prange(C, schedule="static"):
+            for c in prange(ch_begin, ch_end, schedule="static"):
                 for s in range(nb):
                     for th in range(tiles_h):
                         for i in range(6):
@@ -296,8 +303,9 @@ cdef void _input_transform_avx512(const float[:, :, :, ::1] x, float[:, :, :] V,
 def output_transform(const real[:, :, :] M,       # IN  (36, O, nb*tiles_h*tiles_w)
                      real[:, :, :, ::1] y,         # OUT (N, O, Ho, Wo); samples n0.. overwritten
                      Py_ssize_t n0, Py_ssize_t nb,
-                     Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads):
-    """``y = A^T M A`` per tile (outputs past ``Ho``/``Wo`` dropped)."""
+                     Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads,
+        Py_ssize_t ch_begin=0, Py_ssize_t ch_end=-1):
+    """``y = A^T M A`` per tile (outputs past ``Ho``/``Wo`` dropped).  Only channels ``ch_begin .. ch_end - 1`` (default all)."""
     cdef Py_ssize_t O = y.shape[1], Ho = y.shape[2], Wo = y.shape[3]
     cdef Py_ssize_t OT = M.strides[0] // sizeof(real)
     cdef Py_ssize_t o, s, th, i, j, t0, oh
@@ -311,7 +319,7 @@ def output_transform(const real[:, :, :] M,       # IN  (36, O, nb*tiles_h*tiles
     with nogil, parallel(num_threads=num_threads):
         buf = <real*> malloc((24 * tiles_w + 4 * wt) * sizeof(real))  # a[4][6] rows + 4 rows
         if buf != NULL:
-            for o in prange(O, schedule="static"):
+            for o in prange(ch_begin, O if ch_end < 0 else ch_end, schedule="static"):
                 for s in range(nb):
                     for th in range(tiles_h):
                         t0 = (s * tiles_h + th) * tiles_w
@@ -403,13 +411,18 @@ def weight_transform(const real[:, :, :, ::1] w,   # IN  (O, C, 3, 3)
 def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
                    real[:, :, :] Gt,               # OUT (36, O, nb*tiles_h*tiles_w)
                    Py_ssize_t n0, Py_ssize_t nb,
-                   Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads):
+                   Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads,
+        Py_ssize_t ch_begin=0, Py_ssize_t ch_end=-1):
     """``Gt = A q A^T`` for every 4x4 output-gradient tile ``q`` (zero past ``Ho``/``Wo``),
     ``A`` = the transpose of ``A^T`` above: with ``V`` from :func:`input_transform`,
     ``dW = G^T (sum_t Gt[:, :, t] V[:, :, t]^T) G`` (see :func:`weight_grad_fold`).
 
     Per tile row: the four gradient rows are split into column phases, ``A``
     combines the rows, then ``A`` again combines the phases of each row.
+    
+
+    Only the channels ``ch_begin .. ch_end - 1`` (default: all) are done, so that
+    several calls can share one chunk's channels.
     """
     cdef Py_ssize_t O = g.shape[1], Ho = g.shape[2], Wo = g.shape[3]
     cdef Py_ssize_t pitch = Gt.strides[0] // sizeof(real)
@@ -423,7 +436,7 @@ def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
     with nogil, parallel(num_threads=num_threads):
         buf = <real*> malloc(11 * wt * sizeof(real))   # 1 padded row + 4 split + 6 combined
         if buf != NULL:
-            for o in prange(O, schedule="static"):
+            for o in prange(ch_begin, O if ch_end < 0 else ch_end, schedule="static"):
                 for s in range(nb):
                     for th in range(tiles_h):
                         for i in range(4):

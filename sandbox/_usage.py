@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import traceback
 
 DEBUG_ENV = "SANDBOX_DEBUG"
@@ -66,6 +68,16 @@ def one_line(exc: BaseException) -> str:
 
 def run_command(prog: str, func, debug: bool = False) -> int:
     """Call ``func()`` and map every way it can end to an exit status (see module doc)."""
+    status = _run(prog, func, debug)
+    if status == EXIT_INTERRUPTED and threading.current_thread() is threading.main_thread():
+        # The user asked to stop and we are stopping: a further Ctrl-C during the
+        # interpreter's teardown (where Python's handler is gone) would otherwise kill
+        # the process by the signal instead of letting it exit with 130.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return status
+
+
+def _run(prog: str, func, debug: bool) -> int:
     try:
         return int(func() or 0)
     except SystemExit as exc:  # --help, --version

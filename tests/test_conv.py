@@ -356,6 +356,7 @@ def test_winograd_matches_reference_and_im2col(shape, dtype, rng, monkeypatch):
     gradient and weight gradient); compare with both references.
     The small images here run Winograd because the pixel threshold is lowered."""
     monkeypatch.setattr(conv.TUNING, "winograd_min_pixels", 1)
+    monkeypatch.setattr(conv.TUNING, "winograd_min_pixels_input_grad", 1)
     monkeypatch.setattr(conv.TUNING, "winograd_min_pixels_weight_grad", 1)
     calls = []
     original = conv.winograd.winograd_conv3x3
@@ -429,6 +430,7 @@ def test_winograd_f4_matches_reference(shape, dtype, rng, monkeypatch):
     from sandbox._C import _winograd4
 
     monkeypatch.setattr(conv.TUNING, "winograd_min_pixels", 1)
+    monkeypatch.setattr(conv.TUNING, "winograd_min_pixels_input_grad", 1)
     monkeypatch.setattr(conv.TUNING, "winograd_f4_min_pixels", 1)
     monkeypatch.setattr(conv.TUNING, "winograd_min_pixels_weight_grad", 1)
     monkeypatch.setattr(conv.TUNING, "winograd_f4_min_pixels_weight_grad", 1)
@@ -480,7 +482,8 @@ def test_winograd_gradcheck(f4, rng, monkeypatch):
     wgrad_calls = _spy(monkeypatch, conv.winograd, "winograd_weight_grad")
     x, wt, b, *_ = _data((1, 3, 5, 6, 2, 3, 3, 1, 1, 1, 1), np.float64, rng)
     with conv.tuned(winograd_min_channels=1, winograd_min_channels_weight_grad=1,
-                    winograd_min_pixels=1, winograd_min_pixels_weight_grad=1,
+                    winograd_min_pixels=1, winograd_min_pixels_input_grad=1,
+                    winograd_min_pixels_weight_grad=1,
                     winograd_f4_min_pixels=f4, winograd_f4_min_pixels_weight_grad=f4):
         _gradcheck(lambda x_, w_, b_: F.conv2d(x_, w_, b_, 1, 1), [x, wt, b], rng)
     assert fwd_calls and wgrad_calls, "the Winograd paths were not taken"

@@ -46,9 +46,10 @@ __all__ = [
 ]
 
 
-def _use_winograd(geom, groups, weight, height, width) -> bool:
+def _use_winograd(geom, groups, weight, height, width, input_grad=False) -> bool:
     c_out, c_in = weight.shape[:2]
-    return TUNING.winograd and winograd.eligible(geom, groups, c_in, c_out, height, width)
+    return TUNING.winograd and winograd.eligible(geom, groups, c_in, c_out, height, width,
+                                                 input_grad)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -107,7 +108,7 @@ def conv2d_backward(grad_output, input, weight, stride=1, padding=0, dilation=1,
     a = np.ascontiguousarray(input) if needs[1] else None
     gw, gb = None, None
     c_out, c_in = weight.shape[:2]
-    wino = needs[0] and _use_winograd(geom, groups, weight, h, w)
+    wino = needs[0] and _use_winograd(geom, groups, weight, h, w, input_grad=True)
     wino_dw = needs[1] and TUNING.winograd and winograd.eligible_weight_grad(
         geom, groups, c_in, c_out, h, w)
     if wino:

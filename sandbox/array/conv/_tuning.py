@@ -59,9 +59,16 @@ class ConvTuning:
     #: 3.08, 32->64@16 1.76 -> 1.78; at 8x8 it loses (128->128@8 2.62 -> 3.67,
     #: 384->128@8 6.72 -> 9.41).  float32 error 3e-7 - 2.4e-6 of the largest value.
     winograd_f4_min_pixels_weight_grad: int = 256
-    #: below this many output pixels per image the 2x2 tiles waste too much on padding
-    #: and transforms: at 4x4, 256 channels, im2col took 0.92 ms against Winograd's 1.14
+    #: Winograd forward from this many output pixels per image.  With the AVX-512 GEMM
+    #: the point GEMMs are fast enough for 4x4 maps (ms, im2col -> Winograd, 128->256@4 /
+    #: 256->256@4: 1 thread 0.68 -> 0.45 / 1.27 -> 0.78; 2 threads 0.48 -> 0.49 / 0.83 ->
+    #: 0.63); with OpenBLAS-Haswell GEMMs im2col had won there (0.92 vs 1.14 ms).
     winograd_min_pixels: int = 16
+    #: ... and the input gradient from this many: on 4x4 maps im2col's two chunks share
+    #: the threads while Winograd's one chunk cannot (ms, im2col vs Winograd, 128->256@4
+    #: / 256->256@4: 1 thread 0.47 vs 0.48 / 0.90 vs 0.77; 2 threads 0.27 vs 0.49 / 0.48
+    #: vs 0.63).
+    winograd_min_pixels_input_grad: int = 64
     #: the Winograd weight gradient's pixel threshold: it wins already on 4x4 maps
     #: (CPU ms, 1 thread, im2col vs Winograd: 128->256@4 1.42 vs 1.28, 256->256@4 2.75 vs
     #: 2.36; 2 threads wall-min 1.37 vs 1.27, 5.33 vs 2.17), where forward and input

@@ -48,12 +48,13 @@ def _geometry_ok(geom, groups: int) -> bool:
             and groups == 1 and geom.ph <= 2 and geom.pw <= 2)
 
 
-def eligible(geom, groups: int, c_in: int, c_out: int, height: int, width: int) -> bool:
-    """Winograd forward and input gradient: the geometry above, enough channels and
-    output pixels (``height``, ``width``: the input's spatial size)."""
+def eligible(geom, groups: int, c_in: int, c_out: int, height: int, width: int,
+             input_grad: bool = False) -> bool:
+    """Winograd forward (or, with ``input_grad``, input gradient): the geometry above,
+    enough channels and output pixels (``height``, ``width``: the input's spatial size)."""
+    min_pixels = TUNING.winograd_min_pixels_input_grad if input_grad else TUNING.winograd_min_pixels
     return (_geometry_ok(geom, groups) and min(c_in, c_out) >= TUNING.winograd_min_channels
-            and (height + 2 * geom.ph - 2) * (width + 2 * geom.pw - 2)
-            >= TUNING.winograd_min_pixels)
+            and (height + 2 * geom.ph - 2) * (width + 2 * geom.pw - 2) >= min_pixels)
 
 
 def tile_size(c_in: int, c_out: int, height: int, width: int) -> int:
@@ -133,21 +134,34 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
     th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, x.itemsize, tile)
     u = lhs(u)  # read in place by the GEMMs of every chunk
 
-    def task(block, split_gemm=False):
+    def task(block, split=False):
         _, n0, cnt = block
         t = cnt * tiles
         v = _points("wino_v", count, c, t, x.dtype)
-        kernels.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads)
+        _by_channels(split, c, lambda c0, c1: kernels.input_transform(
+            x, v, n0, cnt, ph, pw, th, tw, kernel_threads, c0, c1))
         m = _points("wino_m", count, o, t, x.dtype)
-        _matmul_points(u, v, m, split_gemm)
-        kernels.output_transform(m, y, n0, cnt, th, tw, kernel_threads)
+        _matmul_points(u, v, m, split)
+        _by_channels(split, o, lambda o0, o1: kernels.output_transform(
+            m, y, n0, cnt, th, tw, kernel_threads, o0, o1))
         if bias is not None:
             y[n0:n0 + cnt] += bias.reshape(-1, 1, 1)
 
-    if len(blocks) == 1:  # small images, many channels: parallelise the 16 GEMMs instead
-        task(blocks[0], split_gemm=True)
+    if len(blocks) == 1:  # small images, many channels: share each step of the one chunk
+        task(blocks[0], split=True)
     else:
         parallel_map(task, blocks)
+
+
+def _by_channels(split: bool, channels: int, run) -> None:
+    """``run(c0, c1)`` over all channels: at once, or (``split``) in 4 channel ranges
+    shared among the worker threads.  Every channel's transform is computed the same
+    way either way, so results do not depend on the thread count."""
+    if not split or channels < 8:
+        run(0, channels)
+        return
+    bounds = [channels * i // 4 for i in range(5)]
+    parallel_map(lambda i: run(bounds[i], bounds[i + 1]), range(4))
 
 
 def _matmul_points(a, b, out, split: bool) -> None:
@@ -188,19 +202,28 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
     th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, x.itemsize, tile)
     total = OrderedSum(len(blocks))
 
-    def task(block, split_gemm=False):
+    def task(block, split=False):
         i, n0, cnt = block
         t = cnt * tiles
         v = _points("wino_v", count, c, t, x.dtype)
-        kernels.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads)
         gt = _points("wino_m", count, o, t, x.dtype)
-        kernels.grad_transform(g, gt, n0, cnt, th, tw, kernel_threads)
+        if split:  # both transforms in one round of the pool
+            bc = [c * k // 2 for k in range(3)]
+            bo = [o * k // 2 for k in range(3)]
+            parallel_map(lambda k: (
+                kernels.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads,
+                                        bc[k], bc[k + 1]) if k < 2 else
+                kernels.grad_transform(g, gt, n0, cnt, th, tw, kernel_threads,
+                                       bo[k - 2], bo[k - 1])), range(4))
+        else:
+            kernels.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads)
+            kernels.grad_transform(g, gt, n0, cnt, th, tw, kernel_threads)
         partial = np.empty((count, o, c), dtype=x.dtype)
-        _matmul_points(gt, v.transpose(0, 2, 1), partial, split_gemm)
+        _matmul_points(gt, v.transpose(0, 2, 1), partial, split)
         total.add(i, partial)
 
     if len(blocks) == 1:
-        task(blocks[0], split_gemm=True)
+        task(blocks[0], split=True)
     else:
         parallel_map(task, blocks)
     gw = np.empty((o, c, 3, 3), dtype=x.dtype)
