@@ -53,16 +53,21 @@ TORCH_UNET_MODES = [
 ]
 
 
-def make_unet(mode="bilinear", opts=None, norm="batch", dtype=np.float32, seed=0, in_channels=2):
-    """A depth-2 UNet whose batch-norm running statistics have moved away from 0 and 1."""
+def make_unet(mode="bilinear", opts=None, norm="batch", dtype=np.float32, seed=0, in_channels=2,
+              spatial_dims=2):
+    """A depth-2 UNet whose batch-norm running statistics have moved away from 0 and 1.
+
+    ``spatial_dims=3`` builds the 3-D UNet (the statistics moved on 8³ volumes).
+    """
     sandbox.manual_seed(seed)
     model = nn.UNet(in_channels, 3, depth=2, base_width=4, upsample=mode, norm=norm,
-                    dtype=dtype, **(opts or {}))
+                    dtype=dtype, spatial_dims=spatial_dims, **(opts or {}))
     rng = np.random.default_rng(seed)
+    spatial = (16, 16) if spatial_dims == 2 else (8, 8, 8)
     model.train()
     with sandbox.no_grad():
         for _ in range(2):
-            model(sandbox.tensor(rng.standard_normal((3, in_channels, 16, 16)).astype(dtype)))
+            model(sandbox.tensor(rng.standard_normal((3, in_channels, *spatial)).astype(dtype)))
     return model.eval()
 
 

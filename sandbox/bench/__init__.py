@@ -1,6 +1,6 @@
 """``sandbox bench``: regression benchmarks, side by side with PyTorch.
 
-Times resampling (every mode and option family, forward and backward), the
+Times resampling (every mode and option family, forward and backward, 2-D and 3-D), the
 UNet's layer ops and a full UNet training step; reports medians, noise,
 effective bandwidth, peak memory and the ratio to PyTorch measured in the same
 run; saves baselines and compares against them (slowdowns beyond the measured
@@ -155,7 +155,7 @@ def _run(args) -> int:
     _env.set_threads(args.threads, torch)
     bandwidth = _env.copy_bandwidth(32 * 2**20 if args.quick else 256 * 2**20)
     env = _env.environment(args.threads, torch, bandwidth)
-    if any(c.group == "conv-layer" for c in cases):  # the roofline of the GFLOP/s column
+    if any(c.group in ("conv-layer", "conv3d-layer") for c in cases):  # GFLOP/s roofline
         env["sgemm_size"] = 512 if args.quick else 2048
         env["sgemm_gflops"] = _env.sgemm_peak(args.threads, env["sgemm_size"])
     env["omp_wait_policy"] = policy
@@ -175,8 +175,8 @@ def _run(args) -> int:
     print(_report.env_summary(env))
     print("ratio = ours / PyTorch (< 1: sandbox faster); ±noise = 1.4826*MAD/median; "
           "peak MB = tracemalloc peak of one call (numpy arrays only), or for unet-classic "
-          "the resident-set growth of 3 steps in a fresh process (torch MB: the same for "
-          "PyTorch)")
+          "and unet3d-step the resident-set growth of 3 steps in a fresh process (torch MB: "
+          "the same for PyTorch)")
     status = 1 if any(r.get("error") for r in results) else 0
     if baseline is not None:
         path, base_doc = baseline

@@ -15,6 +15,8 @@ families by substring or glob, e.g. ``resize/bicubic*``, ``*/bwd``, ``conv2d``.
   backward, Adam) of that UNet with the given decoder upsampling.
 * ``conv-layer/<cin>-<cout>@<hw>`` and ``unet-classic/<mode>/<size>``: the
   classic UNet workload (:mod:`._cases_classic`).
+* ``resize3d/<variant>/<fwd|bwd>``, ``conv3d-layer/<cin>-<cout>@<d>`` and
+  ``unet3d-step/<mode>``: the volume workload (:mod:`._cases_3d`).
 
 ``--quick`` builds every case at a small shape (same names) for a smoke run.
 """
@@ -71,7 +73,8 @@ class Case:
         Unique name, ``group/variant/.../direction``.
     group : str
         ``resize``, ``conv2d``, ``max_pool2d``, ``batch_norm``, ``unet-step``,
-        ``conv-layer`` or ``unet-classic``.
+        ``conv-layer``, ``unet-classic``, ``resize3d``, ``conv3d-layer`` or
+        ``unet3d-step``.
     build : callable
         ``build(quick, torch) -> Work``; ``torch`` is the module or None.
     rtol : float
@@ -403,9 +406,10 @@ def all_cases() -> list[Case]:
         cases += [_pool_case(c, hw, backward) for c, hw in POOL_SHAPES]
         cases += [_norm_case(c, hw, backward) for c, hw in NORM_SHAPES]
     cases += [_unet_case(mode) for mode in UNET_MODES]
+    from ._cases_3d import volume_cases
     from ._cases_classic import classic_cases
 
-    return cases + classic_cases()
+    return cases + classic_cases() + volume_cases()
 
 
 def select(cases: list[Case], patterns) -> list[Case]:

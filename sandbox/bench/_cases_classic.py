@@ -143,6 +143,15 @@ def step_peak_rss(lib: str, name: str, mode: str, size: int, quick: bool, thread
     torch = optional_torch() if lib == "torch" else None
     set_threads(threads, torch)
     step = build_classic_step(name, mode, size, quick, torch, libs=(lib,))[lib]
+    return rss_growth(step, steps)
+
+
+def rss_growth(step, steps: int = 3) -> int:
+    """Growth of the peak resident set over ``steps`` calls of ``step``, in bytes.
+
+    Resets the kernel's peak counter (``VmHWM``, Linux), runs the steps and returns
+    ``VmHWM`` minus the resident size before them.
+    """
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # reset VmHWM to the current resident size
     base = _status_kb("VmRSS")
@@ -156,6 +165,16 @@ def peak_rss_in_subprocess(lib: str, name: str, mode: str, size: int, quick: boo
 
     None where the kernel's peak counter cannot be reset (not Linux).
     """
+    return peak_in_subprocess("sandbox.bench._cases_classic", "step_peak_rss",
+                              (lib, name, mode, size, quick), lib)
+
+
+def peak_in_subprocess(module: str, function: str, args: tuple, lib: str) -> int | None:
+    """``module.function(*args, threads)`` in a fresh Python process; its printed result.
+
+    The process gets this one's thread count and allocator settings.  None where
+    the kernel's peak counter cannot be reset (not Linux).
+    """
     from .. import _config
     from .._memory import is_tuned
 
@@ -166,10 +185,10 @@ def peak_rss_in_subprocess(lib: str, name: str, mode: str, size: int, quick: boo
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [root, *filter(None, [os.environ.get("PYTHONPATH")])]),
         SANDBOX_TUNE_MALLOC="1" if is_tuned() else "0")
+    call = ", ".join([*(repr(a) for a in args), str(_config.get_num_threads())])
     code = ("from sandbox._memory import keep_freed_memory; keep_freed_memory();"
-            "from sandbox.bench._cases_classic import step_peak_rss;"
-            f"print(step_peak_rss({lib!r}, {name!r}, {mode!r}, {size}, {quick}, "
-            f"{_config.get_num_threads()}))")
+            f"from {module} import {function};"
+            f"print({function}({call}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          timeout=600)
     if out.returncode:

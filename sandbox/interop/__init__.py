@@ -55,6 +55,7 @@ def architecture(model) -> dict:
             "align_corners": first_up.align_corners,
             "antialias": bool(first_up.antialias),
             "dtype": np.dtype(dtype).name,
+            "spatial_dims": int(model.spatial_dims),
         },
     }
 

@@ -31,7 +31,8 @@ def add_parser(sub) -> None:
     p.add_argument("--out", help="output file (default: the checkpoint's name with "
                    ".safetensors, .pt or .onnx)")
     p.add_argument("--size", type=int, nargs="+", metavar="N",
-                   help="onnx: input height and width (one number: square; default: the "
+                   help="onnx: input height and width, or depth, height and width for a "
+                   "model trained on volumes (one number: square or cube; default: the "
                    "training image size)")
     p.add_argument("--resize", choices=("auto", "matmul"), default="auto",
                    help="onnx: 'auto' uses Resize where it is exact, 'matmul' always the "
@@ -55,6 +56,7 @@ def load_checkpoint_model(path):
             in_channels=data["in_channels"], num_classes=data["num_classes"],
             depth=cfg["depth"], base_width=cfg["width"], upsample=cfg["upsample"],
             norm=cfg["norm"], align_corners=cfg["align_corners"], antialias=cfg["antialias"],
+            spatial_dims=data.get("spatial_dims", 2),
         )
     except (KeyError, TypeError) as exc:
         raise ValueError(
@@ -75,14 +77,17 @@ def _export_onnx(model, state, out, size, resize) -> list[str]:
     from .._optional import require
     from . import run_onnx, to_onnx
 
+    dims = model.spatial_dims
     if size is None:
         size = [state["config"].get("image_size", 64)]
-    if len(size) not in (1, 2) or min(size) < 1:
-        raise ValueError(f"--size takes one or two positive ints (H [W]), got {size}")
-    h, w = (size[0], size[0]) if len(size) == 1 else size
-    to_onnx(model, (1, model.in_channels, h, w), out, resize=resize)
+    if len(size) not in (1, dims) or min(size) < 1:
+        axes = "H [W]" if dims == 2 else "D [H W] for this 3-D model"
+        count = "two" if dims == 2 else "three"
+        raise ValueError(f"--size takes one or {count} positive ints ({axes}), got {size}")
+    spatial = tuple(size) * dims if len(size) == 1 else tuple(size)
+    to_onnx(model, (1, model.in_channels, *spatial), out, resize=resize)
     lines = [f"wrote {out} (ONNX opset 18, input 'input' of shape (batch, "
-             f"{model.in_channels}, {h}, {w}))"]
+             f"{model.in_channels}, {', '.join(map(str, spatial))}))"]
     try:
         require("onnxruntime", "checking the ONNX file")
     except ImportError:
@@ -90,7 +95,8 @@ def _export_onnx(model, state, out, size, resize) -> list[str]:
                         "(pip install 'cpu-train-sandbox[interop]')"]
     from ..autograd import Tensor, no_grad
 
-    x = np.random.default_rng(0).standard_normal((2, model.in_channels, h, w)).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal((2, model.in_channels, *spatial))
+    x = x.astype(np.float32)
     with no_grad():
         ref = model(Tensor(x)).data
     diff = float(np.abs(run_onnx(out, x) - ref).max())

@@ -24,8 +24,9 @@ from ._onnx_resample import emit_resample
 RESIZE_POLICIES = ("auto", "matmul")
 
 
-def _two(value) -> list[int]:
-    return [int(v) for v in value] if isinstance(value, tuple | list) else [int(value)] * 2
+def _per_axis(value, n: int) -> list[int]:
+    """``value`` (an int or a sequence) as a list of ``n`` ints, one per spatial axis."""
+    return [int(v) for v in value] if isinstance(value, tuple | list) else [int(value)] * n
 
 
 class _Graph:
@@ -70,10 +71,10 @@ def _conv(g, m, v):
     w = g.const(m.weight.data.astype(np.float32), "weight")
     inputs = [v.name, w] + ([g.const(m.bias.data.astype(np.float32), "bias")]
                             if m.bias is not None else [])
-    ph, pw = m.padding
+    pads = list(m.padding)  # ONNX: every axis's start, then every axis's end
     attrs = dict(kernel_shape=list(m.kernel_size), strides=list(m.stride),
-                 pads=[ph, pw, ph, pw], dilations=list(m.dilation), group=m.groups)
-    if isinstance(m, nn.ConvTranspose2d):
+                 pads=pads + pads, dilations=list(m.dilation), group=m.groups)
+    if isinstance(m, nn.ConvTranspose2d | nn.ConvTranspose3d):
         return g.node("ConvTranspose", inputs, "conv_transpose",
                       output_padding=list(m.output_padding), **attrs)
     return g.node("Conv", inputs, "conv", **attrs)
@@ -107,7 +108,8 @@ def _batch_norm(g, m, v):
             (m.running_var, "bn_var"))]
         return g.node("BatchNormalization", inputs, "batch_norm", epsilon=m.eps)
     # No running statistics: even in eval mode the batch's own statistics are used.
-    axes = g.const(np.array([0, 2, 3], np.int64), "bn_axes")
+    rank = v.array.ndim
+    axes = g.const(np.array([0, *range(2, rank)], np.int64), "bn_axes")
     mean = g.node("ReduceMean", [v.name, axes], "bn_mean", keepdims=1)
     centred = g.node("Sub", [v.name, mean], "bn_centred")
     var = g.node("ReduceMean", [g.node("Mul", [centred, centred], "bn_sq"), axes], "bn_var",
@@ -115,7 +117,7 @@ def _batch_norm(g, m, v):
     eps = g.const(np.array(m.eps, np.float32), "bn_eps")
     std = g.node("Sqrt", [g.node("Add", [var, eps], "bn_var_eps")], "bn_std")
     y = g.node("Div", [centred, std], "bn_normalised")
-    return _channel_affine(g, y, m.weight, m.bias, c, 4)
+    return _channel_affine(g, y, m.weight, m.bias, c, rank)
 
 
 def _group_norm(g, m, v):
@@ -131,26 +133,28 @@ def _group_norm(g, m, v):
 
 
 def _max_pool(g, m, v):
-    ph, pw = _two(m.padding)
-    return g.node("MaxPool", [v.name], "max_pool", kernel_shape=_two(m.kernel_size),
-                  strides=_two(m.stride), pads=[ph, pw, ph, pw], dilations=_two(m.dilation),
-                  ceil_mode=int(m.ceil_mode))
+    n = v.array.ndim - 2
+    pads = _per_axis(m.padding, n)
+    return g.node("MaxPool", [v.name], "max_pool", kernel_shape=_per_axis(m.kernel_size, n),
+                  strides=_per_axis(m.stride, n), pads=pads + pads,
+                  dilations=_per_axis(m.dilation, n), ceil_mode=int(m.ceil_mode))
 
 
 def _avg_pool(g, m, v):
-    ph, pw = _two(m.padding)
-    kernel = _two(m.kernel_size)
+    n = v.array.ndim - 2
+    pads = _per_axis(m.padding, n)
+    kernel = _per_axis(m.kernel_size, n)
     if m.divisor_override is not None and m.ceil_mode:
         raise ValueError(
-            "to_onnx cannot export AvgPool2d with both divisor_override and ceil_mode=True "
-            "(ONNX AveragePool has no divisor override); use one of them"
+            f"to_onnx cannot export {type(m).__name__} with both divisor_override and "
+            "ceil_mode=True (ONNX AveragePool has no divisor override); use one of them"
         )
     include_pad = m.count_include_pad or m.divisor_override is not None
-    y = g.node("AveragePool", [v.name], "avg_pool", kernel_shape=kernel, strides=_two(m.stride),
-               pads=[ph, pw, ph, pw], ceil_mode=int(m.ceil_mode),
+    y = g.node("AveragePool", [v.name], "avg_pool", kernel_shape=kernel,
+               strides=_per_axis(m.stride, n), pads=pads + pads, ceil_mode=int(m.ceil_mode),
                count_include_pad=int(include_pad))
     if m.divisor_override is not None:  # every window is whole: mean * k / divisor = sum / divisor
-        factor = np.array(kernel[0] * kernel[1] / m.divisor_override, np.float32)
+        factor = np.array(np.prod(kernel) / m.divisor_override, np.float32)
         y = g.node("Mul", [y, g.const(factor, "divisor")], "avg_pool_divisor")
     return y
 
@@ -172,6 +176,11 @@ _SIMPLE = {
     nn.GroupNorm: _group_norm,
     nn.MaxPool2d: _max_pool,
     nn.AvgPool2d: _avg_pool,
+    nn.Conv3d: _conv,
+    nn.ConvTranspose3d: _conv,
+    nn.BatchNorm3d: _batch_norm,
+    nn.MaxPool3d: _max_pool,
+    nn.AvgPool3d: _avg_pool,
     nn.ReLU: lambda g, m, v: g.node("Relu", [v.name], "relu"),
     nn.LeakyReLU: lambda g, m, v: g.node("LeakyRelu", [v.name], "leaky_relu",
                                          alpha=m.negative_slope),
@@ -225,12 +234,13 @@ class _Exporter:
         v = self.child(m, "up", v, where)
         size = skip.array.shape[2:]
         if m.mode == "transposed":
-            dh, dw = size[0] - v.array.shape[2], size[1] - v.array.shape[3]
-            if dh or dw:  # odd sizes: pad to the skip's size, as the sandbox does
-                pads = (dw // 2, dw - dw // 2, dh // 2, dh - dh // 2)
+            missing = [s - n for s, n in zip(size, v.array.shape[2:], strict=True)]
+            if any(missing):  # odd sizes: pad to the skip's size, as the sandbox does
+                before, after = [d // 2 for d in missing], [d - d // 2 for d in missing]
+                pads = tuple(w for b, a in zip(before[::-1], after[::-1], strict=True)
+                             for w in (b, a))  # F.pad: last axis first
                 array = _run(lambda t: F.pad(t, pads), v.array)
-                onnx_pads = np.array([0, 0, dh // 2, dw // 2, 0, 0, dh - dh // 2, dw - dw // 2],
-                                     np.int64)
+                onnx_pads = np.array([0, 0, *before, 0, 0, *after], np.int64)
                 v = _Value(self.g.node("Pad", [v.name, self.g.const(onnx_pads, "pads")], "pad"),
                            array)
         else:
@@ -265,9 +275,11 @@ def _check_shape(example_shape, module):
             "example_shape must be the input's shape (N, C, H, W) (or (N, C, L), "
             f"(N, C, D, H, W)) as positive ints, got {example_shape!r}"
         )
-    if isinstance(module, nn.UNet) and (len(shape) != 4 or shape[1] != module.in_channels):
+    if isinstance(module, nn.UNet) and (len(shape) != 2 + module.spatial_dims
+                                        or shape[1] != module.in_channels):
+        axes = "H, W" if module.spatial_dims == 2 else "D, H, W"
         raise ValueError(
-            f"example_shape for this UNet must be (N, {module.in_channels}, H, W), got {shape}"
+            f"example_shape for this UNet must be (N, {module.in_channels}, {axes}), got {shape}"
         )
     return tuple(int(s) for s in shape)
 
@@ -278,10 +290,11 @@ def to_onnx(module, example_shape, path, *, resize: str = "auto", opset: int = 1
     Parameters
     ----------
     module : sandbox.nn.Module
-        A :class:`~sandbox.nn.UNet`, a layer of :mod:`sandbox.nn` or a
-        ``Sequential`` of them, with float32 weights.
+        A :class:`~sandbox.nn.UNet` (2-D or ``spatial_dims=3``), a layer of
+        :mod:`sandbox.nn` or a ``Sequential`` of them, with float32 weights.
     example_shape : tuple of int
-        The input shape, e.g. ``(1, 3, 128, 128)``.  The batch size is exported as a
+        The input shape, e.g. ``(1, 3, 128, 128)``, or ``(1, 1, 32, 32, 32)`` for a
+        volume (3-D resampling is exported as per-axis ``MatMul``).  The batch size is a
         dynamic dimension; the spatial sizes are fixed to these.
     path : str or os.PathLike
         Destination ``.onnx`` file (its folder is created).

@@ -47,10 +47,20 @@ def _leaf(m, torch, name):
         return tnn.ConvTranspose2d(m.in_channels, m.out_channels, m.kernel_size, m.stride,
                                    m.padding, m.output_padding, m.groups, m.bias is not None,
                                    m.dilation, dtype=dt)
+    if isinstance(m, nn.Conv3d):
+        return tnn.Conv3d(m.in_channels, m.out_channels, m.kernel_size, m.stride, m.padding,
+                          m.dilation, m.groups, m.bias is not None, dtype=dt)
+    if isinstance(m, nn.ConvTranspose3d):
+        return tnn.ConvTranspose3d(m.in_channels, m.out_channels, m.kernel_size, m.stride,
+                                   m.padding, m.output_padding, m.groups, m.bias is not None,
+                                   m.dilation, dtype=dt)
     if isinstance(m, nn.Linear):
         return tnn.Linear(m.in_features, m.out_features, m.bias is not None, dtype=dt)
     if isinstance(m, nn.BatchNorm2d):
         return tnn.BatchNorm2d(m.num_features, m.eps, m.momentum, m.affine,
+                               m.track_running_stats, dtype=dt)
+    if isinstance(m, nn.BatchNorm3d):
+        return tnn.BatchNorm3d(m.num_features, m.eps, m.momentum, m.affine,
                                m.track_running_stats, dtype=dt)
     if isinstance(m, nn.GroupNorm):
         return tnn.GroupNorm(m.num_groups, m.num_channels, m.eps, m.affine, dtype=dt)
@@ -58,6 +68,11 @@ def _leaf(m, torch, name):
         return tnn.MaxPool2d(m.kernel_size, m.stride, m.padding, m.dilation, ceil_mode=m.ceil_mode)
     if isinstance(m, nn.AvgPool2d):
         return tnn.AvgPool2d(m.kernel_size, m.stride, m.padding, m.ceil_mode,
+                             m.count_include_pad, m.divisor_override)
+    if isinstance(m, nn.MaxPool3d):
+        return tnn.MaxPool3d(m.kernel_size, m.stride, m.padding, m.dilation, ceil_mode=m.ceil_mode)
+    if isinstance(m, nn.AvgPool3d):
+        return tnn.AvgPool3d(m.kernel_size, m.stride, m.padding, m.ceil_mode,
                              m.count_include_pad, m.divisor_override)
     if isinstance(m, nn.Upsample):
         from ._torch_modules import Interpolate
@@ -78,7 +93,8 @@ def _leaf(m, torch, name):
 
 _LEAVES = (nn.Conv2d, nn.ConvTranspose2d, nn.Linear, nn.BatchNorm2d, nn.GroupNorm, nn.MaxPool2d,
            nn.AvgPool2d, nn.Upsample, nn.Dropout, nn.Dropout2d, nn.LeakyReLU, nn.ReLU,
-           nn.Identity)
+           nn.Identity, nn.Conv3d, nn.ConvTranspose3d, nn.BatchNorm3d, nn.MaxPool3d,
+           nn.AvgPool3d)
 _SUPPORTED = (*_LEAVES, nn.Sequential, nn.ModuleList, nn.UNet, _unet.ConvBlock, _unet.Down,
               _unet.Up)
 
@@ -106,9 +122,18 @@ def _convert(m, torch, name=""):
     if kind is _unet.Up:
         mode = "transposed" if m.mode == "transposed" else \
             _mode(m.mode, m.align_corners, m.antialias, f"UNet upsampling{where}")
+        if isinstance(m.up, nn.Conv3d | nn.ConvTranspose3d) and (
+                mode in ("bicubic", "lanczos") or m.antialias):
+            raise ValueError(
+                f"UNet upsampling{where}: PyTorch's interpolate has mode={m.mode!r} with "
+                f"antialias={m.antialias} only in 2-D, and this UNet is 3-D (PyTorch has "
+                "nearest, nearest-exact, trilinear and area on volumes); export it with "
+                "sandbox.interop.to_onnx instead"
+            )
         return tm.Up(child("up"), child("block"), mode, m.align_corners, m.antialias)
     if kind is nn.UNet:
-        return tm.UNet(child("inc"), child("downs"), child("ups"), child("head"), m.in_channels)
+        return tm.UNet(child("inc"), child("downs"), child("ups"), child("head"), m.in_channels,
+                       m.spatial_dims)
     names = ", ".join(sorted(c.__name__ for c in _SUPPORTED))
     raise TypeError(
         f"to_torch cannot translate {kind.__name__}{where}: it knows {names} "
@@ -119,7 +144,8 @@ def _convert(m, torch, name=""):
 def to_torch(module):
     """An equivalent ``torch.nn.Module`` holding a copy of ``module``'s weights.
 
-    Every layer of :mod:`sandbox.nn` and the :class:`~sandbox.nn.UNet` translate;
+    Every layer of :mod:`sandbox.nn` (the 3-D ones too) and the
+    :class:`~sandbox.nn.UNet` (2-D or ``spatial_dims=3``) translate;
     parameter and buffer names, ``state_dict`` order, dtypes (float32 or float64)
     and the train/eval mode carry over, and every value is copied bit for bit.
 
@@ -139,7 +165,8 @@ def to_torch(module):
         A module type without a PyTorch twin (e.g. your own subclass).
     ValueError
         A resampling mode PyTorch does not have (``cubic``, ``lanczos5``, ``lanczos3``
-        without antialias); :func:`to_onnx` exports those.
+        without antialias; in a 3-D UNet also ``bicubic`` and antialias); :func:`to_onnx`
+        exports those.
     """
     torch = require("torch", "to_torch")
     if not isinstance(module, nn.Module):

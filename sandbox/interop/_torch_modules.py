@@ -103,9 +103,12 @@ def _classes() -> dict:
             x = self.up(x)
             size = tuple(skip.shape[2:])
             if self.mode == "transposed":
-                dh, dw = size[0] - x.shape[2], size[1] - x.shape[3]
-                if dh or dw:  # odd sizes: pad to the skip's size, as the sandbox does
-                    x = F.pad(x, (dw // 2, dw - dw // 2, dh // 2, dh - dh // 2))
+                missing = [s - n for s, n in zip(size, x.shape[2:], strict=True)]
+                if any(missing):  # odd sizes: pad to the skip's size, as the sandbox does
+                    widths = []
+                    for m in reversed(missing):  # F.pad lists the last axis first
+                        widths += [m // 2, m - m // 2]
+                    x = F.pad(x, tuple(widths))
             else:
                 x = interpolate(x, size, None, self.mode, self.align_corners,
                                 self.antialias, None)
@@ -116,17 +119,20 @@ def _classes() -> dict:
                 f"antialias={self.antialias}"
 
     class UNet(nn.Module):
-        """``sandbox.nn.UNet`` in PyTorch (same parameter and buffer names)."""
+        """``sandbox.nn.UNet`` in PyTorch, 2-D or 3-D (same parameter and buffer names)."""
 
-        def __init__(self, inc, downs, ups, head, in_channels):
+        def __init__(self, inc, downs, ups, head, in_channels, spatial_dims=2):
             super().__init__()
             self.inc, self.downs, self.ups, self.head = inc, downs, ups, head
             self.in_channels = in_channels
+            self.spatial_dims = spatial_dims
 
         def forward(self, x):
-            if x.dim() != 4 or x.shape[1] != self.in_channels:
+            dims = getattr(self, "spatial_dims", 2)  # models pickled before 3-D support
+            if x.dim() != 2 + dims or x.shape[1] != self.in_channels:
+                axes = "H, W" if dims == 2 else "D, H, W"
                 raise ValueError(
-                    f"UNet expects input of shape (N, {self.in_channels}, H, W), "
+                    f"UNet expects input of shape (N, {self.in_channels}, {axes}), "
                     f"got {tuple(x.shape)}"
                 )
             skips = [self.inc(x)]
