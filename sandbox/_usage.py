@@ -16,7 +16,6 @@ import argparse
 import os
 import signal
 import sys
-import threading
 import traceback
 
 DEBUG_ENV = "SANDBOX_DEBUG"
@@ -68,16 +67,6 @@ def one_line(exc: BaseException) -> str:
 
 def run_command(prog: str, func, debug: bool = False) -> int:
     """Call ``func()`` and map every way it can end to an exit status (see module doc)."""
-    status = _run(prog, func, debug)
-    if status == EXIT_INTERRUPTED and threading.current_thread() is threading.main_thread():
-        # The user asked to stop and we are stopping: a further Ctrl-C during the
-        # interpreter's teardown (where Python's handler is gone) would otherwise kill
-        # the process by the signal instead of letting it exit with 130.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    return status
-
-
-def _run(prog: str, func, debug: bool) -> int:
     try:
         return int(func() or 0)
     except SystemExit as exc:  # --help, --version
@@ -107,3 +96,13 @@ def _run(prog: str, func, debug: bool) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL
+
+
+def exit_process(status: int) -> None:
+    """End the process with ``status`` (the console script's and ``python -m sandbox``'s
+    last step).  After an interrupt the user asked to stop and we are stopping: a
+    further Ctrl-C during the interpreter's teardown, where Python's own handler is
+    gone, would otherwise kill the process by the signal instead of exiting with 130."""
+    if status == EXIT_INTERRUPTED:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(status)

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from ._train_options import add_train_args, config_from_args, resume_config
-from ._usage import ArgumentParser, CLIError, debug_requested, run_command
+from ._usage import ArgumentParser, CLIError, debug_requested, exit_process, run_command
 
 COMMANDS = ("train", "predict", "gradcheck", "bench", "explain", "info", "export")
 # The default run's time, as the README states it (1,000 steps at 8-12 steps/s measured on
@@ -204,5 +204,10 @@ def main(argv=None) -> int:
     return run_command(prog, lambda: _run(argv), debug=debug)
 
 
+def entry() -> None:
+    """The ``sandbox`` console script: :func:`main` on ``sys.argv``, then exit with its status."""
+    exit_process(main())
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()
