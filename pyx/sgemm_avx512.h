@@ -42,6 +42,7 @@
 #define SB_NR 32
 #define SB_KC 256
 #define SB_MC 144  /* 12 panels of 12 rows: 144 x 256 x 4 B = 144 KiB of packed A (L2) */
+#define SB_NC 1024 /* columns of B packed at once: 1024 x 256 x 4 B = 1 MiB */
 
 /* 1 when this CPU can run the AVX-512 kernel. */
 static int sb_sgemm_avx512_available(void)
@@ -55,6 +56,28 @@ static int sb_sgemm_avx512_available(void)
 }
 
 #if SB_SGEMM_X86
+
+/* This thread's packing buffers, allocated on first use and kept (a fresh 1 MiB
+ * block per call cost more than a small GEMM: glibc returns such blocks to the
+ * kernel on free, so every call paid its page faults again).  At most 1.2 MiB per
+ * thread that ever runs a GEMM. */
+static int sb_buffers(float **ap, float **bp)
+{
+    static __thread float *tls_ap = NULL, *tls_bp = NULL;
+    if (tls_ap == NULL) {
+        tls_ap = (float *)aligned_alloc(64, (size_t)SB_MC * SB_KC * sizeof(float));
+        tls_bp = (float *)aligned_alloc(64, (size_t)SB_NC * SB_KC * sizeof(float));
+        if (tls_ap == NULL || tls_bp == NULL) {
+            free(tls_ap);
+            free(tls_bp);
+            tls_ap = tls_bp = NULL;
+            return -1;
+        }
+    }
+    *ap = tls_ap;
+    *bp = tls_bp;
+    return 0;
+}
 
 /* B(k0.., j0..) -> kc x 32 panel, zero beyond nr columns. */
 static void sb_pack_b(const float *b, ptrdiff_t sb0, ptrdiff_t sb1, int kc, int nr, float *bp)
@@ -155,11 +178,9 @@ static int sb_sgemm_avx512(int m, int n, int kdim,
 {
     int MR = (m % 12 != 0 && m % 8 == 0 && m <= 128) ? 8 : SB_MR;
     int MC = MR == 8 ? 144 - 144 % 8 : SB_MC;
-    int n_panels = (n + SB_NR - 1) / SB_NR;
-    int kc_max = kdim < SB_KC ? kdim : SB_KC;
     float *bp, *ap;
     float tile[SB_MR * SB_NR] __attribute__((aligned(64)));
-    int pc, ic, jr, ir, i, j;
+    int jc, pc, ic, jr, ir, i, j;
 
     if (m <= 0 || n <= 0) return 0;
     if (kdim <= 0) {
@@ -167,19 +188,16 @@ static int sb_sgemm_avx512(int m, int n, int kdim,
             for (i = 0; i < m; i++) memset(c + i * sc0, 0, (size_t)n * sizeof(float));
         return 0;
     }
-    bp = (float *)aligned_alloc(64, (((size_t)n_panels * SB_NR * kc_max * sizeof(float)) + 63) & ~(size_t)63);
-    ap = (float *)aligned_alloc(64, (size_t)SB_MC * SB_KC * sizeof(float));
-    if (bp == NULL || ap == NULL) {
-        free(bp);
-        free(ap);
-        return -1;
-    }
-    for (pc = 0; pc < kdim; pc += SB_KC) {
+    if (sb_buffers(&ap, &bp) != 0) return -1;
+    for (jc = 0; jc < n; jc += SB_NC) {
+      int nc = n - jc < SB_NC ? n - jc : SB_NC;
+      int n_panels = (nc + SB_NR - 1) / SB_NR;
+      for (pc = 0; pc < kdim; pc += SB_KC) {
         int kc = kdim - pc < SB_KC ? kdim - pc : SB_KC;
         int acc = accumulate || pc > 0;
         for (jr = 0; jr < n_panels; jr++) {
-            int nr = n - jr * SB_NR < SB_NR ? n - jr * SB_NR : SB_NR;
-            sb_pack_b(b + pc * sb0 + (ptrdiff_t)jr * SB_NR * sb1, sb0, sb1, kc, nr,
+            int nr = nc - jr * SB_NR < SB_NR ? nc - jr * SB_NR : SB_NR;
+            sb_pack_b(b + pc * sb0 + (ptrdiff_t)(jc + jr * SB_NR) * sb1, sb0, sb1, kc, nr,
                       bp + (ptrdiff_t)jr * SB_NR * kc);
         }
         for (ic = 0; ic < m; ic += MC) {
@@ -192,7 +210,7 @@ static int sb_sgemm_avx512(int m, int n, int kdim,
                           ap + (ptrdiff_t)ir * MR * kc);
             }
             for (jr = 0; jr < n_panels; jr++) {
-                int nr = n - jr * SB_NR < SB_NR ? n - jr * SB_NR : SB_NR;
+                int nr = nc - jr * SB_NR < SB_NR ? nc - jr * SB_NR : SB_NR;
                 __mmask16 ma = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
                 __mmask16 mb = (__mmask16)(nr >= 32 ? 0xFFFFu : nr <= 16 ? 0u : (1u << (nr - 16)) - 1u);
                 const float *bpanel = bp + (ptrdiff_t)jr * SB_NR * kc;
@@ -200,7 +218,7 @@ static int sb_sgemm_avx512(int m, int n, int kdim,
                     int mr = mc - ir * MR < MR ? mc - ir * MR : MR;
                     const float *apanel = ap + (ptrdiff_t)ir * MR * kc;
                     ptrdiff_t ask = MR;
-                    float *ctile = c + (ptrdiff_t)(ic + ir * MR) * sc0 + (ptrdiff_t)jr * SB_NR;
+                    float *ctile = c + (ptrdiff_t)(ic + ir * MR) * sc0 + jc + (ptrdiff_t)jr * SB_NR;
                     if (mr == MR && sa0 == 1) {  /* MR adjacent rows: no packing needed */
                         apanel = a + (ptrdiff_t)(ic + ir * MR) + pc * sa1;
                         ask = sa1;
@@ -226,9 +244,8 @@ static int sb_sgemm_avx512(int m, int n, int kdim,
                 }
             }
         }
+      }
     }
-    free(bp);
-    free(ap);
     return 0;
 }
 
