@@ -124,8 +124,9 @@ static void sb_pack_a(const float *a, ptrdiff_t sa0, ptrdiff_t sa1, int mr, int 
 
 /* The micro-kernels: C[0:R, 0:32] (row stride ldc) = or += A Bp for R = 12 or 8, where
  * A(r, k) = ap[k*ask + r] (a packed panel: ask = R; or, unpacked, a transposed
- * operand whose R rows are adjacent in memory) and Bp is a packed B panel.  Columns
- * outside the masks ma (0-15) and mb (16-31) are neither read nor written. */
+ * operand whose R rows are adjacent in memory) and B(k, j) = bp[k*bsk + j] (a packed
+ * panel: bsk = 32; or 32 columns of a row-major B read in place).  Columns outside
+ * the masks ma (0-15) and mb (16-31) are neither read nor written. */
 #define SB_ROWS12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 #define SB_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #define SB_DECL(r) __m512 c##r##a = _mm512_setzero_ps(), c##r##b = _mm512_setzero_ps();
@@ -141,8 +142,8 @@ static void sb_pack_a(const float *a, ptrdiff_t sa0, ptrdiff_t sa1, int mr, int 
                       _mm512_mask_storeu_ps(row + 16, mb, c##r##b); }
 #define SB_KERNEL(NAME, ROWS)                                                                  \
 __attribute__((target("avx512f")))                                                             \
-static void NAME(int kc, const float *ap, ptrdiff_t ask, const float *bp, float *c,            \
-                 ptrdiff_t ldc, int accumulate, __mmask16 ma, __mmask16 mb)                    \
+static void NAME(int kc, const float *ap, ptrdiff_t ask, const float *bp, ptrdiff_t bsk,      \
+                 float *c, ptrdiff_t ldc, int accumulate, __mmask16 ma, __mmask16 mb)          \
 {                                                                                              \
     ROWS(SB_DECL)                                                                              \
     int k;                                                                                     \
@@ -151,7 +152,7 @@ static void NAME(int kc, const float *ap, ptrdiff_t ask, const float *bp, float 
         __m512 b1 = _mm512_loadu_ps(bp + 16);                                                  \
         ROWS(SB_FMA)                                                                           \
         ap += ask;                                                                             \
-        bp += SB_NR;                                                                           \
+        bp += bsk;                                                                             \
     }                                                                                          \
     ROWS(SB_STORE)                                                                             \
 }
@@ -178,6 +179,9 @@ static int sb_sgemm_avx512(int m, int n, int kdim,
 {
     int MR = (m % 12 != 0 && m % 8 == 0 && m <= 128) ? 8 : SB_MR;
     int MC = MR == 8 ? 144 - 144 % 8 : SB_MC;
+    /* with at most two row panels each B value is used by at most two micro-kernel
+     * calls, so packing B would cost as much as using it: row-major B is read in place */
+    int b_direct = sb1 == 1 && m <= 2 * MR;
     float *bp, *ap;
     float tile[SB_MR * SB_NR] __attribute__((aligned(64)));
     int jc, pc, ic, jr, ir, i, j;
@@ -197,6 +201,7 @@ static int sb_sgemm_avx512(int m, int n, int kdim,
         int acc = accumulate || pc > 0;
         for (jr = 0; jr < n_panels; jr++) {
             int nr = nc - jr * SB_NR < SB_NR ? nc - jr * SB_NR : SB_NR;
+            if (b_direct && nr == SB_NR) continue;  /* read in place, below */
             sb_pack_b(b + pc * sb0 + (ptrdiff_t)(jc + jr * SB_NR) * sb1, sb0, sb1, kc, nr,
                       bp + (ptrdiff_t)jr * SB_NR * kc);
         }
@@ -214,6 +219,11 @@ static int sb_sgemm_avx512(int m, int n, int kdim,
                 __mmask16 ma = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
                 __mmask16 mb = (__mmask16)(nr >= 32 ? 0xFFFFu : nr <= 16 ? 0u : (1u << (nr - 16)) - 1u);
                 const float *bpanel = bp + (ptrdiff_t)jr * SB_NR * kc;
+                ptrdiff_t bsk = SB_NR;
+                if (b_direct && nr == SB_NR) {
+                    bpanel = b + pc * sb0 + jc + (ptrdiff_t)jr * SB_NR;
+                    bsk = sb0;
+                }
                 for (ir = 0; ir < m_panels; ir++) {
                     int mr = mc - ir * MR < MR ? mc - ir * MR : MR;
                     const float *apanel = ap + (ptrdiff_t)ir * MR * kc;
@@ -225,14 +235,14 @@ static int sb_sgemm_avx512(int m, int n, int kdim,
                     }
                     if (mr == MR) {
                         if (MR == 8)
-                            sb_kernel_8x32(kc, apanel, ask, bpanel, ctile, sc0, acc, ma, mb);
+                            sb_kernel_8x32(kc, apanel, ask, bpanel, bsk, ctile, sc0, acc, ma, mb);
                         else
-                            sb_kernel_12x32(kc, apanel, ask, bpanel, ctile, sc0, acc, ma, mb);
+                            sb_kernel_12x32(kc, apanel, ask, bpanel, bsk, ctile, sc0, acc, ma, mb);
                     } else {   /* last rows: a full panel into a local tile, then copied */
                         if (MR == 8)
-                            sb_kernel_8x32(kc, apanel, ask, bpanel, tile, SB_NR, 0, 0xFFFF, 0xFFFF);
+                            sb_kernel_8x32(kc, apanel, ask, bpanel, bsk, tile, SB_NR, 0, 0xFFFF, 0xFFFF);
                         else
-                            sb_kernel_12x32(kc, apanel, ask, bpanel, tile, SB_NR, 0, 0xFFFF, 0xFFFF);
+                            sb_kernel_12x32(kc, apanel, ask, bpanel, bsk, tile, SB_NR, 0, 0xFFFF, 0xFFFF);
                         for (i = 0; i < mr; i++) {
                             float *row = ctile + i * sc0;
                             if (acc)
