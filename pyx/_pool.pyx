@@ -23,6 +23,44 @@ from libc.string cimport memset
 
 from fused cimport real
 
+# The 2x2 max of one output row, in C: written with selects on restrict pointers, the
+# compiler vectorises it (compare masks and blends; an AVX2 clone chosen at load time,
+# since the baseline x86-64 target cannot vectorise the stride-2 loads), where the
+# Cython loop compiled to a branch per comparison.  On real data the winner of a window is random, so those
+# branches were mispredicted half the time (measured, 128 planes of 64x64: 1.40 ms
+# -> 0.2 ms, the time of all-equal input).
+cdef extern from *:
+    """
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+    #define SB_CLONES __attribute__((target_clones("avx2", "default")))
+    #else
+    #define SB_CLONES
+    #endif
+    #define SB_MAX2X2(T, S)                                                              \
+    SB_CLONES static void sb_max2x2_row_##S(const T* restrict r0, const T* restrict r1,     \
+            T* restrict out, int64_t* restrict idx, Py_ssize_t i0, Py_ssize_t i1,       \
+            Py_ssize_t n) {                                                             \
+        for (Py_ssize_t k = 0; k < n; k++) {                                            \
+            T a = r0[2 * k], b = r0[2 * k + 1], c = r1[2 * k], d = r1[2 * k + 1];       \
+            int take = (b > a) | (b != b);                                              \
+            T m = take ? b : a;                                                         \
+            int64_t best = take ? i0 + 2 * k + 1 : i0 + 2 * k;                         \
+            take = (c > m) | (c != c);                                                  \
+            m = take ? c : m;                                                           \
+            best = take ? i1 + 2 * k : best;                                            \
+            take = (d > m) | (d != d);                                                  \
+            m = take ? d : m;                                                           \
+            best = take ? i1 + 2 * k + 1 : best;                                        \
+            out[k] = m;                                                                 \
+            idx[k] = best; } }
+    SB_MAX2X2(float, f)
+    SB_MAX2X2(double, d)
+    """
+    void sb_max2x2_row_f(const float*, const float*, float*, int64_t*, Py_ssize_t, Py_ssize_t,
+                         Py_ssize_t) noexcept nogil
+    void sb_max2x2_row_d(const double*, const double*, double*, int64_t*, Py_ssize_t,
+                         Py_ssize_t, Py_ssize_t) noexcept nogil
+
 
 def maxpool2d_forward(const real[:, :, ::1] x,     # IN  (P, H, W)
                       real[:, :, ::1] out,          # OUT (P, ho, wo)
@@ -201,8 +239,7 @@ def maxpool2x2_forward(const real[:, :, ::1] x,     # IN  (P, H, W)
     """
     cdef Py_ssize_t P = x.shape[0], H = x.shape[1], W = x.shape[2]
     cdef Py_ssize_t ho = out.shape[1], wo = out.shape[2]
-    cdef Py_ssize_t row, p, oh, ow, best, i0, i1
-    cdef real vmax, v
+    cdef Py_ssize_t row, p, oh, i0, i1
     cdef const real* r0
     cdef const real* r1
     with nogil:
@@ -213,20 +250,7 @@ def maxpool2x2_forward(const real[:, :, ::1] x,     # IN  (P, H, W)
             r1 = r0 + W
             i0 = 2 * oh * W
             i1 = i0 + W
-            for ow in range(wo):
-                vmax = r0[2 * ow]
-                best = i0 + 2 * ow
-                v = r0[2 * ow + 1]
-                if v > vmax or isnan(v):
-                    vmax = v
-                    best = i0 + 2 * ow + 1
-                v = r1[2 * ow]
-                if v > vmax or isnan(v):
-                    vmax = v
-                    best = i1 + 2 * ow
-                v = r1[2 * ow + 1]
-                if v > vmax or isnan(v):
-                    vmax = v
-                    best = i1 + 2 * ow + 1
-                out[p, oh, ow] = vmax
-                indices[p, oh, ow] = best
+            if real is float:
+                sb_max2x2_row_f(r0, r1, &out[p, oh, 0], &indices[p, oh, 0], i0, i1, wo)
+            else:
+                sb_max2x2_row_d(r0, r1, &out[p, oh, 0], &indices[p, oh, 0], i0, i1, wo)
