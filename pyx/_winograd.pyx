@@ -31,35 +31,40 @@ from fused cimport real
 # the 16-channel 64x64 input transform, batch 8, 1.76 ms; see docs/convolution.md).
 cdef extern from *:
     """
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+    #define SB_CLONES __attribute__((target_clones("avx2", "default")))
+    #else
+    #define SB_CLONES
+    #endif
     #define SB_WINO2(T, S)                                                             \
-    static inline void sb_w2_in_rows_##S(const T* restrict d0, const T* restrict d1,    \
+    SB_CLONES static void sb_w2_in_rows_##S(const T* restrict d0, const T* restrict d1,    \
             const T* restrict d2, const T* restrict d3, T* restrict r0, T* restrict r1, \
             T* restrict r2, T* restrict r3, Py_ssize_t n) {                             \
         for (Py_ssize_t j = 0; j < n; j++) {                                            \
             r0[j] = d0[j] - d2[j]; r1[j] = d1[j] + d2[j];                               \
             r2[j] = d2[j] - d1[j]; r3[j] = d1[j] - d3[j]; } }                           \
-    static inline void sb_w2_in_cols_##S(const T* restrict p, T* restrict v0,           \
+    SB_CLONES static void sb_w2_in_cols_##S(const T* restrict p, T* restrict v0,           \
             T* restrict v1, T* restrict v2, T* restrict v3, Py_ssize_t n) {             \
         for (Py_ssize_t t = 0; t < n; t++) {                                            \
             T a = p[2 * t], b = p[2 * t + 1], c = p[2 * t + 2], d = p[2 * t + 3];       \
             v0[t] = a - c; v1[t] = b + c; v2[t] = c - b; v3[t] = b - d; } }             \
-    static inline void sb_w2_out_cols_##S(const T* restrict m0, const T* restrict m1,   \
+    SB_CLONES static void sb_w2_out_cols_##S(const T* restrict m0, const T* restrict m1,   \
             const T* restrict m2, const T* restrict m3, T* restrict a0, T* restrict a1, \
             Py_ssize_t n) {                                                             \
         for (Py_ssize_t t = 0; t < n; t++) {                                            \
             a0[t] = m0[t] + m1[t] + m2[t]; a1[t] = m1[t] - m2[t] - m3[t]; } }           \
-    static inline void sb_w2_out_row_##S(const T* restrict a0, const T* restrict a1,    \
+    SB_CLONES static void sb_w2_out_row_##S(const T* restrict a0, const T* restrict a1,    \
             const T* restrict a2, const T* restrict a3, T* restrict row, Py_ssize_t n) {\
         for (Py_ssize_t t = 0; t < n; t++) {                                            \
             row[2 * t] = a0[t] + a1[t] + a2[t];                                         \
             row[2 * t + 1] = a1[t] - a2[t] - a3[t]; } }                                 \
-    static inline void sb_w2_grad_rows_##S(const T* restrict q0, const T* restrict q1,  \
+    SB_CLONES static void sb_w2_grad_rows_##S(const T* restrict q0, const T* restrict q1,  \
             T* restrict r0, T* restrict r1, T* restrict r2, T* restrict r3,             \
             Py_ssize_t n) {                                                             \
         for (Py_ssize_t j = 0; j < n; j++) {                                            \
             r0[j] = q0[j]; r1[j] = q0[j] + q1[j]; r2[j] = q0[j] - q1[j];                \
             r3[j] = -q1[j]; } }                                                         \
-    static inline void sb_w2_grad_cols_##S(const T* restrict p, T* restrict v0,         \
+    SB_CLONES static void sb_w2_grad_cols_##S(const T* restrict p, T* restrict v0,         \
             T* restrict v1, T* restrict v2, T* restrict v3, Py_ssize_t n) {             \
         for (Py_ssize_t t = 0; t < n; t++) {                                            \
             T a = p[2 * t], b = p[2 * t + 1];                                           \
@@ -68,7 +73,7 @@ cdef extern from *:
     SB_WINO2(double, d)
     /* U = G a G^T for n kernels held as 9 tap planes a[t * 64 + j] -> 16 planes u[xi * 64 + j] */
     #define SB_WT2(T, S)                                                               \
-    static inline void sb_w2_wt_##S(const T* restrict a, T* restrict u, Py_ssize_t n) { \
+    SB_CLONES static void sb_w2_wt_##S(const T* restrict a, T* restrict u, Py_ssize_t n) { \
         const T h = (T)0.5;                                                             \
         for (Py_ssize_t j = 0; j < n; j++) {                                            \
             T b[4][3];                                                                  \

@@ -43,15 +43,20 @@ cdef bint _HAVE_AVX512 = sb_w4_avx512_available()
 # honours ``restrict`` on parameters, not on local pointers, hence the long lists).
 cdef extern from *:
     """
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+    #define SB_CLONES __attribute__((target_clones("avx2", "default")))
+    #else
+    #define SB_CLONES
+    #endif
     #define SB_R(T) T* restrict
     #define SB_C(T) const T* restrict
     #define SB_WINO4(T, S)                                                             \
-    static inline void sb_w4_split_##S(SB_C(T) p, SB_R(T) q0, SB_R(T) q1, SB_R(T) q2,   \
+    SB_CLONES static void sb_w4_split_##S(SB_C(T) p, SB_R(T) q0, SB_R(T) q1, SB_R(T) q2,   \
             SB_R(T) q3, Py_ssize_t L) {                                                 \
         for (Py_ssize_t t = 0; t < L; t++) {                                            \
             q0[t] = p[4 * t]; q1[t] = p[4 * t + 1];                                     \
             q2[t] = p[4 * t + 2]; q3[t] = p[4 * t + 3]; } }                             \
-    static inline void sb_w4_in_rows_##S(SB_C(T) d0, SB_C(T) d1, SB_C(T) d2, SB_C(T) d3, \
+    SB_CLONES static void sb_w4_in_rows_##S(SB_C(T) d0, SB_C(T) d1, SB_C(T) d2, SB_C(T) d3, \
             SB_C(T) d4, SB_C(T) d5, SB_R(T) r0, SB_R(T) r1, SB_R(T) r2, SB_R(T) r3,     \
             SB_R(T) r4, SB_R(T) r5, Py_ssize_t n) {                                     \
         for (Py_ssize_t j = 0; j < n; j++) {                                            \
@@ -61,7 +66,7 @@ cdef extern from *:
             r3[j] = (T)2 * (d3[j] - d1[j]) + d4[j] - d2[j];                             \
             r4[j] = (T)2 * (d1[j] - d3[j]) + d4[j] - d2[j];                             \
             r5[j] = (T)4 * d1[j] - (T)5 * d3[j] + d5[j]; } }                            \
-    static inline void sb_w4_in_cols_##S(SB_C(T) q0, SB_C(T) q1, SB_C(T) q2, SB_C(T) q3, \
+    SB_CLONES static void sb_w4_in_cols_##S(SB_C(T) q0, SB_C(T) q1, SB_C(T) q2, SB_C(T) q3, \
             SB_R(T) v0, SB_R(T) v1, SB_R(T) v2, SB_R(T) v3, SB_R(T) v4, SB_R(T) v5,     \
             Py_ssize_t n) {                                                             \
         for (Py_ssize_t t = 0; t < n; t++) {                                            \
@@ -71,7 +76,7 @@ cdef extern from *:
             v3[t] = (T)2 * (q3[t] - q1[t]) + q0[t + 1] - q2[t];                         \
             v4[t] = (T)2 * (q1[t] - q3[t]) + q0[t + 1] - q2[t];                         \
             v5[t] = (T)4 * q1[t] - (T)5 * q3[t] + q1[t + 1]; } }                        \
-    static inline void sb_w4_out_cols_##S(SB_C(T) m0, SB_C(T) m1, SB_C(T) m2,           \
+    SB_CLONES static void sb_w4_out_cols_##S(SB_C(T) m0, SB_C(T) m1, SB_C(T) m2,           \
             SB_C(T) m3, SB_C(T) m4, SB_C(T) m5, SB_R(T) a0, SB_R(T) a1, SB_R(T) a2,     \
             SB_R(T) a3, Py_ssize_t n) {                                                 \
         for (Py_ssize_t t = 0; t < n; t++) {                                            \
@@ -79,7 +84,7 @@ cdef extern from *:
             a1[t] = m1[t] - m2[t] + (T)2 * (m3[t] - m4[t]);                             \
             a2[t] = m1[t] + m2[t] + (T)4 * (m3[t] + m4[t]);                             \
             a3[t] = m1[t] - m2[t] + (T)8 * (m3[t] - m4[t]) + m5[t]; } }                 \
-    static inline void sb_w4_out_row_##S(SB_C(T) a0, SB_C(T) a1, SB_C(T) a2, SB_C(T) a3, \
+    SB_CLONES static void sb_w4_out_row_##S(SB_C(T) a0, SB_C(T) a1, SB_C(T) a2, SB_C(T) a3, \
             SB_C(T) a4, SB_C(T) a5, SB_R(T) row, Py_ssize_t n) {                        \
         for (Py_ssize_t t = 0; t < n; t++) {                                            \
             row[4 * t] = a0[t] + a1[t] + a2[t] + a3[t] + a4[t];                         \
@@ -90,7 +95,7 @@ cdef extern from *:
     SB_WINO4(double, d)
     /* r = A q for A = [[1,0,0,0],[1,1,1,1],[1,-1,1,-1],[1,2,4,8],[1,-2,4,-8],[0,0,0,1]] */
     #define SB_WINO4G(T, S)                                                            \
-    static inline void sb_w4_a_##S(SB_C(T) q0, SB_C(T) q1, SB_C(T) q2, SB_C(T) q3,      \
+    SB_CLONES static void sb_w4_a_##S(SB_C(T) q0, SB_C(T) q1, SB_C(T) q2, SB_C(T) q3,      \
             SB_R(T) r0, SB_R(T) r1, SB_R(T) r2, SB_R(T) r3, SB_R(T) r4, SB_R(T) r5,     \
             Py_ssize_t n) {                                                             \
         for (Py_ssize_t j = 0; j < n; j++) {                                            \
