@@ -14,56 +14,104 @@ from libc.stdlib cimport free, malloc
 from fused cimport real
 
 
+# The inner loops in C, each with an AVX2 clone chosen at load time (gcc
+# target_clones; the baseline x86-64 build vectorises at most 2 doubles or 4 floats
+# wide).  Same operations in the same order as before: sums in double with four
+# (plain sums) or eight (squares, products) partial sums that break the add
+# dependency chain, so every clone gives the same bits.
+cdef extern from *:
+    """
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+    #define SB_CLONES __attribute__((target_clones("avx2", "default")))
+    #else
+    #define SB_CLONES
+    #endif
+    #define SB_NORM(T, S)                                                                \
+    SB_CLONES static double sb_sum_##S(const T* restrict p, Py_ssize_t n) {             \
+        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;                                          \
+        Py_ssize_t i = 0;                                                               \
+        for (; i + 3 < n; i += 4) {                                                     \
+            s0 += p[i]; s1 += p[i + 1]; s2 += p[i + 2]; s3 += p[i + 3]; }               \
+        for (; i < n; i++) s0 += p[i];                                                  \
+        return (s0 + s1) + (s2 + s3); }                                                 \
+    SB_CLONES static double sb_sq_dev_##S(const T* restrict p, Py_ssize_t n, double mu) { \
+        double s[8] = {0, 0, 0, 0, 0, 0, 0, 0}, d;                                      \
+        Py_ssize_t i = 0;                                                               \
+        for (; i + 7 < n; i += 8)                                                       \
+            for (int j = 0; j < 8; j++) { d = p[i + j] - mu; s[j] += d * d; }           \
+        for (; i < n; i++) { d = p[i] - mu; s[0] += d * d; }                            \
+        return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])); }     \
+    SB_CLONES static double sb_dot_##S(const T* restrict a, const T* restrict b,       \
+            Py_ssize_t n) {                                                             \
+        double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                         \
+        Py_ssize_t i = 0;                                                               \
+        for (; i + 7 < n; i += 8)                                                       \
+            for (int j = 0; j < 8; j++) s[j] += (double)a[i + j] * b[i + j];            \
+        for (; i < n; i++) s[0] += (double)a[i] * b[i];                                 \
+        return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])); }     \
+    SB_CLONES static void sb_mask_##S(const T* restrict g, const T* restrict y,         \
+            T* restrict out, Py_ssize_t n) {                                            \
+        for (Py_ssize_t i = 0; i < n; i++) out[i] = g[i] * (T)(y[i] > 0); }             \
+    SB_CLONES static void sb_affine_##S(const T* restrict x, T* restrict out, T a, T b, \
+            Py_ssize_t n) {                                                             \
+        for (Py_ssize_t i = 0; i < n; i++) out[i] = x[i] * a + b; }                     \
+    SB_CLONES static void sb_affine_relu_##S(const T* restrict x, T* restrict out, T a, \
+            T b, Py_ssize_t n) {                                                        \
+        for (Py_ssize_t i = 0; i < n; i++) {                                            \
+            T v = x[i] * a + b; out[i] = v < 0 ? 0 : v; } }                             \
+    SB_CLONES static void sb_affine2_##S(const T* restrict g, const T* restrict x,     \
+            T* restrict out, T a, T b, T c, Py_ssize_t n) {                             \
+        for (Py_ssize_t i = 0; i < n; i++) out[i] = a * g[i] + b * x[i] + c; }          \
+    SB_CLONES static void sb_masked_affine2_##S(const T* restrict g, const T* restrict x, \
+            const T* restrict y, T* restrict out, T a, T b, T c, Py_ssize_t n) {        \
+        for (Py_ssize_t i = 0; i < n; i++) {                                            \
+            T gm = g[i] * (T)(y[i] > 0); out[i] = a * gm + b * x[i] + c; } }
+    SB_NORM(float, f)
+    SB_NORM(double, d)
+    """
+    double sb_sum_f(const float*, Py_ssize_t) noexcept nogil
+    double sb_sum_d(const double*, Py_ssize_t) noexcept nogil
+    double sb_sq_dev_f(const float*, Py_ssize_t, double) noexcept nogil
+    double sb_sq_dev_d(const double*, Py_ssize_t, double) noexcept nogil
+    double sb_dot_f(const float*, const float*, Py_ssize_t) noexcept nogil
+    double sb_dot_d(const double*, const double*, Py_ssize_t) noexcept nogil
+    void sb_mask_f(const float*, const float*, float*, Py_ssize_t) noexcept nogil
+    void sb_mask_d(const double*, const double*, double*, Py_ssize_t) noexcept nogil
+    void sb_affine_f(const float*, float*, float, float, Py_ssize_t) noexcept nogil
+    void sb_affine_d(const double*, double*, double, double, Py_ssize_t) noexcept nogil
+    void sb_affine_relu_f(const float*, float*, float, float, Py_ssize_t) noexcept nogil
+    void sb_affine_relu_d(const double*, double*, double, double, Py_ssize_t) noexcept nogil
+    void sb_affine2_f(const float*, const float*, float*, float, float, float,
+                      Py_ssize_t) noexcept nogil
+    void sb_affine2_d(const double*, const double*, double*, double, double, double,
+                      Py_ssize_t) noexcept nogil
+    void sb_masked_affine2_f(const float*, const float*, const float*, float*, float, float,
+                             float, Py_ssize_t) noexcept nogil
+    void sb_masked_affine2_d(const double*, const double*, const double*, double*, double,
+                             double, double, Py_ssize_t) noexcept nogil
+
+
 cdef inline double _sum(const real* p, Py_ssize_t n) noexcept nogil:
-    cdef double s0 = 0, s1 = 0, s2 = 0, s3 = 0
-    cdef Py_ssize_t i = 0
-    while i + 3 < n:
-        s0 += p[i]
-        s1 += p[i + 1]
-        s2 += p[i + 2]
-        s3 += p[i + 3]
-        i += 4
-    while i < n:
-        s0 += p[i]
-        i += 1
-    return (s0 + s1) + (s2 + s3)
+    if real is float:
+        return sb_sum_f(p, n)
+    else:
+        return sb_sum_d(p, n)
 
 
 cdef inline double _sq_dev(const real* p, Py_ssize_t n, double mu) noexcept nogil:
     """sum((p - mu)**2), eight partial sums (the add latency bounds fewer)."""
-    cdef double s[8]
-    cdef double d
-    cdef Py_ssize_t i = 0
-    cdef int j
-    for j in range(8):
-        s[j] = 0
-    while i + 7 < n:
-        for j in range(8):
-            d = p[i + j] - mu
-            s[j] += d * d
-        i += 8
-    while i < n:
-        d = p[i] - mu
-        s[0] += d * d
-        i += 1
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+    if real is float:
+        return sb_sq_dev_f(p, n, mu)
+    else:
+        return sb_sq_dev_d(p, n, mu)
 
 
 cdef inline double _dot(const real* a, const real* b, Py_ssize_t n) noexcept nogil:
     """sum(a * b) in double, eight partial sums."""
-    cdef double s[8]
-    cdef Py_ssize_t i = 0
-    cdef int j
-    for j in range(8):
-        s[j] = 0
-    while i + 7 < n:
-        for j in range(8):
-            s[j] += <double> a[i + j] * b[i + j]
-        i += 8
-    while i < n:
-        s[0] += <double> a[i] * b[i]
-        i += 1
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+    if real is float:
+        return sb_dot_f(a, b, n)
+    else:
+        return sb_dot_d(a, b, n)
 
 
 def channel_moments(const real[:, :, ::1] x, double[::1] mean, double[::1] var,
@@ -118,8 +166,10 @@ def affine(const real[:, :, ::1] x, const real[::1] scale, const real[::1] shift
             b = shift[c]
             src = &x[n, c, 0]
             dst = &out[n, c, 0]
-            for i in range(length):
-                dst[i] = src[i] * a + b
+            if real is float:
+                sb_affine_f(src, dst, a, b, length)
+            else:
+                sb_affine_d(src, dst, a, b, length)
 
 
 def affine2(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[::1] a,
@@ -141,8 +191,10 @@ def affine2(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[::1] a,
             gp = &g[n, c, 0]
             xp = &x[n, c, 0]
             dst = &out[n, c, 0]
-            for i in range(length):
-                dst[i] = ac * gp[i] + bc * xp[i] + sc
+            if real is float:
+                sb_affine2_f(gp, xp, dst, ac, bc, sc, length)
+            else:
+                sb_affine2_d(gp, xp, dst, ac, bc, sc, length)
 
 
 # ---------------------------------------------------------------- batch norm + ReLU
@@ -170,16 +222,18 @@ def affine_relu(const real[:, :, ::1] x, const real[::1] scale, const real[::1] 
             b = shift[c]
             src = &x[n, c, 0]
             dst = &out[n, c, 0]
-            for i in range(length):
-                v = src[i] * a + b
-                dst[i] = 0 if v < 0 else v
+            if real is float:
+                sb_affine_relu_f(src, dst, a, b, length)
+            else:
+                sb_affine_relu_d(src, dst, a, b, length)
 
 
 cdef inline void _mask(const real* g, const real* y, real* out, Py_ssize_t n) noexcept nogil:
     """``out = g * (y > 0)``: vector compares and ANDs (see -fno-trapping-math in setup.py)."""
-    cdef Py_ssize_t i
-    for i in range(n):
-        out[i] = g[i] * <real> (y[i] > 0)
+    if real is float:
+        sb_mask_f(g, y, out, n)
+    else:
+        sb_mask_d(g, y, out, n)
 
 
 def masked_channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x,
@@ -230,6 +284,7 @@ def masked_affine2(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[
             xp = &x[n, c, 0]
             yp = &y[n, c, 0]
             dst = &out[n, c, 0]
-            for i in range(length):
-                gm = gp[i] * <real> (yp[i] > 0)
-                dst[i] = ac * gm + bc * xp[i] + sc
+            if real is float:
+                sb_masked_affine2_f(gp, xp, yp, dst, ac, bc, sc, length)
+            else:
+                sb_masked_affine2_d(gp, xp, yp, dst, ac, bc, sc, length)
