@@ -30,6 +30,8 @@ cdef extern from "wino2_avx512.h" nogil:
     int sb_w2_avx512_available()
     void sb_w2_in_plane_f32(const float* pad, Py_ssize_t wp, const int* off, int ntiles,
                             float* v, Py_ssize_t pitch)
+    void sb_w2_out_plane_f32(const float* m, Py_ssize_t pitch, int tiles_h, int tiles_w,
+                             float* ypl, Py_ssize_t w2)
 
 cdef bint _HAVE_AVX512 = sb_w2_avx512_available()
 
@@ -262,6 +264,41 @@ cdef inline void _out_row(const real* a, Py_ssize_t n, real* row) noexcept nogil
         sb_w2_out_row_d(a, a + n, a + 2 * n, a + 3 * n, row, n)
 
 
+cdef void _output_transform_avx512(const float[:, :, :] M, float[:, :, :, ::1] y,
+                                   Py_ssize_t n0, Py_ssize_t nb, Py_ssize_t tiles_h,
+                                   Py_ssize_t tiles_w, int num_threads, Py_ssize_t ch_begin,
+                                   Py_ssize_t ch_end):
+    """:func:`output_transform` for float32 on AVX-512 (``sb_w2_out_plane_f32`` in
+    wino2_avx512.h): straight into the output plane when the tiles cover it exactly,
+    else through a per-thread plane buffer that is clipped on the way out."""
+    cdef Py_ssize_t Ho = y.shape[2], Wo = y.shape[3]
+    cdef Py_ssize_t pitch = M.strides[0] // sizeof(float)
+    cdef Py_ssize_t ntiles = tiles_h * tiles_w, w2 = 2 * tiles_w
+    cdef bint exact = Ho == 2 * tiles_h and Wo == w2
+    cdef Py_ssize_t o, s, r
+    cdef float* buf
+    cdef int[1] failed
+    failed[0] = 0
+    with nogil, parallel(num_threads=num_threads):
+        buf = NULL if exact else <float*> malloc(2 * tiles_h * w2 * sizeof(float))
+        if exact or buf != NULL:
+            for o in prange(ch_begin, ch_end, schedule="static"):
+                for s in range(nb):
+                    if exact:
+                        sb_w2_out_plane_f32(&M[0, o, s * ntiles], pitch, <int> tiles_h,
+                                            <int> tiles_w, &y[n0 + s, o, 0, 0], Wo)
+                    else:
+                        sb_w2_out_plane_f32(&M[0, o, s * ntiles], pitch, <int> tiles_h,
+                                            <int> tiles_w, buf, w2)
+                        for r in range(Ho):
+                            memcpy(&y[n0 + s, o, r, 0], buf + r * w2, Wo * sizeof(float))
+        else:
+            failed[0] = 1
+        free(buf)
+    if failed[0]:
+        raise MemoryError("winograd transform: could not allocate a plane buffer")
+
+
 def output_transform(const real[:, :, :] M,       # IN  (16, O, nb*tiles_h*tiles_w)
                      real[:, :, :, ::1] y,        # OUT (N, O, Ho, Wo); samples n0.. overwritten
                      Py_ssize_t n0, Py_ssize_t nb,
@@ -278,6 +315,11 @@ def output_transform(const real[:, :, :] M,       # IN  (16, O, nb*tiles_h*tiles
     cdef Py_ssize_t wt = 2 * tiles_w
     cdef int[1] failed
     failed[0] = 0
+    if real is float:
+        if _HAVE_AVX512:
+            _output_transform_avx512(M, y, n0, nb, tiles_h, tiles_w, num_threads, ch_begin,
+                                     O if ch_end < 0 else ch_end)
+            return
     with nogil, parallel(num_threads=num_threads):
         buf = <real*> malloc((8 * tiles_w + 2 * wt) * sizeof(real))  # a[2][4] rows + 2 out rows
         if buf != NULL:

@@ -11,6 +11,7 @@
 #define SANDBOX_WINO2_AVX512_H
 
 #include <stddef.h>
+#include <string.h>
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
@@ -60,6 +61,54 @@ static void sb_w2_in_plane_f32(const float *pad, ptrdiff_t wp, const int *off, i
     }
 }
 
+/* The output transform of one plane: M[xi] = m[xi * pitch + t] for the ntiles =
+ * tiles_h * tiles_w tiles of one (sample, channel), 16 tiles per register;
+ * y = A^T M A with A^T = [[1, 1, 1, 0], [0, 1, -1, -1]], written to ypl (row length
+ * w2 >= 2 * tiles_w, 2 * tiles_h rows).  The two outputs of a tile row are
+ * interleaved by permutes, so each run of tiles within a tile row is one copy. */
+__attribute__((target("avx512f")))
+static void sb_w2_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, int tiles_w,
+                                float *ypl, ptrdiff_t w2)
+{
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30,
+                                         15, 31);
+    float st[2][32] __attribute__((aligned(64)));
+    int ntiles = tiles_h * tiles_w;
+    int t0, k;
+    for (t0 = 0; t0 < ntiles; t0 += 16) {
+        int n = ntiles - t0 < 16 ? ntiles - t0 : 16;
+        __mmask16 mask = (__mmask16)((1u << n) - 1u);
+        __m512 a0[4], a1[4], y0a, y0b, y1a, y1b;
+        int L;
+        for (k = 0; k < 4; k++) {   /* rows: a = A^T M over the first point index */
+            __m512 m0 = _mm512_maskz_loadu_ps(mask, m + (ptrdiff_t)k * pitch + t0);
+            __m512 m1 = _mm512_maskz_loadu_ps(mask, m + (ptrdiff_t)(4 + k) * pitch + t0);
+            __m512 m2 = _mm512_maskz_loadu_ps(mask, m + (ptrdiff_t)(8 + k) * pitch + t0);
+            __m512 m3 = _mm512_maskz_loadu_ps(mask, m + (ptrdiff_t)(12 + k) * pitch + t0);
+            a0[k] = _mm512_add_ps(_mm512_add_ps(m0, m1), m2);
+            a1[k] = _mm512_sub_ps(_mm512_sub_ps(m1, m2), m3);
+        }
+        /* columns: y[i] = a[i] A */
+        y0a = _mm512_add_ps(_mm512_add_ps(a0[0], a0[1]), a0[2]);
+        y0b = _mm512_sub_ps(_mm512_sub_ps(a0[1], a0[2]), a0[3]);
+        y1a = _mm512_add_ps(_mm512_add_ps(a1[0], a1[1]), a1[2]);
+        y1b = _mm512_sub_ps(_mm512_sub_ps(a1[1], a1[2]), a1[3]);
+        _mm512_store_ps(st[0], _mm512_permutex2var_ps(y0a, lo, y0b));
+        _mm512_store_ps(st[0] + 16, _mm512_permutex2var_ps(y0a, hi, y0b));
+        _mm512_store_ps(st[1], _mm512_permutex2var_ps(y1a, lo, y1b));
+        _mm512_store_ps(st[1] + 16, _mm512_permutex2var_ps(y1a, hi, y1b));
+        for (L = 0; L < n;) {   /* runs of tiles inside one tile row */
+            int t = t0 + L, th = t / tiles_w, tw = t - th * tiles_w;
+            int run = tiles_w - tw < n - L ? tiles_w - tw : n - L;
+            float *row = ypl + (ptrdiff_t)(2 * th) * w2 + 2 * tw;
+            memcpy(row, st[0] + 2 * L, (size_t)(2 * run) * sizeof(float));
+            memcpy(row + w2, st[1] + 2 * L, (size_t)(2 * run) * sizeof(float));
+            L += run;
+        }
+    }
+}
+
 #else
 
 static int sb_w2_avx512_available(void) { return 0; }
@@ -67,6 +116,11 @@ static void sb_w2_in_plane_f32(const float *pad, ptrdiff_t wp, const int *off, i
                                float *v, ptrdiff_t pitch)
 {
     (void)pad; (void)wp; (void)off; (void)ntiles; (void)v; (void)pitch;
+}
+static void sb_w2_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, int tiles_w,
+                                float *ypl, ptrdiff_t w2)
+{
+    (void)m; (void)pitch; (void)tiles_h; (void)tiles_w; (void)ypl; (void)w2;
 }
 
 #endif

@@ -349,6 +349,7 @@ def test_functional_requires_tensors():
         (1, 40, 5, 4, 32, 0),
         (2, 32, 6, 5, 32, 2),
         (2, 128, 4, 3, 128, 1),
+        (1, 16, 6, 41, 16, 1),  # 21 tiles per row: 16-tile groups end inside a tile row
     ],
 )
 def test_winograd_matches_reference_and_im2col(shape, dtype, rng, monkeypatch):
