@@ -35,6 +35,8 @@ from fused cimport real
 cdef extern from "wino4_avx512.h" nogil:
     int sb_w4_avx512_available()
     void sb_w4_in_tilerow_f32(const float* const* rows, int ntiles, float* v, Py_ssize_t pitch)
+    void sb_w4_out_plane_f32(const float* m, Py_ssize_t pitch, int tiles_h, int tiles_w,
+                             float* ypl, Py_ssize_t w4)
 
 cdef bint _HAVE_AVX512 = sb_w4_avx512_available()
 
@@ -305,6 +307,41 @@ cdef void _input_transform_avx512(const float[:, :, :, ::1] x, float[:, :, :] V,
         raise MemoryError("winograd transform: could not allocate a row buffer")
 
 
+cdef void _output_transform_avx512(const float[:, :, :] M, float[:, :, :, ::1] y,
+                                   Py_ssize_t n0, Py_ssize_t nb, Py_ssize_t tiles_h,
+                                   Py_ssize_t tiles_w, int num_threads, Py_ssize_t ch_begin,
+                                   Py_ssize_t ch_end):
+    """:func:`output_transform` for float32 on AVX-512 (``sb_w4_out_plane_f32`` in
+    wino4_avx512.h): straight into the output plane when the tiles cover it exactly,
+    else through a per-thread plane buffer that is clipped on the way out."""
+    cdef Py_ssize_t Ho = y.shape[2], Wo = y.shape[3]
+    cdef Py_ssize_t pitch = M.strides[0] // sizeof(float)
+    cdef Py_ssize_t ntiles = tiles_h * tiles_w, w4 = 4 * tiles_w
+    cdef bint exact = Ho == 4 * tiles_h and Wo == w4
+    cdef Py_ssize_t o, s, r
+    cdef float* buf
+    cdef int[1] failed
+    failed[0] = 0
+    with nogil, parallel(num_threads=num_threads):
+        buf = NULL if exact else <float*> malloc(4 * tiles_h * w4 * sizeof(float))
+        if exact or buf != NULL:
+            for o in prange(ch_begin, ch_end, schedule="static"):
+                for s in range(nb):
+                    if exact:
+                        sb_w4_out_plane_f32(&M[0, o, s * ntiles], pitch, <int> tiles_h,
+                                            <int> tiles_w, &y[n0 + s, o, 0, 0], Wo)
+                    else:
+                        sb_w4_out_plane_f32(&M[0, o, s * ntiles], pitch, <int> tiles_h,
+                                            <int> tiles_w, buf, w4)
+                        for r in range(Ho):
+                            memcpy(&y[n0 + s, o, r, 0], buf + r * w4, Wo * sizeof(float))
+        else:
+            failed[0] = 1
+        free(buf)
+    if failed[0]:
+        raise MemoryError("winograd transform: could not allocate a plane buffer")
+
+
 def output_transform(const real[:, :, :] M,       # IN  (36, O, nb*tiles_h*tiles_w)
                      real[:, :, :, ::1] y,         # OUT (N, O, Ho, Wo); samples n0.. overwritten
                      Py_ssize_t n0, Py_ssize_t nb,
@@ -321,6 +358,11 @@ def output_transform(const real[:, :, :] M,       # IN  (36, O, nb*tiles_h*tiles
     cdef Py_ssize_t wt = 4 * tiles_w
     cdef int[1] failed
     failed[0] = 0
+    if real is float:
+        if _HAVE_AVX512:
+            _output_transform_avx512(M, y, n0, nb, tiles_h, tiles_w, num_threads, ch_begin,
+                                     O if ch_end < 0 else ch_end)
+            return
     with nogil, parallel(num_threads=num_threads):
         buf = <real*> malloc((24 * tiles_w + 4 * wt) * sizeof(real))  # a[4][6] rows + 4 rows
         if buf != NULL:

@@ -14,6 +14,7 @@
 #define SANDBOX_WINO4_AVX512_H
 
 #include <stddef.h>
+#include <string.h>
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
@@ -93,12 +94,83 @@ static void sb_w4_in_tilerow_f32(const float *const *rows, int ntiles, float *v,
     }
 }
 
+/* The six A^T combinations (4 outputs) of x0..x5:  A^T = [[1, 1, 1, 1, 1, 0],
+ * [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]]. */
+#define SB_W4_AT(x0, x1, x2, x3, x4, x5, y0, y1, y2, y3) do {                           \
+        __m512 p12_ = _mm512_add_ps(x1, x2), m12_ = _mm512_sub_ps(x1, x2);           \
+        __m512 p34_ = _mm512_add_ps(x3, x4), m34_ = _mm512_sub_ps(x3, x4);           \
+        y0 = _mm512_add_ps(_mm512_add_ps(x0, p12_), p34_);                           \
+        y1 = _mm512_add_ps(m12_, _mm512_mul_ps(_mm512_set1_ps(2.0f), m34_));          \
+        y2 = _mm512_add_ps(p12_, _mm512_mul_ps(_mm512_set1_ps(4.0f), p34_));          \
+        y3 = _mm512_add_ps(_mm512_add_ps(m12_, _mm512_mul_ps(_mm512_set1_ps(8.0f), m34_)), x5); \
+    } while (0)
+
+/* Output transform of one plane: M[xi] = m[xi * pitch + t] for the tiles_h * tiles_w
+ * tiles of one (sample, channel), 16 tiles per register; y = A^T M A written to ypl
+ * (row length w4 >= 4 * tiles_w, 4 * tiles_h rows).  Two levels of permutes put the
+ * four outputs of each tile next to each other, so a run of tiles in a tile row is
+ * one copy per output row. */
+__attribute__((target("avx512f")))
+static void sb_w4_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, int tiles_w,
+                                float *ypl, ptrdiff_t w4)
+{
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30,
+                                         15, 31);
+    const __m512i lo64 = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11);
+    const __m512i hi64 = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
+    float st[4][64] __attribute__((aligned(64)));
+    int ntiles = tiles_h * tiles_w;
+    int t0, i, j;
+    for (t0 = 0; t0 < ntiles; t0 += 16) {
+        int n = ntiles - t0 < 16 ? ntiles - t0 : 16;
+        __mmask16 mask = (__mmask16)((1u << n) - 1u);
+        __m512 a[4][6];
+        int L;
+        for (j = 0; j < 6; j++) {   /* rows: a[.][j] = A^T M[6k + j] over k */
+            const float *mj = m + (ptrdiff_t)j * pitch + t0;
+            __m512 x0 = _mm512_maskz_loadu_ps(mask, mj);
+            __m512 x1 = _mm512_maskz_loadu_ps(mask, mj + 6 * pitch);
+            __m512 x2 = _mm512_maskz_loadu_ps(mask, mj + 12 * pitch);
+            __m512 x3 = _mm512_maskz_loadu_ps(mask, mj + 18 * pitch);
+            __m512 x4 = _mm512_maskz_loadu_ps(mask, mj + 24 * pitch);
+            __m512 x5 = _mm512_maskz_loadu_ps(mask, mj + 30 * pitch);
+            SB_W4_AT(x0, x1, x2, x3, x4, x5, a[0][j], a[1][j], a[2][j], a[3][j]);
+        }
+        for (i = 0; i < 4; i++) {   /* columns: y[i] = a[i] A, interleaved per tile */
+            __m512 y0, y1, y2, y3;
+            SB_W4_AT(a[i][0], a[i][1], a[i][2], a[i][3], a[i][4], a[i][5], y0, y1, y2, y3);
+            __m512d p01l = _mm512_castps_pd(_mm512_permutex2var_ps(y0, lo, y1));
+            __m512d p01h = _mm512_castps_pd(_mm512_permutex2var_ps(y0, hi, y1));
+            __m512d p23l = _mm512_castps_pd(_mm512_permutex2var_ps(y2, lo, y3));
+            __m512d p23h = _mm512_castps_pd(_mm512_permutex2var_ps(y2, hi, y3));
+            _mm512_store_ps(st[i], _mm512_castpd_ps(_mm512_permutex2var_pd(p01l, lo64, p23l)));
+            _mm512_store_ps(st[i] + 16, _mm512_castpd_ps(_mm512_permutex2var_pd(p01l, hi64, p23l)));
+            _mm512_store_ps(st[i] + 32, _mm512_castpd_ps(_mm512_permutex2var_pd(p01h, lo64, p23h)));
+            _mm512_store_ps(st[i] + 48, _mm512_castpd_ps(_mm512_permutex2var_pd(p01h, hi64, p23h)));
+        }
+        for (L = 0; L < n;) {   /* runs of tiles inside one tile row */
+            int t = t0 + L, th = t / tiles_w, tw = t - th * tiles_w;
+            int run = tiles_w - tw < n - L ? tiles_w - tw : n - L;
+            float *row = ypl + (ptrdiff_t)(4 * th) * w4 + 4 * tw;
+            for (i = 0; i < 4; i++)
+                memcpy(row + i * w4, st[i] + 4 * L, (size_t)(4 * run) * sizeof(float));
+            L += run;
+        }
+    }
+}
+
 #else
 
 static int sb_w4_avx512_available(void) { return 0; }
 static void sb_w4_in_tilerow_f32(const float *const *rows, int ntiles, float *v, ptrdiff_t pitch)
 {
     (void)rows; (void)ntiles; (void)v; (void)pitch;
+}
+static void sb_w4_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, int tiles_w,
+                                float *ypl, ptrdiff_t w4)
+{
+    (void)m; (void)pitch; (void)tiles_h; (void)tiles_w; (void)ypl; (void)w4;
 }
 
 #endif
