@@ -105,6 +105,7 @@ def extensions():
     # separate multiply and add (no fused multiply-add).
     extra = {} if sys.platform == "win32" else {"_norm": ["-fno-trapping-math"],
                                                 "_pool": ["-fno-trapping-math"],
+                                                "_pool3d": ["-fno-trapping-math"],
                                                 "_optim": ["-ffp-contract=off", "-fno-math-errno"]}
 
     macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
