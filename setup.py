@@ -110,12 +110,14 @@ def extensions():
 
     macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
     exts = []
+    headers = [str(h.relative_to(HERE)) for h in sorted((HERE / "pyx").glob("*.h"))]
     for pyx in sorted((HERE / "pyx").glob("*.pyx")):
         exts.append(
             Extension(
                 f"sandbox._C.{pyx.stem}",
                 sources=[str(pyx.relative_to(HERE))],
                 include_dirs=[np.get_include(), "pyx"],
+                depends=headers,  # an edited header rebuilds every kernel
                 define_macros=macros,
                 extra_compile_args=[*opt, *omp_compile, *extra.get(pyx.stem, [])],
                 extra_link_args=omp_link,

@@ -19,13 +19,11 @@ from fused cimport real
 # wide).  Same operations in the same order as before: sums in double with four
 # (plain sums) or eight (squares, products) partial sums that break the add
 # dependency chain, so every clone gives the same bits.
+cdef extern from "simd_clones.h":
+    pass  # SB_CLONES, used by the C below
+
 cdef extern from *:
     """
-    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-    #define SB_CLONES __attribute__((target_clones("avx2", "default")))
-    #else
-    #define SB_CLONES
-    #endif
     #define SB_NORM(T, S)                                                                \
     SB_CLONES static double sb_sum_##S(const T* restrict p, Py_ssize_t n) {             \
         double s0 = 0, s1 = 0, s2 = 0, s3 = 0;                                          \

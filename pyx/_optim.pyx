@@ -16,13 +16,11 @@ from fused cimport real
 # square root and division make it compute-bound there.  Only correctly rounded
 # operations (no fused multiply-add: -ffp-contract=off; -fno-math-errno lets sqrt
 # vectorise), so every clone gives the same bits as numpy.
+cdef extern from "simd_clones.h":
+    pass  # SB_CLONES, used by the C below
+
 cdef extern from *:
     """
-    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-    #define SB_CLONES __attribute__((target_clones("avx2", "default")))
-    #else
-    #define SB_CLONES
-    #endif
     #define SB_ADAM_LOOP(T, SQRT, L2)                                                    \
         for (Py_ssize_t i = 0; i < n; i++) {                                            \
             T pi = p[i] * decay;                                                        \

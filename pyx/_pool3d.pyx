@@ -27,13 +27,11 @@ from fused cimport real
 # The 2x2x2 max of one output row in C, with selects and an AVX2 clone (gcc
 # target_clones), as the 2x2 row in _pool.pyx: the Cython loop branched on every
 # comparison, and on real data half of those branches were mispredicted.
+cdef extern from "simd_clones.h":
+    pass  # SB_CLONES, used by the C below
+
 cdef extern from *:
     """
-    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-    #define SB_CLONES __attribute__((target_clones("avx2", "default")))
-    #else
-    #define SB_CLONES
-    #endif
     #define SB_TAP(T, R, E, OFF) {                                                          \
             T v = R[2 * k + E];                                                         \
             int take = (v > m) | (v != v);                                              \

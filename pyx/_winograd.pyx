@@ -38,13 +38,11 @@ cdef bint _HAVE_AVX512 = sb_w2_avx512_available()
 # The inner loops live in C with ``restrict`` pointers: written in Cython, GCC could
 # not rule out that the row buffers overlap and left every loop scalar (measured:
 # the 16-channel 64x64 input transform, batch 8, 1.76 ms; see docs/convolution.md).
+cdef extern from "simd_clones.h":
+    pass  # SB_CLONES, used by the C below
+
 cdef extern from *:
     """
-    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-    #define SB_CLONES __attribute__((target_clones("avx2", "default")))
-    #else
-    #define SB_CLONES
-    #endif
     #define SB_WINO2(T, S)                                                             \
     SB_CLONES static void sb_w2_in_rows_##S(const T* restrict d0, const T* restrict d1,    \
             const T* restrict d2, const T* restrict d3, T* restrict r0, T* restrict r1, \

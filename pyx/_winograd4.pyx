@@ -43,13 +43,11 @@ cdef bint _HAVE_AVX512 = sb_w4_avx512_available()
 # Inner loops in C with ``restrict`` pointer parameters (see pyx/_winograd.pyx: written
 # in Cython, GCC could not rule out overlapping buffers and left them scalar; GCC
 # honours ``restrict`` on parameters, not on local pointers, hence the long lists).
+cdef extern from "simd_clones.h":
+    pass  # SB_CLONES, used by the C below
+
 cdef extern from *:
     """
-    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-    #define SB_CLONES __attribute__((target_clones("avx2", "default")))
-    #else
-    #define SB_CLONES
-    #endif
     #define SB_R(T) T* restrict
     #define SB_C(T) const T* restrict
     #define SB_WINO4(T, S)                                                             \
