@@ -4,18 +4,23 @@
 
 Public ops, as ``torch.nn.functional``'s: :func:`conv3d`, :func:`conv3d_backward`,
 :func:`conv_transpose3d`, :func:`conv_transpose3d_backward` and the output-size
-helpers.  Each validates its arguments once and then runs vol2col + GEMM in fixed
-chunks of samples (:mod:`sandbox.array._vol2col`); a transposed convolution is the
-adjoint of a convolution with the same weight, so it runs the same two loops the
-other way round.  Every result is bitwise identical for any number of threads.
+helpers.  Each validates its arguments once and then runs, for 3x3x3 stride-1 kernels
+with enough channels, 2-D Winograd convolutions summed over depth
+(:mod:`sandbox.array._winograd3d`), and otherwise vol2col + GEMM in fixed chunks of
+samples (:mod:`sandbox.array._vol2col`); a transposed convolution is the adjoint of
+a convolution with the same weight, so it runs the same two loops the other way
+round.  Every result is bitwise identical for any number of threads.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import _winograd3d as wino3d
 from ._validate import check_float, check_groups, check_ndim, check_same_dtype, triple
 from ._vol2col import fold_loop, unfold_loop
+from .conv import _winograd as wino2d
+from .conv._tuning import TUNING
 
 __all__ = [
     "conv3d",
@@ -154,7 +159,13 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     out_size = _conv_size(input, geom)
     x = np.ascontiguousarray(input)
     y = np.empty((input.shape[0], weight.shape[0], *out_size), dtype=input.dtype)
-    unfold_loop(x, _wmat(weight), geom, out_size, groups, y=y, bias=bias)
+    c_out, c_in = weight.shape[:2]
+    if TUNING.winograd and wino3d.eligible(geom, groups, c_in, c_out,
+                                           out_size[1] * out_size[2]):
+        tile = wino2d.tile_size(c_in, c_out, *out_size[1:])
+        wino3d.conv3x3x3(x, wino3d.weight_transforms(weight, False, tile), y, geom[6:9], bias)
+    else:
+        unfold_loop(x, _wmat(weight), geom, out_size, groups, y=y, bias=bias)
     return y
 
 
@@ -172,8 +183,25 @@ def conv3d_backward(grad_output, input, weight, stride=1, padding=0, dilation=1,
     gx = np.empty(input.shape, dtype=input.dtype) if needs[0] else None
     a = np.ascontiguousarray(input) if needs[1] else None
     gw, gb = None, None
-    if any(needs):
-        gw, gb = fold_loop(gout, _wmat(weight), geom, groups, y=gx, a=a, bias_grad=needs[2])
+    c_out, c_in = weight.shape[:2]
+    depth, h, w = input.shape[2:]
+    pad = geom[6:9]
+    wino_dx = needs[0] and TUNING.winograd and wino3d.eligible(geom, groups, c_in, c_out, h * w)
+    wino_dw = (needs[1] and TUNING.winograd and wino3d.eligible(geom, groups, c_in, c_out, h * w)
+               and min(c_in, c_out) >= TUNING.winograd_min_channels_weight_grad)
+    if wino_dx:  # dx = conv3d(dy, flip(w)^T, padding=2-p): 3x3x3 stride 1 again
+        tile = wino2d.tile_size(c_out, c_in, h, w)
+        wino3d.conv3x3x3(gout, wino3d.weight_transforms(weight, True, tile), gx,
+                         tuple(2 - p for p in pad))
+    if wino_dw:
+        gw = wino3d.conv3x3x3_weight_grad(a, gout, pad)
+    fold_dx, fold_dw = needs[0] and not wino_dx, needs[1] and not wino_dw
+    if fold_dx or fold_dw:
+        gw_fold, gb = fold_loop(gout, _wmat(weight), geom, groups, y=gx if fold_dx else None,
+                                a=a if fold_dw else None, bias_grad=needs[2])
+        gw = gw_fold if fold_dw else gw
+    elif needs[2]:
+        gb = gout.sum(axis=(0, 2, 3, 4))
     gw = gw.reshape(weight.shape) if needs[1] else None
     return gx, gw, gb
 

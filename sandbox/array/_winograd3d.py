@@ -1,0 +1,169 @@
+"""3x3x3 convolutions as sums of 2-D Winograd convolutions over depth (used by ``conv_3d``).
+
+A 3x3x3 stride-1 convolution is, per output depth plane ``z``, the sum over the three
+kernel depths ``kz`` of 2-D 3x3 convolutions of input plane ``z - pd + kz`` with
+``w[:, :, kz]``::
+
+    y[n, :, z] = sum_kz conv2d(x[n, :, z - pd + kz], w[:, :, kz])   (planes outside: 0)
+
+so the 2-D Winograd transforms of :mod:`sandbox.array.conv._winograd` serve it as
+they are: every input plane is transformed once (``V``), each kernel depth has its
+transformed weight ``U_kz``, and in the transformed domain the depth sum is three
+GEMMs per Winograd point whose column ranges are shifted by ``kz`` planes::
+
+    M[p][:, planes z] (+)= U_kz[p] @ V[p][:, planes z - pd + kz]
+
+then one output transform per plane.  Against vol2col + GEMM this does 2.25x
+(F(2x2)) or 4x (F(4x4)) fewer multiplies and never builds the 27x larger column
+matrix.  The input gradient is the same computation with the flipped, transposed
+kernel (padding ``2 - p``); the weight gradient pairs the transformed output
+gradient of plane ``z`` with the transformed input plane ``z - pd + kz``.
+
+Chunks are (sample, slab of output planes), fixed by the shapes; the three depth
+terms are added in a fixed order and weight-gradient partials are summed in chunk
+order, so results are bitwise identical for any number of threads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._gemm import lhs, matmul
+from ._parallel import OrderedSum, parallel_map, scratch
+from .conv import _winograd as w2d
+from .conv._tuning import TUNING
+
+__all__ = ["conv3x3x3", "conv3x3x3_weight_grad", "eligible"]
+
+
+def eligible(geom, groups: int, c_in: int, c_out: int, plane_pixels: int) -> bool:
+    """3x3x3 kernel, stride 1, dilation 1, one group, padding at most 2 on every axis,
+    and the 2-D Winograd thresholds on channels and output-plane pixels."""
+    kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw = geom
+    return ((kd, kh, kw, sd, sh, sw, dd, dh, dw) == (3, 3, 3, 1, 1, 1, 1, 1, 1)
+            and groups == 1 and max(pd, ph, pw) <= 2
+            and min(c_in, c_out) >= TUNING.winograd_min_channels
+            and plane_pixels >= TUNING.winograd_min_pixels)
+
+
+def _slabs(n: int, depth_out: int, tiles: int, rows: int, count: int, itemsize: int):
+    """``(chunk index, sample, first output plane, planes)``: at least
+    ``winograd_target_tiles`` tiles per chunk, at most ``winograd_max_chunk_bytes`` of
+    transformed input (``rows`` channels, 2 extra planes)."""
+    nz = max(1, -(-TUNING.winograd_target_tiles // tiles))
+    cap = TUNING.winograd_max_chunk_bytes // max(count * rows * tiles * itemsize, 1) - 2
+    nz = max(1, min(nz, cap, depth_out))
+    chunks = [(s, z0, min(nz, depth_out - z0)) for s in range(n) for z0 in range(0, depth_out, nz)]
+    return [(i, *c) for i, c in enumerate(chunks)]
+
+
+def _input_planes(x, s, first, last, name):
+    """Planes ``first .. last - 1`` of sample ``s`` of ``x`` (N, C, D, H, W) as a
+    (planes, C, H, W) contiguous scratch array."""
+    c, _, h, w = x.shape[1:]
+    buf = scratch(name, (last - first, c, h, w), x.dtype)
+    np.copyto(buf, x[s, :, first:last].transpose(1, 0, 2, 3))
+    return buf
+
+
+def _depth_terms(pd: int, depth_in: int, z0: int, nz: int):
+    """For each kernel depth, the output planes ``[za, zb)`` of the slab whose input
+    plane ``z - pd + kz`` exists, and that input plane for ``za``; the centre tap
+    first (it covers the whole slab whenever ``pd == 1``)."""
+    order = (1, 0, 2)
+    terms = []
+    for kz in order:
+        za = max(z0, pd - kz)
+        zb = min(z0 + nz, depth_in + pd - kz)
+        if za < zb:
+            terms.append((kz, za, zb, za - pd + kz))
+    return terms
+
+
+def conv3x3x3(x, u_depth, y, pad, bias=None) -> None:
+    """``y = conv3d(x, w, bias, stride=1, padding=pad)`` for a 3x3x3 kernel, where
+    ``u_depth[kz] = weight_transform(w[:, :, kz], tile=m)``.
+
+    ``x`` (N, C, D, H, W) and ``y`` (N, O, Do, Ho, Wo) C-contiguous; ``y`` is overwritten.
+    """
+    n, c, depth_in = x.shape[:3]
+    o, depth_out, ho, wo = y.shape[1:]
+    pd, ph, pw = pad
+    count = u_depth[0].shape[0]
+    tile = w2d._TILE_OF_POINTS[count]
+    kernels = w2d._KERNELS[tile][1]
+    th, tw = -(-ho // tile), -(-wo // tile)
+    tiles = th * tw
+    u_depth = [lhs(u) for u in u_depth]
+    chunks = _slabs(n, depth_out, tiles, max(c, o), count, x.itemsize)
+
+    def task(chunk):
+        _, s, z0, nz = chunk
+        first = max(0, z0 - pd)
+        last = min(depth_in, z0 + nz - pd + 2)
+        planes = _input_planes(x, s, first, last, "w3_x")
+        v = w2d._points("wino_v", count, c, (last - first) * tiles, x.dtype)
+        kernels.input_transform(planes, v, 0, last - first, ph, pw, th, tw, 1)
+        m = w2d._points("wino_m", count, o, nz * tiles, x.dtype)
+        terms = _depth_terms(pd, depth_in, z0, nz)
+        if not terms or (terms[0][1], terms[0][2]) != (z0, z0 + nz):
+            m[...] = 0
+        for i, (kz, za, zb, iz) in enumerate(terms):
+            full = i == 0 and (za, zb) == (z0, z0 + nz)
+            matmul(u_depth[kz], v[:, :, (iz - first) * tiles:(iz - first + zb - za) * tiles],
+                   m[:, :, (za - z0) * tiles:(zb - z0) * tiles], accumulate=not full)
+        out = scratch("w3_y", (nz, o, ho, wo), x.dtype)
+        kernels.output_transform(m, out, 0, nz, th, tw, 1)
+        np.copyto(y[s, :, z0:z0 + nz], out.transpose(1, 0, 2, 3))
+        if bias is not None:
+            y[s, :, z0:z0 + nz] += bias.reshape(-1, 1, 1, 1)
+
+    parallel_map(task, chunks)
+
+
+def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
+    """Weight gradient (O, C, 3, 3, 3) of :func:`conv3x3x3` for output gradient ``g``."""
+    n, c, depth_in, h, w = x.shape
+    o, depth_out, ho, wo = g.shape[1:]
+    pd, ph, pw = pad
+    tile = w2d.tile_size_weight_grad(ho, wo)
+    count, kernels = w2d._KERNELS[tile]
+    th, tw = -(-ho // tile), -(-wo // tile)
+    tiles = th * tw
+    chunks = _slabs(n, depth_out, tiles, max(c, o), count, x.itemsize)
+    total = OrderedSum(len(chunks))
+
+    def task(chunk):
+        i, s, z0, nz = chunk
+        first = max(0, z0 - pd)
+        last = min(depth_in, z0 + nz - pd + 2)
+        planes = _input_planes(x, s, first, last, "w3_x")
+        v = w2d._points("wino_v", count, c, (last - first) * tiles, x.dtype)
+        kernels.input_transform(planes, v, 0, last - first, ph, pw, th, tw, 1)
+        grads = _input_planes(g, s, z0, z0 + nz, "w3_g")
+        gt = w2d._points("wino_m", count, o, nz * tiles, x.dtype)
+        kernels.grad_transform(grads, gt, 0, nz, th, tw, 1)
+        partial = np.zeros((3, count, o, c), dtype=x.dtype)
+        for kz, za, zb, iz in _depth_terms(pd, depth_in, z0, nz):
+            cols = (zb - za) * tiles
+            matmul(gt[:, :, (za - z0) * tiles:(za - z0) * tiles + cols],
+                   v[:, :, (iz - first) * tiles:(iz - first) * tiles + cols].transpose(0, 2, 1),
+                   partial[kz], accumulate=True)
+        total.add(i, partial)
+
+    parallel_map(task, chunks)
+    gw = np.empty((o, c, 3, 3, 3), dtype=x.dtype)
+    for kz in range(3):
+        fold = np.empty((o, c, 3, 3), dtype=x.dtype)
+        kernels.weight_grad_fold(total.out[kz], fold, 1)
+        gw[:, :, kz] = fold
+    return gw
+
+
+def weight_transforms(weight, flip_transpose: bool, tile: int) -> list[np.ndarray]:
+    """``[weight_transform(w[:, :, kz]) for kz]`` for the forward, or for the input
+    gradient (``flip_transpose``: the kernel flipped in depth too, so depth tap ``kz``
+    of the gradient's kernel is ``w[:, :, 2 - kz]`` flipped in-plane and transposed)."""
+    taps = [np.ascontiguousarray(weight[:, :, 2 - kz if flip_transpose else kz])
+            for kz in range(3)]
+    return [w2d.weight_transform(t, flip_transpose=flip_transpose, tile=tile) for t in taps]
