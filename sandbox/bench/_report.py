@@ -99,7 +99,8 @@ def flops_table(results: list[dict], env: dict) -> str:
     roofline = f"{peak:.1f} GFLOP/s (n={env.get('sgemm_size')})" if peak else DASH
     footer = ("speed = PyTorch ms / ours ms (> 1: sandbox faster); GFLOP/s: direct-convolution "
               "FLOPs (2*N*Cout*Cin*9*H*W per pass, 27*D*H*W in 3-D; 3 passes) / median time; "
-              f"%sgemm: of numpy float32 SGEMM {roofline} at {env.get('threads')} thread(s)")
+              f"%sgemm: of this machine's best float32 SGEMM (numpy's BLAS or the project's "
+              f"AVX-512 kernel) {roofline} at {env.get('threads')} thread(s)")
     return _table(header, rows) + "\n" + footer
 
 
