@@ -152,7 +152,7 @@ def affine(const real[:, :, ::1] x, const real[::1] scale, const real[::1] shift
            real[:, :, ::1] out, int num_threads):
     """``out[n, c, l] = x[n, c, l] * scale[c] + shift[c]``, parallel over (n, c) planes."""
     cdef Py_ssize_t n_chan = x.shape[1], length = x.shape[2]
-    cdef Py_ssize_t plane, n, c, i
+    cdef Py_ssize_t plane, n, c
     cdef real a, b
     cdef const real* src
     cdef real* dst
@@ -174,7 +174,7 @@ def affine2(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[::1] a,
             const real[::1] b, const real[::1] shift, real[:, :, ::1] out, int num_threads):
     """``out = a[c] * g + b[c] * x + shift[c]`` (the batch-norm input gradient), per plane."""
     cdef Py_ssize_t n_chan = g.shape[1], length = g.shape[2]
-    cdef Py_ssize_t plane, n, c, i
+    cdef Py_ssize_t plane, n, c
     cdef real ac, bc, sc
     cdef const real* gp
     cdef const real* xp
@@ -208,8 +208,8 @@ def affine_relu(const real[:, :, ::1] x, const real[::1] scale, const real[::1] 
                 real[:, :, ::1] out, int num_threads):
     """``out = max(x * scale[c] + shift[c], 0)`` (NaN propagates), parallel over planes."""
     cdef Py_ssize_t n_chan = x.shape[1], length = x.shape[2]
-    cdef Py_ssize_t plane, n, c, i
-    cdef real a, b, v
+    cdef Py_ssize_t plane, n, c
+    cdef real a, b
     cdef const real* src
     cdef real* dst
     with nogil:
@@ -265,8 +265,8 @@ def masked_affine2(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[
                    real[:, :, ::1] out, int num_threads):
     """``out = a[c] * gm + b[c] * x + shift[c]`` with ``gm = g * (y > 0)``, per plane."""
     cdef Py_ssize_t n_chan = g.shape[1], length = g.shape[2]
-    cdef Py_ssize_t plane, n, c, i
-    cdef real ac, bc, sc, gm
+    cdef Py_ssize_t plane, n, c
+    cdef real ac, bc, sc
     cdef const real* gp
     cdef const real* xp
     cdef const real* yp

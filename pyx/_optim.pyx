@@ -69,7 +69,7 @@ def adam_step(real[::1] p, const real[::1] grad, real[::1] m, real[::1] v, doubl
 
     With ``decoupled`` the ``weight_decay`` argument is ``lr * wd``.
     """
-    cdef Py_ssize_t i, n = p.shape[0]
+    cdef Py_ssize_t n = p.shape[0]
     cdef real b1c = <real> (1 - beta1), b2 = <real> beta2, b2c = <real> (1 - beta2)
     cdef real lr_t = <real> step_size, bc2 = <real> bias_correction2_sqrt, e = <real> eps
     cdef real wd = <real> weight_decay, decay = <real> (1 - weight_decay)

@@ -33,7 +33,7 @@ from ._parallel import OrderedSum, parallel_map, scratch
 from .conv import _winograd as w2d
 from .conv._tuning import TUNING
 
-__all__ = ["conv3x3x3", "conv3x3x3_weight_grad", "eligible"]
+__all__ = ["conv3x3x3", "conv3x3x3_weight_grad", "eligible", "weight_transforms"]
 
 
 def eligible(geom, groups: int, c_in: int, c_out: int, plane_pixels: int) -> bool:
