@@ -27,6 +27,8 @@ from libc.string cimport memcpy, memset
 from fused cimport real
 
 cdef extern from "wino2_avx512.h" nogil:
+    void sb_w2_grad_plane_f32(const float* pad, Py_ssize_t wp, const int* off, int ntiles,
+                              float* v, Py_ssize_t pitch)
     int sb_w2_avx512_available()
     void sb_w2_in_plane_f32(const float* pad, Py_ssize_t wp, const int* off, int ntiles,
                             float* v, Py_ssize_t pitch)
@@ -361,6 +363,43 @@ cdef inline void _grad_cols(const real* p, real* v, Py_ssize_t pitch, Py_ssize_t
         sb_w2_grad_cols_d(p, v, v + pitch, v + 2 * pitch, v + 3 * pitch, n)
 
 
+cdef void _grad_transform_avx512(const float[:, :, :, ::1] g, float[:, :, :] Gt,
+                                 Py_ssize_t n0, Py_ssize_t nb, Py_ssize_t tiles_h,
+                                 Py_ssize_t tiles_w, int num_threads, Py_ssize_t ch_begin,
+                                 Py_ssize_t ch_end):
+    """:func:`grad_transform` for float32 on AVX-512: each (sample, channel) gradient plane
+    is copied into a buffer covering whole tiles (its zero margin is set once), then
+    ``sb_w2_grad_plane_f32`` gathers and transforms 16 tiles at a time."""
+    cdef Py_ssize_t Ho = g.shape[2], Wo = g.shape[3]
+    cdef Py_ssize_t pitch = Gt.strides[0] // sizeof(float)
+    cdef Py_ssize_t hp = 2 * tiles_h, wp = 2 * tiles_w     # the tiles' plane
+    cdef Py_ssize_t ntiles = tiles_h * tiles_w
+    cdef Py_ssize_t o, s, r, t
+    cdef float* pad
+    cdef int* off = <int*> malloc(ntiles * sizeof(int))
+    cdef int[1] failed
+    if off == NULL:
+        raise MemoryError("winograd transform: could not allocate the tile offsets")
+    for t in range(ntiles):
+        off[t] = <int> (2 * (t // tiles_w) * wp + 2 * (t % tiles_w))
+    failed[0] = 0
+    with nogil, parallel(num_threads=num_threads):
+        pad = <float*> malloc(hp * wp * sizeof(float))
+        if pad != NULL:
+            memset(pad, 0, hp * wp * sizeof(float))   # the margin past Ho, Wo stays zero
+            for o in prange(ch_begin, ch_end, schedule="static"):
+                for s in range(nb):
+                    for r in range(Ho):
+                        memcpy(pad + r * wp, &g[n0 + s, o, r, 0], Wo * sizeof(float))
+                    sb_w2_grad_plane_f32(pad, wp, off, <int> ntiles, &Gt[0, o, s * ntiles], pitch)
+        else:
+            failed[0] = 1
+        free(pad)
+    free(off)
+    if failed[0]:
+        raise MemoryError("winograd transform: could not allocate a plane buffer")
+
+
 def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
                    real[:, :, :] Gt,                # OUT (16, O, nb*tiles_h*tiles_w)
                    Py_ssize_t n0, Py_ssize_t nb,
@@ -388,6 +427,11 @@ def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
     cdef real* r
     cdef int[1] failed
     failed[0] = 0
+    if real is float:
+        if _HAVE_AVX512:
+            _grad_transform_avx512(g, Gt, n0, nb, tiles_h, tiles_w, num_threads, ch_begin,
+                                   O if ch_end < 0 else ch_end)
+            return
     with nogil, parallel(num_threads=num_threads):
         buf = <real*> malloc(6 * wt * sizeof(real))   # 2 padded rows + 4 combined rows
         if buf != NULL:

@@ -109,6 +109,40 @@ static void sb_w2_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, in
     }
 }
 
+/* The output-gradient transform Gt = A q A^T of one zero-padded plane, 16 tiles per
+ * register: q is the 2x2 gradient tile at pad[2*th*wp + 2*tw] (off[t] as for the input
+ * transform), A = [[1, 0], [1, 1], [1, -1], [0, -1]].  Writes Gt[xi] = v[xi * pitch + t]. */
+__attribute__((target("avx512f")))
+static void sb_w2_grad_plane_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                                 float *v, ptrdiff_t pitch)
+{
+    int t0, k;
+    for (t0 = 0; t0 < ntiles; t0 += 16) {
+        int n = ntiles - t0 < 16 ? ntiles - t0 : 16;
+        __mmask16 mask = (__mmask16)((1u << n) - 1u);
+        __m512i base = _mm512_maskz_loadu_epi32(mask, off + t0);
+        __m512i below = _mm512_add_epi32(base, _mm512_set1_epi32((int)wp));
+        __m512i one = _mm512_set1_epi32(1);
+        __m512 z = _mm512_setzero_ps();
+        __m512 q00 = _mm512_mask_i32gather_ps(z, mask, base, pad, 4);
+        __m512 q01 = _mm512_mask_i32gather_ps(z, mask, _mm512_add_epi32(base, one), pad, 4);
+        __m512 q10 = _mm512_mask_i32gather_ps(z, mask, below, pad, 4);
+        __m512 q11 = _mm512_mask_i32gather_ps(z, mask, _mm512_add_epi32(below, one), pad, 4);
+        __m512 r[4][2];   /* rows: r = A q */
+        r[0][0] = q00;                     r[0][1] = q01;
+        r[1][0] = _mm512_add_ps(q00, q10); r[1][1] = _mm512_add_ps(q01, q11);
+        r[2][0] = _mm512_sub_ps(q00, q10); r[2][1] = _mm512_sub_ps(q01, q11);
+        r[3][0] = _mm512_sub_ps(z, q10);   r[3][1] = _mm512_sub_ps(z, q11);
+        for (k = 0; k < 4; k++) {   /* columns: Gt[4k + j] = (r[k] A^T)[j] */
+            float *dst = v + (ptrdiff_t)(4 * k) * pitch + t0;
+            _mm512_mask_storeu_ps(dst, mask, r[k][0]);
+            _mm512_mask_storeu_ps(dst + pitch, mask, _mm512_add_ps(r[k][0], r[k][1]));
+            _mm512_mask_storeu_ps(dst + 2 * pitch, mask, _mm512_sub_ps(r[k][0], r[k][1]));
+            _mm512_mask_storeu_ps(dst + 3 * pitch, mask, _mm512_sub_ps(z, r[k][1]));
+        }
+    }
+}
+
 #else
 
 static int sb_w2_avx512_available(void) { return 0; }
@@ -121,6 +155,11 @@ static void sb_w2_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, in
                                 float *ypl, ptrdiff_t w2)
 {
     (void)m; (void)pitch; (void)tiles_h; (void)tiles_w; (void)ypl; (void)w2;
+}
+static void sb_w2_grad_plane_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                                 float *v, ptrdiff_t pitch)
+{
+    (void)pad; (void)wp; (void)off; (void)ntiles; (void)v; (void)pitch;
 }
 
 #endif

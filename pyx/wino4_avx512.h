@@ -160,6 +160,50 @@ static void sb_w4_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, in
     }
 }
 
+/* r = A q for A = [[1,0,0,0],[1,1,1,1],[1,-1,1,-1],[1,2,4,8],[1,-2,4,-8],[0,0,0,1]]. */
+#define SB_W4_A(q0, q1, q2, q3, r0, r1, r2, r3, r4, r5) do {                            \
+        __m512 e_ = _mm512_add_ps(q0, q2), o_ = _mm512_add_ps(q1, q3);               \
+        __m512 e4_ = _mm512_add_ps(q0, _mm512_mul_ps(_mm512_set1_ps(4.0f), q2));      \
+        __m512 o8_ = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(2.0f), q1),          \
+                                   _mm512_mul_ps(_mm512_set1_ps(8.0f), q3));          \
+        r0 = q0; r1 = _mm512_add_ps(e_, o_); r2 = _mm512_sub_ps(e_, o_);             \
+        r3 = _mm512_add_ps(e4_, o8_); r4 = _mm512_sub_ps(e4_, o8_); r5 = q3;          \
+    } while (0)
+
+/* The output-gradient transform Gt = A q A^T of one zero-padded plane (row length wp),
+ * 16 tiles per register: q is the 4x4 gradient tile at pad[off[t]], off[t] =
+ * 4*th*wp + 4*tw.  Writes Gt[6 i + j] = v[(6 i + j) * pitch + t]. */
+__attribute__((target("avx512f")))
+static void sb_w4_grad_plane_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                                 float *v, ptrdiff_t pitch)
+{
+    int t0, a, b, k;
+    for (t0 = 0; t0 < ntiles; t0 += 16) {
+        int n = ntiles - t0 < 16 ? ntiles - t0 : 16;
+        __mmask16 mask = (__mmask16)((1u << n) - 1u);
+        __m512i base = _mm512_maskz_loadu_epi32(mask, off + t0);
+        __m512 r[6][4];
+        for (b = 0; b < 4; b++) {   /* rows: r[.][b] = A q[.][b] */
+            __m512 q[4];
+            for (a = 0; a < 4; a++)
+                q[a] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask,
+                    _mm512_add_epi32(base, _mm512_set1_epi32((int)(a * wp + b))), pad, 4);
+            SB_W4_A(q[0], q[1], q[2], q[3], r[0][b], r[1][b], r[2][b], r[3][b], r[4][b], r[5][b]);
+        }
+        for (k = 0; k < 6; k++) {   /* columns: Gt[6k + j] = (A r[k])[j] */
+            __m512 c0, c1, c2, c3, c4, c5;
+            float *dst = v + (ptrdiff_t)(6 * k) * pitch + t0;
+            SB_W4_A(r[k][0], r[k][1], r[k][2], r[k][3], c0, c1, c2, c3, c4, c5);
+            _mm512_mask_storeu_ps(dst, mask, c0);
+            _mm512_mask_storeu_ps(dst + pitch, mask, c1);
+            _mm512_mask_storeu_ps(dst + 2 * pitch, mask, c2);
+            _mm512_mask_storeu_ps(dst + 3 * pitch, mask, c3);
+            _mm512_mask_storeu_ps(dst + 4 * pitch, mask, c4);
+            _mm512_mask_storeu_ps(dst + 5 * pitch, mask, c5);
+        }
+    }
+}
+
 #else
 
 static int sb_w4_avx512_available(void) { return 0; }
@@ -171,6 +215,11 @@ static void sb_w4_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, in
                                 float *ypl, ptrdiff_t w4)
 {
     (void)m; (void)pitch; (void)tiles_h; (void)tiles_w; (void)ypl; (void)w4;
+}
+static void sb_w4_grad_plane_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                                 float *v, ptrdiff_t pitch)
+{
+    (void)pad; (void)wp; (void)off; (void)ntiles; (void)v; (void)pitch;
 }
 
 #endif
