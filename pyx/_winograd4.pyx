@@ -33,6 +33,8 @@ from libc.string cimport memcpy, memset
 from fused cimport real
 
 cdef extern from "wino4_avx512.h" nogil:
+    void sb_w4_in_plane_f32(const float* pad, Py_ssize_t wp, const int* off, int ntiles,
+                            float* v, Py_ssize_t pitch)
     void sb_w4_grad_plane_f32(const float* pad, Py_ssize_t wp, const int* off, int ntiles,
                               float* v, Py_ssize_t pitch)
     int sb_w4_avx512_available()
@@ -226,8 +228,12 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
     cdef int[1] failed
     failed[0] = 0
     if real is float:
-        if _HAVE_AVX512:
+        if _HAVE_AVX512 and tiles_w >= 16:
             _input_transform_avx512(x, V, n0, nb, ph, pw, tiles_h, tiles_w, num_threads,
+                                    ch_begin, C if ch_end < 0 else ch_end)
+            return
+        if _HAVE_AVX512:   # short tile rows: 16 tiles across rows, gathered
+            _input_transform_gather(x, V, n0, nb, ph, pw, tiles_h, tiles_w, num_threads,
                                     ch_begin, C if ch_end < 0 else ch_end)
             return
     with nogil, parallel(num_threads=num_threads):
@@ -260,6 +266,49 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
         free(buf)
     if failed[0]:
         raise MemoryError("winograd transform: could not allocate a row buffer")
+
+
+cdef void _input_transform_gather(const float[:, :, :, ::1] x, float[:, :, :] V,
+                                  Py_ssize_t n0, Py_ssize_t nb, int ph, int pw,
+                                  Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads,
+                                  Py_ssize_t ch_begin, Py_ssize_t ch_end):
+    """:func:`input_transform` for float32 on AVX-512 when a tile row has fewer than 16
+    tiles: each (sample, channel) plane is copied into a zero-bordered buffer, then
+    ``sb_w4_in_plane_f32`` (wino4_avx512.h) gathers 16 tiles at a time across rows."""
+    cdef Py_ssize_t H = x.shape[2], W = x.shape[3]
+    cdef Py_ssize_t pitch = V.strides[0] // sizeof(float)
+    cdef Py_ssize_t hp = 4 * tiles_h + 2, wp = 4 * tiles_w + 2   # padded plane
+    cdef Py_ssize_t ntiles = tiles_h * tiles_w
+    cdef Py_ssize_t rows = H, cols = W
+    cdef Py_ssize_t c, s, ih, t
+    cdef float* pad
+    cdef int* off = <int*> malloc(ntiles * sizeof(int))
+    cdef int[1] failed
+    if off == NULL:
+        raise MemoryError("winograd transform: could not allocate the tile offsets")
+    for t in range(ntiles):
+        off[t] = <int> (4 * (t // tiles_w) * wp + 4 * (t % tiles_w))
+    if rows > hp - ph:
+        rows = hp - ph
+    if cols > wp - pw:
+        cols = wp - pw
+    failed[0] = 0
+    with nogil, parallel(num_threads=num_threads):
+        pad = <float*> malloc(hp * wp * sizeof(float))
+        if pad != NULL:
+            memset(pad, 0, hp * wp * sizeof(float))   # the border stays zero
+            for c in prange(ch_begin, ch_end, schedule="static"):
+                for s in range(nb):
+                    for ih in range(rows):
+                        memcpy(pad + (ih + ph) * wp + pw, &x[n0 + s, c, ih, 0],
+                               cols * sizeof(float))
+                    sb_w4_in_plane_f32(pad, wp, off, <int> ntiles, &V[0, c, s * ntiles], pitch)
+        else:
+            failed[0] = 1
+        free(pad)
+    free(off)
+    if failed[0]:
+        raise MemoryError("winograd transform: could not allocate a plane buffer")
 
 
 cdef void _input_transform_avx512(const float[:, :, :, ::1] x, float[:, :, :] V,

@@ -160,6 +160,42 @@ static void sb_w4_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, in
     }
 }
 
+/* Input transform of one zero-bordered plane (row length wp) for maps with fewer than
+ * 16 tiles per row: 16 consecutive tiles in V's order (across tile rows) per register,
+ * each of the 36 patch values gathered (pad[off[t] + i*wp + j], off[t] = 4*th*wp +
+ * 4*tw), then V = B^T d B.  Writes V[xi] = v[xi * pitch + t]. */
+__attribute__((target("avx512f")))
+static void sb_w4_in_plane_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                               float *v, ptrdiff_t pitch)
+{
+    __m512 e[6][6];
+    int t0, i, k;
+    for (t0 = 0; t0 < ntiles; t0 += 16) {
+        int n = ntiles - t0 < 16 ? ntiles - t0 : 16;
+        __mmask16 mask = (__mmask16)((1u << n) - 1u);
+        __m512i base = _mm512_maskz_loadu_epi32(mask, off + t0);
+        for (i = 0; i < 6; i++) {   /* columns of patch row i: e[i] = d[i] B */
+            __m512 d[6];
+            for (k = 0; k < 6; k++)
+                d[k] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask,
+                    _mm512_add_epi32(base, _mm512_set1_epi32((int)(i * wp + k))), pad, 4);
+            SB_W4_BT(d[0], d[1], d[2], d[3], d[4], d[5], e[i][0], e[i][1], e[i][2], e[i][3],
+                     e[i][4], e[i][5]);
+        }
+        for (k = 0; k < 6; k++) {   /* rows: V[6j + k] = (B^T e)[j][k] */
+            __m512 y0, y1, y2, y3, y4, y5;
+            float *dst = v + t0 + (ptrdiff_t)k * pitch;
+            SB_W4_BT(e[0][k], e[1][k], e[2][k], e[3][k], e[4][k], e[5][k], y0, y1, y2, y3, y4, y5);
+            _mm512_mask_storeu_ps(dst, mask, y0);
+            _mm512_mask_storeu_ps(dst + 6 * pitch, mask, y1);
+            _mm512_mask_storeu_ps(dst + 12 * pitch, mask, y2);
+            _mm512_mask_storeu_ps(dst + 18 * pitch, mask, y3);
+            _mm512_mask_storeu_ps(dst + 24 * pitch, mask, y4);
+            _mm512_mask_storeu_ps(dst + 30 * pitch, mask, y5);
+        }
+    }
+}
+
 /* r = A q for A = [[1,0,0,0],[1,1,1,1],[1,-1,1,-1],[1,2,4,8],[1,-2,4,-8],[0,0,0,1]]. */
 #define SB_W4_A(q0, q1, q2, q3, r0, r1, r2, r3, r4, r5) do {                            \
         __m512 e_ = _mm512_add_ps(q0, q2), o_ = _mm512_add_ps(q1, q3);               \
@@ -218,6 +254,11 @@ static void sb_w4_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, in
 }
 static void sb_w4_grad_plane_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
                                  float *v, ptrdiff_t pitch)
+{
+    (void)pad; (void)wp; (void)off; (void)ntiles; (void)v; (void)pitch;
+}
+static void sb_w4_in_plane_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                               float *v, ptrdiff_t pitch)
 {
     (void)pad; (void)wp; (void)off; (void)ntiles; (void)v; (void)pitch;
 }
