@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._config import get_num_threads
 from ._gemm import lhs, matmul
 from ._parallel import OrderedSum, parallel_map, scratch
 from .conv import _winograd as w2d
@@ -166,4 +167,5 @@ def weight_transforms(weight, flip_transpose: bool, tile: int) -> list[np.ndarra
     of the gradient's kernel is ``w[:, :, 2 - kz]`` flipped in-plane and transposed)."""
     taps = [np.ascontiguousarray(weight[:, :, 2 - kz if flip_transpose else kz])
             for kz in range(3)]
-    return [w2d.weight_transform(t, flip_transpose=flip_transpose, tile=tile) for t in taps]
+    return [w2d.weight_transform(t, flip_transpose=flip_transpose,
+                                 kernel_threads=get_num_threads(), tile=tile) for t in taps]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._config import get_num_threads
 from . import _winograd as winograd
 from ._checks import (
     check_conv,
@@ -82,7 +83,10 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     x = np.ascontiguousarray(input)
     y = np.empty((n, weight.shape[0], ho, wo), dtype=input.dtype)
     if _use_winograd(geom, groups, weight, h, w):
-        u = winograd.weight_transform(weight, tile=winograd.tile_size(*weight.shape[:2], ho, wo))
+        # the weight transform runs before any chunk: all threads may share it (each
+        # kernel is one thread's, so the result does not depend on their number)
+        u = winograd.weight_transform(weight, kernel_threads=get_num_threads(),
+                                      tile=winograd.tile_size(*weight.shape[:2], ho, wo))
         winograd.winograd_conv3x3(x, u, y, geom.ph, geom.pw, kernel_threads(), bias)
     else:
         wmat = np.ascontiguousarray(weight).reshape(weight.shape[0], -1)
@@ -113,8 +117,9 @@ def conv2d_backward(grad_output, input, weight, stride=1, padding=0, dilation=1,
         geom, groups, c_in, c_out, h, w)
     if wino:
         # dx = conv2d(dy, flip(w)^T, padding=2-p): a 3x3 stride-1 conv again
-        u = winograd.weight_transform(
-            weight, flip_transpose=True, tile=winograd.tile_size(c_out, c_in, h, w))
+        u = winograd.weight_transform(weight, flip_transpose=True,
+                                      kernel_threads=get_num_threads(),
+                                      tile=winograd.tile_size(c_out, c_in, h, w))
         winograd.winograd_conv3x3(gout, u, gx, 2 - geom.ph, 2 - geom.pw, kernel_threads())
     if wino_dw:
         gw = winograd.winograd_weight_grad(a, gout, geom.ph, geom.pw, kernel_threads(),

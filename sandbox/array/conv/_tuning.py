@@ -64,11 +64,12 @@ class ConvTuning:
     #: 256->256@4: 1 thread 0.68 -> 0.45 / 1.27 -> 0.78; 2 threads 0.48 -> 0.49 / 0.83 ->
     #: 0.63); with OpenBLAS-Haswell GEMMs im2col had won there (0.92 vs 1.14 ms).
     winograd_min_pixels: int = 16
-    #: ... and the input gradient from this many: on 4x4 maps im2col's two chunks share
-    #: the threads while Winograd's one chunk cannot (ms, im2col vs Winograd, 128->256@4
-    #: / 256->256@4: 1 thread 0.47 vs 0.48 / 0.90 vs 0.77; 2 threads 0.27 vs 0.49 / 0.48
-    #: vs 0.63).
-    winograd_min_pixels_input_grad: int = 64
+    #: ... and the input gradient from this many.  On 4x4 maps Winograd's single chunk
+    #: shares its steps among the threads (transforms by channels, weight transform by
+    #: OpenMP, GEMMs by points); measured (ms, Winograd vs im2col, 128->256@4 /
+    #: 256->256@4): 1 thread 0.42 vs 0.44 / 0.67 vs 0.84, 2 threads 0.37 vs 0.26 / 0.54
+    #: vs 0.49: Winograd is ahead on the larger layer at 1 thread and within 10 % at 2.
+    winograd_min_pixels_input_grad: int = 16
     #: the Winograd weight gradient's pixel threshold: it wins already on 4x4 maps
     #: (CPU ms, 1 thread, im2col vs Winograd: 128->256@4 1.42 vs 1.28, 256->256@4 2.75 vs
     #: 2.36; 2 threads wall-min 1.37 vs 1.27, 5.33 vs 2.17), where forward and input
