@@ -25,6 +25,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
 from fused cimport real
+from wino_planes cimport run_out_planes, run_planes
 
 cdef extern from "wino2_avx512.h" nogil:
     void sb_w2_grad_plane_f32(const float* pad, Py_ssize_t wp, const int* off, int ntiles,
@@ -171,9 +172,9 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
     cdef int[1] failed
     failed[0] = 0
     if real is float:
-        if _HAVE_AVX512 and tiles_h * tiles_w * (W + 2 * pw + 4) < 2**30:
-            _input_transform_avx512(x, V, n0, nb, ph, pw, tiles_h, tiles_w, num_threads,
-                                    ch_begin, C if ch_end < 0 else ch_end)
+        if _HAVE_AVX512 and (2 * tiles_h + 2) * (2 * tiles_w + 2) < 2**31:
+            run_planes(x, V, n0, nb, ch_begin, C if ch_end < 0 else ch_end, ph, pw, 2,
+                       tiles_h, tiles_w, 2, sb_w2_in_plane_f32, num_threads)
             return
     with nogil, parallel(num_threads=num_threads):
         buf = <real*> malloc(8 * wp * sizeof(real))   # 4 padded rows + 4 combined rows
@@ -204,47 +205,6 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
         raise MemoryError("winograd transform: could not allocate a row buffer")
 
 
-cdef void _input_transform_avx512(const float[:, :, :, ::1] x, float[:, :, :] V,
-                                  Py_ssize_t n0, Py_ssize_t nb, int ph, int pw,
-                                  Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads,
-                                  Py_ssize_t ch_begin, Py_ssize_t ch_end):
-    """:func:`input_transform` for float32 on AVX-512: each (sample, channel) plane is
-    copied into a zero-bordered buffer, then ``sb_w2_in_plane_f32`` (wino2_avx512.h)
-    gathers and transforms 16 tiles at a time."""
-    cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3]
-    cdef Py_ssize_t pitch = V.strides[0] // sizeof(float)
-    cdef Py_ssize_t hp = 2 * tiles_h + 2, wp = 2 * tiles_w + 2   # padded plane
-    cdef Py_ssize_t ntiles = tiles_h * tiles_w
-    cdef Py_ssize_t rows = H, cols = W
-    cdef Py_ssize_t c, s, ih, t
-    cdef float* pad
-    cdef int* off = <int*> malloc(ntiles * sizeof(int))
-    cdef int[1] failed
-    if off == NULL:
-        raise MemoryError("winograd transform: could not allocate the tile offsets")
-    for t in range(ntiles):
-        off[t] = <int> (2 * (t // tiles_w) * wp + 2 * (t % tiles_w))
-    if rows > hp - ph:
-        rows = hp - ph
-    if cols > wp - pw:
-        cols = wp - pw
-    failed[0] = 0
-    with nogil, parallel(num_threads=num_threads):
-        pad = <float*> malloc(hp * wp * sizeof(float))
-        if pad != NULL:
-            memset(pad, 0, hp * wp * sizeof(float))   # the border stays zero
-            for c in prange(ch_begin, ch_end, schedule="static"):
-                for s in range(nb):
-                    for ih in range(rows):
-                        memcpy(pad + (ih + ph) * wp + pw, &x[n0 + s, c, ih, 0],
-                               cols * sizeof(float))
-                    sb_w2_in_plane_f32(pad, wp, off, <int> ntiles, &V[0, c, s * ntiles], pitch)
-        else:
-            failed[0] = 1
-        free(pad)
-    free(off)
-    if failed[0]:
-        raise MemoryError("winograd transform: could not allocate a plane buffer")
 
 
 cdef inline void _out_cols(const real* m, Py_ssize_t pitch, real* a0, real* a1,
@@ -264,39 +224,6 @@ cdef inline void _out_row(const real* a, Py_ssize_t n, real* row) noexcept nogil
         sb_w2_out_row_d(a, a + n, a + 2 * n, a + 3 * n, row, n)
 
 
-cdef void _output_transform_avx512(const float[:, :, :] M, float[:, :, :, ::1] y,
-                                   Py_ssize_t n0, Py_ssize_t nb, Py_ssize_t tiles_h,
-                                   Py_ssize_t tiles_w, int num_threads, Py_ssize_t ch_begin,
-                                   Py_ssize_t ch_end):
-    """:func:`output_transform` for float32 on AVX-512 (``sb_w2_out_plane_f32`` in
-    wino2_avx512.h): straight into the output plane when the tiles cover it exactly,
-    else through a per-thread plane buffer that is clipped on the way out."""
-    cdef Py_ssize_t Ho = y.shape[2], Wo = y.shape[3]
-    cdef Py_ssize_t pitch = M.strides[0] // sizeof(float)
-    cdef Py_ssize_t ntiles = tiles_h * tiles_w, w2 = 2 * tiles_w
-    cdef bint exact = Ho == 2 * tiles_h and Wo == w2
-    cdef Py_ssize_t o, s, r
-    cdef float* buf
-    cdef int[1] failed
-    failed[0] = 0
-    with nogil, parallel(num_threads=num_threads):
-        buf = NULL if exact else <float*> malloc(2 * tiles_h * w2 * sizeof(float))
-        if exact or buf != NULL:
-            for o in prange(ch_begin, ch_end, schedule="static"):
-                for s in range(nb):
-                    if exact:
-                        sb_w2_out_plane_f32(&M[0, o, s * ntiles], pitch, <int> tiles_h,
-                                            <int> tiles_w, &y[n0 + s, o, 0, 0], Wo)
-                    else:
-                        sb_w2_out_plane_f32(&M[0, o, s * ntiles], pitch, <int> tiles_h,
-                                            <int> tiles_w, buf, w2)
-                        for r in range(Ho):
-                            memcpy(&y[n0 + s, o, r, 0], buf + r * w2, Wo * sizeof(float))
-        else:
-            failed[0] = 1
-        free(buf)
-    if failed[0]:
-        raise MemoryError("winograd transform: could not allocate a plane buffer")
 
 
 def output_transform(const real[:, :, :] M,       # IN  (16, O, nb*tiles_h*tiles_w)
@@ -317,8 +244,8 @@ def output_transform(const real[:, :, :] M,       # IN  (16, O, nb*tiles_h*tiles
     failed[0] = 0
     if real is float:
         if _HAVE_AVX512:
-            _output_transform_avx512(M, y, n0, nb, tiles_h, tiles_w, num_threads, ch_begin,
-                                     O if ch_end < 0 else ch_end)
+            run_out_planes(M, y, n0, nb, ch_begin, O if ch_end < 0 else ch_end, 2, tiles_h,
+                           tiles_w, sb_w2_out_plane_f32, num_threads)
             return
     with nogil, parallel(num_threads=num_threads):
         buf = <real*> malloc((8 * tiles_w + 2 * wt) * sizeof(real))  # a[2][4] rows + 2 out rows
@@ -363,41 +290,6 @@ cdef inline void _grad_cols(const real* p, real* v, Py_ssize_t pitch, Py_ssize_t
         sb_w2_grad_cols_d(p, v, v + pitch, v + 2 * pitch, v + 3 * pitch, n)
 
 
-cdef void _grad_transform_avx512(const float[:, :, :, ::1] g, float[:, :, :] Gt,
-                                 Py_ssize_t n0, Py_ssize_t nb, Py_ssize_t tiles_h,
-                                 Py_ssize_t tiles_w, int num_threads, Py_ssize_t ch_begin,
-                                 Py_ssize_t ch_end):
-    """:func:`grad_transform` for float32 on AVX-512: each (sample, channel) gradient plane
-    is copied into a buffer covering whole tiles (its zero margin is set once), then
-    ``sb_w2_grad_plane_f32`` gathers and transforms 16 tiles at a time."""
-    cdef Py_ssize_t Ho = g.shape[2], Wo = g.shape[3]
-    cdef Py_ssize_t pitch = Gt.strides[0] // sizeof(float)
-    cdef Py_ssize_t hp = 2 * tiles_h, wp = 2 * tiles_w     # the tiles' plane
-    cdef Py_ssize_t ntiles = tiles_h * tiles_w
-    cdef Py_ssize_t o, s, r, t
-    cdef float* pad
-    cdef int* off = <int*> malloc(ntiles * sizeof(int))
-    cdef int[1] failed
-    if off == NULL:
-        raise MemoryError("winograd transform: could not allocate the tile offsets")
-    for t in range(ntiles):
-        off[t] = <int> (2 * (t // tiles_w) * wp + 2 * (t % tiles_w))
-    failed[0] = 0
-    with nogil, parallel(num_threads=num_threads):
-        pad = <float*> malloc(hp * wp * sizeof(float))
-        if pad != NULL:
-            memset(pad, 0, hp * wp * sizeof(float))   # the margin past Ho, Wo stays zero
-            for o in prange(ch_begin, ch_end, schedule="static"):
-                for s in range(nb):
-                    for r in range(Ho):
-                        memcpy(pad + r * wp, &g[n0 + s, o, r, 0], Wo * sizeof(float))
-                    sb_w2_grad_plane_f32(pad, wp, off, <int> ntiles, &Gt[0, o, s * ntiles], pitch)
-        else:
-            failed[0] = 1
-        free(pad)
-    free(off)
-    if failed[0]:
-        raise MemoryError("winograd transform: could not allocate a plane buffer")
 
 
 def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
@@ -428,9 +320,9 @@ def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
     cdef int[1] failed
     failed[0] = 0
     if real is float:
-        if _HAVE_AVX512:
-            _grad_transform_avx512(g, Gt, n0, nb, tiles_h, tiles_w, num_threads, ch_begin,
-                                   O if ch_end < 0 else ch_end)
+        if _HAVE_AVX512 and 4 * tiles_h * tiles_w < 2**31:
+            run_planes(g, Gt, n0, nb, ch_begin, O if ch_end < 0 else ch_end, 0, 0, 2,
+                       tiles_h, tiles_w, 0, sb_w2_grad_plane_f32, num_threads)
             return
     with nogil, parallel(num_threads=num_threads):
         buf = <real*> malloc(6 * wt * sizeof(real))   # 2 padded rows + 4 combined rows

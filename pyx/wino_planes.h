@@ -1,0 +1,118 @@
+/* The plane loop of the gathered Winograd transforms (wino2_avx512.h, wino4_avx512.h).
+ *
+ * Those transforms take one (sample, channel) plane at a time, copied into a buffer
+ * that covers whole tiles, with a zero margin where the convolution pads the input (or
+ * past the last output row and column, for the output-gradient transforms).  This
+ * driver owns everything around that call: the tile offsets, one buffer per thread
+ * whose margin is zeroed once (only the data rows are ever rewritten), and the loop
+ * over channels (shared by OpenMP threads: each channel is one thread's, so results do
+ * not depend on their number) and samples.
+ */
+#ifndef SANDBOX_WINO_PLANES_H
+#define SANDBOX_WINO_PLANES_H
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Transform one plane buffer (row length wp) at the tile offsets off[0 .. ntiles) into
+ * v[xi * pitch + t]. */
+typedef void (*sb_plane_fn)(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                            float *v, ptrdiff_t pitch);
+
+/* For samples n0 .. n0+nb-1 and channels c0 .. c1-1 of x (row-major (N, C, rows, cols),
+ * strides in elements sn, sc): copy the plane to rows ph.. and columns pw.. of a
+ * (tile*tiles_h + halo) x (tile*tiles_w + halo) zero buffer and call fn, writing
+ * v + c*vc + s*tiles (tiles = tiles_h*tiles_w) with points pitch apart.  Input rows and
+ * columns that fall past the buffer are not needed by any tile and are skipped.
+ * Returns 0, or -1 when a buffer could not be allocated. */
+static int sb_wino_planes(const float *x, ptrdiff_t sn, ptrdiff_t sc, int rows, int cols,
+                          int n0, int nb, int c0, int c1, int ph, int pw, int tile,
+                          int tiles_h, int tiles_w, int halo, sb_plane_fn fn, float *v,
+                          ptrdiff_t vc, ptrdiff_t pitch, int num_threads)
+{
+    ptrdiff_t hp = (ptrdiff_t)tile * tiles_h + halo, wp = (ptrdiff_t)tile * tiles_w + halo;
+    int ntiles = tiles_h * tiles_w;
+    int copy_rows = rows < hp - ph ? rows : (int)(hp - ph);
+    int copy_cols = cols < wp - pw ? cols : (int)(wp - pw);
+    int failed = 0;
+    int t;
+    int *off = (int *)malloc((size_t)(ntiles > 0 ? ntiles : 1) * sizeof(int));
+    if (off == NULL) return -1;
+    for (t = 0; t < ntiles; t++)
+        off[t] = (int)(tile * (t / tiles_w) * wp + tile * (t % tiles_w));
+    #pragma omp parallel num_threads(num_threads)
+    {
+        float *pad = (float *)malloc((size_t)(hp * wp) * sizeof(float));
+        int c, s, r;
+        if (pad == NULL) {
+            #pragma omp atomic write
+            failed = 1;
+        } else {
+            memset(pad, 0, (size_t)(hp * wp) * sizeof(float));
+        }
+        #pragma omp for schedule(static)
+        for (c = c0; c < c1; c++) {
+            if (pad == NULL) continue;   /* every thread still meets the worksharing loop */
+            for (s = 0; s < nb; s++) {
+                const float *src = x + (ptrdiff_t)(n0 + s) * sn + (ptrdiff_t)c * sc;
+                for (r = 0; r < copy_rows; r++)
+                    memcpy(pad + (r + ph) * wp + pw, src + (ptrdiff_t)r * cols,
+                           (size_t)copy_cols * sizeof(float));
+                fn(pad, wp, off, ntiles, v + (ptrdiff_t)c * vc + (ptrdiff_t)s * ntiles, pitch);
+            }
+        }
+        free(pad);
+    }
+    free(off);
+    return failed ? -1 : 0;
+}
+
+/* Write one output plane (row length w, tile*tiles_h rows) from M[xi] = m[xi*pitch + t]. */
+typedef void (*sb_out_plane_fn)(const float *m, ptrdiff_t pitch, int tiles_h, int tiles_w,
+                                float *ypl, ptrdiff_t w);
+
+/* The output transforms' plane loop: for samples n0 .. n0+nb-1 and channels c0 .. c1-1,
+ * fn writes the plane of y (row-major (N, C, rows, cols), strides sn, sc) from
+ * m + c*mc + s*tiles: straight into y when the tiles cover it exactly, else through a
+ * per-thread buffer of whole tiles, clipped on the way out.  Returns 0, or -1 when a
+ * buffer could not be allocated. */
+static int sb_wino_out_planes(const float *m, ptrdiff_t mc, ptrdiff_t pitch, float *y,
+                              ptrdiff_t sn, ptrdiff_t sc, int rows, int cols, int n0, int nb,
+                              int c0, int c1, int tile, int tiles_h, int tiles_w,
+                              sb_out_plane_fn fn, int num_threads)
+{
+    ptrdiff_t hp = (ptrdiff_t)tile * tiles_h, wp = (ptrdiff_t)tile * tiles_w;
+    int exact = rows == hp && cols == wp;
+    int ntiles = tiles_h * tiles_w;
+    int failed = 0;
+    #pragma omp parallel num_threads(num_threads)
+    {
+        float *buf = exact ? NULL : (float *)malloc((size_t)(hp * wp) * sizeof(float));
+        int c, s, r;
+        if (!exact && buf == NULL) {
+            #pragma omp atomic write
+            failed = 1;
+        }
+        #pragma omp for schedule(static)
+        for (c = c0; c < c1; c++) {
+            if (!exact && buf == NULL) continue;   /* still meet the worksharing loop */
+            for (s = 0; s < nb; s++) {
+                const float *ms = m + (ptrdiff_t)c * mc + (ptrdiff_t)s * ntiles;
+                float *dst = y + (ptrdiff_t)(n0 + s) * sn + (ptrdiff_t)c * sc;
+                if (exact) {
+                    fn(ms, pitch, tiles_h, tiles_w, dst, cols);
+                } else {
+                    fn(ms, pitch, tiles_h, tiles_w, buf, wp);
+                    for (r = 0; r < rows; r++)
+                        memcpy(dst + (ptrdiff_t)r * cols, buf + r * wp,
+                               (size_t)cols * sizeof(float));
+                }
+            }
+        }
+        free(buf);
+    }
+    return failed ? -1 : 0;
+}
+
+#endif
