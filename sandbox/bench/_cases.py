@@ -135,6 +135,28 @@ def _torch_resize_kwargs(torch_mode: str, opts: dict) -> dict:
     return {"align_corners": opts.get("align_corners"), "antialias": opts.get("antialias", False)}
 
 
+def torch_resize_call(torch, x, g, size, mode: str, kwargs: dict):
+    """PyTorch's side of a resize case: ``interpolate(x)``, or with an output gradient
+    ``g`` its input gradient (the graph built once, so only the backward is timed)."""
+    interp = torch.nn.functional.interpolate
+    if g is None:
+        tx = torch.from_numpy(x)
+
+        def forward():
+            with torch.no_grad():
+                return interp(tx, size=size, mode=mode, **kwargs)
+
+        return forward
+    tx = torch.from_numpy(x).requires_grad_(True)
+    ty = interp(tx, size=size, mode=mode, **kwargs)
+    tg = torch.from_numpy(g)
+
+    def backward():
+        return torch.autograd.grad(ty, tx, tg, retain_graph=True)[0]
+
+    return backward
+
+
 def _resize_case(variant: str, key: str, backward: bool) -> Case:
     name = f"resize/{variant}/{key}/{'bwd' if backward else 'fwd'}"
     mode, opts, torch_mode = RESIZE_VARIANTS[variant]
@@ -161,22 +183,8 @@ def _resize_case(variant: str, key: str, backward: bool) -> Case:
         if torch is None or torch_mode is None:
             note = None if torch is None else "PyTorch has no such mode"
             return Work(ours, None, nbytes, desc, note)
-        interp = torch.nn.functional.interpolate
-        kw = _torch_resize_kwargs(torch_mode, opts)
-        if backward:
-            tx = torch.from_numpy(x).requires_grad_(True)
-            ty = interp(tx, size=out_hw, mode=torch_mode, **kw)
-            tg = torch.from_numpy(g)
-
-            def theirs():
-                return torch.autograd.grad(ty, tx, tg, retain_graph=True)[0]
-        else:
-            tx = torch.from_numpy(x)
-
-            def theirs():
-                with torch.no_grad():
-                    return interp(tx, size=out_hw, mode=torch_mode, **kw)
-
+        theirs = torch_resize_call(torch, x, g if backward else None, out_hw, torch_mode,
+                                   _torch_resize_kwargs(torch_mode, opts))
         return Work(ours, theirs, nbytes, desc)
 
     return Case(name, "resize", build)
@@ -347,45 +355,26 @@ def _unet_case(mode: str) -> Case:
     name = f"unet-step/{mode}"
 
     def build(quick, torch):
-        import sandbox
-        import sandbox.functional as F
-        from sandbox import nn, optim
+        from sandbox import nn
         from sandbox._random import manual_seed
+
+        from ._cases_classic import torch_training_step, training_step
 
         depth, width, n, s = (2, 4, 2, 16) if quick else (4, 16, BATCH, 64)
         manual_seed(0)
         model = nn.UNet(3, 3, depth=depth, base_width=width, upsample=mode)
-        opt = optim.Adam(model.parameters(), lr=1e-3)
         rng = _rng(name)
         x = _normal(rng, (n, 3, s, s))
         y = rng.integers(0, 3, size=(n, s, s))
         desc = f"UNet depth {depth} width {width}, batch {x.shape}"
-        tx_ours, ty_ours = sandbox.tensor(x), sandbox.tensor(y)
         theirs = None
         if torch is not None:
             from ._torch_twin import build_torch_unet, copy_weights_to_torch
 
             tmodel = build_torch_unet(torch, 3, 3, depth=depth, base_width=width, upsample=mode)
             copy_weights_to_torch(torch, model, tmodel, torch.float32)
-            topt = torch.optim.Adam(tmodel.parameters(), lr=1e-3)
-            tx, ty = torch.from_numpy(x), torch.from_numpy(y)
-
-            def theirs():
-                topt.zero_grad()
-                out = tmodel(tx)
-                loss = torch.nn.functional.cross_entropy(out, ty)
-                loss.backward()
-                topt.step()
-                return out.detach(), loss.detach(), tmodel.inc.conv1.weight.grad
-
-        def ours():
-            opt.zero_grad()
-            out = model(tx_ours)
-            loss = F.cross_entropy(out, ty_ours)
-            loss.backward()
-            opt.step()
-            return out.data, loss.data, model.inc.conv1.weight.grad.data
-
+            theirs = torch_training_step(torch, tmodel, x, y)
+        ours = training_step(model, x, y)
         return Work(ours, theirs, None, desc)
 
     # The first step's logits, loss and a gradient go through ~20 BLAS layers: allow more.

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._cases import Case, Work, _normal, _rng
+from ._cases import Case, Work, _normal, _rng, torch_resize_call
 
 # variant -> (our mode, options, PyTorch's 5-D mode or None, downsampling?)
 RESIZE3D_VARIANTS = {
@@ -97,22 +97,8 @@ def _resize3d_case(variant: str, backward: bool) -> Case:
         if torch is None or torch_mode is None:
             note = None if torch is None else "PyTorch has no such mode in 3-D"
             return Work(ours, None, nbytes, desc, note)
-        interp = torch.nn.functional.interpolate
         kw = {"align_corners": opts.get("align_corners")} if torch_mode == "trilinear" else {}
-        if backward:
-            tx = torch.from_numpy(x).requires_grad_(True)
-            ty = interp(tx, size=out_size, mode=torch_mode, **kw)
-            tg = torch.from_numpy(g)
-
-            def theirs():
-                return torch.autograd.grad(ty, tx, tg, retain_graph=True)[0]
-        else:
-            tx = torch.from_numpy(x)
-
-            def theirs():
-                with torch.no_grad():
-                    return interp(tx, size=out_size, mode=torch_mode, **kw)
-
+        theirs = torch_resize_call(torch, x, g if backward else None, out_size, torch_mode, kw)
         return Work(ours, theirs, nbytes, desc)
 
     return Case(name, "resize3d", build)
@@ -193,8 +179,9 @@ def build_unet3d_step(name: str, mode: str, quick: bool, torch=None,
         returns its logits, loss and the first convolution's weight gradient.
     """
     import sandbox
-    import sandbox.functional as F
-    from sandbox import nn, optim
+    from sandbox import nn
+
+    from ._cases_classic import torch_training_step, training_step
 
     arch = UNET3D_QUICK if quick else UNET3D
     n, s = (2, 8) if quick else (UNET3D_BATCH, UNET3D_SIZE)
@@ -213,31 +200,9 @@ def build_unet3d_step(name: str, mode: str, quick: bool, torch=None,
         except ValueError:
             built["torch_note"] = f"PyTorch has no 3-D {mode}"
         else:
-            topt = torch.optim.Adam(tmodel.parameters(), lr=1e-3)
-            tx, ty = torch.from_numpy(x), torch.from_numpy(y)
-
-            def theirs():
-                topt.zero_grad()
-                out = tmodel(tx)
-                loss = torch.nn.functional.cross_entropy(out, ty)
-                loss.backward()
-                topt.step()
-                return out.detach(), loss.detach(), tmodel.inc.conv1.weight.grad
-
-            built["torch"] = theirs
+            built["torch"] = torch_training_step(torch, tmodel, x, y)
     if "sandbox" in libs:
-        opt = optim.Adam(model.parameters(), lr=1e-3)
-        tx_ours, ty_ours = sandbox.tensor(x), sandbox.tensor(y)
-
-        def ours():
-            opt.zero_grad()
-            out = model(tx_ours)
-            loss = F.cross_entropy(out, ty_ours)
-            loss.backward()
-            opt.step()
-            return out.data, loss.data, model.inc.conv1.weight.grad.data
-
-        built["sandbox"] = ours
+        built["sandbox"] = training_step(model, x, y)
     return built
 
 

@@ -77,8 +77,7 @@ def build_classic_step(name: str, mode: str, size: int, quick: bool, torch=None,
         each step returns its logits, loss and the first convolution's weight gradient.
     """
     import sandbox
-    import sandbox.functional as F
-    from sandbox import nn, optim
+    from sandbox import nn
 
     widths, n, s = classic_shape(size, quick)
     sandbox.manual_seed(0)
@@ -92,32 +91,47 @@ def build_classic_step(name: str, mode: str, size: int, quick: bool, torch=None,
 
         tmodel = build_torch_classic_unet(torch, 1, NUM_CLASSES, widths=widths, upsample=mode)
         copy_weights_to_torch(torch, model, tmodel, torch.float32)
-        topt = torch.optim.Adam(tmodel.parameters(), lr=1e-3)
-        tx, ty = torch.from_numpy(x), torch.from_numpy(y)
-
-        def theirs():
-            topt.zero_grad()
-            out = tmodel(tx)
-            loss = torch.nn.functional.cross_entropy(out, ty)
-            loss.backward()
-            topt.step()
-            return out.detach(), loss.detach(), tmodel.inc.conv1.weight.grad
-
-        built["torch"] = theirs
+        built["torch"] = torch_training_step(torch, tmodel, x, y)
     if "sandbox" in libs:
-        opt = optim.Adam(model.parameters(), lr=1e-3)
-        tx_ours, ty_ours = sandbox.tensor(x), sandbox.tensor(y)
-
-        def ours():
-            opt.zero_grad()
-            out = model(tx_ours)
-            loss = F.cross_entropy(out, ty_ours)
-            loss.backward()
-            opt.step()
-            return out.data, loss.data, model.inc.conv1.weight.grad.data
-
-        built["sandbox"] = ours
+        built["sandbox"] = training_step(model, x, y)
     return built
+
+
+def training_step(model, x, y):
+    """One Adam step of ``model`` on ``x``, ``y`` with cross-entropy, as a callable that
+    returns the logits, the loss and the first convolution's weight gradient."""
+    import sandbox
+    import sandbox.functional as F
+    from sandbox import optim
+
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+    tx, ty = sandbox.tensor(x), sandbox.tensor(y)
+
+    def step():
+        opt.zero_grad()
+        out = model(tx)
+        loss = F.cross_entropy(out, ty)
+        loss.backward()
+        opt.step()
+        return out.data, loss.data, model.inc.conv1.weight.grad.data
+
+    return step
+
+
+def torch_training_step(torch, model, x, y):
+    """:func:`training_step` for a PyTorch model."""
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+
+    def step():
+        opt.zero_grad()
+        out = model(tx)
+        loss = torch.nn.functional.cross_entropy(out, ty)
+        loss.backward()
+        opt.step()
+        return out.detach(), loss.detach(), model.inc.conv1.weight.grad
+
+    return step
 
 
 # --------------------------------------------------------------------------- peak memory
