@@ -1,12 +1,12 @@
 /* The plane loop of the gathered Winograd transforms (wino2_avx512.h, wino4_avx512.h).
  *
- * Those transforms take one (sample, channel) plane at a time, copied into a buffer
- * that covers whole tiles, with a zero margin where the convolution pads the input (or
- * past the last output row and column, for the output-gradient transforms).  This
- * driver owns everything around that call: the tile offsets, one buffer per thread
- * whose margin is zeroed once (only the data rows are ever rewritten), and the loop
- * over channels (shared by OpenMP threads: each channel is one thread's, so results do
- * not depend on their number) and samples.
+ * Those transforms gather their tiles from planes copied into buffers that cover whole
+ * tiles, with a zero margin where the convolution pads the input (or past the last
+ * output row and column, for the output-gradient transforms).  This driver owns
+ * everything around that call: the tile offsets, one buffer per thread whose margins
+ * are zeroed once (only the data rows are ever rewritten), and the loop over channels
+ * (shared by OpenMP threads: each channel is one thread's, so results do not depend
+ * on their number).
  */
 #ifndef SANDBOX_WINO_PLANES_H
 #define SANDBOX_WINO_PLANES_H
@@ -21,46 +21,51 @@ typedef void (*sb_plane_fn)(const float *pad, ptrdiff_t wp, const int *off, int 
                             float *v, ptrdiff_t pitch);
 
 /* For samples n0 .. n0+nb-1 and channels c0 .. c1-1 of x (row-major (N, C, rows, cols),
- * strides in elements sn, sc): copy the plane to rows ph.. and columns pw.. of a
- * (tile*tiles_h + halo) x (tile*tiles_w + halo) zero buffer and call fn, writing
- * v + c*vc + s*tiles (tiles = tiles_h*tiles_w) with points pitch apart.  Input rows and
- * columns that fall past the buffer are not needed by any tile and are skipped.
- * Returns 0, or -1 when a buffer could not be allocated. */
+ * strides in elements sn, sc): copy each sample's plane to rows ph.. and columns pw..
+ * of its own (tile*tiles_h + halo) x (tile*tiles_w + halo) zero block, the nb blocks
+ * stacked, and call fn once per channel for the nb * tiles_h * tiles_w tiles of all
+ * samples (V's tile order runs across samples, so a register of 16 tiles is filled
+ * even on 4x4 maps), writing v + c*vc with points pitch apart.  Input rows and columns
+ * that fall past a block are not needed by any tile and are skipped.  Returns 0, or -1
+ * when a buffer could not be allocated. */
 static int sb_wino_planes(const float *x, ptrdiff_t sn, ptrdiff_t sc, int rows, int cols,
                           int n0, int nb, int c0, int c1, int ph, int pw, int tile,
                           int tiles_h, int tiles_w, int halo, sb_plane_fn fn, float *v,
                           ptrdiff_t vc, ptrdiff_t pitch, int num_threads)
 {
     ptrdiff_t hp = (ptrdiff_t)tile * tiles_h + halo, wp = (ptrdiff_t)tile * tiles_w + halo;
-    int ntiles = tiles_h * tiles_w;
+    int per_plane = tiles_h * tiles_w, ntiles = nb * per_plane;
     int copy_rows = rows < hp - ph ? rows : (int)(hp - ph);
     int copy_cols = cols < wp - pw ? cols : (int)(wp - pw);
     int failed = 0;
     int t;
     int *off = (int *)malloc((size_t)(ntiles > 0 ? ntiles : 1) * sizeof(int));
     if (off == NULL) return -1;
-    for (t = 0; t < ntiles; t++)
-        off[t] = (int)(tile * (t / tiles_w) * wp + tile * (t % tiles_w));
+    for (t = 0; t < ntiles; t++) {
+        int s = t / per_plane, u = t % per_plane;
+        off[t] = (int)((s * hp + tile * (u / tiles_w)) * wp + tile * (u % tiles_w));
+    }
     #pragma omp parallel num_threads(num_threads)
     {
-        float *pad = (float *)malloc((size_t)(hp * wp) * sizeof(float));
+        float *pad = (float *)malloc((size_t)(nb * hp * wp) * sizeof(float));
         int c, s, r;
         if (pad == NULL) {
             #pragma omp atomic write
             failed = 1;
         } else {
-            memset(pad, 0, (size_t)(hp * wp) * sizeof(float));
+            memset(pad, 0, (size_t)(nb * hp * wp) * sizeof(float));
         }
         #pragma omp for schedule(static)
         for (c = c0; c < c1; c++) {
             if (pad == NULL) continue;   /* every thread still meets the worksharing loop */
             for (s = 0; s < nb; s++) {
                 const float *src = x + (ptrdiff_t)(n0 + s) * sn + (ptrdiff_t)c * sc;
+                float *block = pad + (ptrdiff_t)s * hp * wp;
                 for (r = 0; r < copy_rows; r++)
-                    memcpy(pad + (r + ph) * wp + pw, src + (ptrdiff_t)r * cols,
+                    memcpy(block + (r + ph) * wp + pw, src + (ptrdiff_t)r * cols,
                            (size_t)copy_cols * sizeof(float));
-                fn(pad, wp, off, ntiles, v + (ptrdiff_t)c * vc + (ptrdiff_t)s * ntiles, pitch);
             }
+            fn(pad, wp, off, ntiles, v + (ptrdiff_t)c * vc, pitch);
         }
         free(pad);
     }

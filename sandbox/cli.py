@@ -23,7 +23,7 @@ from ._usage import ArgumentParser, CLIError, debug_requested, exit_process, run
 COMMANDS = ("train", "predict", "gradcheck", "bench", "explain", "info", "export")
 # The default run's time, as the README states it (1,000 steps at 8-12 steps/s measured on
 # unshared 2-core machines; tests/test_docs.py keeps README, docs/05 and this in step).
-DEFAULT_RUN_TIME = "about 120 s on a 2-core machine"
+DEFAULT_RUN_TIME = "about 45 s on a 2-core machine"
 
 
 def train_header(cfg, parameters: int, samples: int, steps: int) -> str:

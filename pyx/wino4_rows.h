@@ -1,0 +1,70 @@
+/* The portable row and column loops of the Winograd F(4x4, 3x3) transforms
+ * (pyx/_winograd4.pyx), float and double.  Plain C on restrict pointer parameters so that gcc
+ * vectorises them (written in Cython it could not rule out overlapping buffers and
+ * left them scalar; gcc honours restrict on parameters, not on local pointers), each
+ * with an AVX2 clone (SB_CLONES, simd_clones.h). */
+#ifndef SANDBOX_WINO4_ROWS_H
+#define SANDBOX_WINO4_ROWS_H
+
+#include <stddef.h>
+#include "simd_clones.h"
+
+#define SB_R(T) T* restrict
+#define SB_C(T) const T* restrict
+#define SB_WINO4(T, S)                                                             \
+SB_CLONES static void sb_w4_split_##S(SB_C(T) p, SB_R(T) q0, SB_R(T) q1, SB_R(T) q2,   \
+        SB_R(T) q3, Py_ssize_t L) {                                                 \
+    for (Py_ssize_t t = 0; t < L; t++) {                                            \
+        q0[t] = p[4 * t]; q1[t] = p[4 * t + 1];                                     \
+        q2[t] = p[4 * t + 2]; q3[t] = p[4 * t + 3]; } }                             \
+SB_CLONES static void sb_w4_in_rows_##S(SB_C(T) d0, SB_C(T) d1, SB_C(T) d2, SB_C(T) d3, \
+        SB_C(T) d4, SB_C(T) d5, SB_R(T) r0, SB_R(T) r1, SB_R(T) r2, SB_R(T) r3,     \
+        SB_R(T) r4, SB_R(T) r5, Py_ssize_t n) {                                     \
+    for (Py_ssize_t j = 0; j < n; j++) {                                            \
+        r0[j] = (T)4 * d0[j] - (T)5 * d2[j] + d4[j];                                \
+        r1[j] = d3[j] + d4[j] - (T)4 * (d1[j] + d2[j]);                             \
+        r2[j] = (T)4 * (d1[j] - d2[j]) + d4[j] - d3[j];                             \
+        r3[j] = (T)2 * (d3[j] - d1[j]) + d4[j] - d2[j];                             \
+        r4[j] = (T)2 * (d1[j] - d3[j]) + d4[j] - d2[j];                             \
+        r5[j] = (T)4 * d1[j] - (T)5 * d3[j] + d5[j]; } }                            \
+SB_CLONES static void sb_w4_in_cols_##S(SB_C(T) q0, SB_C(T) q1, SB_C(T) q2, SB_C(T) q3, \
+        SB_R(T) v0, SB_R(T) v1, SB_R(T) v2, SB_R(T) v3, SB_R(T) v4, SB_R(T) v5,     \
+        Py_ssize_t n) {                                                             \
+    for (Py_ssize_t t = 0; t < n; t++) {                                            \
+        v0[t] = (T)4 * q0[t] - (T)5 * q2[t] + q0[t + 1];                            \
+        v1[t] = q3[t] + q0[t + 1] - (T)4 * (q1[t] + q2[t]);                         \
+        v2[t] = (T)4 * (q1[t] - q2[t]) + q0[t + 1] - q3[t];                         \
+        v3[t] = (T)2 * (q3[t] - q1[t]) + q0[t + 1] - q2[t];                         \
+        v4[t] = (T)2 * (q1[t] - q3[t]) + q0[t + 1] - q2[t];                         \
+        v5[t] = (T)4 * q1[t] - (T)5 * q3[t] + q1[t + 1]; } }                        \
+SB_CLONES static void sb_w4_out_cols_##S(SB_C(T) m0, SB_C(T) m1, SB_C(T) m2,           \
+        SB_C(T) m3, SB_C(T) m4, SB_C(T) m5, SB_R(T) a0, SB_R(T) a1, SB_R(T) a2,     \
+        SB_R(T) a3, Py_ssize_t n) {                                                 \
+    for (Py_ssize_t t = 0; t < n; t++) {                                            \
+        a0[t] = m0[t] + m1[t] + m2[t] + m3[t] + m4[t];                              \
+        a1[t] = m1[t] - m2[t] + (T)2 * (m3[t] - m4[t]);                             \
+        a2[t] = m1[t] + m2[t] + (T)4 * (m3[t] + m4[t]);                             \
+        a3[t] = m1[t] - m2[t] + (T)8 * (m3[t] - m4[t]) + m5[t]; } }                 \
+SB_CLONES static void sb_w4_out_row_##S(SB_C(T) a0, SB_C(T) a1, SB_C(T) a2, SB_C(T) a3, \
+        SB_C(T) a4, SB_C(T) a5, SB_R(T) row, Py_ssize_t n) {                        \
+    for (Py_ssize_t t = 0; t < n; t++) {                                            \
+        row[4 * t] = a0[t] + a1[t] + a2[t] + a3[t] + a4[t];                         \
+        row[4 * t + 1] = a1[t] - a2[t] + (T)2 * (a3[t] - a4[t]);                    \
+        row[4 * t + 2] = a1[t] + a2[t] + (T)4 * (a3[t] + a4[t]);                    \
+        row[4 * t + 3] = a1[t] - a2[t] + (T)8 * (a3[t] - a4[t]) + a5[t]; } }
+SB_WINO4(float, f)
+SB_WINO4(double, d)
+/* r = A q for A = [[1,0,0,0],[1,1,1,1],[1,-1,1,-1],[1,2,4,8],[1,-2,4,-8],[0,0,0,1]] */
+#define SB_WINO4G(T, S)                                                            \
+SB_CLONES static void sb_w4_a_##S(SB_C(T) q0, SB_C(T) q1, SB_C(T) q2, SB_C(T) q3,      \
+        SB_R(T) r0, SB_R(T) r1, SB_R(T) r2, SB_R(T) r3, SB_R(T) r4, SB_R(T) r5,     \
+        Py_ssize_t n) {                                                             \
+    for (Py_ssize_t j = 0; j < n; j++) {                                            \
+        T e = q0[j] + q2[j], o = q1[j] + q3[j];                                     \
+        T e4 = q0[j] + (T)4 * q2[j], o8 = (T)2 * q1[j] + (T)8 * q3[j];              \
+        r0[j] = q0[j]; r1[j] = e + o; r2[j] = e - o;                                \
+        r3[j] = e4 + o8; r4[j] = e4 - o8; r5[j] = q3[j]; } }
+SB_WINO4G(float, f)
+SB_WINO4G(double, d)
+
+#endif
