@@ -21,7 +21,7 @@ from ._train_options import add_train_args, config_from_args, resume_config
 from ._usage import ArgumentParser, CLIError, debug_requested, exit_process, run_command
 
 COMMANDS = ("train", "predict", "gradcheck", "bench", "explain", "info", "export")
-# The default run's time, as the README states it (1,000 steps at 8-12 steps/s measured on
+# The default run's time, as the README states it (1,000 steps at 20-25 steps/s measured on
 # unshared 2-core machines; tests/test_docs.py keeps README, docs/05 and this in step).
 DEFAULT_RUN_TIME = "about 45 s on a 2-core machine"
 
