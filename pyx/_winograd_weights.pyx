@@ -1,9 +1,9 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
 """The weight side of the Winograd convolutions (kernel contract: pyx/fused.pxd).
 
-``weight_transformM`` turns 3x3 kernels into the ``(M+2)**2`` points of F(MxM, 3x3)
-(``U = G w G^T``), ``weight_grad_foldM`` folds the points of a weight gradient back onto
-the taps (``dW = G^T P G``, its adjoint), for M = 2 and 4; the matrices ``G`` are in
+``weight_transform`` turns 3x3 kernels into the ``(M+2)**2`` points of F(MxM, 3x3)
+(``U = G w G^T``), ``weight_grad_fold`` folds the points of a weight gradient back onto
+the taps (``dW = G^T P G``, its adjoint), for M = 2 and 4 (from the number of points); the matrices ``G`` are in
 ``_winograd.pyx`` and ``_winograd4.pyx``, which hold the data-side transforms.  Each
 kernel or channel run is one ``prange`` iteration's: results are bitwise identical for
 any thread count.
@@ -72,26 +72,6 @@ cdef inline void w2_transform_run(const real* w, Py_ssize_t step, Py_ssize_t cou
             memcpy(u + dst * su + j0, blk + xi * 64, nb * sizeof(real))
 
 
-def weight_transform2(const real[:, :, :, ::1] w,   # IN  (O, C, 3, 3)
-                     real[:, :, :] U,                 # OUT (16, O, C), or (16, C, O) if c_major
-                     bint flip, bint c_major, int num_threads):
-    """``U[xi, o, c] = (G w[o, c] G^T)[xi]``, ``G = [[1, 0, 0], [.5, .5, .5], [.5, -.5, .5],
-    [0, 0, 1]]``.
-
-    With ``flip``: ``U[xi, o, c] = (G w'[o, c] G^T)[xi]`` with ``w'[o, c, k, l] =
-    w[o, c, 2-k, 2-l]`` (the input gradient's kernel, whose matrix is the
-    transpose).  With ``c_major`` the output is stored ``U[xi, c, o]`` instead.
-    """
-    cdef Py_ssize_t O = w.shape[0], C = w.shape[1]
-    cdef Py_ssize_t su = U.strides[0] // sizeof(real)   # between points (may be padded)
-    cdef Py_ssize_t o, c
-    with nogil:
-        if c_major:
-            for c in prange(C, schedule="static", num_threads=num_threads):
-                w2_transform_run(&w[0, c, 0, 0], 9 * C, O, flip, &U[0, c, 0], su)
-        else:
-            for o in prange(O, schedule="static", num_threads=num_threads):
-                w2_transform_run(&w[o, 0, 0, 0], 9, C, flip, &U[0, o, 0], su)
 
 
 cdef inline void w2_fold_run(const real* p, Py_ssize_t sp, Py_ssize_t count,
@@ -118,23 +98,6 @@ cdef inline void w2_fold_run(const real* p, Py_ssize_t sp, Py_ssize_t count,
                 d[9 * (j0 + l) + 3 * k + 2] = (b[k][1][l] + b[k][2][l]) * half + b[k][3][l]
 
 
-def weight_grad_fold2(const real[:, :, :] P,        # IN  (16, O, C)
-                     real[:, :, :, ::1] dW,        # OUT (O, C, 3, 3)
-                     int num_threads):
-    """``dW[o, c] = G^T P[:, o, c] G`` (``P`` as a 4x4 tile): the adjoint of
-    :func:`weight_transform`, folding the 16 Winograd points back onto the 3x3 taps."""
-    cdef Py_ssize_t O = dW.shape[0], C = dW.shape[1]
-    cdef Py_ssize_t o, c
-    cdef Py_ssize_t sp = P.strides[0] // sizeof(real)
-    if P.strides[2] != sizeof(real):   # runs need contiguous channels; one tile at a time
-        with nogil:
-            for o in prange(O, schedule="static", num_threads=num_threads):
-                for c in range(C):
-                    w2_fold_kernel(&P[0, o, c], sp, &dW[o, c, 0, 0])
-        return
-    with nogil:
-        for o in prange(O, schedule="static", num_threads=num_threads):
-            w2_fold_run(&P[0, o, 0], sp, C, &dW[o, 0, 0, 0])
 
 
 # ------------------------------------------------------------------ F(4x4, 3x3)
@@ -182,27 +145,6 @@ cdef inline void w4_transform_run(const real* w, Py_ssize_t step, bint flip, Py_
                 w4_transform_kernel(w + (j0 + j) * step, 3, 1, blk + j, 32)
         for xi in range(36):
             memcpy(u + xi * su + j0, blk + xi * 32, nb * sizeof(real))
-
-
-def weight_transform4(const real[:, :, :, ::1] w,   # IN  (O, C, 3, 3)
-                     real[:, :, :] U,                # OUT (36, O, C), or (36, C, O) if c_major
-                     bint flip, bint c_major, int num_threads):
-    """``U[xi, o, c] = (G w[o, c] G^T)[xi]`` (computed in double, rounded once).
-
-    With ``flip`` the kernels are flipped first (``w[o, c, 2-k, 2-l]``: the input
-    gradient's kernel, whose matrix is the transpose).  With ``c_major`` the output
-    is stored ``U[xi, c, o]`` instead: either storage serves either GEMM operand.
-    """
-    cdef Py_ssize_t O = w.shape[0], C = w.shape[1]
-    cdef Py_ssize_t su = U.strides[0] // sizeof(real)
-    cdef Py_ssize_t o, c
-    with nogil:
-        if c_major:
-            for c in prange(C, schedule="static", num_threads=num_threads):
-                w4_transform_run(&w[0, c, 0, 0], 9 * C, flip, O, &U[0, c, 0], su)
-        else:
-            for o in prange(O, schedule="static", num_threads=num_threads):
-                w4_transform_run(&w[o, 0, 0, 0], 9, flip, C, &U[0, o, 0], su)
 
 
 
@@ -260,19 +202,59 @@ cdef inline void w4_fold_run(const real* p, Py_ssize_t sp, Py_ssize_t count,
                 d[9 * (j0 + l) + 3 * k + 2] = <real> t2
 
 
-def weight_grad_fold4(const real[:, :, :] P,     # IN  (36, O, C)
-                     real[:, :, :, ::1] dW,      # OUT (O, C, 3, 3)
+# ------------------------------------------------------------------ both tile sizes
+
+def weight_transform(const real[:, :, :, ::1] w,   # IN  (O, C, 3, 3)
+                     real[:, :, :] U,              # OUT (P, O, C), or (P, C, O) if c_major
+                     bint flip, bint c_major, int num_threads):
+    """``U[xi, o, c] = (G w[o, c] G^T)[xi]`` for the ``P = 16`` points of F(2x2, 3x3)
+    (``G = [[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]]``) or the 36 of F(4x4,
+    3x3) (``G`` in _winograd4.pyx, computed in double and rounded once), from
+    ``U.shape[0]``.
+
+    With ``flip`` the kernels are flipped first (``w[o, c, 2-k, 2-l]``: the input
+    gradient's kernel, whose matrix is the transpose).  With ``c_major`` the output is
+    stored ``U[xi, c, o]`` instead: either storage serves either GEMM operand.
+    """
+    cdef Py_ssize_t O = w.shape[0], C = w.shape[1]
+    cdef Py_ssize_t su = U.strides[0] // sizeof(real)   # between points (may be padded)
+    cdef Py_ssize_t o, c
+    cdef bint f4 = U.shape[0] == 36
+    with nogil:
+        if c_major:   # runs of kernels w[:, c] (9*C apart) into U[:, c, :]
+            for c in prange(C, schedule="static", num_threads=num_threads):
+                if f4:
+                    w4_transform_run(&w[0, c, 0, 0], 9 * C, flip, O, &U[0, c, 0], su)
+                else:
+                    w2_transform_run(&w[0, c, 0, 0], 9 * C, O, flip, &U[0, c, 0], su)
+        else:         # runs of kernels w[o, :] (consecutive) into U[:, o, :]
+            for o in prange(O, schedule="static", num_threads=num_threads):
+                if f4:
+                    w4_transform_run(&w[o, 0, 0, 0], 9, flip, C, &U[0, o, 0], su)
+                else:
+                    w2_transform_run(&w[o, 0, 0, 0], 9, C, flip, &U[0, o, 0], su)
+
+
+def weight_grad_fold(const real[:, :, :] P,     # IN  (16 or 36, O, C)
+                     real[:, :, :, ::1] dW,     # OUT (O, C, 3, 3)
                      int num_threads):
-    """``dW[o, c] = G^T P[:, o, c] G``: the adjoint of :func:`weight_transform`."""
+    """``dW[o, c] = G^T P[:, o, c] G``: the adjoint of the weight transform, folding the
+    16 (F(2x2, 3x3)) or 36 (F(4x4, 3x3)) Winograd points back onto the 3x3 taps."""
     cdef Py_ssize_t O = dW.shape[0], C = dW.shape[1]
     cdef Py_ssize_t o, c
     cdef Py_ssize_t sp = P.strides[0] // sizeof(real)
-    if P.strides[2] != sizeof(real):   # runs need contiguous channels; one tile at a time
-        with nogil:
-            for o in prange(O, schedule="static", num_threads=num_threads):
-                for c in range(C):
-                    w4_fold_kernel(&P[0, o, c], sp, &dW[o, c, 0, 0])
-        return
+    cdef bint f4 = P.shape[0] == 36
+    cdef bint runs = P.strides[2] == sizeof(real)   # runs need contiguous channels
     with nogil:
         for o in prange(O, schedule="static", num_threads=num_threads):
-            w4_fold_run(&P[0, o, 0], sp, C, &dW[o, 0, 0, 0])
+            if runs:
+                if f4:
+                    w4_fold_run(&P[0, o, 0], sp, C, &dW[o, 0, 0, 0])
+                else:
+                    w2_fold_run(&P[0, o, 0], sp, C, &dW[o, 0, 0, 0])
+            else:
+                for c in range(C):
+                    if f4:
+                        w4_fold_kernel(&P[0, o, c], sp, &dW[o, c, 0, 0])
+                    else:
+                        w2_fold_kernel(&P[0, o, c], sp, &dW[o, c, 0, 0])

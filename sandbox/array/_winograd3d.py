@@ -156,7 +156,7 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
     gw = np.empty((o, c, 3, 3, 3), dtype=x.dtype)
     for kz in range(3):
         fold = np.empty((o, c, 3, 3), dtype=x.dtype)
-        w2d._WEIGHT_KERNELS[tile][1](total.out[kz], fold, 1)
+        w2d._winograd_weights.weight_grad_fold(total.out[kz], fold, 1)
         gw[:, :, kz] = fold
     return gw
 

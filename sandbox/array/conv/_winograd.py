@@ -81,9 +81,6 @@ def eligible_weight_grad(geom, groups: int, c_in: int, c_out: int, height: int,
 
 #: output tile size m -> (points per tile, transform kernels): F(2x2, 3x3) and F(4x4, 3x3)
 _KERNELS = {2: (16, _winograd), 4: (36, _winograd4)}
-#: output tile size m -> (weight transform, weight-gradient fold) of F(m x m, 3x3)
-_WEIGHT_KERNELS = {2: (_winograd_weights.weight_transform2, _winograd_weights.weight_grad_fold2),
-                   4: (_winograd_weights.weight_transform4, _winograd_weights.weight_grad_fold4)}
 _TILE_OF_POINTS = {16: 2, 36: 4}
 
 
@@ -118,7 +115,7 @@ def weight_transform(weight: np.ndarray, flip_transpose: bool = False,
     # the matrix is (O, C) without flip, (C, O) with it; "c_major" stores (P, C, O)
     c_major = rows_adjacent != flip_transpose
     u = np.empty((count, c, o) if c_major else (count, o, c), dtype=weight.dtype)
-    _WEIGHT_KERNELS[tile][0](weight, u, flip_transpose, c_major, kernel_threads)
+    _winograd_weights.weight_transform(weight, u, flip_transpose, c_major, kernel_threads)
     return u.transpose(0, 2, 1) if rows_adjacent else u
 
 
@@ -231,5 +228,5 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
         parallel_map(task, blocks)
     gw = np.empty((o, c, 3, 3), dtype=x.dtype)
     # dW = G^T P G per (o, c); after the chunks, so every thread may help
-    _WEIGHT_KERNELS[tile][1](total.out, gw, get_num_threads())
+    _winograd_weights.weight_grad_fold(total.out, gw, get_num_threads())
     return gw
