@@ -81,6 +81,19 @@ def _depth_terms(pd: int, depth_in: int, z0: int, nz: int):
     return terms
 
 
+def _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw):
+    """``(first, V)``: the input planes of sample ``s`` that output planes ``z0 ..
+    z0+nz-1`` read (from ``first`` on, those inside the volume), 2-D Winograd
+    transformed into this thread's ``V`` scratch (points, C, planes * tiles)."""
+    pd, ph, pw = pad
+    first = max(0, z0 - pd)
+    last = min(x.shape[2], z0 + nz - pd + 2)
+    planes = _input_planes(x, s, first, last, "w3_x")
+    v = w2d._points("wino_v", count, x.shape[1], (last - first) * th * tw, x.dtype)
+    kernels.input_transform(planes, v, 0, last - first, ph, pw, th, tw, 1)
+    return first, v
+
+
 def conv3x3x3(x, u_depth, y, pad, bias=None) -> None:
     """``y = conv3d(x, w, bias, stride=1, padding=pad)`` for a 3x3x3 kernel, where
     ``u_depth[kz] = weight_transform(w[:, :, kz], tile=m)``.
@@ -89,7 +102,7 @@ def conv3x3x3(x, u_depth, y, pad, bias=None) -> None:
     """
     n, c, depth_in = x.shape[:3]
     o, depth_out, ho, wo = y.shape[1:]
-    pd, ph, pw = pad
+    pd = pad[0]
     count = u_depth[0].shape[0]
     tile = w2d._TILE_OF_POINTS[count]
     kernels = w2d._KERNELS[tile][1]
@@ -100,11 +113,7 @@ def conv3x3x3(x, u_depth, y, pad, bias=None) -> None:
 
     def task(chunk):
         _, s, z0, nz = chunk
-        first = max(0, z0 - pd)
-        last = min(depth_in, z0 + nz - pd + 2)
-        planes = _input_planes(x, s, first, last, "w3_x")
-        v = w2d._points("wino_v", count, c, (last - first) * tiles, x.dtype)
-        kernels.input_transform(planes, v, 0, last - first, ph, pw, th, tw, 1)
+        first, v = _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw)
         m = w2d._points("wino_m", count, o, nz * tiles, x.dtype)
         terms = _depth_terms(pd, depth_in, z0, nz)
         if not terms or (terms[0][1], terms[0][2]) != (z0, z0 + nz):
@@ -124,9 +133,9 @@ def conv3x3x3(x, u_depth, y, pad, bias=None) -> None:
 
 def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
     """Weight gradient (O, C, 3, 3, 3) of :func:`conv3x3x3` for output gradient ``g``."""
-    n, c, depth_in, h, w = x.shape
+    n, c, depth_in = x.shape[:3]
     o, depth_out, ho, wo = g.shape[1:]
-    pd, ph, pw = pad
+    pd = pad[0]
     tile = w2d.tile_size_weight_grad(ho, wo)
     count, kernels = w2d._KERNELS[tile]
     th, tw = -(-ho // tile), -(-wo // tile)
@@ -136,11 +145,7 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
 
     def task(chunk):
         i, s, z0, nz = chunk
-        first = max(0, z0 - pd)
-        last = min(depth_in, z0 + nz - pd + 2)
-        planes = _input_planes(x, s, first, last, "w3_x")
-        v = w2d._points("wino_v", count, c, (last - first) * tiles, x.dtype)
-        kernels.input_transform(planes, v, 0, last - first, ph, pw, th, tw, 1)
+        first, v = _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw)
         grads = _input_planes(g, s, z0, z0 + nz, "w3_g")
         gt = w2d._points("wino_m", count, o, nz * tiles, x.dtype)
         kernels.grad_transform(grads, gt, 0, nz, th, tw, 1)
