@@ -38,6 +38,15 @@ cdef extern from "wino2_avx512.h" nogil:
 
 cdef bint _HAVE_AVX512 = sb_w2_avx512_available()
 
+
+def use_avx512(bint on):
+    """Use the float32 AVX-512 transforms when ``on`` and the CPU has AVX-512 (the
+    default), else the portable loops; returns the setting in force.  For tests, which
+    must cover the portable float32 path on any machine."""
+    global _HAVE_AVX512
+    _HAVE_AVX512 = on and sb_w2_avx512_available()
+    return _HAVE_AVX512
+
 # The portable inner loops live in C with ``restrict`` pointers (wino2_rows.h): written
 # in Cython, GCC could not rule out that the row buffers overlap and left every loop
 # scalar (measured: the 16-channel 64x64 input transform, batch 8, 1.76 ms).

@@ -45,6 +45,15 @@ cdef extern from "wino4_avx512.h" nogil:
 
 cdef bint _HAVE_AVX512 = sb_w4_avx512_available()
 
+
+def use_avx512(bint on):
+    """Use the float32 AVX-512 transforms when ``on`` and the CPU has AVX-512 (the
+    default), else the portable loops; returns the setting in force.  For tests, which
+    must cover the portable float32 path on any machine."""
+    global _HAVE_AVX512
+    _HAVE_AVX512 = on and sb_w4_avx512_available()
+    return _HAVE_AVX512
+
 # The portable row and column loops, in C (see the header for why).
 cdef extern from "wino4_rows.h":
     void sb_w4_a_f(const float*, const float*, const float*, const float*, float*, float*,

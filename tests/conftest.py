@@ -61,3 +61,19 @@ def onnxruntime():
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(params=["simd", "portable"])
+def transforms(request):
+    """Run a test with the float32 AVX-512 Winograd transforms (where the CPU has them)
+    and again with the portable loops, so both float32 paths stay covered on any machine."""
+    from sandbox._C import _winograd, _winograd4
+
+    on = request.param == "simd"
+    _winograd.use_avx512(on)
+    _winograd4.use_avx512(on)
+    try:
+        yield request.param
+    finally:
+        _winograd.use_avx512(True)
+        _winograd4.use_avx512(True)

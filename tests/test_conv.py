@@ -352,7 +352,7 @@ def test_functional_requires_tensors():
         (1, 16, 6, 41, 16, 1),  # 21 tiles per row: 16-tile groups end inside a tile row
     ],
 )
-def test_winograd_matches_reference_and_im2col(shape, dtype, rng, monkeypatch):
+def test_winograd_matches_reference_and_im2col(shape, dtype, rng, monkeypatch, transforms):
     """3x3 stride-1 convs with enough channels take the Winograd path (forward, input
     gradient and weight gradient); compare with both references.
     The small images here run Winograd because the pixel threshold is lowered."""
@@ -425,7 +425,7 @@ def _spy(monkeypatch, module, name):
         (1, 16, 9, 70, 16, 1),  # 18 tiles per row: more than one vector of 16 tiles
     ],
 )
-def test_winograd_f4_matches_reference(shape, dtype, rng, monkeypatch):
+def test_winograd_f4_matches_reference(shape, dtype, rng, monkeypatch, transforms):
     """F(4x4, 3x3) (forward, input and weight gradient) against the float64 direct reference;
     its float32 error is larger than F(2x2, 3x3)'s but inside the tests' tolerance."""
     from sandbox._C import _winograd4

@@ -40,7 +40,7 @@ def _run(x, w, b, pad):
     ((1, 2, 2), (1, 4, 4)),   # one plane: only the centre depth tap
     ((0, 1, 2), (9, 3, 9)),
 ])
-def test_matches_vol2col(pad, size, dtype, f4, rng, monkeypatch):
+def test_matches_vol2col(pad, size, dtype, f4, rng, monkeypatch, transforms):
     calls = []
     for name in ("conv3x3x3", "conv3x3x3_weight_grad"):
         original = getattr(_winograd3d, name)
