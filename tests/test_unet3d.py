@@ -8,85 +8,14 @@ import sandbox.functional as F
 from sandbox import nn, optim
 from sandbox.gradcheck import gradcheck
 
+from .torch_unet import build_torch_unet
+
 
 def build_torch_unet3d(torch, in_channels, num_classes, depth, base_width, upsample, norm,
                        align_corners=None):
-    """A PyTorch twin of ``nn.UNet(..., spatial_dims=3)`` with the same parameter names."""
-    tnn, tF = torch.nn, torch.nn.functional
-
-    def norm_layer(c):
-        if norm == "batch":
-            return tnn.BatchNorm3d(c)
-        if norm == "group":
-            return tnn.GroupNorm(next(g for g in (8, 4, 2, 1) if c % g == 0), c)
-        return tnn.Identity()
-
-    class ConvBlock(tnn.Module):
-        def __init__(self, cin, cout):
-            super().__init__()
-            bias = norm == "none"
-            self.conv1 = tnn.Conv3d(cin, cout, 3, padding=1, bias=bias)
-            self.norm1 = norm_layer(cout)
-            self.conv2 = tnn.Conv3d(cout, cout, 3, padding=1, bias=bias)
-            self.norm2 = norm_layer(cout)
-
-        def forward(self, x):
-            x = tF.relu(self.norm1(self.conv1(x)))
-            return tF.relu(self.norm2(self.conv2(x)))
-
-    class Down(tnn.Module):
-        def __init__(self, cin, cout):
-            super().__init__()
-            self.pool = tnn.MaxPool3d(2)
-            self.block = ConvBlock(cin, cout)
-
-        def forward(self, x):
-            return self.block(self.pool(x))
-
-    class Up(tnn.Module):
-        def __init__(self, cin, cout):
-            super().__init__()
-            half = cin // 2
-            if upsample == "transposed":
-                self.up = tnn.ConvTranspose3d(cin, half, 2, stride=2)
-            else:
-                self.up = tnn.Conv3d(cin, half, 1)
-            self.block = ConvBlock(cout + half, cout)
-
-        def forward(self, x, skip):
-            x = self.up(x)
-            size = tuple(skip.shape[2:])
-            if upsample == "transposed":
-                missing = [s - n for s, n in zip(size, x.shape[2:], strict=True)]
-                widths = []
-                for m in reversed(missing):
-                    widths += [m // 2, m - m // 2]
-                x = tF.pad(x, widths)
-            else:
-                kwargs = {"align_corners": align_corners} if upsample == "trilinear" else {}
-                x = tF.interpolate(x, size=size, mode=upsample, **kwargs)
-            return self.block(torch.cat([skip, x], dim=1))
-
-    class UNet(tnn.Module):
-        def __init__(self):
-            super().__init__()
-            widths = [base_width * 2**level for level in range(depth + 1)]
-            self.inc = ConvBlock(in_channels, widths[0])
-            self.downs = tnn.ModuleList(Down(widths[i], widths[i + 1]) for i in range(depth))
-            self.ups = tnn.ModuleList(Up(widths[i + 1], widths[i])
-                                      for i in reversed(range(depth)))
-            self.head = tnn.Conv3d(widths[0], num_classes, 1)
-
-        def forward(self, x):
-            skips = [self.inc(x)]
-            for down in self.downs:
-                skips.append(down(skips[-1]))
-            x = skips.pop()
-            for up in self.ups:
-                x = up(x, skips.pop())
-            return self.head(x)
-
-    return UNet()
+    """The PyTorch twin of ``nn.UNet(..., spatial_dims=3)`` (same parameter names)."""
+    return build_torch_unet(torch, in_channels, num_classes, depth, base_width, upsample, norm,
+                            align_corners, spatial_dims=3)
 
 
 def _pair(torch, mode, opts, norm="batch", size=(8, 8, 8)):

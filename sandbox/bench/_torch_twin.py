@@ -7,7 +7,8 @@ this module never imports PyTorch.
 
 
 def build_torch_unet(torch, in_channels, num_classes, depth=4, base_width=16,
-                     upsample="bilinear", norm="batch", align_corners=None, antialias=False):
+                     upsample="bilinear", norm="batch", align_corners=None, antialias=False,
+                     spatial_dims=2):
     """Build a ``torch.nn.Module`` with the architecture and parameter names of ``sandbox.nn.UNet``.
 
     Parameters
@@ -16,6 +17,8 @@ def build_torch_unet(torch, in_channels, num_classes, depth=4, base_width=16,
         The imported ``torch`` package.
     in_channels, num_classes, depth, base_width, upsample, norm, align_corners, antialias
         As for :class:`sandbox.nn.UNet` (``lanczos3`` maps to PyTorch's ``lanczos``).
+    spatial_dims : int
+        2 for images, 3 for volumes (``Conv3d``, ``BatchNorm3d``, ``MaxPool3d``, ...).
 
     Returns
     -------
@@ -24,10 +27,11 @@ def build_torch_unet(torch, in_channels, num_classes, depth=4, base_width=16,
     nn = torch.nn
     F = torch.nn.functional
     torch_mode = "lanczos" if upsample == "lanczos3" else upsample
+    conv = getattr(nn, f"Conv{spatial_dims}d")
 
     def norm_layer(c):
         if norm == "batch":
-            return nn.BatchNorm2d(c)
+            return getattr(nn, f"BatchNorm{spatial_dims}d")(c)
         if norm == "group":
             return nn.GroupNorm(next(g for g in (8, 4, 2, 1) if c % g == 0), c)
         return nn.Identity()
@@ -36,9 +40,9 @@ def build_torch_unet(torch, in_channels, num_classes, depth=4, base_width=16,
         def __init__(self, cin, cout):
             super().__init__()
             bias = norm == "none"
-            self.conv1 = nn.Conv2d(cin, cout, 3, padding=1, bias=bias)
+            self.conv1 = conv(cin, cout, 3, padding=1, bias=bias)
             self.norm1 = norm_layer(cout)
-            self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=bias)
+            self.conv2 = conv(cout, cout, 3, padding=1, bias=bias)
             self.norm2 = norm_layer(cout)
 
         def forward(self, x):
@@ -48,7 +52,7 @@ def build_torch_unet(torch, in_channels, num_classes, depth=4, base_width=16,
     class Down(nn.Module):
         def __init__(self, cin, cout):
             super().__init__()
-            self.pool = nn.MaxPool2d(2)
+            self.pool = getattr(nn, f"MaxPool{spatial_dims}d")(2)
             self.block = ConvBlock(cin, cout)
 
         def forward(self, x):
@@ -59,19 +63,27 @@ def build_torch_unet(torch, in_channels, num_classes, depth=4, base_width=16,
             super().__init__()
             half = cin // 2
             if upsample == "transposed":
-                self.up = nn.ConvTranspose2d(cin, half, 2, stride=2)
+                self.up = getattr(nn, f"ConvTranspose{spatial_dims}d")(cin, half, 2, stride=2)
             else:
-                self.up = nn.Conv2d(cin, half, 1)
+                self.up = conv(cin, half, 1)
             self.block = ConvBlock(cout + half, cout)
 
         def forward(self, x, skip):
             x = self.up(x)
-            if upsample != "transposed":
+            size = tuple(skip.shape[2:])
+            if upsample == "transposed":  # odd sizes: pad the difference, as sandbox does
+                widths = []
+                for m in reversed([s - n for s, n in zip(size, x.shape[2:], strict=True)]):
+                    widths += [m // 2, m - m // 2]
+                x = F.pad(x, widths)
+            else:
                 kwargs = {}
                 if torch_mode in ("bilinear", "bicubic", "lanczos"):
                     kwargs["align_corners"] = align_corners
                     kwargs["antialias"] = antialias
-                x = F.interpolate(x, size=tuple(skip.shape[2:]), mode=torch_mode, **kwargs)
+                elif torch_mode == "trilinear":
+                    kwargs["align_corners"] = align_corners
+                x = F.interpolate(x, size=size, mode=torch_mode, **kwargs)
             return self.block(torch.cat([skip, x], dim=1))
 
     class UNet(nn.Module):
@@ -81,7 +93,7 @@ def build_torch_unet(torch, in_channels, num_classes, depth=4, base_width=16,
             self.inc = ConvBlock(in_channels, widths[0])
             self.downs = nn.ModuleList(Down(widths[i], widths[i + 1]) for i in range(depth))
             self.ups = nn.ModuleList(Up(widths[i + 1], widths[i]) for i in reversed(range(depth)))
-            self.head = nn.Conv2d(widths[0], num_classes, 1)
+            self.head = conv(widths[0], num_classes, 1)
 
         def forward(self, x):
             skips = [self.inc(x)]
