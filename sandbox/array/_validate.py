@@ -11,40 +11,45 @@ import numpy as np
 __all__ = ["check_float", "check_same_dtype", "check_ndim", "check_groups", "pair", "triple"]
 
 
-def pair(value, name: str, minimum: int) -> tuple[int, int]:
-    """``int`` or length-2 sequence of ints -> ``(rows, cols)``, each ``>= minimum``."""
+def ntuple(value, name: str, minimum: int, n: int, what: str) -> tuple[int, ...]:
+    """``int`` or length-``n`` sequence of ints -> ``n`` ints, each ``>= minimum``
+    (``what`` names the sequence in the error: "pair", "triple")."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        result = (int(value), int(value))
+        result = (int(value),) * n
     elif (
         isinstance(value, (tuple, list))
-        and len(value) == 2
-        and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value)
-    ):
-        result = (int(value[0]), int(value[1]))
-    else:
-        raise TypeError(f"{name} must be an int or a pair of ints, got {value!r}")
-    if min(result) < minimum:
-        what = "positive" if minimum == 1 else "non-negative"
-        raise ValueError(f"{name} must be {what} (>= {minimum}), got {value!r}")
-    return result
-
-
-def triple(value, name: str, minimum: int) -> tuple[int, int, int]:
-    """``int`` or length-3 sequence of ints -> ``(depth, rows, cols)``, each ``>= minimum``."""
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        result = (int(value),) * 3
-    elif (
-        isinstance(value, (tuple, list))
-        and len(value) == 3
+        and len(value) == n
         and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value)
     ):
         result = tuple(int(v) for v in value)
     else:
-        raise TypeError(f"{name} must be an int or a triple of ints, got {value!r}")
+        raise TypeError(f"{name} must be an int or a {what} of ints, got {value!r}")
     if min(result) < minimum:
-        what = "positive" if minimum == 1 else "non-negative"
-        raise ValueError(f"{name} must be {what} (>= {minimum}), got {value!r}")
+        kind = "positive" if minimum == 1 else "non-negative"
+        raise ValueError(f"{name} must be {kind} (>= {minimum}), got {value!r}")
     return result
+
+
+def pair(value, name: str, minimum: int) -> tuple[int, int]:
+    """``int`` or length-2 sequence of ints -> ``(rows, cols)``, each ``>= minimum``."""
+    return ntuple(value, name, minimum, 2, "pair")
+
+
+def triple(value, name: str, minimum: int) -> tuple[int, int, int]:
+    """``int`` or length-3 sequence of ints -> ``(depth, rows, cols)``, each ``>= minimum``."""
+    return ntuple(value, name, minimum, 3, "triple")
+
+
+def check_divisor(divisor_override) -> int:
+    """A pooling ``divisor_override`` as the kernels take it: 0 for None, else the
+    positive int itself."""
+    if divisor_override is None:
+        return 0
+    if (isinstance(divisor_override, bool)
+            or not isinstance(divisor_override, (int, np.integer)) or divisor_override <= 0):
+        raise ValueError(f"divisor_override must be None or a positive int, "
+                         f"got {divisor_override!r}")
+    return int(divisor_override)
 
 
 def check_float(arr, name: str) -> np.ndarray:

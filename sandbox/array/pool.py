@@ -13,7 +13,7 @@ import numpy as np
 
 from .._C import _pool
 from .._config import kernel_threads
-from ._validate import check_float, pair
+from ._validate import check_divisor, check_float, pair
 
 __all__ = [
     "avg_pool2d",
@@ -132,27 +132,25 @@ def max_pool2d_gather(input, indices):
     -------
     ndarray, shape of ``indices``, dtype of ``input``: ``input[..., h, w]`` at each index.
     """
+    return gather_flat(input, indices, 2)
+
+
+def gather_flat(input, indices, nd: int):
+    """``input`` at flat indices into its last ``nd`` axes (the max-pool gather of any
+    rank); ``indices`` has the leading dims of ``input``."""
     check_float(input, "input")
-    if indices.ndim != input.ndim or indices.shape[:-2] != input.shape[:-2]:
+    if indices.ndim != input.ndim or indices.shape[:-nd] != input.shape[:-nd]:
         raise ValueError(
             f"indices shape {indices.shape} must have the leading dims of input shape "
             f"{input.shape}")
-    x = _planes(input).reshape(-1, input.shape[-2] * input.shape[-1])
+    x = np.ascontiguousarray(input).reshape(-1, int(np.prod(input.shape[-nd:])))
     ind = np.ascontiguousarray(indices, dtype=np.int64).reshape(x.shape[0], -1)
     return np.take_along_axis(x, ind, axis=1).reshape(indices.shape)
 
 
 def _check_avg(input, kernel_size, stride, padding, ceil_mode, divisor_override):
     geom, size = _check_pool(input, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d")
-    if divisor_override is None:
-        divisor = 0
-    elif (isinstance(divisor_override, bool)
-          or not isinstance(divisor_override, (int, np.integer)) or divisor_override <= 0):
-        raise ValueError(f"divisor_override must be None or a positive int, "
-                         f"got {divisor_override!r}")
-    else:
-        divisor = int(divisor_override)
-    return geom[:6], size, divisor
+    return geom[:6], size, check_divisor(divisor_override)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,

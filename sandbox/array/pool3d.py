@@ -14,8 +14,8 @@ import numpy as np
 
 from .._C import _pool3d
 from .._config import kernel_threads
-from ._validate import check_float, triple
-from .pool import pool_output_size
+from ._validate import check_divisor, check_float, triple
+from .pool import gather_flat, pool_output_size
 
 __all__ = [
     "avg_pool3d",
@@ -118,27 +118,12 @@ def max_pool3d_gather(input, indices):
     -------
     ndarray, shape of ``indices``, dtype of ``input``.
     """
-    check_float(input, "input")
-    if indices.ndim != input.ndim or indices.shape[:-3] != input.shape[:-3]:
-        raise ValueError(
-            f"indices shape {indices.shape} must have the leading dims of input shape "
-            f"{input.shape}")
-    x = _volumes(input).reshape(-1, int(np.prod(input.shape[-3:])))
-    ind = np.ascontiguousarray(indices, dtype=np.int64).reshape(x.shape[0], -1)
-    return np.take_along_axis(x, ind, axis=1).reshape(indices.shape)
+    return gather_flat(input, indices, 3)
 
 
 def _check_avg(input, kernel_size, stride, padding, ceil_mode, divisor_override):
     geom, size = _check_pool(input, kernel_size, stride, padding, 1, ceil_mode, "avg_pool3d")
-    if divisor_override is None:
-        divisor = 0
-    elif (isinstance(divisor_override, bool)
-          or not isinstance(divisor_override, (int, np.integer)) or divisor_override <= 0):
-        raise ValueError(f"divisor_override must be None or a positive int, "
-                         f"got {divisor_override!r}")
-    else:
-        divisor = int(divisor_override)
-    return geom[:9], size, divisor
+    return geom[:9], size, check_divisor(divisor_override)
 
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
