@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._shapes import _check_index, _check_int
+from ._pairs import PairedFolder
+from ._shapes import _check_int
 
 EXTENSIONS = (".png", ".tif", ".tiff", ".jpg", ".jpeg")
 _GRAY_MODES = ("1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "I;16N", "F")
@@ -56,20 +57,7 @@ def _load(im, path) -> None:
         raise _unreadable(path, exc) from None
 
 
-def _list(folder):
-    files = {}
-    for path in sorted(folder.iterdir()):
-        if path.is_file() and path.suffix.lower() in EXTENSIONS:
-            if path.stem in files:
-                raise ValueError(
-                    f"two files with the stem {path.stem!r} in {folder}: "
-                    f"{files[path.stem].name} and {path.name}"
-                )
-            files[path.stem] = path
-    return files
-
-
-class ImageFolder:
+class ImageFolder(PairedFolder):
     """Segmentation pairs read from ``root/images/`` and ``root/masks/``.
 
     An image and its mask share the file stem (``images/a.jpg`` goes with
@@ -106,6 +94,8 @@ class ImageFolder:
     file.
     """
 
+    EXTENSIONS = EXTENSIONS
+
     def __init__(self, root, num_classes, image_size=None, channels=None, ignore_index=None,
                  class_names=None, cache=False):
         self._pil = _import_pil()
@@ -120,28 +110,7 @@ class ImageFolder:
         self.image_size = image_size
         if channels not in (None, 1, 3):
             raise ValueError(f"channels must be None, 1 or 3, got {channels!r}")
-        self.ignore_index = None if ignore_index is None else int(ignore_index)
-        self.cache = bool(cache)
-        self._cache = {}
-
-        image_dir, mask_dir = self.root / "images", self.root / "masks"
-        for d in (image_dir, mask_dir):
-            if not d.is_dir():
-                raise FileNotFoundError(
-                    f"ImageFolder expects {image_dir} and {mask_dir}; {d} is not a directory"
-                )
-        images, masks = _list(image_dir), _list(mask_dir)
-        if not images and not masks:
-            raise ValueError(
-                f"no image files ({', '.join(EXTENSIONS)}) found in {image_dir} and {mask_dir}"
-            )
-        for stem, path in images.items():
-            if stem not in masks:
-                raise FileNotFoundError(f"image {path} has no mask: expected {mask_dir}/{stem}.*")
-        for stem, path in masks.items():
-            if stem not in images:
-                raise FileNotFoundError(f"mask {path} has no image: expected {image_dir}/{stem}.*")
-        self.pairs = [(images[s], masks[s]) for s in sorted(images)]
+        self._init_pairs(root, num_classes, ignore_index, cache)
 
         self.sizes = []  # (H, W) of every pair, as stored (before image_size)
         for img_path, mask_path in self.pairs:
@@ -155,30 +124,7 @@ class ImageFolder:
                     channels = 1 if im.mode in _GRAY_MODES else 3
                 self.sizes.append(self.image_size or (im.size[1], im.size[0]))
         self.in_channels = channels
-        if class_names is None:
-            class_names = tuple(f"class{i}" for i in range(self.num_classes))
-        self.class_names = tuple(class_names)
-        if len(self.class_names) != self.num_classes:
-            raise ValueError(
-                f"class_names has {len(self.class_names)} entries, num_classes is {num_classes}"
-            )
-
-    def __len__(self):
-        return len(self.pairs)
-
-    def __repr__(self):
-        return f"ImageFolder({str(self.root)!r}, num_classes={self.num_classes}, n={len(self)})"
-
-    def __getitem__(self, index):
-        index = _check_index(index, len(self))
-        if index in self._cache:
-            image, mask = self._cache[index]
-            return image.copy(), mask.copy()
-        image, mask = self._read(*self.pairs[index])
-        if self.cache:
-            self._cache[index] = (image, mask)
-            return image.copy(), mask.copy()
-        return image, mask
+        self._init_class_names(class_names)
 
     def _open(self, path):
         """Open an image file; an unreadable one raises ``ValueError`` naming it."""
@@ -191,18 +137,7 @@ class ImageFolder:
         with self._open(mask_path) as mk:
             _load(mk, mask_path)
             mask = self._mask_array(mk, mask_path)
-        bad = (mask < 0) | (mask >= self.num_classes)
-        if self.ignore_index is not None:
-            bad &= mask != self.ignore_index
-        if bad.any():
-            values = np.unique(mask[bad])
-            allowed = f"[0, {self.num_classes})"
-            if self.ignore_index is not None:
-                allowed += f" or ignore_index={self.ignore_index}"
-            raise ValueError(
-                f"mask {mask_path} has labels {values[:10].tolist()} outside {allowed} "
-                f"(num_classes={self.num_classes})"
-            )
+        self._check_labels(mask, mask_path)
         return image, mask
 
     def _image_array(self, im, path):

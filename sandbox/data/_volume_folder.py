@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
-from ._shapes import _check_index, _check_int
+from ._pairs import PairedFolder
 from ._volumes import (
     VOLUME_EXTENSIONS,
     as_image_volume,
@@ -18,19 +16,6 @@ from ._volumes import (
     read_volume,
     volume_shape,
 )
-
-
-def _list(folder):
-    files = {}
-    for path in sorted(folder.iterdir()):
-        if path.is_file() and path.suffix.lower() in VOLUME_EXTENSIONS:
-            if path.stem in files:
-                raise ValueError(
-                    f"two files with the stem {path.stem!r} in {folder}: "
-                    f"{files[path.stem].name} and {path.name}"
-                )
-            files[path.stem] = path
-    return files
 
 
 def is_volume_folder(root) -> bool:
@@ -57,7 +42,7 @@ def is_volume_folder(root) -> bool:
     return False
 
 
-class VolumeFolder:
+class VolumeFolder(PairedFolder):
     """Segmentation pairs of volumes read from ``root/images/`` and ``root/masks/``.
 
     An image and its mask share the file stem (``images/a.npz`` goes with
@@ -89,32 +74,11 @@ class VolumeFolder:
 
     spatial_dims = 3
 
-    def __init__(self, root, num_classes, ignore_index=None, class_names=None, cache=False):
-        self.root = Path(root)
-        self.num_classes = _check_int("num_classes", num_classes, 1)
-        self.ignore_index = None if ignore_index is None else int(ignore_index)
-        self.cache = bool(cache)
-        self._cache = {}
+    EXTENSIONS = VOLUME_EXTENSIONS
+    ITEM = "volume"
 
-        image_dir, mask_dir = self.root / "images", self.root / "masks"
-        for d in (image_dir, mask_dir):
-            if not d.is_dir():
-                raise FileNotFoundError(
-                    f"VolumeFolder expects {image_dir} and {mask_dir}; {d} is not a directory"
-                )
-        images, masks = _list(image_dir), _list(mask_dir)
-        if not images and not masks:
-            raise ValueError(
-                f"no volume files ({', '.join(VOLUME_EXTENSIONS)}) found in {image_dir} "
-                f"and {mask_dir}"
-            )
-        for stem, path in images.items():
-            if stem not in masks:
-                raise FileNotFoundError(f"volume {path} has no mask: expected {mask_dir}/{stem}.*")
-        for stem, path in masks.items():
-            if stem not in images:
-                raise FileNotFoundError(f"mask {path} has no volume: expected {image_dir}/{stem}.*")
-        self.pairs = [(images[s], masks[s]) for s in sorted(images)]
+    def __init__(self, root, num_classes, ignore_index=None, class_names=None, cache=False):
+        self._init_pairs(root, num_classes, ignore_index, cache)
 
         self.sizes = []  # (D, H, W) of every pair
         channels = None
@@ -146,30 +110,7 @@ class VolumeFolder:
                 )
             self.sizes.append(spatial)
         self.in_channels = channels
-        if class_names is None:
-            class_names = tuple(f"class{i}" for i in range(self.num_classes))
-        self.class_names = tuple(class_names)
-        if len(self.class_names) != self.num_classes:
-            raise ValueError(
-                f"class_names has {len(self.class_names)} entries, num_classes is {num_classes}"
-            )
-
-    def __len__(self):
-        return len(self.pairs)
-
-    def __repr__(self):
-        return f"VolumeFolder({str(self.root)!r}, num_classes={self.num_classes}, n={len(self)})"
-
-    def __getitem__(self, index):
-        index = _check_index(index, len(self))
-        if index in self._cache:
-            image, mask = self._cache[index]
-            return image.copy(), mask.copy()
-        image, mask = self._read(*self.pairs[index])
-        if self.cache:
-            self._cache[index] = (image, mask)
-            return image.copy(), mask.copy()
-        return image, mask
+        self._init_class_names(class_names)
 
     def _read(self, img_path, mask_path):
         image = as_image_volume(read_volume(img_path, "image"), img_path)
@@ -179,16 +120,5 @@ class VolumeFolder:
                 f"shape mismatch: volume {img_path} is {image.shape[1:]} (D, H, W) but mask "
                 f"{mask_path} is {mask.shape}"
             )
-        bad = (mask < 0) | (mask >= self.num_classes)
-        if self.ignore_index is not None:
-            bad &= mask != self.ignore_index
-        if bad.any():
-            values = np.unique(mask[bad])
-            allowed = f"[0, {self.num_classes})"
-            if self.ignore_index is not None:
-                allowed += f" or ignore_index={self.ignore_index}"
-            raise ValueError(
-                f"mask {mask_path} has labels {values[:10].tolist()} outside {allowed} "
-                f"(num_classes={self.num_classes})"
-            )
+        self._check_labels(mask, mask_path)
         return image, mask

@@ -1,0 +1,117 @@
+"""What the folder datasets share: finding ``images/``-``masks/`` pairs by file stem,
+checking labels, and serving (optionally cached) samples.
+
+:class:`~sandbox.data.ImageFolder` and :class:`~sandbox.data.VolumeFolder` differ only
+in how a file is read and what shape it has; this base class holds the rest.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ._shapes import _check_index, _check_int
+
+
+def list_files(folder, extensions) -> dict:
+    """``{stem: path}`` of the files of ``folder`` with one of ``extensions``; two files
+    with one stem are an error."""
+    files = {}
+    for path in sorted(folder.iterdir()):
+        if path.is_file() and path.suffix.lower() in extensions:
+            if path.stem in files:
+                raise ValueError(
+                    f"two files with the stem {path.stem!r} in {folder}: "
+                    f"{files[path.stem].name} and {path.name}"
+                )
+            files[path.stem] = path
+    return files
+
+
+class PairedFolder:
+    """Base of the folder datasets: ``root/images/<stem>.*`` with ``root/masks/<stem>.*``.
+
+    Subclasses set ``EXTENSIONS`` and ``ITEM`` (the word for an image file in
+    messages), and define ``_read(image_path, mask_path) -> (image, mask)``.
+    """
+
+    EXTENSIONS: tuple = ()
+    ITEM = "image"
+
+    def _init_pairs(self, root, num_classes, ignore_index, cache) -> None:
+        """Set ``root``, ``num_classes``, ``ignore_index``, the cache and ``pairs``."""
+        self.root = Path(root)
+        self.num_classes = _check_int("num_classes", num_classes, 1)
+        self.ignore_index = None if ignore_index is None else int(ignore_index)
+        self.cache = bool(cache)
+        self._cache = {}
+        image_dir, mask_dir = self.root / "images", self.root / "masks"
+        for d in (image_dir, mask_dir):
+            if not d.is_dir():
+                raise FileNotFoundError(
+                    f"{type(self).__name__} expects {image_dir} and {mask_dir}; {d} is not a "
+                    f"directory"
+                )
+        images, masks = list_files(image_dir, self.EXTENSIONS), list_files(mask_dir,
+                                                                           self.EXTENSIONS)
+        if not images and not masks:
+            raise ValueError(
+                f"no {self.ITEM} files ({', '.join(self.EXTENSIONS)}) found in {image_dir} "
+                f"and {mask_dir}"
+            )
+        for stem, path in images.items():
+            if stem not in masks:
+                raise FileNotFoundError(
+                    f"{self.ITEM} {path} has no mask: expected {mask_dir}/{stem}.*")
+        for stem, path in masks.items():
+            if stem not in images:
+                raise FileNotFoundError(
+                    f"mask {path} has no {self.ITEM}: expected {image_dir}/{stem}.*")
+        self.pairs = [(images[s], masks[s]) for s in sorted(images)]
+
+    def _init_class_names(self, class_names) -> None:
+        if class_names is None:
+            class_names = tuple(f"class{i}" for i in range(self.num_classes))
+        self.class_names = tuple(class_names)
+        if len(self.class_names) != self.num_classes:
+            raise ValueError(
+                f"class_names has {len(self.class_names)} entries, num_classes is "
+                f"{self.num_classes}"
+            )
+
+    def _check_labels(self, mask, mask_path) -> None:
+        """ValueError naming the file when ``mask`` has a label outside the classes."""
+        bad = (mask < 0) | (mask >= self.num_classes)
+        if self.ignore_index is not None:
+            bad &= mask != self.ignore_index
+        if bad.any():
+            values = np.unique(mask[bad])
+            allowed = f"[0, {self.num_classes})"
+            if self.ignore_index is not None:
+                allowed += f" or ignore_index={self.ignore_index}"
+            raise ValueError(
+                f"mask {mask_path} has labels {values[:10].tolist()} outside {allowed} "
+                f"(num_classes={self.num_classes})"
+            )
+
+    def __len__(self):
+        return len(self.pairs)
+
+    def __repr__(self):
+        return (f"{type(self).__name__}({str(self.root)!r}, num_classes={self.num_classes}, "
+                f"n={len(self)})")
+
+    def __getitem__(self, index):
+        index = _check_index(index, len(self))
+        if index in self._cache:
+            image, mask = self._cache[index]
+            return image.copy(), mask.copy()
+        image, mask = self._read(*self.pairs[index])
+        if self.cache:
+            self._cache[index] = (image, mask)
+            return image.copy(), mask.copy()
+        return image, mask
+
+    def _read(self, image_path, mask_path):
+        raise NotImplementedError
