@@ -147,20 +147,9 @@ class Shapes:
     ):
         self.num_samples = _check_int("num_samples", num_samples, 0)
         self.image_size = _check_int("image_size", image_size, 16)
-        self.num_classes = _check_int("num_classes", num_classes, 2)
-        if self.num_classes > len(SHAPE_NAMES) + 1:
-            raise ValueError(
-                f"num_classes must be between 2 and {len(SHAPE_NAMES) + 1} "
-                f"(background + {', '.join(SHAPE_NAMES)}), got {num_classes}"
-            )
+        self.num_classes = _check_num_classes(num_classes, SHAPE_NAMES)
         self.seed = _check_int("seed", seed, 0)
-        lo, hi = _check_range("shapes_per_image", shapes_per_image)
-        if lo < 1 or lo != int(lo) or hi != int(hi):
-            raise ValueError(
-                f"shapes_per_image must be a pair of integers 1 <= low <= high, "
-                f"got {shapes_per_image!r}"
-            )
-        self.shapes_per_image = (int(lo), int(hi))
+        self.shapes_per_image = _check_count_range("shapes_per_image", shapes_per_image)
         if radius is None:
             scale = self.image_size / 64.0
             lo = max(6.0 * scale, 3.0)
@@ -216,29 +205,42 @@ class Shapes:
                 dy = grid[y0:y1, None] - cy
                 dx = grid[None, x0:x1] - cx
                 inside = _RASTERS[kind](dy, dx, r, theta)
-                covered = owner[y0:y1, x0:x1][inside]
-                covered = covered[covered >= 0]
-                if covered.size:
-                    hidden = np.bincount(covered, minlength=len(areas))
-                    visible = np.bincount(owner[owner >= 0], minlength=len(areas)) - hidden
-                    if np.any(visible < (1.0 - self.max_occlusion) * np.asarray(areas)):
-                        continue
-                    neighbours = [levels[j] for j in np.flatnonzero(hidden)]
-                else:
-                    neighbours = []
-                level = _pick_level(rng, neighbours)
-                if level is None:
-                    continue
-                # Later instances occlude earlier ones.
-                image[y0:y1, x0:x1][inside] = level
-                mask[y0:y1, x0:x1][inside] = kind + 1
-                owner[y0:y1, x0:x1][inside] = len(areas)
-                areas.append(int(inside.sum()))
-                levels.append(level)
-                break
+                region = (slice(y0, y1), slice(x0, x1))
+                if _place(rng, (image, mask, owner), region, inside, kind, areas, levels,
+                          self.max_occlusion):
+                    break
         sigma = rng.uniform(*self.noise)
         image = image + sigma * rng.standard_normal((size, size))
         return image.astype(np.float32)[None], mask
+
+
+def _place(rng, canvas, region, inside, kind, sizes, levels, max_occlusion) -> bool:
+    """Paint one instance of class ``kind`` (the cells ``inside`` of ``region``) onto
+    ``canvas = (image, mask, owner)``, unless it would hide more than ``max_occlusion``
+    of an earlier instance or no intensity contrasts with the ones it overlaps; True
+    when painted.  ``sizes`` and ``levels`` (per earlier instance) grow by one then.
+    Shared by the 2-D and 3-D generators."""
+    image, mask, owner = canvas
+    covered = owner[region][inside]
+    covered = covered[covered >= 0]
+    if covered.size:
+        hidden = np.bincount(covered, minlength=len(sizes))
+        visible = np.bincount(owner[owner >= 0], minlength=len(sizes)) - hidden
+        if np.any(visible < (1.0 - max_occlusion) * np.asarray(sizes)):
+            return False
+        neighbours = [levels[j] for j in np.flatnonzero(hidden)]
+    else:
+        neighbours = []
+    level = _pick_level(rng, neighbours)
+    if level is None:
+        return False
+    # Later instances occlude earlier ones.
+    image[region][inside] = level
+    mask[region][inside] = kind + 1
+    owner[region][inside] = len(sizes)
+    sizes.append(int(inside.sum()))
+    levels.append(level)
+    return True
 
 
 def _pick_level(rng, neighbours, tries=10):
@@ -256,6 +258,26 @@ def _check_int(name, value, minimum):
     if value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
     return int(value)
+
+
+
+def _check_num_classes(num_classes, shape_names) -> int:
+    """``num_classes`` of a synthetic dataset: background plus 1 .. all of ``shape_names``."""
+    n = _check_int("num_classes", num_classes, 2)
+    if n > len(shape_names) + 1:
+        raise ValueError(
+            f"num_classes must be between 2 and {len(shape_names) + 1} "
+            f"(background + {', '.join(shape_names)}), got {num_classes}"
+        )
+    return n
+
+
+def _check_count_range(name, value) -> tuple[int, int]:
+    """A ``(low, high)`` pair of integers ``1 <= low <= high`` (shapes per sample)."""
+    lo, hi = _check_range(name, value)
+    if lo < 1 or lo != int(lo) or hi != int(hi):
+        raise ValueError(f"{name} must be a pair of integers 1 <= low <= high, got {value!r}")
+    return int(lo), int(hi)
 
 
 def _check_range(name, value):

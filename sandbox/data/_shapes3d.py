@@ -21,7 +21,14 @@ import math
 
 import numpy as np
 
-from ._shapes import _check_index, _check_int, _check_range, _pick_level
+from ._shapes import (
+    _check_count_range,
+    _check_index,
+    _check_int,
+    _check_num_classes,
+    _check_range,
+    _place,
+)
 
 # Class 0 is the background; shape classes follow in this order.
 # The order puts the most distinct shapes first: with the default 4 classes the set is
@@ -184,20 +191,9 @@ class Shapes3D:
     ):
         self.num_samples = _check_int("num_samples", num_samples, 0)
         self.volume_size = _check_int("volume_size", volume_size, 16)
-        self.num_classes = _check_int("num_classes", num_classes, 2)
-        if self.num_classes > len(SHAPE_NAMES_3D) + 1:
-            raise ValueError(
-                f"num_classes must be between 2 and {len(SHAPE_NAMES_3D) + 1} "
-                f"(background + {', '.join(SHAPE_NAMES_3D)}), got {num_classes}"
-            )
+        self.num_classes = _check_num_classes(num_classes, SHAPE_NAMES_3D)
         self.seed = _check_int("seed", seed, 0)
-        lo, hi = _check_range("shapes_per_volume", shapes_per_volume)
-        if lo < 1 or lo != int(lo) or hi != int(hi):
-            raise ValueError(
-                f"shapes_per_volume must be a pair of integers 1 <= low <= high, "
-                f"got {shapes_per_volume!r}"
-            )
-        self.shapes_per_volume = (int(lo), int(hi))
+        self.shapes_per_volume = _check_count_range("shapes_per_volume", shapes_per_volume)
         if radius is None:
             scale = self.volume_size / 32.0
             lo = max(7.0 * scale, 3.5)
@@ -262,26 +258,9 @@ class Shapes3D:
                 v = rot[0, 1] * dz + rot[1, 1] * dy + rot[2, 1] * dx
                 w = rot[0, 2] * dz + rot[1, 2] * dy + rot[2, 2] * dx
                 inside = _RASTERS[kind](u, v, w, r)
-                covered = owner[box][inside]
-                covered = covered[covered >= 0]
-                if covered.size:
-                    hidden = np.bincount(covered, minlength=len(volumes))
-                    visible = np.bincount(owner[owner >= 0], minlength=len(volumes)) - hidden
-                    if np.any(visible < (1.0 - self.max_occlusion) * np.asarray(volumes)):
-                        continue
-                    neighbours = [levels[j] for j in np.flatnonzero(hidden)]
-                else:
-                    neighbours = []
-                level = _pick_level(rng, neighbours)
-                if level is None:
-                    continue
-                # Later instances occlude earlier ones.
-                image[box][inside] = level
-                mask[box][inside] = kind + 1
-                owner[box][inside] = len(volumes)
-                volumes.append(int(inside.sum()))
-                levels.append(level)
-                break
+                if _place(rng, (image, mask, owner), box, inside, kind, volumes, levels,
+                          self.max_occlusion):
+                    break
         image = gaussian_blur3d(image, rng.uniform(*self.blur))
         sigma = rng.uniform(*self.noise)
         image = image + sigma * rng.standard_normal(image.shape)
