@@ -15,7 +15,12 @@ from ._module import Module, Parameter
 
 
 class _ConvNd(Module):
+    """Shared by the 2-D and 3-D convolution layers; ``_ntuple(value, name, minimum)``
+    turns an int or sequence into the rank's tuple (the 2-D layers leave the range
+    checks to the functional op, as before)."""
+
     transposed = False
+    _ntuple = staticmethod(lambda value, name, minimum: _pair(value, name))
 
     def __init__(
         self,
@@ -39,15 +44,15 @@ class _ConvNd(Module):
                 f"groups={groups} must divide in_channels={in_channels} "
                 f"and out_channels={out_channels}"
             )
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.stride = _pair(stride, "stride")
-        if isinstance(padding, str) and not self.transposed:
+        self.kernel_size = self._ntuple(kernel_size, "kernel_size", 1)
+        self.stride = self._ntuple(stride, "stride", 1)
+        if isinstance(padding, str) and not self.transposed and len(self.kernel_size) == 2:
             string_padding(padding, self.kernel_size, self.stride, dilation)  # validates
             self.padding = padding
         else:
-            self.padding = _pair(padding, "padding")
-        self.dilation = _pair(dilation, "dilation")
-        self.output_padding = _pair(output_padding, "output_padding")
+            self.padding = self._ntuple(padding, "padding", 0)
+        self.dilation = self._ntuple(dilation, "dilation", 1)
+        self.output_padding = self._ntuple(output_padding, "output_padding", 0)
         dtype = _float_dtype(dtype)
         if self.transposed:
             shape = (in_channels, out_channels // groups, *self.kernel_size)
@@ -73,12 +78,13 @@ class _ConvNd(Module):
             f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
             f"stride={self.stride}"
         )
-        if self.padding != (0, 0):
+        zeros, ones = (0,) * len(self.kernel_size), (1,) * len(self.kernel_size)
+        if self.padding != zeros:
             s += f", padding={self.padding!r}" if isinstance(self.padding, str) else \
                 f", padding={self.padding}"
-        if self.dilation != (1, 1):
+        if self.dilation != ones:
             s += f", dilation={self.dilation}"
-        if self.output_padding != (0, 0):
+        if self.output_padding != zeros:
             s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"

@@ -6,15 +6,12 @@ PyTorch's names, arguments, weight layouts and default initialisation.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import functional as F
 from ..array._validate import triple
-from . import init
-from ._layers import _float_dtype, _positive
-from ._module import Module, Parameter
+from ._conv import _ConvNd
+from ._module import Module
 from ._norm import _BatchNorm
 
 __all__ = ["AvgPool3d", "BatchNorm3d", "Conv3d", "ConvTranspose3d", "MaxPool3d"]
@@ -25,58 +22,8 @@ def _check_5d(x, name: str) -> None:
         raise ValueError(f"{name} expects a 5-D input (N, C, D, H, W), got shape {tuple(x.shape)}")
 
 
-class _Conv3dBase(Module):
-    transposed = False
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                 bias, dtype, output_padding=0):
-        super().__init__()
-        self.in_channels = _positive(in_channels, "in_channels")
-        self.out_channels = _positive(out_channels, "out_channels")
-        self.groups = _positive(groups, "groups")
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(
-                f"groups={groups} must divide in_channels={in_channels} "
-                f"and out_channels={out_channels}")
-        self.kernel_size = triple(kernel_size, "kernel_size", 1)
-        self.stride = triple(stride, "stride", 1)
-        self.padding = triple(padding, "padding", 0)
-        self.dilation = triple(dilation, "dilation", 1)
-        self.output_padding = triple(output_padding, "output_padding", 0)
-        dtype = _float_dtype(dtype)
-        if self.transposed:
-            shape = (in_channels, out_channels // groups, *self.kernel_size)
-        else:
-            shape = (out_channels, in_channels // groups, *self.kernel_size)
-        self.weight = Parameter(np.empty(shape, dtype))
-        if bias:
-            self.bias = Parameter(np.empty(out_channels, dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        # PyTorch's default: kaiming_uniform(a=sqrt(5)) -> U(±1/sqrt(fan_in)), same bound for bias.
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight.data.shape)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
-
-    def extra_repr(self) -> str:
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
-        if self.padding != (0, 0, 0):
-            s += f", padding={self.padding}"
-        if self.dilation != (1, 1, 1):
-            s += f", dilation={self.dilation}"
-        if self.output_padding != (0, 0, 0):
-            s += f", output_padding={self.output_padding}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        return s
+class _Conv3dBase(_ConvNd):
+    _ntuple = staticmethod(triple)  # validates the ranges when the layer is made
 
 
 class Conv3d(_Conv3dBase):
