@@ -91,8 +91,10 @@ class Linear(Module):
         )
 
 
-class MaxPool2d(Module):
-    """2-D max pooling (PyTorch's semantics, incl. ``ceil_mode`` and dilation)."""
+class _MaxPoolNd(Module):
+    """Max pooling of any rank; subclasses set ``_pool`` (the functional op)."""
+
+    _pool = None
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False):
         super().__init__()
@@ -103,7 +105,7 @@ class MaxPool2d(Module):
         self.ceil_mode = ceil_mode
 
     def forward(self, x):
-        return F.max_pool2d(
+        return type(self)._pool(
             x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode
         )
 
@@ -114,8 +116,10 @@ class MaxPool2d(Module):
         )
 
 
-class AvgPool2d(Module):
-    """2-D average pooling."""
+class _AvgPoolNd(Module):
+    """Average pooling of any rank; subclasses set ``_pool`` (the functional op)."""
+
+    _pool = None
 
     def __init__(
         self,
@@ -135,7 +139,7 @@ class AvgPool2d(Module):
         self.divisor_override = divisor_override
 
     def forward(self, x):
-        return F.avg_pool2d(
+        return type(self)._pool(
             x,
             self.kernel_size,
             self.stride,
@@ -147,6 +151,18 @@ class AvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxPool2d(_MaxPoolNd):
+    """2-D max pooling (PyTorch's semantics, incl. ``ceil_mode`` and dilation)."""
+
+    _pool = staticmethod(F.max_pool2d)
+
+
+class AvgPool2d(_AvgPoolNd):
+    """2-D average pooling."""
+
+    _pool = staticmethod(F.avg_pool2d)
 
 
 class Upsample(Module):

@@ -11,7 +11,7 @@ import numpy as np
 from .. import functional as F
 from ..array._validate import triple
 from ._conv import _ConvNd
-from ._module import Module
+from ._layers import _AvgPoolNd, _MaxPoolNd
 from ._norm import _BatchNorm
 
 __all__ = ["AvgPool3d", "BatchNorm3d", "Conv3d", "ConvTranspose3d", "MaxPool3d"]
@@ -72,42 +72,13 @@ class BatchNorm3d(_BatchNorm):
         return super().forward_relu(x)
 
 
-class MaxPool3d(Module):
+class MaxPool3d(_MaxPoolNd):
     """3-D max pooling (PyTorch's semantics, incl. ``ceil_mode`` and dilation)."""
 
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = kernel_size if stride is None else stride
-        self.padding = padding
-        self.dilation = dilation
-        self.ceil_mode = ceil_mode
-
-    def forward(self, x):
-        return F.max_pool3d(x, self.kernel_size, self.stride, self.padding, self.dilation,
-                            self.ceil_mode)
-
-    def extra_repr(self) -> str:
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+    _pool = staticmethod(F.max_pool3d)
 
 
-class AvgPool3d(Module):
+class AvgPool3d(_AvgPoolNd):
     """3-D average pooling."""
 
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
-                 count_include_pad: bool = True, divisor_override=None):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = kernel_size if stride is None else stride
-        self.padding = padding
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
-        self.divisor_override = divisor_override
-
-    def forward(self, x):
-        return F.avg_pool3d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+    _pool = staticmethod(F.avg_pool3d)
