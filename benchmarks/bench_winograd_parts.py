@@ -1,0 +1,87 @@
+"""Where a Winograd convolution's time goes: input transform, point GEMMs, output transform.
+
+For each layer (``c_in-c_out-size``, batch 8, padding 1, float32, forward), the pieces
+of ``sandbox.array.conv._winograd.winograd_conv3x3`` are timed one at a time over all of
+the layer's chunks, with the tile size the layer uses, and the whole call for
+comparison (it overlaps the pieces, so it is less than their sum).  CPU time at
+``--threads`` (default 1), minimum of ``--repeat`` calls.  The per-part table of
+docs/convolution.md comes from this script; run it with ``PYTHONPATH`` at an older
+checkout for the "before" figures.
+
+    python benchmarks/bench_winograd_parts.py [--layers 16-16-64 32-64-16 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import sandbox
+from sandbox.array.conv import _winograd as W
+
+try:
+    from sandbox.array._gemm import lhs, matmul
+except ImportError:  # a checkout from before the project's own GEMM ("before" runs)
+    def lhs(a):
+        return a
+
+    def matmul(a, b, out):
+        np.matmul(a, b, out=out)
+
+LAYERS = ["16-16-64", "16-32-32", "32-64-16", "128-128-8"]
+
+
+def best_ms(fn, repeat):
+    fn()
+    t = float("inf")
+    for _ in range(repeat):
+        t0 = time.process_time()
+        fn()
+        t = min(t, time.process_time() - t0)
+    return t * 1e3
+
+
+def parts(ci, co, s, repeat):
+    """(tile, whole, input transform, GEMMs, output transform) in ms."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, ci, s, s), dtype=np.float32)
+    w = rng.standard_normal((co, ci, 3, 3), dtype=np.float32)
+    tile = W.tile_size(ci, co, s, s)
+    count, kernels = W._KERNELS[tile]
+    u = W.weight_transform(w, tile=tile)
+    u_lhs = lhs(u)
+    y = np.empty((8, co, s, s), dtype=np.float32)
+    th, tw, tiles, blocks = W._tiling(8, ci, co, s, s, x.itemsize, tile)
+    _, n0, cnt = blocks[0]
+    v = np.empty((count, ci, cnt * tiles), dtype=np.float32)
+    m = np.empty((count, co, cnt * tiles), dtype=np.float32)
+    chunks = len(blocks)
+    return (tile,
+            best_ms(lambda: W.winograd_conv3x3(x, u, y, 1, 1), repeat),
+            chunks * best_ms(lambda: kernels.input_transform(x, v, n0, cnt, 1, 1, th, tw, 1),
+                             repeat),
+            chunks * best_ms(lambda: matmul(u_lhs, v, m), repeat),
+            chunks * best_ms(lambda: kernels.output_transform(m, y, n0, cnt, th, tw, 1),
+                             repeat))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--layers", nargs="+", default=LAYERS)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=60)
+    args = parser.parse_args(argv)
+    sandbox.set_num_threads(args.threads)
+    print(f"{'layer':>12}  {'tile':>6}  {'whole':>6}  {'input tr':>8}  {'GEMMs':>6}  "
+          f"{'output tr':>9}   (ms, forward, batch 8)")
+    for spec in args.layers:
+        ci, co, s = map(int, spec.split("-"))
+        tile, whole, tin, gemm, tout = parts(ci, co, s, args.repeat)
+        print(f"{f'{ci}->{co}@{s}':>12}  {f'F({tile}x{tile})':>6}  {whole:6.2f}  {tin:8.2f}  "
+              f"{gemm:6.2f}  {tout:9.2f}")
+
+
+if __name__ == "__main__":
+    main()
