@@ -13,7 +13,7 @@ import numpy as np
 
 from .._C import _pool
 from .._config import kernel_threads
-from ._validate import check_divisor, check_float, pair
+from ._validate import check_divisor, check_float, ntuple
 
 __all__ = [
     "avg_pool2d",
@@ -39,27 +39,35 @@ def pool_output_size(size: int, kernel: int, stride: int, pad: int, dilation: in
     return out
 
 
-def _check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, name):
+#: spatial rank -> the input layouts pooling accepts, for messages
+_LAYOUTS = {2: "3-D (C, H, W) or 4-D (N, C, H, W)", 3: "4-D (C, D, H, W) or 5-D (N, C, D, H, W)"}
+
+
+def check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, name, nd=2):
+    """Validate a pooling call of spatial rank ``nd``; return ``(geom, out_size)`` with
+    ``geom`` = kernel, stride, padding and dilation (``nd`` ints each)."""
     check_float(input, "input")
-    if input.ndim not in (3, 4):
+    if input.ndim not in (nd + 1, nd + 2):
+        raise ValueError(f"input must be {_LAYOUTS[nd]}, got shape {input.shape}")
+    what = {2: "pair", 3: "triple"}[nd]
+    k = ntuple(kernel_size, "kernel_size", 1, nd, what)
+    s = k if stride is None or stride == () else ntuple(stride, "stride", 1, nd, what)
+    p = ntuple(padding, "padding", 0, nd, what)
+    d = ntuple(dilation, "dilation", 1, nd, what)
+    if any(p[i] > k[i] // 2 for i in range(nd)):
+        raise ValueError(f"padding {p} must be at most half of kernel_size {k}")
+    size = tuple(input.shape[-nd:])
+    out = tuple(pool_output_size(size[i], k[i], s[i], p[i], d[i], bool(ceil_mode))
+                for i in range(nd))
+    if min(out) <= 0:
         raise ValueError(
-            f"input must be 3-D (C, H, W) or 4-D (N, C, H, W), got shape {input.shape}")
-    kh, kw = pair(kernel_size, "kernel_size", 1)
-    sh, sw = (kh, kw) if stride is None or stride == () else pair(stride, "stride", 1)
-    ph, pw = pair(padding, "padding", 0)
-    dh, dw = pair(dilation, "dilation", 1)
-    if ph > kh // 2 or pw > kw // 2:
-        raise ValueError(
-            f"padding {(ph, pw)} must be at most half of kernel_size {(kh, kw)}")
-    h, w = input.shape[-2:]
-    ho = pool_output_size(h, kh, sh, ph, dh, bool(ceil_mode))
-    wo = pool_output_size(w, kw, sw, pw, dw, bool(ceil_mode))
-    if ho <= 0 or wo <= 0:
-        raise ValueError(
-            f"{name}: output size ({ho}, {wo}) is not positive: input spatial size {(h, w)} "
-            f"is too small for kernel_size {(kh, kw)} (dilation {(dh, dw)}, padding "
-            f"{(ph, pw)})")
-    return (kh, kw, sh, sw, ph, pw, dh, dw), (ho, wo)
+            f"{name}: output size {out} is not positive: input spatial size {size} is too "
+            f"small for kernel_size {k} (dilation {d}, padding {p})")
+    return (*k, *s, *p, *d), out
+
+
+def _check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, name):
+    return check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, name, 2)
 
 
 def _planes(arr):

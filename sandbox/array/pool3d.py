@@ -14,8 +14,8 @@ import numpy as np
 
 from .._C import _pool3d
 from .._config import kernel_threads
-from ._validate import check_divisor, check_float, triple
-from .pool import gather_flat, pool_output_size
+from ._validate import check_divisor, check_float
+from .pool import check_pool, gather_flat
 
 __all__ = [
     "avg_pool3d",
@@ -27,24 +27,7 @@ __all__ = [
 
 
 def _check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, name):
-    check_float(input, "input")
-    if input.ndim not in (4, 5):
-        raise ValueError(
-            f"input must be 4-D (C, D, H, W) or 5-D (N, C, D, H, W), got shape {input.shape}")
-    k = triple(kernel_size, "kernel_size", 1)
-    s = k if stride is None or stride == () else triple(stride, "stride", 1)
-    p = triple(padding, "padding", 0)
-    d = triple(dilation, "dilation", 1)
-    if any(p[i] > k[i] // 2 for i in range(3)):
-        raise ValueError(f"padding {p} must be at most half of kernel_size {k}")
-    size = input.shape[-3:]
-    out = tuple(pool_output_size(size[i], k[i], s[i], p[i], d[i], bool(ceil_mode))
-                for i in range(3))
-    if min(out) <= 0:
-        raise ValueError(
-            f"{name}: output size {out} is not positive: input spatial size {size} is too "
-            f"small for kernel_size {k} (dilation {d}, padding {p})")
-    return (*k, *s, *p, *d), out
+    return check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, name, 3)
 
 
 def _volumes(arr):
