@@ -80,7 +80,20 @@ def main(argv=None):
                         help="cpu: process CPU time, which on a loaded machine leaves out the "
                              "time the process waits for a core (meaningful at 1 thread only: "
                              "with more, spinning threads count too)")
+    parser.add_argument("--tuned", nargs="+", default=[], metavar="KNOB=VALUE",
+                        help="run under sandbox.array.conv.tuned(KNOB=VALUE, ...), e.g. "
+                             "winograd_min_pixels_input_grad=64 (how the thresholds in "
+                             "sandbox/array/conv/_tuning.py were compared)")
     args = parser.parse_args(argv)
+    knobs = {}
+    for item in args.tuned:
+        key, _, value = item.partition("=")
+        knobs[key] = int(value) if value.lstrip("-").isdigit() else value == "True"
+    with conv.tuned(**knobs):
+        run(args)
+
+
+def run(args):
     import torch
 
     clock = time.process_time if args.clock == "cpu" else time.perf_counter

@@ -4,7 +4,11 @@ The algorithm (im2col + GEMM or Winograd) and the chunk sizes depend on the
 shapes only, never on the thread count, so results are bitwise identical for any
 number of threads.  The values below are measurements on a 2-core x86-64 machine
 (float32, batch 8, UNet layer shapes); change them through :func:`tuned` (tests,
-benchmarks) rather than by assignment, so a failure cannot leave them changed.
+benchmarks) rather than by assignment, so a failure cannot leave them changed.  A
+setting is compared with ``python benchmarks/bench_conv_passes.py --layers ...
+--tuned KNOB=VALUE`` against the same command without ``--tuned``; the figures quoted
+below were taken that way, some on a loaded machine (as said), and they move by
+5-20 % between runs.
 """
 
 from __future__ import annotations
