@@ -5,8 +5,8 @@ older core (``OPENBLAS_CORETYPE=Haswell`` on this project's Zen 5 machines: AVX2
 kernels, half of what the FMA units can do).  ``pyx/sgemm_avx512.h`` is a float32
 GEMM that uses 512-bit FMAs whenever the CPU has them (measured, 1 thread:
 170-240 against OpenBLAS-Haswell's 110-130 GFLOP/s on the convolutions' shapes;
-docs/convolution.md has the table).  Float64, other CPUs and ``SANDBOX_GEMM=blas`` use numpy
-(:func:`sandbox._config.gemm_backend`).
+docs/convolution.md has the table, from ``benchmarks/bench_gemm.py``).  Float64,
+other CPUs and ``SANDBOX_GEMM=blas`` use numpy (:func:`sandbox._config.gemm_backend`).
 
 Both paths compute each product in an order fixed by the shapes, so the
 convolutions stay bitwise reproducible for any thread count.
@@ -33,7 +33,8 @@ def lhs(a: np.ndarray) -> np.ndarray:
     """``a`` (…, M, K) as the left operand of several products: with the AVX-512
     kernel, a view of a transposed copy, whose rows are adjacent in memory, so the
     kernel reads it in place instead of packing it for every product (measured, 1
-    thread: 176-204 -> 226-239 GFLOP/s on the convolutions' shapes).  Else ``a``."""
+    thread: 162-203 -> 225-251 GFLOP/s on the convolutions' shapes, ``benchmarks/
+    bench_gemm.py``).  Else ``a``."""
     if not _OWN or a.dtype != np.float32 or a.ndim < 2 or a.strides[-2] == a.itemsize:
         return a
     a3 = np.ascontiguousarray(a.reshape(-1, *a.shape[-2:]))
