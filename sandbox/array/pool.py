@@ -63,11 +63,10 @@ def check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, name, n
     check_float(input, "input")
     if input.ndim not in (nd + 1, nd + 2):
         raise ValueError(f"input must be {_LAYOUTS[nd]}, got shape {input.shape}")
-    what = {2: "pair", 3: "triple"}[nd]
-    k = ntuple(kernel_size, "kernel_size", 1, nd, what)
-    s = k if stride is None or stride == () else ntuple(stride, "stride", 1, nd, what)
-    p = ntuple(padding, "padding", 0, nd, what)
-    d = ntuple(dilation, "dilation", 1, nd, what)
+    k = ntuple(kernel_size, "kernel_size", 1, nd)
+    s = k if stride is None or stride == () else ntuple(stride, "stride", 1, nd)
+    p = ntuple(padding, "padding", 0, nd)
+    d = ntuple(dilation, "dilation", 1, nd)
     if any(p[i] > k[i] // 2 for i in range(nd)):
         raise ValueError(f"padding {p} must be at most half of kernel_size {k}")
     size = tuple(input.shape[-nd:])

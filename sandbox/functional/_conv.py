@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..array import conv as _conv
-from ..array._validate import pair
+from ..array._validate import ntuple
 from ..autograd import Function, Tensor, is_grad_enabled
 
 __all__ = ["check_tensor", "conv2d", "conv3d", "conv_transpose2d", "conv_transpose3d",
@@ -243,20 +243,35 @@ _RANKS = {
 
 
 def string_padding(padding, kernel_size, stride, dilation):
-    """``(left, right, top, bottom)`` widths for ``padding="same"`` or ``"valid"``, as torch.
+    """``F.pad`` widths (last axis first: ``(left, right, top, bottom[, front, back])``)
+    for ``padding="same"`` or ``"valid"``, as torch; the rank is ``len(kernel_size)``.
 
     ``same`` keeps the spatial size (stride 1 only): ``dilation·(k - 1)`` in total per
-    axis, the odd one on the right/bottom.
+    axis, the odd one on the right/bottom/back.
     """
+    nd = len(kernel_size)
     if padding not in ("same", "valid"):
-        raise ValueError(f"padding must be an int, a pair, 'same' or 'valid', got {padding!r}")
+        what = {2: "a pair", 3: "a triple"}[nd]
+        raise ValueError(f"padding must be an int, {what}, 'same' or 'valid', got {padding!r}")
     if padding == "valid":
-        return (0, 0, 0, 0)
-    if pair(stride, "stride", 0) != (1, 1):
+        return (0,) * 2 * nd
+    if ntuple(stride, "stride", 0, nd) != (1,) * nd:
         raise ValueError("padding='same' is not supported for strided convolutions (as PyTorch)")
-    (kh, kw), (dh, dw) = pair(kernel_size, "kernel_size", 1), pair(dilation, "dilation", 0)
-    th, tw = dh * (kh - 1), dw * (kw - 1)
-    return (tw // 2, tw - tw // 2, th // 2, th - th // 2)
+    k, d = ntuple(kernel_size, "kernel_size", 1, nd), ntuple(dilation, "dilation", 0, nd)
+    total = [d[i] * (k[i] - 1) for i in reversed(range(nd))]
+    return tuple(w for t in total for w in (t // 2, t - t // 2))
+
+
+def _string_padding(input, weight, padding, stride, dilation):
+    """``input`` (padded explicitly if the widths are uneven) and the symmetric padding."""
+    widths = string_padding(padding, weight.shape[2:], stride, dilation)
+    before, after = widths[0::2], widths[1::2]
+    if before != after:  # uneven: pad explicitly
+        from ..ops import pad
+
+        input = pad(input, widths)
+        before = (0,) * len(before)
+    return input, tuple(reversed(before))
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -269,13 +284,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     check_tensor(input, "input")
     check_tensor(weight, "weight")
     if isinstance(padding, str):
-        left, right, top, bottom = string_padding(padding, weight.shape[2:], stride, dilation)
-        if (left, top) != (right, bottom):  # uneven: pad explicitly
-            from ..ops import pad
-
-            input = pad(input, (left, right, top, bottom))
-            left = top = 0
-        padding = (top, left)
+        input, padding = _string_padding(input, weight, padding, stride, dilation)
     return _apply_conv(input, weight, bias, stride, padding, dilation, groups, 2)
 
 
@@ -283,10 +292,13 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution of Tensors, as ``torch.nn.functional.conv3d``.
 
     ``input`` (N, C_in, D, H, W), ``weight`` (C_out, C_in/groups, kd, kh, kw), ``bias``
-    (C_out,) or None.  See :func:`sandbox.array.conv.conv` for the options.
+    (C_out,) or None; ``padding`` may also be ``"same"`` or ``"valid"``.  See
+    :func:`sandbox.array.conv.conv` for the options.
     """
     check_tensor(input, "input")
     check_tensor(weight, "weight")
+    if isinstance(padding, str):
+        input, padding = _string_padding(input, weight, padding, stride, dilation)
     return _apply_conv(input, weight, bias, stride, padding, dilation, groups, 3)
 
 

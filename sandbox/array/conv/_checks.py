@@ -23,7 +23,6 @@ __all__ = [
     "conv_transpose2d_output_size",
     "conv_transpose3d_output_size",
     "plan_conv",
-    "spatial",
     "transpose_out",
 ]
 
@@ -33,12 +32,6 @@ _LAYOUTS = {
     3: ("(N, C, D, H, W)", "(C_out, C_in/groups, kd, kh, kw)",
         "(C_in, C_out/groups, kd, kh, kw)"),
 }
-_WHAT = {2: "pair", 3: "triple"}
-
-
-def spatial(value, name: str, minimum: int, nd: int) -> tuple[int, ...]:
-    """An int or a sequence as ``nd`` ints ``>= minimum`` (the rank's pair or triple)."""
-    return ntuple(value, name, minimum, nd, _WHAT[nd])
 
 
 class Geometry(NamedTuple):
@@ -98,8 +91,8 @@ def conv3d_output_size(size, kernel_size, stride=1, padding=0, dilation=1) -> tu
 def conv_output_size(size, kernel_size, stride=1, padding=0, dilation=1) -> tuple[int, ...]:
     """Spatial output size of a convolution of input ``size`` (one int per axis)."""
     nd = len(size)
-    k, s = spatial(kernel_size, "kernel_size", 1, nd), spatial(stride, "stride", 1, nd)
-    p, d = spatial(padding, "padding", 0, nd), spatial(dilation, "dilation", 1, nd)
+    k, s = ntuple(kernel_size, "kernel_size", 1, nd), ntuple(stride, "stride", 1, nd)
+    p, d = ntuple(padding, "padding", 0, nd), ntuple(dilation, "dilation", 1, nd)
     return tuple(conv_out(*args) for args in zip(size, k, s, p, d, strict=True))
 
 
@@ -121,9 +114,9 @@ def conv_transpose_output_size(size, kernel_size, stride=1, padding=0, output_pa
                                dilation=1) -> tuple[int, ...]:
     """Spatial output size of a transposed convolution of input ``size``."""
     nd = len(size)
-    k, s = spatial(kernel_size, "kernel_size", 1, nd), spatial(stride, "stride", 1, nd)
-    p, d = spatial(padding, "padding", 0, nd), spatial(dilation, "dilation", 1, nd)
-    op = spatial(output_padding, "output_padding", 0, nd)
+    k, s = ntuple(kernel_size, "kernel_size", 1, nd), ntuple(stride, "stride", 1, nd)
+    p, d = ntuple(padding, "padding", 0, nd), ntuple(dilation, "dilation", 1, nd)
+    op = ntuple(output_padding, "output_padding", 0, nd)
     return tuple(transpose_out(*args) for args in zip(size, k, s, p, op, d, strict=True))
 
 
@@ -185,8 +178,8 @@ def plan_conv(input, weight, bias, stride, padding, dilation, groups, *, transpo
     nd = _rank(input, nd)
     check_ndim(weight, "weight", nd + 2, _LAYOUTS[nd][2 if transposed else 1])
     groups = check_groups(groups)
-    s, p = spatial(stride, "stride", 1, nd), spatial(padding, "padding", 0, nd)
-    d = spatial(dilation, "dilation", 1, nd)
+    s, p = ntuple(stride, "stride", 1, nd), ntuple(padding, "padding", 0, nd)
+    d = ntuple(dilation, "dilation", 1, nd)
     k = tuple(weight.shape[2:])
     if min(k) < 1:
         raise ValueError(f"weight kernel size must be positive, got {k}")
@@ -201,7 +194,7 @@ def plan_conv(input, weight, bias, stride, padding, dilation, groups, *, transpo
                 f"{p}) is smaller than the dilated kernel "
                 f"{tuple(d[i] * (k[i] - 1) + 1 for i in range(nd))}")
         return ConvPlan(nd, False, geom, groups, out)
-    op = spatial(output_padding, "output_padding", 0, nd)
+    op = ntuple(output_padding, "output_padding", 0, nd)
     if not all(op[i] < s[i] or op[i] < d[i] for i in range(nd)):
         raise ValueError(
             f"output_padding {op} must be smaller than either stride {s} or dilation {d}")
