@@ -12,7 +12,7 @@ interleaved in one process (alternating which goes first), medians reported:
 ``api/array`` above 1 is the time the autograd path spends above the kernels (the
 target of issue 21 is at most 1.05).  The CPU model and family are printed first:
 figures belong to the machine they were measured on.  As ``sandbox bench`` does, the
-script keeps freed memory mapped (:func:`sandbox._memory.keep_freed_memory`; off with
+script keeps freed memory mapped (:func:`sandbox.runtime.allocator.keep_freed_memory`; off with
 ``SANDBOX_TUNE_MALLOC=0``), so neither call pays page faults for its fresh outputs.
 
     python benchmarks/bench_conv_api.py [--threads 1 2] [--repeat 15] [--size 64]
@@ -29,7 +29,7 @@ import numpy as np
 
 import sandbox
 import sandbox.functional as F
-from sandbox._memory import keep_freed_memory
+from sandbox.runtime.allocator import keep_freed_memory
 from sandbox.array import conv
 from sandbox.bench._cases_classic import CONV_LAYERS
 

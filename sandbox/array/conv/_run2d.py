@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._config import get_num_threads
+from ...runtime.threads import get_num_threads
 from . import _winograd as winograd
 from ._im2col import fold_loop, unfold_loop
 from ._tuning import TUNING, kernel_threads
