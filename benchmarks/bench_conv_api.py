@@ -29,9 +29,9 @@ import numpy as np
 
 import sandbox
 import sandbox.functional as F
-from sandbox.runtime.allocator import keep_freed_memory
 from sandbox.array import conv
 from sandbox.bench._cases_classic import CONV_LAYERS
+from sandbox.runtime.allocator import keep_freed_memory
 
 
 def cpu_description() -> str:
