@@ -406,3 +406,14 @@ def test_plain_and_create_graph_backward_agree_and_take_strided_gradients(op, rn
     for a, b, c in zip(plain, strided, graph, strict=True):
         np.testing.assert_array_equal(a.data, b.data)
         np.testing.assert_allclose(a.data, c.data, rtol=1e-12, atol=1e-12)
+
+
+def test_tuned_reaches_the_3d_slab_limit(rng):
+    """The 3-D column limit is a field of ConvTuning, so ``tuned()`` changes the plan."""
+    rows, out = 16 * 27, (8, 16, 16)
+    plane = rows * 16 * 16 * 4
+    assert loops._plan(2, out, rows, 4, False) == (1, 8)  # 8 MiB: a whole sample
+    with conv.tuned(max_slab_bytes=3 * plane):
+        assert conv.TUNING.max_slab_bytes == 3 * plane
+        assert loops._plan(2, out, rows, 4, False) == (1, 3)
+    assert conv.TUNING.max_slab_bytes == 8 * 2**20
