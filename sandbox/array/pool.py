@@ -14,6 +14,8 @@ plane or volume (PyTorch's ``return_indices``).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._C import _pool, _pool3d
@@ -21,10 +23,11 @@ from ..runtime.threads import kernel_threads
 from ._validate import check_divisor, check_float, ntuple
 
 __all__ = [
-    "avg_pool", "avg_pool2d", "avg_pool2d_backward", "avg_pool3d", "avg_pool3d_backward",
-    "avg_pool_backward", "check_pool", "gather_flat", "max_pool", "max_pool2d",
-    "max_pool2d_backward", "max_pool2d_gather", "max_pool3d", "max_pool3d_backward",
-    "max_pool3d_gather", "max_pool_backward", "max_pool_gather", "pool_output_size",
+    "AvgPoolPlan", "avg_pool", "avg_pool2d", "avg_pool2d_backward", "avg_pool3d",
+    "avg_pool3d_backward", "avg_pool_backward", "check_pool", "gather_flat", "max_pool",
+    "max_pool2d", "max_pool2d_backward", "max_pool2d_gather", "max_pool3d",
+    "max_pool3d_backward", "max_pool3d_gather", "max_pool_backward", "max_pool_gather",
+    "plan_avg_pool", "pool_output_size",
 ]  # fmt: skip
 
 
@@ -181,14 +184,27 @@ def gather_flat(input, indices, nd: int):
     return np.take_along_axis(x, ind, axis=1).reshape(indices.shape)
 
 
-def _check_avg(input, kernel_size, stride, padding, ceil_mode, divisor_override, nd):
+class AvgPoolPlan(NamedTuple):
+    """A validated average-pooling call: rank, kernel/stride/padding (``nd`` ints each),
+    spatial output size and the kernels' divisor (0: none)."""
+
+    nd: int
+    geom: tuple
+    out_size: tuple
+    divisor: int
+
+
+def plan_avg_pool(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+                  divisor_override=None, *, nd=None) -> AvgPoolPlan:
+    """Validate an :func:`avg_pool` call once; its forward and backward take the plan."""
+    nd = _rank(input, nd)
     geom, size = check_pool(input, kernel_size, stride, padding, 1, ceil_mode,
                             f"avg_pool{nd}d", nd)
-    return geom[:3 * nd], size, check_divisor(divisor_override)
+    return AvgPoolPlan(nd, geom[:3 * nd], size, check_divisor(divisor_override))
 
 
 def avg_pool(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-             count_include_pad=True, divisor_override=None, *, nd=None):
+             count_include_pad=True, divisor_override=None, *, nd=None, plan=None):
     """Average pooling, as ``torch.nn.functional.avg_pool2d/3d``.
 
     Parameters
@@ -203,33 +219,39 @@ def avg_pool(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         Fixed positive divisor.
     nd : int, optional
         Spatial rank (2 or 3); None: ``input.ndim - 2``.
+    plan : AvgPoolPlan, optional
+        From :func:`plan_avg_pool` for these arguments: skips the validation.
     """
-    nd = _rank(input, nd)
-    geom, out_size, divisor = _check_avg(input, kernel_size, stride, padding, ceil_mode,
-                                         divisor_override, nd)
+    if plan is None:
+        plan = plan_avg_pool(input, kernel_size, stride, padding, ceil_mode, divisor_override,
+                             nd=nd)
+    nd = plan.nd
     x = _planes(input, nd)
-    out = np.empty((x.shape[0], *out_size), dtype=input.dtype)
+    out = np.empty((x.shape[0], *plan.out_size), dtype=input.dtype)
     kernel = _pool.avgpool2d_forward if nd == 2 else _pool3d.avgpool3d_forward
-    kernel(x, out, *geom, bool(count_include_pad), divisor, kernel_threads(x.size))
-    return out.reshape(*input.shape[:-nd], *out_size)
+    kernel(x, out, *plan.geom, bool(count_include_pad), plan.divisor, kernel_threads(x.size))
+    return out.reshape(*input.shape[:-nd], *plan.out_size)
 
 
 def avg_pool_backward(grad_output, input_shape, kernel_size, stride=None, padding=0,
                       ceil_mode=False, count_include_pad=True, divisor_override=None, *,
-                      nd=None):
-    """Gradient of :func:`avg_pool` with respect to its input (shape ``input_shape``)."""
-    nd = len(input_shape) - 2 if nd is None else nd
-    check_float(grad_output, "grad_output")
-    probe = np.empty((1, 1, *input_shape[-nd:]), dtype=grad_output.dtype)
-    geom, out_size, divisor = _check_avg(probe, kernel_size, stride, padding, ceil_mode,
-                                         divisor_override, nd)
-    if grad_output.shape[-nd:] != out_size:
-        raise ValueError(f"grad_output spatial shape {grad_output.shape[-nd:]} must be "
-                         f"{out_size} for input shape {tuple(input_shape)}")
+                      nd=None, plan=None):
+    """Gradient of :func:`avg_pool` with respect to its input (shape ``input_shape``);
+    ``plan`` (the forward's) skips the validation."""
+    if plan is None:
+        nd = len(input_shape) - 2 if nd is None else nd
+        check_float(grad_output, "grad_output")
+        probe = np.empty((1, 1, *input_shape[-nd:]), dtype=grad_output.dtype)
+        plan = plan_avg_pool(probe, kernel_size, stride, padding, ceil_mode, divisor_override,
+                             nd=nd)
+        if grad_output.shape[-nd:] != plan.out_size:
+            raise ValueError(f"grad_output spatial shape {grad_output.shape[-nd:]} must be "
+                             f"{plan.out_size} for input shape {tuple(input_shape)}")
+    nd = plan.nd
     g = _planes(grad_output, nd)
     gin = np.empty((g.shape[0], *input_shape[-nd:]), dtype=grad_output.dtype)
     kernel = _pool.avgpool2d_backward if nd == 2 else _pool3d.avgpool3d_backward
-    kernel(g, gin, *geom, bool(count_include_pad), divisor, kernel_threads(gin.size))
+    kernel(g, gin, *plan.geom, bool(count_include_pad), plan.divisor, kernel_threads(gin.size))
     return gin.reshape(input_shape)
 
 

@@ -88,7 +88,10 @@ class AvgPool(Function):
                       divisor_override)
         ctx.input_shape = x.shape
         ctx.nd = nd
-        return _pool.avg_pool(x, *ctx.params, nd=nd)
+        # validated once: the plain backward runs on the forward's plan
+        ctx.plan = _pool.plan_avg_pool(x, kernel_size, stride, padding, ceil_mode,
+                                       divisor_override, nd=nd)
+        return _pool.avg_pool(x, *ctx.params, nd=nd, plan=ctx.plan)
 
     @staticmethod
     def backward(ctx, grad):
@@ -96,7 +99,8 @@ class AvgPool(Function):
             gx = _RANKS[ctx.nd].avg_pool_adjoint.apply(grad, ctx.input_shape, *ctx.params,
                                                        ctx.nd)
         else:
-            gx = _pool.avg_pool_backward(grad.data, ctx.input_shape, *ctx.params, nd=ctx.nd)
+            gx = _pool.avg_pool_backward(grad.data, ctx.input_shape, *ctx.params, nd=ctx.nd,
+                                         plan=ctx.plan)
         return gx, None, None, None, None, None, None, None
 
 

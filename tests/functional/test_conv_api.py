@@ -86,13 +86,16 @@ def test_functions_without_fresh_gradients_still_copy_for_leaves(rng):
     (F.max_pool2d, "max_pool_backward", 2), (F.max_pool3d, "max_pool_backward", 3),
     (F.avg_pool2d, "avg_pool_backward", 2), (F.avg_pool3d, "avg_pool_backward", 3),
 ])
-def test_pooling_leaf_gradients_are_not_copied(op, array_op, nd, rng, monkeypatch):
-    calls = []
+def test_pooling_validates_once_and_leaf_gradients_are_not_copied(op, array_op, nd, rng, monkeypatch):
+    calls, plans = [], []
     _spy(monkeypatch, array_pool, array_op, calls)
+    _spy(monkeypatch, array_pool, "plan_avg_pool", plans)
     x = sandbox.tensor(rng.standard_normal((2, 3) + (4,) * nd), requires_grad=True)
     op(x, 2).sum().backward()
     assert len(calls) == 1 and calls[0][1]["nd"] == nd
     assert x.grad.data is calls[0][2]
+    if array_op == "avg_pool_backward":  # validated once, in the forward
+        assert len(plans) == 1 and calls[0][1]["plan"] is plans[0][2]
 
 
 def test_one_function_class_per_op_with_rank_names():
