@@ -20,6 +20,8 @@ def ntuple(value, name: str, minimum: int, n: int, what: str | None = None) -> t
     The one tuple helper of the project (the layers above use it too).  ``what`` names
     the sequence in the error; by default "pair" for 2, "triple" for 3.
     """
+    if type(value) is int and value >= minimum:  # the common case, first (no bool)
+        return (value,) * n
     what = what or _WHAT.get(n, f"sequence of {n}")
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         result = (int(value),) * n

@@ -180,14 +180,14 @@ def plan_conv(input, weight, bias, stride, padding, dilation, groups, *, transpo
     groups = check_groups(groups)
     s, p = ntuple(stride, "stride", 1, nd), ntuple(padding, "padding", 0, nd)
     d = ntuple(dilation, "dilation", 1, nd)
-    k = tuple(weight.shape[2:])
+    k = weight.shape[2:]
     if min(k) < 1:
         raise ValueError(f"weight kernel size must be positive, got {k}")
     geom = Geometry(*k, *s, *p, *d) if nd == 2 else (*k, *s, *p, *d)
     _check_bias(bias, _channels(input, weight, groups, transposed), input)
-    size = tuple(input.shape[2:])
+    size = input.shape[2:]
     if not transposed:
-        out = tuple(conv_out(*args) for args in zip(size, k, s, p, d, strict=True))
+        out = tuple([(size[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(nd)])
         if min(out) <= 0:
             raise ValueError(
                 f"output size {out} is not positive: input spatial size {size} (padded by "
@@ -198,7 +198,7 @@ def plan_conv(input, weight, bias, stride, padding, dilation, groups, *, transpo
     if not all(op[i] < s[i] or op[i] < d[i] for i in range(nd)):
         raise ValueError(
             f"output_padding {op} must be smaller than either stride {s} or dilation {d}")
-    out = tuple(transpose_out(*args) for args in zip(size, k, s, p, op, d, strict=True))
+    out = tuple([transpose_out(size[i], k[i], s[i], p[i], op[i], d[i]) for i in range(nd)])
     if min(out) <= 0:
         raise ValueError(
             f"output size {out} is not positive for input spatial size {size}, kernel "
