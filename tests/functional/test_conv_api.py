@@ -86,7 +86,8 @@ def test_functions_without_fresh_gradients_still_copy_for_leaves(rng):
     (F.max_pool2d, "max_pool_backward", 2), (F.max_pool3d, "max_pool_backward", 3),
     (F.avg_pool2d, "avg_pool_backward", 2), (F.avg_pool3d, "avg_pool_backward", 3),
 ])
-def test_pooling_validates_once_and_leaf_gradients_are_not_copied(op, array_op, nd, rng, monkeypatch):
+def test_pooling_validates_once_and_leaf_gradients_are_not_copied(op, array_op, nd, rng,
+                                                                   monkeypatch):
     calls, plans = [], []
     _spy(monkeypatch, array_pool, array_op, calls)
     _spy(monkeypatch, array_pool, "plan_avg_pool", plans)
