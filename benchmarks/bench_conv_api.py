@@ -11,9 +11,10 @@ interleaved in one process (alternating which goes first), medians reported:
 
 ``api/array`` above 1 is the time the autograd path spends above the kernels (the
 target of issue 21 is at most 1.05).  The CPU model and family are printed first:
-figures belong to the machine they were measured on.  As ``sandbox bench`` does, the
-script keeps freed memory mapped (:func:`sandbox.runtime.allocator.keep_freed_memory`; off with
-``SANDBOX_TUNE_MALLOC=0``), so neither call pays page faults for its fresh outputs.
+figures belong to the machine they were measured on.  ``import sandbox`` keeps freed
+memory mapped (:func:`sandbox.runtime.allocator.keep_freed_memory`; off with
+``SANDBOX_TUNE_MALLOC=0``), so neither call pays page faults for its fresh outputs; the
+header says whether it is on.
 
     python benchmarks/bench_conv_api.py [--threads 1 2] [--repeat 15] [--size 64]
         [--layers 32-64-16 ...] [--clock wall|cpu]
