@@ -63,6 +63,32 @@ def _bias_axes(nd):
     return (0, *range(2, nd + 2))
 
 
+def _keep(ctx, x, weight, bias, plan):
+    """What the backward of a convolution needs: both operands and the forward's plan."""
+    ctx.save_for_backward(x, weight)
+    ctx.plan = plan
+    ctx.has_bias = bias is not None
+
+
+def _backward(ctx, grad, array_backward, input_grad, weight_grad):
+    """The backward of :class:`ConvNd` and :class:`ConvTransposeNd` (``array_backward``,
+    ``input_grad``, ``weight_grad``: that op's array backward, differentiable input
+    gradient and weight-gradient Function)."""
+    needs = ctx.needs_input_grad
+    needs = (needs[0], needs[1], ctx.has_bias and needs[2])
+    plan = ctx.plan
+    if not is_grad_enabled():  # plain backward: the kernels, on arrays, on the plan
+        x, weight = ctx.saved_arrays
+        gx, gw, gb = array_backward(grad.data, x, weight, needs=needs, plan=plan)
+        return gx, gw, gb, None
+    # create_graph: every gradient is a differentiable op again
+    x, weight = ctx.saved_tensors
+    gx = input_grad(grad, weight, x.shape, plan) if needs[0] else None
+    gw = weight_grad.apply(x, grad, weight.data, plan) if needs[1] else None
+    gb = grad.sum(axis=_bias_axes(plan.nd)) if needs[2] else None
+    return gx, gw, gb, None
+
+
 class ConvNd(Function):
     """``y = conv(x, w, b)`` on a validated plan; backward through the column kernels."""
 
@@ -70,28 +96,13 @@ class ConvNd(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias, plan):
-        ctx.save_for_backward(x, weight)
-        ctx.plan = plan
-        ctx.has_bias = bias is not None
+        _keep(ctx, x, weight, bias, plan)
         return _conv.conv(x, weight, bias, plan=plan)
 
     @staticmethod
     def backward(ctx, grad):
-        needs = ctx.needs_input_grad
-        needs = (needs[0], needs[1], ctx.has_bias and needs[2])
-        plan = ctx.plan
-        if not is_grad_enabled():  # plain backward: the kernels, on arrays
-            x, weight = ctx.saved_arrays
-            gx, gw, gb = _conv.conv_backward(grad.data, x, weight, needs=needs, plan=plan)
-            return gx, gw, gb, None
-        # create_graph: every gradient is a differentiable op again
-        x, weight = ctx.saved_tensors
-        gx = _conv_input_grad(grad, weight, x.shape, plan) if needs[0] else None
-        gw = None
-        if needs[1]:
-            gw = _RANKS[plan.nd].conv_weight_grad.apply(x, grad, weight.data, plan)
-        gb = grad.sum(axis=_bias_axes(plan.nd)) if needs[2] else None
-        return gx, gw, gb, None
+        return _backward(ctx, grad, _conv.conv_backward, _conv_input_grad,
+                         _RANKS[ctx.plan.nd].conv_weight_grad)
 
 
 class ConvTransposeNd(Function):
@@ -101,28 +112,28 @@ class ConvTransposeNd(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias, plan):
-        ctx.save_for_backward(x, weight)
-        ctx.plan = plan
-        ctx.has_bias = bias is not None
+        _keep(ctx, x, weight, bias, plan)
         return _conv.conv_transpose(x, weight, bias, plan=plan)
 
     @staticmethod
     def backward(ctx, grad):
-        needs = ctx.needs_input_grad
-        needs = (needs[0], needs[1], ctx.has_bias and needs[2])
-        plan = ctx.plan
-        if not is_grad_enabled():  # plain backward: the kernels, on arrays
-            x, weight = ctx.saved_arrays
-            gx, gw, gb = _conv.conv_transpose_backward(grad.data, x, weight, needs=needs,
-                                                       plan=plan)
-            return gx, gw, gb, None
-        x, weight = ctx.saved_tensors
-        gx = _transpose_input_grad(grad, weight, x.shape, plan) if needs[0] else None
-        gw = None
-        if needs[1]:
-            gw = _RANKS[plan.nd].conv_transpose_weight_grad.apply(x, grad, weight.data, plan)
-        gb = grad.sum(axis=_bias_axes(plan.nd)) if needs[2] else None
-        return gx, gw, gb, None
+        return _backward(ctx, grad, _conv.conv_transpose_backward, _transpose_input_grad,
+                         _RANKS[ctx.plan.nd].conv_transpose_weight_grad)
+
+
+def _weight_grad(ctx, x, grad, weight, plan, array_backward):
+    ctx.save_for_backward(x, grad)
+    ctx.plan = plan
+    return array_backward(grad, x, weight, needs=(False, True, False), plan=plan)[1]
+
+
+def _weight_grad_backward(ctx, gg, input_grad, op):
+    """``dx = input_grad(g, gg)`` and ``dg = op(x, gg)``: the two other bilinear forms."""
+    x, grad = ctx.saved_tensors
+    plan, needs = ctx.plan, ctx.needs_input_grad
+    gx = input_grad(grad, gg, x.shape, plan) if needs[0] else None
+    g_grad = op.apply(x, gg, None, plan) if needs[1] else None
+    return gx, g_grad, None, None
 
 
 class ConvNdWeightGrad(Function):
@@ -135,19 +146,11 @@ class ConvNdWeightGrad(Function):
 
     @staticmethod
     def forward(ctx, x, grad, weight, plan):
-        ctx.save_for_backward(x, grad)
-        ctx.plan = plan
-        return _conv.conv_backward(grad, x, weight, needs=(False, True, False), plan=plan)[1]
+        return _weight_grad(ctx, x, grad, weight, plan, _conv.conv_backward)
 
     @staticmethod
     def backward(ctx, gg):
-        x, grad = ctx.saved_tensors
-        plan, needs = ctx.plan, ctx.needs_input_grad
-        gx = _conv_input_grad(grad, gg, x.shape, plan) if needs[0] else None
-        g_grad = None
-        if needs[1]:
-            g_grad = _RANKS[plan.nd].conv.apply(x, gg, None, plan)
-        return gx, g_grad, None, None
+        return _weight_grad_backward(ctx, gg, _conv_input_grad, _RANKS[ctx.plan.nd].conv)
 
 
 class ConvTransposeNdWeightGrad(Function):
@@ -159,20 +162,12 @@ class ConvTransposeNdWeightGrad(Function):
 
     @staticmethod
     def forward(ctx, x, grad, weight, plan):
-        ctx.save_for_backward(x, grad)
-        ctx.plan = plan
-        return _conv.conv_transpose_backward(grad, x, weight, needs=(False, True, False),
-                                             plan=plan)[1]
+        return _weight_grad(ctx, x, grad, weight, plan, _conv.conv_transpose_backward)
 
     @staticmethod
     def backward(ctx, gg):
-        x, grad = ctx.saved_tensors
-        plan, needs = ctx.plan, ctx.needs_input_grad
-        gx = _transpose_input_grad(grad, gg, x.shape, plan) if needs[0] else None
-        g_grad = None
-        if needs[1]:
-            g_grad = _RANKS[plan.nd].conv_transpose.apply(x, gg, None, plan)
-        return gx, g_grad, None, None
+        return _weight_grad_backward(ctx, gg, _transpose_input_grad,
+                                     _RANKS[ctx.plan.nd].conv_transpose)
 
 
 def _conv_input_grad(grad, weight, input_shape, plan):
