@@ -67,6 +67,8 @@ def conv_family(nd, ops, ntuple):
     class Conv(Function):
         """``y = conv(x, w, b)``; backward through the column kernels."""
 
+        plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+
         @staticmethod
         def forward(ctx, x, weight, bias, stride, padding, dilation, groups):
             ctx.save_for_backward(x, weight)
@@ -80,7 +82,7 @@ def conv_family(nd, ops, ntuple):
             needs = (needs[0], needs[1], ctx.has_bias and needs[2])
             if not is_grad_enabled():  # plain backward: the kernels, on arrays
                 x, weight = ctx.saved_arrays
-                gx, gw, gb = conv_backward(grad.data, x, weight, *ctx.params, needs=needs)
+                gx, gw, gb = conv_backward(grad, x, weight, *ctx.params, needs=needs)
                 return gx, gw, gb, None, None, None, None
             # create_graph: every gradient is a differentiable op again
             x, weight = ctx.saved_tensors
@@ -91,6 +93,8 @@ def conv_family(nd, ops, ntuple):
 
     class ConvTranspose(Function):
         """``y = conv_transpose(x, w, b)``, the adjoint of the convolution in ``x``."""
+
+        plain_backward_arrays = True
 
         @staticmethod
         def forward(ctx, x, weight, bias, stride, padding, output_padding, groups, dilation):
@@ -106,7 +110,7 @@ def conv_family(nd, ops, ntuple):
             needs = (needs[0], needs[1], ctx.has_bias and needs[2])
             if not is_grad_enabled():  # plain backward: the kernels, on arrays
                 x, weight = ctx.saved_arrays
-                gx, gw, gb = conv_transpose_backward(grad.data, x, weight, *ctx.params,
+                gx, gw, gb = conv_transpose_backward(grad, x, weight, *ctx.params,
                                                      needs=needs)
                 return gx, gw, gb, None, None, None, None, None
             x, weight = ctx.saved_tensors

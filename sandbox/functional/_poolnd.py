@@ -49,6 +49,8 @@ def pool_family(nd, ops):
     class MaxPool(Function):
         """Max pooling; the backward scatters to the saved argmax indices."""
 
+        plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+
         @staticmethod
         def forward(ctx, x, kernel_size, stride, padding, dilation, ceil_mode):
             out, idx = max_pool(x, kernel_size, stride, padding, dilation, ceil_mode)
@@ -61,7 +63,7 @@ def pool_family(nd, ops):
             if is_grad_enabled():  # create_graph: a differentiable scatter
                 gx = MaxPoolScatter.apply(grad, ctx.indices, ctx.input_shape)
             else:
-                gx = max_backward(grad.data, ctx.indices, ctx.input_shape)
+                gx = max_backward(grad, ctx.indices, ctx.input_shape)
             return gx, None, None, None, None, None
 
     class MaxPoolScatter(Function):
@@ -93,6 +95,8 @@ def pool_family(nd, ops):
     class AvgPool(Function):
         """Average pooling; the backward spreads each gradient over its window."""
 
+        plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+
         @staticmethod
         def forward(ctx, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
                     divisor_override):
@@ -106,7 +110,7 @@ def pool_family(nd, ops):
             if is_grad_enabled():  # create_graph: the differentiable adjoint
                 gx = AvgPoolAdjoint.apply(grad, ctx.input_shape, *ctx.params)
             else:
-                gx = avg_backward(grad.data, ctx.input_shape, *ctx.params)
+                gx = avg_backward(grad, ctx.input_shape, *ctx.params)
             return gx, None, None, None, None, None, None
 
     class AvgPoolAdjoint(Function):
