@@ -101,7 +101,7 @@ class _Walk:
         elif not fn.plain_backward_arrays:
             grads = [Tensor._make(g) for g in grads]  # a backward written with Tensor ops
         try:
-            result = _checked_backward(node, grads) if self.anomaly else fn.backward(ctx, *grads)
+            result = _anomaly.backward(node, grads) if self.anomaly else fn.backward(ctx, *grads)
         finally:
             if self.create:
                 ctx._node = None
@@ -158,17 +158,6 @@ class _Walk:
 
     def finish(self):
         pass
-
-
-def _checked_backward(node, grads):
-    """``node``'s backward under detect_anomaly(): errors and NaN/inf name the forward line."""
-    try:
-        result = node._fn.backward(node._ctx, *grads)
-    except Exception as exc:
-        _anomaly.annotate(exc, node)
-        raise
-    _anomaly.check_result(node, result if isinstance(result, tuple | list) else (result,))
-    return result
 
 
 def _fill_zeros(node, grads, create):
