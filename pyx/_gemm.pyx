@@ -1,3 +1,7 @@
+# Directives: none in this file; setup.py's compiler_directives() sets them for every
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
 # Float32 GEMM with the AVX-512 micro-kernel of sgemm_avx512.h (see there for
 # why and how).  Kernel contract as in pyx/fused.pxd, except that the operands
 # may be strided views (transposes are free: the packing reads any strides); the
@@ -21,7 +25,11 @@ def matmul(const float[:, :, :] a, const float[:, :, :] b, float[:, :, :] out,
     """``out[p] = a[p] @ b[p]`` (or ``+=`` with ``accumulate``) for every p, in order.
 
     ``a`` (P, M, K), ``b`` (P, K, N), ``out`` (P, M, N) with ``out.strides[2] == 4``.
-    Returns False (``out`` untouched) when the packing buffers could not be allocated.
+    Raises MemoryError when the packing buffers could not be allocated (the
+    planes before the failing one are done, the rest untouched).
+
+    Arguments: ``a`` (IN), ``b`` (IN), ``out`` (OUT; IN/OUT with accumulate), ``accumulate``
+    (IN).
     """
     cdef Py_ssize_t p, count = a.shape[0]
     cdef int m = <int> a.shape[1], k = <int> a.shape[2], n = <int> b.shape[2]
@@ -30,7 +38,7 @@ def matmul(const float[:, :, :] a, const float[:, :, :] b, float[:, :, :] out,
     cdef Py_ssize_t sc0 = out.strides[1] // 4
     cdef int status = 0
     if count == 0 or m == 0 or n == 0:
-        return True
+        return
     with nogil:
         for p in range(count):
             status = sb_sgemm_avx512(m, n, k, &a[p, 0, 0] if k > 0 else NULL, sa0, sa1,
@@ -38,7 +46,8 @@ def matmul(const float[:, :, :] a, const float[:, :, :] b, float[:, :, :] out,
                                      &out[p, 0, 0], sc0, accumulate)
             if status != 0:
                 break
-    return status == 0
+    if status != 0:
+        raise MemoryError("matmul: could not allocate the packing buffers")
 
 
 cdef extern from "sgemm_avx512.h" nogil:
@@ -53,6 +62,9 @@ def matmul_dot(const float[:, :, :] a, const float[:, :, :] bt, float[:, :, :] o
 
     ``a`` (P, M, K) and ``bt`` (P, N, K) with unit stride along K; ``out`` (P, M, N)
     with ``out.strides[2] == 4``.  For long K and small M, N (weight gradients).
+
+    Arguments: ``a`` (IN), ``bt`` (IN), ``out`` (OUT; IN/OUT with accumulate),
+    ``accumulate`` (IN).
     """
     cdef Py_ssize_t p, count = a.shape[0]
     cdef int m = <int> a.shape[1], k = <int> a.shape[2], n = <int> bt.shape[1]
@@ -69,7 +81,10 @@ def matmul_dot(const float[:, :, :] a, const float[:, :, :] bt, float[:, :, :] o
 
 def transpose(const float[:, :, ::1] src, float[:, :, ::1] dst):
     """``dst[p] = src[p].T`` in 32 x 32 blocks (both stay in L1 while a block moves);
-    about 8x numpy's strided copy of a convolution weight."""
+    about 8x numpy's strided copy of a convolution weight.
+
+    Arguments: ``src`` (IN), ``dst`` (OUT).
+    """
     cdef Py_ssize_t p, i0, j0, i, j, i1, j1
     cdef Py_ssize_t rows = src.shape[1], cols = src.shape[2]
     with nogil:
