@@ -55,9 +55,9 @@ class _BackwardWalk(_Walk):
                 _accumulate_into(ref(), grads[i], self.create)
         return grads
 
-    def leaf(self, t, g):
+    def leaf(self, t, g, fresh=False):
         if not t._hooks:
-            _accumulate_into(t, g, self.create)
+            _accumulate_into(t, g, self.create, fresh)
         else:
             _sum(self.leaf_grads, id(t), g, self.create)
             self.hooked[id(t)] = t
@@ -121,7 +121,7 @@ class _GradWalk(_Walk):
         _fill_zeros(node, grads, self.create)
         return grads
 
-    def leaf(self, t, g):
+    def leaf(self, t, g, fresh=False):
         if id(t) in self.leaves:
             _sum(self.leaf_grads, id(t), g, self.create)
 

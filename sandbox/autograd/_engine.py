@@ -127,7 +127,7 @@ class _Walk:
             if type(e) is Edge:
                 self.add(e.node, e.output_nr, g)
             else:
-                self.leaf(e, g)
+                self.leaf(e, g, fn.fresh_grads)
 
     def add(self, node, nr, g):
         """Add ``g`` to the pending gradient of output ``nr`` of ``node``."""
@@ -153,8 +153,8 @@ class _Walk:
         _fill_zeros(node, grads, self.create)
         return grads
 
-    def leaf(self, t, g):
-        _accumulate_into(t, g, self.create)
+    def leaf(self, t, g, fresh=False):
+        _accumulate_into(t, g, self.create, fresh)
 
     def finish(self):
         pass
@@ -175,13 +175,20 @@ def _one_form(g, create):
     return g._data if isinstance(g, Tensor) else np.asarray(g)
 
 
-def _accumulate_into(t, g, create):
-    """Add ``g`` into ``t.grad`` (a leaf, or a non-leaf that retains its grad)."""
+def _accumulate_into(t, g, create, fresh=False):
+    """Add ``g`` into ``t.grad`` (a leaf, or a non-leaf that retains its grad).
+
+    ``fresh``: ``g`` is a new array nothing else references (``Function.fresh_grads``),
+    so a first gradient is kept as it is instead of copied.
+    """
     if create:
         g = g if isinstance(g, Tensor) else Tensor._make(g)
         t.grad = g if t.grad is None else t.grad + g
     elif t.grad is None:
-        t.grad = Tensor._make(np.array(g, dtype=t._data.dtype, order="C"))  # own a fresh copy
+        dtype = t._data.dtype
+        if not (fresh and g.dtype == dtype and g.flags.c_contiguous and g.flags.writeable):
+            g = np.array(g, dtype=dtype, order="C")  # own a fresh copy
+        t.grad = Tensor._make(g)
     else:
         have = t.grad._data
         if not t.grad._requires_grad and have.flags.writeable and have.shape == g.shape:

@@ -213,6 +213,12 @@ class Function:
     def backward(ctx, *grads):
         raise NotImplementedError
 
+    #: Set True on a Function whose plain backward (``create_graph=False``) returns only
+    #: arrays it allocated itself, none of them an input, a saved array or another
+    #: returned gradient: a leaf without a gradient then keeps the array as its
+    #: ``.grad`` instead of a copy.
+    fresh_grads = False
+
     #: Set True on a Function whose ``backward`` works on ndarrays outside
     #: ``create_graph=True`` (a kernel-backed op): the engine then hands it the
     #: gradients as the arrays it sums, without wrapping them into Tensors.  Under
