@@ -134,3 +134,24 @@ def test_a_debug_build_raises_on_an_out_of_range_index(tmp_path):
     release = _build_probe(tmp_path, "release")
     assert release.read(view, 3) == 3.0
     assert release.read(view, 5) == 5.0  # unchecked: it read base[5]
+
+
+@pytest.mark.slow
+def test_the_real_kernels_get_the_checks_of_a_debug_build(tmp_path):
+    # The bug this guards against: a .pyx header turning the checks off again, so that
+    # SANDBOX_DEBUG=1 left the conv, pool and Winograd kernels unchecked.  Cythonizing
+    # (no C compiler needed) one kernel with each directive set shows what a build gets.
+    from Cython.Build import cythonize
+    from setuptools import Extension
+
+    setup = _setup_module()
+    checks = {}
+    for debug in (True, False):
+        build = tmp_path / ("debug" if debug else "release")
+        ext = Extension("_pool", [str(PYX / "_pool.pyx")])
+        cythonize([ext], build_dir=str(build), quiet=True,
+                  include_path=[str(ROOT / d) for d in setup.include_dirs()],
+                  force=True, compiler_directives=setup.compiler_directives(debug))
+        (c_file,) = build.rglob("_pool.c")
+        checks[debug] = c_file.read_text().count("__Pyx_RaiseBufferIndexError")
+    assert checks[True] > 10 and checks[False] == 0, checks
