@@ -25,8 +25,7 @@ from libc.stdint cimport int64_t
 from libc.string cimport memset
 
 from fused cimport real
-from pool_windows cimport (_avg_divisor, _dilated_stop, _first_inside, _win_padded,
-                          _win_start, _win_stop)
+from pool_windows cimport _avg_divisor, _win_padded, _win_start, _win_stop
 
 # The 2x2 max of one output row, in C: written with selects on restrict pointers, the
 # compiler vectorises it (compare masks and blends; an AVX2 clone chosen at load time,
@@ -80,11 +79,19 @@ def maxpool2d_forward(const real[:, :, ::1] x,     # IN  (P, H, W)
         for p in prange(P, schedule="static", num_threads=num_threads):
             plane = &x[p, 0, 0]
             for oh in range(ho):
-                ih1 = _dilated_stop(oh * sh - ph, kh, dh, H)
-                ih0 = _first_inside(oh * sh - ph, dh)
+                ih0 = oh * sh - ph
+                ih1 = ih0 + (kh - 1) * dh + 1
+                if ih1 > H:
+                    ih1 = H
+                while ih0 < 0:
+                    ih0 = ih0 + dh
                 for ow in range(wo):
-                    iw1 = _dilated_stop(ow * sw - pw, kw, dw, W)
-                    iw0 = _first_inside(ow * sw - pw, dw)
+                    iw0 = ow * sw - pw
+                    iw1 = iw0 + (kw - 1) * dw + 1
+                    if iw1 > W:
+                        iw1 = W
+                    while iw0 < 0:
+                        iw0 = iw0 + dw
                     best = ih0 * W + iw0
                     vmax = -INFINITY
                     ih = ih0

@@ -26,8 +26,7 @@ from libc.stdint cimport int64_t
 from libc.string cimport memset
 
 from fused cimport real
-from pool_windows cimport (_avg_divisor, _dilated_stop, _first_inside, _win_padded,
-                          _win_start, _win_stop)
+from pool_windows cimport _avg_divisor, _win_padded, _win_start, _win_stop
 
 # The 2x2x2 max of one output row in C, with selects and an AVX2 clone (gcc
 # target_clones), as the 2x2 row in _pool.pyx: the Cython loop branched on every
@@ -65,6 +64,19 @@ cdef extern from *:
                            Py_ssize_t) noexcept nogil
     void sb_max2x2x2_row_d(const double*, int64_t, Py_ssize_t, Py_ssize_t, double*, int64_t*,
                            Py_ssize_t) noexcept nogil
+
+
+cdef inline Py_ssize_t _first_inside(Py_ssize_t start, int d) noexcept nogil:
+    """First tap ``start + i * d`` (i >= 0) that is not negative."""
+    while start < 0:
+        start = start + d
+    return start
+
+
+cdef inline Py_ssize_t _dilated_stop(Py_ssize_t start, int k, int d, Py_ssize_t size) noexcept nogil:
+    """One past the last tap of a dilated window starting at ``start``, clipped at ``size``."""
+    cdef Py_ssize_t b = start + (k - 1) * d + 1
+    return b if b < size else size
 
 
 def maxpool3d_forward(const real[:, :, :, ::1] x,     # IN  (P, D, H, W)

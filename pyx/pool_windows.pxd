@@ -1,6 +1,6 @@
-# Window helpers shared by the pooling kernels (_pool.pyx, _pool3d.pyx): where the
-# window of output position ``o`` lies along one axis of the input (plain windows for
-# average pooling, dilated ones for max pooling).
+# Window helpers shared by the pooling kernels (_pool.pyx, _pool3d.pyx): per axis, the
+# input range of output window ``o`` (stride ``s``, padding ``pad``, kernel ``k``) and the
+# average's divisor.
 
 
 cdef inline Py_ssize_t _win_start(Py_ssize_t o, int s, int pad) noexcept nogil:
@@ -31,16 +31,3 @@ cdef inline Py_ssize_t _avg_divisor(Py_ssize_t divisor, bint count_include_pad,
     if divisor > 0:
         return divisor
     return padded if count_include_pad else inside
-
-
-cdef inline Py_ssize_t _first_inside(Py_ssize_t start, int d) noexcept nogil:
-    """First tap ``start + i * d`` (i >= 0) that is not negative."""
-    while start < 0:
-        start = start + d
-    return start
-
-
-cdef inline Py_ssize_t _dilated_stop(Py_ssize_t start, int k, int d, Py_ssize_t size) noexcept nogil:
-    """One past the last tap of a dilated window starting at ``start``, clipped at ``size``."""
-    cdef Py_ssize_t b = start + (k - 1) * d + 1
-    return b if b < size else size
