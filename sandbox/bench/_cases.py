@@ -369,11 +369,9 @@ def _unet_case(mode: str) -> Case:
         desc = f"UNet depth {depth} width {width}, batch {x.shape}"
         theirs = None
         if torch is not None:
-            from ._torch_twin import build_torch_unet, copy_weights_to_torch
+            from ..interop import to_torch
 
-            tmodel = build_torch_unet(torch, 3, 3, depth=depth, base_width=width, upsample=mode)
-            copy_weights_to_torch(torch, model, tmodel, torch.float32)
-            theirs = torch_training_step(torch, tmodel, x, y)
+            theirs = torch_training_step(torch, to_torch(model), x, y)
         ours = training_step(model, x, y)
         return Work(ours, theirs, None, desc)
 

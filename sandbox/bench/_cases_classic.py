@@ -3,8 +3,9 @@
 * ``unet-classic/<mode>/<size>``: one training step (forward, cross-entropy,
   backward, Adam) of :class:`sandbox.nn.ClassicUNet` (widths 16-32-64-128-256,
   1 input channel, 2 classes, batch 8, float32) at ``size``² pixels, with its
-  PyTorch twin (same weights).  Peak memory: growth of the resident set size
-  over the first three steps, for each library in a fresh process.
+  PyTorch twin (``sandbox.interop.to_torch``: same architecture and weights).  Peak
+  memory: growth of the resident set size over the first three steps, for each
+  library in a fresh process.
 * ``conv-layer/<cin>-<cout>@<hw>``: every 3×3 convolution shape of that UNet
   at 64² input (batch 8, padding 1, no bias): forward, input gradient and
   weight gradient in one call; reports GFLOP/s (direct-convolution FLOPs) and
@@ -87,11 +88,9 @@ def build_classic_step(name: str, mode: str, size: int, quick: bool, torch=None,
     y = rng.integers(0, NUM_CLASSES, size=(n, s, s))
     built = {"desc": f"ClassicUNet {'-'.join(map(str, widths))}, batch {x.shape}"}
     if "torch" in libs:
-        from ._torch_twin import build_torch_classic_unet, copy_weights_to_torch
+        from ..interop import to_torch
 
-        tmodel = build_torch_classic_unet(torch, 1, NUM_CLASSES, widths=widths, upsample=mode)
-        copy_weights_to_torch(torch, model, tmodel, torch.float32)
-        built["torch"] = torch_training_step(torch, tmodel, x, y)
+        built["torch"] = torch_training_step(torch, to_torch(model), x, y)
     if "sandbox" in libs:
         built["sandbox"] = training_step(model, x, y)
     return built
