@@ -155,19 +155,21 @@ def _isa_limits(args) -> dict:
     Returns the limits asked for, with the ones that could not take effect under
     ``"unmet"``.
     """
+    from ..runtime import simd
     from . import _env
 
-    limits = _env.isa_limits(args.isa)
+    isa = args.isa or simd.current().requested_isa  # --isa, else $SANDBOX_ISA
+    limits = _env.isa_limits(isa)
     unmet = _env.apply_isa_limits(limits) if not args.no_torch else {
         k: v for k, v in limits.items() if k == "OPENBLAS_CORETYPE"
         and os.environ.get(k) != v}
     if unmet and args.reexec and _env.started_as_bench(args.argv):
         settings = " ".join(f"{k}={v}" for k, v in unmet.items())
-        print(f"--isa {args.isa}: re-executing with {settings} (they must be set before "
+        print(f"--isa {isa}: re-executing with {settings} (they must be set before "
               "torch / numpy load)", file=sys.stderr)
         _env.reexec(unmet, args.argv)
     if unmet:
-        print(f"warning: --isa {args.isa}: {', '.join(unmet)} can no longer take effect in this "
+        print(f"warning: --isa {isa}: {', '.join(unmet)} can no longer take effect in this "
               "process (torch or numpy already loaded); for the same limits run:\n  "
               + _env.isa_command(limits, args.argv), file=sys.stderr)
     return {**limits, "unmet": unmet} if limits else {}
