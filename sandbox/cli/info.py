@@ -18,6 +18,10 @@ def _cpu_model() -> str:
     return simd.cpu().model
 
 
+def _or_dash(value) -> str:
+    return "-" if value is None else str(value)
+
+
 def blas_info() -> list[dict]:
     """The BLAS libraries numpy uses, as reported by threadpoolctl."""
     from threadpoolctl import threadpool_info
@@ -71,8 +75,8 @@ def info(file=None) -> dict:
         f"sandbox {d['version']}  (python {d['python']}, numpy {d['numpy']})",
         f"platform:        {d['platform']}",
         f"cpu:             {d['cpu']} ({d['available_cores']} cores available)",
-        f"cpu id:          {d['cpu_vendor'] or platform.machine()}, family {d['cpu_family']}, "
-        f"model {d['cpu_model_number']}; ISA {d['cpu_isa']} "
+        f"cpu id:          {d['cpu_vendor'] or platform.machine()}, family "
+        f"{_or_dash(d['cpu_family'])}, model {_or_dash(d['cpu_model_number'])}; ISA {d['cpu_isa']} "
         f"({', '.join(simd.cpu().simd_sets) or 'no wide SIMD'})",
         f"simd path:       {d['simd_path']} (${simd.ISA_ENV_VAR} or simd.using; this CPU runs "
         f"{', '.join(d['simd_paths'])})",
