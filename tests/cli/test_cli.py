@@ -1,6 +1,7 @@
 """CLI smoke tests: a few training steps on tiny images, predict, errors, info."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -87,6 +88,25 @@ def test_info_runs_as_module():
         [sys.executable, "-m", "sandbox", "info"], capture_output=True, text=True, check=True
     )
     assert "openmp:" in res.stdout and "threads:" in res.stdout
+
+
+def test_info_prints_the_cpu_and_the_simd_path():
+    from sandbox.cli.info import info_dict
+    from sandbox.runtime import simd
+
+    env = {k: v for k, v in os.environ.items() if k not in ("SANDBOX_ISA", "SANDBOX_GEMM")}
+    res = subprocess.run([sys.executable, "-m", "sandbox", "info"], capture_output=True,
+                         text=True, check=True, env={**env, "SANDBOX_ISA": "portable"})
+    cpu = simd.cpu()
+    line = next(x for x in res.stdout.splitlines() if x.startswith("cpu id:"))
+    assert f"family {cpu.family}, model {cpu.model_number}; ISA {cpu.isa}" in line
+    assert "simd path:       portable" in res.stdout and "conv gemm:       blas" in res.stdout
+    d = info_dict()
+    assert d["simd_path"] == simd.current().isa and d["simd_paths"][-1] == "portable"
+    bad = subprocess.run([sys.executable, "-m", "sandbox", "info"], capture_output=True,
+                         text=True, env={**env, "SANDBOX_ISA": "sse9"})
+    assert bad.returncode == 2 and "SANDBOX_ISA must be one of auto, avx512, avx2, portable" \
+        in bad.stderr
 
 
 def test_bench_options_pass_through_the_cli(capsys):
