@@ -25,6 +25,7 @@ from ._augment3d import CenterCrop3D, RandomCrop3D, RandomFlip3D, RandomRotate3D
 from ._folder import ImageFolder
 from ._loader import DataLoader
 from ._nuclei import Nuclei, load_nuclei, otsu_segment, otsu_threshold
+from ._pairs import DataNotice
 from ._shapes import Shapes
 from ._shapes3d import Shapes3D
 from ._subset import Subset, random_split
@@ -36,6 +37,7 @@ __all__ = [
     "CenterCrop3D",
     "Compose",
     "DataLoader",
+    "DataNotice",
     "ImageFolder",
     "Nuclei",
     "RandomCrop",

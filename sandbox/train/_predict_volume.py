@@ -18,6 +18,17 @@ def predict_volume(model, volume: np.ndarray) -> np.ndarray:
     return logits.data[0].argmax(axis=0)
 
 
+def _check_volume_memory(model, spatial, path) -> None:
+    """Refuse, before the forward, a volume whose prediction exceeds the memory limit."""
+    from ._memory_plan import check, eval_bytes, model_widths, unet_forward_count
+
+    count = unet_forward_count(model.in_channels, model.num_classes, model_widths(model),
+                               spatial, model.upsample, model.norm)
+    check(eval_bytes(count) + 4 * model.num_classes * int(np.prod(spatial)),
+          f"predicting {path} ({'x'.join(map(str, spatial))} voxels) in one piece",
+          "crop the volume")
+
+
 def _check_outputs(volume: Path, ckpt: Path, out: Path, montage_out: Path) -> None:
     if out.suffix.lower() != ".npy":
         raise ValueError(f"mask volume file {out}: use the .npy extension")
@@ -35,7 +46,8 @@ def _check_outputs(volume: Path, ckpt: Path, out: Path, montage_out: Path) -> No
             raise FileNotFoundError(f"the folder of the {what} output {path} does not exist")
 
 
-def predict_volume_file(checkpoint_path, volume_path, out=None, montage_out=None) -> dict:
+def predict_volume_file(checkpoint_path, volume_path, out=None, montage_out=None,
+                        overwrite=False) -> dict:
     """Segment a volume file with a 3-D checkpoint.
 
     Parameters
@@ -52,6 +64,8 @@ def predict_volume_file(checkpoint_path, volume_path, out=None, montage_out=None
     montage_out : str or Path, optional
         The PNG montage of slices with the classes in colour (default
         ``<stem>_montage.png`` next to ``out``); skipped with a warning without Pillow.
+    overwrite : bool, default False
+        Replace existing output files (else they are refused).
 
     Returns
     -------
@@ -68,6 +82,10 @@ def predict_volume_file(checkpoint_path, volume_path, out=None, montage_out=None
         else out.with_name(out.stem.replace("_mask", "") + "_montage.png")
     )
     _check_outputs(volume_path, Path(checkpoint_path), out, montage_out)
+    from ._outputs import check_new_file
+
+    check_new_file(out, "--out", overwrite=overwrite, what="mask volume")
+    check_new_file(montage_out, "--overlay", overwrite=overwrite, what="montage")
     model, info = load_model(checkpoint_path)
     volume = as_image_volume(read_volume(volume_path, "image"), volume_path)
     if volume.shape[0] != info["in_channels"]:
@@ -81,6 +99,7 @@ def predict_volume_file(checkpoint_path, volume_path, out=None, montage_out=None
             f"{volume_path} is {'x'.join(map(str, volume.shape[1:]))} voxels; this model "
             f"({info['config'].depth} down-sampling steps) needs at least {need} a side"
         )
+    _check_volume_memory(model, volume.shape[1:], volume_path)
     finite = np.isfinite(volume)
     if not finite.any():
         raise ValueError(f"{volume_path} holds no finite values: nothing to segment")
