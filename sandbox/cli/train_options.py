@@ -227,8 +227,9 @@ def _check_upsample_rank(values: dict, volumes: bool) -> None:
     if not volumes and mode in ("trilinear", "linear"):
         rank = "volumes (5-D" if mode == "trilinear" else "signals (3-D"
         raise CLIError(
-            f"--upsample {mode} resamples {rank} input in PyTorch); a 2-D UNet on images (--data {values['data']}) takes bilinear "
-            "(or nearest, bicubic, area, lanczos3, transposed ...)")
+            f"--upsample {mode} resamples {rank} input in PyTorch); a 2-D UNet on images "
+            f"(--data {values['data']}) takes bilinear (or nearest, bicubic, area, lanczos3, "
+            "transposed ...)")
 
 
 def resume_config(args):

@@ -20,9 +20,10 @@ measurement, so it is neither wildly low nor wildly high.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
-from ..runtime.memory import format_bytes, memory_limit
+from ..runtime.memory import ENV_VAR, format_bytes, memory_limit
 
 FLOAT = 4  # bytes of a float32 activation
 LABEL = 8  # bytes of an int64 mask label
@@ -117,10 +118,11 @@ def check(needed: int, what: str, fix: str) -> None:
     """Raise :class:`MemoryEstimateError` when ``needed`` bytes exceed the limit."""
     limit = memory_limit()
     if needed > limit:
+        source = ("from SANDBOX_MAX_MEMORY" if os.environ.get(ENV_VAR, "").strip()
+                  else "half this machine's memory; SANDBOX_MAX_MEMORY sets it")
         raise MemoryEstimateError(
             f"{what} needs an estimated {format_bytes(needed)}, more than the memory limit "
-            f"of {format_bytes(limit)} (SANDBOX_MAX_MEMORY, default half this machine's "
-            f"memory); {fix}"
+            f"of {format_bytes(limit)} ({source}); {fix}"
         )
 
 
@@ -157,7 +159,7 @@ def check_training(cfg, train_set, val_set, dims: int) -> int:
     what = (f"training a {cfg.depth}-level UNet of width {cfg.width} on "
             f"{_fmt_size(spatial)} {'volumes' if dims == 3 else 'images'} in batches of "
             f"{batch}")
-    if val > step:
+    if val > step and tuple(val_spatial) != spatial:
         what += f" (validating on {_fmt_size(val_spatial)} in batches of {val_batch})"
     check(needed, what, "use a smaller --image-size or --batch-size (or --width/--depth)")
     return needed
