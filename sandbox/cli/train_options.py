@@ -216,13 +216,14 @@ def _cap_threads(values: dict) -> None:
 
 
 def _check_upsample_rank(values: dict, volumes: bool) -> None:
-    """Refuse, as PyTorch does, a resampling mode named for another rank: ``bilinear``
-    and ``bicubic`` take images (4-D input), ``trilinear`` volumes (5-D)."""
+    """Refuse, as PyTorch does, a linear mode named for another rank: ``bilinear`` takes
+    images (4-D input), ``trilinear`` volumes (5-D).  (``bicubic`` on volumes is the
+    sandbox's tricubic, documented; the rank-free modes work at every rank.)"""
     mode = values.get("upsample")
-    if volumes and mode in ("bilinear", "bicubic", "linear"):
+    if volumes and mode in ("bilinear", "linear"):
         raise CLIError(
             f"--upsample {mode} resamples images (4-D input in PyTorch); a 3-D UNet on "
-            f"volumes (--data {values['data']}) takes trilinear (or nearest, area, cubic, "
+            f"volumes (--data {values['data']}) takes trilinear (or nearest, area, bicubic, "
             "lanczos3, transposed ...)")
     if not volumes and mode in ("trilinear", "linear"):
         rank = "volumes (5-D" if mode == "trilinear" else "signals (3-D"
