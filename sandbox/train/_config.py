@@ -286,3 +286,14 @@ def first_batch(loader, epoch: int, start: int):
     for images, masks in loader.batches(epoch, start=start):
         return images, masks
     return None
+
+
+def input_normalization(dataset) -> dict:
+    """How raw uint8 images map to model inputs (stored so ``predict`` can repeat it)."""
+    base = getattr(dataset, "dataset", dataset)
+    # "input": image files are read by sandbox.data's one reader (integers divided by
+    # their type's range, floats as stored), in training and in predict alike.
+    if hasattr(base, "mean") and hasattr(base, "std"):
+        return {"kind": "standardize", "mean": float(base.mean), "std": float(base.std),
+                "input": "dtype-range"}
+    return {"kind": "scale", "divisor": 255.0, "input": "dtype-range"}

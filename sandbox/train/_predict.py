@@ -243,14 +243,21 @@ OVERLAY_FORMATS = (".png", ".tif", ".tiff", ".jpg", ".jpeg")
 
 def _check_image_memory(path: Path, channels: int) -> None:
     """Refuse an image file whose decoded pixels alone exceed the limit (header only)."""
-    if path.suffix.lower() == ".npy":
-        return  # numpy reads the header and refuses what it cannot allocate
-    from ..data._folder import _import_pil, open_image
     from ._memory_plan import check
 
-    with open_image(_import_pil(), path) as im:
-        w, h = im.size
-    check(16 * channels * w * h, f"reading {path} ({h}x{w})", "crop or downscale the image")
+    if path.suffix.lower() == ".npy":
+        try:  # the header only: shape and type
+            shape = np.load(path, mmap_mode="r", allow_pickle=False).shape
+        except Exception:  # not a plain .npy: read_image says what is wrong
+            return
+        elements, size = int(np.prod(shape)), "x".join(map(str, shape))
+    else:
+        from ..data._folder import _import_pil, open_image
+
+        with open_image(_import_pil(), path) as im:
+            w, h = im.size
+        elements, size = channels * w * h, f"{h}x{w}"
+    check(16 * elements, f"reading {path} ({size})", "crop or downscale the image")
 
 
 def _check_outputs(image: Path, ckpt: Path, out: Path, overlay_out: Path,

@@ -7,26 +7,20 @@ from pathlib import Path
 import numpy as np
 
 from ..autograd import Tensor, no_grad
-from ._predict import _first_line, load_model
+from ._predict import _first_line, load_model, plan_tiles
 from ._volume_output import write_volume_prediction
 
 
-def predict_volume(model, volume: np.ndarray) -> np.ndarray:
-    """Class label per voxel, ``(D, H, W)``, for one ``(C, D, H, W)`` float volume."""
+def predict_volume(model, volume: np.ndarray, tile: int | None = None) -> np.ndarray:
+    """Class label per voxel, ``(D, H, W)``, for one ``(C, D, H, W)`` float volume
+    (in overlapping cubes of side ``tile`` when given, as :func:`~._predict.predict`)."""
+    if tile is not None:
+        from ._predict import predict_tiled
+
+        return predict_tiled(model, volume, tile)
     with no_grad():
         logits = model(Tensor(np.ascontiguousarray(volume[None], dtype=np.float32)))
     return logits.data[0].argmax(axis=0)
-
-
-def _check_volume_memory(model, spatial, path) -> None:
-    """Refuse, before the forward, a volume whose prediction exceeds the memory limit."""
-    from ._memory_plan import check, eval_bytes, model_widths, unet_forward_count
-
-    count = unet_forward_count(model.in_channels, model.num_classes, model_widths(model),
-                               spatial, model.upsample, model.norm)
-    check(eval_bytes(count) + 4 * model.num_classes * int(np.prod(spatial)),
-          f"predicting {path} ({'x'.join(map(str, spatial))} voxels) in one piece",
-          "crop the volume")
 
 
 def _check_outputs(volume: Path, ckpt: Path, out: Path, montage_out: Path) -> None:
@@ -99,12 +93,12 @@ def predict_volume_file(checkpoint_path, volume_path, out=None, montage_out=None
             f"{volume_path} is {'x'.join(map(str, volume.shape[1:]))} voxels; this model "
             f"({info['config'].depth} down-sampling steps) needs at least {need} a side"
         )
-    _check_volume_memory(model, volume.shape[1:], volume_path)
+    tile, notice = plan_tiles(model, volume.shape[1:], None, volume_path)
     finite = np.isfinite(volume)
     if not finite.any():
         raise ValueError(f"{volume_path} holds no finite values: nothing to segment")
     try:
-        labels = predict_volume(model, volume)
+        labels = predict_volume(model, volume, tile)
     except MemoryError:
         raise MemoryError(
             f"not enough memory to segment {volume_path} "
@@ -117,6 +111,8 @@ def predict_volume_file(checkpoint_path, volume_path, out=None, montage_out=None
     result["voxels_per_class"] = {
         name: int(c) for name, c in zip(info["class_names"], counts, strict=False)
     }
+    if notice:
+        result["notices"] = [notice]
     if not finite.all():
         result.setdefault("warnings", []).append(
             f"{volume_path} has {int((~finite).sum())} NaN or infinite values; the prediction "

@@ -35,9 +35,11 @@ from ._config import (
     build_optimizer,
     check_batch_norm,
     first_batch,
+    input_normalization,
     spatial_dims,
     total_steps,
 )
+from ._interrupt import install_sigint
 from ._memory_plan import check_training
 from ._run_folder import RunFolder
 from .metrics import ConfusionMatrix
@@ -164,7 +166,7 @@ class Trainer:
                 "in_channels": self.train_set.in_channels,
                 "num_classes": self.num_classes,
                 "class_names": list(self.class_names),
-                "normalization": _normalization(self.train_set),
+                "normalization": input_normalization(self.train_set),
                 "spatial_dims": self.spatial_dims,
             },
         }
@@ -266,7 +268,7 @@ class Trainer:
     def fit(self) -> dict:
         """Train until the configured epochs/steps, early stop, Ctrl-C or divergence."""
         self._folder.acquire()
-        previous_handler = _install_sigint(self)
+        previous_handler = install_sigint(self)
         try:
             return self._fit()
         except BaseException:
@@ -439,38 +441,3 @@ class Trainer:
             "final": vals[-1] if vals else None,
             "out": str(self.out),
         }
-
-
-def _normalization(dataset) -> dict:
-    """How raw uint8 images map to model inputs (stored so ``predict`` can repeat it)."""
-    base = getattr(dataset, "dataset", dataset)
-    # "input": image files are read by sandbox.data's one reader (integers divided by
-    # their type's range, floats as stored), in training and in predict alike.
-    if hasattr(base, "mean") and hasattr(base, "std"):
-        return {"kind": "standardize", "mean": float(base.mean), "std": float(base.std),
-                "input": "dtype-range"}
-    return {"kind": "scale", "divisor": 255.0, "input": "dtype-range"}
-
-
-def _install_sigint(trainer: Trainer):
-    """First Ctrl-C: finish the current step, checkpoint, stop. Second: stop at once."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return None
-
-    def handler(signum, frame):
-        if trainer._stop_requested:
-            last = trainer.out / "last.ckpt"
-            raise KeyboardInterrupt(
-                "stopped at once by a second Ctrl-C; steps since the last checkpoint are lost"
-                + (f" ({last} holds the last one; continue with --resume)" if last.is_file()
-                   else " (no checkpoint written yet)")
-            )
-        trainer._stop_requested = True
-        print(
-            "\nCtrl-C: finishing this step and saving a checkpoint (press again to quit now)",
-            file=sys.stderr,
-        )
-
-    return signal.signal(signal.SIGINT, handler)

@@ -383,10 +383,10 @@ def test_12_a_lucky_quiet_baseline_does_not_flag_normal_jitter():
 def test_13_second_ctrl_c_ends_in_one_line(tmp_path, capsys, monkeypatch):
     import signal
 
-    from sandbox.train import _trainer
+    from sandbox.train import _interrupt
 
     trainer = Trainer(_tiny(tmp_path))
-    previous = _trainer._install_sigint(trainer)
+    previous = _interrupt.install_sigint(trainer)
     try:
         handler = signal.getsignal(signal.SIGINT)
         handler(signal.SIGINT, None)  # first: finish the step, save, stop
