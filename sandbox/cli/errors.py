@@ -88,8 +88,13 @@ def notices_as_lines(prog: str):
         else:
             original(message, category, filename, lineno, file, line)
 
+    from ..data import DataNotice
+    from ..train._run_folder import RunFolderNotice
+
     with warnings.catch_warnings():
         warnings.showwarning = show
+        for category in (DataNotice, RunFolderNotice):  # every time, not once per place
+            warnings.simplefilter("always", category)
         yield
 
 

@@ -134,7 +134,8 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace the run already in the run folder (default: refuse)",
+        help="replace the run already in the run folder (default: refuse); the old run "
+        "is deleted only once the new run's data, model and first step have worked",
     )
     g.add_argument(
         "--resume",

@@ -143,7 +143,9 @@ def plan_tiles(model, spatial, tile: int | None, path) -> tuple[int | None, str 
         return eval_bytes(count) + 4 * model.num_classes * int(np.prod(shape))
 
     dims = len(spatial)
-    fixed = 16 * int(np.prod(spatial))  # the image (float32, a copy) and the labels
+    # the image (float32, its float64 normalisation), the labels and the overlay's RGB
+    # blends: about 80 bytes a pixel whatever the tiling
+    fixed = 80 * int(np.prod(spatial))
     align, margin = 2**model.depth, tile_margin(model.depth, model.upsample)
     smallest = 2 * margin + align
     size = "x".join(map(str, spatial))

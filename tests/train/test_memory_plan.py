@@ -148,3 +148,40 @@ def test_bench_refuses_before_running(capsys, monkeypatch):
     assert_one_line_error(status, err, "benchmark suite", "needs an estimated", "--filter",
                           command="bench")
     assert out == ""  # nothing timed
+
+
+def test_a_6000_pixel_image_is_planned_in_tiles_that_fit():
+    from sandbox.runtime.memory import memory_limit, set_memory_limit
+    from sandbox.train._predict import plan_tiles
+
+    model = nn.UNet(1, 4, depth=3, base_width=16)
+    previous = set_memory_limit("4G")
+    try:
+        tile, notice = plan_tiles(model, (6000, 6000), None, "big.png")
+        assert tile is not None and tile % 8 == 0 and tile < 6000
+        assert "tiles of" in notice and "6000x6000" in notice
+        count = unet_forward_count(1, 4, model_widths(model), (tile, tile))
+        assert eval_bytes(count) < memory_limit()
+        assert plan_tiles(model, (256, 256), None, "small.png") == (None, None)
+    finally:
+        set_memory_limit(previous)
+
+
+def test_checkpoints_without_the_input_rule_predict_as_before(trained, tmp_path, capsys):
+    """Old checkpoints' normalisation entry (no "input" field) keeps working."""
+    pil = pytest.importorskip("PIL.Image")
+    from sandbox.train import checkpoint
+
+    state = checkpoint.load_training_state(trained)
+    assert state["data"]["normalization"]["input"] == "dtype-range"
+    state["data"]["normalization"] = {"kind": "scale", "divisor": 255.0}
+    old = tmp_path / "old.ckpt"
+    checkpoint.save(state, old)
+    image = tmp_path / "x.png"
+    pil.fromarray((np.random.default_rng(4).random((32, 32)) * 255).astype(np.uint8)).save(image)
+    masks = []
+    for ckpt, name in ((trained, "new.png"), (old, "old.png")):
+        assert run_cli(capsys, "predict", ckpt, image, "--out", tmp_path / name,
+                       "--overlay", tmp_path / f"o_{name}")[0] == 0
+        masks.append(np.asarray(pil.open(tmp_path / name)))
+    np.testing.assert_array_equal(masks[0], masks[1])
