@@ -163,6 +163,8 @@ def run(args) -> int:
     _check_options(args)
     args.resize = args.resize or "auto"
     model, state = load_checkpoint_model(args.checkpoint)
+    if args.format == "onnx":
+        _spatial(model, state, args.size)  # the options first, then the files
     paths = _outputs(args)
     out = paths[0]
     if args.format == "onnx":
