@@ -12,6 +12,8 @@ order for another size) when
 The normalisation must be per pixel too: batch norm in evaluation mode is; group
 norm, whose statistics cover the whole map, is not (tiles then differ from the
 whole image by the statistics, a small change of the logits, not of their layout).
+The same holds for ``align_corners=True``, whose resampling scale ``(2n - 1) / (n - 1)``
+depends on the map's size ``n``.
 Only the class label of every pixel is kept, so the memory is one tile's forward
 plus the image and the label map.
 """
