@@ -104,6 +104,7 @@ def _export_onnx(model, state, out, size, resize) -> list[str]:
 
 # Extensions each format's file may take.
 _SUFFIXES = {"safetensors": (".safetensors",), "torch": (".pt", ".pth"), "onnx": (".onnx",)}
+_NAMES = {"safetensors": "safetensors", "torch": "PyTorch state dict", "onnx": "ONNX"}
 
 
 def _check_options(args) -> None:
@@ -122,7 +123,7 @@ def _outputs(args) -> list[Path]:
     ckpt = Path(args.checkpoint)
     out = Path(args.out) if args.out else ckpt.with_suffix(_SUFFIX[args.format])
     paths = [check_new_file(out, "--out", inputs=[ckpt], overwrite=args.overwrite,
-                            suffixes=_SUFFIXES[args.format], what=args.format)]
+                            suffixes=_SUFFIXES[args.format], what=_NAMES[args.format])]
     if args.format == "torch":
         paths.append(check_new_file(out.with_suffix(".json"), "--out (its architecture "
                                     "file)", inputs=[ckpt], overwrite=args.overwrite))

@@ -67,7 +67,7 @@ def check_new_file(path, flag: str, inputs=(), overwrite: bool = False,
     path = Path(path)
     if suffixes and path.suffix.lower() not in suffixes:
         raise ValueError(
-            f"{flag} {path}: a {what} file takes the extension {' or '.join(suffixes)}, "
+            f"{flag} {path}: {what} files take the extension {' or '.join(suffixes)}, "
             f"not {path.suffix or 'none'}"
         )
     for source in inputs:

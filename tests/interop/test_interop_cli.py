@@ -159,7 +159,7 @@ def test_export_checks_the_extension_and_names_every_file(torch, ckpt, tmp_path,
     from tests.support.cli_helpers import assert_one_line_error
 
     status, cap = _export(capsys, ckpt, "--to", "onnx", "--out", tmp_path / "m.pt")
-    assert_one_line_error(status, cap.err, "onnx file takes the extension .onnx",
+    assert_one_line_error(status, cap.err, "ONNX files take the extension .onnx",
                           command="export")
     out = tmp_path / "m.pt"
     (tmp_path / "m.json").write_text("{}")  # the architecture file would replace this
