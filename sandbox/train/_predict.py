@@ -193,7 +193,7 @@ def predict_file(checkpoint_path, image_path, out=None, overlay_out=None, overwr
         from ._predict_volume import predict_volume_file
 
         return predict_volume_file(checkpoint_path, image_path, out=out, montage_out=overlay_out,
-                                   overwrite=overwrite)
+                                   overwrite=overwrite, tile=tile)
     out = Path(out) if out else image_path.with_name(f"{image_path.stem}_mask.png")
     overlay_out = (
         Path(overlay_out)

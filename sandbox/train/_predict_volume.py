@@ -41,7 +41,7 @@ def _check_outputs(volume: Path, ckpt: Path, out: Path, montage_out: Path) -> No
 
 
 def predict_volume_file(checkpoint_path, volume_path, out=None, montage_out=None,
-                        overwrite=False) -> dict:
+                        overwrite=False, tile=None) -> dict:
     """Segment a volume file with a 3-D checkpoint.
 
     Parameters
@@ -60,6 +60,9 @@ def predict_volume_file(checkpoint_path, volume_path, out=None, montage_out=None
         ``<stem>_montage.png`` next to ``out``); skipped with a warning without Pillow.
     overwrite : bool, default False
         Replace existing output files (else they are refused).
+    tile : int, optional
+        Predict in overlapping cubes of this side (default: the whole volume, or the
+        largest cubes that fit the memory limit, with a notice).
 
     Returns
     -------
@@ -93,7 +96,7 @@ def predict_volume_file(checkpoint_path, volume_path, out=None, montage_out=None
             f"{volume_path} is {'x'.join(map(str, volume.shape[1:]))} voxels; this model "
             f"({info['config'].depth} down-sampling steps) needs at least {need} a side"
         )
-    tile, notice = plan_tiles(model, volume.shape[1:], None, volume_path)
+    tile, notice = plan_tiles(model, volume.shape[1:], tile, volume_path)
     finite = np.isfinite(volume)
     if not finite.any():
         raise ValueError(f"{volume_path} holds no finite values: nothing to segment")

@@ -185,3 +185,18 @@ def test_checkpoints_without_the_input_rule_predict_as_before(trained, tmp_path,
                        "--overlay", tmp_path / f"o_{name}")[0] == 0
         masks.append(np.asarray(pil.open(tmp_path / name)))
     np.testing.assert_array_equal(masks[0], masks[1])
+
+
+def test_volume_tiles_give_the_whole_volume_prediction():
+    from sandbox.train._predict import predict_tiled
+    from sandbox.train._predict_volume import predict_volume
+
+    model = nn.UNet(1, 2, depth=1, base_width=2, spatial_dims=3, upsample="trilinear")
+    model.eval()
+    tile = 2 * tile_margin(1, "trilinear") + 4
+    volume = np.random.default_rng(5).random((1, 36, 20, 40), dtype=np.float32)
+    with no_grad():
+        whole = model(Tensor(volume[None])).data[0]
+    tiled = predict_tiled(model, volume, tile, reduce=lambda logits: logits)
+    np.testing.assert_allclose(tiled, whole, rtol=1e-4, atol=1e-4 * np.abs(whole).max())
+    assert predict_volume(model, volume, tile).shape == (36, 20, 40)
