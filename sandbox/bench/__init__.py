@@ -132,6 +132,7 @@ def _load_baseline(args):
 
 def _check_outputs(args) -> None:
     """Refuse output names and folders that cannot be written, before anything runs."""
+    from ..train._outputs import check_writable_folder
     from ._report import baseline_path
 
     targets = [("--json", args.json), ("--plot", args.plot)]
@@ -143,10 +144,36 @@ def _check_outputs(args) -> None:
         if os.path.isdir(target):
             raise ValueError(f"{flag} {target} is a directory; give a file name")
         folder = os.path.dirname(os.path.abspath(target))
-        if flag != "--save" and not os.path.isdir(folder):
-            raise ValueError(f"{flag} {target}: the folder {folder} does not exist")
-        if os.path.exists(folder) and not os.access(folder, os.W_OK):
-            raise ValueError(f"{flag} {target}: the folder {folder} is not writable")
+        # A real write test (permission bits do not stop root; a read-only mount does);
+        # --save makes its storage folder, so its nearest existing parent is tried.
+        check_writable_folder(folder, flag, create=flag == "--save")
+
+
+def _check_memory(cases, quick: bool) -> None:
+    """Estimate the suite's largest allocations (the bandwidth probe, the GEMM roofline
+    and the UNet training steps, ours and PyTorch's at once) against the memory limit."""
+    from ..train._memory_plan import check, train_step_bytes, unet_forward_count
+    from ._cases_3d import UNET3D, UNET3D_BATCH, UNET3D_QUICK, UNET3D_SIZE
+    from ._cases_classic import CLASSIC_SIZES, classic_shape
+
+    probe = 2 * (32 if quick else 256) * 2**20
+    gemm = 3 * 4 * (512 if quick else 2048) ** 2
+    steps = [0]
+    groups = {c.group for c in cases}
+    if "unet-step" in groups:
+        depth, width, n, side = (2, 4, 2, 16) if quick else (4, 16, 8, 64)
+        widths = [width * 2**level for level in range(depth + 1)]
+        steps.append(train_step_bytes(unet_forward_count(3, 3, widths, (side, side)), n))
+    if "unet-classic" in groups:
+        widths, n, side = classic_shape(max(CLASSIC_SIZES), quick)
+        steps.append(train_step_bytes(unet_forward_count(1, 2, widths, (side, side)), n))
+    if "unet3d-step" in groups:
+        arch = UNET3D_QUICK if quick else UNET3D
+        n, side = (2, 8) if quick else (UNET3D_BATCH, UNET3D_SIZE)
+        widths = [arch["base_width"] * 2**level for level in range(arch["depth"] + 1)]
+        steps.append(train_step_bytes(unet_forward_count(1, 4, widths, (side,) * 3), n))
+    check(probe + gemm + 2 * max(steps), f"the benchmark suite ({len(cases)} case(s)"
+          f"{', quick' if quick else ''})", "select fewer cases with --filter, or --quick")
 
 
 def _isa_limits(args) -> dict:
@@ -197,6 +224,7 @@ def _run_selected(args) -> int:
         return 0
     baseline = _load_baseline(args) if args.compare else None
     _check_outputs(args)  # before the run, not after minutes of timing
+    _check_memory(cases, args.quick)
     repeat = args.repeat or (3 if args.quick else 7)
     warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
     if warmup < 0:
