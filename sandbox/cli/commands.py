@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from .errors import ArgumentParser, CLIError, debug_requested, exit_process, run_command
+from .train_distributed import add_distributed_args
 from .train_options import add_train_args, config_from_args, resume_config
 
 COMMANDS = ("train", "predict", "gradcheck", "bench", "explain", "info", "export")
@@ -37,7 +38,10 @@ def train_header(cfg, parameters: int, samples: int, steps: int) -> str:
 
 def _cmd_train(args) -> int:
     from ..train import Trainer, TrainingDiverged
+    from .train_distributed import cmd_train_distributed, wants_distributed
 
+    if wants_distributed(args):  # mpiexec / srun / --nproc: sandbox/cli/train_distributed.py
+        return cmd_train_distributed(args, report=_report_training)
     if args.resume and args.overwrite:
         raise CLIError("--resume continues the run in OUT and --overwrite replaces it: pick one")
     if args.stop_after is not None and args.stop_after < 1:
@@ -56,6 +60,12 @@ def _cmd_train(args) -> int:
         summary = trainer.fit()
     except TrainingDiverged as exc:
         raise CLIError(str(exc), status=3) from exc
+    _report_training(cfg, trainer, summary)
+    return 0
+
+
+def _report_training(cfg, trainer, summary) -> None:
+    """The lines ``sandbox train`` prints on stdout when a run ends."""
     final = summary.get("final")
     if summary["finished"]:
         line = f"done: {summary['steps']} steps in {summary['seconds']:.1f} s"
@@ -74,7 +84,6 @@ def _cmd_train(args) -> int:
     print(f"checkpoints: {', '.join(written) or 'none'}; log: {cfg.out}/log.jsonl")
     for path in summary.get("plots", []):
         print(f"plot: {path}")
-    return 0
 
 
 def _cmd_predict(args) -> int:
@@ -130,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         "130 interrupted (Ctrl-C saves a checkpoint first).",
     )
     add_train_args(p)
+    add_distributed_args(p)
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("predict", help="segment an image or volume with a trained checkpoint")
@@ -189,6 +199,7 @@ def _run(argv: list) -> int:
         raise CLIError(
             f"unrecognized arguments: {' '.join(extra)} (see {prog} --help)", prog=prog
         )
+    args.argv = list(argv)  # the command line as given (--nproc runs it again under mpiexec)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2

@@ -89,19 +89,31 @@ class DataLoader:
             return np.random.default_rng([self.seed, 0, int(epoch)]).permutation(n)
         return np.arange(n)
 
-    def batches(self, epoch, start=0):
+    def batches(self, epoch, start=0, shard=None):
         """Yield the batches of epoch ``epoch``, beginning with batch number ``start``.
 
-        Does not change ``self.epoch``.
+        Does not change ``self.epoch``.  ``shard=(r, n)`` yields only part ``r`` of
+        ``n`` equal contiguous parts of every batch (rank ``r``'s share in a
+        data-parallel run): the same samples and augmentations, position for
+        position, as the whole batch holds; ``n`` must divide ``batch_size``.
         """
         epoch = _check_int("epoch", epoch, 0)
         start = _check_int("start", start, 0)
+        part, parts = (0, 1) if shard is None else shard
+        parts = _check_int("shard count", parts, 1)
+        if not (isinstance(part, int) and 0 <= part < parts) or self.batch_size % parts:
+            raise ValueError(
+                f"shard must be (r, n) with 0 <= r < n and n dividing batch_size "
+                f"{self.batch_size}, got {shard!r}"
+            )
         if hasattr(self.dataset, "set_epoch"):
             self.dataset.set_epoch(epoch)
         order = self.order(epoch)
         bs = self.batch_size
+        per = bs // parts
         for b in range(start, len(self)):
-            positions = range(b * bs, min((b + 1) * bs, order.size))
+            first = b * bs + part * per
+            positions = range(first, min(first + per, order.size))
             samples = [self._sample(epoch, k, int(order[k])) for k in positions]
             yield _collate(samples, [int(order[k]) for k in positions])
 

@@ -62,6 +62,9 @@ def compute_loss(kind: str, logits, target, num_classes: int):
 class Trainer:
     """Train a segmentation model as configured by a :class:`TrainConfig`.
 
+    (:class:`sandbox.distributed.DistributedTrainer` fills the hooks marked "hook"
+    below for data-parallel runs; this class is the single-process trainer.)
+
     Parameters
     ----------
     config : TrainConfig
@@ -82,6 +85,9 @@ class Trainer:
     Temporary files left by a checkpoint save that a crash interrupted are deleted.
     """
 
+    #: hook: this process writes the run folder (a distributed run: rank 0 only)
+    writer = True
+
     def __init__(
         self,
         config: TrainConfig,
@@ -99,7 +105,7 @@ class Trainer:
         self.out = Path(config.out)
         self.stop_after = stop_after
         # Claim the run folder first: refuse a folder in use or holding another run.
-        self._folder = RunFolder(self.out, resume=resume, overwrite=overwrite)
+        self._folder = self._claim_folder(resume, overwrite)
         try:
             self._setup(resume)
         except BaseException:
@@ -107,7 +113,12 @@ class Trainer:
             raise
         if overwrite:
             self._folder.clear_previous()
-        (self.out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
+        if self.writer:
+            (self.out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
+
+    def _claim_folder(self, resume: bool, overwrite: bool):
+        """hook: lock the run folder (see :class:`RunFolder`)."""
+        return RunFolder(self.out, resume=resume, overwrite=overwrite)
 
     def _setup(self, resume: bool) -> None:
         from ..runtime.rng import manual_seed
@@ -201,6 +212,7 @@ class Trainer:
                     for k in changed
                 )
             )
+        self._check_resume_state(state)
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         if self.scheduler is not None:
@@ -212,17 +224,21 @@ class Trainer:
         self.best_score = best["score"]
         self.best_epoch, self.bad_epochs = best["epoch"], best["bad_epochs"]
         log = self.out / "log.jsonl"
-        if log.is_file():
+        if self.writer and log.is_file():
             self.history = [json.loads(line) for line in log.read_text().splitlines() if line]
             # Drop entries logged after the checkpoint (e.g. a crash after saving).
             self.history = [h for h in self.history if h.get("step", 0) <= self.step]
             log.write_text("".join(json.dumps(h) + "\n" for h in self.history))
 
+    def _check_resume_state(self, state: dict) -> None:
+        """hook: inspect a checkpoint's state before it is loaded."""
+
     # ---------------------------------------------------------------- logging
     def _log(self, entry: dict) -> None:
         self.history.append(entry)
-        with open(self.out / "log.jsonl", "a") as f:
-            f.write(json.dumps(entry) + "\n")
+        if self.writer:
+            with open(self.out / "log.jsonl", "a") as f:
+                f.write(json.dumps(entry) + "\n")
 
     # ------------------------------------------------------------- validation
     def evaluate(self, loader=None) -> dict:
@@ -260,12 +276,20 @@ class Trainer:
         """Release the run folder (done by :meth:`fit`); another run may then use it."""
         self._folder.release()
 
-    def _fit(self) -> dict:
+    def _progress_bar(self, **kwargs):
+        """hook: the progress bar (tqdm)."""
         from tqdm.auto import tqdm
 
+        return tqdm(**kwargs)
+
+    def _train_batches(self, epoch: int, start: int):
+        """hook: the training batches of ``epoch`` from batch ``start`` on."""
+        return self.train_loader.batches(epoch, start=start)
+
+    def _fit(self) -> dict:
         cfg = self.cfg
         epochs = math.ceil(self.total_steps / len(self.train_loader))
-        bar = tqdm(
+        bar = self._progress_bar(
             total=self.total_steps,
             initial=self.step,
             disable=not cfg.progress,
@@ -278,7 +302,7 @@ class Trainer:
         self.model.train()
         try:
             while self.epoch < epochs and self.step < self.total_steps:
-                for images, masks in self.train_loader.batches(self.epoch, start=self.batch):
+                for images, masks in self._train_batches(self.epoch, self.batch):
                     t0 = time.perf_counter()
                     loss_value, lr = self._train_step(images, masks)
                     self.batch += 1

@@ -1,0 +1,49 @@
+"""Failing on purpose (for the tests) and ending the whole job when a rank fails.
+
+An exception on one rank would leave the others waiting in the next collective for
+ever: :func:`abort_job` prints which rank failed and why, then aborts every process
+of the job (``MPI_Abort``).  A rank that dies outright (killed, out of memory) is
+noticed by the launcher, which ends the others.
+
+``SANDBOX_FAIL_RANK=R:S[:kill]`` makes rank ``R`` raise (or ``SIGKILL`` itself) at
+optimiser step ``S``: how the tests check both paths.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+FAIL_ENV = "SANDBOX_FAIL_RANK"
+
+
+class InjectedFailure(RuntimeError):
+    """The failure asked for by ``SANDBOX_FAIL_RANK``."""
+
+
+def maybe_fail(ranks, step: int) -> None:
+    """Fail as ``SANDBOX_FAIL_RANK`` asks, if one of ``ranks`` is at that ``step``."""
+    spec = os.environ.get(FAIL_ENV, "").strip()
+    if not spec:
+        return
+    fields = spec.split(":")
+    try:
+        rank, at = int(fields[0]), int(fields[1])
+    except (IndexError, ValueError):
+        raise ValueError(
+            f"{FAIL_ENV} must be RANK:STEP or RANK:STEP:kill, got {spec!r}"
+        ) from None
+    if rank in ranks and step == at:
+        if fields[2:] == ["kill"]:
+            os.kill(os.getpid(), signal.SIGKILL)
+        raise InjectedFailure(f"failure injected by {FAIL_ENV}={spec} at step {step}")
+
+
+def abort_job(comm, exc: BaseException, prog: str = "sandbox train") -> None:
+    """Print ``<prog>: rank R: <error>; aborting all ranks`` and abort the job."""
+    text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    what = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    ranks = ", ".join(str(r) for r in comm.ranks)
+    print(f"{prog}: rank {ranks}: {what}; aborting all ranks", file=sys.stderr, flush=True)
+    comm.abort(1)

@@ -1,0 +1,199 @@
+"""``sandbox train`` on 2 MPI ranks: files, reproducibility, the in-process reference,
+equivalence with 1 process, resume, failures and misuse (issue 24)."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tests.support.mpi_launch import TINY, assert_same_weights, environment, launch, run
+
+
+@pytest.fixture(scope="module")
+def two_rank_run(mpiexec, tmp_path_factory):
+    """One 2-rank run (rank 1 told another --out: it must write nothing there)."""
+    base = tmp_path_factory.mktemp("mpi")
+    out, other = base / "run", base / "rank1"
+    done = launch(mpiexec, [*TINY, "--out", str(out)], [*TINY, "--out", str(other)])
+    assert done.returncode == 0, done.stderr
+    return out, other, done
+
+
+def test_two_ranks_finish_and_only_rank0_writes(two_rank_run):
+    out, other, done = two_rank_run
+    assert "done: 6 steps" in done.stdout
+    assert done.stdout.count("done:") == 1  # one report, from rank 0
+    assert "2 ranks on 1 node x 1 thread" in done.stderr
+    assert {"last.ckpt", "best.ckpt", "log.jsonl", "config.json", "summary.json"} <= {
+        p.name for p in out.iterdir()
+    }
+    assert not other.exists()  # rank 1 never touched its run folder
+    from sandbox.train import checkpoint
+
+    assert checkpoint.load_training_state(out / "last.ckpt")["world_size"] == 2
+    vals = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]
+    assert [v["step"] for v in vals if v["kind"] == "val"] == [4, 6]
+
+
+def test_two_rank_runs_are_bitwise_equal(two_rank_run, mpiexec, tmp_path):
+    out, _, _ = two_rank_run
+    # The same run again, through the --nproc convenience this time.
+    again = run([*_python_sandbox(), "--nproc", "2", *TINY, "--out", str(tmp_path / "b")])
+    assert again.returncode == 0, again.stderr
+    assert_same_weights(out / "last.ckpt", tmp_path / "b" / "last.ckpt")
+    assert (out / "log.jsonl").read_text() == _without_seconds(tmp_path / "b" / "log.jsonl",
+                                                                like=out / "log.jsonl")
+
+
+def test_two_ranks_equal_the_in_process_virtual_ranks(two_rank_run, tmp_path):
+    from sandbox.cli.commands import build_parser
+    from sandbox.cli.train_options import config_from_args
+    from sandbox.distributed import DistributedTrainer, VirtualRanks
+
+    out, _, _ = two_rank_run
+    args = build_parser().parse_args(["train", *TINY, "--out", str(tmp_path / "v")])
+    DistributedTrainer(config_from_args(args), VirtualRanks(2)).fit()
+    assert_same_weights(out / "last.ckpt", tmp_path / "v" / "last.ckpt")
+    got = [json.loads(x) for x in (tmp_path / "v" / "log.jsonl").read_text().splitlines()]
+    want = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]
+    for g, w in zip(got, want, strict=True):
+        g.pop("seconds", None), w.pop("seconds", None)
+        assert g == w  # losses and validation metrics, bit for bit
+
+
+def test_group_norm_two_ranks_half_batches_equal_one_process(two_rank_run, tmp_path):
+    """2 ranks x B/2 = 1 process x B up to the order of the additions (group norm, CE):
+    the first step's gradient and loss, and the validation after training."""
+    from sandbox.autograd import Tensor
+    from sandbox.distributed import DataParallel, VirtualRanks
+    from sandbox.train import TrainConfig, build_datasets, build_loaders, build_model, compute_loss
+
+    cfg = TrainConfig(data="shapes", image_size=16, depth=2, width=4, train_samples=16,
+                      val_samples=4, batch_size=8, norm="group", out=str(tmp_path / "x"))
+    train_set, val_set = build_datasets(cfg)
+    loader, _ = build_loaders(cfg, train_set, val_set)
+    images, masks = next(loader.batches(0))
+    model = build_model(cfg, train_set.in_channels, train_set.num_classes)
+
+    def loss_fn(logits, m):
+        return compute_loss("ce", logits, m, train_set.num_classes)
+
+    loss = loss_fn(model(Tensor(images)), masks)
+    loss.backward()
+    whole = [p.grad.data.copy() for p in model.parameters()]
+    shards = [(images[:4], masks[:4]), (images[4:], masks[4:])]
+    value, diverged, stop = DataParallel(VirtualRanks(2), model).step(shards, loss_fn, False)
+    assert not diverged and not stop
+    assert value == pytest.approx(loss.item(), rel=1e-6)
+    for g, p in zip(whole, model.parameters(), strict=True):
+        np.testing.assert_allclose(p.grad.data, g, rtol=1e-4, atol=1e-7)
+    flat = np.concatenate([g.ravel() for g in whole])
+    split = np.concatenate([p.grad.data.ravel() for p in model.parameters()])
+    assert np.linalg.norm(split - flat) <= 1e-6 * np.linalg.norm(flat)
+
+
+def test_first_step_loss_of_two_ranks_matches_one_process(two_rank_run, tmp_path):
+    out, _, _ = two_rank_run
+    single = run([*_python_sandbox(), *TINY, "--norm", "group", "--steps", "1",
+                  "--out", str(tmp_path / "one")])
+    assert single.returncode == 0, single.stderr
+    # The 2-rank fixture used batch norm; redo its first step with group norm.
+    from sandbox.cli.commands import build_parser
+    from sandbox.cli.train_options import config_from_args
+    from sandbox.distributed import DistributedTrainer, VirtualRanks
+
+    args = build_parser().parse_args(
+        ["train", *TINY, "--norm", "group", "--steps", "1", "--out", str(tmp_path / "two")]
+    )
+    DistributedTrainer(config_from_args(args), VirtualRanks(2)).fit()
+    one, two = (
+        json.loads((tmp_path / name / "log.jsonl").read_text().splitlines()[0])
+        for name in ("one", "two")
+    )
+    assert one["step"] == two["step"] == 1
+    assert two["loss"] == pytest.approx(one["loss"], rel=1e-5)
+
+
+def test_stop_and_resume_on_two_ranks_is_bitwise_the_uninterrupted_run(
+    two_rank_run, mpiexec, tmp_path
+):
+    out, _, _ = two_rank_run
+    args = [*TINY, "--out", str(tmp_path / "r")]
+    first = launch(mpiexec, [*args, "--stop-after", "3"])
+    assert first.returncode == 0, first.stderr
+    assert "stopped after 3 of 6 steps" in first.stdout
+    second = launch(mpiexec, [*args, "--resume"])
+    assert second.returncode == 0, second.stderr
+    assert_same_weights(out / "last.ckpt", tmp_path / "r" / "last.ckpt")
+
+
+@pytest.mark.parametrize("how", ["raise", "kill"])
+def test_a_failing_rank_ends_the_job(mpiexec, tmp_path, how):
+    spec = "1:2" if how == "raise" else "1:2:kill"
+    done = launch(mpiexec, [*TINY, "--out", str(tmp_path / how)],
+                  env=environment(SANDBOX_FAIL_RANK=spec))
+    assert done.returncode != 0
+    if how == "raise":
+        assert "rank 1: InjectedFailure" in done.stderr and "aborting all ranks" in done.stderr
+    else:
+        assert "BAD TERMINATION" in done.stdout + done.stderr or "KILLED" in done.stderr
+    assert not _processes_mentioning(str(tmp_path / how))
+
+
+def test_batch_not_divisible_is_one_line(mpiexec, tmp_path):
+    done = launch(mpiexec, [*TINY, "--batch-size", "3", "--out", str(tmp_path / "b")])
+    assert done.returncode == 2
+    lines = [x for x in done.stderr.splitlines() if x.strip()]
+    assert lines == [
+        "sandbox train: error: --batch-size 3 is the global batch and must be divisible "
+        "by the 2 ranks; use 2 or 4"
+    ]
+    nproc = run([*_python_sandbox(), "--nproc", "2", *TINY, "--batch-size", "3",
+                 "--out", str(tmp_path / "c")])
+    assert nproc.returncode == 2 and nproc.stderr.strip() == lines[0]
+
+
+def test_nproc_without_the_extra_is_one_line(tmp_path):
+    hidden = tmp_path / "hide"
+    (hidden / "mpi4py").mkdir(parents=True)
+    (hidden / "mpi4py" / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    env = environment()
+    env["PYTHONPATH"] = os.pathsep.join([str(hidden), env["PYTHONPATH"]])
+    done = run([*_python_sandbox(), "--nproc", "2", *TINY, "--out", str(tmp_path / "o")],
+               env=env)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "sandbox train: error: --nproc needs the optional package 'mpi4py' (the mpi "
+        "extra); install it with: pip install 'cpu-train-sandbox[mpi]'"
+    )
+
+
+def _python_sandbox():
+    import sys
+
+    return [sys.executable, "-m", "sandbox", "train"]
+
+
+def _without_seconds(path, like):
+    """``path``'s log with the timing field of ``like``'s entries (timings differ)."""
+    mine = [json.loads(x) for x in path.read_text().splitlines()]
+    theirs = [json.loads(x) for x in like.read_text().splitlines()]
+    for m, t in zip(mine, theirs, strict=True):
+        if "seconds" in t:
+            m["seconds"] = t["seconds"]
+    return "".join(json.dumps(m) + "\n" for m in mine)
+
+
+def _processes_mentioning(text):
+    found = []
+    for proc in os.listdir("/proc"):
+        if not proc.isdigit():
+            continue
+        try:
+            with open(f"/proc/{proc}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    found.append(int(proc))
+        except OSError:
+            continue
+    return found

@@ -1,0 +1,87 @@
+"""The fixed-order sum, the in-process ranks and the pieces that need no MPI."""
+
+import numpy as np
+import pytest
+
+from sandbox.distributed import (
+    VirtualRanks,
+    check_batch_size,
+    fixed_order_sum,
+    launched_world_size,
+    layout,
+    shard_slice,
+    small_sum,
+    threads_per_rank,
+)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+@pytest.mark.parametrize("length", [1, 7, 1000])
+def test_fixed_order_sum_adds_in_rank_order(rng, n, length):
+    parts = [rng.standard_normal(length).astype(np.float32) * 10.0**k for k in range(n)]
+    got = fixed_order_sum(VirtualRanks(n), parts)
+    expected = parts[0].copy()
+    for p in parts[1:]:
+        expected = expected + p  # ((x0 + x1) + x2) + ...: the order the library fixes
+    assert got.dtype == np.float32 and got.shape == (length,)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_virtual_alltoall_and_allgather():
+    comm = VirtualRanks(3)
+    sent = [np.arange(6).reshape(3, 2) + 10 * r for r in range(3)]
+    received = comm.alltoall(sent)
+    for r in range(3):  # rank r gets row r of every rank, in rank order
+        np.testing.assert_array_equal(received[r], np.stack([s[r] for s in sent]))
+    gathered = comm.allgather([np.array([r]) for r in range(3)])
+    np.testing.assert_array_equal(gathered, [[0], [1], [2]])
+    np.testing.assert_array_equal(small_sum(comm, [[1.0, 0.0], [2.0, 1.0], [4.0, 0.0]]), [7, 1])
+    with pytest.raises(ValueError, match="one part per rank"):
+        comm.allgather([np.zeros(1)])
+
+
+def test_batch_must_divide_among_ranks():
+    check_batch_size(8, 2)
+    with pytest.raises(ValueError, match="--batch-size 6 .* divisible by the 4 ranks; use 4 or 8"):
+        check_batch_size(6, 4)
+    assert [shard_slice(r, 2, 8) for r in range(2)] == [slice(0, 4), slice(4, 8)]
+
+
+def test_loader_shards_are_the_batch_position_for_position():
+    from sandbox import data
+
+    loader = data.DataLoader(
+        data.Shapes(12, image_size=16, seed=3), 4, shuffle=True, seed=5, drop_last=True,
+        transform=data.Compose([data.RandomFlip(), data.RandomRotate90()]),
+    )
+    whole = list(loader.batches(1, start=1))
+    halves = [list(loader.batches(1, start=1, shard=(r, 2))) for r in range(2)]
+    assert len(whole) == 2
+    for b, (images, masks) in enumerate(whole):
+        np.testing.assert_array_equal(np.concatenate([h[b][0] for h in halves]), images)
+        np.testing.assert_array_equal(np.concatenate([h[b][1] for h in halves]), masks)
+    with pytest.raises(ValueError, match="shard must be"):
+        next(loader.batches(0, shard=(0, 3)))
+
+
+def test_launch_environment_and_layout():
+    assert launched_world_size({}) == 1
+    assert launched_world_size({"PMI_SIZE": "4", "PMI_RANK": "1"}) == 4
+    assert launched_world_size({"OMPI_COMM_WORLD_SIZE": "2"}) == 2
+    assert launched_world_size({"SLURM_STEP_NUM_TASKS": "8"}) == 8
+    assert threads_per_rank(2, cores=2) == 1 and threads_per_rank(3, cores=2) == 1
+    assert threads_per_rank(2, cores=16) == 8
+    assert layout(4, 2, 2) == "4 ranks on 2 nodes x 2 threads"
+    assert layout(2, 1, 1) == "2 ranks on 1 node x 1 thread"
+
+
+def test_import_sandbox_does_not_import_mpi4py():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, sandbox, sandbox.train, sandbox.distributed, sandbox.cli;"
+        "print('mpi4py' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
