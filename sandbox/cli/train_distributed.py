@@ -131,8 +131,9 @@ def _train_as_rank(args, report) -> int:
             raise error
         rank, message = failed[0]
         raise CLIError(f"rank {rank}: {message}")
-    if root and not args.quiet:
+    if root:  # the layout always (--quiet only drops the header and the progress bar)
         print(layout(comm.size, comm.nodes, get_num_threads()), file=sys.stderr)
+    if root and not args.quiet:
         print(train_header(cfg, trainer.model.num_parameters(), len(trainer.train_set),
                            trainer.total_steps), file=sys.stderr)
     try:
