@@ -97,6 +97,7 @@ def _train_as_rank(args, report) -> int:
         ReplicasDiverged,
         abort_job,
         have_mpi4py,
+        launched_world_size,
         layout,
         threads_per_rank,
     )
@@ -108,6 +109,12 @@ def _train_as_rank(args, report) -> int:
     if not have_mpi4py():
         raise CLIError(f"a distributed run needs the optional package 'mpi4py'; {EXTRA_HINT}")
     comm = MPIComm()
+    if comm.size != launched_world_size():
+        raise CLIError(
+            f"the launcher started {launched_world_size()} ranks but MPI sees {comm.size}: "
+            "mpi4py is not using the launcher's MPI (use the mpiexec of the MPI mpi4py "
+            "loads; under Slurm: module load it, and srun --mpi=pmix or pmi2)"
+        )
     root = comm.is_root
     # Set up on every rank; an error anywhere ends every rank the same way.
     error = None

@@ -5,8 +5,9 @@ ever: :func:`abort_job` prints which rank failed and why, then aborts every proc
 of the job (``MPI_Abort``).  A rank that dies outright (killed, out of memory) is
 noticed by the launcher, which ends the others.
 
-``SANDBOX_FAIL_RANK=R:S[:kill]`` makes rank ``R`` raise (or ``SIGKILL`` itself) at
-optimiser step ``S``: how the tests check both paths.
+``SANDBOX_FAIL_RANK=R:S[:kill|:term]`` makes rank ``R`` raise (or send itself
+``SIGKILL``, or ``SIGTERM`` as ``scancel`` would) at optimiser step ``S``: how the tests
+check these paths.
 """
 
 from __future__ import annotations
@@ -32,11 +33,14 @@ def maybe_fail(ranks, step: int) -> None:
         rank, at = int(fields[0]), int(fields[1])
     except (IndexError, ValueError):
         raise ValueError(
-            f"{FAIL_ENV} must be RANK:STEP or RANK:STEP:kill, got {spec!r}"
+            f"{FAIL_ENV} must be RANK:STEP, RANK:STEP:kill or RANK:STEP:term, got {spec!r}"
         ) from None
     if rank in ranks and step == at:
         if fields[2:] == ["kill"]:
             os.kill(os.getpid(), signal.SIGKILL)
+        if fields[2:] == ["term"]:  # a stop request on this rank only: must stop all
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
         raise InjectedFailure(f"failure injected by {FAIL_ENV}={spec} at step {step}")
 
 

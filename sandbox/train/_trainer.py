@@ -461,9 +461,10 @@ def _install_sigint(trainer: Trainer):
                    else " (no checkpoint written yet)")
             )
         trainer._stop_requested = True
-        print(
-            "\nCtrl-C: finishing this step and saving a checkpoint (press again to quit now)",
-            file=sys.stderr,
-        )
+        if trainer.writer:  # once per run, also when every rank gets the signal
+            print(
+                "\nCtrl-C: finishing this step and saving a checkpoint (press again to quit now)",
+                file=sys.stderr,
+            )
 
     return signal.signal(signal.SIGINT, handler)

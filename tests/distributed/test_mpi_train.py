@@ -141,6 +141,17 @@ def test_a_failing_rank_ends_the_job(mpiexec, tmp_path, how):
     assert _gone_within(10.0, str(tmp_path / how))  # no rank is left behind
 
 
+def test_sigterm_on_one_rank_stops_every_rank_at_the_same_step(mpiexec, tmp_path):
+    from sandbox.train import checkpoint
+
+    done = launch(mpiexec, [*TINY, "--out", str(tmp_path / "t")],
+                  env=environment(SANDBOX_FAIL_RANK="1:2:term"))
+    assert done.returncode == 130, done.stderr
+    assert "interrupted at step 2" in done.stderr
+    state = checkpoint.load_training_state(tmp_path / "t" / "last.ckpt")
+    assert state["position"]["step"] == 2
+
+
 def test_batch_not_divisible_is_one_line(mpiexec, tmp_path):
     done = launch(mpiexec, [*TINY, "--batch-size", "3", "--out", str(tmp_path / "b")])
     assert done.returncode == 2
