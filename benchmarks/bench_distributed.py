@@ -103,8 +103,9 @@ def main(argv=None) -> None:
     compute = mean["compute"] + mean["pack"] + mean["update"]
     if args.compute_ms is not None:
         compute = args.compute_ms / 1e3
+    source = "given" if args.compute_ms is not None else f"measured, {per} image(s) per rank"
     print(f"projection over {args.gbit:g} Gbit/s, {args.latency_us:g} us per message, "
-          f"{per} image(s) per node, compute {compute * 1e3:.1f} ms per step:")
+          f"compute {compute * 1e3:.1f} ms per step and node ({source}):")
     for nodes in (2, 4, 8, 16):
         sent = 2 * (nodes - 1) * -(-dp.numel // nodes) * 4
         comm_s = sent / bandwidth + 2 * (nodes - 1) * args.latency_us * 1e-6
