@@ -209,10 +209,30 @@ class DistributedTrainer(Trainer):
                     "another order); resume with the same number of ranks to be bitwise exact",
                     file=sys.stderr,
                 )
+            if self.writer:
+                for note in model_notes(self.cfg, self.comm.size):
+                    print(f"sandbox train: note: {note}", file=sys.stderr)
             return super().fit()
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
+
+
+def model_notes(cfg, size: int) -> list[str]:
+    """What differs from the 1-rank run beyond rounding, said once at the start."""
+    notes = []
+    per = cfg.batch_size // size
+    if cfg.norm == "batch" and per < 8:
+        notes.append(
+            f"batch norm normalises each rank's {per} image(s), not the global batch of "
+            f"{cfg.batch_size}: another model than the 1-rank run's; --norm group is exact"
+        )
+    if cfg.loss in ("dice", "ce+dice"):
+        notes.append(
+            f"--loss {cfg.loss}: the Dice term is each rank's Dice over its shard, averaged "
+            "over the ranks (a ratio does not split into shards); --loss ce splits exactly"
+        )
+    return notes
 
 
 def _install_sigterm(trainer: DistributedTrainer):
