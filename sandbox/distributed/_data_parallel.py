@@ -20,9 +20,7 @@ shard (a ratio does not decompose): documented, not hidden.
 
 Batch-norm running statistics stay per rank during training (as in PyTorch's DDP)
 and rank 0's are the model's: they are broadcast before validation and saved in
-checkpoints.  In-process (:class:`~sandbox.distributed.VirtualRanks`) the one
-model plays every rank; its buffers are reset before each later shard so that it
-ends the step with rank 0's statistics, as the MPI run's rank 0 does.
+checkpoints.
 """
 
 from __future__ import annotations
@@ -104,27 +102,26 @@ class DataParallel:
 
     def check_replicas(self, buffers: bool = True, when: str = "") -> None:
         """Raise :class:`ReplicasDiverged` unless every rank holds the same bits."""
-        mine = digest(self.model, buffers=buffers)
-        got = self.comm.allgather([np.array([mine], np.int64)] * len(self.comm.ranks))
-        if np.any(got != got[0]):
-            bad = [r for r in range(self.comm.size) if got[r, 0] != got[0, 0]]
+        got = self.comm.allgather(np.array([digest(self.model, buffers=buffers)], np.int64))
+        bad = [r for r in range(self.comm.size) if got[r, 0] != got[0, 0]]
+        if bad:
             raise ReplicasDiverged(
                 f"replicas diverged{' ' + when if when else ''}: the model on rank(s) "
                 f"{', '.join(map(str, bad))} differs from rank 0's"
             )
 
     # ----------------------------------------------------------------- step
-    def step(self, shards: list, loss_fn, stop: bool) -> tuple[float, bool, bool]:
-        """Forward and backward on each played rank's shard, then agree and sum.
+    def step(self, images, masks, loss_fn, stop: bool) -> tuple[float, bool, bool]:
+        """Forward and backward on this rank's shard, then agree and sum.
 
         Parameters
         ----------
-        shards : list of (images, masks)
-            One per rank this process plays (in ``comm.ranks`` order).
+        images, masks : ndarray
+            This rank's shard of the global batch.
         loss_fn : callable
             ``loss_fn(logits, masks) -> Tensor`` (a scalar mean over the shard).
         stop : bool
-            This process was asked to stop (Ctrl-C, SIGTERM).
+            This rank was asked to stop (Ctrl-C, SIGTERM).
 
         Returns
         -------
@@ -135,43 +132,28 @@ class DataParallel:
         stop : bool
             Some rank was asked to stop: every rank stops after this step.
         """
-        comm, model = self.comm, self.model
-        virtual = len(comm.ranks) > 1
-        before = [np.array(b, copy=True) for b in model.buffers()] if virtual else None
-        after_rank0 = None
-        flats, agree = [], []
-        for i, (images, masks) in enumerate(shards):
-            if virtual and i:
-                for b, saved in zip(model.buffers(), before, strict=True):
-                    b[...] = saved
-            t0 = time.perf_counter()
-            for p in self.params:
-                p.grad = None
-            loss = loss_fn(model(Tensor(images)), masks)
-            value = loss.item()
-            loss.backward()
-            t1 = time.perf_counter()
-            flats.append(self._pack())
-            self.timings["pack"] += time.perf_counter() - t1
-            self.timings["compute"] += t1 - t0
-            if virtual and i == 0:
-                after_rank0 = [np.array(b, copy=True) for b in model.buffers()]
-            agree.append([value, 0.0 if math.isfinite(value) else 1.0, float(stop)])
-        if virtual:
-            for b, saved in zip(model.buffers(), after_rank0, strict=True):
-                b[...] = saved
         t0 = time.perf_counter()
-        total = small_sum(comm, agree)
-        diverged = bool(total[1] > 0)
-        if not diverged:
-            summed = fixed_order_sum(comm, flats)
+        for p in self.params:
+            p.grad = None
+        loss = loss_fn(self.model(Tensor(images)), masks)
+        value = loss.item()
+        loss.backward()
         t1 = time.perf_counter()
-        self.timings["communicate"] += t1 - t0
-        if not diverged:
-            self._unpack(summed, 1.0 / comm.size)
-            self.timings["pack"] += time.perf_counter() - t1
-        self.timings["steps"] += 1
-        return float(total[0] / comm.size), diverged, bool(total[2] > 0)
+        flat = self._pack()
+        t2 = time.perf_counter()
+        total = small_sum(self.comm, [value, 0.0 if math.isfinite(value) else 1.0, float(stop)])
+        diverged = bool(total[1] > 0)
+        summed = None if diverged else fixed_order_sum(self.comm, flat)
+        t3 = time.perf_counter()
+        if summed is not None:
+            self._unpack(summed, 1.0 / self.comm.size)
+        t4 = time.perf_counter()
+        timings = self.timings
+        timings["compute"] += t1 - t0
+        timings["pack"] += (t2 - t1) + (t4 - t3)
+        timings["communicate"] += t3 - t2
+        timings["steps"] += 1
+        return float(total[0] / self.comm.size), diverged, bool(total[2] > 0)
 
     def _pack(self) -> np.ndarray:
         flat = np.empty(self.numel, self.dtype)

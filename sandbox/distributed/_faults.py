@@ -23,19 +23,19 @@ class InjectedFailure(RuntimeError):
     """The failure asked for by ``SANDBOX_FAIL_RANK``."""
 
 
-def maybe_fail(ranks, step: int) -> None:
-    """Fail as ``SANDBOX_FAIL_RANK`` asks, if one of ``ranks`` is at that ``step``."""
+def maybe_fail(rank: int, step: int) -> None:
+    """Fail as ``SANDBOX_FAIL_RANK`` asks, if it names ``rank`` and ``step``."""
     spec = os.environ.get(FAIL_ENV, "").strip()
     if not spec:
         return
     fields = spec.split(":")
     try:
-        rank, at = int(fields[0]), int(fields[1])
+        which, at = int(fields[0]), int(fields[1])
     except (IndexError, ValueError):
         raise ValueError(
             f"{FAIL_ENV} must be RANK:STEP, RANK:STEP:kill or RANK:STEP:term, got {spec!r}"
         ) from None
-    if rank in ranks and step == at:
+    if which == rank and step == at:
         if fields[2:] == ["kill"]:
             os.kill(os.getpid(), signal.SIGKILL)
         if fields[2:] == ["term"]:  # a stop request on this rank only: must stop all
@@ -48,6 +48,5 @@ def abort_job(comm, exc: BaseException, prog: str = "sandbox train") -> None:
     """Print ``<prog>: rank R: <error>; aborting all ranks`` and abort the job."""
     text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
     what = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    ranks = ", ".join(str(r) for r in comm.ranks)
-    print(f"{prog}: rank {ranks}: {what}; aborting all ranks", file=sys.stderr, flush=True)
+    print(f"{prog}: rank {comm.rank}: {what}; aborting all ranks", file=sys.stderr, flush=True)
     comm.abort(1)

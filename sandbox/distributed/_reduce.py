@@ -29,14 +29,14 @@ def _sum_in_rank_order(rows: np.ndarray) -> np.ndarray:
     return acc
 
 
-def fixed_order_sum(comm, parts: list) -> np.ndarray:
+def fixed_order_sum(comm, part: np.ndarray) -> np.ndarray:
     """The elementwise sum of every rank's 1-D ``part``, added in rank order.
 
     Parameters
     ----------
     comm : Communicator
-    parts : list of ndarray
-        One flat buffer per rank this process plays; same length and dtype on every rank.
+    part : ndarray
+        This rank's flat buffer; the same length and dtype on every rank.
 
     Returns
     -------
@@ -44,26 +44,21 @@ def fixed_order_sum(comm, parts: list) -> np.ndarray:
         The sum, bitwise the same on every rank.
     """
     n = comm.size
-    length = parts[0].size
+    length = part.size
     m = -(-length // n)  # slice length; the buffer is padded to n * m
-    padded = []
-    for part in parts:
-        buf = np.zeros(n * m, part.dtype)
-        buf[:length] = part
-        padded.append(buf.reshape(n, m))
-    received = comm.alltoall(padded)  # one (n, m) per rank played: row k from rank k
-    summed = [_sum_in_rank_order(rows) for rows in received]
-    return comm.allgather(summed).reshape(-1)[:length]
+    padded = np.zeros(n * m, part.dtype)
+    padded[:length] = part
+    received = comm.alltoall(padded.reshape(n, m))  # row k: slice `rank` of rank k
+    return comm.allgather(_sum_in_rank_order(received)).reshape(-1)[:length]
 
 
-def small_sum(comm, parts: list) -> np.ndarray:
-    """Sum short float64 vectors (a loss, flags, counts) over ranks, in rank order.
+def small_sum(comm, values) -> np.ndarray:
+    """Sum a short float64 vector (a loss, flags, counts) over the ranks, in rank order.
 
     One all-gather of a few numbers: cheap enough for every step, and exact for flags
     and integer counts.
     """
-    rows = comm.allgather([np.asarray(p, np.float64) for p in parts])
-    return _sum_in_rank_order(rows)
+    return _sum_in_rank_order(comm.allgather(np.asarray(values, np.float64)))
 
 
 def flat_state(model, buffers: bool = True) -> np.ndarray:

@@ -26,7 +26,7 @@ import numpy as np
 from ..autograd import Tensor, no_grad
 from ..train._trainer import Trainer, TrainingDiverged, compute_loss
 from ..train.metrics import ConfusionMatrix
-from ._data_parallel import DataParallel, check_batch_size, shard_slice
+from ._data_parallel import DataParallel, check_batch_size
 from ._faults import maybe_fail
 from ._reduce import small_sum
 
@@ -68,8 +68,8 @@ class DistributedTrainer(Trainer):
     config : TrainConfig
         ``batch_size`` is the global batch: ``comm.size`` must divide it.
     comm : Communicator
-        :class:`MPIComm` under ``mpiexec``/``srun``, or :class:`VirtualRanks` for the
-        in-process reference.
+        This rank's: :class:`MPIComm` under ``mpiexec``/``srun``, or one rank of
+        ``VirtualRanks(n).run(...)``, the in-process reference.
     resume, stop_after, overwrite
         As for :class:`~sandbox.train.Trainer`.
     """
@@ -115,21 +115,14 @@ class DistributedTrainer(Trainer):
 
     # ------------------------------------------------------------- hooks: loop
     def _train_batches(self, epoch: int, start: int):
-        if len(self.comm.ranks) > 1:  # in-process: the whole batch, split in the step
-            return self.train_loader.batches(epoch, start=start)
-        return self.train_loader.batches(epoch, start=start, shard=(self.comm.rank,
-                                                                     self.comm.size))
+        shard = (self.comm.rank, self.comm.size)
+        return self.train_loader.batches(epoch, start=start, shard=shard)
 
     def _guarded_step(self, images, masks) -> tuple[float, float]:
-        comm = self.comm
-        if len(comm.ranks) > 1:
-            parts = [shard_slice(r, comm.size, len(images)) for r in comm.ranks]
-            shards = [(images[s], masks[s]) for s in parts]
-        else:
-            shards = [(images, masks)]
-        maybe_fail(comm.ranks, self.step + 1)
+        maybe_fail(self.comm.rank, self.step + 1)
         value, diverged, stop = self.parallel.step(
-            shards,
+            images,
+            masks,
             lambda logits, m: compute_loss(self.cfg.loss, logits, m, self.num_classes),
             self._stop_requested,
         )
@@ -165,23 +158,20 @@ class DistributedTrainer(Trainer):
         comm, k = self.comm, self.num_classes
         self.parallel.broadcast_buffers()  # everyone validates with rank 0's statistics
         nb = len(loader)
-        parts = []
+        part = np.zeros(2 * nb + k * k)
+        cm = ConfusionMatrix(k)
         self.model.eval()
         with no_grad():
-            for rank in comm.ranks:
-                part = np.zeros(2 * nb + k * k)
-                cm = ConfusionMatrix(k)
-                for b in range(rank, nb, comm.size):
-                    images, masks = next(iter(loader.batches(0, start=b)))
-                    logits = self.model(Tensor(images))
-                    part[b] = compute_loss(self.cfg.loss, logits, masks, k).item()
-                    part[nb + b] = len(images)
-                    cm.update(logits.data.argmax(axis=1), masks)
-                part[2 * nb :] = cm.matrix.ravel()
-                parts.append(part)
+            for b in range(comm.rank, nb, comm.size):  # batch b on rank b mod N
+                images, masks = next(iter(loader.batches(0, start=b)))
+                logits = self.model(Tensor(images))
+                part[b] = compute_loss(self.cfg.loss, logits, masks, k).item()
+                part[nb + b] = len(images)
+                cm.update(logits.data.argmax(axis=1), masks)
+        part[2 * nb :] = cm.matrix.ravel()
         self.model.train()
         # Each value comes from one rank and zeros from the others: the sums are exact.
-        total = small_sum(comm, parts)
+        total = small_sum(comm, part)
         cm = ConfusionMatrix(k, class_names=self.class_names)
         cm.matrix = total[2 * nb :].reshape(k, k).astype(np.int64)
         metrics = cm.compute()

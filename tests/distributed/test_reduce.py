@@ -19,25 +19,52 @@ from sandbox.distributed import (
 @pytest.mark.parametrize("length", [1, 7, 1000])
 def test_fixed_order_sum_adds_in_rank_order(rng, n, length):
     parts = [rng.standard_normal(length).astype(np.float32) * 10.0**k for k in range(n)]
-    got = fixed_order_sum(VirtualRanks(n), parts)
+    got = VirtualRanks(n).run(lambda comm: fixed_order_sum(comm, parts[comm.rank]))
     expected = parts[0].copy()
     for p in parts[1:]:
         expected = expected + p  # ((x0 + x1) + x2) + ...: the order the library fixes
-    assert got.dtype == np.float32 and got.shape == (length,)
-    np.testing.assert_array_equal(got, expected)
+    for g in got:  # every rank holds the same bits
+        assert g.dtype == np.float32 and g.shape == (length,)
+        np.testing.assert_array_equal(g, expected)
 
 
-def test_virtual_alltoall_and_allgather():
-    comm = VirtualRanks(3)
-    sent = [np.arange(6).reshape(3, 2) + 10 * r for r in range(3)]
-    received = comm.alltoall(sent)
-    for r in range(3):  # rank r gets row r of every rank, in rank order
-        np.testing.assert_array_equal(received[r], np.stack([s[r] for s in sent]))
-    gathered = comm.allgather([np.array([r]) for r in range(3)])
-    np.testing.assert_array_equal(gathered, [[0], [1], [2]])
-    np.testing.assert_array_equal(small_sum(comm, [[1.0, 0.0], [2.0, 1.0], [4.0, 0.0]]), [7, 1])
-    with pytest.raises(ValueError, match="one part per rank"):
-        comm.allgather([np.zeros(1)])
+def test_virtual_ranks_take_turns_and_exchange():
+    order = []
+
+    def body(comm):
+        order.append(("start", comm.rank))
+        sent = np.arange(6).reshape(3, 2) + 10 * comm.rank
+        received = comm.alltoall(sent)
+        order.append(("after alltoall", comm.rank))
+        gathered = comm.allgather(np.array([comm.rank]))
+        flags = small_sum(comm, [float(comm.rank), 1.0])
+        value = np.array([7.0]) if comm.rank == 1 else np.zeros(1)
+        comm.bcast(value, root=1)
+        return received, gathered, flags, value, comm.allgather_object(comm.rank * 2)
+
+    results = VirtualRanks(3).run(body)
+    # One rank at a time: each runs up to the collective, then the next one.
+    assert order == [("start", 0), ("start", 1), ("start", 2), ("after alltoall", 0),
+                     ("after alltoall", 1), ("after alltoall", 2)]
+    for r, (received, gathered, flags, value, objects) in enumerate(results):
+        for k in range(3):  # row k came from rank k: its row r
+            np.testing.assert_array_equal(received[k], np.arange(6).reshape(3, 2)[r] + 10 * k)
+        np.testing.assert_array_equal(gathered, [[0], [1], [2]])
+        np.testing.assert_array_equal(flags, [3.0, 3.0])
+        np.testing.assert_array_equal(value, [7.0])
+        assert objects == [0, 2, 4]
+
+
+def test_a_failing_virtual_rank_stops_the_others():
+    def body(comm):
+        comm.barrier()
+        if comm.rank == 1:
+            raise KeyError("rank 1 broke")
+        comm.barrier()  # rank 0 waits here: it must be released, not hang
+        return comm.rank
+
+    with pytest.raises(KeyError, match="rank 1 broke"):
+        VirtualRanks(2, timeout=30).run(body)
 
 
 def test_batch_must_divide_among_ranks():
