@@ -39,18 +39,24 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
 
     import sandbox
-    from sandbox import nn, optim
-    from sandbox.autograd import Tensor
-    from sandbox.distributed import DataParallel, VirtualRanks, launched_world_size
-    from sandbox.functional import cross_entropy
+    from sandbox.distributed import VirtualRanks, launched_world_size
 
     sandbox.set_num_threads(args.threads)
     if launched_world_size() > 1:
         from sandbox.distributed import MPIComm
 
-        comm = MPIComm()
+        measure(args, MPIComm())
     else:
-        comm = VirtualRanks(1)
+        VirtualRanks(1).run(lambda comm: measure(args, comm))
+
+
+def measure(args, comm) -> None:
+    import sandbox
+    from sandbox import nn, optim
+    from sandbox.autograd import Tensor
+    from sandbox.distributed import DataParallel
+    from sandbox.functional import cross_entropy
+
     n = comm.size
     sandbox.manual_seed(0)
     model = nn.ClassicUNet()
@@ -71,7 +77,7 @@ def main(argv=None) -> None:
         before = dict(dp.timings)
         comm.barrier()
         t0, c0 = time.perf_counter(), time.process_time()
-        dp.step([(images[mine], masks[mine])], loss_fn, False)
+        dp.step(images[mine], masks[mine], loss_fn, False)
         t1 = time.perf_counter()
         opt.step()
         t2 = time.perf_counter()
