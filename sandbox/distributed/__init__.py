@@ -14,10 +14,12 @@ import importlib
 
 _HOMES = {
     "Communicator": "_comm", "MPIComm": "_comm", "VirtualRanks": "_comm",
+    "VirtualAbort": "_comm",
     "fixed_order_sum": "_reduce", "small_sum": "_reduce", "digest": "_reduce",
     "DataParallel": "_data_parallel", "ReplicasDiverged": "_data_parallel",
     "check_batch_size": "_data_parallel", "shard_slice": "_data_parallel",
     "DistributedTrainer": "_trainer",
+    "SyncBatchNorm": "_sync_norm", "convert_sync_batchnorm": "_sync_norm",
     "abort_job": "_faults", "InjectedFailure": "_faults",
     "launched_world_size": "_launch", "threads_per_rank": "_launch", "layout": "_launch",
     "find_mpiexec": "_launch", "mpiexec_command": "_launch", "have_mpi4py": "_launch",

@@ -29,6 +29,7 @@ from ..train.metrics import ConfusionMatrix
 from ._data_parallel import DataParallel, check_batch_size
 from ._faults import maybe_fail
 from ._reduce import small_sum
+from ._sync_norm import convert_sync_batchnorm
 
 
 class _NoFolder:
@@ -87,6 +88,8 @@ class DistributedTrainer(Trainer):
                 f"the training set ({len(self.train_set)} samples) is smaller than one global "
                 f"batch ({config.batch_size}); a distributed run needs whole batches"
             )
+        if config.norm == "syncbatch":
+            convert_sync_batchnorm(self.model, comm)
         self.parallel = DataParallel(comm, self.model)
 
     # ------------------------------------------------------------ hooks: files
@@ -215,7 +218,8 @@ def model_notes(cfg, size: int) -> list[str]:
     if cfg.norm == "batch" and per < 8:
         notes.append(
             f"batch norm normalises each rank's {per} image(s), not the global batch of "
-            f"{cfg.batch_size}: another model than the 1-rank run's; --norm group is exact"
+            f"{cfg.batch_size}: another model than the 1-rank run's; --norm syncbatch "
+            "uses the global batch's statistics, --norm group is exact"
         )
     if cfg.loss in ("dice", "ce+dice"):
         notes.append(

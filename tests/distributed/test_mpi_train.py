@@ -63,16 +63,17 @@ def test_two_ranks_equal_the_in_process_virtual_ranks(two_rank_run, tmp_path):
         assert g == w  # losses and validation metrics, bit for bit
 
 
-def test_group_norm_two_ranks_half_batches_equal_one_process(two_rank_run, tmp_path):
-    """2 ranks x B/2 = 1 process x B up to the order of the additions (group norm, CE):
-    the first step's gradient and loss, and the validation after training."""
+@pytest.mark.parametrize("norm", ["group", "syncbatch"])
+def test_two_ranks_half_batches_equal_one_process(tmp_path, norm):
+    """2 ranks x B/2 = 1 process x B up to the order of the additions (CE; group norm,
+    or batch norm with synchronised statistics): the first step's gradient and loss."""
     from sandbox.autograd import Tensor
-    from sandbox.distributed import DataParallel, VirtualRanks
+    from sandbox.distributed import DataParallel, VirtualRanks, convert_sync_batchnorm
     from sandbox.runtime.rng import manual_seed
     from sandbox.train import TrainConfig, build_datasets, build_loaders, build_model, compute_loss
 
     cfg = TrainConfig(data="shapes", image_size=16, depth=2, width=4, train_samples=16,
-                      val_samples=4, batch_size=8, norm="group", out=str(tmp_path / "x"))
+                      val_samples=4, batch_size=8, norm=norm, out=str(tmp_path / "x"))
     train_set, val_set = build_datasets(cfg)
     loader, _ = build_loaders(cfg, train_set, val_set)
     images, masks = next(loader.batches(0))
@@ -91,6 +92,8 @@ def test_group_norm_two_ranks_half_batches_equal_one_process(two_rank_run, tmp_p
 
     def rank(comm):
         replica = model()
+        if norm == "syncbatch":
+            convert_sync_batchnorm(replica, comm)
         half = slice(4 * comm.rank, 4 * comm.rank + 4)
         result = DataParallel(comm, replica).step(images[half], masks[half], loss_fn, False)
         return result, np.concatenate([p.grad.data.ravel() for p in replica.parameters()])
@@ -102,6 +105,20 @@ def test_group_norm_two_ranks_half_batches_equal_one_process(two_rank_run, tmp_p
     assert value == pytest.approx(loss.item(), rel=1e-6)
     np.testing.assert_allclose(split, whole, rtol=1e-3, atol=1e-7)
     assert np.linalg.norm(split - whole) <= 1e-6 * np.linalg.norm(whole)
+
+
+def test_sync_batch_norm_two_ranks_equal_the_in_process_virtual_ranks(mpiexec, tmp_path):
+    from sandbox.cli.commands import build_parser
+    from sandbox.cli.train_options import config_from_args
+    from sandbox.distributed import DistributedTrainer, VirtualRanks
+
+    args = [*TINY, "--norm", "syncbatch", "--steps", "5"]
+    done = launch(mpiexec, [*args, "--out", str(tmp_path / "m")])
+    assert done.returncode == 0, done.stderr
+    cfg = config_from_args(build_parser().parse_args(["train", *args, "--out",
+                                                      str(tmp_path / "v")]))
+    VirtualRanks(2).run(lambda comm: DistributedTrainer(cfg, comm).fit())
+    assert_same_weights(tmp_path / "m" / "last.ckpt", tmp_path / "v" / "last.ckpt")
 
 
 def test_first_step_loss_of_two_ranks_matches_one_process(two_rank_run, tmp_path):
