@@ -20,6 +20,7 @@ _HOMES = {
     "check_batch_size": "_data_parallel", "shard_slice": "_data_parallel",
     "DistributedTrainer": "_trainer",
     "SyncBatchNorm": "_sync_norm", "convert_sync_batchnorm": "_sync_norm",
+    "AllSum": "_loss", "distributed_loss": "_loss",
     "abort_job": "_faults", "InjectedFailure": "_faults",
     "launched_world_size": "_launch", "threads_per_rank": "_launch", "layout": "_launch",
     "find_mpiexec": "_launch", "mpiexec_command": "_launch", "have_mpi4py": "_launch",

@@ -15,8 +15,8 @@ The optimiser then runs unchanged on every rank: identical gradients give identi
 weights, with no further communication.  Each rank's loss is the mean over its
 shard; with equal shards (``N`` divides the batch, one image size) the mean of the
 shard means is the global mean, so the summed gradient is the 1-rank gradient up
-to the order of the additions.  Dice (``--loss dice``/``ce+dice``) is computed per
-shard (a ratio does not decompose): documented, not hidden.
+to the order of the additions.  Dice is made global by its loss
+(:mod:`sandbox.distributed._loss`).
 
 Batch-norm running statistics stay per rank during training (as in PyTorch's DDP)
 and rank 0's are the model's: they are broadcast before validation and saved in

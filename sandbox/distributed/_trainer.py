@@ -28,6 +28,7 @@ from ..train._trainer import Trainer, TrainingDiverged, compute_loss
 from ..train.metrics import ConfusionMatrix
 from ._data_parallel import DataParallel, check_batch_size
 from ._faults import maybe_fail
+from ._loss import distributed_loss
 from ._reduce import small_sum
 from ._sync_norm import convert_sync_batchnorm
 
@@ -126,7 +127,9 @@ class DistributedTrainer(Trainer):
         value, diverged, stop = self.parallel.step(
             images,
             masks,
-            lambda logits, m: compute_loss(self.cfg.loss, logits, m, self.num_classes),
+            lambda logits, m: distributed_loss(
+                self.cfg.loss, logits, m, self.num_classes, self.comm
+            ),
             self._stop_requested,
         )
         self._stop_agreed = stop
@@ -220,11 +223,6 @@ def model_notes(cfg, size: int) -> list[str]:
             f"batch norm normalises each rank's {per} image(s), not the global batch of "
             f"{cfg.batch_size}: another model than the 1-rank run's; --norm syncbatch "
             "uses the global batch's statistics, --norm group is exact"
-        )
-    if cfg.loss in ("dice", "ce+dice"):
-        notes.append(
-            f"--loss {cfg.loss}: the Dice term is each rank's Dice over its shard, averaged "
-            "over the ranks (a ratio does not split into shards); --loss ce splits exactly"
         )
     return notes
 

@@ -63,12 +63,20 @@ def test_two_ranks_equal_the_in_process_virtual_ranks(two_rank_run, tmp_path):
         assert g == w  # losses and validation metrics, bit for bit
 
 
-@pytest.mark.parametrize("norm", ["group", "syncbatch"])
-def test_two_ranks_half_batches_equal_one_process(tmp_path, norm):
-    """2 ranks x B/2 = 1 process x B up to the order of the additions (CE; group norm,
-    or batch norm with synchronised statistics): the first step's gradient and loss."""
+@pytest.mark.parametrize(
+    ("norm", "loss"), [("group", "ce"), ("syncbatch", "ce"), ("group", "ce+dice")]
+)
+def test_two_ranks_half_batches_equal_one_process(tmp_path, norm, loss):
+    """2 ranks x B/2 = 1 process x B up to the order of the additions (group norm, or
+    batch norm with synchronised statistics; CE, or CE + the global batch's Dice): the
+    first step's gradient and loss."""
     from sandbox.autograd import Tensor
-    from sandbox.distributed import DataParallel, VirtualRanks, convert_sync_batchnorm
+    from sandbox.distributed import (
+        DataParallel,
+        VirtualRanks,
+        convert_sync_batchnorm,
+        distributed_loss,
+    )
     from sandbox.runtime.rng import manual_seed
     from sandbox.train import TrainConfig, build_datasets, build_loaders, build_model, compute_loss
 
@@ -83,11 +91,11 @@ def test_two_ranks_half_batches_equal_one_process(tmp_path, norm):
         return build_model(cfg, train_set.in_channels, train_set.num_classes)
 
     def loss_fn(logits, m):
-        return compute_loss("ce", logits, m, train_set.num_classes)
+        return compute_loss(loss, logits, m, train_set.num_classes)
 
     one = model()
-    loss = loss_fn(one(Tensor(images)), masks)
-    loss.backward()
+    single = loss_fn(one(Tensor(images)), masks)
+    single.backward()
     whole = np.concatenate([p.grad.data.ravel() for p in one.parameters()])
 
     def rank(comm):
@@ -95,14 +103,17 @@ def test_two_ranks_half_batches_equal_one_process(tmp_path, norm):
         if norm == "syncbatch":
             convert_sync_batchnorm(replica, comm)
         half = slice(4 * comm.rank, 4 * comm.rank + 4)
-        result = DataParallel(comm, replica).step(images[half], masks[half], loss_fn, False)
+        def rank_loss(logits, m):
+            return distributed_loss(loss, logits, m, train_set.num_classes, comm)
+
+        result = DataParallel(comm, replica).step(images[half], masks[half], rank_loss, False)
         return result, np.concatenate([p.grad.data.ravel() for p in replica.parameters()])
 
     results = VirtualRanks(2).run(rank)
     np.testing.assert_array_equal(results[0][1], results[1][1])  # the same bits on both
     (value, diverged, stop), split = results[0]
     assert not diverged and not stop
-    assert value == pytest.approx(loss.item(), rel=1e-6)
+    assert value == pytest.approx(single.item(), rel=1e-6)
     np.testing.assert_allclose(split, whole, rtol=1e-3, atol=1e-7)
     assert np.linalg.norm(split - whole) <= 1e-6 * np.linalg.norm(whole)
 
