@@ -80,8 +80,8 @@ class DistributedTrainer(Trainer):
         check_batch_size(config.batch_size, comm.size)
         self.comm = comm
         self.writer = comm.is_root
+        self.world_size = comm.size
         self._stop_agreed = False
-        self.resumed_world_size = None
         super().__init__(config, resume=resume, stop_after=stop_after, overwrite=overwrite)
         if len(self.train_set) < config.batch_size:
             self.close()
@@ -102,9 +102,6 @@ class DistributedTrainer(Trainer):
 
     def state(self) -> dict:
         return {**super().state(), "world_size": self.comm.size}
-
-    def _check_resume_state(self, state) -> None:
-        self.resumed_world_size = int(state.get("world_size", 1))
 
     def save(self, name: str = "last.ckpt"):
         self.parallel.check_replicas(buffers=False, when=f"before saving {name}")
@@ -193,18 +190,6 @@ class DistributedTrainer(Trainer):
         try:
             self.parallel.broadcast_state()
             self.parallel.check_replicas(when="at the start")
-            if (
-                self.writer
-                and self.resumed_world_size is not None
-                and self.resumed_world_size != self.comm.size
-            ):
-                print(
-                    f"sandbox train: warning: resuming a run trained on "
-                    f"{self.resumed_world_size} rank(s) with {self.comm.size}: it continues "
-                    "the same run only up to rounding (the gradient sums are added in "
-                    "another order); resume with the same number of ranks to be bitwise exact",
-                    file=sys.stderr,
-                )
             if self.writer:
                 for note in model_notes(self.cfg, self.comm.size):
                     print(f"sandbox train: note: {note}", file=sys.stderr)

@@ -85,8 +85,10 @@ class Trainer:
     Temporary files left by a checkpoint save that a crash interrupted are deleted.
     """
 
-    #: hook: this process writes the run folder (a distributed run: rank 0 only)
+    #: hooks: this process writes the run folder (a distributed run: rank 0 only), and
+    #: the number of ranks training together
     writer = True
+    world_size = 1
 
     def __init__(
         self,
@@ -231,7 +233,12 @@ class Trainer:
             log.write_text("".join(json.dumps(h) + "\n" for h in self.history))
 
     def _check_resume_state(self, state: dict) -> None:
-        """hook: inspect a checkpoint's state before it is loaded."""
+        """hook: a checkpoint of another world size resumes, with a warning."""
+        saved = int(state.get("world_size", 1))
+        if saved != self.world_size and self.writer:
+            print(f"warning: resuming a run trained on {saved} rank(s) with {self.world_size}: "
+                  "it continues up to rounding (the gradients add in another order); the "
+                  "same number of ranks resumes bitwise", file=sys.stderr)
 
     # ---------------------------------------------------------------- logging
     def _log(self, entry: dict) -> None:

@@ -3,6 +3,7 @@ equivalence with 1 process, resume, failures and misuse (issue 24)."""
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -163,9 +164,15 @@ def test_stop_and_resume_on_two_ranks_is_bitwise_the_uninterrupted_run(
     first = launch(mpiexec, [*args, "--stop-after", "3"])
     assert first.returncode == 0, first.stderr
     assert "stopped after 3 of 6 steps" in first.stdout
+    shutil.copytree(tmp_path / "r", tmp_path / "one")
     second = launch(mpiexec, [*args, "--resume"])
     assert second.returncode == 0, second.stderr
+    assert "warning" not in second.stderr
     assert_same_weights(out / "last.ckpt", tmp_path / "r" / "last.ckpt")
+    # Another number of ranks (here 1 process) may resume, with a warning.
+    alone = run([*_python_sandbox(), *TINY, "--out", str(tmp_path / "one"), "--resume"])
+    assert alone.returncode == 0, alone.stderr
+    assert "warning: resuming a run trained on 2 rank(s) with 1" in alone.stderr
 
 
 @pytest.mark.parametrize("how", ["raise", "kill"])
