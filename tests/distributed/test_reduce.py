@@ -112,3 +112,28 @@ def test_import_sandbox_does_not_import_mpi4py():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_nan_guard_and_stop_requests_are_agreed_by_every_rank():
+    from sandbox import nn
+    from sandbox.autograd import Tensor
+    from sandbox.distributed import DataParallel
+    from sandbox.functional import cross_entropy
+    from sandbox.runtime.rng import manual_seed
+
+    images = np.zeros((2, 1, 4, 4), np.float32)
+    masks = np.zeros((2, 4, 4), np.int64)
+
+    def rank(comm):
+        manual_seed(0)
+        model = nn.Conv2d(1, 2, 3, padding=1)
+
+        def loss_fn(logits, m):  # rank 1's loss is NaN; rank 0 asks to stop
+            loss = cross_entropy(logits, Tensor(m))
+            return loss * float("nan") if comm.rank == 1 else loss
+
+        dp = DataParallel(comm, model)
+        return dp.step(images[comm.rank : comm.rank + 1], masks[:1], loss_fn, comm.rank == 0)
+
+    first, second = VirtualRanks(2).run(rank)
+    assert first[1:] == second[1:] == (True, True)  # diverged and stop, on both ranks
