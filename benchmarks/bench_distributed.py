@@ -83,7 +83,8 @@ def measure(args, comm) -> None:
         t2 = time.perf_counter()
         steps.append(t2 - t0)
         cpu.append(time.process_time() - c0)
-        split.append({k: dp.timings[k] - before[k] for k in ("compute", "pack", "communicate")}
+        split.append({k: dp.timings[k] - before[k]
+                      for k in ("compute", "compute_cpu", "pack", "communicate")}
                      | {"update": t2 - t1})
     # The slowest rank sets the pace: report the maximum over ranks of each median.
     med = statistics.median(steps[1:])
@@ -102,7 +103,9 @@ def measure(args, comm) -> None:
     print(f"step median {med * 1e3:.1f} ms ({1 / med:.2f} steps/s); per step: compute "
           f"{mean['compute'] * 1e3:.1f} ms, pack {mean['pack'] * 1e3:.1f} ms, communicate "
           f"{mean['communicate'] * 1e3:.1f} ms, optimiser {mean['update'] * 1e3:.1f} ms; "
-          f"CPU time {cpu_step * 1e3:.1f} ms per step and rank")
+          f"CPU time {cpu_step * 1e3:.1f} ms per step and rank, of which compute "
+          f"{mean['compute_cpu'] * 1e3:.1f} ms ({mean['compute_cpu'] * 1e3 / per:.1f} ms per "
+          "image)")
     print(f"bytes sent per rank per step: {dp.bytes_per_step:,} (2 (N-1)/N of the gradient)")
     # Projection (weak scaling: every node computes `per` images as measured here).
     bandwidth = args.gbit * 1e9 / 8

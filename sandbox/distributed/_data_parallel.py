@@ -73,7 +73,9 @@ class DataParallel:
         self.numel = sum(self.sizes)
         self.dtype = np.result_type(*[p.data.dtype for p in self.params])
         # Seconds spent per part of the step, summed over the steps of this session.
-        self.timings = {"compute": 0.0, "pack": 0.0, "communicate": 0.0, "steps": 0}
+        # (compute_cpu: the CPU time of this process during the compute part.)
+        self.timings = {"compute": 0.0, "compute_cpu": 0.0, "pack": 0.0, "communicate": 0.0,
+                        "steps": 0}
 
     @property
     def bytes_per_step(self) -> int:
@@ -132,13 +134,14 @@ class DataParallel:
         stop : bool
             Some rank was asked to stop: every rank stops after this step.
         """
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for p in self.params:
             p.grad = None
         loss = loss_fn(self.model(Tensor(images)), masks)
         value = loss.item()
         loss.backward()
         t1 = time.perf_counter()
+        self.timings["compute_cpu"] += time.process_time() - c0
         flat = self._pack()
         t2 = time.perf_counter()
         total = small_sum(self.comm, [value, 0.0 if math.isfinite(value) else 1.0, float(stop)])
