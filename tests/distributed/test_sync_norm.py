@@ -67,3 +67,68 @@ def test_convert_keeps_parameters_buffers_and_names():
     assert list(after) == list(before)
     for k in before:
         assert np.asarray(after[k]) is np.asarray(before[k]) or np.array_equal(after[k], before[k])
+
+
+def _central_differences(f, x, eps=1e-6):
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        old = x[i]
+        x[i] = old + eps
+        up = f(x)
+        x[i] = old - eps
+        down = f(x)
+        x[i] = old
+        g[i] = (up - down) / (2 * eps)
+    return g
+
+
+def _two_rank_gradient(layer_loss, x):
+    """(sum of the ranks' losses, d/dx) with rank r taking half r of the batch of ``x``."""
+    half = x.shape[0] // 2
+
+    def rank(comm):
+        xr = Tensor(x[half * comm.rank : half * (comm.rank + 1)], requires_grad=True)
+        loss = layer_loss(comm, xr)
+        loss.backward()
+        return loss.item(), xr.grad.data
+
+    out = VirtualRanks(2).run(rank)
+    return sum(o[0] for o in out), np.concatenate([o[1] for o in out])
+
+
+def test_sync_batch_norm_gradient_by_central_differences(rng):
+    x = rng.standard_normal((4, 2, 3, 3))
+    gy = rng.standard_normal(x.shape)
+    half = 2
+
+    def layer_loss(comm, xr):
+        m = SyncBatchNorm(2, comm, dtype=np.float64)
+        m.weight.data[...] = [1.5, -0.5]
+        sl = slice(half * comm.rank, half * (comm.rank + 1))
+        return (m(xr) * Tensor(gy[sl])).sum()
+
+    _, analytic = _two_rank_gradient(layer_loss, x)
+    numeric = _central_differences(lambda v: _two_rank_gradient(layer_loss, v)[0], x.copy())
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_global_dice_gradient_by_central_differences(rng):
+    from sandbox.distributed import distributed_loss
+
+    logits = rng.standard_normal((4, 3, 3, 3))
+    masks = rng.integers(0, 3, (4, 3, 3))
+
+    def layer_loss(comm, xr):  # every rank's loss is the global Dice: half of it each
+        sl = slice(2 * comm.rank, 2 * comm.rank + 2)
+        return distributed_loss("dice", xr, masks[sl], 3, comm) * 0.5
+
+    total, analytic = _two_rank_gradient(layer_loss, logits)
+    numeric = _central_differences(lambda v: _two_rank_gradient(layer_loss, v)[0],
+                                   logits.copy())
+    # The backward of the sum over ranks adds the ranks' halves: each rank gets the whole
+    # gradient of its own inputs.
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-6, atol=1e-9)
+
+    from sandbox.functional import dice_loss
+
+    assert total == pytest.approx(dice_loss(Tensor(logits), masks).item(), rel=1e-12)
