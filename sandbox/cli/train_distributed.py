@@ -123,7 +123,7 @@ def _train_as_rank(args, report) -> int:
             raise CLIError("--resume continues the run in OUT and --overwrite replaces it: "
                            "pick one")
         cfg = resume_config(args) if args.resume else config_from_args(args)
-        set_num_threads(cfg.threads or threads_per_rank(comm.local_size))
+        set_num_threads(cfg.threads or threads_per_rank(comm.local_size, comm.node_cores))
         trainer = DistributedTrainer(
             cfg, comm, resume=args.resume, stop_after=args.stop_after, overwrite=args.overwrite
         )

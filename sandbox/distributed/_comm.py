@@ -35,8 +35,12 @@ class Communicator:
         This rank's index among the ranks of its node, and their number.
     nodes : int
         Nodes (machines) in the world.
+    node_cores : int or None
+        Cores the ranks of this node may run on together (the union of their CPU
+        affinities), when known.
     """
 
+    node_cores: int | None = None
     rank: int = 0
     size: int = 1
     local_rank: int = 0
@@ -89,6 +93,9 @@ class MPIComm(Communicator):
         self.rank = self._world.Get_rank()
         node = self._world.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         self.local_rank, self.local_size = node.Get_rank(), node.Get_size()
+        # Bound ranks (srun's CPU binding) have disjoint affinities, unbound ones the
+        # same: the union is what the node's ranks share either way.
+        self.node_cores = len(set().union(*node.allgather(_affinity())))
         node.Free()
         self.nodes = int(self._world.allreduce(1 if self.local_rank == 0 else 0))
 
@@ -122,6 +129,13 @@ class MPIComm(Communicator):
         sys.stderr.flush()
         self._world.Abort(code)
         os._exit(code)  # pragma: no cover - Abort does not return
+
+
+def _affinity() -> set:
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - non-Linux
+        return set(range(os.cpu_count() or 1))
 
 
 class VirtualAbort(RuntimeError):

@@ -28,13 +28,15 @@ def launched_world_size(environ=None) -> int:
     return 1
 
 
-def threads_per_rank(local_size: int, cores: int | None = None) -> int:
-    """The default: the node's cores shared equally by its ranks (at least 1)."""
-    if cores is None:
+def threads_per_rank(local_size: int, cores: int | None = None, own: int | None = None) -> int:
+    """The default: the node's ``cores`` shared equally by its ``local_size`` ranks, at
+    most the ``own`` cores this rank may run on, at least 1 (``None``: this process's)."""
+    if cores is None or own is None:
         from ..runtime.threads import available_cores
 
-        cores = available_cores()
-    return max(1, cores // max(1, local_size))
+        cores = available_cores() if cores is None else cores
+        own = available_cores() if own is None else own
+    return max(1, min(own, cores // max(1, local_size)))
 
 
 def layout(size: int, nodes: int, threads: int) -> str:

@@ -96,8 +96,10 @@ def test_launch_environment_and_layout():
     assert launched_world_size({"PMI_SIZE": "4", "PMI_RANK": "1"}) == 4
     assert launched_world_size({"OMPI_COMM_WORLD_SIZE": "2"}) == 2
     assert launched_world_size({"SLURM_STEP_NUM_TASKS": "8"}) == 8
-    assert threads_per_rank(2, cores=2) == 1 and threads_per_rank(3, cores=2) == 1
-    assert threads_per_rank(2, cores=16) == 8
+    assert threads_per_rank(2, cores=2, own=2) == 1 and threads_per_rank(3, cores=2, own=2) == 1
+    assert threads_per_rank(2, cores=16, own=16) == 8  # unbound: the node's cores shared
+    assert threads_per_rank(2, cores=16, own=8) == 8  # bound by the launcher: its own 8
+    assert threads_per_rank(4, cores=16, own=2) == 2  # never more than it may run on
     assert layout(4, 2, 2) == "4 ranks on 2 nodes x 2 threads"
     assert layout(2, 1, 1) == "2 ranks on 1 node x 1 thread"
 
