@@ -27,6 +27,13 @@ def add_distributed_args(p) -> None:
         help="train as N data-parallel ranks on this machine (re-runs the command under "
         "mpiexec on 127.0.0.1); on a cluster use mpiexec -n N or srun instead",
     )
+    g.add_argument(
+        "--watchdog",
+        type=float,
+        metavar="SECONDS",
+        help="abort the whole job when no step (validation, checkpoint) finished for this "
+        "long: a rank that is alive but stuck (default: off)",
+    )
 
 
 def wants_distributed(args) -> bool:
@@ -125,7 +132,8 @@ def _train_as_rank(args, report) -> int:
         cfg = resume_config(args) if args.resume else config_from_args(args)
         set_num_threads(cfg.threads or threads_per_rank(comm.local_size, comm.node_cores))
         trainer = DistributedTrainer(
-            cfg, comm, resume=args.resume, stop_after=args.stop_after, overwrite=args.overwrite
+            cfg, comm, resume=args.resume, stop_after=args.stop_after, overwrite=args.overwrite,
+            watchdog=args.watchdog,
         )
     except Exception as exc:  # bad options or data, or a bug: agreed, so nobody hangs
         error = exc

@@ -27,7 +27,7 @@ from ..autograd import Tensor, no_grad
 from ..train._trainer import Trainer, TrainingDiverged, compute_loss
 from ..train.metrics import ConfusionMatrix
 from ._data_parallel import DataParallel, check_batch_size
-from ._faults import maybe_fail
+from ._faults import Watchdog, maybe_fail
 from ._loss import distributed_loss
 from ._reduce import small_sum
 from ._sync_norm import convert_sync_batchnorm
@@ -74,10 +74,18 @@ class DistributedTrainer(Trainer):
         ``VirtualRanks(n).run(...)``, the in-process reference.
     resume, stop_after, overwrite
         As for :class:`~sandbox.train.Trainer`.
+    watchdog : float, optional
+        Abort the job when no step, validation or checkpoint finished for this many
+        seconds (a stuck rank).
     """
 
-    def __init__(self, config, comm, resume=False, stop_after=None, overwrite=False):
+    def __init__(self, config, comm, resume=False, stop_after=None, overwrite=False,
+                 watchdog=None):
         check_batch_size(config.batch_size, comm.size)
+        if watchdog is not None and not (isinstance(watchdog, int | float) and watchdog > 0):
+            raise ValueError(f"--watchdog must be a positive number of seconds, got {watchdog!r}")
+        self._watchdog_seconds = watchdog
+        self._watchdog = None
         self.comm = comm
         self.writer = comm.is_root
         self.world_size = comm.size
@@ -107,6 +115,7 @@ class DistributedTrainer(Trainer):
         self.parallel.check_replicas(buffers=False, when=f"before saving {name}")
         path = super().save(name) if self.writer else self.out / name
         self.comm.barrier()  # no rank runs ahead of a checkpoint a resume could miss
+        self._progress()
         return path
 
     def _finish(self, seconds: float) -> dict:
@@ -142,7 +151,12 @@ class DistributedTrainer(Trainer):
         lr = self.optimizer.param_groups[0]["lr"]
         if self.scheduler is not None:
             self.scheduler.step()
+        self._progress()
         return value, lr
+
+    def _progress(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.progress()
 
     def _should_stop(self, steps_this_session: int) -> bool:
         # Only what every rank agreed on: a signal that arrives after this step's
@@ -181,12 +195,15 @@ class DistributedTrainer(Trainer):
         metrics["loss"] = float(np.average(total[:nb], weights=total[nb : 2 * nb]))
         if k == 2:
             metrics["dice_fg"] = metrics[f"dice/{self.class_names[1]}"]
+        self._progress()
         return metrics
 
     # -------------------------------------------------------------------- fit
     def fit(self) -> dict:
         """Broadcast and check the replicas, then train; SIGTERM stops like Ctrl-C."""
         previous = _install_sigterm(self)
+        if self._watchdog_seconds is not None:
+            self._watchdog = Watchdog(self.comm, self._watchdog_seconds).start()
         try:
             self.parallel.broadcast_state()
             self.parallel.check_replicas(when="at the start")
@@ -195,6 +212,8 @@ class DistributedTrainer(Trainer):
                     print(f"sandbox train: note: {note}", file=sys.stderr)
             return super().fit()
         finally:
+            if self._watchdog is not None:
+                self._watchdog.stop()
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
 

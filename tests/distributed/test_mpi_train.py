@@ -188,6 +188,14 @@ def test_a_failing_rank_ends_the_job(mpiexec, tmp_path, how):
     assert _gone_within(10.0, str(tmp_path / how))  # no rank is left behind
 
 
+def test_the_watchdog_ends_a_job_with_a_stuck_rank(mpiexec, tmp_path):
+    done = launch(mpiexec, [*TINY, "--watchdog", "2", "--out", str(tmp_path / "w")],
+                  env=environment(SANDBOX_FAIL_RANK="1:2:hang"))
+    assert done.returncode != 0
+    assert "no progress for" in done.stderr and "aborting all ranks" in done.stderr
+    assert _gone_within(10.0, str(tmp_path / "w"))
+
+
 def test_sigterm_on_one_rank_stops_every_rank_at_the_same_step(mpiexec, tmp_path):
     from sandbox.train import checkpoint
 
