@@ -21,7 +21,7 @@ _HOMES = {
     "DistributedTrainer": "_trainer",
     "SyncBatchNorm": "_sync_norm", "convert_sync_batchnorm": "_sync_norm",
     "AllSum": "_loss", "distributed_loss": "_loss",
-    "abort_job": "_faults", "InjectedFailure": "_faults",
+    "abort_job": "_faults", "InjectedFailure": "_faults", "Watchdog": "_faults",
     "launched_world_size": "_launch", "threads_per_rank": "_launch", "layout": "_launch",
     "find_mpiexec": "_launch", "mpiexec_command": "_launch", "have_mpi4py": "_launch",
 }  # fmt: skip

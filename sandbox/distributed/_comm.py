@@ -74,6 +74,7 @@ class Communicator:
         raise NotImplementedError
 
     def barrier(self) -> None:
+        """Return once every rank has called it."""
         raise NotImplementedError
 
     def abort(self, code: int = 1) -> None:
