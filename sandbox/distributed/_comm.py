@@ -174,6 +174,7 @@ class VirtualRanks:
         collective).
         """
         results = [None] * self.size
+        self._turn, self._generation, self._failed, self._finished = 0, 0, None, 0
 
         def body(rank):
             comm = _VirtualRank(self, rank)

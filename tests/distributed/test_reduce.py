@@ -139,3 +139,14 @@ def test_the_nan_guard_and_stop_requests_are_agreed_by_every_rank():
 
     first, second = VirtualRanks(2).run(rank)
     assert first[1:] == second[1:] == (True, True)  # diverged and stop, on both ranks
+
+
+def test_virtual_ranks_can_run_again_after_a_failure():
+    world = VirtualRanks(2, timeout=30)
+
+    def fails(comm):
+        raise ValueError("first run")
+
+    with pytest.raises(ValueError, match="first run"):
+        world.run(fails)
+    assert world.run(lambda comm: int(comm.allgather(np.array([comm.rank])).sum())) == [1, 1]
