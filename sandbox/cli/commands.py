@@ -60,11 +60,11 @@ def _cmd_train(args) -> int:
         summary = trainer.fit()
     except TrainingDiverged as exc:
         raise CLIError(str(exc), status=3) from exc
-    _report_training(cfg, trainer, summary)
+    _report_training(args, cfg, trainer, summary)
     return 0
 
 
-def _report_training(cfg, trainer, summary) -> None:
+def _report_training(args, cfg, trainer, summary) -> None:
     """The lines ``sandbox train`` prints on stdout when a run ends."""
     final = summary.get("final")
     if summary["finished"]:

@@ -43,8 +43,8 @@ def wants_distributed(args) -> bool:
 
 
 def cmd_train_distributed(args, report) -> int:
-    """Run ``sandbox train`` as this rank (or relaunch for ``--nproc``); ``report`` prints
-    the summary lines of a finished run (rank 0 only)."""
+    """Run ``sandbox train`` as this rank (or relaunch for ``--nproc``);
+    ``report(args, cfg, trainer, summary)`` prints the lines of a finished run (rank 0)."""
     from ..distributed import launched_world_size
 
     if launched_world_size() > 1:
@@ -168,5 +168,5 @@ def _train_as_rank(args, report) -> int:
     except BaseException as exc:  # one rank's own failure: end the whole job
         abort_job(comm, exc)
     if root:
-        report(cfg, trainer, summary)
+        report(args, cfg, trainer, summary)
     return 0

@@ -34,7 +34,9 @@ from ._sync_norm import convert_sync_batchnorm
 
 
 class _NoFolder:
-    """The run folder as seen by ranks that do not write it."""
+    """The run folder as seen by ranks that do not write it: every operation is rank 0's."""
+
+    committed = True  # nothing of this rank's to commit
 
     def acquire(self):
         pass
@@ -43,6 +45,15 @@ class _NoFolder:
         pass
 
     def clear_previous(self):
+        pass
+
+    def commit(self):
+        pass
+
+    def abandon(self):
+        pass
+
+    def abandon_if_uncommitted(self):
         pass
 
 
