@@ -42,9 +42,9 @@ def smooth_field(rng, shape, amplitude):
         for k in range(nd):
             phase = rng.uniform(0, 2 * np.pi, size=nd)
             freq = rng.uniform(0.5, 1.5, size=nd)
-            out[b, k] = amplitude * np.prod(
-                [np.sin(2 * np.pi * f * g + ph) for f, g, ph in zip(freq, grids, phase, strict=True)],
-                axis=0)
+            waves = [np.sin(2 * np.pi * f * g + ph)
+                     for f, g, ph in zip(freq, grids, phase, strict=True)]
+            out[b, k] = amplitude * np.prod(waves, axis=0)
     return out
 
 
