@@ -111,8 +111,11 @@ def test_kernels_match_reference(nd, mode, padding, ac, dtype):
 @pytest.mark.parametrize("nd,mode", [(2, "bilinear"), (2, "bicubic"), (2, "nearest"),
                                      (3, "bilinear"), (3, "bicubic")])
 def test_thread_count_does_not_change_any_bit(nd, mode):
-    """Forward, push and grid gradient at 1 and 2 threads, batch 1 and 3 (large enough to
+    """Forward, push and grid gradient at 1, 2 and 3 threads, batch 1 and 3 (large enough to
     run in parallel and with several partial push buffers)."""
+    from sandbox.array.grid_sample._dispatch import push_chunks
+
+    assert push_chunks(np.zeros((1, 2, 6, 7, 8)), np.zeros((1, 14, 15, 16, 3))) == 3
     rng = np.random.default_rng(7)
     for n in (1, 3):
         spatial = (12, 13) if nd == 2 else (6, 7, 8)
@@ -123,14 +126,20 @@ def test_thread_count_does_not_change_any_bit(nd, mode):
         results = []
         previous = sandbox.get_num_threads()
         try:
-            for threads in (1, 2):
+            for threads in (1, 2, 3):
                 sandbox.set_num_threads(threads)
                 results.append((_kernel_fwd(x, g, mode, "zeros", False),
                                 *_kernel_bwd(gy, x, g, mode, "zeros", False)))
         finally:
             sandbox.set_num_threads(previous)
-        for a, b in zip(*results, strict=True):
-            np.testing.assert_array_equal(a, b)
+        for other in results[1:]:
+            for a, b in zip(results[0], other, strict=True):
+                np.testing.assert_array_equal(a, b)
+        # several push chunks (N * points >= 8 * 1024) still give the reference's sums
+        want = (reference.grid_sample(x, g, mode, "zeros", False),
+                *reference.grid_sample_backward(gy, x, g, mode, "zeros", False))
+        for a, b in zip(results[0], want, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
 
 
 def test_nearest_grid_gradient_is_zero():

@@ -1,0 +1,344 @@
+# Grid sampling kernels (2-D and 3-D): the forward (a gather), the push (the adjoint
+# with respect to the input, a scatter) and the gradient with respect to the grid.
+# See pyx/fused.pxd for the kernel contract; the rules are PyTorch 2.13's
+# (docs/design.md, "Grid sampling"), the numpy oracle is
+# sandbox/array/grid_sample/reference.py.
+#
+# Arrays arrive flat and C-contiguous: input (N, C, S) with S = D*H*W (D = 1 in 2-D),
+# grid (N, P, nd) with component 0 = x (the W axis), 1 = y (H), 2 = z (D), output
+# and grad_output (N, C, P).  Per output point each axis gives at most 4 taps (index,
+# weight, d weight / d grid value); their products over the axes (at most 64) are
+# the point's taps, shared by every channel.
+#
+# Parallel work and determinism:
+#   * forward and grid-only backward: one iteration per (n, point); each writes only
+#     its own outputs;
+#   * push: the points of each n are cut into `nchunks` fixed ranges (chosen in Python
+#     from the shapes, never from the thread count); chunk 0 pushes into grad_input,
+#     chunk b > 0 into its own zeroed buffer, and a second loop adds the buffers in
+#     chunk order.  So every sum has the same order for any thread count, without
+#     atomics; the grid gradient of a point is computed in the same pass.
+
+from cython.parallel cimport prange
+from libc.math cimport floor, fmod, rint
+from fused cimport real
+
+cdef enum:
+    NEAREST = 0
+    BILINEAR = 1
+    BICUBIC = 2
+    ZEROS = 0
+    BORDER = 1
+    REFLECTION = 2
+    MAXTAPS = 64
+
+# Keys' cubic convolution with A = -0.75 (PyTorch's bicubic): near for |d| <= 1,
+# far for 1 < |d| < 2, and their derivatives.  The constants are A + 2, A + 3, 5A,
+# 8A, 4A, 3(A + 2), 2(A + 3), 3A and 10A, in the reference's order of operations.
+
+
+cdef inline real _near(real x) noexcept nogil:
+    return ((<real>1.25 * x - <real>2.25) * x) * x + 1
+
+
+cdef inline real _far(real x) noexcept nogil:
+    return ((<real>-0.75 * x - <real>-3.75) * x + <real>-6.0) * x - <real>-3.0
+
+
+cdef inline real _dnear(real x) noexcept nogil:
+    return (<real>3.75 * x - <real>4.5) * x
+
+
+cdef inline real _dfar(real x) noexcept nogil:
+    return (<real>-2.25 * x - <real>-7.5) * x + <real>-6.0
+
+
+cdef inline real _clip(real u, Py_ssize_t size, real* d) noexcept nogil:
+    """Clip into [0, size - 1]; on and beyond the bounds the derivative is 0 (NaN -> 0)."""
+    cdef real hi = <real>(size - 1)
+    if not (u > 0):
+        d[0] = 0
+        return 0
+    if u >= hi:
+        d[0] = 0
+        return hi
+    return u
+
+
+cdef inline real _reflect(real u, Py_ssize_t size, int ac, real* d) noexcept nogil:
+    """Mirror u at [0, s-1] (align_corners) or [-1/2, s-1/2]; d <- +-1 (its slope)."""
+    cdef real lo, span, extra, flips
+    if ac:
+        lo = 0
+        span = <real>(size - 1)
+    else:
+        lo = <real>-0.5
+        span = <real>size
+    if span <= 0:
+        d[0] = 0
+        return 0
+    u = u - lo
+    d[0] = 1
+    if u < 0:
+        d[0] = -1
+        u = -u
+    extra = <real>fmod(u, span)
+    flips = <real>floor(u / span)
+    if fmod(flips, 2) == 0:
+        return extra + lo
+    d[0] = -d[0]
+    return (span - extra) + lo
+
+
+cdef inline real _pad(real u, Py_ssize_t size, int pad, int ac, real* d) noexcept nogil:
+    """PyTorch's compute_coordinates: the padded coordinate; d <- its derivative."""
+    d[0] = 1
+    if pad == BORDER:
+        return _clip(u, size, d)
+    if pad == REFLECTION:
+        u = _reflect(u, size, ac, d)
+        return _clip(u, size, d)
+    return u
+
+
+cdef inline Py_ssize_t _index(real j, Py_ssize_t size) noexcept nogil:
+    """The integer tap j, or -1 when it lies outside [0, size) (a dropped tap)."""
+    if j >= 0 and j < size:
+        return <Py_ssize_t>j
+    return -1
+
+
+cdef inline int _axis(real g, Py_ssize_t size, int mode, int pad, int ac,
+                      Py_ssize_t* idx, real* w, real* dw) noexcept nogil:
+    """One axis: the taps of grid value g (index or -1, weight, d weight / d g)."""
+    cdef real scale, u, base, t, s, d, tap
+    cdef int k
+    if ac:
+        scale = <real>(size - 1) * <real>0.5
+        u = (g + 1) * scale
+    else:
+        scale = <real>size * <real>0.5
+        u = (g + 1) * scale
+        u = u - <real>0.5
+    if mode == BICUBIC:  # taps around floor(u); padding acts on each tap's index
+        base = <real>floor(u)
+        t = u - base
+        s = 1 - t
+        w[0] = _far(t + 1)
+        w[1] = _near(t)
+        w[2] = _near(s)
+        w[3] = _far(s + 1)
+        dw[0] = _dfar(t + 1) * scale
+        dw[1] = _dnear(t) * scale
+        dw[2] = -_dnear(s) * scale
+        dw[3] = -_dfar(s + 1) * scale
+        for k in range(4):
+            tap = base + <real>(k - 1)
+            if pad == ZEROS:
+                idx[k] = _index(tap, size)
+            else:
+                idx[k] = <Py_ssize_t>_pad(tap, size, pad, ac, &d)
+        return 4
+    u = _pad(u, size, pad, ac, &d)
+    if mode == NEAREST:  # round half to even (std::nearbyint)
+        idx[0] = _index(<real>rint(u), size)
+        w[0] = 1
+        dw[0] = 0
+        return 1
+    base = <real>floor(u)
+    t = u - base
+    w[0] = 1 - t
+    w[1] = t
+    dw[0] = -d * scale
+    dw[1] = d * scale
+    idx[0] = _index(base, size)
+    idx[1] = _index(base + 1, size)
+    return 2
+
+
+cdef inline int _taps(const real* gp, int nd, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
+                      int mode, int pad, int ac, bint deriv,
+                      Py_ssize_t* off, real* wk, real* dk) noexcept nogil:
+    """The point's taps over all axes (dropped ones left out): flat offsets, weights and,
+    with ``deriv``, d weight / d g_k in dk[k * MAXTAPS + tap].  Returns their count."""
+    cdef Py_ssize_t ix[4]
+    cdef Py_ssize_t iy[4]
+    cdef Py_ssize_t iz[4]
+    cdef real wx[4]
+    cdef real wy[4]
+    cdef real wz[4]
+    cdef real dwx[4]
+    cdef real dwy[4]
+    cdef real dwz[4]
+    cdef int kx, ky, kz, a, b, c
+    cdef int n = 0
+    cdef real wzy
+    kx = _axis(gp[0], W, mode, pad, ac, ix, wx, dwx)
+    ky = _axis(gp[1], H, mode, pad, ac, iy, wy, dwy)
+    if nd == 3:
+        kz = _axis(gp[2], D, mode, pad, ac, iz, wz, dwz)
+    else:
+        kz = 1
+        iz[0] = 0
+        wz[0] = 1
+        dwz[0] = 0
+    for a in range(kz):
+        if iz[a] < 0:
+            continue
+        for b in range(ky):
+            if iy[b] < 0:
+                continue
+            wzy = wz[a] * wy[b]
+            for c in range(kx):
+                if ix[c] < 0:
+                    continue
+                off[n] = (iz[a] * H + iy[b]) * W + ix[c]
+                wk[n] = wzy * wx[c]
+                if deriv:
+                    dk[n] = wzy * dwx[c]
+                    dk[MAXTAPS + n] = (wz[a] * dwy[b]) * wx[c]
+                    dk[2 * MAXTAPS + n] = (dwz[a] * wy[b]) * wx[c]
+                n = n + 1
+    return n
+
+
+cdef void _forward_point(const real* xn, const real* gp, real* outp, Py_ssize_t C,
+                         Py_ssize_t S, Py_ssize_t P, int nd, Py_ssize_t D, Py_ssize_t H,
+                         Py_ssize_t W, int mode, int pad, int ac) noexcept nogil:
+    cdef Py_ssize_t off[MAXTAPS]
+    cdef real wk[MAXTAPS]
+    cdef Py_ssize_t ch
+    cdef int t, n
+    cdef real acc
+    cdef const real* xp
+    n = _taps(gp, nd, D, H, W, mode, pad, ac, False, off, wk, NULL)
+    for ch in range(C):
+        xp = xn + ch * S
+        acc = 0
+        for t in range(n):
+            acc = acc + wk[t] * xp[off[t]]
+        outp[ch * P] = acc
+
+
+cdef void _backward_point(const real* gyp, const real* xn, const real* gp, real* gxn,
+                          real* ggp, Py_ssize_t C, Py_ssize_t S, Py_ssize_t P, int nd,
+                          Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, int mode, int pad,
+                          int ac) noexcept nogil:
+    """One point: push into gxn (unless NULL) and write its grid gradient (unless NULL)."""
+    cdef Py_ssize_t off[MAXTAPS]
+    cdef real wk[MAXTAPS]
+    cdef real dk[3 * MAXTAPS]
+    cdef Py_ssize_t ch
+    cdef int t, n, k
+    cdef real gyc, v, sx, sy, sz
+    cdef real acc[3]
+    cdef const real* xp
+    cdef real* gxp
+    cdef bint deriv = ggp != NULL and mode != NEAREST
+    n = _taps(gp, nd, D, H, W, mode, pad, ac, deriv, off, wk, dk)
+    acc[0] = 0
+    acc[1] = 0
+    acc[2] = 0
+    for ch in range(C):
+        gyc = gyp[ch * P]
+        if deriv:
+            xp = xn + ch * S
+            sx = 0
+            sy = 0
+            sz = 0
+            for t in range(n):
+                v = xp[off[t]]
+                sx = sx + dk[t] * v
+                sy = sy + dk[MAXTAPS + t] * v
+                sz = sz + dk[2 * MAXTAPS + t] * v
+            acc[0] = acc[0] + gyc * sx
+            acc[1] = acc[1] + gyc * sy
+            acc[2] = acc[2] + gyc * sz
+        if gxn != NULL:
+            gxp = gxn + ch * S
+            for t in range(n):
+                gxp[off[t]] = gxp[off[t]] + wk[t] * gyc
+    if ggp != NULL:
+        for k in range(nd):
+            ggp[k] = acc[k]
+
+
+cdef inline const real* _cptr(const real[::1] a) noexcept nogil:
+    return &a[0] if a.shape[0] > 0 else NULL
+
+
+cdef inline real* _ptr(real[::1] a) noexcept nogil:
+    return &a[0] if a.shape[0] > 0 else NULL
+
+
+def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N,
+            Py_ssize_t C, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, int nd,
+            int mode, int pad, int ac, int nthreads):
+    """out[n, c, p] = sum over the taps of point p of weight * x[n, c, tap]."""
+    cdef Py_ssize_t i, n, p
+    cdef Py_ssize_t S = D * H * W
+    cdef const real* xb = _cptr(x)
+    cdef const real* gb = _cptr(grid)
+    cdef real* ob = _ptr(out)
+    if N * P == 0:
+        return
+    with nogil:
+        for i in prange(N * P, schedule="static", num_threads=nthreads):
+            n = i // P
+            p = i - n * P
+            _forward_point(xb + n * C * S, gb + i * nd, ob + n * C * P + p, C, S, P, nd,
+                           D, H, W, mode, pad, ac)
+
+
+def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[::1] gx,
+             real[::1] bufs, real[::1] gg, Py_ssize_t N, Py_ssize_t C, Py_ssize_t D,
+             Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, int nd, int mode, int pad, int ac,
+             Py_ssize_t nchunks, int nthreads):
+    """Push gy into gx (if gx is not empty) and write the grid gradient gg (if not empty).
+
+    gx (N*C*S) and gg (N*P*nd) must be zeroed by the caller; bufs holds
+    N * (nchunks - 1) zeroed input-sized buffers (chunks 1 ... nchunks - 1 of each n).
+    """
+    cdef Py_ssize_t i, n, p, b, p0, p1, r
+    cdef Py_ssize_t S = D * H * W
+    cdef Py_ssize_t CS = C * S
+    cdef const real* gyb = _cptr(gy)
+    cdef const real* xb = _cptr(x)
+    cdef const real* gb = _cptr(grid)
+    cdef real* gxb = _ptr(gx)
+    cdef real* bb = _ptr(bufs)
+    cdef real* ggb = _ptr(gg)
+    cdef real* target
+    cdef real v
+    if N * P == 0:
+        return
+    if gxb == NULL:  # grid gradient only: one iteration per point
+        with nogil:
+            for i in prange(N * P, schedule="static", num_threads=nthreads):
+                n = i // P
+                p = i - n * P
+                _backward_point(gyb + n * C * P + p, xb + n * CS, gb + i * nd, NULL,
+                                ggb + i * nd, C, S, P, nd, D, H, W, mode, pad, ac)
+        return
+    with nogil:
+        for i in prange(N * nchunks, schedule="static", num_threads=nthreads):
+            n = i // nchunks
+            b = i - n * nchunks
+            if b == 0:
+                target = gxb + n * CS
+            else:
+                target = bb + (n * (nchunks - 1) + b - 1) * CS
+            p0 = b * P // nchunks
+            p1 = (b + 1) * P // nchunks
+            for p in range(p0, p1):
+                _backward_point(gyb + n * C * P + p, xb + n * CS, gb + (n * P + p) * nd,
+                                target, NULL if ggb == NULL else ggb + (n * P + p) * nd,
+                                C, S, P, nd, D, H, W, mode, pad, ac)
+        if nchunks > 1:  # add the chunks' buffers in chunk order
+            for i in prange(N * CS, schedule="static", num_threads=nthreads):
+                n = i // CS
+                r = i - n * CS
+                v = gxb[i]
+                for b in range(nchunks - 1):
+                    v = v + bb[(n * (nchunks - 1) + b) * CS + r]
+                gxb[i] = v
