@@ -162,6 +162,19 @@ def test_push_is_the_adjoint():
         assert lhs == pytest.approx(rhs, rel=1e-12)
 
 
+def test_nan_grid_values():
+    """NaN reads as a dropped tap (zeros) or the first pixel (border, reflection)."""
+    x = np.arange(1.0, 13.0).reshape(1, 1, 3, 4)
+    g = np.full((1, 1, 1, 2), np.nan)
+    for nd in (2, 3):
+        xs = x if nd == 2 else x[:, :, None]
+        gs_ = g if nd == 2 else np.full((1, 1, 1, 1, 3), np.nan)
+        for mode, padding in itertools.product(("nearest", "bilinear"), PADDINGS):
+            want = 0.0 if padding == "zeros" else 1.0
+            for fwd in (_kernel_fwd, reference.grid_sample):
+                assert fwd(xs, gs_, mode, padding, False).item() == want
+
+
 def test_empty_batch_and_empty_grid():
     x = np.zeros((0, 2, 3, 4))
     assert _kernel_fwd(x, np.zeros((0, 2, 2, 2)), "bilinear", "zeros", False).shape == (0, 2, 2, 2)

@@ -133,17 +133,17 @@ def _combos(input_shape, grid, mode, padding_mode, align_corners, hessian=False)
     for combo in itertools.product(*per_axis):
         flat = sum(tap[0] * strides[a] for a, tap in enumerate(combo))
         valid = np.logical_and.reduce([tap[1] for tap in combo])
-        weight = np.prod([tap[2] for tap in combo], axis=0) * valid
+        weight = np.where(valid, np.prod([tap[2] for tap in combo], axis=0), 0)
         dweights = []
         for k in range(nd):
             a = nd - 1 - k
             factors = [tap[3] if b == a else tap[2] for b, tap in enumerate(combo)]
-            dweights.append(np.prod(factors, axis=0) * valid)
+            dweights.append(np.where(valid, np.prod(factors, axis=0), 0))
         hess = None
         if hessian:  # k == j: the axis's second derivative; else both first derivatives
-            hess = [[np.prod([tap[4 if b == nd - 1 - k == nd - 1 - j else
-                                  3 if b in (nd - 1 - k, nd - 1 - j) else 2]
-                              for b, tap in enumerate(combo)], axis=0) * valid
+            hess = [[np.where(valid, np.prod([tap[4 if b == nd - 1 - k == nd - 1 - j else
+                                              3 if b in (nd - 1 - k, nd - 1 - j) else 2]
+                                          for b, tap in enumerate(combo)], axis=0), 0)
                      for j in range(nd)] for k in range(nd)]
         yield flat, valid, weight, dweights, hess
 
