@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .._random import default_generator
+from ..runtime.rng import default_generator
 
 
 def _fill(tensor, values):

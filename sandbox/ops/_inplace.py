@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._device import parse_to
 from ..autograd import Tensor, is_grad_enabled
+from ..runtime.device import parse_to
 from ._arith import astype
 
 

@@ -16,7 +16,7 @@ class defined here without a circular import.  Instead:
   ``Tensor`` class: ``sandbox.Tensor is sandbox.autograd.Tensor``, ``Tensor._make``,
   ``isinstance`` and hooks are untouched; ``Tensor.__add__ is TensorMethods.__add__``.
 * For type checkers, ``sandbox/autograd/_tensor.pyi`` declares the same methods
-  on ``Tensor``; ``tests/test_tensor_methods.py`` checks that stub against the
+  on ``Tensor``; ``tests/autograd/test_tensor_methods.py`` checks that stub against the
   runtime class (names and parameters), so the two cannot drift apart.
 
 A new method goes here (and in the stub); a new op goes in its op module.
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _device
 from ..autograd import Tensor
+from ..runtime import device as _device
 from . import _arith, _create, _inplace, _linalg, _nonlinear, _reduce, _shape
 
 __all__ = ["TensorMethods", "install"]
