@@ -10,7 +10,7 @@ import sandbox
 from sandbox.array import grid_sample as gs
 from sandbox.array.grid_sample import reference
 
-from .grid_points import safe_grid
+from ..support.grid_points import safe_grid
 
 MODES = ("nearest", "bilinear", "bicubic")
 PADDINGS = ("zeros", "border", "reflection")

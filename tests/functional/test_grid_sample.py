@@ -10,9 +10,9 @@ import pytest
 import sandbox.nn.functional as F
 
 from sandbox import Tensor
-from sandbox.gradcheck import gradcheck, gradgradcheck
+from sandbox.autograd.gradcheck import gradcheck, gradgradcheck
 
-from ..array.grid_points import safe_grid
+from ..support.grid_points import safe_grid
 
 MODES = ("nearest", "bilinear", "bicubic")
 PADDINGS = ("zeros", "border", "reflection")

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..resample._limits import ResampleSizeError, format_bytes, memory_limit
+from ...runtime.memory import ResampleSizeError, format_bytes, memory_limit
 
 MODES = ("nearest", "bilinear", "bicubic")
 PADDINGS = ("zeros", "border", "reflection")

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ..._C import _grid_sample
-from ..._config import kernel_threads
+from ...runtime.threads import kernel_threads
 
 # Aim for this many push chunks per call (over the batch), so that a batch of one
 # still fills up to 8 threads; each chunk gets at least _MIN_CHUNK_POINTS points and
