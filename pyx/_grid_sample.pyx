@@ -108,11 +108,9 @@ cdef inline Py_ssize_t _index(real j, Py_ssize_t size) noexcept nogil:
     return -1
 
 
-cdef inline int _axis(real g, Py_ssize_t size, int mode, int pad, int ac,
-                      Py_ssize_t* idx, real* w, real* dw) noexcept nogil:
-    """One axis: the taps of grid value g (index or -1, weight, d weight / d g)."""
-    cdef real scale, u, base, t, s, d, tap
-    cdef int k
+cdef inline real _coord(real g, Py_ssize_t size, int pad, int ac, real* dudg) noexcept nogil:
+    """The unnormalised, padded coordinate of g (nearest, bilinear); dudg <- its du/dg."""
+    cdef real scale, u, d
     if ac:
         scale = <real>(size - 1) * <real>0.5
         u = (g + 1) * scale
@@ -120,7 +118,24 @@ cdef inline int _axis(real g, Py_ssize_t size, int mode, int pad, int ac,
         scale = <real>size * <real>0.5
         u = (g + 1) * scale
         u = u - <real>0.5
+    u = _pad(u, size, pad, ac, &d)
+    dudg[0] = d * scale
+    return u
+
+
+cdef inline int _axis(real g, Py_ssize_t size, int mode, int pad, int ac,
+                      Py_ssize_t* idx, real* w, real* dw) noexcept nogil:
+    """One axis: the taps of grid value g (index or -1, weight, d weight / d g)."""
+    cdef real scale, u, base, t, s, d, tap
+    cdef int k
     if mode == BICUBIC:  # taps around floor(u); padding acts on each tap's index
+        if ac:
+            scale = <real>(size - 1) * <real>0.5
+            u = (g + 1) * scale
+        else:
+            scale = <real>size * <real>0.5
+            u = (g + 1) * scale
+            u = u - <real>0.5
         base = <real>floor(u)
         t = u - base
         s = 1 - t
@@ -139,7 +154,7 @@ cdef inline int _axis(real g, Py_ssize_t size, int mode, int pad, int ac,
             else:
                 idx[k] = <Py_ssize_t>_pad(tap, size, pad, ac, &d)
         return 4
-    u = _pad(u, size, pad, ac, &d)
+    u = _coord(g, size, pad, ac, &d)
     if mode == NEAREST:  # round half to even (std::nearbyint)
         idx[0] = _index(<real>rint(u), size)
         w[0] = 1
@@ -149,8 +164,8 @@ cdef inline int _axis(real g, Py_ssize_t size, int mode, int pad, int ac,
     t = u - base
     w[0] = 1 - t
     w[1] = t
-    dw[0] = -d * scale
-    dw[1] = d * scale
+    dw[0] = -d
+    dw[1] = d
     idx[0] = _index(base, size)
     idx[1] = _index(base + 1, size)
     return 2
@@ -202,6 +217,163 @@ cdef inline int _taps(const real* gp, int nd, Py_ssize_t D, Py_ssize_t H, Py_ssi
     return n
 
 
+# Fast paths: nearest and bilinear points whose taps are all inside the input (most
+# points of a warp).  They compute the same weights as _taps, with the taps unrolled;
+# any other point returns False and takes the general path.
+
+
+cdef inline bint _fast_forward(const real* xn, const real* gp, real* outp, Py_ssize_t C,
+                               Py_ssize_t S, Py_ssize_t P, int nd, Py_ssize_t D,
+                               Py_ssize_t H, Py_ssize_t W, int mode, int pad,
+                               int ac) noexcept nogil:
+    cdef real ux, uy, uz, fx, fy, fz, tx, ty, tz, dd
+    cdef real w[8]
+    cdef Py_ssize_t o, ch, HW = H * W
+    cdef const real* xp
+    ux = _coord(gp[0], W, pad, ac, &dd)
+    uy = _coord(gp[1], H, pad, ac, &dd)
+    uz = _coord(gp[2], D, pad, ac, &dd) if nd == 3 else 0
+    if mode == NEAREST:
+        fx = <real>rint(ux)
+        fy = <real>rint(uy)
+        fz = <real>rint(uz)
+        if not (fx >= 0 and fx < W and fy >= 0 and fy < H and fz >= 0 and fz < D):
+            return False
+        o = (<Py_ssize_t>fz * H + <Py_ssize_t>fy) * W + <Py_ssize_t>fx
+        for ch in range(C):
+            outp[ch * P] = xn[ch * S + o]
+        return True
+    fx = <real>floor(ux)
+    fy = <real>floor(uy)
+    fz = <real>floor(uz)
+    if not (fx >= 0 and fx + 1 < W and fy >= 0 and fy + 1 < H):
+        return False
+    tx = ux - fx
+    ty = uy - fy
+    if nd == 2:
+        o = <Py_ssize_t>fy * W + <Py_ssize_t>fx
+        w[0] = (1 - ty) * (1 - tx)
+        w[1] = (1 - ty) * tx
+        w[2] = ty * (1 - tx)
+        w[3] = ty * tx
+        for ch in range(C):
+            xp = xn + ch * S + o
+            outp[ch * P] = ((w[0] * xp[0] + w[1] * xp[1]) + w[2] * xp[W]) + w[3] * xp[W + 1]
+        return True
+    if not (fz >= 0 and fz + 1 < D):
+        return False
+    tz = uz - fz
+    o = (<Py_ssize_t>fz * H + <Py_ssize_t>fy) * W + <Py_ssize_t>fx
+    w[0] = ((1 - tz) * (1 - ty)) * (1 - tx)
+    w[1] = ((1 - tz) * (1 - ty)) * tx
+    w[2] = ((1 - tz) * ty) * (1 - tx)
+    w[3] = ((1 - tz) * ty) * tx
+    w[4] = (tz * (1 - ty)) * (1 - tx)
+    w[5] = (tz * (1 - ty)) * tx
+    w[6] = (tz * ty) * (1 - tx)
+    w[7] = (tz * ty) * tx
+    for ch in range(C):
+        xp = xn + ch * S + o
+        outp[ch * P] = (((((((w[0] * xp[0] + w[1] * xp[1]) + w[2] * xp[W])
+                            + w[3] * xp[W + 1]) + w[4] * xp[HW]) + w[5] * xp[HW + 1])
+                         + w[6] * xp[HW + W]) + w[7] * xp[HW + W + 1])
+    return True
+
+
+cdef inline bint _fast_backward(const real* gyp, const real* xn, const real* gp, real* gxn,
+                                real* ggp, Py_ssize_t C, Py_ssize_t S, Py_ssize_t P, int nd,
+                                Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, int mode, int pad,
+                                int ac) noexcept nogil:
+    cdef real ux, uy, uz, fx, fy, fz, tx, ty, tz, sx, sy, sz, gyc, ax, ay, az
+    cdef real v[8]
+    cdef real w[8]
+    cdef Py_ssize_t o, ch, k, HW = H * W
+    cdef Py_ssize_t offs[8]
+    cdef const real* xp
+    cdef real* gxp
+    ux = _coord(gp[0], W, pad, ac, &sx)
+    uy = _coord(gp[1], H, pad, ac, &sy)
+    sz = 0
+    uz = _coord(gp[2], D, pad, ac, &sz) if nd == 3 else 0
+    if mode == NEAREST:  # the grid gradient is zero (ggp is NULL or already zeroed)
+        fx = <real>rint(ux)
+        fy = <real>rint(uy)
+        fz = <real>rint(uz)
+        if not (fx >= 0 and fx < W and fy >= 0 and fy < H and fz >= 0 and fz < D):
+            return False
+        if gxn != NULL:
+            o = (<Py_ssize_t>fz * H + <Py_ssize_t>fy) * W + <Py_ssize_t>fx
+            for ch in range(C):
+                gxn[ch * S + o] = gxn[ch * S + o] + gyp[ch * P]
+        return True
+    fx = <real>floor(ux)
+    fy = <real>floor(uy)
+    fz = <real>floor(uz)
+    if not (fx >= 0 and fx + 1 < W and fy >= 0 and fy + 1 < H):
+        return False
+    if nd == 3 and not (fz >= 0 and fz + 1 < D):
+        return False
+    tx = ux - fx
+    ty = uy - fy
+    tz = uz - fz if nd == 3 else 0
+    o = (<Py_ssize_t>fz * H + <Py_ssize_t>fy) * W + <Py_ssize_t>fx
+    offs[0] = 0
+    offs[1] = 1
+    offs[2] = W
+    offs[3] = W + 1
+    offs[4] = HW
+    offs[5] = HW + 1
+    offs[6] = HW + W
+    offs[7] = HW + W + 1
+    w[0] = ((1 - tz) * (1 - ty)) * (1 - tx)
+    w[1] = ((1 - tz) * (1 - ty)) * tx
+    w[2] = ((1 - tz) * ty) * (1 - tx)
+    w[3] = ((1 - tz) * ty) * tx
+    w[4] = (tz * (1 - ty)) * (1 - tx)
+    w[5] = (tz * (1 - ty)) * tx
+    w[6] = (tz * ty) * (1 - tx)
+    w[7] = (tz * ty) * tx
+    ax = 0
+    ay = 0
+    az = 0
+    for ch in range(C):
+        gyc = gyp[ch * P]
+        if ggp != NULL:  # d/du of the interpolant: differences along each axis
+            xp = xn + ch * S + o
+            if nd == 2:
+                v[0] = xp[0]
+                v[1] = xp[1]
+                v[2] = xp[W]
+                v[3] = xp[W + 1]
+                ax = ax + gyc * ((1 - ty) * (v[1] - v[0]) + ty * (v[3] - v[2]))
+                ay = ay + gyc * ((1 - tx) * (v[2] - v[0]) + tx * (v[3] - v[1]))
+            else:
+                for k in range(8):
+                    v[k] = xp[offs[k]]
+                ax = ax + gyc * ((1 - tz) * ((1 - ty) * (v[1] - v[0]) + ty * (v[3] - v[2]))
+                                 + tz * ((1 - ty) * (v[5] - v[4]) + ty * (v[7] - v[6])))
+                ay = ay + gyc * ((1 - tz) * ((1 - tx) * (v[2] - v[0]) + tx * (v[3] - v[1]))
+                                 + tz * ((1 - tx) * (v[6] - v[4]) + tx * (v[7] - v[5])))
+                az = az + gyc * ((1 - ty) * ((1 - tx) * (v[4] - v[0]) + tx * (v[5] - v[1]))
+                                 + ty * ((1 - tx) * (v[6] - v[2]) + tx * (v[7] - v[3])))
+        if gxn != NULL:
+            gxp = gxn + ch * S + o
+            if nd == 2:
+                gxp[0] = gxp[0] + w[0] * gyc
+                gxp[1] = gxp[1] + w[1] * gyc
+                gxp[W] = gxp[W] + w[2] * gyc
+                gxp[W + 1] = gxp[W + 1] + w[3] * gyc
+            else:
+                for k in range(8):
+                    gxp[offs[k]] = gxp[offs[k]] + w[k] * gyc
+    if ggp != NULL:
+        ggp[0] = ax * sx
+        ggp[1] = ay * sy
+        if nd == 3:
+            ggp[2] = az * sz
+    return True
+
+
 cdef void _forward_point(const real* xn, const real* gp, real* outp, Py_ssize_t C,
                          Py_ssize_t S, Py_ssize_t P, int nd, Py_ssize_t D, Py_ssize_t H,
                          Py_ssize_t W, int mode, int pad, int ac) noexcept nogil:
@@ -211,6 +383,8 @@ cdef void _forward_point(const real* xn, const real* gp, real* outp, Py_ssize_t 
     cdef int t, n
     cdef real acc
     cdef const real* xp
+    if mode != BICUBIC and _fast_forward(xn, gp, outp, C, S, P, nd, D, H, W, mode, pad, ac):
+        return
     n = _taps(gp, nd, D, H, W, mode, pad, ac, False, off, wk, NULL)
     for ch in range(C):
         xp = xn + ch * S
@@ -235,6 +409,9 @@ cdef void _backward_point(const real* gyp, const real* xn, const real* gp, real*
     cdef const real* xp
     cdef real* gxp
     cdef bint deriv = ggp != NULL and mode != NEAREST
+    if mode != BICUBIC and _fast_backward(gyp, xn, gp, gxn, ggp, C, S, P, nd, D, H, W, mode,
+                                          pad, ac):
+        return
     n = _taps(gp, nd, D, H, W, mode, pad, ac, deriv, off, wk, dk)
     acc[0] = 0
     acc[1] = 0
