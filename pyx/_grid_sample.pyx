@@ -13,11 +13,11 @@
 # Parallel work and determinism:
 #   * forward and grid-only backward: one iteration per (n, point); each writes only
 #     its own outputs;
-#   * push: the points of each n are cut into `nchunks` fixed ranges (chosen in Python
-#     from the shapes, never from the thread count); chunk 0 pushes into grad_input,
-#     chunk b > 0 into its own zeroed buffer, and a second loop adds the buffers in
-#     chunk order.  So every sum has the same order for any thread count, without
-#     atomics; the grid gradient of a point is computed in the same pass.
+#   * push: each parallel task owns a slab of input rows (planes in 3-D) and visits
+#     the points whose taps start in it (bucketed by a counting sort); even slabs run
+#     concurrently, then odd ones (see `backward`).  So every sum has the same order
+#     for any thread count, without atomics or extra buffers; the grid gradient of a
+#     point is computed in the same visit.
 
 from cython.parallel cimport prange
 from libc.math cimport floor, fmod, rint
@@ -82,6 +82,11 @@ cdef inline real _reflect(real u, Py_ssize_t size, int ac, real* d) noexcept nog
     if u < 0:
         d[0] = -1
         u = -u
+    if u < span:  # no flip (the usual case): fmod(u, span) is u
+        return u + lo
+    if u < 2 * span:  # one flip: fmod(u, span) is u - span, exact (Sterbenz)
+        d[0] = -d[0]
+        return (span - (u - span)) + lo
     extra = <real>fmod(u, span)
     flips = <real>floor(u / span)
     if fmod(flips, 2) == 0:
@@ -467,26 +472,54 @@ def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N
                            D, H, W, mode, pad, ac)
 
 
+cdef inline Py_ssize_t _min_row(const real* gp, int nd, Py_ssize_t D, Py_ssize_t H, int mode,
+                                int pad, int ac) noexcept nogil:
+    """The lowest row (2-D) or plane (3-D) any tap of the point touches, or -1 for none.
+
+    Every tap lies within 3 rows of it: the taps are at most 4 consecutive integers,
+    and clipping and reflecting never move two of them further apart."""
+    cdef Py_ssize_t idx[4]
+    cdef real w[4]
+    cdef real dw[4]
+    cdef int n, k
+    cdef Py_ssize_t m = -1
+    if nd == 3:
+        n = _axis(gp[2], D, mode, pad, ac, idx, w, dw)
+    else:
+        n = _axis(gp[1], H, mode, pad, ac, idx, w, dw)
+    for k in range(n):
+        if idx[k] >= 0 and (m < 0 or idx[k] < m):
+            m = idx[k]
+    return m
+
+
 def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[::1] gx,
-             real[::1] bufs, real[::1] gg, Py_ssize_t N, Py_ssize_t C, Py_ssize_t D,
-             Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, int nd, int mode, int pad, int ac,
-             Py_ssize_t nchunks, int nthreads):
+             real[::1] gg, Py_ssize_t[::1] keys, Py_ssize_t[::1] order,
+             Py_ssize_t[::1] starts, Py_ssize_t[::1] cursor, Py_ssize_t N, Py_ssize_t C,
+             Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, int nd, int mode, int pad,
+             int ac, Py_ssize_t slab, Py_ssize_t nslabs, int nthreads):
     """Push gy into gx (if gx is not empty) and write the grid gradient gg (if not empty).
 
-    gx (N*C*S) and gg (N*P*nd) must be zeroed by the caller; bufs holds
-    N * (nchunks - 1) zeroed input-sized buffers (chunks 1 ... nchunks - 1 of each n).
+    gx (N*C*S) and gg (N*P*nd) must be zeroed by the caller.  The push owns input
+    slabs: rows (2-D) or planes (3-D) are cut into ``nslabs`` slabs of ``slab >= 4``;
+    each point belongs to the slab of the lowest row its taps touch (``keys``; a
+    stable counting sort per sample fills ``order`` and ``starts``, with ``cursor`` as
+    scratch), so a slab's points write only its rows and the 3 rows after it.  Even
+    slabs run in parallel, then odd ones: no two concurrent slabs touch the same
+    value, and each value sums its contributions in the same order for any thread
+    count.  The grid gradient of each point is computed in the same visit.
     """
-    cdef Py_ssize_t i, n, p, b, p0, p1, r
+    cdef Py_ssize_t i, n, p, k, j, it, half, phase
     cdef Py_ssize_t S = D * H * W
     cdef Py_ssize_t CS = C * S
     cdef const real* gyb = _cptr(gy)
     cdef const real* xb = _cptr(x)
     cdef const real* gb = _cptr(grid)
     cdef real* gxb = _ptr(gx)
-    cdef real* bb = _ptr(bufs)
     cdef real* ggb = _ptr(gg)
-    cdef real* target
-    cdef real v
+    cdef Py_ssize_t* st
+    cdef Py_ssize_t* cur
+    cdef Py_ssize_t m
     if N * P == 0:
         return
     if gxb == NULL:  # grid gradient only: one iteration per point
@@ -498,24 +531,35 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
                                 ggb + i * nd, C, S, P, nd, D, H, W, mode, pad, ac)
         return
     with nogil:
-        for i in prange(N * nchunks, schedule="static", num_threads=nthreads):
-            n = i // nchunks
-            b = i - n * nchunks
-            if b == 0:
-                target = gxb + n * CS
-            else:
-                target = bb + (n * (nchunks - 1) + b - 1) * CS
-            p0 = b * P // nchunks
-            p1 = (b + 1) * P // nchunks
-            for p in range(p0, p1):
-                _backward_point(gyb + n * C * P + p, xb + n * CS, gb + (n * P + p) * nd,
-                                target, NULL if ggb == NULL else ggb + (n * P + p) * nd,
-                                C, S, P, nd, D, H, W, mode, pad, ac)
-        if nchunks > 1:  # add the chunks' buffers in chunk order
-            for i in prange(N * CS, schedule="static", num_threads=nthreads):
-                n = i // CS
-                r = i - n * CS
-                v = gxb[i]
-                for b in range(nchunks - 1):
-                    v = v + bb[(n * (nchunks - 1) + b) * CS + r]
-                gxb[i] = v
+        for i in prange(N * P, schedule="static", num_threads=nthreads):
+            m = _min_row(gb + i * nd, nd, D, H, mode, pad, ac)
+            keys[i] = m // slab if m >= 0 else -1
+        for n in prange(N, schedule="static", num_threads=nthreads):
+            st = &starts[n * (nslabs + 1)]
+            cur = &cursor[n * nslabs]
+            for k in range(nslabs + 1):
+                st[k] = 0
+            for p in range(P):
+                k = keys[n * P + p]
+                if k >= 0:
+                    st[k + 1] = st[k + 1] + 1
+            for k in range(nslabs):
+                st[k + 1] = st[k + 1] + st[k]
+                cur[k] = st[k]
+            for p in range(P):
+                k = keys[n * P + p]
+                if k >= 0:
+                    order[n * P + cur[k]] = p
+                    cur[k] = cur[k] + 1
+        for phase in range(2):
+            half = (nslabs - phase + 1) // 2
+            for it in prange(N * half, schedule="static", num_threads=nthreads):
+                n = it // half
+                k = 2 * (it - n * half) + phase
+                st = &starts[n * (nslabs + 1)]
+                for j in range(st[k], st[k + 1]):
+                    p = order[n * P + j]
+                    _backward_point(gyb + n * C * P + p, xb + n * CS, gb + (n * P + p) * nd,
+                                    gxb + n * CS,
+                                    NULL if ggb == NULL else ggb + (n * P + p) * nd,
+                                    C, S, P, nd, D, H, W, mode, pad, ac)

@@ -79,16 +79,16 @@ def check_grad_output(grad_output, input, grid) -> None:
                         f"{input.dtype}")
 
 
-def check_memory(input, grid, arrays: float) -> None:
+def check_memory(input, grid, arrays: int, extra_bytes: int = 0) -> None:
     """Refuse a request whose output(s) would need more than the memory limit.
 
-    ``arrays`` counts how many input-sized arrays the call allocates besides the
-    output (the backward's input gradient and its partial buffers).
+    ``arrays`` counts the input-sized arrays the call allocates besides the output
+    (the backward's input gradient), ``extra_bytes`` its scratch.
     """
     n, c = input.shape[:2]
     out_points = math.prod(grid.shape[1:-1])
-    needed = input.itemsize * (n * c * out_points + grid.size
-                               + arrays * n * c * math.prod(input.shape[2:]))
+    needed = extra_bytes + input.itemsize * (n * c * out_points + grid.size
+                                             + arrays * n * c * math.prod(input.shape[2:]))
     limit = memory_limit()
     if needed > limit:
         raise ResampleSizeError(

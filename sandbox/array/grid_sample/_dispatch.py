@@ -1,11 +1,11 @@
 """Calls into the kernels (``sandbox._C._grid_sample``): flat contiguous arrays, the
-output allocation, the thread count and the push's fixed chunking.
+output allocation, the thread count and the push's slabs.
 
 The push (input gradient) is a scatter.  To run it in parallel over the output
-points of one sample and still be bitwise identical for any thread count, the
-points of each sample are cut into :func:`push_chunks` fixed ranges, chosen from the
-shapes alone; each range pushes into its own zeroed buffer and the buffers are added
-in range order (see pyx/_grid_sample.pyx).
+points of one sample and still be bitwise identical for any thread count, the input
+rows (2-D) or planes (3-D) are cut into slabs whose height :func:`push_slabs` chooses
+from the shapes alone; each parallel task owns a slab and pushes the points whose
+taps start in it, even slabs first, then odd ones (see pyx/_grid_sample.pyx).
 """
 
 from __future__ import annotations
@@ -17,12 +17,11 @@ import numpy as np
 from ..._C import _grid_sample
 from ...runtime.threads import kernel_threads
 
-# Aim for this many push chunks per call (over the batch), so that a batch of one
-# still fills up to 8 threads; each chunk gets at least _MIN_CHUNK_POINTS points and
-# the extra buffers are kept under _MAX_BUFFER_BYTES.
-_TARGET_CHUNKS = 8
-_MIN_CHUNK_POINTS = 1024
-_MAX_BUFFER_BYTES = 256 << 20
+# Aim for this many slabs per sample, so that a batch of one still fills up to 8
+# threads per phase; a slab is at least 4 rows, so that two slabs of the same parity
+# never touch the same row (a point's taps span at most 4 rows).
+_TARGET_SLABS = 16
+_MIN_SLAB = 4
 
 
 def _sizes(input, grid):
@@ -32,20 +31,16 @@ def _sizes(input, grid):
     return n, c, d, h, w, math.prod(grid.shape[1:-1]), nd
 
 
-def push_chunks(input, grid) -> int:
-    """Point ranges per sample of the push (a function of the shapes, not the threads)."""
-    n = input.shape[0]
-    points = math.prod(grid.shape[1:-1])
-    sample_bytes = input.itemsize * math.prod(input.shape[1:])
-    chunks = min(-(-_TARGET_CHUNKS // max(n, 1)), max(1, points // _MIN_CHUNK_POINTS))
-    if sample_bytes * n:
-        chunks = min(chunks, 1 + _MAX_BUFFER_BYTES // (sample_bytes * n))
-    return max(chunks, 1)
+def push_slabs(input) -> tuple[int, int]:
+    """``(slab height, slab count)`` of the push: a function of the shape, not the threads."""
+    rows = input.shape[2]  # H in 2-D, D in 3-D
+    slab = max(_MIN_SLAB, -(-rows // _TARGET_SLABS))
+    return slab, -(-rows // slab)
 
 
-def push_buffers(input, grid) -> int:
-    """Extra input-sized arrays the push allocates (for the memory check)."""
-    return push_chunks(input, grid) - 1
+def push_bytes(grid) -> int:
+    """Scratch bytes of the push (for the memory check): two indices per output point."""
+    return 2 * np.dtype(np.intp).itemsize * math.prod(grid.shape[:-1])
 
 
 def forward(input, grid, mode, padding, align_corners):
@@ -68,13 +63,16 @@ def backward(grad_output, input, grid, mode, padding, align_corners, input_grad,
     wants_grid = grid_grad and mode != 0  # nearest: the grid gradient is zero
     if (gx is None and not wants_grid) or n * p == 0 or (c == 0):
         return gx, gg
-    chunks = push_chunks(input, grid) if input_grad else 1
-    bufs = np.zeros((chunks - 1) * input.size, dtype) if chunks > 1 else empty
+    slab, nslabs = push_slabs(input)
+    count = n * p if input_grad else 0
+    keys, order = np.empty(count, np.intp), np.empty(count, np.intp)
+    starts = np.empty(n * (nslabs + 1) if input_grad else 0, np.intp)
+    cursor = np.empty(n * nslabs if input_grad else 0, np.intp)
     _grid_sample.backward(np.ascontiguousarray(grad_output).reshape(-1),
                           np.ascontiguousarray(input).reshape(-1),
                           np.ascontiguousarray(grid).reshape(-1),
-                          empty if gx is None else gx.reshape(-1), bufs,
-                          gg.reshape(-1) if wants_grid else empty,
-                          n, c, d, h, w, p, nd, mode, padding, int(align_corners), chunks,
+                          empty if gx is None else gx.reshape(-1),
+                          gg.reshape(-1) if wants_grid else empty, keys, order, starts, cursor,
+                          n, c, d, h, w, p, nd, mode, padding, int(align_corners), slab, nslabs,
                           kernel_threads(n * c * p * 4))
     return gx, gg
