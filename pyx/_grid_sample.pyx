@@ -379,7 +379,7 @@ cdef inline bint _fast_backward(const real* gyp, const real* xn, const real* gp,
     return True
 
 
-cdef void _forward_point(const real* xn, const real* gp, real* outp, Py_ssize_t C,
+cdef inline void _forward_point(const real* xn, const real* gp, real* outp, Py_ssize_t C,
                          Py_ssize_t S, Py_ssize_t P, int nd, Py_ssize_t D, Py_ssize_t H,
                          Py_ssize_t W, int mode, int pad, int ac) noexcept nogil:
     cdef Py_ssize_t off[MAXTAPS]
@@ -399,7 +399,7 @@ cdef void _forward_point(const real* xn, const real* gp, real* outp, Py_ssize_t 
         outp[ch * P] = acc
 
 
-cdef void _backward_point(const real* gyp, const real* xn, const real* gp, real* gxn,
+cdef inline void _backward_point(const real* gyp, const real* xn, const real* gp, real* gxn,
                           real* ggp, Py_ssize_t C, Py_ssize_t S, Py_ssize_t P, int nd,
                           Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, int mode, int pad,
                           int ac) noexcept nogil:
