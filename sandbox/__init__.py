@@ -19,6 +19,7 @@ _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from . import ops
 from ._version import __version__
+from .runtime.allocator import keep_freed_memory as _keep_freed_memory
 from .autograd import (
     Tensor,
     enable_grad,
@@ -101,6 +102,10 @@ from .runtime.dtypes import (  # torch's dtype names (numpy types): sandbox.floa
 from .runtime.rng import Generator, get_rng_state, manual_seed, set_rng_state
 from .runtime.threads import get_num_threads, num_threads, set_num_threads
 from .train.serialize import load, save
+
+# Freed arrays stay mapped for the next one (glibc; SANDBOX_TUNE_MALLOC=0 opts out): a
+# training step otherwise pays its page faults again on every temporary (runtime/allocator).
+_keep_freed_memory()
 
 clip = clamp
 

@@ -1,4 +1,5 @@
-"""Allocator tuning: applied by the CLI entry points, reported by info, opt-out by env."""
+"""Allocator tuning: applied by ``import sandbox`` (so by the CLI too), reported by info,
+opt-out by env."""
 
 import subprocess
 import sys
@@ -15,13 +16,19 @@ main(["bench", "--list", "--filter", "unet-step/bilinear"])
 print("TUNED" if _memory.is_tuned() else "PLAIN")
 """
 
+LIBRARY_CODE = """
+import sandbox
+from sandbox.runtime import allocator as _memory
+print("TUNED" if _memory.is_tuned() else "PLAIN")
+"""
 
-def _run(env_value):
+
+def _run(env_value, code=CODE):
     env = {"PATH": "/usr/bin:/bin"}
     if env_value is not None:
         env["SANDBOX_TUNE_MALLOC"] = env_value
     out = subprocess.run(
-        [sys.executable, "-c", CODE], capture_output=True, text=True, env=env, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     )
     return out.stdout.strip().splitlines()[-1]
 
@@ -29,6 +36,11 @@ def _run(env_value):
 def test_cli_tunes_the_allocator_unless_disabled():
     assert _run(None) == "TUNED"
     assert _run("0") == "PLAIN"
+
+
+def test_a_users_own_script_gets_the_tuned_allocator_unless_disabled():
+    assert _run(None, LIBRARY_CODE) == "TUNED"
+    assert _run("0", LIBRARY_CODE) == "PLAIN"
 
 
 def test_tuned_allocator_is_reported_and_still_allocates_correctly():
