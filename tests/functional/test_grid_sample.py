@@ -167,3 +167,17 @@ def test_grid_sample_accepts_arrays():
 def test_validation(call, exc, message):
     with pytest.raises(exc, match=message):
         call()
+
+
+def test_third_derivative_through_the_grid_gradient_raises():
+    from sandbox.autograd import grad
+
+    x, g = _inputs(3, 2, False)
+    y = F.grid_sample(x, g, align_corners=False)
+    _, gg = grad(y.sum(), (x, g), create_graph=True)
+    with pytest.raises(RuntimeError, match="third derivative through the grid gradient"):
+        grad((gg * gg).sum(), g, create_graph=True)
+    # a second derivative of the input-gradient path alone stays differentiable
+    gx, = grad(F.grid_sample(x, g, align_corners=False).sum(), (x,), create_graph=True)
+    (d,) = grad((gx * gx).sum(), (g,), create_graph=True)
+    assert d.shape == g.shape
