@@ -12,8 +12,11 @@ of grid_sample with respect to the grid and of affine_grid with respect to theta
 The baseline is the same classifier on the same glimpse with theta fixed at the
 identity (the whole image at half resolution), trained with the same steps and data.
 
-Run:  python examples/spatial_transformer.py [--steps 3000] [--full-affine]
-Prints e.g. "accuracy: without STN 0.65, with STN 0.70" and how far theta moved.
+Run:  python examples/spatial_transformer.py [--steps 3000] [--full-affine] [--seed S]
+Prints "accuracy: without STN ..., with STN ..." and how far theta moved from the
+identity. Measured (defaults, seeds 0-3): without 0.644, 0.670, 0.522, 0.608; with
+0.666, 0.632, 0.642, 0.618: a small gain on average (+0.03, from -0.04 to +0.12), and
+the STN zooms in (mean |det theta| 0.75-0.94). The gain depends on the seed.
 """
 
 import argparse
@@ -78,7 +81,7 @@ class Glimpse(nn.Module):
             # weight through sandbox.nn.init and assign the bias directly.
             self.fc_theta = nn.Linear(32, 6 if full else 3)
             nn.init.zeros_(self.fc_theta.weight)
-            start = [1, 0, 0, 0, 1, 0] if full else [np.log(3.0), 0, 0]  # s = 1, t = 0
+            start = [1, 0, 0, 0, 1, 0] if full else [3.0, 0, 0]  # s = 0.96, t = 0
             self.fc_theta.bias.data = np.array(start, np.float32)
         self.classifier = Classifier(glimpse, classes)
 
@@ -89,9 +92,10 @@ class Glimpse(nn.Module):
         out = self.fc_theta(self.loc(x))
         if self.full:  # any affine map
             return out.reshape(-1, 2, 3)
-        # A zoom and a shift: theta = [[s, 0, tx], [0, s, ty]], bounded (s in (0.25, 1.25),
-        # |t| < 1) so the glimpse cannot shrink to a point or leave the image.
-        s, t = 0.25 + F.sigmoid(out[:, :1]), F.tanh(out[:, 1:])
+        # A zoom and a shift: theta = [[s, 0, tx], [0, s, ty]], bounded (s in (0.2, 1),
+        # |t| < 0.6, about where the distortion puts the shapes) so the glimpse can neither
+        # shrink to a point, nor zoom out past the image, nor run off it.
+        s, t = 0.2 + 0.8 * F.sigmoid(out[:, :1]), 0.6 * F.tanh(out[:, 1:])
         zero = s * 0
         rows = [sandbox.cat([s, zero, t[:, :1]], dim=1), sandbox.cat([zero, s, t[:, 1:]], dim=1)]
         return sandbox.stack(rows, dim=1)
@@ -116,9 +120,17 @@ def accuracy(model, images, labels, batch=100):
     return hits / len(images)
 
 
-def train(model, images, labels, steps, batch_size, lr, seed):
-    opt = optim.Adam(model.parameters(), lr=lr)
-    sched = optim.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.15)
+def train(model, images, labels, steps, batch_size, lr, seed, loc_lr=0.3):
+    # The localisation net learns at a fraction of the classifier's rate: at the full rate
+    # its shifts and zooms tend to run to their bounds before the classifier can use them.
+    classifier = list(model.classifier.parameters())
+    mine = {id(p) for p in classifier}
+    loc = [p for p in model.parameters() if id(p) not in mine]
+    groups = [{"params": classifier, "lr": lr}] + ([{"params": loc, "lr": lr * loc_lr}]
+                                                  if loc else [])
+    opt = optim.Adam(groups, lr=lr)
+    sched = optim.OneCycleLR(opt, max_lr=[g["lr"] for g in groups], total_steps=steps,
+                             pct_start=0.15)
     rng = np.random.default_rng(seed)
     for step in range(steps):
         idx = rng.integers(0, len(images), size=batch_size)
