@@ -21,7 +21,22 @@
 
 from cython.parallel cimport prange
 from libc.math cimport floor, fmod, rint
+from libc.stdint cimport int32_t
 from fused cimport real
+
+cdef extern from "grid_block2d.h":
+    int sb_gs2d_coords_f(const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, float, float, float,
+                         int, float, float, float, int, int32_t*, float*, float*, float*,
+                         float*, unsigned char*) noexcept nogil
+    int sb_gs2d_coords_d(const double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, double, double,
+                         double, int, double, double, double, int, int32_t*, double*, double*,
+                         double*, double*, unsigned char*) noexcept nogil
+    void sb_gs2d_gather_f(const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, float*, Py_ssize_t,
+                          Py_ssize_t, int, const int32_t*, const float*, const float*,
+                          const float*, const float*) noexcept nogil
+    void sb_gs2d_gather_d(const double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, double*,
+                          Py_ssize_t, Py_ssize_t, int, const int32_t*, const double*,
+                          const double*, const double*, const double*) noexcept nogil
 
 cdef enum:
     NEAREST = 0
@@ -31,6 +46,7 @@ cdef enum:
     BORDER = 1
     REFLECTION = 2
     MAXTAPS = 64
+    BLOCK = 256  # points per block of the blocked 2-D forward
 
 # Keys' cubic convolution with A = -0.75 (PyTorch's bicubic): near for |d| <= 1,
 # far for 1 < |d| < 2, and their derivatives.  The constants are A + 2, A + 3, 5A,
@@ -453,6 +469,50 @@ cdef inline real* _ptr(real[::1] a) noexcept nogil:
     return &a[0] if a.shape[0] > 0 else NULL
 
 
+cdef inline void _forward_block_2d(const real* xn, const real* gp, real* outp, Py_ssize_t C,
+                                   Py_ssize_t P, Py_ssize_t cnt, Py_ssize_t H, Py_ssize_t W,
+                                   int mode, int pad, int ac) noexcept nogil:
+    """``cnt`` <= BLOCK consecutive points of one sample (2-D, nearest or bilinear;
+    H, W >= 2): the vectorised loops of grid_block2d.h, then the general path for the
+    points with a tap outside (or reflected more than once)."""
+    cdef int32_t off[BLOCK]
+    cdef real w0[BLOCK]
+    cdef real w1[BLOCK]
+    cdef real w2[BLOCK]
+    cdef real w3[BLOCK]
+    cdef unsigned char ok[BLOCK]
+    cdef real sx, sy, shift, lo, span_x, span_y
+    cdef int all_ok, nearest = mode == NEAREST
+    cdef Py_ssize_t j
+    if ac:  # unnormalisation, and the reflection bounds of _reflect
+        sx = <real>(W - 1) * <real>0.5
+        sy = <real>(H - 1) * <real>0.5
+        shift = 0
+        lo = 0
+        span_x = <real>(W - 1)
+        span_y = <real>(H - 1)
+    else:
+        sx = <real>W * <real>0.5
+        sy = <real>H * <real>0.5
+        shift = <real>0.5
+        lo = <real>-0.5
+        span_x = <real>W
+        span_y = <real>H
+    if real is float:
+        all_ok = sb_gs2d_coords_f(gp, cnt, H, W, sx, sy, shift, pad, lo, span_x, span_y,
+                                  nearest, off, w0, w1, w2, w3, ok)
+        sb_gs2d_gather_f(xn, C, H * W, W, outp, P, cnt, nearest, off, w0, w1, w2, w3)
+    else:
+        all_ok = sb_gs2d_coords_d(gp, cnt, H, W, sx, sy, shift, pad, lo, span_x, span_y,
+                                  nearest, off, w0, w1, w2, w3, ok)
+        sb_gs2d_gather_d(xn, C, H * W, W, outp, P, cnt, nearest, off, w0, w1, w2, w3)
+    if not all_ok:
+        for j in range(cnt):
+            if not ok[j]:
+                _forward_point(xn, gp + 2 * j, outp + j, C, H * W, P, 2, 1, H, W, mode, pad,
+                               ac)
+
+
 def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N,
             Py_ssize_t C, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, int nd,
             int mode, int pad, int ac, int nthreads):
@@ -462,7 +522,18 @@ def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N
     cdef const real* xb = _cptr(x)
     cdef const real* gb = _cptr(grid)
     cdef real* ob = _ptr(out)
+    cdef Py_ssize_t nb
     if N * P == 0:
+        return
+    if (nd == 2 and mode != BICUBIC and H >= 2 and W >= 2
+            and S < 2147483647):  # the blocked path
+        nb = (P + BLOCK - 1) // BLOCK
+        with nogil:
+            for i in prange(N * nb, schedule="static", num_threads=nthreads):
+                n = i // nb
+                p = (i - n * nb) * BLOCK
+                _forward_block_2d(xb + n * C * S, gb + (n * P + p) * 2, ob + n * C * P + p, C,
+                                  P, min(BLOCK, P - p), H, W, mode, pad, ac)
         return
     with nogil:
         for i in prange(N * P, schedule="static", num_threads=nthreads):
