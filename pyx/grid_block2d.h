@@ -1,16 +1,16 @@
-/* Blocked 2-D grid-sampling forward for nearest and bilinear with zeros or border
- * padding (pyx/_grid_sample.pyx): the per-point rules of _coord/_fast_forward,
+/* Blocked 2-D grid-sampling forward for nearest and bilinear, every padding
+ * (pyx/_grid_sample.pyx): the per-point rules of _coord/_reflect/_fast_forward,
  * written as branch-free loops over a block of points so that the compiler
  * vectorises the coordinate pass (an AVX2 clone picked at load time, SB_CLONES),
  * then one gather loop per channel with contiguous output writes.
  *
  * sb_gs2d_coords_*: for n points of the grid (x, y pairs) computes the flat offset
  * of the first tap (int32: the caller guarantees H*W < 2^31) and the 4 bilinear
- * weights, and ok[j] = all taps inside the input.  Points that are not ok get offset
- * 0 and weight 0 (the caller recomputes them on the general path) and the function
- * returns whether every point was ok.  Reflection handles the points reflected at most
- * once per axis (all but far-away ones, which are not ok and take the general path).  Same operations in the same order as the
- * scalar path, so results are identical.
+ * weights, and ok[j] = all taps inside the input.  Reflection handles the points
+ * reflected at most once per axis.  Points that are not ok (a tap outside, or
+ * reflected more than once) get offset 0 and weight 0, the caller recomputes them
+ * on the general path, and the function returns whether every point was ok.  Same
+ * operations in the same order as the scalar path, so results are identical.
  * sb_gs2d_gather_*: out[c, j] = sum of weight * x[c, tap] (nearest: x[c, off]). */
 #ifndef SANDBOX_GRID_BLOCK2D_H
 #define SANDBOX_GRID_BLOCK2D_H
