@@ -21,7 +21,33 @@
 
 from cython.parallel cimport prange
 from libc.math cimport floor, fmod, rint
+from libc.stdint cimport int32_t
 from fused cimport real
+
+cdef extern from "grid_block2d.h":
+    int sb_gs2d_coords_f(const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, float, float, float,
+                         int, float, float, float, int, int32_t*, float*, float*, float*,
+                         float*, float*, float*, float*, float*, unsigned char*) noexcept nogil
+    int sb_gs2d_coords_d(const double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, double, double,
+                         double, int, double, double, double, int, int32_t*, double*, double*,
+                         double*, double*, double*, double*, double*, double*,
+                         unsigned char*) noexcept nogil
+    void sb_gs2d_gather_f(const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, float*, Py_ssize_t,
+                          Py_ssize_t, int, const int32_t*, const float*, const float*,
+                          const float*, const float*) noexcept nogil
+    void sb_gs2d_gather_d(const double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, double*,
+                          Py_ssize_t, Py_ssize_t, int, const int32_t*, const double*,
+                          const double*, const double*, const double*) noexcept nogil
+    void sb_gs2d_backward_f(const float*, const float*, float*, float*, float*, Py_ssize_t,
+                            Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, const Py_ssize_t*,
+                            int, int, const int32_t*, const float*, const float*, const float*,
+                            const float*, const float*, const float*,
+                            const unsigned char*) noexcept nogil
+    void sb_gs2d_backward_d(const double*, const double*, double*, double*, double*,
+                            Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                            const Py_ssize_t*, int, int, const int32_t*, const double*,
+                            const double*, const double*, const double*, const double*,
+                            const double*, const unsigned char*) noexcept nogil
 
 cdef enum:
     NEAREST = 0
@@ -31,6 +57,7 @@ cdef enum:
     BORDER = 1
     REFLECTION = 2
     MAXTAPS = 64
+    BLOCK = 256  # points per block of the blocked 2-D forward
 
 # Keys' cubic convolution with A = -0.75 (PyTorch's bicubic): near for |d| <= 1,
 # far for 1 < |d| < 2, and their derivatives.  The constants are A + 2, A + 3, 5A,
@@ -453,6 +480,54 @@ cdef inline real* _ptr(real[::1] a) noexcept nogil:
     return &a[0] if a.shape[0] > 0 else NULL
 
 
+cdef inline void _forward_block_2d(const real* xn, const real* gp, real* outp, Py_ssize_t C,
+                                   Py_ssize_t P, Py_ssize_t cnt, Py_ssize_t H, Py_ssize_t W,
+                                   int mode, int pad, int ac) noexcept nogil:
+    """``cnt`` <= BLOCK consecutive points of one sample (2-D, nearest or bilinear;
+    H, W >= 2): the vectorised loops of grid_block2d.h, then the general path for the
+    points with a tap outside (or reflected more than once)."""
+    cdef int32_t off[BLOCK]
+    cdef real w0[BLOCK]
+    cdef real w1[BLOCK]
+    cdef real w2[BLOCK]
+    cdef real w3[BLOCK]
+    cdef real tx[BLOCK]
+    cdef real ty[BLOCK]
+    cdef real dx[BLOCK]
+    cdef real dy[BLOCK]
+    cdef unsigned char ok[BLOCK]
+    cdef real sx, sy, shift, lo, span_x, span_y
+    cdef int all_ok, nearest = mode == NEAREST
+    cdef Py_ssize_t j
+    if ac:  # unnormalisation, and the reflection bounds of _reflect
+        sx = <real>(W - 1) * <real>0.5
+        sy = <real>(H - 1) * <real>0.5
+        shift = 0
+        lo = 0
+        span_x = <real>(W - 1)
+        span_y = <real>(H - 1)
+    else:
+        sx = <real>W * <real>0.5
+        sy = <real>H * <real>0.5
+        shift = <real>0.5
+        lo = <real>-0.5
+        span_x = <real>W
+        span_y = <real>H
+    if real is float:
+        all_ok = sb_gs2d_coords_f(gp, cnt, H, W, sx, sy, shift, pad, lo, span_x, span_y,
+                                  nearest, off, w0, w1, w2, w3, tx, ty, dx, dy, ok)
+        sb_gs2d_gather_f(xn, C, H * W, W, outp, P, cnt, nearest, off, w0, w1, w2, w3)
+    else:
+        all_ok = sb_gs2d_coords_d(gp, cnt, H, W, sx, sy, shift, pad, lo, span_x, span_y,
+                                  nearest, off, w0, w1, w2, w3, tx, ty, dx, dy, ok)
+        sb_gs2d_gather_d(xn, C, H * W, W, outp, P, cnt, nearest, off, w0, w1, w2, w3)
+    if not all_ok:
+        for j in range(cnt):
+            if not ok[j]:
+                _forward_point(xn, gp + 2 * j, outp + j, C, H * W, P, 2, 1, H, W, mode, pad,
+                               ac)
+
+
 def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N,
             Py_ssize_t C, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, int nd,
             int mode, int pad, int ac, int nthreads):
@@ -462,7 +537,18 @@ def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N
     cdef const real* xb = _cptr(x)
     cdef const real* gb = _cptr(grid)
     cdef real* ob = _ptr(out)
+    cdef Py_ssize_t nb
     if N * P == 0:
+        return
+    if (nd == 2 and mode != BICUBIC and H >= 2 and W >= 2
+            and S < 2147483647):  # the blocked path
+        nb = (P + BLOCK - 1) // BLOCK
+        with nogil:
+            for i in prange(N * nb, schedule="static", num_threads=nthreads):
+                n = i // nb
+                p = (i - n * nb) * BLOCK
+                _forward_block_2d(xb + n * C * S, gb + (n * P + p) * 2, ob + n * C * P + p, C,
+                                  P, min(BLOCK, P - p), H, W, mode, pad, ac)
         return
     with nogil:
         for i in prange(N * P, schedule="static", num_threads=nthreads):
@@ -470,6 +556,74 @@ def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N
             p = i - n * P
             _forward_point(xb + n * C * S, gb + i * nd, ob + n * C * P + p, C, S, P, nd,
                            D, H, W, mode, pad, ac)
+
+
+cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real* gn,
+                                    real* gxn, real* ggn, const Py_ssize_t* pts, Py_ssize_t p0,
+                                    Py_ssize_t cnt, Py_ssize_t C, Py_ssize_t P, Py_ssize_t H,
+                                    Py_ssize_t W, int mode, int pad, int ac) noexcept nogil:
+    """The backward of ``cnt`` <= BLOCK points of one sample (2-D, nearest or bilinear;
+    H, W >= 2): points pts[0..cnt) of the sample, or p0 ... p0 + cnt - 1 when pts is
+    NULL.  Pushes into gxn and writes the grid gradient into ggn (each unless NULL);
+    the points with a tap outside go through _backward_point afterwards."""
+    cdef Py_ssize_t idx[BLOCK]
+    cdef real gbuf[2 * BLOCK]
+    cdef int32_t off[BLOCK]
+    cdef real w0[BLOCK]
+    cdef real w1[BLOCK]
+    cdef real w2[BLOCK]
+    cdef real w3[BLOCK]
+    cdef real tx[BLOCK]
+    cdef real ty[BLOCK]
+    cdef real dx[BLOCK]
+    cdef real dy[BLOCK]
+    cdef real ax[BLOCK]
+    cdef real ay[BLOCK]
+    cdef unsigned char ok[BLOCK]
+    cdef real sx, sy, shift, lo, span_x, span_y
+    cdef int all_ok, nearest = mode == NEAREST
+    cdef int deriv = ggn != NULL and mode != NEAREST
+    cdef Py_ssize_t j, q
+    for j in range(cnt):
+        q = pts[j] if pts != NULL else p0 + j
+        idx[j] = q
+        gbuf[2 * j] = gn[2 * q]
+        gbuf[2 * j + 1] = gn[2 * q + 1]
+    if ac:
+        sx = <real>(W - 1) * <real>0.5
+        sy = <real>(H - 1) * <real>0.5
+        shift = 0
+        lo = 0
+        span_x = <real>(W - 1)
+        span_y = <real>(H - 1)
+    else:
+        sx = <real>W * <real>0.5
+        sy = <real>H * <real>0.5
+        shift = <real>0.5
+        lo = <real>-0.5
+        span_x = <real>W
+        span_y = <real>H
+    if real is float:
+        all_ok = sb_gs2d_coords_f(gbuf, cnt, H, W, sx, sy, shift, pad, lo, span_x, span_y,
+                                  nearest, off, w0, w1, w2, w3, tx, ty, dx, dy, ok)
+        sb_gs2d_backward_f(xn, gyn, gxn, ax, ay, C, H * W, W, P, cnt, idx, nearest, deriv, off,
+                           w0, w1, w2, w3, tx, ty, ok)
+    else:
+        all_ok = sb_gs2d_coords_d(gbuf, cnt, H, W, sx, sy, shift, pad, lo, span_x, span_y,
+                                  nearest, off, w0, w1, w2, w3, tx, ty, dx, dy, ok)
+        sb_gs2d_backward_d(xn, gyn, gxn, ax, ay, C, H * W, W, P, cnt, idx, nearest, deriv, off,
+                           w0, w1, w2, w3, tx, ty, ok)
+    if deriv:
+        for j in range(cnt):
+            if ok[j]:
+                ggn[2 * idx[j]] = ax[j] * dx[j]
+                ggn[2 * idx[j] + 1] = ay[j] * dy[j]
+    if not all_ok:
+        for j in range(cnt):
+            if not ok[j]:
+                _backward_point(gyn + idx[j], xn, gn + 2 * idx[j], gxn,
+                                NULL if ggn == NULL else ggn + 2 * idx[j], C, H * W, P, 2, 1,
+                                H, W, mode, pad, ac)
 
 
 cdef inline Py_ssize_t _min_row(const real* gp, int nd, Py_ssize_t D, Py_ssize_t H, int mode,
@@ -519,8 +673,20 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
     cdef real* ggb = _ptr(gg)
     cdef Py_ssize_t* st
     cdef Py_ssize_t* cur
-    cdef Py_ssize_t m
+    cdef Py_ssize_t m, nb, cnt
+    cdef bint blocked = (nd == 2 and mode != BICUBIC and H >= 2 and W >= 2
+                         and S < 2147483647)
     if N * P == 0:
+        return
+    if gxb == NULL and blocked:  # grid gradient only, by blocks of points
+        nb = (P + BLOCK - 1) // BLOCK
+        with nogil:
+            for i in prange(N * nb, schedule="static", num_threads=nthreads):
+                n = i // nb
+                p = (i - n * nb) * BLOCK
+                _backward_block_2d(gyb + n * C * P, xb + n * CS, gb + n * P * 2, NULL,
+                                   ggb + n * P * 2, NULL, p, min(BLOCK, P - p), C, P, H, W,
+                                   mode, pad, ac)
         return
     if gxb == NULL:  # grid gradient only: one iteration per point
         with nogil:
@@ -557,6 +723,15 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
                 n = it // half
                 k = 2 * (it - n * half) + phase
                 st = &starts[n * (nslabs + 1)]
+                if blocked:
+                    j = st[k]
+                    while j < st[k + 1]:
+                        cnt = min(BLOCK, st[k + 1] - j)
+                        _backward_block_2d(gyb + n * C * P, xb + n * CS, gb + n * P * 2,
+                                           gxb + n * CS, NULL if ggb == NULL else ggb + n * P * 2,
+                                           &order[n * P + j], 0, cnt, C, P, H, W, mode, pad, ac)
+                        j = j + cnt
+                    continue
                 for j in range(st[k], st[k + 1]):
                     p = order[n * P + j]
                     _backward_point(gyb + n * C * P + p, xb + n * CS, gb + (n * P + p) * nd,

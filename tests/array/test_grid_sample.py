@@ -108,6 +108,28 @@ def test_kernels_match_reference(nd, mode, padding, ac, dtype):
         np.testing.assert_allclose(gg_only[1], got[1], **tol)
 
 
+@pytest.mark.parametrize("padding", PADDINGS)
+@pytest.mark.parametrize("ac", [False, True])
+def test_blocked_2d_path_matches_reference(padding, ac):
+    """Several blocks of 256 points, a mix of inside points, edge points and points
+    reflected more than once (those take the per-point path inside a block)."""
+    rng = np.random.default_rng(int(ac) + 2 * PADDINGS.index(padding))
+    x = rng.standard_normal((2, 3, 6, 7))
+    g = rng.uniform(-3, 3, (2, 20, 31, 2))
+    g[:, ::2] = rng.uniform(-0.8, 0.8, (2, 10, 31, 2))  # half of the rows inside
+    gy = rng.standard_normal((2, 3, 20, 31))
+    for mode in ("nearest", "bilinear"):
+        np.testing.assert_allclose(_kernel_fwd(x, g, mode, padding, ac),
+                                   reference.grid_sample(x, g, mode, padding, ac),
+                                   rtol=1e-12, atol=1e-13)
+        want = reference.grid_sample_backward(gy, x, g, mode, padding, ac)
+        for kw in ({}, {"input_grad": False}, {"grid_grad": False}):
+            got = _kernel_bwd(gy, x, g, mode, padding, ac, **kw)
+            for a, b in zip(got, want, strict=True):
+                if a is not None:
+                    np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("nd,mode", [(2, "bilinear"), (2, "bicubic"), (2, "nearest"),
                                      (3, "bilinear"), (3, "bicubic")])
 def test_thread_count_does_not_change_any_bit(nd, mode):
