@@ -12,6 +12,9 @@ Modules, one job each:
 ``resample``
     :func:`resize` / :func:`resize_adjoint` for every interpolation mode, in
     1-D, 2-D and 3-D (public API also at :mod:`sandbox.resample`).
+``grid_sample``
+    Sampling at arbitrary locations (:func:`grid_sample`) and its gradients to the
+    input and the grid (:func:`grid_sample_backward`), 2-D and 3-D, every mode.
 ``conv``
     2-D and 3-D convolution and transposed convolution, forward and backward,
     dispatching on ``ndim`` (validation, the im2col/vol2col + GEMM paths, the

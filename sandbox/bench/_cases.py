@@ -19,6 +19,8 @@ families by substring or glob, e.g. ``resize/bicubic*``, ``*/bwd``, ``conv2d``.
   (:mod:`._cases_user`).
 * ``resize3d/<variant>/<fwd|bwd>``, ``conv3d-layer/<cin>-<cout>@<d>`` and
   ``unet3d-step/<mode>``: the volume workload (:mod:`._cases_3d`).
+* ``grid_sample/<2d|3d>/<mode>-<padding>/b<1|8>/<fwd|bwd>``: grid sampling and its
+  two gradients (:mod:`._cases_grid`).
 
 ``--quick`` builds every case at a small shape (same names) for a smoke run.
 """
@@ -76,8 +78,7 @@ class Case:
     group : str
         ``resize``, ``conv2d``, ``max_pool2d``, ``batch_norm``, ``unet-step``,
         ``conv-layer``, ``unet-classic``, ``conv-autograd``, ``unet-user``,
-        ``resize3d``, ``conv3d-layer`` or
-        ``unet3d-step``.
+        ``resize3d``, ``conv3d-layer``, ``unet3d-step`` or ``grid_sample``.
     build : callable
         ``build(quick, torch) -> Work``; ``torch`` is the module or None.
     rtol : float
@@ -398,9 +399,10 @@ def all_cases() -> list[Case]:
     cases += [_unet_case(mode) for mode in UNET_MODES]
     from ._cases_3d import volume_cases
     from ._cases_classic import classic_cases
+    from ._cases_grid import grid_cases
     from ._cases_user import user_cases
 
-    return cases + classic_cases() + user_cases() + volume_cases()
+    return cases + classic_cases() + user_cases() + volume_cases() + grid_cases()
 
 
 def select(cases: list[Case], patterns) -> list[Case]:

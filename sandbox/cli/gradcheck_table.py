@@ -208,7 +208,45 @@ def cases() -> list[Case]:
         )
     )
     out.append(Case("interpolate bicubic (1-D)", _interp(size=5, mode="bicubic"), ((1, 2, 3),)))
+    for label, spatial, out_shape, opts in GRID_CASES:
+        out.append(Case(f"grid_sample {label}", _grid_sample(**opts), (),
+                        make=_grid_inputs(spatial, out_shape)))
+    out.append(Case("affine_grid (2-D)", lambda t: F.affine_grid(t, (1, 1, 3, 4),
+                                                                 align_corners=False),
+                    ((1, 2, 3),)))
     return out
+
+
+# label, input spatial size, output grid size, options (x and the grid both checked)
+GRID_CASES = [
+    ("bilinear zeros (2-D)", (3, 4), (2, 3), dict(mode="bilinear", padding_mode="zeros")),
+    ("nearest border (2-D)", (3, 4), (2, 3), dict(mode="nearest", padding_mode="border")),
+    ("bicubic reflection (2-D)", (3, 4), (2, 3), dict(mode="bicubic",
+                                                       padding_mode="reflection")),
+    ("trilinear border (3-D)", (2, 3, 3), (2, 2, 2), dict(mode="bilinear",
+                                                           padding_mode="border")),
+    ("tricubic zeros (3-D)", (2, 3, 3), (2, 2, 1), dict(mode="bicubic", padding_mode="zeros")),
+]
+
+
+def _grid_sample(**opts):
+    def fn(x, grid):
+        return F.grid_sample(x, grid, align_corners=False, **opts)
+
+    return fn
+
+
+def _grid_inputs(spatial, out_shape):
+    """An input and a grid whose pixel coordinates keep 0.1 away from the kinks (½ℤ)."""
+    def make(rng):
+        comps = []
+        for s in reversed(spatial):  # x (the last axis) first
+            u = rng.integers(-2, 2 * s + 1, size=(1, *out_shape)) / 2 + 0.1 + 0.3 * rng.random(
+                (1, *out_shape))
+            comps.append((2 * u + 1) / s - 1)
+        return rng.standard_normal((1, 2, *spatial)), np.stack(comps, axis=-1)
+
+    return make
 
 
 def _interp(**kwargs):

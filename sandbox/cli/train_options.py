@@ -51,6 +51,7 @@ DEFAULTS = dict(
     scheduler="onecycle",
     patience=None,
     augment=True,
+    deform="none",
     threads=None,
     seed=0,
     num_classes=None,
@@ -94,6 +95,11 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
         action="store_false",
         default=None,
         help="turn off flips and rotations (folder data: centre crops instead of random ones)",
+    )
+    g.add_argument(
+        "--deform",
+        help="random deformations of image and mask together: 'affine', 'elastic', "
+        "'affine,elastic' or 'none' (default; independent of --no-augment)",
     )
     g = p.add_argument_group("model")
     g.add_argument(
@@ -165,6 +171,13 @@ def _given(args) -> dict:
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
     given = {k: v for k, v in vars(args).items() if k in fields and v is not None}
     given.pop("plots", None)  # handled with progress below: always from this command line
+    if "deform" in given:  # canonical order, so "elastic,affine" matches a checkpoint
+        from ..train._config import normalise_deform
+
+        try:
+            given["deform"] = normalise_deform(given["deform"])
+        except ValueError as exc:
+            raise CLIError(f"--deform: {exc}") from None
     return given
 
 

@@ -19,12 +19,15 @@ float32 ``(C, H, W)`` and ``mask`` int64 ``(H, W)`` (volumes: ``(C, D, H, W)`` a
   the trainer's numpy batches, :func:`default_collate` PyTorch's.
 - :mod:`sandbox.data.augment` — ``RandomFlip``, ``RandomRotate90``, ``RandomCrop``,
   ``RandomIntensity``, ``CenterCrop``, ``Compose``; for volumes ``RandomFlip3D``,
-  ``RandomRotate3D``, ``RandomCrop3D``, ``CenterCrop3D``.
+  ``RandomRotate3D``, ``RandomCrop3D``, ``CenterCrop3D``; deformations that interpolate
+  (2-D and 3-D, image bilinear or bicubic, mask nearest) ``RandomAffine``,
+  ``RandomElastic`` and ``RandomDeform`` (several of them, resampled once).
 """
 
 from . import augment
 from ._augment import CenterCrop, Compose, RandomCrop, RandomFlip, RandomIntensity, RandomRotate90
 from ._augment3d import CenterCrop3D, RandomCrop3D, RandomFlip3D, RandomRotate3D
+from ._deform import RandomAffine, RandomDeform, RandomElastic
 from ._folder import ImageFolder
 from ._nuclei import Nuclei, load_nuclei, otsu_segment, otsu_threshold
 from ._pairs import DataNotice
@@ -44,8 +47,11 @@ __all__ = [
     "Dataset",
     "ImageFolder",
     "Nuclei",
+    "RandomAffine",
     "RandomCrop",
     "RandomCrop3D",
+    "RandomDeform",
+    "RandomElastic",
     "RandomFlip",
     "RandomFlip3D",
     "RandomIntensity",

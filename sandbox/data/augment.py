@@ -9,13 +9,17 @@ from ._augment3d import (
     apply_axis_map,
     invert_axis_map,
 )
+from ._deform import RandomAffine, RandomDeform, RandomElastic, warp_pair
 
 __all__ = [
     "CenterCrop",
     "CenterCrop3D",
     "Compose",
+    "RandomAffine",
     "RandomCrop",
     "RandomCrop3D",
+    "RandomDeform",
+    "RandomElastic",
     "RandomFlip",
     "RandomFlip3D",
     "RandomIntensity",
@@ -23,4 +27,5 @@ __all__ = [
     "RandomRotate90",
     "apply_axis_map",
     "invert_axis_map",
+    "warp_pair",
 ]

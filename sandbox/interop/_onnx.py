@@ -20,6 +20,7 @@ from ..autograd import Tensor, no_grad
 from ..nn import _unet
 from ..runtime.optional import require
 from ._onnx_resample import emit_resample
+from ._onnx_warp import emit_vecint, emit_warp
 
 RESIZE_POLICIES = ("auto", "matmul")
 
@@ -199,9 +200,10 @@ def _join(where: str, name: str) -> str:
 
 
 class _Exporter:
-    def __init__(self, onnx, policy):
+    def __init__(self, onnx, policy, opset=18):
         self.g = _Graph(onnx)
         self.policy = policy
+        self.opset = opset
 
     def relu(self, v):
         return _Value(self.g.node("Relu", [v.name], "relu"), np.maximum(v.array, 0))
@@ -230,9 +232,13 @@ class _Exporter:
             return self.child(m, "block", self.child(m, "pool", v, where), where)
         if kind is nn.UNet:
             return self.unet(m, v, where)
+        if kind is nn.VecInt:
+            return _Value(emit_vecint(self.g, v.name, v.array.shape[2:], m, self.opset),
+                          _run(m, v.array))
         raise TypeError(
             f"to_onnx cannot export {kind.__name__}{f' (at {where!r})' if where else ''}: "
-            "it exports the layers of sandbox.nn, Sequential and the UNet"
+            "it exports the layers of sandbox.nn, Sequential, the UNet, VecInt and (on its "
+            "own, with two inputs) Warp"
         )
 
     def up(self, m, v: _Value, skip: _Value, where: str) -> _Value:
@@ -271,6 +277,24 @@ class _Exporter:
         return self.child(m, "head", v, where)
 
 
+def _check_warp_shapes(example_shape):
+    """``((N, C, *spatial), (N, nd, *spatial))`` for a Warp's image and flow."""
+    from ..array.warp import check_flow
+
+    ok = (isinstance(example_shape, tuple | list) and len(example_shape) == 2
+          and all(isinstance(s, tuple | list) and len(s) in (4, 5) and all(
+              isinstance(n, int | np.integer) and not isinstance(n, bool) and n > 0 for n in s)
+              for s in example_shape))
+    if not ok:
+        raise ValueError(
+            "example_shape for a Warp must be the shapes of its two inputs, ((N, C, H, W), "
+            f"(N, 2, H, W)) or ((N, C, D, H, W), (N, 3, D, H, W)), got {example_shape!r}"
+        )
+    image, flow = (tuple(int(n) for n in s) for s in example_shape)
+    check_flow(flow, image, name="flow")
+    return image, flow
+
+
 def _check_shape(example_shape, module):
     shape = tuple(example_shape) if isinstance(example_shape, tuple | list) else None
     if (shape is None or not 3 <= len(shape) <= 5
@@ -297,10 +321,15 @@ def to_onnx(module, example_shape, path, *, resize: str = "auto", opset: int = 1
     module : sandbox.nn.Module
         A :class:`~sandbox.nn.UNet` (2-D or ``spatial_dims=3``), a layer of
         :mod:`sandbox.nn` or a ``Sequential`` of them, with float32 weights.
+        :class:`~sandbox.nn.VecInt` and :class:`~sandbox.nn.Warp` export to ONNX
+        ``GridSample`` (volumes need ``opset=20``; 3-D bicubic is refused, ONNX Runtime
+        lacks it). A ``Warp`` is exported on its own, as a graph of two inputs,
+        ``input`` and ``flow``.
     example_shape : tuple of int
         The input shape, e.g. ``(1, 3, 128, 128)``, or ``(1, 1, 32, 32, 32)`` for a
         volume (3-D resampling is exported as per-axis ``MatMul``).  The batch size is a
-        dynamic dimension; the spatial sizes are fixed to these.
+        dynamic dimension; the spatial sizes are fixed to these. For a ``Warp``, the
+        pair of shapes ``(image_shape, flow_shape)``.
     path : str or os.PathLike
         Destination ``.onnx`` file (its folder is created).
     resize : {"auto", "matmul"}
@@ -326,7 +355,8 @@ def to_onnx(module, example_shape, path, *, resize: str = "auto", opset: int = 1
         raise ValueError(f"resize must be one of {RESIZE_POLICIES}, got {resize!r}")
     if isinstance(opset, bool) or not isinstance(opset, int) or opset < 18:
         raise ValueError(f"opset must be an int >= 18 (Resize with antialias), got {opset!r}")
-    shape = _check_shape(example_shape, module)
+    warp = type(module) is nn.Warp
+    shapes = _check_warp_shapes(example_shape) if warp else (_check_shape(example_shape, module),)
     if any(p.data.dtype != np.float32 for p in module.parameters()):
         raise ValueError(
             "to_onnx exports float32 models (ONNX Runtime's CPU Conv has no float64 kernel); "
@@ -335,9 +365,16 @@ def to_onnx(module, example_shape, path, *, resize: str = "auto", opset: int = 1
     modes = [(m, m.training) for m in module.modules()]
     module.eval()
     try:
-        exporter = _Exporter(onnx, resize)
-        x = _Value("input", np.zeros((1, *shape[1:]), np.float32))
-        y = exporter.emit(module, x, "")
+        exporter = _Exporter(onnx, resize, opset)
+        names = ("input", "flow")[:len(shapes)]
+        values = [_Value(n, np.zeros((1, *s[1:]), np.float32))
+                  for n, s in zip(names, shapes, strict=True)]
+        if warp:
+            image, flow = values
+            y = _Value(emit_warp(exporter.g, "input", "flow", shapes[0][2:], module, opset),
+                       _run(module, image.array, flow.array))
+        else:
+            y = exporter.emit(module, values[0], "")
     finally:
         for m, training in modes:
             object.__setattr__(m, "training", training)
@@ -347,7 +384,8 @@ def to_onnx(module, example_shape, path, *, resize: str = "auto", opset: int = 1
     helper = onnx.helper
     graph = helper.make_graph(
         g.nodes, f"sandbox_{type(module).__name__}",
-        [helper.make_tensor_value_info("input", onnx.TensorProto.FLOAT, ["batch", *shape[1:]])],
+        [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, ["batch", *s[1:]])
+         for n, s in zip(names, shapes, strict=True)],
         [helper.make_tensor_value_info(y.name, onnx.TensorProto.FLOAT,
                                        ["batch", *(int(s) for s in y.array.shape[1:])])],
         initializer=g.initializers,
@@ -365,9 +403,18 @@ def to_onnx(module, example_shape, path, *, resize: str = "auto", opset: int = 1
     return path
 
 
-def run_onnx(path, x: np.ndarray) -> np.ndarray:
-    """Run an ONNX file with ONNX Runtime (CPU) on a float32 array; return the first output."""
+def run_onnx(path, x: np.ndarray, *more: np.ndarray) -> np.ndarray:
+    """Run an ONNX file with ONNX Runtime (CPU) on float32 arrays; return the first output.
+
+    ``x`` feeds the graph's first input; ``more`` the next ones in order (a Warp's flow).
+    """
     ort = require("onnxruntime", "run_onnx")
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    name = session.get_inputs()[0].name
-    return session.run(None, {name: np.ascontiguousarray(x, dtype=np.float32)})[0]
+    names = [i.name for i in session.get_inputs()]
+    arrays = (x, *more)
+    if len(arrays) != len(names):
+        raise ValueError(f"{path} takes {len(names)} input(s) ({', '.join(names)}), "
+                         f"got {len(arrays)} array(s)")
+    feed = {n: np.ascontiguousarray(a, dtype=np.float32)
+            for n, a in zip(names, arrays, strict=True)}
+    return session.run(None, feed)[0]

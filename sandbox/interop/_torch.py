@@ -80,6 +80,11 @@ def _leaf(m, torch, name):
         mode = _mode(m.mode, m.align_corners, m.antialias, name or "Upsample")
         return Interpolate(m.size, m.scale_factor, mode, m.align_corners, m.antialias,
                            m.recompute_scale_factor)
+    if isinstance(m, nn.Warp | nn.VecInt):
+        from . import _torch_modules as tm
+
+        opts = (m.mode, m.padding_mode, m.align_corners)
+        return tm.Warp(*opts) if isinstance(m, nn.Warp) else tm.VecInt(m.steps, *opts)
     if isinstance(m, nn.Dropout2d):
         return tnn.Dropout2d(m.p)
     if isinstance(m, nn.Dropout):
@@ -94,7 +99,7 @@ def _leaf(m, torch, name):
 _LEAVES = (nn.Conv2d, nn.ConvTranspose2d, nn.Linear, nn.BatchNorm2d, nn.GroupNorm, nn.MaxPool2d,
            nn.AvgPool2d, nn.Upsample, nn.Dropout, nn.Dropout2d, nn.LeakyReLU, nn.ReLU,
            nn.Identity, nn.Conv3d, nn.ConvTranspose3d, nn.BatchNorm3d, nn.MaxPool3d,
-           nn.AvgPool3d)
+           nn.AvgPool3d, nn.Warp, nn.VecInt)
 _SUPPORTED = (*_LEAVES, nn.Sequential, nn.ModuleList, nn.UNet, _unet.ConvBlock, _unet.Down,
               _unet.Up, nn.ClassicUNet, _classic_unet.ClassicUp)
 
@@ -149,7 +154,8 @@ def _convert(m, torch, name=""):
 def to_torch(module):
     """An equivalent ``torch.nn.Module`` holding a copy of ``module``'s weights.
 
-    Every layer of :mod:`sandbox.nn` (the 3-D ones too), the
+    Every layer of :mod:`sandbox.nn` (the 3-D ones too, and ``Warp`` / ``VecInt``, which
+    become ``F.grid_sample`` modules: PyTorch refuses their bicubic mode on volumes), the
     :class:`~sandbox.nn.UNet` (2-D or ``spatial_dims=3``) and the
     :class:`~sandbox.nn.ClassicUNet` translate;
     parameter and buffer names, ``state_dict`` order, dtypes (float32 or float64)

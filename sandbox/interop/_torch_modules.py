@@ -1,5 +1,5 @@
 """PyTorch modules mirroring :mod:`sandbox.nn`'s UNets (``UNet`` of both ranks and
-``ClassicUNet``), their parts and ``Upsample``.
+``ClassicUNet``), their parts, ``Upsample``, ``Warp`` and ``VecInt``.
 
 This is the one PyTorch copy of those architectures: the parity tests and
 ``sandbox bench`` build their PyTorch twins with :func:`sandbox.interop.to_torch`.
@@ -160,8 +160,57 @@ def _classes() -> dict:
     class ClassicUNet(UNet):
         """``sandbox.nn.ClassicUNet`` in PyTorch (same parameter and buffer names)."""
 
+
+    def warp(image, flow, mode, padding_mode, align_corners):
+        """Sample ``image`` at identity + ``flow`` (voxels, channels in tensor-axis order)."""
+        spatial = flow.shape[2:]
+        axes = [torch.arange(s, dtype=flow.dtype, device=flow.device) for s in spatial]
+        pos = torch.stack(torch.meshgrid(*axes, indexing="ij"))[None] + flow
+        coords = []
+        for k, s in enumerate(spatial):  # voxel position -> normalised, per axis
+            if align_corners:
+                coords.append(pos[:, k] * (2.0 / (s - 1)) - 1.0 if s > 1 else pos[:, k] * 0.0)
+            else:
+                coords.append((2.0 * pos[:, k] + 1.0) / s - 1.0)
+        grid = torch.stack(coords[::-1], dim=-1)  # grid_sample's last axis is x, y(, z)
+        return F.grid_sample(image, grid, mode=mode, padding_mode=padding_mode,
+                             align_corners=align_corners)
+
+    class Warp(nn.Module):
+        """``sandbox.nn.Warp``: warp ``image`` by a voxel displacement field ``flow``."""
+
+        def __init__(self, mode="bilinear", padding_mode="zeros", align_corners=True):
+            super().__init__()
+            self.mode, self.padding_mode, self.align_corners = mode, padding_mode, align_corners
+
+        def forward(self, image, flow):
+            return warp(image, flow, self.mode, self.padding_mode, self.align_corners)
+
+        def extra_repr(self):
+            return f"mode={self.mode!r}, padding_mode={self.padding_mode!r}, " \
+                f"align_corners={self.align_corners}"
+
+    class VecInt(nn.Module):
+        """``sandbox.nn.VecInt``: scaling and squaring of a stationary velocity field."""
+
+        def __init__(self, steps=7, mode="bilinear", padding_mode="zeros", align_corners=True):
+            super().__init__()
+            self.steps = steps
+            self.mode, self.padding_mode, self.align_corners = mode, padding_mode, align_corners
+
+        def forward(self, velocity):
+            u = velocity * (1.0 / 2**self.steps)
+            for _ in range(self.steps):
+                u = u + warp(u, u, self.mode, self.padding_mode, self.align_corners)
+            return u
+
+        def extra_repr(self):
+            return f"steps={self.steps}, mode={self.mode!r}, " \
+                f"padding_mode={self.padding_mode!r}, align_corners={self.align_corners}"
+
     classes = {"Interpolate": Interpolate, "ConvBlock": ConvBlock, "Down": Down,
-               "Up": Up, "UNet": UNet, "ClassicUp": ClassicUp, "ClassicUNet": ClassicUNet}
+               "Up": Up, "UNet": UNet, "ClassicUp": ClassicUp, "ClassicUNet": ClassicUNet,
+               "Warp": Warp, "VecInt": VecInt}
     for name, cls in classes.items():
         cls.__module__ = __name__
         cls.__qualname__ = name
@@ -171,6 +220,7 @@ def _classes() -> dict:
 def __getattr__(name: str):
     # PEP 562: `_torch_modules.UNet` builds the classes (and imports torch) on first use,
     # which is also what unpickling a saved model does.
-    if name in ("Interpolate", "ConvBlock", "Down", "Up", "UNet", "ClassicUp", "ClassicUNet"):
+    if name in ("Interpolate", "ConvBlock", "Down", "Up", "UNet", "ClassicUp", "ClassicUNet",
+                "Warp", "VecInt"):
         return _classes()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,6 +28,7 @@ from ._module import Module, Parameter
 from ._norm import BatchNorm2d, GroupNorm
 from ._norm_pool import AdaptiveAvgPool2d, AdaptiveMaxPool2d, Flatten, InstanceNorm2d, LayerNorm
 from ._unet import UNet
+from ._warp import SpatialTransformer, VecInt, Warp
 
 _sys.modules[__name__ + ".functional"] = functional
 
@@ -68,9 +69,12 @@ __all__ = [
     "Sequential",
     "Sigmoid",
     "Softmax",
+    "SpatialTransformer",
     "Tanh",
     "UNet",
     "Upsample",
+    "VecInt",
+    "Warp",
     "functional",
     "init",
     "utils",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 DATA_CHOICES = ("shapes", "nuclei", "shapes3d")
 LOSSES = ("ce", "dice", "ce+dice")
+DEFORMATIONS = ("affine", "elastic")
 SCHEDULERS = ("onecycle", "cosine", "none")
 
 
@@ -42,6 +43,7 @@ class TrainConfig:
     val_samples: int = 64
     num_classes: int | None = None  # for a folder dataset
     augment: bool = True
+    deform: str = "none"  # "none", or a comma-separated subset of DEFORMATIONS
     threads: int | None = None
     seed: int = 0
     out: str = "runs/latest"
@@ -86,6 +88,7 @@ class TrainConfig:
             raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        self.deform = normalise_deform(self.deform)
         if self.scheduler not in SCHEDULERS:
             raise ValueError(f"scheduler must be one of {SCHEDULERS}, got {self.scheduler!r}")
         if not isinstance(self.data, str) or not self.data:
@@ -129,6 +132,45 @@ class TrainConfig:
         if unknown:
             raise ValueError(f"unknown config field(s): {sorted(unknown)}")
         return cls(**d)
+
+
+def normalise_deform(value) -> str:
+    """``deform`` in canonical form: ``"none"`` or the chosen names in DEFORMATIONS order."""
+    if not isinstance(value, str):
+        raise ValueError(f"deform must be 'none' or a comma-separated subset of "
+                         f"{DEFORMATIONS}, got {value!r}")
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if names in ([], ["none"]):
+        return "none"
+    unknown = [n for n in names if n not in DEFORMATIONS]
+    if unknown:
+        raise ValueError(f"deform must be 'none' or a comma-separated subset of "
+                         f"{DEFORMATIONS}, got {value!r}")
+    return ",".join(n for n in DEFORMATIONS if n in names)
+
+
+def deform_transform(cfg: TrainConfig):
+    """The random deformation of ``cfg.deform`` (None for "none"), sized to the samples.
+
+    affine: rotation up to 15 degrees (each axis on volumes), zoom 0.9-1.1, shear up to
+    0.1, shift up to 5% of each side; elastic: smoothness sigma = size / 10, largest
+    displacement up to size / 16 voxels. Image bilinear, mask nearest, reflected at the
+    borders (so no label is invented there), one resampling for both.
+    """
+    if cfg.deform == "none":
+        return None
+    from .. import data
+
+    size = cfg.image_size
+    opts = dict(padding_mode="reflection")
+    chain = []
+    if "elastic" in cfg.deform:
+        chain.append(data.RandomElastic(sigma=(size / 12, size / 8),
+                                        magnitude=(0.0, size / 16), **opts))
+    if "affine" in cfg.deform:
+        chain.append(data.RandomAffine(degrees=15, scale=(0.9, 1.1), shear=0.1,
+                                       translate=0.05, **opts))
+    return data.RandomDeform(chain)
 
 
 def build_datasets(cfg: TrainConfig):
@@ -222,6 +264,9 @@ def build_loaders(cfg: TrainConfig, train_set, val_set):
     if folder:
         # Folder images may differ in size: training batches are crops of image_size.
         steps.append(crop(cfg.image_size) if cfg.augment else centre(cfg.image_size))
+    deform = deform_transform(cfg)
+    if deform is not None:  # after the crop: every deformation is of image_size
+        steps.append(deform)
     transform = data.Compose(steps) if steps else None
     train = data.DataLoader(
         train_set,

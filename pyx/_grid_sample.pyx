@@ -1,0 +1,740 @@
+# Grid sampling kernels (2-D and 3-D): the forward (a gather), the push (the adjoint
+# with respect to the input, a scatter) and the gradient with respect to the grid.
+# See pyx/fused.pxd for the kernel contract; the rules are PyTorch 2.13's
+# (docs/design.md, "Grid sampling"), the numpy oracle is
+# sandbox/array/grid_sample/reference.py.
+#
+# Arrays arrive flat and C-contiguous: input (N, C, S) with S = D*H*W (D = 1 in 2-D),
+# grid (N, P, nd) with component 0 = x (the W axis), 1 = y (H), 2 = z (D), output
+# and grad_output (N, C, P).  Per output point each axis gives at most 4 taps (index,
+# weight, d weight / d grid value); their products over the axes (at most 64) are
+# the point's taps, shared by every channel.
+#
+# Parallel work and determinism:
+#   * forward and grid-only backward: one iteration per (n, point); each writes only
+#     its own outputs;
+#   * push: each parallel task owns a slab of input rows (planes in 3-D) and visits
+#     the points whose taps start in it (bucketed by a counting sort); even slabs run
+#     concurrently, then odd ones (see `backward`).  So every sum has the same order
+#     for any thread count, without atomics or extra buffers; the grid gradient of a
+#     point is computed in the same visit.
+
+from cython.parallel cimport prange
+from libc.math cimport floor, fmod, rint
+from libc.stdint cimport int32_t
+from fused cimport real
+
+cdef extern from "grid_block2d.h":
+    int sb_gs2d_coords_f(const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, float, float, float,
+                         int, float, float, float, int, int32_t*, float*, float*, float*,
+                         float*, float*, float*, float*, float*, unsigned char*) noexcept nogil
+    int sb_gs2d_coords_d(const double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, double, double,
+                         double, int, double, double, double, int, int32_t*, double*, double*,
+                         double*, double*, double*, double*, double*, double*,
+                         unsigned char*) noexcept nogil
+    void sb_gs2d_gather_f(const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, float*, Py_ssize_t,
+                          Py_ssize_t, int, const int32_t*, const float*, const float*,
+                          const float*, const float*) noexcept nogil
+    void sb_gs2d_gather_d(const double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, double*,
+                          Py_ssize_t, Py_ssize_t, int, const int32_t*, const double*,
+                          const double*, const double*, const double*) noexcept nogil
+    void sb_gs2d_backward_f(const float*, const float*, float*, float*, float*, Py_ssize_t,
+                            Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, const Py_ssize_t*,
+                            int, int, const int32_t*, const float*, const float*, const float*,
+                            const float*, const float*, const float*,
+                            const unsigned char*) noexcept nogil
+    void sb_gs2d_backward_d(const double*, const double*, double*, double*, double*,
+                            Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                            const Py_ssize_t*, int, int, const int32_t*, const double*,
+                            const double*, const double*, const double*, const double*,
+                            const double*, const unsigned char*) noexcept nogil
+
+cdef enum:
+    NEAREST = 0
+    BILINEAR = 1
+    BICUBIC = 2
+    ZEROS = 0
+    BORDER = 1
+    REFLECTION = 2
+    MAXTAPS = 64
+    BLOCK = 256  # points per block of the blocked 2-D forward
+
+# Keys' cubic convolution with A = -0.75 (PyTorch's bicubic): near for |d| <= 1,
+# far for 1 < |d| < 2, and their derivatives.  The constants are A + 2, A + 3, 5A,
+# 8A, 4A, 3(A + 2), 2(A + 3), 3A and 10A, in the reference's order of operations.
+
+
+cdef inline real _near(real x) noexcept nogil:
+    return ((<real>1.25 * x - <real>2.25) * x) * x + 1
+
+
+cdef inline real _far(real x) noexcept nogil:
+    return ((<real>-0.75 * x - <real>-3.75) * x + <real>-6.0) * x - <real>-3.0
+
+
+cdef inline real _dnear(real x) noexcept nogil:
+    return (<real>3.75 * x - <real>4.5) * x
+
+
+cdef inline real _dfar(real x) noexcept nogil:
+    return (<real>-2.25 * x - <real>-7.5) * x + <real>-6.0
+
+
+cdef inline real _clip(real u, Py_ssize_t size, real* d) noexcept nogil:
+    """Clip into [0, size - 1]; on and beyond the bounds the derivative is 0 (NaN -> 0)."""
+    cdef real hi = <real>(size - 1)
+    if not (u > 0):
+        d[0] = 0
+        return 0
+    if u >= hi:
+        d[0] = 0
+        return hi
+    return u
+
+
+cdef inline real _reflect(real u, Py_ssize_t size, int ac, real* d) noexcept nogil:
+    """Mirror u at [0, s-1] (align_corners) or [-1/2, s-1/2]; d <- +-1 (its slope)."""
+    cdef real lo, span, extra, flips
+    if ac:
+        lo = 0
+        span = <real>(size - 1)
+    else:
+        lo = <real>-0.5
+        span = <real>size
+    if span <= 0:
+        d[0] = 0
+        return 0
+    u = u - lo
+    d[0] = 1
+    if u < 0:
+        d[0] = -1
+        u = -u
+    if u < span:  # no flip (the usual case): fmod(u, span) is u
+        return u + lo
+    if u < 2 * span:  # one flip: fmod(u, span) is u - span, exact (Sterbenz)
+        d[0] = -d[0]
+        return (span - (u - span)) + lo
+    extra = <real>fmod(u, span)
+    flips = <real>floor(u / span)
+    if fmod(flips, 2) == 0:
+        return extra + lo
+    d[0] = -d[0]
+    return (span - extra) + lo
+
+
+cdef inline real _pad(real u, Py_ssize_t size, int pad, int ac, real* d) noexcept nogil:
+    """PyTorch's compute_coordinates: the padded coordinate; d <- its derivative."""
+    d[0] = 1
+    if pad == BORDER:
+        return _clip(u, size, d)
+    if pad == REFLECTION:
+        u = _reflect(u, size, ac, d)
+        return _clip(u, size, d)
+    return u
+
+
+cdef inline Py_ssize_t _index(real j, Py_ssize_t size) noexcept nogil:
+    """The integer tap j, or -1 when it lies outside [0, size) (a dropped tap)."""
+    if j >= 0 and j < size:
+        return <Py_ssize_t>j
+    return -1
+
+
+cdef inline real _coord(real g, Py_ssize_t size, int pad, int ac, real* dudg) noexcept nogil:
+    """The unnormalised, padded coordinate of g (nearest, bilinear); dudg <- its du/dg."""
+    cdef real scale, u, d
+    if ac:
+        scale = <real>(size - 1) * <real>0.5
+        u = (g + 1) * scale
+    else:
+        scale = <real>size * <real>0.5
+        u = (g + 1) * scale
+        u = u - <real>0.5
+    u = _pad(u, size, pad, ac, &d)
+    dudg[0] = d * scale
+    return u
+
+
+cdef inline int _axis(real g, Py_ssize_t size, int mode, int pad, int ac,
+                      Py_ssize_t* idx, real* w, real* dw) noexcept nogil:
+    """One axis: the taps of grid value g (index or -1, weight, d weight / d g)."""
+    cdef real scale, u, base, t, s, d, tap
+    cdef int k
+    if mode == BICUBIC:  # taps around floor(u); padding acts on each tap's index
+        if ac:
+            scale = <real>(size - 1) * <real>0.5
+            u = (g + 1) * scale
+        else:
+            scale = <real>size * <real>0.5
+            u = (g + 1) * scale
+            u = u - <real>0.5
+        base = <real>floor(u)
+        t = u - base
+        s = 1 - t
+        w[0] = _far(t + 1)
+        w[1] = _near(t)
+        w[2] = _near(s)
+        w[3] = _far(s + 1)
+        dw[0] = _dfar(t + 1) * scale
+        dw[1] = _dnear(t) * scale
+        dw[2] = -_dnear(s) * scale
+        dw[3] = -_dfar(s + 1) * scale
+        for k in range(4):
+            tap = base + <real>(k - 1)
+            if pad == ZEROS:
+                idx[k] = _index(tap, size)
+            else:
+                idx[k] = <Py_ssize_t>_pad(tap, size, pad, ac, &d)
+        return 4
+    u = _coord(g, size, pad, ac, &d)
+    if mode == NEAREST:  # round half to even (std::nearbyint)
+        idx[0] = _index(<real>rint(u), size)
+        w[0] = 1
+        dw[0] = 0
+        return 1
+    base = <real>floor(u)
+    t = u - base
+    w[0] = 1 - t
+    w[1] = t
+    dw[0] = -d
+    dw[1] = d
+    idx[0] = _index(base, size)
+    idx[1] = _index(base + 1, size)
+    return 2
+
+
+cdef inline int _taps(const real* gp, int nd, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
+                      int mode, int pad, int ac, bint deriv,
+                      Py_ssize_t* off, real* wk, real* dk) noexcept nogil:
+    """The point's taps over all axes (dropped ones left out): flat offsets, weights and,
+    with ``deriv``, d weight / d g_k in dk[k * MAXTAPS + tap].  Returns their count."""
+    cdef Py_ssize_t ix[4]
+    cdef Py_ssize_t iy[4]
+    cdef Py_ssize_t iz[4]
+    cdef real wx[4]
+    cdef real wy[4]
+    cdef real wz[4]
+    cdef real dwx[4]
+    cdef real dwy[4]
+    cdef real dwz[4]
+    cdef int kx, ky, kz, a, b, c
+    cdef int n = 0
+    cdef real wzy
+    kx = _axis(gp[0], W, mode, pad, ac, ix, wx, dwx)
+    ky = _axis(gp[1], H, mode, pad, ac, iy, wy, dwy)
+    if nd == 3:
+        kz = _axis(gp[2], D, mode, pad, ac, iz, wz, dwz)
+    else:
+        kz = 1
+        iz[0] = 0
+        wz[0] = 1
+        dwz[0] = 0
+    for a in range(kz):
+        if iz[a] < 0:
+            continue
+        for b in range(ky):
+            if iy[b] < 0:
+                continue
+            wzy = wz[a] * wy[b]
+            for c in range(kx):
+                if ix[c] < 0:
+                    continue
+                off[n] = (iz[a] * H + iy[b]) * W + ix[c]
+                wk[n] = wzy * wx[c]
+                if deriv:
+                    dk[n] = wzy * dwx[c]
+                    dk[MAXTAPS + n] = (wz[a] * dwy[b]) * wx[c]
+                    dk[2 * MAXTAPS + n] = (dwz[a] * wy[b]) * wx[c]
+                n = n + 1
+    return n
+
+
+# Fast paths: nearest and bilinear points whose taps are all inside the input (most
+# points of a warp).  They compute the same weights as _taps, with the taps unrolled;
+# any other point returns False and takes the general path.
+
+
+cdef inline bint _fast_forward(const real* xn, const real* gp, real* outp, Py_ssize_t C,
+                               Py_ssize_t S, Py_ssize_t P, int nd, Py_ssize_t D,
+                               Py_ssize_t H, Py_ssize_t W, int mode, int pad,
+                               int ac) noexcept nogil:
+    cdef real ux, uy, uz, fx, fy, fz, tx, ty, tz, dd
+    cdef real w[8]
+    cdef Py_ssize_t o, ch, HW = H * W
+    cdef const real* xp
+    ux = _coord(gp[0], W, pad, ac, &dd)
+    uy = _coord(gp[1], H, pad, ac, &dd)
+    uz = _coord(gp[2], D, pad, ac, &dd) if nd == 3 else 0
+    if mode == NEAREST:
+        fx = <real>rint(ux)
+        fy = <real>rint(uy)
+        fz = <real>rint(uz)
+        if not (fx >= 0 and fx < W and fy >= 0 and fy < H and fz >= 0 and fz < D):
+            return False
+        o = (<Py_ssize_t>fz * H + <Py_ssize_t>fy) * W + <Py_ssize_t>fx
+        for ch in range(C):
+            outp[ch * P] = xn[ch * S + o]
+        return True
+    fx = <real>floor(ux)
+    fy = <real>floor(uy)
+    fz = <real>floor(uz)
+    if not (fx >= 0 and fx + 1 < W and fy >= 0 and fy + 1 < H):
+        return False
+    tx = ux - fx
+    ty = uy - fy
+    if nd == 2:
+        o = <Py_ssize_t>fy * W + <Py_ssize_t>fx
+        w[0] = (1 - ty) * (1 - tx)
+        w[1] = (1 - ty) * tx
+        w[2] = ty * (1 - tx)
+        w[3] = ty * tx
+        for ch in range(C):
+            xp = xn + ch * S + o
+            outp[ch * P] = ((w[0] * xp[0] + w[1] * xp[1]) + w[2] * xp[W]) + w[3] * xp[W + 1]
+        return True
+    if not (fz >= 0 and fz + 1 < D):
+        return False
+    tz = uz - fz
+    o = (<Py_ssize_t>fz * H + <Py_ssize_t>fy) * W + <Py_ssize_t>fx
+    w[0] = ((1 - tz) * (1 - ty)) * (1 - tx)
+    w[1] = ((1 - tz) * (1 - ty)) * tx
+    w[2] = ((1 - tz) * ty) * (1 - tx)
+    w[3] = ((1 - tz) * ty) * tx
+    w[4] = (tz * (1 - ty)) * (1 - tx)
+    w[5] = (tz * (1 - ty)) * tx
+    w[6] = (tz * ty) * (1 - tx)
+    w[7] = (tz * ty) * tx
+    for ch in range(C):
+        xp = xn + ch * S + o
+        outp[ch * P] = (((((((w[0] * xp[0] + w[1] * xp[1]) + w[2] * xp[W])
+                            + w[3] * xp[W + 1]) + w[4] * xp[HW]) + w[5] * xp[HW + 1])
+                         + w[6] * xp[HW + W]) + w[7] * xp[HW + W + 1])
+    return True
+
+
+cdef inline bint _fast_backward(const real* gyp, const real* xn, const real* gp, real* gxn,
+                                real* ggp, Py_ssize_t C, Py_ssize_t S, Py_ssize_t P, int nd,
+                                Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, int mode, int pad,
+                                int ac) noexcept nogil:
+    cdef real ux, uy, uz, fx, fy, fz, tx, ty, tz, sx, sy, sz, gyc, ax, ay, az
+    cdef real v[8]
+    cdef real w[8]
+    cdef Py_ssize_t o, ch, k, HW = H * W
+    cdef Py_ssize_t offs[8]
+    cdef const real* xp
+    cdef real* gxp
+    ux = _coord(gp[0], W, pad, ac, &sx)
+    uy = _coord(gp[1], H, pad, ac, &sy)
+    sz = 0
+    uz = _coord(gp[2], D, pad, ac, &sz) if nd == 3 else 0
+    if mode == NEAREST:  # the grid gradient is zero (ggp is NULL or already zeroed)
+        fx = <real>rint(ux)
+        fy = <real>rint(uy)
+        fz = <real>rint(uz)
+        if not (fx >= 0 and fx < W and fy >= 0 and fy < H and fz >= 0 and fz < D):
+            return False
+        if gxn != NULL:
+            o = (<Py_ssize_t>fz * H + <Py_ssize_t>fy) * W + <Py_ssize_t>fx
+            for ch in range(C):
+                gxn[ch * S + o] = gxn[ch * S + o] + gyp[ch * P]
+        return True
+    fx = <real>floor(ux)
+    fy = <real>floor(uy)
+    fz = <real>floor(uz)
+    if not (fx >= 0 and fx + 1 < W and fy >= 0 and fy + 1 < H):
+        return False
+    if nd == 3 and not (fz >= 0 and fz + 1 < D):
+        return False
+    tx = ux - fx
+    ty = uy - fy
+    tz = uz - fz if nd == 3 else 0
+    o = (<Py_ssize_t>fz * H + <Py_ssize_t>fy) * W + <Py_ssize_t>fx
+    offs[0] = 0
+    offs[1] = 1
+    offs[2] = W
+    offs[3] = W + 1
+    offs[4] = HW
+    offs[5] = HW + 1
+    offs[6] = HW + W
+    offs[7] = HW + W + 1
+    w[0] = ((1 - tz) * (1 - ty)) * (1 - tx)
+    w[1] = ((1 - tz) * (1 - ty)) * tx
+    w[2] = ((1 - tz) * ty) * (1 - tx)
+    w[3] = ((1 - tz) * ty) * tx
+    w[4] = (tz * (1 - ty)) * (1 - tx)
+    w[5] = (tz * (1 - ty)) * tx
+    w[6] = (tz * ty) * (1 - tx)
+    w[7] = (tz * ty) * tx
+    ax = 0
+    ay = 0
+    az = 0
+    for ch in range(C):
+        gyc = gyp[ch * P]
+        if ggp != NULL:  # d/du of the interpolant: differences along each axis
+            xp = xn + ch * S + o
+            if nd == 2:
+                v[0] = xp[0]
+                v[1] = xp[1]
+                v[2] = xp[W]
+                v[3] = xp[W + 1]
+                ax = ax + gyc * ((1 - ty) * (v[1] - v[0]) + ty * (v[3] - v[2]))
+                ay = ay + gyc * ((1 - tx) * (v[2] - v[0]) + tx * (v[3] - v[1]))
+            else:
+                for k in range(8):
+                    v[k] = xp[offs[k]]
+                ax = ax + gyc * ((1 - tz) * ((1 - ty) * (v[1] - v[0]) + ty * (v[3] - v[2]))
+                                 + tz * ((1 - ty) * (v[5] - v[4]) + ty * (v[7] - v[6])))
+                ay = ay + gyc * ((1 - tz) * ((1 - tx) * (v[2] - v[0]) + tx * (v[3] - v[1]))
+                                 + tz * ((1 - tx) * (v[6] - v[4]) + tx * (v[7] - v[5])))
+                az = az + gyc * ((1 - ty) * ((1 - tx) * (v[4] - v[0]) + tx * (v[5] - v[1]))
+                                 + ty * ((1 - tx) * (v[6] - v[2]) + tx * (v[7] - v[3])))
+        if gxn != NULL:
+            gxp = gxn + ch * S + o
+            if nd == 2:
+                gxp[0] = gxp[0] + w[0] * gyc
+                gxp[1] = gxp[1] + w[1] * gyc
+                gxp[W] = gxp[W] + w[2] * gyc
+                gxp[W + 1] = gxp[W + 1] + w[3] * gyc
+            else:
+                for k in range(8):
+                    gxp[offs[k]] = gxp[offs[k]] + w[k] * gyc
+    if ggp != NULL:
+        ggp[0] = ax * sx
+        ggp[1] = ay * sy
+        if nd == 3:
+            ggp[2] = az * sz
+    return True
+
+
+cdef inline void _forward_point(const real* xn, const real* gp, real* outp, Py_ssize_t C,
+                         Py_ssize_t S, Py_ssize_t P, int nd, Py_ssize_t D, Py_ssize_t H,
+                         Py_ssize_t W, int mode, int pad, int ac) noexcept nogil:
+    cdef Py_ssize_t off[MAXTAPS]
+    cdef real wk[MAXTAPS]
+    cdef Py_ssize_t ch
+    cdef int t, n
+    cdef real acc
+    cdef const real* xp
+    if mode != BICUBIC and _fast_forward(xn, gp, outp, C, S, P, nd, D, H, W, mode, pad, ac):
+        return
+    n = _taps(gp, nd, D, H, W, mode, pad, ac, False, off, wk, NULL)
+    for ch in range(C):
+        xp = xn + ch * S
+        acc = 0
+        for t in range(n):
+            acc = acc + wk[t] * xp[off[t]]
+        outp[ch * P] = acc
+
+
+cdef inline void _backward_point(const real* gyp, const real* xn, const real* gp, real* gxn,
+                          real* ggp, Py_ssize_t C, Py_ssize_t S, Py_ssize_t P, int nd,
+                          Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, int mode, int pad,
+                          int ac) noexcept nogil:
+    """One point: push into gxn (unless NULL) and write its grid gradient (unless NULL)."""
+    cdef Py_ssize_t off[MAXTAPS]
+    cdef real wk[MAXTAPS]
+    cdef real dk[3 * MAXTAPS]
+    cdef Py_ssize_t ch
+    cdef int t, n, k
+    cdef real gyc, v, sx, sy, sz
+    cdef real acc[3]
+    cdef const real* xp
+    cdef real* gxp
+    cdef bint deriv = ggp != NULL and mode != NEAREST
+    if mode != BICUBIC and _fast_backward(gyp, xn, gp, gxn, ggp, C, S, P, nd, D, H, W, mode,
+                                          pad, ac):
+        return
+    n = _taps(gp, nd, D, H, W, mode, pad, ac, deriv, off, wk, dk)
+    acc[0] = 0
+    acc[1] = 0
+    acc[2] = 0
+    for ch in range(C):
+        gyc = gyp[ch * P]
+        if deriv:
+            xp = xn + ch * S
+            sx = 0
+            sy = 0
+            sz = 0
+            for t in range(n):
+                v = xp[off[t]]
+                sx = sx + dk[t] * v
+                sy = sy + dk[MAXTAPS + t] * v
+                sz = sz + dk[2 * MAXTAPS + t] * v
+            acc[0] = acc[0] + gyc * sx
+            acc[1] = acc[1] + gyc * sy
+            acc[2] = acc[2] + gyc * sz
+        if gxn != NULL:
+            gxp = gxn + ch * S
+            for t in range(n):
+                gxp[off[t]] = gxp[off[t]] + wk[t] * gyc
+    if ggp != NULL:
+        for k in range(nd):
+            ggp[k] = acc[k]
+
+
+cdef inline const real* _cptr(const real[::1] a) noexcept nogil:
+    return &a[0] if a.shape[0] > 0 else NULL
+
+
+cdef inline real* _ptr(real[::1] a) noexcept nogil:
+    return &a[0] if a.shape[0] > 0 else NULL
+
+
+cdef inline void _forward_block_2d(const real* xn, const real* gp, real* outp, Py_ssize_t C,
+                                   Py_ssize_t P, Py_ssize_t cnt, Py_ssize_t H, Py_ssize_t W,
+                                   int mode, int pad, int ac) noexcept nogil:
+    """``cnt`` <= BLOCK consecutive points of one sample (2-D, nearest or bilinear;
+    H, W >= 2): the vectorised loops of grid_block2d.h, then the general path for the
+    points with a tap outside (or reflected more than once)."""
+    cdef int32_t off[BLOCK]
+    cdef real w0[BLOCK]
+    cdef real w1[BLOCK]
+    cdef real w2[BLOCK]
+    cdef real w3[BLOCK]
+    cdef real tx[BLOCK]
+    cdef real ty[BLOCK]
+    cdef real dx[BLOCK]
+    cdef real dy[BLOCK]
+    cdef unsigned char ok[BLOCK]
+    cdef real sx, sy, shift, lo, span_x, span_y
+    cdef int all_ok, nearest = mode == NEAREST
+    cdef Py_ssize_t j
+    if ac:  # unnormalisation, and the reflection bounds of _reflect
+        sx = <real>(W - 1) * <real>0.5
+        sy = <real>(H - 1) * <real>0.5
+        shift = 0
+        lo = 0
+        span_x = <real>(W - 1)
+        span_y = <real>(H - 1)
+    else:
+        sx = <real>W * <real>0.5
+        sy = <real>H * <real>0.5
+        shift = <real>0.5
+        lo = <real>-0.5
+        span_x = <real>W
+        span_y = <real>H
+    if real is float:
+        all_ok = sb_gs2d_coords_f(gp, cnt, H, W, sx, sy, shift, pad, lo, span_x, span_y,
+                                  nearest, off, w0, w1, w2, w3, tx, ty, dx, dy, ok)
+        sb_gs2d_gather_f(xn, C, H * W, W, outp, P, cnt, nearest, off, w0, w1, w2, w3)
+    else:
+        all_ok = sb_gs2d_coords_d(gp, cnt, H, W, sx, sy, shift, pad, lo, span_x, span_y,
+                                  nearest, off, w0, w1, w2, w3, tx, ty, dx, dy, ok)
+        sb_gs2d_gather_d(xn, C, H * W, W, outp, P, cnt, nearest, off, w0, w1, w2, w3)
+    if not all_ok:
+        for j in range(cnt):
+            if not ok[j]:
+                _forward_point(xn, gp + 2 * j, outp + j, C, H * W, P, 2, 1, H, W, mode, pad,
+                               ac)
+
+
+def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N,
+            Py_ssize_t C, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, int nd,
+            int mode, int pad, int ac, int nthreads):
+    """out[n, c, p] = sum over the taps of point p of weight * x[n, c, tap]."""
+    cdef Py_ssize_t i, n, p
+    cdef Py_ssize_t S = D * H * W
+    cdef const real* xb = _cptr(x)
+    cdef const real* gb = _cptr(grid)
+    cdef real* ob = _ptr(out)
+    cdef Py_ssize_t nb
+    if N * P == 0:
+        return
+    if (nd == 2 and mode != BICUBIC and H >= 2 and W >= 2
+            and S < 2147483647):  # the blocked path
+        nb = (P + BLOCK - 1) // BLOCK
+        with nogil:
+            for i in prange(N * nb, schedule="static", num_threads=nthreads):
+                n = i // nb
+                p = (i - n * nb) * BLOCK
+                _forward_block_2d(xb + n * C * S, gb + (n * P + p) * 2, ob + n * C * P + p, C,
+                                  P, min(BLOCK, P - p), H, W, mode, pad, ac)
+        return
+    with nogil:
+        for i in prange(N * P, schedule="static", num_threads=nthreads):
+            n = i // P
+            p = i - n * P
+            _forward_point(xb + n * C * S, gb + i * nd, ob + n * C * P + p, C, S, P, nd,
+                           D, H, W, mode, pad, ac)
+
+
+cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real* gn,
+                                    real* gxn, real* ggn, const Py_ssize_t* pts, Py_ssize_t p0,
+                                    Py_ssize_t cnt, Py_ssize_t C, Py_ssize_t P, Py_ssize_t H,
+                                    Py_ssize_t W, int mode, int pad, int ac) noexcept nogil:
+    """The backward of ``cnt`` <= BLOCK points of one sample (2-D, nearest or bilinear;
+    H, W >= 2): points pts[0..cnt) of the sample, or p0 ... p0 + cnt - 1 when pts is
+    NULL.  Pushes into gxn and writes the grid gradient into ggn (each unless NULL);
+    the points with a tap outside go through _backward_point afterwards."""
+    cdef Py_ssize_t idx[BLOCK]
+    cdef real gbuf[2 * BLOCK]
+    cdef int32_t off[BLOCK]
+    cdef real w0[BLOCK]
+    cdef real w1[BLOCK]
+    cdef real w2[BLOCK]
+    cdef real w3[BLOCK]
+    cdef real tx[BLOCK]
+    cdef real ty[BLOCK]
+    cdef real dx[BLOCK]
+    cdef real dy[BLOCK]
+    cdef real ax[BLOCK]
+    cdef real ay[BLOCK]
+    cdef unsigned char ok[BLOCK]
+    cdef real sx, sy, shift, lo, span_x, span_y
+    cdef int all_ok, nearest = mode == NEAREST
+    cdef int deriv = ggn != NULL and mode != NEAREST
+    cdef Py_ssize_t j, q
+    for j in range(cnt):
+        q = pts[j] if pts != NULL else p0 + j
+        idx[j] = q
+        gbuf[2 * j] = gn[2 * q]
+        gbuf[2 * j + 1] = gn[2 * q + 1]
+    if ac:
+        sx = <real>(W - 1) * <real>0.5
+        sy = <real>(H - 1) * <real>0.5
+        shift = 0
+        lo = 0
+        span_x = <real>(W - 1)
+        span_y = <real>(H - 1)
+    else:
+        sx = <real>W * <real>0.5
+        sy = <real>H * <real>0.5
+        shift = <real>0.5
+        lo = <real>-0.5
+        span_x = <real>W
+        span_y = <real>H
+    if real is float:
+        all_ok = sb_gs2d_coords_f(gbuf, cnt, H, W, sx, sy, shift, pad, lo, span_x, span_y,
+                                  nearest, off, w0, w1, w2, w3, tx, ty, dx, dy, ok)
+        sb_gs2d_backward_f(xn, gyn, gxn, ax, ay, C, H * W, W, P, cnt, idx, nearest, deriv, off,
+                           w0, w1, w2, w3, tx, ty, ok)
+    else:
+        all_ok = sb_gs2d_coords_d(gbuf, cnt, H, W, sx, sy, shift, pad, lo, span_x, span_y,
+                                  nearest, off, w0, w1, w2, w3, tx, ty, dx, dy, ok)
+        sb_gs2d_backward_d(xn, gyn, gxn, ax, ay, C, H * W, W, P, cnt, idx, nearest, deriv, off,
+                           w0, w1, w2, w3, tx, ty, ok)
+    if deriv:
+        for j in range(cnt):
+            if ok[j]:
+                ggn[2 * idx[j]] = ax[j] * dx[j]
+                ggn[2 * idx[j] + 1] = ay[j] * dy[j]
+    if not all_ok:
+        for j in range(cnt):
+            if not ok[j]:
+                _backward_point(gyn + idx[j], xn, gn + 2 * idx[j], gxn,
+                                NULL if ggn == NULL else ggn + 2 * idx[j], C, H * W, P, 2, 1,
+                                H, W, mode, pad, ac)
+
+
+cdef inline Py_ssize_t _min_row(const real* gp, int nd, Py_ssize_t D, Py_ssize_t H, int mode,
+                                int pad, int ac) noexcept nogil:
+    """The lowest row (2-D) or plane (3-D) any tap of the point touches, or -1 for none.
+
+    Every tap lies within 3 rows of it: the taps are at most 4 consecutive integers,
+    and clipping and reflecting never move two of them further apart."""
+    cdef Py_ssize_t idx[4]
+    cdef real w[4]
+    cdef real dw[4]
+    cdef int n, k
+    cdef Py_ssize_t m = -1
+    if nd == 3:
+        n = _axis(gp[2], D, mode, pad, ac, idx, w, dw)
+    else:
+        n = _axis(gp[1], H, mode, pad, ac, idx, w, dw)
+    for k in range(n):
+        if idx[k] >= 0 and (m < 0 or idx[k] < m):
+            m = idx[k]
+    return m
+
+
+def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[::1] gx,
+             real[::1] gg, Py_ssize_t[::1] keys, Py_ssize_t[::1] order,
+             Py_ssize_t[::1] starts, Py_ssize_t[::1] cursor, Py_ssize_t N, Py_ssize_t C,
+             Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, int nd, int mode, int pad,
+             int ac, Py_ssize_t slab, Py_ssize_t nslabs, int nthreads):
+    """Push gy into gx (if gx is not empty) and write the grid gradient gg (if not empty).
+
+    gx (N*C*S) and gg (N*P*nd) must be zeroed by the caller.  The push owns input
+    slabs: rows (2-D) or planes (3-D) are cut into ``nslabs`` slabs of ``slab >= 4``;
+    each point belongs to the slab of the lowest row its taps touch (``keys``; a
+    stable counting sort per sample fills ``order`` and ``starts``, with ``cursor`` as
+    scratch), so a slab's points write only its rows and the 3 rows after it.  Even
+    slabs run in parallel, then odd ones: no two concurrent slabs touch the same
+    value, and each value sums its contributions in the same order for any thread
+    count.  The grid gradient of each point is computed in the same visit.
+    """
+    cdef Py_ssize_t i, n, p, k, j, it, half, phase
+    cdef Py_ssize_t S = D * H * W
+    cdef Py_ssize_t CS = C * S
+    cdef const real* gyb = _cptr(gy)
+    cdef const real* xb = _cptr(x)
+    cdef const real* gb = _cptr(grid)
+    cdef real* gxb = _ptr(gx)
+    cdef real* ggb = _ptr(gg)
+    cdef Py_ssize_t* st
+    cdef Py_ssize_t* cur
+    cdef Py_ssize_t m, nb, cnt
+    cdef bint blocked = (nd == 2 and mode != BICUBIC and H >= 2 and W >= 2
+                         and S < 2147483647)
+    if N * P == 0:
+        return
+    if gxb == NULL and blocked:  # grid gradient only, by blocks of points
+        nb = (P + BLOCK - 1) // BLOCK
+        with nogil:
+            for i in prange(N * nb, schedule="static", num_threads=nthreads):
+                n = i // nb
+                p = (i - n * nb) * BLOCK
+                _backward_block_2d(gyb + n * C * P, xb + n * CS, gb + n * P * 2, NULL,
+                                   ggb + n * P * 2, NULL, p, min(BLOCK, P - p), C, P, H, W,
+                                   mode, pad, ac)
+        return
+    if gxb == NULL:  # grid gradient only: one iteration per point
+        with nogil:
+            for i in prange(N * P, schedule="static", num_threads=nthreads):
+                n = i // P
+                p = i - n * P
+                _backward_point(gyb + n * C * P + p, xb + n * CS, gb + i * nd, NULL,
+                                ggb + i * nd, C, S, P, nd, D, H, W, mode, pad, ac)
+        return
+    with nogil:
+        for i in prange(N * P, schedule="static", num_threads=nthreads):
+            m = _min_row(gb + i * nd, nd, D, H, mode, pad, ac)
+            keys[i] = m // slab if m >= 0 else -1
+        for n in prange(N, schedule="static", num_threads=nthreads):
+            st = &starts[n * (nslabs + 1)]
+            cur = &cursor[n * nslabs]
+            for k in range(nslabs + 1):
+                st[k] = 0
+            for p in range(P):
+                k = keys[n * P + p]
+                if k >= 0:
+                    st[k + 1] = st[k + 1] + 1
+            for k in range(nslabs):
+                st[k + 1] = st[k + 1] + st[k]
+                cur[k] = st[k]
+            for p in range(P):
+                k = keys[n * P + p]
+                if k >= 0:
+                    order[n * P + cur[k]] = p
+                    cur[k] = cur[k] + 1
+        for phase in range(2):
+            half = (nslabs - phase + 1) // 2
+            for it in prange(N * half, schedule="static", num_threads=nthreads):
+                n = it // half
+                k = 2 * (it - n * half) + phase
+                st = &starts[n * (nslabs + 1)]
+                if blocked:
+                    j = st[k]
+                    while j < st[k + 1]:
+                        cnt = min(BLOCK, st[k + 1] - j)
+                        _backward_block_2d(gyb + n * C * P, xb + n * CS, gb + n * P * 2,
+                                           gxb + n * CS, NULL if ggb == NULL else ggb + n * P * 2,
+                                           &order[n * P + j], 0, cnt, C, P, H, W, mode, pad, ac)
+                        j = j + cnt
+                    continue
+                for j in range(st[k], st[k + 1]):
+                    p = order[n * P + j]
+                    _backward_point(gyb + n * C * P + p, xb + n * CS, gb + (n * P + p) * nd,
+                                    gxb + n * CS,
+                                    NULL if ggb == NULL else ggb + (n * P + p) * nd,
+                                    C, S, P, nd, D, H, W, mode, pad, ac)

@@ -1,0 +1,78 @@
+"""Calls into the kernels (``sandbox._C._grid_sample``): flat contiguous arrays, the
+output allocation, the thread count and the push's slabs.
+
+The push (input gradient) is a scatter.  To run it in parallel over the output
+points of one sample and still be bitwise identical for any thread count, the input
+rows (2-D) or planes (3-D) are cut into slabs whose height :func:`push_slabs` chooses
+from the shapes alone; each parallel task owns a slab and pushes the points whose
+taps start in it, even slabs first, then odd ones (see pyx/_grid_sample.pyx).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..._C import _grid_sample
+from ...runtime.threads import kernel_threads
+
+# Aim for this many slabs per sample, so that a batch of one still fills up to 8
+# threads per phase; a slab is at least 4 rows, so that two slabs of the same parity
+# never touch the same row (a point's taps span at most 4 rows).
+_TARGET_SLABS = 16
+_MIN_SLAB = 4
+
+
+def _sizes(input, grid):
+    n, c = input.shape[:2]
+    nd = input.ndim - 2
+    d, h, w = (1, *input.shape[2:]) if nd == 2 else input.shape[2:]
+    return n, c, d, h, w, math.prod(grid.shape[1:-1]), nd
+
+
+def push_slabs(input) -> tuple[int, int]:
+    """``(slab height, slab count)`` of the push: a function of the shape, not the threads."""
+    rows = input.shape[2]  # H in 2-D, D in 3-D
+    slab = max(_MIN_SLAB, -(-rows // _TARGET_SLABS))
+    return slab, -(-rows // slab)
+
+
+def push_bytes(grid) -> int:
+    """Scratch bytes of the push (for the memory check): two indices per output point."""
+    return 2 * np.dtype(np.intp).itemsize * math.prod(grid.shape[:-1])
+
+
+def forward(input, grid, mode, padding, align_corners):
+    n, c, d, h, w, p, nd = _sizes(input, grid)
+    out = np.empty((n, c, *grid.shape[1:-1]), input.dtype)
+    if out.size:
+        _grid_sample.forward(np.ascontiguousarray(input).reshape(-1),
+                             np.ascontiguousarray(grid).reshape(-1), out.reshape(-1),
+                             n, c, d, h, w, p, nd, mode, padding, int(align_corners),
+                             kernel_threads(out.size * 4))
+    return out
+
+
+def backward(grad_output, input, grid, mode, padding, align_corners, input_grad, grid_grad):
+    n, c, d, h, w, p, nd = _sizes(input, grid)
+    dtype = input.dtype
+    empty = np.empty(0, dtype)
+    gx = np.zeros(input.shape, dtype) if input_grad else None
+    gg = np.zeros(grid.shape, dtype) if grid_grad else None
+    wants_grid = grid_grad and mode != 0  # nearest: the grid gradient is zero
+    if (gx is None and not wants_grid) or n * p == 0 or (c == 0):
+        return gx, gg
+    slab, nslabs = push_slabs(input)
+    count = n * p if input_grad else 0
+    keys, order = np.empty(count, np.intp), np.empty(count, np.intp)
+    starts = np.empty(n * (nslabs + 1) if input_grad else 0, np.intp)
+    cursor = np.empty(n * nslabs if input_grad else 0, np.intp)
+    _grid_sample.backward(np.ascontiguousarray(grad_output).reshape(-1),
+                          np.ascontiguousarray(input).reshape(-1),
+                          np.ascontiguousarray(grid).reshape(-1),
+                          empty if gx is None else gx.reshape(-1),
+                          gg.reshape(-1) if wants_grid else empty, keys, order, starts, cursor,
+                          n, c, d, h, w, p, nd, mode, padding, int(align_corners), slab, nslabs,
+                          kernel_threads(n * c * p * 4))
+    return gx, gg
