@@ -430,6 +430,40 @@ cdef inline bint _fast_backward(const real* gyp, const real* xn, const real* gp,
     return True
 
 
+cdef inline bint _fast_bicubic_2d(const real* xn, const real* gp, real* outp, Py_ssize_t C,
+                                  Py_ssize_t S, Py_ssize_t P, Py_ssize_t H, Py_ssize_t W,
+                                  int ac) noexcept nogil:
+    """2-D bicubic points whose 16 taps are all inside (then the padding does not matter):
+    the weights and sums of the general path, without its per-tap bookkeeping."""
+    cdef Py_ssize_t ix[4]
+    cdef Py_ssize_t iy[4]
+    cdef real wx[4]
+    cdef real wy[4]
+    cdef real dwx[4]
+    cdef real dwy[4]
+    cdef real w[16]
+    cdef real acc
+    cdef Py_ssize_t ch, o
+    cdef int b, c
+    cdef const real* xp
+    _axis(gp[0], W, BICUBIC, ZEROS, ac, ix, wx, dwx)
+    _axis(gp[1], H, BICUBIC, ZEROS, ac, iy, wy, dwy)
+    if ix[0] < 0 or ix[3] < 0 or iy[0] < 0 or iy[3] < 0:
+        return False
+    for b in range(4):
+        for c in range(4):
+            w[4 * b + c] = wy[b] * wx[c]
+    o = iy[0] * W + ix[0]
+    for ch in range(C):
+        xp = xn + ch * S + o
+        acc = 0
+        for b in range(4):
+            for c in range(4):
+                acc = acc + w[4 * b + c] * xp[b * W + c]
+        outp[ch * P] = acc
+    return True
+
+
 cdef inline void _forward_point(const real* xn, const real* gp, real* outp, Py_ssize_t C,
                          Py_ssize_t S, Py_ssize_t P, int nd, Py_ssize_t D, Py_ssize_t H,
                          Py_ssize_t W, int mode, int pad, int ac) noexcept nogil:
@@ -441,6 +475,8 @@ cdef inline void _forward_point(const real* xn, const real* gp, real* outp, Py_s
     cdef const real* xp
     if mode != BICUBIC and _fast_forward(xn, gp, outp, C, S, P, nd, D, H, W, mode, pad, ac):
         return
+    if mode == BICUBIC and nd == 2 and _fast_bicubic_2d(xn, gp, outp, C, S, P, H, W, ac):
+        return
     n = _taps(gp, nd, D, H, W, mode, pad, ac, False, off, wk, NULL)
     for ch in range(C):
         xp = xn + ch * S
@@ -448,6 +484,62 @@ cdef inline void _forward_point(const real* xn, const real* gp, real* outp, Py_s
         for t in range(n):
             acc = acc + wk[t] * xp[off[t]]
         outp[ch * P] = acc
+
+
+cdef inline bint _fast_bicubic_backward_2d(const real* gyp, const real* xn, const real* gp,
+                                           real* gxn, real* ggp, Py_ssize_t C, Py_ssize_t S,
+                                           Py_ssize_t P, Py_ssize_t H, Py_ssize_t W,
+                                           int ac) noexcept nogil:
+    """The backward twin of _fast_bicubic_2d (same sums as _backward_point)."""
+    cdef Py_ssize_t ix[4]
+    cdef Py_ssize_t iy[4]
+    cdef real wx[4]
+    cdef real wy[4]
+    cdef real dwx[4]
+    cdef real dwy[4]
+    cdef real w[16]
+    cdef real kx[16]
+    cdef real ky[16]
+    cdef real gyc, v, sx, sy, ax, ay
+    cdef Py_ssize_t ch, o
+    cdef int b, c, t
+    cdef const real* xp
+    cdef real* gxp
+    _axis(gp[0], W, BICUBIC, ZEROS, ac, ix, wx, dwx)
+    _axis(gp[1], H, BICUBIC, ZEROS, ac, iy, wy, dwy)
+    if ix[0] < 0 or ix[3] < 0 or iy[0] < 0 or iy[3] < 0:
+        return False
+    for b in range(4):
+        for c in range(4):
+            w[4 * b + c] = wy[b] * wx[c]
+            kx[4 * b + c] = wy[b] * dwx[c]
+            ky[4 * b + c] = dwy[b] * wx[c]
+    o = iy[0] * W + ix[0]
+    ax = 0
+    ay = 0
+    for ch in range(C):
+        gyc = gyp[ch * P]
+        if ggp != NULL:
+            xp = xn + ch * S + o
+            sx = 0
+            sy = 0
+            for b in range(4):
+                for c in range(4):
+                    v = xp[b * W + c]
+                    sx = sx + kx[4 * b + c] * v
+                    sy = sy + ky[4 * b + c] * v
+            ax = ax + gyc * sx
+            ay = ay + gyc * sy
+        if gxn != NULL:
+            gxp = gxn + ch * S + o
+            for b in range(4):
+                for c in range(4):
+                    t = 4 * b + c
+                    gxp[b * W + c] = gxp[b * W + c] + w[t] * gyc
+    if ggp != NULL:
+        ggp[0] = ax
+        ggp[1] = ay
+    return True
 
 
 cdef inline void _backward_point(const real* gyp, const real* xn, const real* gp, real* gxn,
@@ -467,6 +559,9 @@ cdef inline void _backward_point(const real* gyp, const real* xn, const real* gp
     cdef bint deriv = ggp != NULL and mode != NEAREST
     if mode != BICUBIC and _fast_backward(gyp, xn, gp, gxn, ggp, C, S, P, nd, D, H, W, mode,
                                           pad, ac):
+        return
+    if mode == BICUBIC and nd == 2 and _fast_bicubic_backward_2d(gyp, xn, gp, gxn, ggp, C, S,
+                                                                 P, H, W, ac):
         return
     n = _taps(gp, nd, D, H, W, mode, pad, ac, deriv, off, wk, dk)
     acc[0] = 0
