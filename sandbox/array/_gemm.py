@@ -81,8 +81,13 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = Fal
         # fewer than 8 rows or a depth under 8 fill too little of a 12x32 or 8x32
         # register tile: BLAS is faster there (measured: 2x16x4096 40 vs 24 GFLOP/s,
         # 32x4x1024 53 vs 39)
-        if m >= 8 and k >= 8 and _gemm.matmul(a, b, out, accumulate, num_threads):
-            return True
+        if m >= 8 and k >= 8:
+            try:
+                _gemm.matmul(a, b, out, accumulate, num_threads)
+                return True
+            except MemoryError:  # a thread had no packing buffers: recompute another way
+                if accumulate:
+                    raise  # some products are already added into out: no second pass
     if num_threads > 1:
         return False
     if accumulate:

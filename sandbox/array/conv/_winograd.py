@@ -2,12 +2,12 @@
 
 Used by :mod:`sandbox.array.conv` for the forward pass, the input gradient (a 3x3
 stride-1 convolution of ``grad_output`` with the flipped, transposed weight) and
-the weight gradient.  F(2x2, 3x3) (``pyx/_winograd.pyx``) on small maps,
-F(4x4, 3x3) (``pyx/_winograd4.pyx``) on large ones: :func:`tile_size` and
+the weight gradient.  F(2x2, 3x3) (``pyx/winograd/_winograd.pyx``) on small maps,
+F(4x4, 3x3) (``pyx/winograd/_winograd4.pyx``) on large ones: :func:`tile_size` and
 :func:`tile_size_weight_grad` pick it from the output pixels (thresholds and
 measurements in ``_tuning``).
 Per 2x2 output tile it needs 16 multiplies per (input, output) channel pair
-instead of 36, so the GEMM work drops 2.25x; the transforms (``pyx/_winograd.pyx``,
+instead of 36, so the GEMM work drops 2.25x; the transforms (``pyx/winograd/_winograd.pyx``,
 formulas there) are cheap memory passes.  Why: single-threaded OpenBLAS sgemm
 reaches about half of oneDNN's direct-convolution throughput on this machine
 (measured: im2col+GEMM 5.7 ms vs PyTorch 2.5 ms for a 128-channel 16x16 layer,
@@ -202,7 +202,7 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
     """Weight gradient (O, C, 3, 3) of a 3x3 stride-1 conv of ``x`` with output gradient ``g``,
     with F(tile x tile, 3x3) (``tile`` 2 or 4).
 
-    ``dW = G^T (sum_t Gt_t V_t^T) G`` (see ``grad_transform`` in ``pyx/_winograd.pyx``);
+    ``dW = G^T (sum_t Gt_t V_t^T) G`` (see ``grad_transform`` in ``pyx/winograd/_winograd.pyx``);
     one (P, O, C) partial per chunk, summed in chunk order.
     """
     n, c = x.shape[:2]

@@ -1,4 +1,7 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
+# Directives: none in this file; setup.py's compiler_directives() sets them for every
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
 """Winograd F(2x2, 3x3) transforms for 3x3 stride-1 convolution (kernel contract: pyx/fused.pxd).
 
 Output tile ``t = (s, th, tw)`` (sample ``s`` of the chunk, tile row/column)
@@ -42,7 +45,10 @@ cdef bint _HAVE_AVX512 = sb_w2_avx512_available()
 def use_avx512(bint on):
     """Use the float32 AVX-512 transforms when ``on`` and the CPU has AVX-512 (the
     default), else the portable loops; returns the setting in force.  For tests, which
-    must cover the portable float32 path on any machine."""
+    must cover the portable float32 path on any machine.
+
+    Arguments: ``on`` (IN).
+    """
     global _HAVE_AVX512
     _HAVE_AVX512 = on and sb_w2_avx512_available()
     return _HAVE_AVX512

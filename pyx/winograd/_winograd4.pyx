@@ -1,7 +1,10 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
+# Directives: none in this file; setup.py's compiler_directives() sets them for every
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
 """Winograd F(4x4, 3x3) transforms for 3x3 stride-1 convolution (kernel contract: pyx/fused.pxd).
 
-The layout is that of ``pyx/_winograd.pyx`` with 4x4 output tiles and 36 points:
+The layout is that of ``pyx/winograd/_winograd.pyx`` with 4x4 output tiles and 36 points:
 tile ``t = (s * tiles_h + th) * tiles_w + tw`` covers outputs
 ``[4*th, 4*th+4) x [4*tw, 4*tw+4)``; its 6x6 input patch ``d`` starts at row
 ``4*th - ph``, column ``4*tw - pw`` (zero outside the input)::
@@ -49,7 +52,10 @@ cdef bint _HAVE_AVX512 = sb_w4_avx512_available()
 def use_avx512(bint on):
     """Use the float32 AVX-512 transforms when ``on`` and the CPU has AVX-512 (the
     default), else the portable loops; returns the setting in force.  For tests, which
-    must cover the portable float32 path on any machine."""
+    must cover the portable float32 path on any machine.
+
+    Arguments: ``on`` (IN).
+    """
     global _HAVE_AVX512
     _HAVE_AVX512 = on and sb_w4_avx512_available()
     return _HAVE_AVX512
