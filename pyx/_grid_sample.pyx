@@ -1,3 +1,7 @@
+# Directives: none in this file; setup.py's compiler_directives() sets them for every
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
 # Grid sampling kernels (2-D and 3-D): the forward (a gather), the push (the adjoint
 # with respect to the input, a scatter) and the gradient with respect to the grid.
 # See pyx/fused.pxd for the kernel contract; the rules are PyTorch 2.13's
