@@ -113,16 +113,13 @@ def test_transpose_kernel(rng):
 
 
 def test_backend_env_switch(monkeypatch):
-    import importlib
+    """``SANDBOX_GEMM`` (read once, by sandbox.runtime.simd) and ``simd.using(gemm=...)``
+    choose the convolutions' float32 GEMM."""
+    from sandbox.runtime import simd
 
-    monkeypatch.setenv("SANDBOX_GEMM", "blas")
-    try:
-        module = importlib.reload(_gemm)
-        assert module.backend() == "blas"
-        monkeypatch.setenv("SANDBOX_GEMM", "fastest")
-        with pytest.raises(ValueError, match="SANDBOX_GEMM must be one of auto, avx512, blas"):
-            importlib.reload(_gemm)
-    finally:
-        monkeypatch.delenv("SANDBOX_GEMM")
-        importlib.reload(_gemm)
+    assert simd.from_environment({"SANDBOX_GEMM": "blas"}).gemm == "blas"
+    with pytest.raises(ValueError, match="SANDBOX_GEMM must be one of auto, avx512, blas"):
+        simd.from_environment({"SANDBOX_GEMM": "fastest"})
+    with simd.using(gemm="blas"):
+        assert _gemm.backend() == "blas"
     assert _gemm.backend() == ("avx512" if kernel.available() else "blas")
