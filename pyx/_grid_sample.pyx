@@ -434,37 +434,132 @@ cdef inline bint _fast_backward(const real* gyp, const real* xn, const real* gp,
     return True
 
 
-cdef inline bint _fast_bicubic_2d(const real* xn, const real* gp, real* outp, Py_ssize_t C,
-                                  Py_ssize_t S, Py_ssize_t P, Py_ssize_t H, Py_ssize_t W,
-                                  int ac) noexcept nogil:
-    """2-D bicubic points whose 16 taps are all inside (then the padding does not matter):
-    the weights and sums of the general path, without its per-tap bookkeeping."""
+cdef inline bint _cubic_taps(const real* gp, int nd, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
+                             int ac, bint deriv, Py_ssize_t* o, real* w, real* kx, real* ky,
+                             real* kz) noexcept nogil:
+    """Bicubic points whose 16 (2-D) or 64 (3-D) taps are all inside, where the padding
+    does not matter: the first tap's offset and the weights of _taps, tap (a, b, c) at
+    16 a + 4 b + c (with deriv also d weight / d g_x, g_y, g_z).  False otherwise."""
     cdef Py_ssize_t ix[4]
     cdef Py_ssize_t iy[4]
+    cdef Py_ssize_t iz[4]
     cdef real wx[4]
     cdef real wy[4]
+    cdef real wz[4]
     cdef real dwx[4]
     cdef real dwy[4]
-    cdef real w[16]
-    cdef real acc
-    cdef Py_ssize_t ch, o
-    cdef int b, c
-    cdef const real* xp
+    cdef real dwz[4]
+    cdef int a, b, c, kzn = 1, t
+    cdef real wzy
     _axis(gp[0], W, BICUBIC, ZEROS, ac, ix, wx, dwx)
     _axis(gp[1], H, BICUBIC, ZEROS, ac, iy, wy, dwy)
     if ix[0] < 0 or ix[3] < 0 or iy[0] < 0 or iy[3] < 0:
         return False
-    for b in range(4):
-        for c in range(4):
-            w[4 * b + c] = wy[b] * wx[c]
-    o = iy[0] * W + ix[0]
+    if nd == 3:
+        _axis(gp[2], D, BICUBIC, ZEROS, ac, iz, wz, dwz)
+        if iz[0] < 0 or iz[3] < 0:
+            return False
+        kzn = 4
+    else:
+        iz[0] = 0
+        wz[0] = 1
+        dwz[0] = 0
+    for a in range(kzn):
+        for b in range(4):
+            wzy = wz[a] * wy[b]
+            for c in range(4):
+                t = 16 * a + 4 * b + c
+                w[t] = wzy * wx[c]
+                if deriv:
+                    kx[t] = wzy * dwx[c]
+                    ky[t] = (wz[a] * dwy[b]) * wx[c]
+                    kz[t] = (dwz[a] * wy[b]) * wx[c]
+    o[0] = (iz[0] * H + iy[0]) * W + ix[0]
+    return True
+
+
+cdef inline bint _fast_bicubic_forward(const real* xn, const real* gp, real* outp,
+                                       Py_ssize_t C, Py_ssize_t S, Py_ssize_t P, int nd,
+                                       Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
+                                       int ac) noexcept nogil:
+    """Bicubic points with every tap inside: the sums of the general path."""
+    cdef real w[64]
+    cdef real acc
+    cdef Py_ssize_t ch, o
+    cdef int a, b, c, kzn = 4 if nd == 3 else 1
+    cdef const real* xp
+    cdef const real* xr
+    if not _cubic_taps(gp, nd, D, H, W, ac, False, &o, w, NULL, NULL, NULL):
+        return False
     for ch in range(C):
         xp = xn + ch * S + o
         acc = 0
-        for b in range(4):
-            for c in range(4):
-                acc = acc + w[4 * b + c] * xp[b * W + c]
+        for a in range(kzn):
+            for b in range(4):
+                xr = xp + a * H * W + b * W
+                for c in range(4):
+                    acc = acc + w[16 * a + 4 * b + c] * xr[c]
         outp[ch * P] = acc
+    return True
+
+
+cdef inline bint _fast_bicubic_backward(const real* gyp, const real* xn, const real* gp,
+                                        real* gxn, real* ggp, Py_ssize_t C, Py_ssize_t S,
+                                        Py_ssize_t P, int nd, Py_ssize_t D, Py_ssize_t H,
+                                        Py_ssize_t W, int ac) noexcept nogil:
+    """The backward twin of _fast_bicubic_forward (the sums of _backward_point)."""
+    cdef real w[64]
+    cdef real kx[64]
+    cdef real ky[64]
+    cdef real kz[64]
+    cdef real gyc, v, sx, sy, sz, ax, ay, az
+    cdef Py_ssize_t ch, o, r
+    cdef int a, b, c, t, kzn = 4 if nd == 3 else 1
+    cdef const real* xp
+    cdef real* gxp
+    if not _cubic_taps(gp, nd, D, H, W, ac, ggp != NULL, &o, w, kx, ky, kz):
+        return False
+    ax = 0
+    ay = 0
+    az = 0
+    for ch in range(C):
+        gyc = gyp[ch * P]
+        if ggp != NULL:
+            xp = xn + ch * S + o
+            sx = 0
+            sy = 0
+            sz = 0
+            if nd == 2:  # no z derivative to accumulate
+                for b in range(4):
+                    for c in range(4):
+                        t = 4 * b + c
+                        v = xp[b * W + c]
+                        sx = sx + kx[t] * v
+                        sy = sy + ky[t] * v
+            else:
+                for a in range(4):
+                    for b in range(4):
+                        for c in range(4):
+                            t = 16 * a + 4 * b + c
+                            v = xp[(a * H + b) * W + c]
+                            sx = sx + kx[t] * v
+                            sy = sy + ky[t] * v
+                            sz = sz + kz[t] * v
+            ax = ax + gyc * sx
+            ay = ay + gyc * sy
+            az = az + gyc * sz
+        if gxn != NULL:
+            gxp = gxn + ch * S + o
+            for a in range(kzn):
+                for b in range(4):
+                    for c in range(4):
+                        r = (a * H + b) * W + c
+                        gxp[r] = gxp[r] + w[16 * a + 4 * b + c] * gyc
+    if ggp != NULL:
+        ggp[0] = ax
+        ggp[1] = ay
+        if nd == 3:
+            ggp[2] = az
     return True
 
 
@@ -479,7 +574,7 @@ cdef inline void _forward_point(const real* xn, const real* gp, real* outp, Py_s
     cdef const real* xp
     if mode != BICUBIC and _fast_forward(xn, gp, outp, C, S, P, nd, D, H, W, mode, pad, ac):
         return
-    if mode == BICUBIC and nd == 2 and _fast_bicubic_2d(xn, gp, outp, C, S, P, H, W, ac):
+    if mode == BICUBIC and _fast_bicubic_forward(xn, gp, outp, C, S, P, nd, D, H, W, ac):
         return
     n = _taps(gp, nd, D, H, W, mode, pad, ac, False, off, wk, NULL)
     for ch in range(C):
@@ -488,62 +583,6 @@ cdef inline void _forward_point(const real* xn, const real* gp, real* outp, Py_s
         for t in range(n):
             acc = acc + wk[t] * xp[off[t]]
         outp[ch * P] = acc
-
-
-cdef inline bint _fast_bicubic_backward_2d(const real* gyp, const real* xn, const real* gp,
-                                           real* gxn, real* ggp, Py_ssize_t C, Py_ssize_t S,
-                                           Py_ssize_t P, Py_ssize_t H, Py_ssize_t W,
-                                           int ac) noexcept nogil:
-    """The backward twin of _fast_bicubic_2d (same sums as _backward_point)."""
-    cdef Py_ssize_t ix[4]
-    cdef Py_ssize_t iy[4]
-    cdef real wx[4]
-    cdef real wy[4]
-    cdef real dwx[4]
-    cdef real dwy[4]
-    cdef real w[16]
-    cdef real kx[16]
-    cdef real ky[16]
-    cdef real gyc, v, sx, sy, ax, ay
-    cdef Py_ssize_t ch, o
-    cdef int b, c, t
-    cdef const real* xp
-    cdef real* gxp
-    _axis(gp[0], W, BICUBIC, ZEROS, ac, ix, wx, dwx)
-    _axis(gp[1], H, BICUBIC, ZEROS, ac, iy, wy, dwy)
-    if ix[0] < 0 or ix[3] < 0 or iy[0] < 0 or iy[3] < 0:
-        return False
-    for b in range(4):
-        for c in range(4):
-            w[4 * b + c] = wy[b] * wx[c]
-            kx[4 * b + c] = wy[b] * dwx[c]
-            ky[4 * b + c] = dwy[b] * wx[c]
-    o = iy[0] * W + ix[0]
-    ax = 0
-    ay = 0
-    for ch in range(C):
-        gyc = gyp[ch * P]
-        if ggp != NULL:
-            xp = xn + ch * S + o
-            sx = 0
-            sy = 0
-            for b in range(4):
-                for c in range(4):
-                    v = xp[b * W + c]
-                    sx = sx + kx[4 * b + c] * v
-                    sy = sy + ky[4 * b + c] * v
-            ax = ax + gyc * sx
-            ay = ay + gyc * sy
-        if gxn != NULL:
-            gxp = gxn + ch * S + o
-            for b in range(4):
-                for c in range(4):
-                    t = 4 * b + c
-                    gxp[b * W + c] = gxp[b * W + c] + w[t] * gyc
-    if ggp != NULL:
-        ggp[0] = ax
-        ggp[1] = ay
-    return True
 
 
 cdef inline void _backward_point(const real* gyp, const real* xn, const real* gp, real* gxn,
@@ -564,8 +603,8 @@ cdef inline void _backward_point(const real* gyp, const real* xn, const real* gp
     if mode != BICUBIC and _fast_backward(gyp, xn, gp, gxn, ggp, C, S, P, nd, D, H, W, mode,
                                           pad, ac):
         return
-    if mode == BICUBIC and nd == 2 and _fast_bicubic_backward_2d(gyp, xn, gp, gxn, ggp, C, S,
-                                                                 P, H, W, ac):
+    if mode == BICUBIC and _fast_bicubic_backward(gyp, xn, gp, gxn, ggp, C, S, P, nd, D, H, W,
+                                                  ac):
         return
     n = _taps(gp, nd, D, H, W, mode, pad, ac, deriv, off, wk, dk)
     acc[0] = 0
