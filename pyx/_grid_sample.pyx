@@ -1,3 +1,7 @@
+# Directives: none in this file; setup.py's compiler_directives() sets them for every
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
 # Grid sampling kernels (2-D and 3-D): the forward (a gather), the push (the adjoint
 # with respect to the input, a scatter) and the gradient with respect to the grid.
 # See pyx/fused.pxd for the kernel contract; the rules are PyTorch 2.13's
@@ -49,6 +53,31 @@ cdef extern from "grid_block2d.h":
                             const double*, const double*, const double*, const double*,
                             const double*, const unsigned char*) noexcept nogil
 
+cdef extern from "grid_block3d.h":
+    enum:
+        SB_GS_BLOCK  # points per block of the blocked paths
+    int sb_gs3d_coords_f(const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                         const float*, float, int, float, const float*, int, int32_t*, float*,
+                         float*, float*, unsigned char*) noexcept nogil
+    int sb_gs3d_coords_d(const double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                         const double*, double, int, double, const double*, int, int32_t*,
+                         double*, double*, double*, unsigned char*) noexcept nogil
+    void sb_gs3d_gather_f(const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, float*,
+                          Py_ssize_t, Py_ssize_t, int, const int32_t*,
+                          const float*) noexcept nogil
+    void sb_gs3d_gather_d(const double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                          double*, Py_ssize_t, Py_ssize_t, int, const int32_t*,
+                          const double*) noexcept nogil
+    void sb_gs3d_backward_f(const float*, const float*, float*, float*, Py_ssize_t, Py_ssize_t,
+                            Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, const Py_ssize_t*,
+                            int, int, const int32_t*, const float*, const float*,
+                            const unsigned char*) noexcept nogil
+    void sb_gs3d_backward_d(const double*, const double*, double*, double*, Py_ssize_t,
+                            Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                            const Py_ssize_t*, int, int, const int32_t*, const double*,
+                            const double*, const unsigned char*) noexcept nogil
+
+
 cdef enum:
     NEAREST = 0
     BILINEAR = 1
@@ -57,7 +86,6 @@ cdef enum:
     BORDER = 1
     REFLECTION = 2
     MAXTAPS = 64
-    BLOCK = 256  # points per block of the blocked 2-D forward
 
 # Keys' cubic convolution with A = -0.75 (PyTorch's bicubic): near for |d| <= 1,
 # far for 1 < |d| < 2, and their derivatives.  The constants are A + 2, A + 3, 5A,
@@ -406,6 +434,135 @@ cdef inline bint _fast_backward(const real* gyp, const real* xn, const real* gp,
     return True
 
 
+cdef inline bint _cubic_taps(const real* gp, int nd, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
+                             int ac, bint deriv, Py_ssize_t* o, real* w, real* kx, real* ky,
+                             real* kz) noexcept nogil:
+    """Bicubic points whose 16 (2-D) or 64 (3-D) taps are all inside, where the padding
+    does not matter: the first tap's offset and the weights of _taps, tap (a, b, c) at
+    16 a + 4 b + c (with deriv also d weight / d g_x, g_y, g_z).  False otherwise."""
+    cdef Py_ssize_t ix[4]
+    cdef Py_ssize_t iy[4]
+    cdef Py_ssize_t iz[4]
+    cdef real wx[4]
+    cdef real wy[4]
+    cdef real wz[4]
+    cdef real dwx[4]
+    cdef real dwy[4]
+    cdef real dwz[4]
+    cdef int a, b, c, kzn = 1, t
+    cdef real wzy
+    _axis(gp[0], W, BICUBIC, ZEROS, ac, ix, wx, dwx)
+    _axis(gp[1], H, BICUBIC, ZEROS, ac, iy, wy, dwy)
+    if ix[0] < 0 or ix[3] < 0 or iy[0] < 0 or iy[3] < 0:
+        return False
+    if nd == 3:
+        _axis(gp[2], D, BICUBIC, ZEROS, ac, iz, wz, dwz)
+        if iz[0] < 0 or iz[3] < 0:
+            return False
+        kzn = 4
+    else:
+        iz[0] = 0
+        wz[0] = 1
+        dwz[0] = 0
+    for a in range(kzn):
+        for b in range(4):
+            wzy = wz[a] * wy[b]
+            for c in range(4):
+                t = 16 * a + 4 * b + c
+                w[t] = wzy * wx[c]
+                if deriv:
+                    kx[t] = wzy * dwx[c]
+                    ky[t] = (wz[a] * dwy[b]) * wx[c]
+                    kz[t] = (dwz[a] * wy[b]) * wx[c]
+    o[0] = (iz[0] * H + iy[0]) * W + ix[0]
+    return True
+
+
+cdef inline bint _fast_bicubic_forward(const real* xn, const real* gp, real* outp,
+                                       Py_ssize_t C, Py_ssize_t S, Py_ssize_t P, int nd,
+                                       Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
+                                       int ac) noexcept nogil:
+    """Bicubic points with every tap inside: the sums of the general path."""
+    cdef real w[64]
+    cdef real acc
+    cdef Py_ssize_t ch, o
+    cdef int a, b, c, kzn = 4 if nd == 3 else 1
+    cdef const real* xp
+    cdef const real* xr
+    if not _cubic_taps(gp, nd, D, H, W, ac, False, &o, w, NULL, NULL, NULL):
+        return False
+    for ch in range(C):
+        xp = xn + ch * S + o
+        acc = 0
+        for a in range(kzn):
+            for b in range(4):
+                xr = xp + a * H * W + b * W
+                for c in range(4):
+                    acc = acc + w[16 * a + 4 * b + c] * xr[c]
+        outp[ch * P] = acc
+    return True
+
+
+cdef inline bint _fast_bicubic_backward(const real* gyp, const real* xn, const real* gp,
+                                        real* gxn, real* ggp, Py_ssize_t C, Py_ssize_t S,
+                                        Py_ssize_t P, int nd, Py_ssize_t D, Py_ssize_t H,
+                                        Py_ssize_t W, int ac) noexcept nogil:
+    """The backward twin of _fast_bicubic_forward (the sums of _backward_point)."""
+    cdef real w[64]
+    cdef real kx[64]
+    cdef real ky[64]
+    cdef real kz[64]
+    cdef real gyc, v, sx, sy, sz, ax, ay, az
+    cdef Py_ssize_t ch, o, r
+    cdef int a, b, c, t, kzn = 4 if nd == 3 else 1
+    cdef const real* xp
+    cdef real* gxp
+    if not _cubic_taps(gp, nd, D, H, W, ac, ggp != NULL, &o, w, kx, ky, kz):
+        return False
+    ax = 0
+    ay = 0
+    az = 0
+    for ch in range(C):
+        gyc = gyp[ch * P]
+        if ggp != NULL:
+            xp = xn + ch * S + o
+            sx = 0
+            sy = 0
+            sz = 0
+            if nd == 2:  # no z derivative to accumulate
+                for b in range(4):
+                    for c in range(4):
+                        t = 4 * b + c
+                        v = xp[b * W + c]
+                        sx = sx + kx[t] * v
+                        sy = sy + ky[t] * v
+            else:
+                for a in range(4):
+                    for b in range(4):
+                        for c in range(4):
+                            t = 16 * a + 4 * b + c
+                            v = xp[(a * H + b) * W + c]
+                            sx = sx + kx[t] * v
+                            sy = sy + ky[t] * v
+                            sz = sz + kz[t] * v
+            ax = ax + gyc * sx
+            ay = ay + gyc * sy
+            az = az + gyc * sz
+        if gxn != NULL:
+            gxp = gxn + ch * S + o
+            for a in range(kzn):
+                for b in range(4):
+                    for c in range(4):
+                        r = (a * H + b) * W + c
+                        gxp[r] = gxp[r] + w[16 * a + 4 * b + c] * gyc
+    if ggp != NULL:
+        ggp[0] = ax
+        ggp[1] = ay
+        if nd == 3:
+            ggp[2] = az
+    return True
+
+
 cdef inline void _forward_point(const real* xn, const real* gp, real* outp, Py_ssize_t C,
                          Py_ssize_t S, Py_ssize_t P, int nd, Py_ssize_t D, Py_ssize_t H,
                          Py_ssize_t W, int mode, int pad, int ac) noexcept nogil:
@@ -416,6 +573,8 @@ cdef inline void _forward_point(const real* xn, const real* gp, real* outp, Py_s
     cdef real acc
     cdef const real* xp
     if mode != BICUBIC and _fast_forward(xn, gp, outp, C, S, P, nd, D, H, W, mode, pad, ac):
+        return
+    if mode == BICUBIC and _fast_bicubic_forward(xn, gp, outp, C, S, P, nd, D, H, W, ac):
         return
     n = _taps(gp, nd, D, H, W, mode, pad, ac, False, off, wk, NULL)
     for ch in range(C):
@@ -443,6 +602,9 @@ cdef inline void _backward_point(const real* gyp, const real* xn, const real* gp
     cdef bint deriv = ggp != NULL and mode != NEAREST
     if mode != BICUBIC and _fast_backward(gyp, xn, gp, gxn, ggp, C, S, P, nd, D, H, W, mode,
                                           pad, ac):
+        return
+    if mode == BICUBIC and _fast_bicubic_backward(gyp, xn, gp, gxn, ggp, C, S, P, nd, D, H, W,
+                                                  ac):
         return
     n = _taps(gp, nd, D, H, W, mode, pad, ac, deriv, off, wk, dk)
     acc[0] = 0
@@ -483,19 +645,19 @@ cdef inline real* _ptr(real[::1] a) noexcept nogil:
 cdef inline void _forward_block_2d(const real* xn, const real* gp, real* outp, Py_ssize_t C,
                                    Py_ssize_t P, Py_ssize_t cnt, Py_ssize_t H, Py_ssize_t W,
                                    int mode, int pad, int ac) noexcept nogil:
-    """``cnt`` <= BLOCK consecutive points of one sample (2-D, nearest or bilinear;
+    """``cnt`` <= SB_GS_BLOCK consecutive points of one sample (2-D, nearest or bilinear;
     H, W >= 2): the vectorised loops of grid_block2d.h, then the general path for the
     points with a tap outside (or reflected more than once)."""
-    cdef int32_t off[BLOCK]
-    cdef real w0[BLOCK]
-    cdef real w1[BLOCK]
-    cdef real w2[BLOCK]
-    cdef real w3[BLOCK]
-    cdef real tx[BLOCK]
-    cdef real ty[BLOCK]
-    cdef real dx[BLOCK]
-    cdef real dy[BLOCK]
-    cdef unsigned char ok[BLOCK]
+    cdef int32_t off[SB_GS_BLOCK]
+    cdef real w0[SB_GS_BLOCK]
+    cdef real w1[SB_GS_BLOCK]
+    cdef real w2[SB_GS_BLOCK]
+    cdef real w3[SB_GS_BLOCK]
+    cdef real tx[SB_GS_BLOCK]
+    cdef real ty[SB_GS_BLOCK]
+    cdef real dx[SB_GS_BLOCK]
+    cdef real dy[SB_GS_BLOCK]
+    cdef unsigned char ok[SB_GS_BLOCK]
     cdef real sx, sy, shift, lo, span_x, span_y
     cdef int all_ok, nearest = mode == NEAREST
     cdef Py_ssize_t j
@@ -528,6 +690,100 @@ cdef inline void _forward_block_2d(const real* xn, const real* gp, real* outp, P
                                ac)
 
 
+cdef inline void _block_params(int ac, Py_ssize_t size, real* scale, real* span) noexcept nogil:
+    """Unnormalisation scale and reflection span of one axis (as _coord and _reflect)."""
+    if ac:
+        scale[0] = <real>(size - 1) * <real>0.5
+        span[0] = <real>(size - 1)
+    else:
+        scale[0] = <real>size * <real>0.5
+        span[0] = <real>size
+
+
+cdef inline void _forward_block_3d(const real* xn, const real* gp, real* outp, Py_ssize_t C,
+                                   Py_ssize_t P, Py_ssize_t cnt, Py_ssize_t D, Py_ssize_t H,
+                                   Py_ssize_t W, int mode, int pad, int ac) noexcept nogil:
+    """The 3-D twin of _forward_block_2d (D, H, W >= 2)."""
+    cdef int32_t off[SB_GS_BLOCK]
+    cdef real wt[8 * SB_GS_BLOCK]
+    cdef real ts[3 * SB_GS_BLOCK]
+    cdef real ds[3 * SB_GS_BLOCK]
+    cdef unsigned char ok[SB_GS_BLOCK]
+    cdef real scale[3]
+    cdef real span[3]
+    cdef real shift = 0 if ac else <real>0.5
+    cdef real lo = 0 if ac else <real>-0.5
+    cdef int all_ok, nearest = mode == NEAREST
+    cdef Py_ssize_t j, S = D * H * W
+    _block_params(ac, W, &scale[0], &span[0])
+    _block_params(ac, H, &scale[1], &span[1])
+    _block_params(ac, D, &scale[2], &span[2])
+    if real is float:
+        all_ok = sb_gs3d_coords_f(gp, cnt, D, H, W, scale, shift, pad, lo, span, nearest, off,
+                                  wt, ts, ds, ok)
+        sb_gs3d_gather_f(xn, C, S, H, W, outp, P, cnt, nearest, off, wt)
+    else:
+        all_ok = sb_gs3d_coords_d(gp, cnt, D, H, W, scale, shift, pad, lo, span, nearest, off,
+                                  wt, ts, ds, ok)
+        sb_gs3d_gather_d(xn, C, S, H, W, outp, P, cnt, nearest, off, wt)
+    if not all_ok:
+        for j in range(cnt):
+            if not ok[j]:
+                _forward_point(xn, gp + 3 * j, outp + j, C, S, P, 3, D, H, W, mode, pad, ac)
+
+
+cdef inline void _backward_block_3d(const real* gyn, const real* xn, const real* gn,
+                                    real* gxn, real* ggn, const Py_ssize_t* pts, Py_ssize_t p0,
+                                    Py_ssize_t cnt, Py_ssize_t C, Py_ssize_t P, Py_ssize_t D,
+                                    Py_ssize_t H, Py_ssize_t W, int mode, int pad,
+                                    int ac) noexcept nogil:
+    """The 3-D twin of _backward_block_2d (D, H, W >= 2)."""
+    cdef Py_ssize_t idx[SB_GS_BLOCK]
+    cdef real gbuf[3 * SB_GS_BLOCK]
+    cdef int32_t off[SB_GS_BLOCK]
+    cdef real wt[8 * SB_GS_BLOCK]
+    cdef real ts[3 * SB_GS_BLOCK]
+    cdef real ds[3 * SB_GS_BLOCK]
+    cdef real acc[3 * SB_GS_BLOCK]
+    cdef unsigned char ok[SB_GS_BLOCK]
+    cdef real scale[3]
+    cdef real span[3]
+    cdef real shift = 0 if ac else <real>0.5
+    cdef real lo = 0 if ac else <real>-0.5
+    cdef int all_ok, nearest = mode == NEAREST
+    cdef int deriv = ggn != NULL and mode != NEAREST
+    cdef Py_ssize_t j, q, k, S = D * H * W
+    for j in range(cnt):
+        q = pts[j] if pts != NULL else p0 + j
+        idx[j] = q
+        for k in range(3):
+            gbuf[3 * j + k] = gn[3 * q + k]
+    _block_params(ac, W, &scale[0], &span[0])
+    _block_params(ac, H, &scale[1], &span[1])
+    _block_params(ac, D, &scale[2], &span[2])
+    if real is float:
+        all_ok = sb_gs3d_coords_f(gbuf, cnt, D, H, W, scale, shift, pad, lo, span, nearest,
+                                  off, wt, ts, ds, ok)
+        sb_gs3d_backward_f(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv, off, wt,
+                           ts, ok)
+    else:
+        all_ok = sb_gs3d_coords_d(gbuf, cnt, D, H, W, scale, shift, pad, lo, span, nearest,
+                                  off, wt, ts, ds, ok)
+        sb_gs3d_backward_d(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv, off, wt,
+                           ts, ok)
+    if deriv:
+        for j in range(cnt):
+            if ok[j]:
+                for k in range(3):
+                    ggn[3 * idx[j] + k] = acc[k * SB_GS_BLOCK + j] * ds[k * SB_GS_BLOCK + j]
+    if not all_ok:
+        for j in range(cnt):
+            if not ok[j]:
+                _backward_point(gyn + idx[j], xn, gn + 3 * idx[j], gxn,
+                                NULL if ggn == NULL else ggn + 3 * idx[j], C, S, P, 3, D, H, W,
+                                mode, pad, ac)
+
+
 def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N,
             Py_ssize_t C, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, int nd,
             int mode, int pad, int ac, int nthreads):
@@ -542,13 +798,23 @@ def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N
         return
     if (nd == 2 and mode != BICUBIC and H >= 2 and W >= 2
             and S < 2147483647):  # the blocked path
-        nb = (P + BLOCK - 1) // BLOCK
+        nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
         with nogil:
             for i in prange(N * nb, schedule="static", num_threads=nthreads):
                 n = i // nb
-                p = (i - n * nb) * BLOCK
+                p = (i - n * nb) * SB_GS_BLOCK
                 _forward_block_2d(xb + n * C * S, gb + (n * P + p) * 2, ob + n * C * P + p, C,
-                                  P, min(BLOCK, P - p), H, W, mode, pad, ac)
+                                  P, min(SB_GS_BLOCK, P - p), H, W, mode, pad, ac)
+        return
+    if (nd == 3 and mode != BICUBIC and D >= 2 and H >= 2 and W >= 2
+            and S < 2147483647):  # the blocked 3-D path
+        nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
+        with nogil:
+            for i in prange(N * nb, schedule="static", num_threads=nthreads):
+                n = i // nb
+                p = (i - n * nb) * SB_GS_BLOCK
+                _forward_block_3d(xb + n * C * S, gb + (n * P + p) * 3, ob + n * C * P + p, C,
+                                  P, min(SB_GS_BLOCK, P - p), D, H, W, mode, pad, ac)
         return
     with nogil:
         for i in prange(N * P, schedule="static", num_threads=nthreads):
@@ -562,24 +828,24 @@ cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real*
                                     real* gxn, real* ggn, const Py_ssize_t* pts, Py_ssize_t p0,
                                     Py_ssize_t cnt, Py_ssize_t C, Py_ssize_t P, Py_ssize_t H,
                                     Py_ssize_t W, int mode, int pad, int ac) noexcept nogil:
-    """The backward of ``cnt`` <= BLOCK points of one sample (2-D, nearest or bilinear;
+    """The backward of ``cnt`` <= SB_GS_BLOCK points of one sample (2-D, nearest or bilinear;
     H, W >= 2): points pts[0..cnt) of the sample, or p0 ... p0 + cnt - 1 when pts is
     NULL.  Pushes into gxn and writes the grid gradient into ggn (each unless NULL);
     the points with a tap outside go through _backward_point afterwards."""
-    cdef Py_ssize_t idx[BLOCK]
-    cdef real gbuf[2 * BLOCK]
-    cdef int32_t off[BLOCK]
-    cdef real w0[BLOCK]
-    cdef real w1[BLOCK]
-    cdef real w2[BLOCK]
-    cdef real w3[BLOCK]
-    cdef real tx[BLOCK]
-    cdef real ty[BLOCK]
-    cdef real dx[BLOCK]
-    cdef real dy[BLOCK]
-    cdef real ax[BLOCK]
-    cdef real ay[BLOCK]
-    cdef unsigned char ok[BLOCK]
+    cdef Py_ssize_t idx[SB_GS_BLOCK]
+    cdef real gbuf[2 * SB_GS_BLOCK]
+    cdef int32_t off[SB_GS_BLOCK]
+    cdef real w0[SB_GS_BLOCK]
+    cdef real w1[SB_GS_BLOCK]
+    cdef real w2[SB_GS_BLOCK]
+    cdef real w3[SB_GS_BLOCK]
+    cdef real tx[SB_GS_BLOCK]
+    cdef real ty[SB_GS_BLOCK]
+    cdef real dx[SB_GS_BLOCK]
+    cdef real dy[SB_GS_BLOCK]
+    cdef real ax[SB_GS_BLOCK]
+    cdef real ay[SB_GS_BLOCK]
+    cdef unsigned char ok[SB_GS_BLOCK]
     cdef real sx, sy, shift, lo, span_x, span_y
     cdef int all_ok, nearest = mode == NEAREST
     cdef int deriv = ggn != NULL and mode != NEAREST
@@ -674,19 +940,24 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
     cdef Py_ssize_t* st
     cdef Py_ssize_t* cur
     cdef Py_ssize_t m, nb, cnt
-    cdef bint blocked = (nd == 2 and mode != BICUBIC and H >= 2 and W >= 2
-                         and S < 2147483647)
+    cdef bint blocked = (mode != BICUBIC and H >= 2 and W >= 2 and S < 2147483647
+                         and (nd == 2 or D >= 2))
     if N * P == 0:
         return
     if gxb == NULL and blocked:  # grid gradient only, by blocks of points
-        nb = (P + BLOCK - 1) // BLOCK
+        nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
         with nogil:
             for i in prange(N * nb, schedule="static", num_threads=nthreads):
                 n = i // nb
-                p = (i - n * nb) * BLOCK
-                _backward_block_2d(gyb + n * C * P, xb + n * CS, gb + n * P * 2, NULL,
-                                   ggb + n * P * 2, NULL, p, min(BLOCK, P - p), C, P, H, W,
-                                   mode, pad, ac)
+                p = (i - n * nb) * SB_GS_BLOCK
+                if nd == 2:
+                    _backward_block_2d(gyb + n * C * P, xb + n * CS, gb + n * P * 2, NULL,
+                                       ggb + n * P * 2, NULL, p, min(SB_GS_BLOCK, P - p), C, P,
+                                       H, W, mode, pad, ac)
+                else:
+                    _backward_block_3d(gyb + n * C * P, xb + n * CS, gb + n * P * 3, NULL,
+                                       ggb + n * P * 3, NULL, p, min(SB_GS_BLOCK, P - p), C, P,
+                                       D, H, W, mode, pad, ac)
         return
     if gxb == NULL:  # grid gradient only: one iteration per point
         with nogil:
@@ -726,10 +997,19 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
                 if blocked:
                     j = st[k]
                     while j < st[k + 1]:
-                        cnt = min(BLOCK, st[k + 1] - j)
-                        _backward_block_2d(gyb + n * C * P, xb + n * CS, gb + n * P * 2,
-                                           gxb + n * CS, NULL if ggb == NULL else ggb + n * P * 2,
-                                           &order[n * P + j], 0, cnt, C, P, H, W, mode, pad, ac)
+                        cnt = min(SB_GS_BLOCK, st[k + 1] - j)
+                        if nd == 2:
+                            _backward_block_2d(gyb + n * C * P, xb + n * CS, gb + n * P * 2,
+                                               gxb + n * CS,
+                                               NULL if ggb == NULL else ggb + n * P * 2,
+                                               &order[n * P + j], 0, cnt, C, P, H, W, mode, pad,
+                                               ac)
+                        else:
+                            _backward_block_3d(gyb + n * C * P, xb + n * CS, gb + n * P * 3,
+                                               gxb + n * CS,
+                                               NULL if ggb == NULL else ggb + n * P * 3,
+                                               &order[n * P + j], 0, cnt, C, P, D, H, W, mode,
+                                               pad, ac)
                         j = j + cnt
                     continue
                 for j in range(st[k], st[k + 1]):

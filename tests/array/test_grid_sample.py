@@ -110,14 +110,16 @@ def test_kernels_match_reference(nd, mode, padding, ac, dtype):
 
 @pytest.mark.parametrize("padding", PADDINGS)
 @pytest.mark.parametrize("ac", [False, True])
-def test_blocked_2d_path_matches_reference(padding, ac):
+@pytest.mark.parametrize("nd", [2, 3])
+def test_blocked_paths_match_reference(nd, padding, ac):
     """Several blocks of 256 points, a mix of inside points, edge points and points
     reflected more than once (those take the per-point path inside a block)."""
-    rng = np.random.default_rng(int(ac) + 2 * PADDINGS.index(padding))
-    x = rng.standard_normal((2, 3, 6, 7))
-    g = rng.uniform(-3, 3, (2, 20, 31, 2))
-    g[:, ::2] = rng.uniform(-0.8, 0.8, (2, 10, 31, 2))  # half of the rows inside
-    gy = rng.standard_normal((2, 3, 20, 31))
+    rng = np.random.default_rng(int(ac) + 2 * PADDINGS.index(padding) + 6 * nd)
+    spatial, out = ((6, 7), (20, 31)) if nd == 2 else ((3, 4, 5), (4, 10, 15))
+    x = rng.standard_normal((2, 3, *spatial))
+    g = rng.uniform(-3, 3, (2, *out, nd))
+    g[:, ::2] = rng.uniform(-0.8, 0.8, g[:, ::2].shape)  # half of the first axis inside
+    gy = rng.standard_normal((2, 3, *out))
     for mode in ("nearest", "bilinear"):
         np.testing.assert_allclose(_kernel_fwd(x, g, mode, padding, ac),
                                    reference.grid_sample(x, g, mode, padding, ac),
