@@ -48,13 +48,24 @@ __all__ = ["Context", "Function", "once_differentiable", "unbroadcast"]
 
 
 class _SavedOutput:
-    """A saved array that is an output of the same node (see Context.saved_tensors)."""
+    """A saved array that is an output of the same node (see Context.saved_tensors).
 
-    __slots__ = ("index", "data")
+    ``ver`` is the output Tensor's version counter, so an in-place write into the
+    output (``y = x.exp(); y.add_(1)``) is caught as for saved inputs."""
+
+    __slots__ = ("index", "data", "ver")
 
     def __init__(self, index, data):
         self.index = index
         self.data = data
+        self.ver = _Version()
+
+    @property
+    def _version(self):
+        return self.ver.value
+
+    shape = property(lambda self: self.data.shape)
+    dtype = property(lambda self: self.data.dtype)
 
 
 class Context:
@@ -149,6 +160,9 @@ class Context:
                 for j, o in enumerate(outputs):
                     if item is o:
                         self._saved[i] = _SavedOutput(j, o)
+                        if self._versions is None:
+                            self._versions = [None] * len(self._saved)
+                        self._versions[i] = 0
                         break
             elif isinstance(item, np.generic):  # a saved 0-d constant: keep it an array
                 self._saved[i] = as_ndarray(item)
@@ -265,6 +279,9 @@ class Function:
                 Tensor._make(o, ctx, i) if o.dtype.kind == "f" else Tensor._make(o)
                 for i, o in enumerate(outs)
             ]
+            for item in ctx._saved:  # a saved output shares the output's version counter
+                if isinstance(item, _SavedOutput):
+                    results[item.index]._ver = item.ver
         else:
             results = [Tensor._make(o) for o in outs]
         for r in results:
@@ -281,6 +298,7 @@ def _share_version(view, args):
         if isinstance(a, Tensor) and (a._data is base or a._data.base is base):
             if a._ver is None:
                 a._ver = _Version()
+            a._ver.view = True
             view._ver = a._ver
             return
 
