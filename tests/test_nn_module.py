@@ -55,11 +55,17 @@ def test_load_state_dict_errors_name_the_keys():
     del state["conv.weight"]
     state["extra.weight"] = np.zeros(1)
     with pytest.raises(
-        KeyError, match=r"missing keys: conv\.weight.*unexpected keys: extra\.weight"
-    ):
+        RuntimeError,
+        match=r'(?s)Missing key\(s\) in state_dict: "conv\.weight".*Unexpected key\(s\) in '
+        r'state_dict: "extra\.weight"',
+    ) as info:
         m.load_state_dict(state)
-    missing, unexpected = m.load_state_dict(state, strict=False)
+    assert isinstance(info.value, KeyError)  # the type it raised before, too
+    result = m.load_state_dict(state, strict=False)
+    missing, unexpected = result
     assert missing == ["conv.weight"] and unexpected == ["extra.weight"]
+    assert result.missing_keys == missing and result.unexpected_keys == unexpected
+    assert repr(m.load_state_dict(m.state_dict())) == "<All keys matched successfully>"
     state = m.state_dict()
     state["conv.bias"] = np.zeros(5)
     with pytest.raises(ValueError, match=r"conv\.bias: checkpoint \(5,\), model \(3,\)"):

@@ -86,7 +86,8 @@ class Tensor:
     ``Tensor(data)`` wraps an ndarray (or another Tensor's array) without copying
     (``sandbox.tensor`` copies).  As ``torch.Tensor``: ``Tensor(2, 3)`` (sizes) is a
     zero-filled tensor of the default float dtype, ``Tensor([1, 2])`` (a list) holds
-    the values in the default float dtype, ``Tensor()`` is empty.  Operators and methods (``+``, ``@``, ``sum``, ``reshape`` ...) come from
+    the values in the default float dtype, ``Tensor()`` is empty.
+    Operators and methods (``+``, ``@``, ``sum``, ``reshape`` ...) come from
     ``sandbox.ops._methods.TensorMethods`` (see the module docstring).
     """
 

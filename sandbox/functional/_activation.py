@@ -13,17 +13,21 @@ import numpy as np
 
 from ..ops import leaky_relu as _leaky_relu
 from ..ops import log_softmax as _log_softmax
+from ..ops import gelu as _gelu
 from ..ops import logsumexp, pad, sigmoid, softplus, tanh
+from ..ops import silu as _silu
 from ..ops import relu as _relu
 from ..ops import softmax as _softmax
 
 __all__ = [
+    "gelu",
     "leaky_relu",
     "log_softmax",
     "logsumexp",
     "pad",
     "relu",
     "sigmoid",
+    "silu",
     "softmax",
     "softplus",
     "tanh",
@@ -47,6 +51,18 @@ def relu(input, inplace=False):  # noqa: A002 - torch's argument name
 def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
     """``x`` for ``x > 0``, else ``negative_slope * x`` (``inplace``: see the module notes)."""
     y = _leaky_relu(input, negative_slope)
+    return _inplace(input, y) if inplace else y
+
+
+def gelu(input, approximate="none"):  # noqa: A002 - torch's argument name
+    """GELU ``x * Phi(x)``, as ``torch.nn.functional.gelu``; ``approximate="tanh"`` uses
+    the tanh form (see :func:`sandbox.ops.gelu`)."""
+    return _gelu(input, approximate)
+
+
+def silu(input, inplace=False):  # noqa: A002 - torch's argument name
+    """SiLU ``x * sigmoid(x)``, as ``torch.nn.functional.silu`` (``inplace``: module notes)."""
+    y = _silu(input)
     return _inplace(input, y) if inplace else y
 
 

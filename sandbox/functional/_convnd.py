@@ -80,12 +80,12 @@ def conv_family(nd, ops, ntuple):
             needs = (needs[0], needs[1], ctx.has_bias and needs[2])
             if not is_grad_enabled():  # plain backward: the kernels, on arrays
                 x, weight = ctx.saved_arrays
-                gx, gw, gb = conv_backward(grad.data, x, weight, *ctx.params, needs=needs)
+                gx, gw, gb = conv_backward(grad.numpy(), x, weight, *ctx.params, needs=needs)
                 return gx, gw, gb, None, None, None, None
             # create_graph: every gradient is a differentiable op again
             x, weight = ctx.saved_tensors
             gx = conv_input_grad(grad, weight, x.shape, *ctx.params) if needs[0] else None
-            gw = ConvWeightGrad.apply(x, grad, weight.data, *ctx.params) if needs[1] else None
+            gw = ConvWeightGrad.apply(x, grad, weight.numpy(), *ctx.params) if needs[1] else None
             gb = grad.sum(axis=bias_axes) if needs[2] else None
             return gx, gw, gb, None, None, None, None
 
@@ -106,7 +106,7 @@ def conv_family(nd, ops, ntuple):
             needs = (needs[0], needs[1], ctx.has_bias and needs[2])
             if not is_grad_enabled():  # plain backward: the kernels, on arrays
                 x, weight = ctx.saved_arrays
-                gx, gw, gb = conv_transpose_backward(grad.data, x, weight, *ctx.params,
+                gx, gw, gb = conv_transpose_backward(grad.numpy(), x, weight, *ctx.params,
                                                      needs=needs)
                 return gx, gw, gb, None, None, None, None, None
             x, weight = ctx.saved_tensors
@@ -117,7 +117,7 @@ def conv_family(nd, ops, ntuple):
                                           groups)
             gw = None
             if needs[1]:
-                gw = ConvTransposeWeightGrad.apply(x, grad, weight.data, *ctx.params)
+                gw = ConvTransposeWeightGrad.apply(x, grad, weight.numpy(), *ctx.params)
             gb = grad.sum(axis=bias_axes) if needs[2] else None
             return gx, gw, gb, None, None, None, None, None
 

@@ -34,7 +34,7 @@ class BatchNorm(Function):
             gx, gw, gb = _batch_norm_grads(grad, x, weight, ctx, needs)
         else:
             x, weight = ctx.saved_arrays
-            gx, gw, gb = _norm.batch_norm_backward(grad.data, x, *ctx.stats, weight,
+            gx, gw, gb = _norm.batch_norm_backward(grad.numpy(), x, *ctx.stats, weight,
                                                    ctx.training, needs=needs)
         return gx, gw, gb, None, None, None, None, None
 
@@ -61,10 +61,10 @@ class BatchNormReLU(Function):
         needs = ctx.needs_input_grad[:3]
         if is_grad_enabled():  # create_graph: ReLU's mask (a constant), then batch norm's
             x, weight, out = ctx.saved_tensors
-            gx, gw, gb = _batch_norm_grads(grad * (out.data > 0), x, weight, ctx, needs)
+            gx, gw, gb = _batch_norm_grads(grad * (out.numpy() > 0), x, weight, ctx, needs)
         else:
             x, weight, out = ctx.saved_arrays
-            gx, gw, gb = _norm.batch_norm_relu_backward(grad.data, x, out, *ctx.stats, weight,
+            gx, gw, gb = _norm.batch_norm_relu_backward(grad.numpy(), x, out, *ctx.stats, weight,
                                                         ctx.training, needs=needs)
         return gx, gw, gb, None, None, None, None, None
 
@@ -89,7 +89,7 @@ class GroupNorm(Function):
             gx, gw, gb = _group_norm_grads(grad, x, weight, ctx.num_groups, ctx.eps, needs)
         else:
             x, weight = ctx.saved_arrays
-            gx, gw, gb = _norm.group_norm_backward(grad.data, x, *ctx.stats, ctx.num_groups,
+            gx, gw, gb = _norm.group_norm_backward(grad.numpy(), x, *ctx.stats, ctx.num_groups,
                                                    weight, needs=needs)
         return gx, gw, gb, None, None
 
@@ -143,7 +143,7 @@ def _group_norm_grads(grad, x, weight, num_groups, eps, needs):
 
 
 def _array(x):
-    return x.data if isinstance(x, Tensor) else x
+    return x.numpy() if isinstance(x, Tensor) else x
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,

@@ -61,7 +61,7 @@ def pool_family(nd, ops):
             if is_grad_enabled():  # create_graph: a differentiable scatter
                 gx = MaxPoolScatter.apply(grad, ctx.indices, ctx.input_shape)
             else:
-                gx = max_backward(grad.data, ctx.indices, ctx.input_shape)
+                gx = max_backward(grad.numpy(), ctx.indices, ctx.input_shape)
             return gx, None, None, None, None, None
 
     class MaxPoolScatter(Function):
@@ -106,7 +106,7 @@ def pool_family(nd, ops):
             if is_grad_enabled():  # create_graph: the differentiable adjoint
                 gx = AvgPoolAdjoint.apply(grad, ctx.input_shape, *ctx.params)
             else:
-                gx = avg_backward(grad.data, ctx.input_shape, *ctx.params)
+                gx = avg_backward(grad.numpy(), ctx.input_shape, *ctx.params)
             return gx, None, None, None, None, None, None
 
     class AvgPoolAdjoint(Function):

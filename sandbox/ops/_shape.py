@@ -263,13 +263,13 @@ def setitem(x, index, value):
     the assignment, so gradients reach ``value`` (through ``x[index]``) and the
     elements of the old ``x`` that were not overwritten.  The write bumps ``x``'s
     version: a node that saved ``x`` before refuses to use it.  A leaf that
-    requires grad cannot be assigned into.
+    requires grad cannot be assigned into while grad mode is on (under ``no_grad()``
+    any tensor can, as in PyTorch).
     """
-    if x.requires_grad and (x.grad_fn is None or not is_grad_enabled()):
+    if x.requires_grad and x.grad_fn is None and is_grad_enabled():
         raise RuntimeError(
-            "in-place assignment into a leaf that requires grad (or into any tensor that "
-            "requires grad, under no_grad) is not supported; "
-            "build a new tensor (e.g. with where or cat), or assign into x.data"
+            "a leaf Variable that requires grad is being used in an in-place operation. "
+            "(Assign under `with sandbox.no_grad():`, or into x.data.)"
         )
     idx = _index_arg(index)
     value = operand(value, "setitem")

@@ -95,7 +95,7 @@ def predict(model, image: np.ndarray) -> np.ndarray:
     """Class label per pixel for one normalised ``(C, H, W)`` image."""
     with no_grad():
         logits = model(Tensor(np.ascontiguousarray(image[None], dtype=np.float32)))
-    return logits.data[0].argmax(axis=0)
+    return logits.numpy()[0].argmax(axis=0)
 
 
 def predict_file(checkpoint_path, image_path, out=None, overlay_out=None) -> dict:
