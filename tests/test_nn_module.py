@@ -46,7 +46,7 @@ def test_state_dict_has_buffers_and_round_trips():
     b.load_state_dict(a.state_dict())
     for (na, pa), (nb, pb) in zip(a.named_parameters(), b.named_parameters(), strict=True):
         assert na == nb
-        np.testing.assert_array_equal(pa.data, pb.data)
+        np.testing.assert_array_equal(pa.numpy(), pb.numpy())
 
 
 def test_load_state_dict_errors_name_the_keys():
@@ -109,7 +109,7 @@ def test_repr_is_readable():
 
 def test_to_double_casts_parameters_and_buffers():
     m = Tiny().double()
-    assert all(p.data.dtype == np.float64 for p in m.parameters())
+    assert all(p.numpy().dtype == np.float64 for p in m.parameters())
     assert m.norm.running_var.dtype == np.float64
     assert m.norm.num_batches_tracked.dtype == np.int64
 
@@ -118,12 +118,12 @@ def test_default_init_matches_pytorch_bounds():
     sandbox.manual_seed(0)
     conv = nn.Conv2d(8, 4, 3)
     bound = 1 / np.sqrt(8 * 9)
-    assert np.abs(conv.weight.data).max() <= bound
-    assert np.abs(conv.weight.data).max() > 0.8 * bound
-    assert np.abs(conv.bias.data).max() <= bound
+    assert np.abs(conv.weight.numpy()).max() <= bound
+    assert np.abs(conv.weight.numpy()).max() > 0.8 * bound
+    assert np.abs(conv.bias.numpy()).max() <= bound
     tconv = nn.ConvTranspose2d(8, 4, 2)
     assert tconv.weight.shape == (8, 4, 2, 2)
-    assert np.abs(tconv.weight.data).max() <= 1 / np.sqrt(4 * 4)
+    assert np.abs(tconv.weight.numpy()).max() <= 1 / np.sqrt(4 * 4)
 
 
 def test_manual_seed_makes_init_reproducible():
@@ -132,7 +132,7 @@ def test_manual_seed_makes_init_reproducible():
     sandbox.manual_seed(3)
     b = nn.UNet(1, 2, depth=2, base_width=4)
     for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
-        np.testing.assert_array_equal(pa.data, pb.data)
+        np.testing.assert_array_equal(pa.numpy(), pb.numpy())
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,6 @@ import numpy as np
 
 from .._dtypes import get_default_dtype
 from ._hooks import RemovableHandle, hook_table
-from ._repr import tensor_repr
 
 __all__ = ["Tensor", "as_ndarray", "tensor"]
 
@@ -271,12 +270,6 @@ class Tensor:
         return bool(self._data)
 
     __hash__ = object.__hash__  # operators make == elementwise; hash stays identity
-
-    def __repr__(self):
-        """As PyTorch prints: ``tensor([1., 2.], requires_grad=True)`` (see ``_repr``)."""
-        return tensor_repr(self)
-
-    __str__ = __repr__
 
     # -- differentiation
     def backward(self, grad=None, retain_graph=None, create_graph=False) -> None:

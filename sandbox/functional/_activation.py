@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ops import gelu as _gelu
 from ..ops import leaky_relu as _leaky_relu
 from ..ops import log_softmax as _log_softmax
-from ..ops import gelu as _gelu
 from ..ops import logsumexp, pad, sigmoid, softplus, tanh
-from ..ops import silu as _silu
 from ..ops import relu as _relu
+from ..ops import silu as _silu
 from ..ops import softmax as _softmax
 
 __all__ = [

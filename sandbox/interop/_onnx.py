@@ -81,7 +81,8 @@ def _conv(g, m, v):
 
 
 def _linear(g, m, v):
-    y = g.node("MatMul", [v.name, g.const(m.weight.numpy().T.astype(np.float32), "weight")], "linear")
+    weight = g.const(m.weight.numpy().T.astype(np.float32), "weight")
+    y = g.node("MatMul", [v.name, weight], "linear")
     if m.bias is not None:
         y = g.node("Add", [y, g.const(m.bias.numpy().astype(np.float32), "bias")], "linear_bias")
     return y

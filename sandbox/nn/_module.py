@@ -308,7 +308,8 @@ class Module:
         if strict and (missing or unexpected):
             parts = []
             if missing:
-                parts.append("Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing))
+                parts.append("Missing key(s) in state_dict: "
+                             + ", ".join(f'"{k}"' for k in missing))
             if unexpected:
                 parts.append("Unexpected key(s) in state_dict: "
                              + ", ".join(f'"{k}"' for k in unexpected))

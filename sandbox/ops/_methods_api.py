@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from ..autograd import Tensor
-from . import _intdiv, _linalg, _nonlinear, _reduce, _select, _tile
+from . import _arith, _intdiv, _linalg, _nonlinear, _reduce, _select, _tile
 
 
 class ApiMethods:
@@ -80,6 +80,10 @@ class ApiMethods:
     def __rmod__(self, other) -> Tensor:
         """``other % self``."""
         return _intdiv.remainder(other, self)
+
+    def neg(self) -> Tensor:
+        """``-self`` (torch's name)."""
+        return _arith.neg(self)
 
     def erf(self) -> Tensor:
         """See :func:`sandbox.erf`."""

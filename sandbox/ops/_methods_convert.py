@@ -8,12 +8,21 @@ import numpy as np
 from .. import _device
 from ..autograd import Tensor
 from . import _arith, _create, _inplace
+from ._repr import tensor_repr
 
 
 class ConvertMethods:
     """``astype``, ``float``, ``to``, ``clone``, ``new_zeros`` ... of Tensor."""
 
     __slots__ = ()
+
+    def __repr__(self) -> str:
+        """As PyTorch prints: ``tensor([1., 2.], requires_grad=True)`` (see ``ops._repr``)."""
+        return tensor_repr(self)
+
+    def __str__(self) -> str:
+        """The same as ``repr``, as in PyTorch."""
+        return tensor_repr(self)
 
     # ------------------------------------------------------------------ dtypes and copies
     def astype(self, dtype) -> Tensor:

@@ -101,6 +101,10 @@ def _cast(x, dtype):
         return x if x.dtype == dtype else x.astype(dtype)
     if isinstance(x, bool | int | float) and dtype.kind == "f":
         return float(x)  # a Python float stays weak: numpy keeps the array's dtype
+    if type(x) is int and dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not info.min <= x <= info.max:  # wraps around, as in torch (numpy would raise)
+            return np.array(x, dtype=np.int64).astype(dtype)
     return x
 
 

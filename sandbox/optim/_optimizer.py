@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 
+from ..autograd import Tensor
+
 
 class Optimizer:
     """Base class: parameter groups, ``zero_grad``, and state (de)serialisation.
