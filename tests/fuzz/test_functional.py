@@ -23,7 +23,7 @@ def _torch(torch):
 
 # ------------------------------------------------------------------------------ losses
 @FUZZ
-@given(st.numpy()())
+@given(st.data())
 def test_fuzz_classification_losses(data):
     torch = th()
     tf = torch.nn.functional
@@ -85,7 +85,7 @@ def test_fuzz_classification_losses(data):
 
 
 @FUZZ
-@given(st.numpy()())
+@given(st.data())
 def test_fuzz_regression_losses(data):
     tf = th().nn.functional
     shape = draw_shape(data, max_dims=3)
@@ -127,7 +127,7 @@ INTERPOLATE = [  # (our mode, torch's mode, spatial dims, align_corners allowed,
 
 
 @FUZZ
-@given(st.numpy()())
+@given(st.data())
 def test_fuzz_interpolate(data):
     """Every torch mode and dimension; of ``a * a`` so second derivatives are not trivial."""
     mode, torch_mode, nds, ac_ok, aa = data.draw(st.sampled_from(INTERPOLATE), label="mode")
@@ -165,7 +165,7 @@ def _draw_image(data, channels):
 
 
 @FUZZ
-@given(st.numpy()())
+@given(st.data())
 def test_fuzz_conv2d(data):
     groups = data.draw(st.sampled_from([1, 2]), label="groups")
     x = _draw_image(data, 2 * groups)
@@ -187,7 +187,7 @@ def test_fuzz_conv2d(data):
 
 
 @FUZZ
-@given(st.numpy()())
+@given(st.data())
 def test_fuzz_conv2d_winograd_sizes(data):
     """3x3, stride 1, 16+ channels, 64+ output pixels: the sizes that take the Winograd
     path (forward, input and weight gradients), with a batch of 1 to 3."""
@@ -207,7 +207,7 @@ def test_fuzz_conv2d_winograd_sizes(data):
 
 
 @FUZZ
-@given(st.numpy()())
+@given(st.data())
 def test_fuzz_conv_transpose2d(data):
     groups = data.draw(st.sampled_from([1, 2]), label="groups")
     x = _draw_image(data, 2 * groups)
@@ -231,7 +231,7 @@ def test_fuzz_conv_transpose2d(data):
 
 
 @FUZZ
-@given(st.numpy()())
+@given(st.data())
 def test_fuzz_pooling(data):
     x = _draw_image(data, 2)
     k = data.draw(st.integers(1, 3), label="k")
@@ -256,7 +256,7 @@ def test_fuzz_pooling(data):
 
 
 @FUZZ
-@given(st.numpy()())
+@given(st.data())
 def test_fuzz_norms(data):
     x = _draw_image(data, 4)
     gamma, beta = draw_values(data, (4,)), draw_values(data, (4,))

@@ -72,7 +72,7 @@ BINARY = {
 
 
 @FUZZ
-@given(st.numpy()())
+@given(st.data())
 def test_fuzz_elementwise_graphs(data):
     """Chains of unary and broadcasting binary ops, with fan-out (a leaf used again)."""
     shape = draw_shape(data)
@@ -136,7 +136,7 @@ REDUCTIONS = {
 
 
 @FUZZ
-@given(st.numpy()())
+@given(st.data())
 def test_fuzz_reductions_with_ties(data):
     name = data.draw(st.sampled_from(sorted(REDUCTIONS)), label="reduction")
     empty_ok = name in ("sum", "mean", "logsumexp")
@@ -165,7 +165,7 @@ SOFTMAX = {
 
 
 @FUZZ
-@given(st.numpy()())
+@given(st.data())
 def test_fuzz_softmax_large_magnitudes_and_infinities(data):
     name = data.draw(st.sampled_from(sorted(SOFTMAX)), label="op")
     shape = draw_shape(data, min_dims=1, min_side=1)
@@ -204,7 +204,7 @@ def _draw_basic_index(data, shape):
 
 
 @FUZZ
-@given(st.numpy()())
+@given(st.data())
 def test_fuzz_getitem(data):
     shape = draw_shape(data, min_dims=1, min_side=1)
     x = draw_values(data, shape)
@@ -222,7 +222,7 @@ def test_fuzz_getitem(data):
 
 
 @FUZZ
-@given(st.numpy()())
+@given(st.data())
 def test_fuzz_setitem(data):
     n = data.draw(st.integers(1, 5), label="length")
     m = data.draw(st.integers(1, 3), label="columns")
@@ -256,7 +256,7 @@ def test_fuzz_setitem(data):
 
 # ------------------------------------------------------------------------------ matmul
 @FUZZ
-@given(st.numpy()())
+@given(st.data())
 def test_fuzz_matmul(data):
     n, k, m = (data.draw(st.integers(1, 3), label="size") for _ in range(3))
     batch = draw_broadcast_partner(data, draw_shape(data, max_dims=2, min_side=1))
@@ -334,7 +334,7 @@ def _apply_shape_step(lib, step, h):
 
 
 @FUZZ
-@given(st.numpy()())
+@given(st.data())
 def test_fuzz_shape_ops(data):
     """Chains of reshape, permute, transpose, (un)squeeze, flatten, expand, cat, stack, pad."""
     shape = draw_shape(data)
@@ -359,7 +359,7 @@ def test_fuzz_shape_ops(data):
 
 # ------------------------------------------------------------------------------ engine features
 @FUZZ
-@given(st.numpy()())
+@given(st.data())
 def test_fuzz_hooks_retain_graph_and_accumulation(data):
     """Two backward calls through a retained graph: ``.grad`` accumulates, a hook replaces
     an intermediate's gradient, ``retain_grad`` keeps it, a leaf hook sees each pass's sum."""
