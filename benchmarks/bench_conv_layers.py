@@ -33,8 +33,8 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="write the results of every thread count here")
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # as `sandbox bench` (see _env)
-    from sandbox._memory import keep_freed_memory
     from sandbox.bench import _env
+    from sandbox.runtime.allocator import keep_freed_memory
 
     keep_freed_memory()
     torch = _env.optional_torch()

@@ -114,8 +114,8 @@ def main(argv=None) -> int:
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     import torch
 
-    from sandbox._memory import keep_freed_memory
     from sandbox.bench._env import set_threads
+    from sandbox.runtime.allocator import keep_freed_memory
 
     keep_freed_memory()
     set_threads(args.threads, torch)

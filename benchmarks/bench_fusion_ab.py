@@ -51,9 +51,9 @@ def main(argv=None) -> int:
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     import torch
 
-    from sandbox._memory import keep_freed_memory
     from sandbox.bench._cases_classic import build_classic_step
     from sandbox.bench._env import set_threads
+    from sandbox.runtime.allocator import keep_freed_memory
 
     keep_freed_memory()
     set_threads(args.threads, torch)

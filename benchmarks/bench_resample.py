@@ -22,8 +22,8 @@ from functools import partial
 import numpy as np
 
 import sandbox
+from sandbox.array.resample import resize, resize_adjoint
 from sandbox.bench._timing import median_ms
-from sandbox.resample import resize, resize_adjoint
 
 CASES = {
     "a": ((8, 64, 64, 64), (128, 128)),

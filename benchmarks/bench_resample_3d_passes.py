@@ -22,8 +22,8 @@ import argparse
 import numpy as np
 
 import sandbox
+from sandbox.array.resample import resize, weight_table
 from sandbox.bench._timing import time_pair
-from sandbox.resample import resize, weight_table
 
 # name -> (mode, options, (N, C, side in), side out)
 CASES = {

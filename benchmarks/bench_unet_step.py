@@ -59,7 +59,7 @@ def build(lib, mode, size, batch=8, depth=4, width=16):
 
 def _setup(threads):
     from sandbox import set_num_threads
-    from sandbox._memory import keep_freed_memory
+    from sandbox.runtime.allocator import keep_freed_memory
 
     keep_freed_memory()
     set_num_threads(threads)

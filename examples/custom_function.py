@@ -11,7 +11,7 @@ import numpy as np
 
 import sandbox
 from sandbox.autograd import Function
-from sandbox.gradcheck import gradcheck, gradgradcheck
+from sandbox.autograd.gradcheck import gradcheck, gradgradcheck
 
 
 class Softplus(Function):

@@ -13,8 +13,8 @@ import argparse
 import numpy as np
 
 from sandbox.data import Nuclei, load_nuclei, otsu_segment
-from sandbox.metrics import ConfusionMatrix
 from sandbox.train import TrainConfig, Trainer
+from sandbox.train.metrics import ConfusionMatrix
 
 
 def main():

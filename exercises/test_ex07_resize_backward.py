@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from exercises._track import load
-from sandbox import resample
+from sandbox.array import resample
 
 ex = load("ex07_resize_backward")
 rng = np.random.default_rng(7)

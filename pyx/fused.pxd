@@ -5,7 +5,7 @@
 #     the Python wrapper calls np.ascontiguousarray and allocates outputs;
 #   * no validation here: the wrappers in sandbox/ check shapes and options;
 #   * hot loops run ``nogil`` under ``prange(schedule="static", num_threads=n)``
-#     with n >= 1 computed in Python (sandbox._config.get_num_threads);
+#     with n >= 1 computed in Python (sandbox.runtime.threads.get_num_threads);
 #   * every parallel loop writes only memory its iteration owns: results are
 #     bitwise identical for any thread count.
 

@@ -4,7 +4,11 @@ Resampling kernels with forward and backward for every mode, a small reverse-mod
 autodiff engine, a layer library with a UNet, optimisers, a trainer and benchmarks.
 """
 
+import importlib
+import importlib.abc
+import importlib.util
 import os as _os
+import sys
 
 # OpenMP threads that spin after a parallel loop steal the cores that BLAS (and, on a
 # shared machine, other processes) need next: measured here, a 1 ms resize took 36 ms
@@ -13,30 +17,9 @@ import os as _os
 # An explicit user setting wins.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from . import _dtypes, ops
-from ._config import get_num_threads, num_threads, set_num_threads
-from ._device import channels_last, contiguous_format, cuda, device, preserve_format
-from ._dtypes import (  # torch's dtype names (numpy types): sandbox.float32, sandbox.long ...
-    double,
-    float16,
-    float32,
-    float64,
-    get_default_dtype,
-    half,
-    int8,
-    int16,
-    int32,
-    int64,
-    long,
-    set_default_dtype,
-    short,
-    uint8,
-)
-from ._info import info
-from ._random import Generator, get_rng_state, manual_seed, set_rng_state
-from ._serialize import load, save
+from . import ops
 from ._version import __version__
-from .amp import autocast
+from .runtime.allocator import keep_freed_memory as _keep_freed_memory
 from .autograd import (
     Tensor,
     enable_grad,
@@ -115,6 +98,32 @@ from .ops import (
     zeros,
     zeros_like,
 )
+from .runtime import dtypes as _dtypes
+from .runtime.amp import autocast
+from .runtime.device import channels_last, contiguous_format, cuda, device, preserve_format
+from .runtime.dtypes import (  # torch's dtype names (numpy types): sandbox.float32, sandbox.long
+    double,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    half,
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    set_default_dtype,
+    short,
+    uint8,
+)
+from .runtime.rng import Generator, get_rng_state, manual_seed, set_rng_state
+from .runtime.threads import get_num_threads, num_threads, set_num_threads
+from .train.serialize import load, save
+
+# Freed arrays stay mapped for the next one (glibc; SANDBOX_TUNE_MALLOC=0 opts out): a
+# training step otherwise pays its page faults again on every temporary (runtime/allocator).
+_keep_freed_memory()
 
 clip = clamp
 
@@ -159,20 +168,53 @@ abs, max, min, sum = ops.abs, ops.max, ops.min, ops.sum  # noqa: A001
 bool, float, int = _dtypes.bool, _dtypes.float, _dtypes.int  # noqa: A001
 
 
-_SUBMODULES = ("amp", "checkpoint", "data", "functional", "gradcheck", "metrics", "nn", "optim",
-               "resample", "train", "utils")
+_SUBMODULES = ("autograd", "array", "bench", "cli", "data", "functional", "interop", "nn", "ops",
+               "optim", "runtime", "train", "utils")
+
+# Public short names of modules whose home is a layer's package: ``import sandbox.checkpoint``
+# and ``sandbox.resample.resize`` keep working without a file of their own (see _AliasFinder).
+_ALIASES = {"amp": "runtime.amp", "checkpoint": "train.checkpoint",
+            "explain": "cli.explain", "gradcheck": "autograd.gradcheck",
+            "metrics": "train.metrics", "resample": "array.resample", "viz": "cli.viz"}
+
+_LAZY_FUNCTIONS = {"info": "cli.info", "memory_limit": "runtime.memory",
+                   "set_memory_limit": "runtime.memory"}
 
 
-_LAZY_FUNCTIONS = {"memory_limit": "array.resample._limits",
-                   "set_memory_limit": "array.resample._limits"}
+class _AliasLoader(importlib.abc.Loader):
+    """Loads ``sandbox.<alias>`` as the module it names (the same object, not a copy)."""
+
+    def __init__(self, target: str):
+        self.target = target
+
+    def create_module(self, spec):
+        module = importlib.import_module(self.target)
+        self.own_spec = module.__spec__
+        return module
+
+    def exec_module(self, module):
+        # Executed by its own import already; the import system has just given it the
+        # alias's spec, so give it back its own (``__name__`` is left as it was).
+        module.__spec__ = self.own_spec
+
+
+class _AliasFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        prefix, _, short = fullname.partition(".")
+        if prefix != __name__ or short not in _ALIASES:
+            return None
+        return importlib.util.spec_from_loader(
+            fullname, _AliasLoader(f"{__name__}.{_ALIASES[short]}"))
+
+
+if not any(isinstance(f, _AliasFinder) for f in sys.meta_path):
+    sys.meta_path.append(_AliasFinder())
 
 
 def __getattr__(name):
     # ``sandbox.nn`` etc. without importing every submodule at ``import sandbox``.
-    if name in _SUBMODULES or name in _LAZY_FUNCTIONS:
-        import importlib
-
-        if name in _LAZY_FUNCTIONS:
-            return getattr(importlib.import_module(f"{__name__}.{_LAZY_FUNCTIONS[name]}"), name)
+    if name in _SUBMODULES or name in _ALIASES:
         return importlib.import_module(f"{__name__}.{name}")
+    if name in _LAZY_FUNCTIONS:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY_FUNCTIONS[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,7 +6,7 @@ kernels, half of what the FMA units can do).  ``pyx/sgemm_avx512.h`` is a float3
 GEMM that uses 512-bit FMAs whenever the CPU has them (measured, 1 thread:
 170-240 against OpenBLAS-Haswell's 110-130 GFLOP/s on the convolutions' shapes;
 docs/convolution.md has the table, from ``benchmarks/bench_gemm.py``).  Float64,
-other CPUs and ``SANDBOX_GEMM=blas`` use numpy (:func:`sandbox._config.gemm_backend`).
+other CPUs and ``SANDBOX_GEMM=blas`` use numpy (:func:`sandbox.runtime.threads.gemm_backend`).
 
 Both paths compute each product in an order fixed by the shapes, so the
 convolutions stay bitwise reproducible for any thread count.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._C import _gemm
-from .._config import gemm_backend
+from ..runtime.threads import gemm_backend
 
 __all__ = ["backend", "grouped_matmul", "lhs", "matmul"]
 

@@ -3,7 +3,7 @@
 GEMM-heavy ops (convolution) split their work into **fixed chunks that do not
 depend on the thread count** (for example one chunk per sample) and run them with
 :func:`parallel_map`.  Each chunk calls serial code that releases the GIL: numpy's
-``matmul`` (BLAS pinned to one thread, see :mod:`sandbox._config`), ufuncs on
+``matmul`` (BLAS pinned to one thread, see :mod:`sandbox.runtime.threads`), ufuncs on
 large arrays and the ``nogil`` Cython kernels.  So Python threads really run in
 parallel, and because each chunk's arithmetic is fixed, results are bitwise
 identical for any thread count as long as chunk results are combined in chunk
@@ -12,7 +12,7 @@ order (:class:`OrderedSum` does that for reductions).
 Scheduling is dynamic: the calling thread and ``get_num_threads() - 1`` pool
 threads pull the next chunk index from a shared counter.  On a shared machine a
 descheduled thread then delays only the chunk it holds, never a barrier per GEMM
-(the failure mode of OpenBLAS's own pool measured in :mod:`sandbox._config`).
+(the failure mode of OpenBLAS's own pool measured in :mod:`sandbox.runtime.threads`).
 
 The pool is created lazily, re-created when the thread count changes or after a
 ``fork``, and never nests: a :func:`parallel_map` called from inside a chunk runs
@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .._config import get_num_threads
+from ..runtime.threads import get_num_threads
 
 __all__ = ["OrderedSum", "parallel_map", "scratch"]
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._config import get_num_threads
+from ..runtime.threads import get_num_threads
 from ._gemm import lhs, matmul
 from ._parallel import OrderedSum, parallel_map, scratch
 from .conv import _winograd as w2d

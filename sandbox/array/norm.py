@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from .._config import kernel_threads
+from ..runtime.threads import kernel_threads
 from ._validate import check_float, check_same_dtype
 
 __all__ = ["batch_norm", "batch_norm_backward", "batch_norm_relu", "batch_norm_relu_backward",

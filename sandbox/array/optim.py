@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .._config import kernel_threads
+from ..runtime.threads import kernel_threads
 
 __all__ = ["adam_update", "fits_adam_kernel"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._C import _pool
-from .._config import kernel_threads
+from ..runtime.threads import kernel_threads
 from ._validate import check_divisor, check_float, ntuple
 
 __all__ = [

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._C import _pool3d
-from .._config import kernel_threads
+from ..runtime.threads import kernel_threads
 from ._validate import check_divisor, check_float
 from .pool import check_pool, gather_flat
 

@@ -22,7 +22,7 @@ In-place writes
     ``t.zero_()``, ``t.data = ...``, also through ``detach()`` and views) is noted
     when it is saved and checked when ``saved_tensors``/``saved_arrays`` read it: a
     write in between raises a RuntimeError naming the op, the shape and the
-    versions, as in PyTorch.  Writes made with numpy on ``t.data`` are not seen.
+    versions, as in PyTorch.  Writes made with numpy on ``t.numpy()`` are not seen.
 
 Release
     After its backward (unless ``retain_graph=True``) a node drops everything it

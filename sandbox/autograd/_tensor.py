@@ -18,7 +18,7 @@ import weakref
 
 import numpy as np
 
-from .._dtypes import get_default_dtype
+from ..runtime.dtypes import get_default_dtype
 from ._hooks import RemovableHandle, hook_table
 
 __all__ = ["Tensor", "as_ndarray", "tensor"]

@@ -17,7 +17,7 @@ import argparse
 import os
 import sys
 
-from .._usage import ArgumentParser, debug_requested, run_command
+from ..cli.errors import ArgumentParser, debug_requested, run_command
 from ._cases import Case, all_cases, select
 from ._compare import DEFAULT_NOISE_K, DEFAULT_THRESHOLD, checksum, compare, drift
 
@@ -219,7 +219,7 @@ def run(argv) -> int:
         argv = argv[1:]
     args = build_parser().parse_args(argv)
     args.argv = argv
-    from .._memory import keep_freed_memory
+    from ..runtime.allocator import keep_freed_memory
 
     keep_freed_memory()  # same allocator settings as `sandbox train` (SANDBOX_TUNE_MALLOC=0: off)
     return _run(args)

@@ -162,7 +162,7 @@ def _resize_case(variant: str, key: str, backward: bool) -> Case:
     mode, opts, torch_mode = RESIZE_VARIANTS[variant]
 
     def build(quick, torch):
-        from ..resample import resize, resize_adjoint
+        from ..array.resample import resize, resize_adjoint
 
         in_shape, out_hw = (RESIZE_QUICK if quick else RESIZE_SHAPES)[key]
         rng = _rng(name)
@@ -356,8 +356,8 @@ def _unet_case(mode: str) -> Case:
 
     def build(quick, torch):
         from sandbox import nn
-        from sandbox._random import manual_seed
 
+        from ..runtime.rng import manual_seed
         from ._cases_classic import torch_training_step, training_step
 
         depth, width, n, s = (2, 4, 2, 16) if quick else (4, 16, BATCH, 64)

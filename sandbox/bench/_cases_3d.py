@@ -74,7 +74,7 @@ def _resize3d_case(variant: str, backward: bool) -> Case:
     mode, opts, torch_mode, down = RESIZE3D_VARIANTS[variant]
 
     def build(quick, torch):
-        from ..resample import resize, resize_adjoint
+        from ..array.resample import resize, resize_adjoint
 
         n, c, small, large = RESIZE3D_QUICK if quick else RESIZE3D_SHAPE
         side_in, side_out = (large, small) if down else (small, large)

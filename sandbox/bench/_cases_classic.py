@@ -189,8 +189,8 @@ def peak_in_subprocess(module: str, function: str, args: tuple, lib: str) -> int
     The process gets this one's thread count and allocator settings.  None where
     the kernel's peak counter cannot be reset (not Linux).
     """
-    from .. import _config
-    from .._memory import is_tuned
+    from ..runtime import threads as _config
+    from ..runtime.allocator import is_tuned
 
     if not os.path.exists("/proc/self/clear_refs"):
         return None
@@ -200,7 +200,7 @@ def peak_in_subprocess(module: str, function: str, args: tuple, lib: str) -> int
         [root, *filter(None, [os.environ.get("PYTHONPATH")])]),
         SANDBOX_TUNE_MALLOC="1" if is_tuned() else "0")
     call = ", ".join([*(repr(a) for a in args), str(_config.get_num_threads())])
-    code = ("from sandbox._memory import keep_freed_memory; keep_freed_memory();"
+    code = ("from sandbox.runtime.allocator import keep_freed_memory; keep_freed_memory();"
             f"from {module} import {function};"
             f"print({function}({call}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,

@@ -168,10 +168,10 @@ def environment(threads: int, torch=None, bandwidth: float | None = None) -> dic
     dict
         JSON-serialisable description of the environment.
     """
-    from .. import _config
-    from .._info import _cpu_model, blas_info
-    from .._memory import is_tuned
     from .._version import __version__
+    from ..cli.info import _cpu_model, blas_info
+    from ..runtime import threads as _config
+    from ..runtime.allocator import is_tuned
 
     try:
         from .._C import _openmp

@@ -1,6 +1,6 @@
 """PyTorch twins of :class:`sandbox.nn.UNet` and :class:`sandbox.nn.ClassicUNet` (same names).
 
-Used by the parity tests (``tests/torch_unet.py`` re-exports it) and by
+Used by the parity tests (``tests/support/torch_unet.py`` re-exports it) and by
 ``sandbox bench``: weights copy by name.  ``torch`` is passed in, so importing
 this module never imports PyTorch.
 """

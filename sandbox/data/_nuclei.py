@@ -1,6 +1,6 @@
 """A real annotated microscopy image: nuclei from the 2018 Data Science Bowl.
 
-The data file ``sandbox/datasets/nuclei_dsb2018.npz`` ships with the package (see
+The data file ``sandbox/data/shipped/nuclei_dsb2018.npz`` ships with the package (see
 ``nuclei_dsb2018.md`` beside it for provenance, citation and licence). It holds one
 512x512 uint8 fluorescence image and its instance labels. The split is by rows:
 training crops come from the top 384 rows, validation is the bottom 128 rows.
@@ -30,7 +30,7 @@ def load_nuclei():
         0 for background, 1..125 one id per annotated nucleus. Use
         ``instances > 0`` as the binary foreground mask.
     """
-    ref = importlib.resources.files("sandbox").joinpath("datasets", DATA_FILE)
+    ref = importlib.resources.files("sandbox").joinpath("data", "shipped", DATA_FILE)
     with importlib.resources.as_file(ref) as path, np.load(path) as data:
         return data["image"].copy(), data["instances"].copy()
 

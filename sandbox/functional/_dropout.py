@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._random import default_generator
 from ..autograd import Tensor
+from ..runtime.rng import default_generator
 
 __all__ = ["dropout", "dropout2d"]
 

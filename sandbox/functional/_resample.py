@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import resample as _resample
+from ..array import resample as _resample
+from ..array.resample import check_array
 from ..autograd import Function, Tensor
-from ..resample import check_array
 
 __all__ = ["interpolate"]
 

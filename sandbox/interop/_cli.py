@@ -47,7 +47,8 @@ def load_checkpoint_model(path):
     architecture fields of the stored config are read, so a checkpoint whose
     data folder has moved still exports.
     """
-    from .. import checkpoint, nn
+    from .. import nn
+    from ..train import checkpoint
 
     state = checkpoint.load(path)
     try:
@@ -74,7 +75,7 @@ def load_checkpoint_model(path):
 
 
 def _export_onnx(model, state, out, size, resize) -> list[str]:
-    from .._optional import require
+    from ..runtime.optional import require
     from . import run_onnx, to_onnx
 
     dims = model.spatial_dims
@@ -107,7 +108,7 @@ def _export_onnx(model, state, out, size, resize) -> list[str]:
 
 def run(args) -> int:
     """Run ``sandbox export`` for parsed ``args``; print what was written."""
-    from .._optional import require
+    from ..runtime.optional import require
     from . import architecture, to_torch
 
     model, state = load_checkpoint_model(args.checkpoint)

@@ -16,9 +16,9 @@ import numpy as np
 
 from .. import functional as F
 from .. import nn
-from .._optional import require
 from ..autograd import Tensor, no_grad
 from ..nn import _unet
+from ..runtime.optional import require
 from ._onnx_resample import emit_resample
 
 RESIZE_POLICIES = ("auto", "matmul")

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..resample import MODES, check_options, weight_matrix
+from ..array.resample import MODES, check_options, weight_matrix
 
 _MODES_FOR = {"nearest": "nearest", "nearest-exact": "nearest-exact"}
 

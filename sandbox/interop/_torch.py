@@ -7,9 +7,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from .. import nn
-from .._optional import require
 from ..nn import _unet
 from ..nn._safetensors import assign_state
+from ..runtime.optional import require
 
 
 def _dtype_of(module, torch):

@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from .. import functional as F
-from .._device import check_device
 from ..functional._conv import string_padding
+from ..runtime.device import check_device
 from . import init
 from ._layers import _PADDING_MODES, _float_dtype, _pair, _positive
 from ._module import Module, Parameter

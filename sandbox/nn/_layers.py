@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from .. import functional as F
-from .._device import check_device
-from .._dtypes import get_default_dtype
+from ..runtime.device import check_device
+from ..runtime.dtypes import get_default_dtype
 from . import init
 from ._module import Module, Parameter
 
@@ -182,7 +182,7 @@ class Upsample(Module):
         antialias: bool = False,
     ):
         super().__init__()
-        from ..resample import check_options
+        from ..array.resample import check_options
 
         check_options(mode, align_corners, antialias)
         if (size is None) == (scale_factor is None):

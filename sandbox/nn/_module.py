@@ -239,7 +239,7 @@ class Module:
         and the keywords ``device=``, ``dtype=``, ``non_blocking=``.  The device
         must be the CPU; the dtype float32 or float64.
         """
-        from .._device import parse_to
+        from ..runtime.device import parse_to
 
         device, dtype = parse_to(args, kwargs)
         if dtype is None:
@@ -264,7 +264,7 @@ class Module:
 
     def cuda(self, device=None) -> Module:
         """Raises: the sandbox runs on the CPU only."""
-        from .._device import device as _device
+        from ..runtime.device import device as _device
 
         _device("cuda")
         return self

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import functional as F
-from .._device import check_device
+from ..runtime.device import check_device
 from ._layers import _affine_parameters, _float_dtype, _positive
 from ._module import Module
 

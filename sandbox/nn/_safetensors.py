@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._optional import require
+from ..runtime.optional import require
 
 
 def _safetensors_numpy(purpose: str):

@@ -191,7 +191,7 @@ class UNet(Module):
             raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
         if upsample != "transposed":
             # Fail now, not at the first forward: validates mode and options.
-            from ..resample import check_options
+            from ..array.resample import check_options
 
             check_options(upsample, align_corners, antialias)
         self.in_channels = in_channels

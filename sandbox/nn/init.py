@@ -1,6 +1,6 @@
 """Parameter initialisation, with PyTorch's formulas and defaults.
 
-All functions fill ``tensor.data`` in place from the global generator
+All functions fill ``tensor`` in place (through its array) from the global generator
 (:func:`sandbox.manual_seed`) unless an ``rng`` is given, and return the tensor.
 """
 
@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .._random import default_generator
+from ..runtime.rng import default_generator
 
 
 def _fill(tensor, values):

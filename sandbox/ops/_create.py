@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._device import check_device
-from .._dtypes import get_default_dtype
-from .._random import numpy_rng
 from ..autograd import Tensor
 from ..autograd import tensor as _tensor
+from ..runtime.device import check_device
+from ..runtime.dtypes import get_default_dtype
+from ..runtime.rng import numpy_rng
 
 
 def _shape(shape):

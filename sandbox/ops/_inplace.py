@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._device import parse_to
-from .._random import numpy_rng
 from ..autograd import Tensor, is_grad_enabled, no_grad
+from ..runtime.device import parse_to
+from ..runtime.rng import numpy_rng
 from . import _arith, _nonlinear
 from ._promote import float_result, result_type
 

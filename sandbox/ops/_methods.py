@@ -16,7 +16,7 @@ class defined here without a circular import.  Instead:
   ``Tensor`` class: ``sandbox.Tensor is sandbox.autograd.Tensor``, ``Tensor._make``,
   ``isinstance`` and hooks are untouched; ``Tensor.__add__ is TensorMethods.__add__``.
 * For type checkers, ``sandbox/autograd/_tensor.pyi`` declares the same methods
-  on ``Tensor``; ``tests/test_tensor_methods.py`` checks that stub against the
+  on ``Tensor``; ``tests/autograd/test_tensor_methods.py`` checks that stub against the
   runtime class (names and parameters), so the two cannot drift apart.
 
 A new method goes here (and in the stub); a new op goes in its op module.

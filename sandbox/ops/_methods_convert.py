@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _device
 from ..autograd import Tensor
+from ..runtime import device as _device
 from . import _arith, _create, _inplace
 from ._repr import tensor_repr
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._dtypes import get_default_dtype
 from ..autograd import Tensor
+from ..runtime.dtypes import get_default_dtype
 
 __all__ = ["float_result", "promote", "promote_types", "result_type"]
 

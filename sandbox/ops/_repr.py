@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from .._dtypes import get_default_dtype
+from ..runtime.dtypes import get_default_dtype
 
 __all__ = ["tensor_repr"]
 

@@ -115,7 +115,7 @@ class TrainConfig:
                 f"(needs at least {2**self.depth})"
             )
         if self.upsample != "transposed":
-            from ..resample import check_options
+            from ..array.resample import check_options
 
             check_options(self.upsample, self.align_corners, self.antialias)
 

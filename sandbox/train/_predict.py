@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import checkpoint
 from ..autograd import Tensor, no_grad
+from . import checkpoint
 from ._config import TrainConfig, build_model
 
 

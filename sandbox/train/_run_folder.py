@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .. import checkpoint
+from . import checkpoint
 
 # What a run writes; "a run is there" when one of the first four exists.
 RUN_FILES = ("last.ckpt", "best.ckpt", "log.jsonl", "config.json", "summary.json",

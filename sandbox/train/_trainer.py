@@ -22,11 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import checkpoint
 from .. import functional as F
-from .._random import get_rng_state, set_rng_state
 from ..autograd import Tensor, no_grad
-from ..metrics import ConfusionMatrix
+from ..runtime.rng import get_rng_state, set_rng_state
+from . import checkpoint
 from ._config import (
     DATA_CHOICES,
     TrainConfig,
@@ -38,6 +37,7 @@ from ._config import (
     total_steps,
 )
 from ._run_folder import RunFolder
+from .metrics import ConfusionMatrix
 
 
 class TrainingDiverged(RuntimeError):
@@ -110,8 +110,8 @@ class Trainer:
         (self.out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
 
     def _setup(self, resume: bool) -> None:
-        from .._config import set_num_threads
-        from .._random import manual_seed
+        from ..runtime.rng import manual_seed
+        from ..runtime.threads import set_num_threads
 
         config = self.cfg
         if config.threads is not None:

@@ -24,8 +24,8 @@ import warnings
 
 import numpy as np
 
-from .._random import numpy_rng
 from ..autograd import Tensor
+from ..runtime.rng import numpy_rng
 
 __all__ = ["DataLoader", "Dataset", "Subset", "TensorDataset", "default_collate",
            "get_worker_info", "random_split"]

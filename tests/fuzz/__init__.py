@@ -42,19 +42,19 @@ DELIBERATE_DIFFERENCES = {
     "are chosen so that no drawn value lands on that point.",
     "pow at exponent 0": "torch zeroes d(a**b)/da where b == 0, so its mixed second "
     "derivative d2/da db is 0 there (torch's own gradgradcheck fails at that point); ours "
-    "is exact (tests/test_torch_regressions.py checks it with gradgradcheck). The graph "
+    "is exact (tests/fuzz/test_regressions.py checks it with gradgradcheck). The graph "
     "generator keeps exponents >= 0.1.",
     "overflow": "once a value overflows to inf, whether a derivative comes out inf or "
     "NaN depends on the order of the operations in each backward formula: the "
     "elementwise-graph generator rejects graphs whose values are not finite.",
     "antialias with output width 1": "PyTorch 2.13's antialiased resize is wrong when the "
-    "output width is 1 and the height is > 1 (see tests/test_resample_torch.py): not drawn.",
+    "output width is 1 and the height is > 1 (see tests/array/test_resample_torch.py): not drawn.",
 }
 
 # Bugs found by this fuzzer that live in code another change owns: the generators skip
 # them (so a long run can find others), and a strict-xfail test pins each one.
 KNOWN_BUGS: dict[str, str] = {}  # none open (the last, a 1x1 transposed conv with
-# output_padding, is fixed and pinned in tests/test_torch_regressions.py)
+# output_padding, is fixed and pinned in tests/fuzz/test_regressions.py)
 
 _LONG = int(os.environ.get("SANDBOX_FUZZ_EXAMPLES", "0"))
 FUZZ = settings(

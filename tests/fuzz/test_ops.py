@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 import sandbox
 import sandbox.functional as F
+from tests.support.torch_parity import compare
 
-from ..torch_parity import compare
 from . import FUZZ, draw_broadcast_partner, draw_shape, draw_values, th, to_torch_index
 
 pytestmark = pytest.mark.torch

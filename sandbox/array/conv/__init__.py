@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._config import get_num_threads
+from ...runtime.threads import get_num_threads
 from . import _winograd as winograd
 from ._checks import (
     check_conv,

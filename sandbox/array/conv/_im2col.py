@@ -13,7 +13,7 @@ forward and backward: the backward recomputes them.
 
 Chunks run on :func:`sandbox.array._parallel.parallel_map`; inside a chunk the
 im2col/col2im kernels run serially and the GEMMs call numpy's BLAS, which
-:mod:`sandbox._config` pins to one thread.  Each chunk writes only its own samples
+:mod:`sandbox.runtime.threads` pins to one thread.  Each chunk writes only its own samples
 of the output; weight and bias gradients are one partial per chunk, summed in
 chunk order (:class:`~sandbox.array._parallel.OrderedSum`), so every result is
 bitwise identical for any thread count.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 
-from ..._config import get_num_threads
+from ...runtime.threads import get_num_threads
 
 __all__ = ["TUNING", "ConvTuning", "kernel_threads", "tuned"]
 

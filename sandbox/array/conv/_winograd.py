@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._C import _winograd, _winograd4, _winograd_weights
-from ..._config import get_num_threads
+from ...runtime.threads import get_num_threads
 from .._gemm import backend, lhs, matmul
 from .._parallel import OrderedSum, parallel_map, scratch
 from ._tuning import TUNING

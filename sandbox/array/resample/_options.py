@@ -12,7 +12,7 @@ see docs/design.md §2:
 * ``align_corners`` must stay ``None`` for nearest, nearest-exact and area;
 * ``antialias=True`` only for the filter modes;
 * a request whose arrays and weight tables would exceed the memory limit is
-  refused before anything is allocated (:mod:`sandbox.array.resample._limits`).
+  refused before anything is allocated (:mod:`sandbox.runtime.memory`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._limits import check_memory
+from ...runtime.memory import check_memory
 
 # Public mode name -> canonical mode used by the weight tables.
 MODE_ALIASES = {
@@ -161,7 +161,7 @@ def make_plan(
     """Validate the options for spatial input sizes ``in_sizes`` and return a :class:`Plan`.
 
     Also refuses, before anything is allocated, a request whose arrays and weight
-    tables would exceed the memory limit (:mod:`sandbox.array.resample._limits`);
+    tables would exceed the memory limit (:mod:`sandbox.runtime.memory`);
     ``lead`` (batch x channels elements per spatial point) and ``itemsize`` size
     the arrays (the defaults give a lower bound); ``lead=0`` skips the check, for a
     query that allocates nothing.

@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from ..._config import kernel_threads
+from ...runtime.threads import kernel_threads
 from ._options import Plan, make_plan
 from ._weights import Table, get_table
 

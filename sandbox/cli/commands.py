@@ -1,0 +1,213 @@
+"""Command-line interface: ``sandbox <command>`` (also ``python -m sandbox``).
+
+Commands: ``train``, ``predict``, ``gradcheck``, ``bench``, ``explain``, ``info``,
+``export`` (its logic in :mod:`sandbox.interop._cli`).
+Each command is one ``_cmd_<name>(args)`` function registered in :func:`build_parser`;
+errors are handled in one place (:func:`sandbox.cli.errors.run_command`): a command raises
+:class:`CLIError` (or a library ``ValueError``/``OSError``... naming the problem) and
+the user sees one line ``sandbox <command>: error: ...`` with exit status 2 (130 for
+Ctrl-C, 3 when training diverged, 1 for an internal error).  ``--debug`` or
+``SANDBOX_DEBUG=1`` adds the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .errors import ArgumentParser, CLIError, debug_requested, exit_process, run_command
+from .train_options import add_train_args, config_from_args, resume_config
+
+COMMANDS = ("train", "predict", "gradcheck", "bench", "explain", "info", "export")
+# The default run's time, as the README states it (1,000 steps at 20-25 steps/s measured on
+# unshared 2-core machines; tests/project/test_docs.py keeps README, docs/05 and this in step).
+DEFAULT_RUN_TIME = "about 45 s on a 2-core machine"
+
+
+def train_header(cfg, parameters: int, samples: int, steps: int) -> str:
+    """The first line ``sandbox train`` prints (the README quotes it; a test compares)."""
+    return (
+        f"training {cfg.depth}-level UNet (width {cfg.width}, upsample={cfg.upsample}, "
+        f"{parameters:,} parameters) on {cfg.data}: {samples} samples/epoch, {steps} steps, "
+        f"run folder {cfg.out}"
+    )
+
+
+def _cmd_train(args) -> int:
+    from ..train import Trainer, TrainingDiverged
+
+    if args.resume and args.overwrite:
+        raise CLIError("--resume continues the run in OUT and --overwrite replaces it: pick one")
+    if args.stop_after is not None and args.stop_after < 1:
+        raise CLIError(f"--stop-after must be a positive number of steps, got {args.stop_after}")
+    cfg = resume_config(args) if args.resume else config_from_args(args)
+    trainer = Trainer(
+        cfg, resume=args.resume, stop_after=args.stop_after, overwrite=args.overwrite
+    )
+    if not args.quiet:
+        print(
+            train_header(cfg, trainer.model.num_parameters(), len(trainer.train_set),
+                         trainer.total_steps),
+            file=sys.stderr,
+        )
+    try:
+        summary = trainer.fit()
+    except TrainingDiverged as exc:
+        raise CLIError(str(exc), status=3) from exc
+    final = summary.get("final")
+    if summary["finished"]:
+        line = f"done: {summary['steps']} steps in {summary['seconds']:.1f} s"
+    else:
+        line = (
+            f"stopped after {summary['steps']} of {trainer.total_steps} steps "
+            f"({summary['seconds']:.1f} s); continue with --resume"
+        )
+    if final:
+        line += f"; val mean IoU {final['mean_iou']:.4f}, mean Dice {final['mean_dice']:.4f}"
+        if "dice_fg" in final:
+            line += f", foreground Dice {final['dice_fg']:.4f}"
+    print(line)
+    written = [str(cfg_path) for cfg_path in (Path(cfg.out) / "last.ckpt", Path(cfg.out) /
+               "best.ckpt") if cfg_path.is_file()]
+    print(f"checkpoints: {', '.join(written) or 'none'}; log: {cfg.out}/log.jsonl")
+    for path in summary.get("plots", []):
+        print(f"plot: {path}")
+    return 0
+
+
+def _cmd_predict(args) -> int:
+    from ..train import predict_file
+
+    result = predict_file(args.checkpoint, args.image, out=args.out, overlay_out=args.overlay)
+    for warning in result.pop("warnings", []):
+        print(f"sandbox predict: warning: {warning}", file=sys.stderr)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def _cmd_gradcheck(args) -> int:
+    from .gradcheck_table import run_suite
+
+    failures = run_suite(pattern=args.filter, verbose=True)
+    return 1 if failures else 0
+
+
+def _cmd_info(args) -> int:
+    from .info import info
+
+    info()
+    return 0
+
+
+def _cmd_explain(args) -> int:
+    from .explain import explain
+
+    explain(mode=args.mode)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = ArgumentParser(
+        prog="sandbox",
+        description="CPU training sandbox: resampling kernels with backward for every mode, "
+        "a small autodiff engine, UNet training and benchmarks.",
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="show tracebacks (also: SANDBOX_DEBUG=1)"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser(
+        "train",
+        help=f"train a UNet (default: synthetic shapes, {DEFAULT_RUN_TIME})",
+        description="Train a UNet for segmentation and write checkpoints, a "
+        "JSON-lines log and plots into the run folder.",
+        epilog="A run folder that already holds a run is refused unless --resume (continue "
+        "it, with the settings stored in its checkpoint) or --overwrite (replace it). "
+        "Exit status: 0 done, 2 bad arguments or data, 3 diverged (NaN loss), "
+        "130 interrupted (Ctrl-C saves a checkpoint first).",
+    )
+    add_train_args(p)
+    p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("predict", help="segment an image or volume with a trained checkpoint")
+    p.add_argument("checkpoint", help="a .ckpt written by 'sandbox train'")
+    p.add_argument(
+        "image",
+        help="PNG/TIFF/JPEG (needs Pillow) or .npy image; for a checkpoint trained on "
+        "volumes a .npy/.npz volume or multi-page TIFF",
+    )
+    p.add_argument(
+        "--out",
+        help="mask file: .png, .tif or .npy, lossless (default: <image>_mask.png; "
+        "volumes: .npy, default <image>_mask.npy)",
+    )
+    p.add_argument(
+        "--overlay",
+        help="overlay image (default: <image>_overlay.png; volumes: a PNG montage of "
+        "slices, default <image>_montage.png)",
+    )
+    p.set_defaults(func=_cmd_predict)
+
+    p = sub.add_parser("gradcheck", help="check every op's gradient against finite differences")
+    p.add_argument("--filter", help="only ops whose name contains this text")
+    p.set_defaults(func=_cmd_gradcheck)
+
+    # Listed for --help only: main() hands "sandbox bench ..." to sandbox.bench.main.
+    sub.add_parser("bench", help="regression benchmarks, side by side with PyTorch")
+
+    p = sub.add_parser("explain", help="walk through a tiny backward pass step by step")
+    p.add_argument("--mode", default="bilinear", help="resampling mode used in the example")
+    p.set_defaults(func=_cmd_explain)
+
+    p = sub.add_parser("info", help="print version, OpenMP, threads and BLAS")
+    p.set_defaults(func=_cmd_info)
+
+    from ..interop._cli import add_parser as add_export_parser
+
+    add_export_parser(sub)
+    return parser
+
+
+def _run(argv: list) -> int:
+    if argv[:1] in (["train"], ["bench"], ["predict"]):
+        from ..runtime.allocator import keep_freed_memory
+
+        keep_freed_memory()
+    if argv[:1] == ["bench"]:
+        # The benchmark suite parses its own options (argparse.REMAINDER would not
+        # pass through arguments that start with '-').
+        from ..bench import run
+
+        return run(argv[1:])
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # reported by the subcommand, whose --help lists what it takes
+        prog = f"sandbox {args.command}" if args.command else "sandbox"
+        raise CLIError(
+            f"unrecognized arguments: {' '.join(extra)} (see {prog} --help)", prog=prog
+        )
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    return args.func(args)
+
+
+def main(argv=None) -> int:
+    """Run ``sandbox`` with the argument list ``argv``; return the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = debug_requested(argv)
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    prog = f"sandbox {command}" if command else "sandbox"
+    return run_command(prog, lambda: _run(argv), debug=debug)
+
+
+def entry() -> None:
+    """The ``sandbox`` console script: :func:`main` on ``sys.argv``, then exit with its status."""
+    exit_process(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    entry()

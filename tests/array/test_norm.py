@@ -1,0 +1,160 @@
+"""batch_norm / group_norm: torch parity (values, grads, running stats), gradients, validation."""
+
+import numpy as np
+import pytest
+
+import sandbox
+import sandbox.functional as F
+from sandbox.array import norm
+from sandbox.autograd.gradcheck import gradcheck
+
+
+def _tol(dtype):
+    return dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-11)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("shape", [(4, 6, 5, 7), (8, 3), (2, 4, 9)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_torch_parity(shape, training, affine, dtype, rng, torch):
+    c = shape[1]
+    x = (rng.standard_normal(shape) * 2 + 1).astype(dtype)
+    w = rng.standard_normal(c).astype(dtype) if affine else None
+    b = rng.standard_normal(c).astype(dtype) if affine else None
+    rm = rng.standard_normal(c).astype(dtype)
+    rv = (rng.random(c) + 0.5).astype(dtype)
+    trm, trv = torch.tensor(rm), torch.tensor(rv)
+    tx = torch.tensor(x, requires_grad=True)
+    sx = sandbox.Tensor(x, requires_grad=True)
+    tw = torch.tensor(w, requires_grad=True) if affine else None
+    tb = torch.tensor(b, requires_grad=True) if affine else None
+    sw = sandbox.Tensor(w, requires_grad=True) if affine else None
+    sb = sandbox.Tensor(b, requires_grad=True) if affine else None
+    ty = torch.nn.functional.batch_norm(tx, trm, trv, tw, tb, training, 0.2, 1e-4)
+    sy = F.batch_norm(sx, rm, rv, sw, sb, training, 0.2, 1e-4)
+    gy = rng.standard_normal(shape).astype(dtype)
+    ty.backward(torch.tensor(gy))
+    (sy * sandbox.Tensor(gy)).sum().backward()
+    tol = _tol(dtype)
+    assert sy.numpy().dtype == dtype and sx.grad.numpy().dtype == dtype
+    np.testing.assert_allclose(sy.numpy(), ty.detach().numpy(), **tol)
+    np.testing.assert_allclose(sx.grad.numpy(), tx.grad.numpy(), **tol)
+    np.testing.assert_allclose(rm, trm.numpy(), **tol)
+    np.testing.assert_allclose(rv, trv.numpy(), **tol)
+    if affine:
+        np.testing.assert_allclose(sw.grad.numpy(), tw.grad.numpy(), rtol=1e-4 if dtype ==
+                                   np.float32 else 1e-10, atol=1e-4)
+        np.testing.assert_allclose(sb.grad.numpy(), tb.grad.numpy(), rtol=1e-4 if dtype ==
+                                   np.float32 else 1e-10, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, groups", [((3, 6, 5, 7), 3), ((2, 4, 9), 4), ((2, 6, 4, 4), 1)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_group_norm_torch_parity(shape, groups, affine, dtype, rng, torch):
+    c = shape[1]
+    x = (rng.standard_normal(shape) * 3 - 1).astype(dtype)
+    args = [rng.standard_normal(c).astype(dtype) for _ in range(2)] if affine else [None, None]
+    tx = torch.tensor(x, requires_grad=True)
+    sx = sandbox.Tensor(x, requires_grad=True)
+    targs = [None if a is None else torch.tensor(a, requires_grad=True) for a in args]
+    sargs = [None if a is None else sandbox.Tensor(a, requires_grad=True) for a in args]
+    ty = torch.nn.functional.group_norm(tx, groups, *targs, eps=1e-5)
+    sy = F.group_norm(sx, groups, *sargs, eps=1e-5)
+    gy = rng.standard_normal(shape).astype(dtype)
+    ty.backward(torch.tensor(gy))
+    (sy * sandbox.Tensor(gy)).sum().backward()
+    tol = _tol(dtype)
+    np.testing.assert_allclose(sy.numpy(), ty.detach().numpy(), **tol)
+    np.testing.assert_allclose(sx.grad.numpy(), tx.grad.numpy(), **tol)
+    for s, t in zip(sargs, targs, strict=True):
+        if s is not None:
+            np.testing.assert_allclose(s.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["batch_train", "batch_eval", "group"])
+def test_gradcheck(kind, rng):
+    x = rng.standard_normal((3, 4, 3, 2))
+    w = rng.standard_normal(4)
+    b = rng.standard_normal(4)
+    rm0, rv0 = rng.standard_normal(4), rng.random(4) + 0.5
+
+    def op(x_, w_, b_):
+        if kind == "group":
+            return F.group_norm(x_, 2, w_, b_)
+        # fresh running stats every call: the forward updates them in place
+        return F.batch_norm(x_, rm0.copy(), rv0.copy(), w_, b_, kind == "batch_train")
+
+    assert gradcheck(op, tuple(sandbox.Tensor(a, requires_grad=True) for a in (x, w, b)))
+
+
+def test_running_stats_tensors_are_updated(rng):
+    x = sandbox.Tensor(rng.standard_normal((4, 3, 2, 2)))
+    rm, rv = sandbox.Tensor(np.zeros(3)), sandbox.Tensor(np.ones(3))
+    F.batch_norm(x, rm, rv, training=True)
+    assert not np.allclose(rm.numpy(), 0) and not np.allclose(rv.numpy(), 1)
+
+
+def test_float32_stays_float32(rng):
+    x = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    y, mean, invstd = norm.batch_norm(x, np.zeros(3, np.float32), np.ones(3, np.float32),
+                                      training=True)
+    assert y.dtype == mean.dtype == invstd.dtype == np.float32
+    y, mean, invstd = norm.group_norm(x, 3)
+    assert y.dtype == mean.dtype == invstd.dtype == np.float32
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: norm.batch_norm(np.zeros(4), None, None), ValueError, "at least 2 dimensions"),
+    (lambda: norm.batch_norm(np.zeros((2, 3), np.int64), None, None), TypeError,
+     "input must have dtype float32"),
+    (lambda: norm.batch_norm(np.zeros((2, 3)), np.zeros(4), np.ones(3)), ValueError,
+     r"running_mean must have shape \(3,\)"),
+    (lambda: norm.batch_norm(np.zeros((2, 3)), None, None, np.zeros(2)), ValueError,
+     r"weight must have shape \(3,\)"),
+    (lambda: norm.batch_norm(np.zeros((2, 3)), None, None, None, np.zeros(3, np.float32)),
+     TypeError, "bias dtype float32 does not match input dtype float64"),
+    (lambda: norm.batch_norm(np.zeros((2, 3)), None, None), ValueError,
+     "training=False needs running_mean"),
+    (lambda: norm.batch_norm(np.zeros((1, 3)), None, None, training=True), ValueError,
+     "more than 1 value per channel"),
+    (lambda: norm.batch_norm(np.zeros((2, 3)), None, None, training=True, eps=0), ValueError,
+     "eps must be positive"),
+    (lambda: norm.group_norm(np.zeros((2, 6, 3)), 4), ValueError,
+     r"num_groups=4 must divide the number of channels \(6\)"),
+    (lambda: norm.group_norm(np.zeros((2, 6, 3)), 0), ValueError,
+     "num_groups must be a positive int"),
+    (lambda: norm.group_norm(np.zeros((2, 6, 3)), 3, np.zeros(5)), ValueError,
+     r"weight must have shape \(6,\)"),
+])
+def test_validation(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_batch_norm_kernels_are_bitwise_identical_for_any_thread_count(dtype, rng):
+    # Large enough that the kernels really run in parallel.
+    x = rng.standard_normal((4, 5, 48, 40)).astype(dtype)
+    g = rng.standard_normal(x.shape).astype(dtype)
+    w, b = (rng.standard_normal(5).astype(dtype) for _ in range(2))
+    results = []
+    for threads in (1, 2, 3):
+        with sandbox.num_threads(threads):
+            rm, rv = np.zeros(5, dtype), np.ones(5, dtype)
+            out, mean, invstd = norm.batch_norm(x, rm, rv, w, b, training=True)
+            grads = norm.batch_norm_backward(g, x, mean, invstd, w, training=True)
+            results.append((out, mean, invstd, rm, rv, *grads))
+    for other in results[1:]:
+        for a, b_ in zip(results[0], other, strict=True):
+            np.testing.assert_array_equal(a, b_)
+
+
+def test_batch_norm_float32_statistics_accumulate_in_double(rng):
+    # A large offset: a float32 running sum would lose the small variance.
+    x = (1000.0 + 0.01 * rng.standard_normal((16, 2, 64, 64))).astype(np.float32)
+    _, mean, invstd = norm.batch_norm(x, None, None, training=True)
+    ref = x.astype(np.float64).reshape(16, 2, -1).transpose(1, 0, 2).reshape(2, -1)
+    np.testing.assert_allclose(mean, ref.mean(axis=1), rtol=1e-7)
+    np.testing.assert_allclose(1 / invstd**2 - 1e-5, ref.var(axis=1), rtol=1e-3)

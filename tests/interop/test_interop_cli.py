@@ -1,0 +1,107 @@
+"""sandbox export: a trained checkpoint out as safetensors, PyTorch and ONNX."""
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from sandbox import nn
+from sandbox.cli.commands import main
+from sandbox.interop._cli import load_checkpoint_model
+from sandbox.train import checkpoint
+from tests.support.interop_models import assert_state_bitwise, eval_output, make_unet
+
+TINY = ["--image-size", "16", "--depth", "2", "--width", "4", "--train-samples", "8",
+        "--val-samples", "4", "--batch-size", "4", "--quiet", "--no-plots"]
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    assert main(["train", "--steps", "2", "--out", str(out), "--upsample", "lanczos3",
+                 "--antialias", *TINY]) == 0
+    return out / "best.ckpt"
+
+
+def test_export_safetensors(safetensors, ckpt, tmp_path, capsys):
+    out = tmp_path / "w.safetensors"
+    assert main(["export", str(ckpt), "--to", "safetensors", "--out", str(out)]) == 0
+    assert str(out) in capsys.readouterr().out
+    model, _ = load_checkpoint_model(ckpt)
+    from sandbox.interop import read_weights
+
+    _, header = read_weights(out)
+    arch = json.loads(header["sandbox.architecture"])
+    again = nn.UNet(**arch["kwargs"])
+    again.load_weights(out)
+    assert_state_bitwise(again.state_dict(), model.state_dict())
+
+
+def test_export_torch(torch, ckpt, tmp_path, capsys):
+    from sandbox.interop import to_torch
+
+    assert main(["export", str(ckpt), "--to", "torch", "--out", str(tmp_path / "m.pt")]) == 0
+    capsys.readouterr()
+    arch = json.loads((tmp_path / "m.json").read_text())
+    assert arch["kwargs"]["upsample"] == "lanczos3" and arch["kwargs"]["antialias"] is True
+    twin = to_torch(nn.UNet(**arch["kwargs"])).eval()
+    twin.load_state_dict(torch.load(tmp_path / "m.pt"))
+    model, _ = load_checkpoint_model(ckpt)
+    x = np.random.default_rng(0).standard_normal((2, 1, 16, 16)).astype(np.float32)
+    with torch.no_grad():
+        theirs = twin(torch.from_numpy(x)).numpy()
+    ref = eval_output(model, x)
+    np.testing.assert_allclose(theirs, ref, rtol=0, atol=2e-6 * np.abs(ref).max())
+
+
+def test_export_onnx(onnx, onnxruntime, ckpt, tmp_path, capsys):
+    from sandbox.interop import run_onnx
+
+    out = tmp_path / "m.onnx"
+    assert main(["export", str(ckpt), "--to", "onnx", "--out", str(out), "--size", "24"]) == 0
+    printed = capsys.readouterr().out
+    assert "shape (batch, 1, 24, 24)" in printed and "ONNX Runtime output vs sandbox" in printed
+    model, _ = load_checkpoint_model(ckpt)
+    x = np.random.default_rng(1).standard_normal((3, 1, 24, 24)).astype(np.float32)
+    ref = eval_output(model, x)
+    assert np.abs(run_onnx(out, x) - ref).max() <= 1e-6 * np.abs(ref).max()
+
+
+def test_default_output_name(safetensors, ckpt, tmp_path, capsys):
+    copy = tmp_path / "model.ckpt"
+    copy.write_bytes(ckpt.read_bytes())
+    assert main(["export", str(copy), "--to", "safetensors"]) == 0
+    assert (tmp_path / "model.safetensors").is_file()
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda d: d / "missing.ckpt", "checkpoint not found"),
+        (lambda d: checkpoint.save({"x": 1}, d / "other.ckpt"), "is not a training checkpoint"),
+    ],
+)
+def test_bad_checkpoints_give_one_line(tmp_path, capsys, make, match):
+    assert main(["export", str(make(tmp_path)), "--to", "safetensors"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert match in err and err.startswith("sandbox export: error:") and "\n" not in err
+
+
+def test_missing_extra_gives_one_line(ckpt, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    assert main(["export", str(ckpt), "--to", "onnx", "--out", str(tmp_path / "m.onnx")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "pip install 'cpu-train-sandbox[interop]'" in err and "\n" not in err
+
+
+def test_architecture_rebuilds_the_unet():
+    from sandbox.interop import architecture
+
+    model = make_unet("bicubic", {"align_corners": True}, norm="group", dtype=np.float64)
+    arch = json.loads(json.dumps(architecture(model)))
+    assert arch["class"] == "UNet" and arch["kwargs"]["dtype"] == "float64"
+    again = nn.UNet(**arch["kwargs"])
+    assert repr(again) == repr(model)
+    with pytest.raises(TypeError, match="describes a sandbox.nn.UNet"):
+        architecture(nn.ReLU())

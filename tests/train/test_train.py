@@ -1,0 +1,201 @@
+"""The trainer: exact resume, atomic checkpoints, NaN stop, Ctrl-C, early stop, plots."""
+
+import json
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from sandbox.train import TrainConfig, Trainer, TrainingDiverged, TrainingInterrupted, checkpoint
+
+
+def tiny_config(out, **overrides):
+    values = dict(
+        data="shapes",
+        image_size=16,
+        depth=2,
+        width=4,
+        train_samples=16,
+        val_samples=4,
+        batch_size=4,
+        epochs=2,
+        lr=5e-3,
+        log_every=1,
+        progress=False,
+        plots=False,
+        out=str(out),
+        threads=2,
+    )
+    values.update(overrides)
+    return TrainConfig(**values)
+
+
+def _params(trainer):
+    return {k: v.copy() for k, v in trainer.model.state_dict().items()}
+
+
+def _train_losses(out):
+    lines = (out / "log.jsonl").read_text().splitlines()
+    return [json.loads(line)["loss"] for line in lines if '"train"' in line]
+
+
+@pytest.mark.parametrize("stop_after", [3, 4, 5])
+def test_resume_equals_uninterrupted_training(tmp_path, stop_after):
+    full = Trainer(tiny_config(tmp_path / "full"))
+    full.fit()
+
+    first = Trainer(tiny_config(tmp_path / "split"), stop_after=stop_after)
+    summary = first.fit()
+    assert not summary["finished"] and summary["steps"] == stop_after
+    resumed = Trainer(tiny_config(tmp_path / "split"), resume=True)
+    assert resumed.step == stop_after
+    resumed.fit()
+
+    assert _train_losses(tmp_path / "split") == _train_losses(tmp_path / "full")
+    a, b = _params(full), _params(resumed)
+    assert a.keys() == b.keys()
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+def test_resume_refuses_changed_settings(tmp_path):
+    Trainer(tiny_config(tmp_path), stop_after=1).fit()
+    with pytest.raises(ValueError, match=r"different settings for: lr"):
+        Trainer(tiny_config(tmp_path, lr=1.0), resume=True)
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        Trainer(tiny_config(tmp_path / "empty"), resume=True)
+
+
+def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
+    path = tmp_path / "c.ckpt"
+    checkpoint.save({"w": np.arange(3.0), "step": 1}, path)
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError, match="disk full"):
+        checkpoint.save({"w": np.zeros(3), "step": 2}, path)
+    monkeypatch.undo()
+    state = checkpoint.load(path)
+    assert state["step"] == 1
+    np.testing.assert_array_equal(state["w"], np.arange(3.0))
+    assert [p.name for p in tmp_path.iterdir()] == ["c.ckpt"]  # no temp file left
+
+
+def test_checkpoint_round_trips_nested_state(tmp_path):
+    rng = np.random.default_rng(0)
+    state = {
+        "a": {1: np.ones((2, 2), np.float32), "x": (1, 2.5, None)},
+        "r": rng.bit_generator.state,
+        "list": [np.int64(3), "s", True],
+    }
+    checkpoint.save(state, tmp_path / "s.ckpt")
+    back = checkpoint.load(tmp_path / "s.ckpt")
+    assert back["a"]["x"] == (1, 2.5, None) and back["list"] == [3, "s", True]
+    assert back["a"][1].dtype == np.float32
+    assert back["r"] == state["r"]
+    (tmp_path / "junk.ckpt").write_text("not a checkpoint")
+    with pytest.raises(ValueError, match="not a sandbox checkpoint"):
+        checkpoint.load(tmp_path / "junk.ckpt")
+    with pytest.raises(TypeError, match="cannot store object"):
+        checkpoint.save({"bad": object()}, tmp_path / "bad.ckpt")
+
+
+def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
+    trainer = Trainer(tiny_config(tmp_path), stop_after=2)
+    trainer.fit()
+    good = checkpoint.load(tmp_path / "last.ckpt")
+    trainer.stop_after = None
+    trainer.model.head.weight.numpy()[...] = np.nan
+    with pytest.raises(TrainingDiverged, match=r"loss became nan at step 3 .*last\.ckpt"):
+        trainer.fit()
+    after = checkpoint.load(tmp_path / "last.ckpt")
+    assert after["position"]["step"] == 2
+    for k, v in good["model"].items():
+        np.testing.assert_array_equal(after["model"][k], v)
+        assert np.all(np.isfinite(v))
+
+
+def test_ctrl_c_saves_a_checkpoint_then_stops(tmp_path):
+    trainer = Trainer(tiny_config(tmp_path))
+    original_step = trainer.optimizer.step
+    calls = []
+
+    def step_and_interrupt():
+        original_step()
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    trainer.optimizer.step = step_and_interrupt
+    with pytest.raises(TrainingInterrupted, match="interrupted at step 2"):
+        trainer.fit()
+    assert checkpoint.load(tmp_path / "last.ckpt")["position"]["step"] == 2
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_early_stopping_and_best_checkpoint(tmp_path, monkeypatch):
+    scores = iter([0.5, 0.4, 0.3, 0.2])
+
+    def fake_evaluate(self, loader=None):
+        s = next(scores)
+        return {"loss": 1.0, "mean_iou": s, "mean_dice": s, "pixel_accuracy": s}
+
+    monkeypatch.setattr(Trainer, "evaluate", fake_evaluate)
+    trainer = Trainer(tiny_config(tmp_path, epochs=4, patience=2))
+    summary = trainer.fit()
+    assert summary["epochs"] == 3  # epoch 0 best, then two epochs without improvement
+    assert summary["best_epoch"] == 0 and summary["best_score"] == 0.5
+    assert checkpoint.load(tmp_path / "best.ckpt")["position"]["epoch"] == 1
+
+
+def test_training_learns_and_writes_plots(tmp_path):
+    pytest.importorskip("matplotlib")
+    cfg = tiny_config(tmp_path, epochs=3, plots=True, lr=2e-2)
+    trainer = Trainer(cfg)
+    summary = trainer.fit()
+    losses = _train_losses(tmp_path)
+    assert np.mean(losses[-3:]) < np.mean(losses[:3])
+    assert summary["finished"] and summary["final"]["mean_iou"] is not None
+    for name in ("curves.png", "predictions.png", "summary.json", "config.json", "best.ckpt"):
+        assert (tmp_path / name).is_file(), name
+
+
+def test_nuclei_runs_and_reports_foreground_dice(tmp_path):
+    cfg = tiny_config(
+        tmp_path, data="nuclei", image_size=32, train_samples=4, epochs=1, loss="ce+dice"
+    )
+    summary = Trainer(cfg).fit()
+    assert 0.0 <= summary["final"]["dice_fg"] <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        (dict(data=""), "data must be one of"),
+        (dict(upsample="transposed", antialias=True), "do not apply to upsample='transposed'"),
+        (dict(upsample="transposed", align_corners=False), "do not apply"),
+        (dict(data="nuclei", num_classes=3), "num_classes does not apply"),
+        (dict(lr=-1.0), "lr must be a positive"),
+        (dict(loss="focal"), "loss must be one of"),
+        (dict(epochs=0), "epochs must be a positive integer"),
+        (dict(image_size=8, depth=4), "too small for depth=4"),
+        (dict(upsample="nearest", align_corners=True), "align_corners"),
+        (dict(upsample="area", antialias=True), "antialias"),
+    ],
+)
+def test_bad_config_is_rejected(tmp_path, overrides, match):
+    with pytest.raises(ValueError, match=match):
+        tiny_config(tmp_path, **overrides)
+
+
+def test_without_matplotlib_training_finishes_with_a_message(tmp_path, monkeypatch, capsys):
+    from sandbox.train import _plots
+
+    monkeypatch.setattr(_plots, "_pyplot", lambda: None)
+    summary = Trainer(tiny_config(tmp_path, epochs=1, plots=True)).fit()
+    assert summary["finished"] and summary["plots"] == []
+    assert "matplotlib is not installed" in capsys.readouterr().err
+    assert not (tmp_path / "curves.png").exists()
