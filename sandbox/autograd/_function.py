@@ -168,6 +168,17 @@ class Context:
                 self._saved[i] = as_ndarray(item)
         self._inputs = None
 
+    def _rebase_output(self, index, tensor) -> None:
+        """An in-place op wrote this node's output ``index`` into ``tensor`` (which now
+        stands for it): a saved copy of that output becomes ``tensor``'s array and
+        version counter, so a later write into ``tensor`` is caught (as in PyTorch)."""
+        for k, item in enumerate(self._saved or ()):
+            if isinstance(item, _SavedOutput) and item.index == index:
+                if tensor._ver is None:
+                    tensor._ver = _Version()
+                item.data, item.ver = tensor._data, tensor._ver
+                self._versions[k] = tensor._ver.value
+
     def _check_versions(self) -> None:
         """Raise if a saved Tensor was written in place after it was saved."""
         for k, (item, seen) in enumerate(zip(self._saved, self._versions, strict=True)):

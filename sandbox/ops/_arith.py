@@ -285,7 +285,17 @@ class Clone(Function):
 # ----------------------------------------------------------------------------- public
 # Binary ops cast their operands to PyTorch's result dtype first (see _promote).
 def _binary_operands(a, b, op, to_float=False):
-    return promote(operand(a, op), operand(b, op), to_float=to_float)[1]
+    a, b = operand(a, op), operand(b, op)
+    # Fast paths (no cast needed): two tensors of one dtype, a float tensor and a number.
+    if isinstance(a, Tensor):
+        kind = a._data.dtype.kind
+        if (isinstance(b, Tensor) and b._data.dtype == a._data.dtype
+                or kind == "f" and type(b) in (float, int)):
+            if kind == "f" or not to_float:
+                return a, b
+    elif isinstance(b, Tensor) and b._data.dtype.kind == "f" and type(a) in (float, int):
+        return a, b
+    return promote(a, b, to_float=to_float)[1]
 
 
 def add(a, b):

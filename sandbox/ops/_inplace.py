@@ -76,6 +76,10 @@ def _apply(x, op, fn, *args, cast_check=True):
             out = _arith.astype(out, x.dtype)
         np.copyto(x._data, out._data)
         x.grad_fn, x._output_nr, x._requires_grad = out.grad_fn, out._output_nr, out._requires_grad
+        x._bump_version()
+        if x.grad_fn is not None:  # the node saved its result (sigmoid_ ...): that is x now
+            x.grad_fn._rebase_output(x._output_nr, x)
+        return x
     else:
         with no_grad():
             out = fn(x, *args)

@@ -3,10 +3,10 @@ counter, leaves and graph tensors (issue 22, item 4)."""
 
 import numpy as np
 import pytest
+from sandbox.gradcheck import gradcheck
 
 import sandbox
 from sandbox import nn
-from sandbox.gradcheck import gradcheck
 
 
 def test_data_is_a_detached_tensor_sharing_storage():
@@ -268,3 +268,19 @@ def test_shape_must_fit_in_place():
         x.add_(sandbox.zeros(2, 3) + 1, alpha=2)
     with pytest.raises(RuntimeError, match="does not broadcast"):
         x.copy_(np.zeros((2, 3)))
+
+
+def test_writing_over_the_saved_result_of_an_in_place_op_raises_as_torch(torch):
+    for lib in (sandbox, torch):
+        x = lib.tensor([0.5, -1.0], requires_grad=True)
+        h = x * 1.0
+        h.sigmoid_()  # its node saves the result, which is h now
+        h.add_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            h.sum().backward()
+    x = sandbox.tensor([0.5, -1.0], dtype=sandbox.float64, requires_grad=True)
+    h = x * 1.0
+    h.sigmoid_()
+    (h * 3.0).sum().backward()  # no later write: the gradient of sigmoid
+    s = 1 / (1 + np.exp(-x.numpy()))
+    np.testing.assert_allclose(x.grad.numpy(), 3 * s * (1 - s))
