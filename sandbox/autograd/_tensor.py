@@ -6,8 +6,9 @@ it is).  A tensor with ``grad_fn is None`` is a *leaf*; leaves that require grad
 receive ``.grad`` from :meth:`Tensor.backward`.
 
 This module defines only what the engine needs.  The operators and methods
-(``+``, ``@``, ``sum`` ...) are written in ``sandbox/ops/_methods.py`` (class
-``TensorMethods``) and copied onto this class when the ops package is imported
+(``+``, ``@``, ``sum``, ``+=``, ``add_``, ``repr`` ...) are written in
+``sandbox/ops/_methods*.py`` (class ``TensorMethods`` and its sibling mixins, one
+topic each) and copied onto this class when the ops package is imported
 (``import sandbox`` does); ``_tensor.pyi`` next to this file declares them for type
 checkers, and a test keeps that stub equal to the runtime class.
 """

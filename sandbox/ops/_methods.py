@@ -19,7 +19,12 @@ class defined here without a circular import.  Instead:
   on ``Tensor``; ``tests/autograd/test_tensor_methods.py`` checks that stub against the
   runtime class (names and parameters), so the two cannot drift apart.
 
-A new method goes here (and in the stub); a new op goes in its op module.
+The methods are split by topic: this module has the operators, math, reductions
+and shapes; ``_methods_convert`` dtypes, copies, devices, new tensors and
+printing; ``_methods_inplace`` the in-place methods and ``+=``-style operators;
+``_methods_api`` the rest of torch's everyday API (``t``, ``sort``, ``std`` ...).
+A new method goes in the module of its topic (and in the stub); a new op goes in
+its op module.
 """
 
 from __future__ import annotations
