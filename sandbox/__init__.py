@@ -19,7 +19,6 @@ _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from . import ops
 from ._version import __version__
-from .runtime.allocator import keep_freed_memory as _keep_freed_memory
 from .autograd import (
     Tensor,
     enable_grad,
@@ -99,6 +98,7 @@ from .ops import (
     zeros_like,
 )
 from .runtime import dtypes as _dtypes
+from .runtime.allocator import keep_freed_memory as _keep_freed_memory
 from .runtime.amp import autocast
 from .runtime.device import channels_last, contiguous_format, cuda, device, preserve_format
 from .runtime.dtypes import (  # torch's dtype names (numpy types): sandbox.float32, sandbox.long

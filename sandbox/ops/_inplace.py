@@ -187,6 +187,14 @@ sigmoid_ = _unary_("sigmoid_", _nonlinear.sigmoid)
 tanh_ = _unary_("tanh_", _nonlinear.tanh)
 
 
+def leaky_relu_(x, negative_slope=0.01):
+    """``leaky_relu`` written into ``x``."""
+    return _apply(x, "leaky_relu_", lambda t: _nonlinear.leaky_relu(t, negative_slope))
+
+
+silu_ = _unary_("silu_", _nonlinear.silu)
+
+
 def _replace(t, value):
     """``value`` everywhere in ``t``'s shape; the old values get no gradient."""
     return _arith.where(np.ones(t.shape, bool), value, t)

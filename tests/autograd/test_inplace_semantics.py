@@ -284,3 +284,19 @@ def test_writing_over_the_saved_result_of_an_in_place_op_raises_as_torch(torch):
     (h * 3.0).sum().backward()  # no later write: the gradient of sigmoid
     s = 1 / (1 + np.exp(-x.numpy()))
     np.testing.assert_allclose(x.grad.numpy(), 3 * s * (1 - s))
+
+
+def test_functional_inplace_activations_write_into_the_input_as_torch(torch):
+    import sandbox.functional as F
+
+    x0 = np.array([-1.0, 0.5, 2.0])
+    for lib, fn in ((sandbox, F), (torch, torch.nn.functional)):
+        x = lib.tensor(x0, requires_grad=True)
+        h = x * 2.0
+        out = fn.relu(h, inplace=True)
+        assert out is h and not np.any(h.detach().numpy() < 0)
+        out2 = fn.leaky_relu(x * 1.0, 0.1, inplace=True)
+        (out * 3.0 + out2).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), [0.1, 7.0, 7.0])
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            fn.silu(lib.tensor(x0, requires_grad=True), inplace=True)
