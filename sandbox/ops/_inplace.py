@@ -16,8 +16,11 @@ returns the tensor.  As in PyTorch:
   gradients flow through the write.  The node keeps its own copy of the old value.
   A node recorded earlier that saved the tensor (``y = x.exp()`` saves ``y``)
   sees the version change and its backward raises PyTorch's "modified by an
-  inplace operation" error.  Writing in place into a *view* of a graph tensor is
-  refused (PyTorch rewrites the base's history; this engine does not).
+  inplace operation" error.  A write into an indexing view ``h[i]`` of a graph
+  tensor is recorded on ``h`` too (as ``h[i] = new``), so ``h[0:2].mul_(w)`` and
+  ``h[i] += v`` work as in PyTorch; a write into a reshaped or permuted view of a
+  graph tensor is refused (PyTorch rewrites the base's history; this engine only
+  does so for indexing).
 * The result dtype must fit the tensor: ``int_tensor += 0.5`` raises
   "result type Float can't be cast to the desired output type Long" (``copy_``
   casts freely, as in PyTorch).
@@ -30,7 +33,7 @@ import numpy as np
 from ..autograd import Tensor, is_grad_enabled, no_grad
 from ..runtime.device import parse_to
 from ..runtime.rng import numpy_rng
-from . import _arith, _nonlinear
+from . import _arith, _nonlinear, _shape
 from ._promote import float_result, result_type
 
 _LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -61,10 +64,12 @@ def _apply(x, op, fn, *args, cast_check=True):
     if _tracked(x, args):
         if x._requires_grad and x.grad_fn is None:
             raise RuntimeError(_LEAF)
-        if x._ver is not None and x._ver.view:
+        entry = _shape.view_base(x) if x._ver is not None and x._ver.view else None
+        if entry is None and x._ver is not None and x._ver.view and x._data.base is not None:
             raise RuntimeError(
-                f"{op}: in-place write into a view of (or a base with views in) the autograd "
-                "graph is not supported; use the out-of-place form (x = x.op(...)) or clone() first"
+                f"{op}: in-place write into a reshaped or permuted view of a tensor in the "
+                "autograd graph is not supported (indexing views x[i] are); use the "
+                "out-of-place form (x = x.op(...)) or clone() first"
             )
         old = Tensor._make(x._data.copy(), x.grad_fn, x._output_nr)
         old._requires_grad = x._requires_grad
@@ -74,6 +79,9 @@ def _apply(x, op, fn, *args, cast_check=True):
         _check_shape(out, x, op)
         if out.dtype != x.dtype:
             out = _arith.astype(out, x.dtype)
+        if entry is not None:  # x is base[i]: the write is recorded on base too
+            _shape.write_through_view(x, out, entry)
+            return x
         np.copyto(x._data, out._data)
         x.grad_fn, x._output_nr, x._requires_grad = out.grad_fn, out._output_nr, out._requires_grad
         x._bump_version()

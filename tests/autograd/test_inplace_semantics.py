@@ -251,15 +251,40 @@ def test_result_dtype_must_fit_the_tensor(torch):
     assert f.dtype == np.float32
 
 
-def test_in_place_into_a_view_of_a_graph_tensor_is_refused():
+def test_in_place_into_a_reshaped_view_of_a_graph_tensor_is_refused():
     x = sandbox.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
     h = x * 1.0
     v = h.reshape(4)
-    with pytest.raises(RuntimeError, match="view"):
+    with pytest.raises(RuntimeError, match="reshaped or permuted view"):
         v.add_(1.0)
     with sandbox.no_grad():
         v2 = h.reshape(4)
     assert not v2.requires_grad
+
+
+def _view_writes(lib):
+    x = lib.tensor([1.0, 2.0, 3.0, 4.0], dtype=lib.float64, requires_grad=True)
+    w = lib.tensor([0.5, -1.5], dtype=lib.float64, requires_grad=True)
+    h = x * 2.0
+    h[0:2].mul_(w)          # in place into a view: recorded on h too
+    h[1:] += x[1:]          # x[i] += v: a view written in place, then assigned back
+    v = h[2:]
+    v[0] = 10.0 * w[1]      # assignment into a view of a view
+    v.sigmoid_()
+    out = (h * h).sum() + v.sum()
+    out.backward()
+    return h.detach().numpy(), x.grad.numpy(), w.grad.numpy()
+
+
+def test_in_place_into_an_indexing_view_is_recorded_on_the_base_as_torch(torch):
+    for a, b in zip(_view_writes(sandbox), _view_writes(torch), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    w = sandbox.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        w[0] += 1  # a view of a leaf that requires grad (torch refuses it too)
+    with sandbox.no_grad():
+        w[0] += 1
+    np.testing.assert_array_equal(w.numpy(), [2.0, 2.0])
 
 
 def test_shape_must_fit_in_place():
