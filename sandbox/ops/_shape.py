@@ -325,9 +325,15 @@ def setitem(x, index, value):
 
 
 def _tensors(seq, op):
+    """The tensors of ``seq``, cast to their common dtype (torch's promotion)."""
     if isinstance(seq, Tensor) or not len(seq):
         raise TypeError(f"{op}: expected a non-empty sequence of tensors")
-    return [t if isinstance(t, Tensor) else np.asarray(t) for t in seq]
+    ts = [t if isinstance(t, Tensor) else np.asarray(t) for t in seq]
+    if len({t.dtype for t in ts}) > 1:
+        from ._promote import promote
+
+        ts = list(promote(*ts)[1])
+    return ts
 
 
 def cat(tensors, dim=0, *, axis=None):

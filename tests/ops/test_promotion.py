@@ -165,3 +165,18 @@ def test_promotion_keeps_gradients_flowing_to_the_wider_operand(torch):
     assert a.grad.dtype == np.float32 and b.grad.dtype == np.float64
     np.testing.assert_allclose(a.grad.numpy(), [3.0, 4.0])
     np.testing.assert_allclose(b.grad.numpy(), [1.0, 2.0])
+
+
+def test_cat_and_stack_promote_as_torch(torch):
+    for da, db in [("int64", "float32"), ("int32", "bool"), ("float32", "float64"),
+                   ("uint8", "int32")]:
+        a, b = _values(da), _values(db)
+        for name in ("cat", "stack"):
+            ours = getattr(sandbox, name)([sandbox.tensor(a), sandbox.tensor(b)])
+            ref = getattr(torch, name)([torch.tensor(a), torch.tensor(b)])
+            _same(ours, ref, f"{name}({da}, {db})")
+    x = sandbox.tensor([1.0, 2.0], requires_grad=True)
+    y = sandbox.cat([x, sandbox.tensor([3.0], dtype=sandbox.float64)])
+    assert y.dtype == np.float64
+    y.sum().backward()
+    assert x.grad.dtype == np.float32 and x.grad.numpy().tolist() == [1.0, 1.0]
