@@ -104,6 +104,7 @@ def extensions():
     # -ffp-contract=off keeps the Adam kernel's rounding identical to numpy's
     # separate multiply and add (no fused multiply-add).
     extra = {} if sys.platform == "win32" else {"_norm": ["-fno-trapping-math"],
+                                                "_elementwise": ["-fno-trapping-math"],
                                                 "_pool": ["-fno-trapping-math"],
                                                 "_pool3d": ["-fno-trapping-math"],
                                                 "_optim": ["-ffp-contract=off", "-fno-math-errno"]}

@@ -1,8 +1,13 @@
 # Float32 GEMM with the AVX-512 micro-kernel of sgemm_avx512.h (see there for
-# why and how).  Kernel contract as in pyx/fused.pxd, except that the operands
+# why and how).  A batch of products may run on several threads (``num_threads``):
+# each product is one thread's, computed exactly as on one thread, so the result
+# does not depend on the thread count.  Kernel contract as in pyx/fused.pxd, except that the operands
 # may be strided views (transposes are free: the packing reads any strides); the
 # output needs a unit column stride.  The wrapper sandbox/array/_gemm.py checks
 # dtypes and shapes and falls back to numpy's BLAS where this kernel cannot run.
+
+from cython.parallel cimport prange
+
 
 cdef extern from "sgemm_avx512.h" nogil:
     int sb_sgemm_avx512_available()
@@ -16,29 +21,29 @@ def available():
     return bool(sb_sgemm_avx512_available())
 
 
-def matmul(const float[:, :, :] a, const float[:, :, :] b, float[:, :, :] out,
-           bint accumulate=False):
-    """``out[p] = a[p] @ b[p]`` (or ``+=`` with ``accumulate``) for every p, in order.
+def matmul(const float[:, :, :] a,   # IN  (P, M, K), any strides
+           const float[:, :, :] b,   # IN  (P, K, N), any strides
+           float[:, :, :] out,       # OUT (P, M, N), out.strides[2] == 4 (IN/OUT: accumulate)
+           bint accumulate=False, int num_threads=1):
+    """``out[p] = a[p] @ b[p]`` (or ``+=`` with ``accumulate``) for every p, the products
+    shared among ``num_threads`` threads (each product on one thread).
 
-    ``a`` (P, M, K), ``b`` (P, K, N), ``out`` (P, M, N) with ``out.strides[2] == 4``.
-    Returns False (``out`` untouched) when the packing buffers could not be allocated.
+    Returns False when a thread's packing buffers could not be allocated (then some
+    products may be missing: the caller recomputes ``out`` another way).
     """
     cdef Py_ssize_t p, count = a.shape[0]
     cdef int m = <int> a.shape[1], k = <int> a.shape[2], n = <int> b.shape[2]
     cdef Py_ssize_t sa0 = a.strides[1] // 4, sa1 = a.strides[2] // 4
     cdef Py_ssize_t sb0 = b.strides[1] // 4, sb1 = b.strides[2] // 4
     cdef Py_ssize_t sc0 = out.strides[1] // 4
-    cdef int status = 0
+    cdef int failures = 0
     if count == 0 or m == 0 or n == 0:
         return True
-    with nogil:
-        for p in range(count):
-            status = sb_sgemm_avx512(m, n, k, &a[p, 0, 0] if k > 0 else NULL, sa0, sa1,
-                                     &b[p, 0, 0] if k > 0 else NULL, sb0, sb1,
-                                     &out[p, 0, 0], sc0, accumulate)
-            if status != 0:
-                break
-    return status == 0
+    for p in prange(count, nogil=True, schedule="static", num_threads=num_threads):
+        failures += sb_sgemm_avx512(m, n, k, &a[p, 0, 0] if k > 0 else NULL, sa0, sa1,
+                                    &b[p, 0, 0] if k > 0 else NULL, sb0, sb1,
+                                    &out[p, 0, 0], sc0, accumulate) != 0
+    return failures == 0
 
 
 cdef extern from "sgemm_avx512.h" nogil:
@@ -47,24 +52,23 @@ cdef extern from "sgemm_avx512.h" nogil:
                              int accumulate)
 
 
-def matmul_dot(const float[:, :, :] a, const float[:, :, :] bt, float[:, :, :] out,
-               bint accumulate=False):
-    """``out[p] = a[p] @ bt[p].T`` (or ``+=``) as dot products along the last axis.
-
-    ``a`` (P, M, K) and ``bt`` (P, N, K) with unit stride along K; ``out`` (P, M, N)
-    with ``out.strides[2] == 4``.  For long K and small M, N (weight gradients).
-    """
+def matmul_dot(const float[:, :, :] a,    # IN  (P, M, K), unit stride along K
+               const float[:, :, :] bt,   # IN  (P, N, K), unit stride along K
+               float[:, :, :] out,        # OUT (P, M, N), out.strides[2] == 4
+               bint accumulate=False, int num_threads=1):
+    """``out[p] = a[p] @ bt[p].T`` (or ``+=``) as dot products along the last axis, the
+    products shared among ``num_threads`` threads.  For long K and small M, N (weight
+    gradients)."""
     cdef Py_ssize_t p, count = a.shape[0]
     cdef int m = <int> a.shape[1], k = <int> a.shape[2], n = <int> bt.shape[1]
     cdef Py_ssize_t lda = a.strides[1] // 4, ldb = bt.strides[1] // 4
     cdef Py_ssize_t ldc = out.strides[1] // 4
     if count == 0 or m == 0 or n == 0:
         return
-    with nogil:
-        for p in range(count):
-            sb_sgemm_dot_avx512(m, n, k, &a[p, 0, 0] if k > 0 else NULL, lda,
-                                &bt[p, 0, 0] if k > 0 else NULL, ldb, &out[p, 0, 0], ldc,
-                                accumulate)
+    for p in prange(count, nogil=True, schedule="static", num_threads=num_threads):
+        sb_sgemm_dot_avx512(m, n, k, &a[p, 0, 0] if k > 0 else NULL, lda,
+                            &bt[p, 0, 0] if k > 0 else NULL, ldb, &out[p, 0, 0], ldc,
+                            accumulate)
 
 
 def transpose(const float[:, :, ::1] src, float[:, :, ::1] dst):

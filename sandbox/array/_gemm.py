@@ -53,11 +53,16 @@ def _fits(*arrays) -> bool:
     return arrays[-1].strides[-1] == 4 or arrays[-1].shape[-1] <= 1
 
 
-def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = False) -> None:
+def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = False,
+           num_threads: int = 1) -> bool:
     """``out = a @ b`` (or ``out += a @ b``) for 2-D or equally batched 3-D operands.
 
     ``a`` and ``b`` may be transposed views; ``out`` is written in place.  Float32
     runs the AVX-512 kernel when the CPU has it, everything else ``np.matmul``.
+    ``num_threads`` shares a batch's products among threads inside the kernel (each
+    product on one thread, so the result is the same for any count); it returns
+    False where the products are not this kernel's (the caller parallelises them
+    its own way), True otherwise.
     """
     if _OWN and _fits(a, b, out):
         if a.ndim == 2:
@@ -71,17 +76,20 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = Fal
             # packing.  Measured (1 thread, GFLOP/s dot vs packed): 147 vs 36 at
             # 16x16, K=256; 133 vs 77 at 32x32, K=128; 136 vs 115 at 64x64, K=128;
             # but 117 vs 150 at 64x192, K=128, and slower wherever K is short.
-            _gemm.matmul_dot(a, b.transpose(0, 2, 1), out, accumulate)
-            return
+            _gemm.matmul_dot(a, b.transpose(0, 2, 1), out, accumulate, num_threads)
+            return True
         # fewer than 8 rows or a depth under 8 fill too little of a 12x32 or 8x32
         # register tile: BLAS is faster there (measured: 2x16x4096 40 vs 24 GFLOP/s,
         # 32x4x1024 53 vs 39)
-        if m >= 8 and k >= 8 and _gemm.matmul(a, b, out, accumulate):
-            return
+        if m >= 8 and k >= 8 and _gemm.matmul(a, b, out, accumulate, num_threads):
+            return True
+    if num_threads > 1:
+        return False
     if accumulate:
         out += np.matmul(a, b)
     else:
         np.matmul(a, b, out=out)
+    return True
 
 
 def grouped_matmul(a, b, out, groups: int, trans_a: bool = False, trans_b: bool = False) -> None:

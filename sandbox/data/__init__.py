@@ -12,8 +12,11 @@ float32 ``(C, H, W)`` and ``mask`` int64 ``(H, W)`` (volumes: ``(C, D, H, W)`` a
 - :class:`Shapes3D` — seeded synthetic volumes (ball, rod, shell, cube, cross).
 - :class:`VolumeFolder` — ``root/images`` + ``root/masks`` volumes (``.npy``, ``.npz``,
   multi-page TIFF); :func:`read_volume` reads one file.
-- :class:`Subset`, :func:`random_split` — views for train/validation splits.
-- :class:`DataLoader` — batches with a (seed, epoch)-determined order and augmentation.
+- :class:`Dataset`, :class:`TensorDataset`, :class:`Subset`, :func:`random_split` —
+  PyTorch's dataset vocabulary, with splits for train/validation.
+- :class:`DataLoader` — PyTorch's loader; with ``seed=`` a (seed, epoch)-determined
+  order and augmentation, resumable at any batch; :func:`collate_segmentation` gives
+  the trainer's numpy batches, :func:`default_collate` PyTorch's.
 - :mod:`sandbox.data.augment` — ``RandomFlip``, ``RandomRotate90``, ``RandomCrop``,
   ``RandomIntensity``, ``CenterCrop``, ``Compose``; for volumes ``RandomFlip3D``,
   ``RandomRotate3D``, ``RandomCrop3D``, ``CenterCrop3D``.
@@ -23,19 +26,20 @@ from . import augment
 from ._augment import CenterCrop, Compose, RandomCrop, RandomFlip, RandomIntensity, RandomRotate90
 from ._augment3d import CenterCrop3D, RandomCrop3D, RandomFlip3D, RandomRotate3D
 from ._folder import ImageFolder
-from ._loader import DataLoader
 from ._nuclei import Nuclei, load_nuclei, otsu_segment, otsu_threshold
 from ._shapes import Shapes
 from ._shapes3d import Shapes3D
-from ._subset import Subset, random_split
 from ._volume_folder import VolumeFolder, is_volume_folder
 from ._volumes import read_volume
+from .dataset import Dataset, Subset, TensorDataset, random_split
+from .loader import DataLoader, collate_segmentation, default_collate, get_worker_info
 
 __all__ = [
     "CenterCrop",
     "CenterCrop3D",
     "Compose",
     "DataLoader",
+    "Dataset",
     "ImageFolder",
     "Nuclei",
     "RandomCrop",
@@ -48,8 +52,12 @@ __all__ = [
     "Shapes",
     "Shapes3D",
     "Subset",
+    "TensorDataset",
     "VolumeFolder",
     "augment",
+    "collate_segmentation",
+    "default_collate",
+    "get_worker_info",
     "is_volume_folder",
     "load_nuclei",
     "otsu_segment",

@@ -10,6 +10,7 @@ from .. import functional as F
 from ..runtime.device import check_device
 from ..runtime.dtypes import get_default_dtype
 from . import init
+from ._activation import ReLU
 from ._module import Module, Parameter
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -266,7 +267,13 @@ class _ModuleSequence(Module):
 
 
 class Sequential(_ModuleSequence):
-    """Applies its modules in order: ``Sequential(conv, norm, relu)``."""
+    """Applies its modules in order: ``Sequential(conv, norm, relu)``.
+
+    A batch norm followed by a ``ReLU`` runs as one fused pass forward and backward
+    (:meth:`BatchNorm2d.forward_relu`), which gives bitwise the same values and
+    gradients as the two modules one after the other, with one pass over memory
+    instead of two.
+    """
 
     def __init__(self, *modules: Module):
         super().__init__(modules)
@@ -277,9 +284,22 @@ class Sequential(_ModuleSequence):
         return super().__getitem__(index)
 
     def forward(self, x):
-        for m in self._modules.values():
-            x = m(x)
+        modules = list(self._modules.values())
+        i = 0
+        while i < len(modules):
+            m = modules[i]
+            if (i + 1 < len(modules) and type(modules[i + 1]) is ReLU
+                    and getattr(m, "fuses_relu", _no)()):
+                x = m.forward_relu(x)
+                i += 2
+            else:
+                x = m(x)
+                i += 1
         return x
+
+
+def _no() -> bool:
+    return False
 
 
 class ModuleList(_ModuleSequence):

@@ -45,6 +45,13 @@ class _BatchNorm(Module):
     def forward(self, x):
         return self._apply_norm(F.batch_norm, x)
 
+    def fuses_relu(self) -> bool:
+        """Whether :class:`Sequential` may run this module and a following ``ReLU`` as
+        :meth:`forward_relu`: only when the class that defines ``forward`` defines
+        ``forward_relu`` too (a subclass that changes ``forward`` alone is not fused)."""
+        owner = next(c for c in type(self).__mro__ if "forward" in c.__dict__)
+        return "forward_relu" in owner.__dict__
+
     def forward_relu(self, x):
         """``relu(self(x))`` in one fused pass, forward and backward (bitwise the same result).
 

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..array import activation
 from ..autograd import Function, is_grad_enabled
 from ._arith import to_float, where
 from ._util import normalize_axes
@@ -14,14 +15,16 @@ from ._util import normalize_axes
 class Relu(Function):
     @staticmethod
     def forward(ctx, x):
-        y = np.maximum(x, 0)
+        y = activation.relu(x)  # np.maximum(x, 0) on every thread
         ctx.save_for_backward(y)  # the output is usually kept alive anyway; no mask copy
         return y
 
     @staticmethod
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
-        return grad * (y._data > 0)  # gradient 0 at x == 0, as torch
+        if is_grad_enabled():  # create_graph: the product stays differentiable
+            return grad * (y._data > 0)  # gradient 0 at x == 0, as torch
+        return activation.relu_backward(grad._data, y._data)
 
 
 class LeakyRelu(Function):

@@ -170,7 +170,19 @@ def build_datasets(cfg: TrainConfig):
         if len(full) < 2:
             raise ValueError(f"{cfg.data} holds {len(full)} pair(s); need at least 2 (train + val)")
         _check_crop_fits(cfg, full)
-        train, val = data.random_split(full, 0.2, seed=cfg.seed)
+        train, val = validation_split(full, 0.2, cfg.seed)
+    return train, val
+
+
+def validation_split(dataset, fraction: float, seed: int):
+    """``(train, val)``: ``val`` holds ``max(1, round(fraction * n))`` samples (at least
+    one left for training), drawn by ``random_split`` from ``Generator(seed)``."""
+    from ..data import random_split
+    from ..runtime.rng import Generator
+
+    n = len(dataset)
+    k = min(max(1, round(fraction * n)), n - 1)
+    val, train = random_split(dataset, [k, n - k], generator=Generator().manual_seed(seed))
     return train, val
 
 
@@ -218,10 +230,12 @@ def build_loaders(cfg: TrainConfig, train_set, val_set):
         seed=cfg.seed,
         drop_last=len(train_set) >= cfg.batch_size,
         transform=transform,
+        collate_fn=data.collate_segmentation,
     )
     # Whole validation images: one per batch when the folder's sizes differ.
     mixed = folder and len(set(getattr(val_set, "sizes", [None]))) > 1
-    val = data.DataLoader(val_set, 1 if mixed else cfg.batch_size, shuffle=False)
+    val = data.DataLoader(val_set, 1 if mixed else cfg.batch_size, shuffle=False,
+                          collate_fn=data.collate_segmentation)
     return train, val
 
 

@@ -488,3 +488,21 @@ def test_winograd_gradcheck(f4, rng, monkeypatch):
                     winograd_f4_min_pixels=f4, winograd_f4_min_pixels_weight_grad=f4):
         _gradcheck(lambda x_, w_, b_: F.conv2d(x_, w_, b_, 1, 1), [x, wt, b], rng)
     assert fwd_calls and wgrad_calls, "the Winograd paths were not taken"
+
+
+@pytest.mark.parametrize("c_in,c_out,size", [(128, 128, 8), (64, 128, 8), (32, 64, 16)])
+def test_one_chunk_winograd_is_the_same_in_kernels_or_on_the_pool(c_in, c_out, size):
+    # small maps fit one chunk, whose steps are shared among the threads either inside
+    # the kernels (split_in_kernels) or on the worker pool: the same bits either way
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((8, c_in, size, size)).astype(np.float32)
+    w = rng.standard_normal((c_out, c_in, 3, 3)).astype(np.float32)
+    g = rng.standard_normal((8, c_out, size, size)).astype(np.float32)
+    runs = []
+    for knob, threads in [(True, 2), (False, 2), (True, 1), (True, 3)]:
+        with conv.tuned(split_in_kernels=knob), sandbox.num_threads(threads):
+            runs.append((conv.conv2d(x, w, padding=1),
+                         *conv.conv2d_backward(g, x, w, padding=1)[:2]))
+    for run in runs[1:]:
+        for a, b in zip(runs[0], run, strict=True):
+            np.testing.assert_array_equal(a, b)

@@ -8,13 +8,18 @@ import pytest
 from sandbox.data import (
     CenterCrop3D,
     Compose,
-    DataLoader,
     RandomCrop3D,
     RandomFlip3D,
     RandomRotate3D,
     Shapes3D,
+    collate_segmentation,
 )
+from sandbox.data import DataLoader as _DataLoader
 from sandbox.data.augment import apply_axis_map, invert_axis_map
+
+
+def SegmentationLoader(*args, **kwargs):  # noqa: N802 - the trainer's loader: numpy batches
+    return _DataLoader(*args, collate_fn=collate_segmentation, **kwargs)
 
 
 def encoded_pair(c=2, d=6, h=6, w=6):
@@ -151,8 +156,8 @@ def test_crops_cut_the_same_box():
 def test_loader_applies_the_augmentation_reproducibly():
     ds = Shapes3D(4, volume_size=16, seed=0)
     t = Compose([RandomCrop3D(12), RandomFlip3D(), RandomRotate3D()])
-    a = list(DataLoader(ds, batch_size=2, shuffle=True, seed=3, transform=t).batches(1))
-    b = list(DataLoader(ds, batch_size=2, shuffle=True, seed=3, transform=t).batches(1))
+    a = list(SegmentationLoader(ds, batch_size=2, shuffle=True, seed=3, transform=t).batches(1))
+    b = list(SegmentationLoader(ds, batch_size=2, shuffle=True, seed=3, transform=t).batches(1))
     assert a[0][0].shape == (2, 1, 12, 12, 12) and a[0][1].shape == (2, 12, 12, 12)
     for (ia, ma), (ib, mb) in zip(a, b, strict=True):
         np.testing.assert_array_equal(ia, ib)

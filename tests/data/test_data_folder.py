@@ -5,7 +5,12 @@ import sys
 import numpy as np
 import pytest
 
-from sandbox.data import DataLoader, ImageFolder
+from sandbox.data import DataLoader as _DataLoader
+from sandbox.data import ImageFolder, collate_segmentation
+
+
+def SegmentationLoader(*args, **kwargs):  # noqa: N802 - the trainer's loader: numpy batches
+    return _DataLoader(*args, collate_fn=collate_segmentation, **kwargs)
 
 Image = pytest.importorskip("PIL.Image")
 
@@ -38,7 +43,7 @@ def test_reads_grayscale_pairs(folder):
           Image.open(folder / "masks" / "b.png") as mk):
         np.testing.assert_allclose(image[0], np.asarray(im) / 255.0, rtol=1e-6)
         np.testing.assert_array_equal(mask, np.asarray(mk))
-    images, masks = next(iter(DataLoader(ds, batch_size=3)))
+    images, masks = next(iter(SegmentationLoader(ds, batch_size=3)))
     assert images.shape == (3, 1, 12, 16) and masks.shape == (3, 12, 16)
 
 

@@ -3,7 +3,12 @@
 import numpy as np
 import pytest
 
-from sandbox.data import DataLoader, RandomCrop, RandomFlip, Shapes
+from sandbox.data import DataLoader as _DataLoader
+from sandbox.data import RandomCrop, RandomFlip, Shapes, collate_segmentation
+
+
+def SegmentationLoader(*args, **kwargs):  # noqa: N802 - the trainer's loader: numpy batches
+    return _DataLoader(*args, collate_fn=collate_segmentation, **kwargs)
 
 
 class Indexed:
@@ -25,7 +30,7 @@ def ids(batches):
 
 
 def test_batches_shapes_dtypes_and_partial_last_batch():
-    loader = DataLoader(Indexed(10), batch_size=4)
+    loader = SegmentationLoader(Indexed(10), batch_size=4)
     assert len(loader) == 3
     batches = list(loader)
     assert ids(batches) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
@@ -35,16 +40,16 @@ def test_batches_shapes_dtypes_and_partial_last_batch():
 
 
 def test_drop_last():
-    loader = DataLoader(Indexed(10), batch_size=4, drop_last=True)
+    loader = SegmentationLoader(Indexed(10), batch_size=4, drop_last=True)
     assert len(loader) == 2
     assert ids(loader) == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    assert len(DataLoader(Indexed(8), batch_size=4, drop_last=True)) == 2
-    assert len(DataLoader(Indexed(3), batch_size=4, drop_last=True)) == 0
+    assert len(SegmentationLoader(Indexed(8), batch_size=4, drop_last=True)) == 2
+    assert len(SegmentationLoader(Indexed(3), batch_size=4, drop_last=True)) == 0
 
 
 def test_shuffle_deterministic_by_seed_and_epoch():
     def epoch_order(seed, epoch):
-        loader = DataLoader(Indexed(13), batch_size=5, shuffle=True, seed=seed)
+        loader = SegmentationLoader(Indexed(13), batch_size=5, shuffle=True, seed=seed)
         loader.set_epoch(epoch)
         return sum(ids(loader), [])
 
@@ -56,12 +61,12 @@ def test_shuffle_deterministic_by_seed_and_epoch():
 
 
 def test_epoch_counter_advances_and_resume_is_exact():
-    loader = DataLoader(Indexed(9), batch_size=2, shuffle=True, seed=3)
+    loader = SegmentationLoader(Indexed(9), batch_size=2, shuffle=True, seed=3)
     run = [ids(loader) for _ in range(3)]  # epochs 0, 1, 2
     assert loader.epoch == 3
     assert run[0] != run[1]
     # Resume from a saved state in the middle of epoch 1.
-    other = DataLoader(Indexed(9), batch_size=2, shuffle=True)
+    other = SegmentationLoader(Indexed(9), batch_size=2, shuffle=True)
     other.load_state_dict({"seed": 3, "epoch": 1})
     assert ids(other.batches(1, start=2)) == run[1][2:]
     assert ids(other) == run[1]
@@ -72,7 +77,7 @@ def test_augmentation_seeded_by_loader_and_independent_of_batch_size():
     transform = RandomFlip()
 
     def collect(batch_size, seed=0, epoch=0):
-        loader = DataLoader(ds, batch_size=batch_size, shuffle=True, seed=seed,
+        loader = SegmentationLoader(ds, batch_size=batch_size, shuffle=True, seed=seed,
                             transform=transform)
         return np.concatenate([m for _, m in loader.batches(epoch)])
 
@@ -84,7 +89,7 @@ def test_augmentation_seeded_by_loader_and_independent_of_batch_size():
 
 def test_transform_changing_size_and_mismatched_sizes():
     ds = Shapes(4, image_size=32)
-    images, masks = next(iter(DataLoader(ds, batch_size=4, transform=RandomCrop(16))))
+    images, masks = next(iter(SegmentationLoader(ds, batch_size=4, transform=RandomCrop(16))))
     assert images.shape == (4, 1, 16, 16) and masks.shape == (4, 16, 16)
 
     class Ragged(Indexed):
@@ -93,23 +98,24 @@ def test_transform_changing_size_and_mismatched_sizes():
             return np.zeros((1, s, s), np.float32), np.zeros((s, s), np.int64)
 
     with pytest.raises(ValueError, match="different shapes"):
-        next(iter(DataLoader(Ragged(3), batch_size=3)))
+        next(iter(SegmentationLoader(Ragged(3), batch_size=3)))
 
 
 def test_rejects_bad_arguments():
     with pytest.raises(ValueError, match="batch_size"):
-        DataLoader(Indexed(3), batch_size=0)
+        SegmentationLoader(Indexed(3), batch_size=0)
     with pytest.raises(TypeError, match="transform"):
-        DataLoader(Indexed(3), transform=5)
+        SegmentationLoader(Indexed(3), transform=5)
     with pytest.raises(TypeError, match="dataset"):
-        DataLoader(5)
+        SegmentationLoader(5)
 
 
 def test_subset_and_random_split():
     from sandbox.data import Shapes, Subset, random_split
+    from sandbox.train._config import validation_split
 
     ds = Shapes(10, image_size=16, seed=0)
-    rest, part = random_split(ds, 0.2, seed=1)
+    rest, part = validation_split(ds, 0.2, seed=1)
     assert len(part) == 2 and len(rest) == 8
     assert sorted(part.indices + rest.indices) == list(range(10))
     assert part.num_classes == ds.num_classes and part.class_names == ds.class_names
@@ -117,4 +123,4 @@ def test_subset_and_random_split():
     with pytest.raises(IndexError, match="out of range"):
         Subset(ds, [3, 10])
     with pytest.raises(ValueError, match="fraction"):
-        random_split(ds, 1.5)
+        random_split(ds, [1.5, -0.5])

@@ -5,7 +5,18 @@ import importlib.resources
 import numpy as np
 import pytest
 
-from sandbox.data import DataLoader, Nuclei, load_nuclei, otsu_segment, otsu_threshold
+from sandbox.data import DataLoader as _DataLoader
+from sandbox.data import (
+    Nuclei,
+    collate_segmentation,
+    load_nuclei,
+    otsu_segment,
+    otsu_threshold,
+)
+
+
+def SegmentationLoader(*args, **kwargs):  # noqa: N802 - the trainer's loader: numpy batches
+    return _DataLoader(*args, collate_fn=collate_segmentation, **kwargs)
 
 
 def test_shipped_files_and_raw_arrays():
@@ -60,7 +71,7 @@ def test_train_crops_deterministic_and_epoch_dependent():
     a.set_epoch(1)
     assert [a.box(i) for i in range(8)] != before
     # The loader sets the dataset's epoch.
-    loader = DataLoader(b, batch_size=4)
+    loader = SegmentationLoader(b, batch_size=4)
     loader.set_epoch(1)
     next(iter(loader))
     assert b.epoch == 1

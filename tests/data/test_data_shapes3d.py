@@ -3,8 +3,13 @@
 import numpy as np
 import pytest
 
-from sandbox.data import DataLoader, Shapes3D, Subset
+from sandbox.data import DataLoader as _DataLoader
+from sandbox.data import Shapes3D, Subset, collate_segmentation
 from sandbox.data._shapes3d import gaussian_blur3d
+
+
+def SegmentationLoader(*args, **kwargs):  # noqa: N802 - the trainer's loader: numpy batches
+    return _DataLoader(*args, collate_fn=collate_segmentation, **kwargs)
 
 
 def test_item_types_and_shapes():
@@ -108,7 +113,7 @@ def test_batches_through_the_loader_and_subset():
     ds = Shapes3D(5, volume_size=16, seed=0)
     sub = Subset(ds, [4, 0, 2])
     assert sub.spatial_dims == 3 and sub.num_classes == 4
-    images, masks = next(iter(DataLoader(sub, batch_size=3)))
+    images, masks = next(iter(SegmentationLoader(sub, batch_size=3)))
     assert images.shape == (3, 1, 16, 16, 16) and images.dtype == np.float32
     assert masks.shape == (3, 16, 16, 16) and masks.dtype == np.int64
     np.testing.assert_array_equal(masks[0], ds[4][1])

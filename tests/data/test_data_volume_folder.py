@@ -3,8 +3,19 @@
 import numpy as np
 import pytest
 
-from sandbox.data import DataLoader, VolumeFolder, is_volume_folder, random_split, read_volume
+from sandbox.data import DataLoader as _DataLoader
+from sandbox.data import (
+    VolumeFolder,
+    collate_segmentation,
+    is_volume_folder,
+    read_volume,
+)
 from sandbox.data._volumes import volume_shape
+from sandbox.train._config import validation_split
+
+
+def SegmentationLoader(*args, **kwargs):  # noqa: N802 - the trainer's loader: numpy batches
+    return _DataLoader(*args, collate_fn=collate_segmentation, **kwargs)
 
 
 def save(path, array, **npz):
@@ -86,9 +97,9 @@ def test_single_page_tiffs_are_not_a_volume_folder(tmp_path):
 
 def test_batches_split_and_cache(folder):
     ds = VolumeFolder(folder, 3, cache=True)
-    train, val = random_split(ds, 0.34, seed=0)
+    train, val = validation_split(ds, 0.34, seed=0)
     assert train.spatial_dims == 3 and len(val) == 1
-    images, masks = next(iter(DataLoader(train, batch_size=2)))
+    images, masks = next(iter(SegmentationLoader(train, batch_size=2)))
     assert images.shape == (2, 1, 5, 6, 7) and masks.shape == (2, 5, 6, 7)
     first = ds[0][0]
     first[:] = -1  # the cached copy is not handed out

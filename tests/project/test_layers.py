@@ -32,7 +32,7 @@ MAY_IMPORT = {
     "runtime": {"kernels"},
     "array ops": {"kernels", "runtime"},
     "engine": {"runtime"},
-    "tensor ops": {"engine", "runtime"},
+    "tensor ops": {"array ops", "engine", "runtime"},
     "functional": {"array ops", "engine", "tensor ops", "runtime"},
     "nn, optim": {"functional", "array ops", "engine", "tensor ops", "runtime"},
     "training": {"nn, optim", "functional", "array ops", "engine", "tensor ops", "runtime"},

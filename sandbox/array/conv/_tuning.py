@@ -91,6 +91,13 @@ class ConvTuning:
     #: OpenMP teams next to the pool's threads fought for the 2 cores (measured: a
     #: 16-channel 64x64 conv forward ~30x slower when OpenMP and BLAS pools alternated).
     kernel_threads: int = 1
+    #: a Winograd conv of one chunk (small maps: the batch fits one chunk) shares each
+    #: step among the threads inside the kernels (the transforms' ``prange`` over
+    #: channels, the point GEMMs' ``prange`` over points): one OpenMP region per step
+    #: and no Python per task.  Off: the steps go to the worker pool in 4 channel
+    #: ranges and groups of 4 points (several pool rounds per conv).  Either way
+    #: each channel and point is computed the same, so results are identical.
+    split_in_kernels: bool = True
 
 
 #: the settings in force

@@ -138,12 +138,12 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
         _, n0, cnt = block
         t = cnt * tiles
         v = _points("wino_v", count, c, t, x.dtype)
-        _by_channels(split, c, lambda c0, c1: kernels.input_transform(
-            x, v, n0, cnt, ph, pw, th, tw, kernel_threads, c0, c1))
+        _by_channels(split, c, lambda c0, c1, nt: kernels.input_transform(
+            x, v, n0, cnt, ph, pw, th, tw, max(nt, kernel_threads), c0, c1))
         m = _points("wino_m", count, o, t, x.dtype)
         _matmul_points(u, v, m, split)
-        _by_channels(split, o, lambda o0, o1: kernels.output_transform(
-            m, y, n0, cnt, th, tw, kernel_threads, o0, o1))
+        _by_channels(split, o, lambda o0, o1, nt: kernels.output_transform(
+            m, y, n0, cnt, th, tw, max(nt, kernel_threads), o0, o1))
         if bias is not None:
             y[n0:n0 + cnt] += bias.reshape(-1, 1, 1)
 
@@ -154,22 +154,31 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
 
 
 def _by_channels(split: bool, channels: int, run) -> None:
-    """``run(c0, c1)`` over all channels: at once, or (``split``) in 4 channel ranges
-    shared among the worker threads.  Every channel's transform is computed the same
-    way either way, so results do not depend on the thread count."""
+    """``run(c0, c1, threads)`` over all channels: at once on the calling thread, or
+    (``split``) shared among the threads: inside the kernel (its ``prange`` over
+    channels) or, with ``TUNING.split_in_kernels`` off, in 4 channel ranges on the
+    worker pool.  Every channel's transform is computed the same way either way, so
+    results do not depend on the thread count."""
     if not split or channels < 8:
-        run(0, channels)
+        run(0, channels, 1)
+        return
+    if TUNING.split_in_kernels:
+        run(0, channels, get_num_threads())
         return
     bounds = [channels * i // 4 for i in range(5)]
-    parallel_map(lambda i: run(bounds[i], bounds[i + 1]), range(4))
+    parallel_map(lambda i: run(bounds[i], bounds[i + 1], 1), range(4))
 
 
 def _matmul_points(a, b, out, split: bool) -> None:
     """``out[k] = a[k] @ b[k]`` for the Winograd points; with ``split`` the points are
-    shared among the worker threads in groups of 4 (each point is the same GEMM call
-    either way, so the result does not depend on the thread count)."""
+    shared among the threads: inside the GEMM kernel (each point on one thread), or
+    on the worker pool in groups of 4 (BLAS, or ``TUNING.split_in_kernels`` off).
+    Each point is the same GEMM call either way, so the result does not depend on
+    the thread count."""
     if not split:
         matmul(a, b, out)
+        return
+    if TUNING.split_in_kernels and matmul(a, b, out, num_threads=get_num_threads()):
         return
 
     def points(k0):
@@ -207,7 +216,11 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
         t = cnt * tiles
         v = _points("wino_v", count, c, t, x.dtype)
         gt = _points("wino_m", count, o, t, x.dtype)
-        if split:  # both transforms in one round of the pool
+        if split and TUNING.split_in_kernels:  # each transform on every thread
+            nt = get_num_threads()
+            kernels.input_transform(x, v, n0, cnt, ph, pw, th, tw, nt)
+            kernels.grad_transform(g, gt, n0, cnt, th, tw, nt)
+        elif split:  # both transforms in one round of the pool
             bc = [c * k // 2 for k in range(3)]
             bo = [o * k // 2 for k in range(3)]
             parallel_map(lambda k: (

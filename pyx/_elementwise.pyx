@@ -1,0 +1,70 @@
+# Elementwise kernels for the activations users call one by one (nn.ReLU after
+# nn.BatchNorm2d, F.relu): numpy's ufuncs run on one thread, these on every
+# thread, with the same operations, so results are bitwise numpy's.
+# Kernel contract: pyx/fused.pxd (no validation, C-contiguous operands of one
+# dtype and size, nogil prange with a Python-computed thread count; every
+# iteration writes only its own block of the output -> bitwise identical for any
+# thread count).
+
+from cython.parallel cimport prange
+from fused cimport real
+
+cdef extern from "simd_clones.h":
+    pass  # SB_CLONES, used by the C below
+
+cdef extern from *:
+    """
+    /* max(x, 0) as np.maximum(x, 0) computes it: NaN passes through, -0.0 becomes 0. */
+    #define SB_ELEMENTWISE(T, S)                                                       \
+    SB_CLONES static void sb_relu_##S(const T* restrict x, T* restrict out,           \
+            Py_ssize_t n) {                                                           \
+        for (Py_ssize_t i = 0; i < n; i++) {                                           \
+            T v = x[i]; out[i] = (v > 0 || v != v) ? v : 0; } }                       \
+    SB_CLONES static void sb_relu_grad_##S(const T* restrict g, const T* restrict y,  \
+            T* restrict out, Py_ssize_t n) {                                          \
+        for (Py_ssize_t i = 0; i < n; i++) out[i] = g[i] * (T)(y[i] > 0); }
+    SB_ELEMENTWISE(float, f)
+    SB_ELEMENTWISE(double, d)
+    """
+    void sb_relu_f(const float* x, float* out, Py_ssize_t n) noexcept nogil
+    void sb_relu_d(const double* x, double* out, Py_ssize_t n) noexcept nogil
+    void sb_relu_grad_f(const float* g, const float* y, float* out, Py_ssize_t n) noexcept nogil
+    void sb_relu_grad_d(const double* g, const double* y, double* out,
+                        Py_ssize_t n) noexcept nogil
+
+# Elements per parallel block: large enough that a block's start-up is noise, small
+# enough that two threads share a 64x64x16 feature map of a batch of 8.
+cdef enum:
+    BLOCK = 32768
+
+
+def relu(const real[::1] x, real[::1] out, int num_threads):
+    """``out = max(x, 0)`` elementwise (as ``np.maximum(x, 0)``).
+
+    x (IN), out (OUT): flat, same size and dtype; ``out`` may be ``x`` itself.
+    """
+    cdef Py_ssize_t n = x.shape[0], blocks = (n + BLOCK - 1) // BLOCK, b, start
+    if n == 0:
+        return
+    for b in prange(blocks, nogil=True, schedule="static", num_threads=num_threads):
+        start = b * BLOCK
+        if real is float:
+            sb_relu_f(&x[start], &out[start], min(BLOCK, n - start))
+        else:
+            sb_relu_d(&x[start], &out[start], min(BLOCK, n - start))
+
+
+def relu_grad(const real[::1] g, const real[::1] y, real[::1] out, int num_threads):
+    """``out = g * (y > 0)`` elementwise: the gradient of ReLU through its output ``y``.
+
+    g (IN), y (IN), out (OUT): flat, same size and dtype; ``out`` may be ``g``.
+    """
+    cdef Py_ssize_t n = g.shape[0], blocks = (n + BLOCK - 1) // BLOCK, b, start
+    if n == 0:
+        return
+    for b in prange(blocks, nogil=True, schedule="static", num_threads=num_threads):
+        start = b * BLOCK
+        if real is float:
+            sb_relu_grad_f(&g[start], &y[start], &out[start], min(BLOCK, n - start))
+        else:
+            sb_relu_grad_d(&g[start], &y[start], &out[start], min(BLOCK, n - start))

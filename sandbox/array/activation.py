@@ -1,0 +1,71 @@
+"""ReLU on every thread: the forward and its gradient through the output.
+
+numpy's ``np.maximum(x, 0)`` and ``g * (y > 0)`` run on one thread; in a UNet
+written with ``nn.ReLU`` modules they were the largest serial part of a training
+step after the Python overhead.  The kernels (``pyx/_elementwise.pyx``) compute the
+same operations, so the results are bitwise numpy's for any thread count; other
+dtypes and non-contiguous arrays take numpy's path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._C import _elementwise
+from ..runtime.threads import kernel_threads
+
+__all__ = ["relu", "relu_backward"]
+
+_KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _flat(a: np.ndarray) -> np.ndarray | None:
+    """``a`` as a flat view for the kernels, or None when they cannot take it."""
+    if a.dtype not in _KERNEL_DTYPES or not a.flags.c_contiguous or a.ndim == 0:
+        return None
+    return a.reshape(-1)
+
+
+def relu(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``max(x, 0)`` elementwise, as ``np.maximum(x, 0)`` (NaN propagates).
+
+    Parameters
+    ----------
+    x : ndarray
+    out : ndarray, optional
+        Where to write (may be ``x`` for an in-place ReLU); same shape and dtype.
+
+    Returns
+    -------
+    ndarray
+    """
+    flat = _flat(x)
+    if out is None:
+        out = np.empty_like(x)
+    flat_out = _flat(out) if flat is not None and out.dtype == x.dtype else None
+    if flat_out is None:
+        return np.maximum(x, 0, out=out)
+    _elementwise.relu(flat, flat_out, kernel_threads(flat.size))
+    return out
+
+
+def relu_backward(grad: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The gradient of ReLU through its output: ``grad * (y > 0)`` (0 where ``y == 0``).
+
+    Parameters
+    ----------
+    grad : ndarray
+        The gradient of the output.
+    y : ndarray
+        The output of the forward (same shape).
+
+    Returns
+    -------
+    ndarray
+    """
+    g, yf = _flat(grad), _flat(y)
+    if g is None or yf is None or grad.dtype != y.dtype or grad.shape != y.shape:
+        return grad * (y > 0)
+    out = np.empty_like(grad)
+    _elementwise.relu_grad(g, yf, out.reshape(-1), kernel_threads(g.size))
+    return out

@@ -1,0 +1,55 @@
+"""sandbox.array.activation: the threaded ReLU kernels are bitwise numpy's, for any thread count."""
+
+import numpy as np
+import pytest
+
+import sandbox
+from sandbox.array import activation
+
+
+@pytest.fixture(params=[np.float32, np.float64])
+def dtype(request):
+    return request.param
+
+
+def _data(shape, dtype, seed=0):
+    x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    flat = x.reshape(-1)
+    flat[:4] = [np.nan, -0.0, 0.0, -np.inf]  # the values where max(x, 0) rules differ
+    return x
+
+
+@pytest.mark.parametrize("shape", [(7,), (3, 5, 11), (2, 16, 64, 65)])
+def test_relu_and_its_gradient_equal_numpy_bitwise(shape, dtype):
+    x = _data(shape, dtype)
+    g = _data(shape, dtype, seed=1)
+    y = activation.relu(x)
+    np.testing.assert_array_equal(y.view(np.uint8), np.maximum(x, 0).view(np.uint8))
+    gx = activation.relu_backward(g, y)
+    np.testing.assert_array_equal(gx.view(np.uint8), (g * (y > 0)).view(np.uint8))
+
+
+def test_results_do_not_depend_on_the_thread_count(dtype):
+    x = _data((4, 16, 64, 64), dtype)
+    g = _data((4, 16, 64, 64), dtype, seed=2)
+    runs = []
+    for n in (1, 2, 3):
+        with sandbox.num_threads(n):
+            y = activation.relu(x)
+            runs.append((y, activation.relu_backward(g, y)))
+    for y, gx in runs[1:]:
+        np.testing.assert_array_equal(y, runs[0][0])
+        np.testing.assert_array_equal(gx, runs[0][1])
+
+
+def test_in_place_and_the_numpy_fallbacks():
+    x = _data((3, 70000), np.float32)
+    want = np.maximum(x, 0)
+    assert activation.relu(x, out=x) is x
+    np.testing.assert_array_equal(x, want)
+    strided = _data((6, 9), np.float64)[:, ::2]  # not contiguous: numpy's path
+    np.testing.assert_array_equal(activation.relu(strided), np.maximum(strided, 0))
+    ints = np.arange(-3, 4)
+    np.testing.assert_array_equal(activation.relu(ints), np.maximum(ints, 0))
+    half = np.linspace(-1, 1, 9).astype(np.float16)
+    np.testing.assert_array_equal(activation.relu_backward(half, half), half * (half > 0))
