@@ -64,12 +64,14 @@ def _apply(x, op, fn, *args, cast_check=True):
     if _tracked(x, args):
         if x._requires_grad and x.grad_fn is None:
             raise RuntimeError(_LEAF)
-        entry = _shape.view_base(x) if x._ver is not None and x._ver.view else None
-        if entry is None and x._ver is not None and x._ver.view and x._data.base is not None:
+        viewed = x._ver is not None and x._ver.view
+        entry = _shape.view_base(x) if viewed else None
+        if entry is None and viewed and (x._data.base is not None or _shape.has_views(x)):
             raise RuntimeError(
                 f"{op}: in-place write into a reshaped or permuted view of a tensor in the "
-                "autograd graph is not supported (indexing views x[i] are); use the "
-                "out-of-place form (x = x.op(...)) or clone() first"
+                "autograd graph, or into a tensor whose indexing views x[i] are still in use, "
+                "is not supported (writes into x[i] itself are); use the out-of-place form "
+                "(x = x.op(...)) or clone() first"
             )
         old = Tensor._make(x._data.copy(), x.grad_fn, x._output_nr)
         old._requires_grad = x._requires_grad

@@ -279,6 +279,11 @@ def view_base(t):
     return None if base is None else (base, entry[2])
 
 
+def has_views(base) -> bool:
+    """Whether a recorded ``base[index]`` view of ``base`` is still alive."""
+    return any(e[1]() is base and e[0]() is not None for e in list(_VIEWS.values()))
+
+
 def write_through_view(view, new, entry):
     """Record ``view <- new`` (a graph tensor of view's shape) as ``base[index] = new`` on
     the view's base (recursively, for a view of a view), then make ``view`` the

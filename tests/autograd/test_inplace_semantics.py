@@ -325,3 +325,15 @@ def test_functional_inplace_activations_write_into_the_input_as_torch(torch):
         np.testing.assert_allclose(x.grad.numpy(), [0.1, 7.0, 7.0])
         with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
             fn.silu(lib.tensor(x0, requires_grad=True), inplace=True)
+
+
+def test_in_place_into_a_base_whose_view_is_alive_is_refused():
+    x = sandbox.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    h = x * 1.0
+    v = h[0:2]  # its history would not see a write into h
+    with pytest.raises(RuntimeError, match="indexing views x\\[i\\] are still in use"):
+        h.mul_(2.0)
+    del v
+    h.mul_(2.0)  # no view left: fine
+    h.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0, 2.0])
