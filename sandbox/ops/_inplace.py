@@ -19,8 +19,9 @@ returns the tensor.  As in PyTorch:
   inplace operation" error.  A write into an indexing view ``h[i]`` of a graph
   tensor is recorded on ``h`` too (as ``h[i] = new``), so ``h[0:2].mul_(w)`` and
   ``h[i] += v`` work as in PyTorch; a write into a reshaped or permuted view of a
-  graph tensor is refused (PyTorch rewrites the base's history; this engine only
-  does so for indexing).
+  graph tensor, or into a graph tensor while an indexing view of it is alive, is
+  refused (PyTorch rewrites the other tensor's history; this engine only does so
+  for the base of an indexing view).
 * The result dtype must fit the tensor: ``int_tensor += 0.5`` raises
   "result type Float can't be cast to the desired output type Long" (``copy_``
   casts freely, as in PyTorch).
