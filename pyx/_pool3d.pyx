@@ -23,6 +23,7 @@ from libc.stdint cimport int64_t
 from libc.string cimport memset
 
 from fused cimport real
+from pool_windows cimport _avg_divisor, _win_padded, _win_start, _win_stop
 
 # The 2x2x2 max of one output row in C, with selects and an AVX2 clone (gcc
 # target_clones), as the 2x2 row in _pool.pyx: the Cython loop branched on every
@@ -138,36 +139,6 @@ def maxpool3d_backward(const real[:, ::1] grad_out,      # IN  (P, do*ho*wo)
                 j = idx[k]
                 if 0 <= j < DHW:
                     dst[j] = dst[j] + g[k]
-
-
-cdef inline Py_ssize_t _win_start(Py_ssize_t o, int s, int pad) noexcept nogil:
-    """First input position of window ``o``, clipped at 0."""
-    cdef Py_ssize_t a = o * s - pad
-    return a if a > 0 else 0
-
-
-cdef inline Py_ssize_t _win_stop(Py_ssize_t o, int k, int s, int pad, Py_ssize_t size) noexcept nogil:
-    """One past the last input position of window ``o``, clipped at ``size``."""
-    cdef Py_ssize_t b = o * s - pad + k
-    return b if b < size else size
-
-
-cdef inline Py_ssize_t _win_padded(Py_ssize_t o, int k, int s, int pad,
-                                   Py_ssize_t size) noexcept nogil:
-    """Size of window ``o`` clipped to the padded input (count_include_pad)."""
-    cdef Py_ssize_t a = o * s - pad
-    cdef Py_ssize_t b = a + k
-    if b > size + pad:
-        b = size + pad
-    return b - a
-
-
-cdef inline Py_ssize_t _avg_divisor(Py_ssize_t divisor, bint count_include_pad,
-                                    Py_ssize_t padded, Py_ssize_t inside) noexcept nogil:
-    """The average's divisor: the override, the padded window, or the in-bounds part."""
-    if divisor > 0:
-        return divisor
-    return padded if count_include_pad else inside
 
 
 def avgpool3d_forward(const real[:, :, :, ::1] x,   # IN  (P, D, H, W)

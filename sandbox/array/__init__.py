@@ -13,15 +13,11 @@ Modules, one job each:
     :func:`resize` / :func:`resize_adjoint` for every interpolation mode, in
     1-D, 2-D and 3-D (public API also at :mod:`sandbox.resample`).
 ``conv``
-    2-D convolution and transposed convolution, forward and backward
-    (validation, the im2col + GEMM path, the Winograd path, tuning knobs).
-``conv_3d``
-    3-D convolution and transposed convolution, forward and backward (vol2col +
-    GEMM in fixed chunks of samples, ``_vol2col``).
+    2-D and 3-D convolution and transposed convolution, forward and backward,
+    dispatching on ``ndim`` (validation, the im2col/vol2col + GEMM paths, the
+    Winograd paths, tuning knobs).
 ``pool``
-    2-D max and average pooling, forward and backward.
-``pool3d``
-    3-D max and average pooling, forward and backward.
+    2-D and 3-D max and average pooling, forward and backward.
 ``norm``
     Batch and group normalisation, forward and backward (and batch norm + ReLU fused).
 ``optim``
@@ -39,14 +35,12 @@ from .conv import (
     conv2d,
     conv2d_backward,
     conv2d_output_size,
-    conv_transpose2d,
-    conv_transpose2d_backward,
-    conv_transpose2d_output_size,
-)
-from .conv_3d import (
     conv3d,
     conv3d_backward,
     conv3d_output_size,
+    conv_transpose2d,
+    conv_transpose2d_backward,
+    conv_transpose2d_output_size,
     conv_transpose3d,
     conv_transpose3d_backward,
     conv_transpose3d_output_size,
@@ -62,11 +56,14 @@ from .norm import (
 from .pool import (
     avg_pool2d,
     avg_pool2d_backward,
+    avg_pool3d,
+    avg_pool3d_backward,
     max_pool2d,
     max_pool2d_backward,
+    max_pool3d,
+    max_pool3d_backward,
     pool_output_size,
 )
-from .pool3d import avg_pool3d, avg_pool3d_backward, max_pool3d, max_pool3d_backward
 from .resample import output_size, resize, resize_adjoint, weight_matrix, weight_table
 
 __all__ = [

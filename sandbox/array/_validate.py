@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_float", "check_same_dtype", "check_ndim", "check_groups", "pair", "triple"]
+__all__ = ["check_float", "check_same_dtype", "check_ndim", "check_groups", "ntuple", "pair",
+           "triple"]
+
+_WHAT = {2: "pair", 3: "triple"}
 
 
-def ntuple(value, name: str, minimum: int, n: int, what: str) -> tuple[int, ...]:
-    """``int`` or length-``n`` sequence of ints -> ``n`` ints, each ``>= minimum``
-    (``what`` names the sequence in the error: "pair", "triple")."""
+def ntuple(value, name: str, minimum: int, n: int, what: str | None = None) -> tuple[int, ...]:
+    """``int`` or length-``n`` sequence of ints -> ``n`` ints, each ``>= minimum``.
+
+    The one tuple helper of the project (the layers above use it too).  ``what`` names
+    the sequence in the error; by default "pair" for 2, "triple" for 3.
+    """
+    if type(value) is int and value >= minimum:  # the common case, first (no bool)
+        return (value,) * n
+    what = what or _WHAT.get(n, f"sequence of {n}")
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         result = (int(value),) * n
     elif (
@@ -32,12 +41,12 @@ def ntuple(value, name: str, minimum: int, n: int, what: str) -> tuple[int, ...]
 
 def pair(value, name: str, minimum: int) -> tuple[int, int]:
     """``int`` or length-2 sequence of ints -> ``(rows, cols)``, each ``>= minimum``."""
-    return ntuple(value, name, minimum, 2, "pair")
+    return ntuple(value, name, minimum, 2)
 
 
 def triple(value, name: str, minimum: int) -> tuple[int, int, int]:
     """``int`` or length-3 sequence of ints -> ``(depth, rows, cols)``, each ``>= minimum``."""
-    return ntuple(value, name, minimum, 3, "triple")
+    return ntuple(value, name, minimum, 3)
 
 
 def check_divisor(divisor_override) -> int:

@@ -1,28 +1,34 @@
-"""2-D max and average pooling on plain ndarrays (kernels in ``pyx/_pool.pyx``).
+"""Max and average pooling on plain ndarrays, 2-D and 3-D (kernels ``pyx/_pool.pyx``,
+``pyx/_pool3d.pyx``).
 
-Semantics follow PyTorch (CPU): ``stride=None`` means ``stride=kernel_size``;
-padding is ``-inf`` for max pooling and zeros for average pooling and may be at
-most half the kernel size; with ``ceil_mode`` the last window may run past the
-input but must start inside the input or its left padding.  Max pooling returns
-flat argmax indices inside each ``H * W`` plane (PyTorch's ``return_indices``).
+:func:`max_pool`, :func:`avg_pool` and their backward take the spatial rank ``nd``
+(2 or 3) or, by default, dispatch on ``ndim`` as the convolutions do (a batched
+``(N, C, *spatial)`` input); ``max_pool2d``, ``avg_pool3d`` ... fix the rank and also
+take an unbatched ``(C, *spatial)`` input.  Semantics follow PyTorch (CPU):
+``stride=None`` means ``stride=kernel_size``; padding is ``-inf`` for max pooling and
+zeros for average pooling and may be at most half the kernel size; with
+``ceil_mode`` the last window may run past the input but must start inside the
+input or its left padding.  Max pooling returns flat argmax indices inside each
+plane or volume (PyTorch's ``return_indices``).
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from .._C import _pool
+from .._C import _pool, _pool3d
 from ..runtime.threads import kernel_threads
 from ._validate import check_divisor, check_float, ntuple
 
 __all__ = [
-    "avg_pool2d",
-    "avg_pool2d_backward",
-    "max_pool2d",
-    "max_pool2d_backward",
-    "max_pool2d_gather",
-    "pool_output_size",
-]
+    "AvgPoolPlan", "avg_pool", "avg_pool2d", "avg_pool2d_backward", "avg_pool3d",
+    "avg_pool3d_backward", "avg_pool_backward", "check_pool", "gather_flat", "max_pool",
+    "max_pool2d", "max_pool2d_backward", "max_pool2d_gather", "max_pool3d",
+    "max_pool3d_backward", "max_pool3d_gather", "max_pool_backward", "max_pool_gather",
+    "plan_avg_pool", "pool_output_size",
+]  # fmt: skip
 
 
 def pool_output_size(size: int, kernel: int, stride: int, pad: int, dilation: int = 1,
@@ -43,17 +49,27 @@ def pool_output_size(size: int, kernel: int, stride: int, pad: int, dilation: in
 _LAYOUTS = {2: "3-D (C, H, W) or 4-D (N, C, H, W)", 3: "4-D (C, D, H, W) or 5-D (N, C, D, H, W)"}
 
 
+def _rank(input, nd):
+    """``nd`` if given, else the rank of a batched input (4-D: 2, 5-D: 3)."""
+    if nd is not None:
+        return nd
+    check_float(input, "input")
+    if input.ndim not in (4, 5):
+        raise ValueError(f"input must be 4-D (N, C, H, W) or 5-D (N, C, D, H, W), got shape "
+                         f"{input.shape}")
+    return input.ndim - 2
+
+
 def check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, name, nd=2):
     """Validate a pooling call of spatial rank ``nd``; return ``(geom, out_size)`` with
     ``geom`` = kernel, stride, padding and dilation (``nd`` ints each)."""
     check_float(input, "input")
     if input.ndim not in (nd + 1, nd + 2):
         raise ValueError(f"input must be {_LAYOUTS[nd]}, got shape {input.shape}")
-    what = {2: "pair", 3: "triple"}[nd]
-    k = ntuple(kernel_size, "kernel_size", 1, nd, what)
-    s = k if stride is None or stride == () else ntuple(stride, "stride", 1, nd, what)
-    p = ntuple(padding, "padding", 0, nd, what)
-    d = ntuple(dilation, "dilation", 1, nd, what)
+    k = ntuple(kernel_size, "kernel_size", 1, nd)
+    s = k if stride is None or stride == () else ntuple(stride, "stride", 1, nd)
+    p = ntuple(padding, "padding", 0, nd)
+    d = ntuple(dilation, "dilation", 1, nd)
     if any(p[i] > k[i] // 2 for i in range(nd)):
         raise ValueError(f"padding {p} must be at most half of kernel_size {k}")
     size = tuple(input.shape[-nd:])
@@ -66,81 +82,93 @@ def check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, name, n
     return (*k, *s, *p, *d), out
 
 
-def _check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, name):
-    return check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, name, 2)
+def _planes(arr, nd):
+    """View (..., *spatial) as C-contiguous (P, *spatial)."""
+    return np.ascontiguousarray(arr).reshape(-1, *arr.shape[-nd:])
 
 
-def _planes(arr):
-    """View (..., H, W) as C-contiguous (P, H, W)."""
-    return np.ascontiguousarray(arr).reshape(-1, *arr.shape[-2:])
-
-
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    """2-D max pooling, as ``torch.nn.functional.max_pool2d(..., return_indices=True)``.
+def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, *,
+             nd=None):
+    """Max pooling, as ``torch.nn.functional.max_pool2d/3d(..., return_indices=True)``.
 
     Parameters
     ----------
-    input : ndarray, shape (N, C, H, W) or (C, H, W), float32 or float64
-    kernel_size, stride, padding, dilation : int or (int, int)
+    input : ndarray, shape (N, C, *spatial) or (C, *spatial), float32 or float64
+    kernel_size, stride, padding, dilation : int or tuple of ``nd`` ints
         ``stride=None`` means ``kernel_size``; ``padding <= kernel_size // 2``.
     ceil_mode : bool
         Use ceil instead of floor for the output size.
+    nd : int, optional
+        Spatial rank (2 or 3); None: ``input.ndim - 2`` (a batched input).
 
     Returns
     -------
-    out : ndarray, shape (..., H_out, W_out), dtype of ``input``
-    indices : ndarray of int64, same shape: flat index ``h * W + w`` of each
-        maximum in its plane (first maximum on ties; NaN wins).
+    out : ndarray, shape (..., *out_size), dtype of ``input``
+    indices : ndarray of int64, same shape: flat index of each maximum in its plane
+        (``h * W + w``) or volume (``(d * H + h) * W + w``); first maximum on ties,
+        NaN wins.
     """
-    (kh, kw, sh, sw, ph, pw, dh, dw), (ho, wo) = _check_pool(
-        input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
-    x = _planes(input)
-    out = np.empty((x.shape[0], ho, wo), dtype=input.dtype)
-    idx = np.empty((x.shape[0], ho, wo), dtype=np.int64)
-    full_windows = 2 * ho <= x.shape[1] and 2 * wo <= x.shape[2]  # not so with ceil_mode
-    if (kh, kw, sh, sw, ph, pw, dh, dw) == (2, 2, 2, 2, 0, 0, 1, 1) and full_windows:
-        _pool.maxpool2x2_forward(x, out, idx, kernel_threads(x.size))
+    nd = _rank(input, nd)
+    geom, out_size = check_pool(input, kernel_size, stride, padding, dilation, ceil_mode,
+                                f"max_pool{nd}d", nd)
+    x = _planes(input, nd)
+    out = np.empty((x.shape[0], *out_size), dtype=input.dtype)
+    idx = np.empty((x.shape[0], *out_size), dtype=np.int64)
+    # the unrolled 2x2(x2) stride-2 kernel needs full windows (not so with ceil_mode)
+    full = all(2 * o <= n for o, n in zip(out_size, x.shape[1:], strict=True))
+    unrolled = geom == (2,) * 2 * nd + (0,) * nd + (1,) * nd and full
+    threads = kernel_threads(x.size)
+    if nd == 2:
+        if unrolled:
+            _pool.maxpool2x2_forward(x, out, idx, threads)
+        else:
+            _pool.maxpool2d_forward(x, out, idx, *geom, threads)
+    elif unrolled:
+        _pool3d.maxpool2x2x2_forward(x, out, idx, threads)
     else:
-        _pool.maxpool2d_forward(x, out, idx, kh, kw, sh, sw, ph, pw, dh, dw, kernel_threads(x.size))
-    shape = (*input.shape[:-2], ho, wo)
+        _pool3d.maxpool3d_forward(x, out, idx, *geom, threads)
+    shape = (*input.shape[:-nd], *out_size)
     return out.reshape(shape), idx.reshape(shape)
 
 
-def max_pool2d_backward(grad_output, indices, input_shape):
-    """Gradient of :func:`max_pool2d`: scatter ``grad_output`` to ``indices``.
+def max_pool_backward(grad_output, indices, input_shape, *, nd=None):
+    """Gradient of :func:`max_pool`: scatter ``grad_output`` to ``indices``.
 
     Parameters
     ----------
-    grad_output : ndarray, shape (..., H_out, W_out), float32 or float64
-    indices : ndarray of int64, same shape (from :func:`max_pool2d`)
+    grad_output : ndarray, shape (..., *out_size), float32 or float64
+    indices : ndarray of int64, same shape (from :func:`max_pool`)
     input_shape : tuple
         Shape of the pooled input.
+    nd : int, optional
+        Spatial rank; None: ``len(input_shape) - 2``.
     """
+    nd = len(input_shape) - 2 if nd is None else nd
     check_float(grad_output, "grad_output")
     if indices.shape != grad_output.shape:
         raise ValueError(
             f"indices shape {indices.shape} must match grad_output shape {grad_output.shape}")
-    g = _planes(grad_output)
+    if nd == 2:
+        g = _planes(grad_output, 2)
+        ind = np.ascontiguousarray(indices, dtype=np.int64).reshape(g.shape)
+        gin = np.empty((g.shape[0], *input_shape[-2:]), dtype=grad_output.dtype)
+        _pool.maxpool2d_backward(g, ind, gin, kernel_threads(gin.size))
+        return gin.reshape(input_shape)
+    vol = int(np.prod(input_shape[-3:]))
+    g = np.ascontiguousarray(grad_output).reshape(-1, int(np.prod(grad_output.shape[-3:])))
     ind = np.ascontiguousarray(indices, dtype=np.int64).reshape(g.shape)
-    gin = np.empty((g.shape[0], *input_shape[-2:]), dtype=grad_output.dtype)
-    _pool.maxpool2d_backward(g, ind, gin, kernel_threads(gin.size))
+    gin = np.empty((g.shape[0], vol), dtype=grad_output.dtype)
+    _pool3d.maxpool3d_backward(g, ind, gin, kernel_threads(gin.size))
     return gin.reshape(input_shape)
 
 
-def max_pool2d_gather(input, indices):
-    """Adjoint of :func:`max_pool2d_backward`: read ``input`` at ``indices`` per plane.
+def max_pool_gather(input, indices, *, nd=None):
+    """Adjoint of :func:`max_pool_backward`: read ``input`` at ``indices`` per plane.
 
-    Parameters
-    ----------
-    input : ndarray, shape (..., H, W), float32 or float64
-    indices : ndarray of int64, shape (..., H_out, W_out) with the leading dims of
-        ``input``: flat indices ``h * W + w`` inside each plane (from :func:`max_pool2d`).
-
-    Returns
-    -------
-    ndarray, shape of ``indices``, dtype of ``input``: ``input[..., h, w]`` at each index.
+    ``indices`` (int64, from :func:`max_pool`) has the leading dims of ``input``; the
+    result has the shape of ``indices`` and the dtype of ``input``.
     """
-    return gather_flat(input, indices, 2)
+    return gather_flat(input, indices, input.ndim - 2 if nd is None else nd)
 
 
 def gather_flat(input, indices, nd: int):
@@ -156,46 +184,132 @@ def gather_flat(input, indices, nd: int):
     return np.take_along_axis(x, ind, axis=1).reshape(indices.shape)
 
 
-def _check_avg(input, kernel_size, stride, padding, ceil_mode, divisor_override):
-    geom, size = _check_pool(input, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d")
-    return geom[:6], size, check_divisor(divisor_override)
+class AvgPoolPlan(NamedTuple):
+    """A validated average-pooling call: rank, kernel/stride/padding (``nd`` ints each),
+    spatial output size and the kernels' divisor (0: none)."""
+
+    nd: int
+    geom: tuple
+    out_size: tuple
+    divisor: int
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
-    """2-D average pooling, as ``torch.nn.functional.avg_pool2d``.
+def plan_avg_pool(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+                  divisor_override=None, *, nd=None) -> AvgPoolPlan:
+    """Validate an :func:`avg_pool` call once; its forward and backward take the plan."""
+    nd = _rank(input, nd)
+    geom, size = check_pool(input, kernel_size, stride, padding, 1, ceil_mode,
+                            f"avg_pool{nd}d", nd)
+    return AvgPoolPlan(nd, geom[:3 * nd], size, check_divisor(divisor_override))
+
+
+def avg_pool(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+             count_include_pad=True, divisor_override=None, *, nd=None, plan=None):
+    """Average pooling, as ``torch.nn.functional.avg_pool2d/3d``.
 
     Parameters
     ----------
-    input : ndarray, shape (N, C, H, W) or (C, H, W), float32 or float64
-    kernel_size, stride, padding : int or (int, int)
+    input : ndarray, shape (N, C, *spatial) or (C, *spatial), float32 or float64
+    kernel_size, stride, padding : int or tuple of ``nd`` ints
         ``stride=None`` means ``kernel_size``; ``padding <= kernel_size // 2``.
     ceil_mode : bool
     count_include_pad : bool
         Count zero padding in the divisor.
     divisor_override : int, optional
         Fixed positive divisor.
+    nd : int, optional
+        Spatial rank (2 or 3); None: ``input.ndim - 2``.
+    plan : AvgPoolPlan, optional
+        From :func:`plan_avg_pool` for these arguments: skips the validation.
     """
-    geom, (ho, wo), divisor = _check_avg(input, kernel_size, stride, padding, ceil_mode,
-                                         divisor_override)
-    x = _planes(input)
-    out = np.empty((x.shape[0], ho, wo), dtype=input.dtype)
-    _pool.avgpool2d_forward(x, out, *geom, bool(count_include_pad), divisor, kernel_threads(x.size))
-    return out.reshape(*input.shape[:-2], ho, wo)
+    if plan is None:
+        plan = plan_avg_pool(input, kernel_size, stride, padding, ceil_mode, divisor_override,
+                             nd=nd)
+    nd = plan.nd
+    x = _planes(input, nd)
+    out = np.empty((x.shape[0], *plan.out_size), dtype=input.dtype)
+    kernel = _pool.avgpool2d_forward if nd == 2 else _pool3d.avgpool3d_forward
+    kernel(x, out, *plan.geom, bool(count_include_pad), plan.divisor, kernel_threads(x.size))
+    return out.reshape(*input.shape[:-nd], *plan.out_size)
+
+
+def avg_pool_backward(grad_output, input_shape, kernel_size, stride=None, padding=0,
+                      ceil_mode=False, count_include_pad=True, divisor_override=None, *,
+                      nd=None, plan=None):
+    """Gradient of :func:`avg_pool` with respect to its input (shape ``input_shape``);
+    ``plan`` (the forward's) skips the validation."""
+    if plan is None:
+        nd = len(input_shape) - 2 if nd is None else nd
+        check_float(grad_output, "grad_output")
+        probe = np.empty((1, 1, *input_shape[-nd:]), dtype=grad_output.dtype)
+        plan = plan_avg_pool(probe, kernel_size, stride, padding, ceil_mode, divisor_override,
+                             nd=nd)
+        if grad_output.shape[-nd:] != plan.out_size:
+            raise ValueError(f"grad_output spatial shape {grad_output.shape[-nd:]} must be "
+                             f"{plan.out_size} for input shape {tuple(input_shape)}")
+    nd = plan.nd
+    g = _planes(grad_output, nd)
+    gin = np.empty((g.shape[0], *input_shape[-nd:]), dtype=grad_output.dtype)
+    kernel = _pool.avgpool2d_backward if nd == 2 else _pool3d.avgpool3d_backward
+    kernel(g, gin, *plan.geom, bool(count_include_pad), plan.divisor, kernel_threads(gin.size))
+    return gin.reshape(input_shape)
+
+
+# The rank-fixed names (PyTorch's), which also take unbatched inputs.
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """2-D :func:`max_pool` of ``(N, C, H, W)`` or ``(C, H, W)``; returns (out, indices)."""
+    return max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, nd=2)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """3-D :func:`max_pool` of ``(N, C, D, H, W)`` or ``(C, D, H, W)``."""
+    return max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, nd=3)
+
+
+def max_pool2d_backward(grad_output, indices, input_shape):
+    """Gradient of :func:`max_pool2d` (see :func:`max_pool_backward`)."""
+    return max_pool_backward(grad_output, indices, input_shape, nd=2)
+
+
+def max_pool3d_backward(grad_output, indices, input_shape):
+    """Gradient of :func:`max_pool3d` (see :func:`max_pool_backward`)."""
+    return max_pool_backward(grad_output, indices, input_shape, nd=3)
+
+
+def max_pool2d_gather(input, indices):
+    """Adjoint of :func:`max_pool2d_backward` (see :func:`max_pool_gather`)."""
+    return gather_flat(input, indices, 2)
+
+
+def max_pool3d_gather(input, indices):
+    """Adjoint of :func:`max_pool3d_backward` (see :func:`max_pool_gather`)."""
+    return gather_flat(input, indices, 3)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """2-D :func:`avg_pool` of ``(N, C, H, W)`` or ``(C, H, W)``."""
+    return avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                    divisor_override, nd=2)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """3-D :func:`avg_pool` of ``(N, C, D, H, W)`` or ``(C, D, H, W)``."""
+    return avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                    divisor_override, nd=3)
 
 
 def avg_pool2d_backward(grad_output, input_shape, kernel_size, stride=None, padding=0,
                         ceil_mode=False, count_include_pad=True, divisor_override=None):
-    """Gradient of :func:`avg_pool2d` with respect to its input (shape ``input_shape``)."""
-    check_float(grad_output, "grad_output")
-    probe = np.empty((1, 1, *input_shape[-2:]), dtype=grad_output.dtype)
-    geom, (ho, wo), divisor = _check_avg(probe, kernel_size, stride, padding, ceil_mode,
-                                         divisor_override)
-    if grad_output.shape[-2:] != (ho, wo):
-        raise ValueError(f"grad_output spatial shape {grad_output.shape[-2:]} must be "
-                         f"{(ho, wo)} for input shape {tuple(input_shape)}")
-    g = _planes(grad_output)
-    gin = np.empty((g.shape[0], *input_shape[-2:]), dtype=grad_output.dtype)
-    threads = kernel_threads(gin.size)
-    _pool.avgpool2d_backward(g, gin, *geom, bool(count_include_pad), divisor, threads)
-    return gin.reshape(input_shape)
+    """Gradient of :func:`avg_pool2d` (see :func:`avg_pool_backward`)."""
+    return avg_pool_backward(grad_output, input_shape, kernel_size, stride, padding, ceil_mode,
+                             count_include_pad, divisor_override, nd=2)
+
+
+def avg_pool3d_backward(grad_output, input_shape, kernel_size, stride=None, padding=0,
+                        ceil_mode=False, count_include_pad=True, divisor_override=None):
+    """Gradient of :func:`avg_pool3d` (see :func:`avg_pool_backward`)."""
+    return avg_pool_backward(grad_output, input_shape, kernel_size, stride, padding, ceil_mode,
+                             count_include_pad, divisor_override, nd=3)

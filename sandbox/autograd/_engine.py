@@ -90,13 +90,19 @@ class _Accumulator:
         return self.grads.pop(key, None)
 
 
-def _accumulate_into(t, g, create):
-    """Add ``g`` into ``t.grad`` (a leaf, or a non-leaf that retains its grad)."""
+def _accumulate_into(t, g, create, fresh=False):
+    """Add ``g`` into ``t.grad`` (a leaf, or a non-leaf that retains its grad).
+
+    ``fresh``: ``g`` is a new array nothing else references (``Function.fresh_grads``),
+    so a first gradient is kept as it is instead of copied.
+    """
     if create:
         g = g if isinstance(g, Tensor) else Tensor._make(g)
         t.grad = g if t.grad is None else t.grad + g
     elif t.grad is None:
-        t.grad = Tensor._make(np.array(g, dtype=t.dtype, order="C"))  # own a fresh copy
+        if not (fresh and g.dtype == t.dtype and g.flags.c_contiguous and g.flags.writeable):
+            g = np.array(g, dtype=t.dtype, order="C")  # own a fresh copy
+        t.grad = Tensor._make(g)
     elif not t.grad._requires_grad and t.grad._data.flags.writeable and t.grad.shape == g.shape:
         np.add(t.grad._data, g, out=t.grad._data)
     else:
@@ -181,9 +187,10 @@ class _Walk:
         edges = node._next
         if not retain_graph:
             node._release()
+        fresh = node._fn.fresh_grads
         for i, (t, g) in enumerate(zip(edges, result, strict=False)):  # extra Nones allowed
             if t is not None and g is not None:
-                self.send_to(t, _check_grad(node, i, t, g, self.create))
+                self.send_to(t, _check_grad(node, i, t, g, self.create), fresh)
 
     def output_grads(self, node, live):
         """Pop the summed gradient of each output (zeros if it got none) and run its hooks."""
@@ -227,8 +234,9 @@ class _Walk:
             )
         return result
 
-    def send_to(self, t, g):
-        """Add ``g`` to what ``t`` has received: its node's output slot, or a leaf."""
+    def send_to(self, t, g, fresh=False):
+        """Add ``g`` to what ``t`` has received: its node's output slot, or a leaf
+        (``fresh``: see :func:`_accumulate_into`)."""
         if t.grad_fn is not None:
             self.acc.add((t.grad_fn, t._output_nr), g)
         elif self.capture is not None:
@@ -238,7 +246,7 @@ class _Walk:
             self.acc.add(id(t), g)
             self.hooked[id(t)] = t
         else:
-            _accumulate_into(t, g, self.create)
+            _accumulate_into(t, g, self.create, fresh)
 
     # -- 4. leaf hooks run once per pass, on the summed gradient, before .grad is touched
     def finish_leaves(self):

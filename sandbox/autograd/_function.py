@@ -252,7 +252,15 @@ class Function:
     arrive as ndarrays, returning an ndarray (or a tuple of them), and
     ``@staticmethod backward(ctx, *grads)`` returning one gradient (Tensor, ndarray or
     None) per positional forward argument.  Call them with ``Fn.apply(*args)``.
+
+    A Function whose plain backward (``create_graph=False``) returns only arrays it
+    allocated itself, none of them an input, a saved array or another returned
+    gradient, sets ``fresh_grads = True``: a leaf without a gradient then keeps the
+    array as its ``.grad`` instead of a copy.
     """
+
+    #: the plain backward's gradients are new arrays nothing else references
+    fresh_grads = False
 
     @staticmethod
     def forward(ctx, *args):

@@ -117,7 +117,7 @@ def _conv3d_layer_case(cin: int, cout: int, d: int) -> Case:
     name = f"conv3d-layer/{cin}-{cout}@{d}"
 
     def build(quick, torch):
-        from ..array.conv_3d import conv3d, conv3d_backward
+        from ..array.conv import conv3d, conv3d_backward
 
         n, ci, co, s = conv3d_layer_shape(cin, cout, d, quick)
         rng = _rng(name)

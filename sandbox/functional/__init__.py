@@ -19,8 +19,7 @@ from ._activation import (  # noqa: F401
 )
 from ._adaptive_pool import adaptive_avg_pool2d, adaptive_max_pool2d  # noqa: F401
 from ._bce import binary_cross_entropy  # noqa: F401
-from ._conv import conv2d, conv_transpose2d  # noqa: F401
-from ._conv3d import conv3d, conv_transpose3d  # noqa: F401
+from ._conv import conv2d, conv3d, conv_transpose2d, conv_transpose3d  # noqa: F401
 from ._dropout import dropout, dropout2d  # noqa: F401
 from ._layer_norm import instance_norm, layer_norm  # noqa: F401
 from ._loss import (  # noqa: F401
@@ -33,6 +32,5 @@ from ._loss import (  # noqa: F401
 )
 from ._norm import batch_norm, batch_norm_relu, group_norm  # noqa: F401
 from ._one_hot import one_hot  # noqa: F401
-from ._pool import avg_pool2d, max_pool2d  # noqa: F401
-from ._pool3d import avg_pool3d, max_pool3d  # noqa: F401
+from ._pool import avg_pool2d, avg_pool3d, max_pool2d, max_pool3d  # noqa: F401
 from ._resample import interpolate  # noqa: F401

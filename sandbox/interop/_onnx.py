@@ -71,6 +71,11 @@ def _conv(g, m, v):
     w = g.const(m.weight.numpy().astype(np.float32), "weight")
     inputs = [v.name, w] + ([g.const(m.bias.numpy().astype(np.float32), "bias")]
                             if m.bias is not None else [])
+    if m.padding_mode != "zeros" or isinstance(m.padding, str):
+        raise ValueError(
+            f"to_onnx cannot export {type(m).__name__} with padding={m.padding!r}, "
+            f"padding_mode={m.padding_mode!r}: it exports int or tuple zero padding "
+            "(padding_mode='zeros')")
     pads = list(m.padding)  # ONNX: every axis's start, then every axis's end
     attrs = dict(kernel_shape=list(m.kernel_size), strides=list(m.stride),
                  pads=pads + pads, dilations=list(m.dilation), group=m.groups)

@@ -42,14 +42,14 @@ def _leaf(m, torch, name):
     dt = _dtype_of(m, torch)
     if isinstance(m, nn.Conv2d):
         return tnn.Conv2d(m.in_channels, m.out_channels, m.kernel_size, m.stride, m.padding,
-                          m.dilation, m.groups, m.bias is not None, dtype=dt)
+                          m.dilation, m.groups, m.bias is not None, m.padding_mode, dtype=dt)
     if isinstance(m, nn.ConvTranspose2d):
         return tnn.ConvTranspose2d(m.in_channels, m.out_channels, m.kernel_size, m.stride,
                                    m.padding, m.output_padding, m.groups, m.bias is not None,
                                    m.dilation, dtype=dt)
     if isinstance(m, nn.Conv3d):
         return tnn.Conv3d(m.in_channels, m.out_channels, m.kernel_size, m.stride, m.padding,
-                          m.dilation, m.groups, m.bias is not None, dtype=dt)
+                          m.dilation, m.groups, m.bias is not None, m.padding_mode, dtype=dt)
     if isinstance(m, nn.ConvTranspose3d):
         return tnn.ConvTranspose3d(m.in_channels, m.out_channels, m.kernel_size, m.stride,
                                    m.padding, m.output_padding, m.groups, m.bias is not None,

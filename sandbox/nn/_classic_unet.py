@@ -30,11 +30,12 @@ class ClassicUp(Module):
         Any mode of :func:`sandbox.functional.interpolate`.
     align_corners : bool or None
         Passed to the upsampling.
-    dtype : float32 or float64
+    dtype : float32 or float64, optional
+        None (the default): :func:`sandbox.get_default_dtype`, as the layers do.
     """
 
     def __init__(self, in_channels: int, skip_channels: int, mode: str, align_corners=None,
-                 dtype=np.float32):
+                 dtype=None):
         super().__init__()
         self.up = Upsample(scale_factor=2, mode=mode, align_corners=align_corners)
         self.block = ConvBlock(in_channels + skip_channels, skip_channels, "batch", dtype)
@@ -66,14 +67,15 @@ class ClassicUNet(Module):
         that takes a scale factor (``nearest``, ``bilinear``, ``bicubic`` ...).
     align_corners : bool or None
         Passed to the upsampling.
-    dtype : float32 or float64
+    dtype : float32 or float64, optional
+        None (the default): :func:`sandbox.get_default_dtype`, as the layers do.
 
     Input height and width must be divisible by ``2**depth`` (16 by default).
     """
 
     def __init__(self, in_channels: int = 1, num_classes: int = 2,
                  widths=(16, 32, 64, 128, 256), upsample: str = "bilinear",
-                 align_corners=None, dtype=np.float32):
+                 align_corners=None, dtype=None):
         super().__init__()
         for name, value in (("in_channels", in_channels), ("num_classes", num_classes)):
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:

@@ -16,18 +16,6 @@ from ._module import Module, Parameter
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
-def _pair(value, name: str) -> tuple[int, int]:
-    if isinstance(value, int | np.integer) and not isinstance(value, bool):
-        return int(value), int(value)
-    if (
-        isinstance(value, tuple | list)
-        and len(value) == 2
-        and all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in value)
-    ):
-        return int(value[0]), int(value[1])
-    raise TypeError(f"{name} must be an int or a pair of ints, got {value!r}")
-
-
 def _positive(value: int, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")

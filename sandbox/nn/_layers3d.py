@@ -1,16 +1,15 @@
 """3-D layers over ``(N, C, D, H, W)`` volumes: thin wrappers around :mod:`sandbox.functional`.
 
+``Conv3d`` and ``ConvTranspose3d`` live with the 2-D convolutions (``_conv``).
+
 PyTorch's names, arguments, weight layouts and default initialisation.
 ``GroupNorm`` and ``Upsample`` (in ``_layers``) already take 5-D inputs.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from .. import functional as F
-from ..array._validate import triple
-from ._conv import _ConvNd
+from ._conv import Conv3d, ConvTranspose3d
 from ._layers import _AvgPoolNd, _MaxPoolNd
 from ._norm import _BatchNorm
 
@@ -20,39 +19,6 @@ __all__ = ["AvgPool3d", "BatchNorm3d", "Conv3d", "ConvTranspose3d", "MaxPool3d"]
 def _check_5d(x, name: str) -> None:
     if x.ndim != 5:
         raise ValueError(f"{name} expects a 5-D input (N, C, D, H, W), got shape {tuple(x.shape)}")
-
-
-class _Conv3dBase(_ConvNd):
-    _ntuple = staticmethod(triple)  # validates the ranges when the layer is made
-
-
-class Conv3d(_Conv3dBase):
-    """3-D convolution over ``(N, C, D, H, W)`` inputs, PyTorch's semantics and weight layout."""
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True, dtype=np.float32):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, dtype)
-
-    def forward(self, x):
-        return F.conv3d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                        self.groups)
-
-
-class ConvTranspose3d(_Conv3dBase):
-    """Transposed 3-D convolution (the adjoint of :class:`Conv3d`), PyTorch's weight layout."""
-
-    transposed = True
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
-                 dtype=np.float32):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, dtype, output_padding=output_padding)
-
-    def forward(self, x):
-        return F.conv_transpose3d(x, self.weight, self.bias, self.stride, self.padding,
-                                  self.output_padding, self.groups, self.dilation)
 
 
 class BatchNorm3d(_BatchNorm):

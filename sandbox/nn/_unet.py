@@ -37,7 +37,7 @@ def _norm_layer(kind: str, channels: int, dtype, dims: int = 2) -> Module:
 class ConvBlock(Module):
     """Two 3×3 (or 3×3×3) convolutions, each followed by normalisation and ReLU."""
 
-    def __init__(self, in_channels: int, out_channels: int, norm: str = "batch", dtype=np.float32,
+    def __init__(self, in_channels: int, out_channels: int, norm: str = "batch", dtype=None,
                  dims: int = 2):
         super().__init__()
         bias = norm == "none"  # a bias before a normalisation layer is redundant
@@ -62,7 +62,7 @@ def _norm_relu(norm: Module, x):
 class Down(Module):
     """2×2 (or 2×2×2) max pooling, then a :class:`ConvBlock` that doubles the channels."""
 
-    def __init__(self, in_channels: int, out_channels: int, norm: str, dtype=np.float32,
+    def __init__(self, in_channels: int, out_channels: int, norm: str, dtype=None,
                  dims: int = 2):
         super().__init__()
         self.pool = _LAYERS[dims][2](2)
@@ -88,7 +88,7 @@ class Up(Module):
         norm: str,
         align_corners=None,
         antialias: bool = False,
-        dtype=np.float32,
+        dtype=None,
         dims: int = 2,
     ):
         super().__init__()
@@ -154,7 +154,8 @@ class UNet(Module):
     norm : {"batch", "group", "none"}, default "batch"
     align_corners, antialias :
         Passed to :func:`~sandbox.functional.interpolate` in the decoder.
-    dtype : float32 or float64
+    dtype : float32 or float64, optional
+        None (the default): :func:`sandbox.get_default_dtype`, as the layers do.
     spatial_dims : {2, 3}, default 2
         2 for images ``(N, C, H, W)``; 3 for volumes ``(N, C, D, H, W)`` (3×3×3
         convolutions, 2×2×2 pooling, ``BatchNorm3d``, and every upsampling mode
@@ -173,7 +174,7 @@ class UNet(Module):
         norm: str = "batch",
         align_corners=None,
         antialias: bool = False,
-        dtype=np.float32,
+        dtype=None,
         spatial_dims: int = 2,
     ):
         super().__init__()

@@ -506,3 +506,49 @@ def test_one_chunk_winograd_is_the_same_in_kernels_or_on_the_pool(c_in, c_out, s
     for run in runs[1:]:
         for a, b in zip(runs[0], run, strict=True):
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("xs, ws, kwargs", [
+    ((2, 4, 7, 6), (6, 2, 3, 2), dict(stride=(2, 1), padding=1, dilation=(1, 2), groups=2)),
+    ((2, 3, 5, 6, 4), (4, 3, 2, 3, 2), dict(stride=(1, 2, 1), padding=(1, 0, 1))),
+])
+def test_generic_ops_dispatch_on_ndim(xs, ws, kwargs, rng):
+    """conv / conv_transpose and their backward equal the rank-fixed names bitwise, and a
+    plan from plan_conv gives the same results without validating again."""
+    nd = len(xs) - 2
+    x, w = rng.standard_normal(xs), rng.standard_normal(ws)
+    b = rng.standard_normal(ws[0])
+    fixed = {2: (conv.conv2d, conv.conv2d_backward, conv.conv_transpose2d,
+                 conv.conv_transpose2d_backward),
+             3: (conv.conv3d, conv.conv3d_backward, conv.conv_transpose3d,
+                 conv.conv_transpose3d_backward)}[nd]
+    s, p, g = kwargs.get("stride", 1), kwargs.get("padding", 0), kwargs.get("groups", 1)
+    d = kwargs.get("dilation", 1)
+    y = conv.conv(x, w, b, s, p, d, g)
+    np.testing.assert_array_equal(y, fixed[0](x, w, b, s, p, d, g))
+    gy = rng.standard_normal(y.shape)
+    for a, e in zip(conv.conv_backward(gy, x, w, s, p, d, g), fixed[1](gy, x, w, s, p, d, g),
+                    strict=True):
+        np.testing.assert_array_equal(a, e)
+    plan = conv.plan_conv(x, w, b, s, p, d, g)
+    assert plan.nd == nd and plan.out_size == y.shape[2:] and not plan.transposed
+    np.testing.assert_array_equal(conv.conv(x, w, b, plan=plan), y)
+    np.testing.assert_array_equal(conv.conv_backward(gy, x, w, plan=plan)[1],
+                                  fixed[1](gy, x, w, s, p, d, g)[1])
+    wt = rng.standard_normal((y.shape[1], xs[1] // g, *ws[2:]))
+    z = conv.conv_transpose(y, wt, None, s, p, 0, g, d)
+    np.testing.assert_array_equal(z, fixed[2](y, wt, None, s, p, 0, g, d))
+    gz = rng.standard_normal(z.shape)
+    for a, e in zip(conv.conv_transpose_backward(gz, y, wt, s, p, 0, g, d),
+                    fixed[3](gz, y, wt, s, p, 0, g, d), strict=True):
+        np.testing.assert_array_equal(a, e)
+
+
+def test_generic_ops_name_both_layouts():
+    with pytest.raises(ValueError, match=r"input must be 4-D \(N, C, H, W\) or 5-D "
+                                         r"\(N, C, D, H, W\), got shape \(1, 2, 3\)"):
+        conv.conv(np.zeros((1, 2, 3)), np.zeros((1, 2, 1)))
+    with pytest.raises(ValueError, match=r"weight must be 5-D \(C_out, C_in/groups, kd, kh, kw\)"):
+        conv.conv(np.zeros((1, 2, 3, 3, 3)), np.zeros((1, 2, 1, 1)))
+    with pytest.raises(ValueError, match=r"input must be 4-D \(N, C, H, W\), got shape"):
+        conv.conv2d(np.zeros((1, 2, 3, 3, 3)), np.zeros((1, 2, 1, 1, 1)))

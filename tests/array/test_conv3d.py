@@ -6,9 +6,9 @@ import pytest
 import sandbox
 import sandbox.functional as F
 from sandbox._C import _vol2col as kernels
-from sandbox.array import _vol2col as loops
-from sandbox.array import conv_3d as conv
+from sandbox.array import conv
 from sandbox.array._validate import triple
+from sandbox.array.conv import _vol2col as loops
 from sandbox.autograd.gradcheck import gradcheck, gradgradcheck
 
 # (N, C, (D, H, W), O, kernel, stride, padding, dilation, groups)
@@ -205,14 +205,14 @@ def test_kernels_bitwise_equal_across_thread_counts(dtype, rng):
 
 
 def test_slabs_of_depth_planes_match_whole_samples(rng, monkeypatch):
-    """Columns of one sample above MAX_COL_BYTES are built in slabs of output planes."""
+    """Columns of one sample above TUNING.max_slab_bytes are built in slabs of output planes."""
     x, w, b, s, p, d, g = _data(CASES[1], np.float64, rng)
     y0 = conv.conv3d(x, w, b, s, p, d, g)
     gy = rng.standard_normal(y0.shape)
     whole = (y0, *conv.conv3d_backward(gy, x, w, s, p, d, g),
              conv.conv_transpose3d(gy, w, None, s, p, 0, g, d))
     plane = (x.shape[1] * 18) * y0.shape[3] * y0.shape[4] * 8  # bytes of one plane's columns
-    monkeypatch.setattr(loops, "MAX_COL_BYTES", 4 * plane)  # slabs of 4 and 2 planes
+    monkeypatch.setattr(conv.TUNING, "max_slab_bytes", 4 * plane)  # slabs of 4 and 2 planes
     assert loops._plan(2, y0.shape[2:], x.shape[1] * 18, 8, False) == (1, 4)
     assert y0.shape[2] == 6
     slabbed = (conv.conv3d(x, w, b, s, p, d, g), *conv.conv3d_backward(gy, x, w, s, p, d, g),
@@ -228,15 +228,15 @@ def test_slabs_of_depth_planes_match_whole_samples(rng, monkeypatch):
 @pytest.mark.parametrize("case", [CASES[1], CASES[6]], ids=_ids)
 def test_ops_bitwise_equal_across_thread_counts(case, target, max_bytes, rng, monkeypatch):
     """Chunks are fixed by the shapes; weight/bias partials are summed in chunk order."""
-    monkeypatch.setattr(loops, "TARGET_COLS", target)
-    monkeypatch.setattr(loops, "MAX_COL_BYTES", max_bytes)
+    monkeypatch.setattr(conv.TUNING, "target_cols", target)
+    monkeypatch.setattr(conv.TUNING, "max_slab_bytes", max_bytes)
     x, w, b, s, p, d, g = _data(case, np.float32, rng)
     y0 = conv.conv3d(x, w, b, s, p, d, g)
     gy = rng.standard_normal(y0.shape).astype(np.float32)
     bt = rng.standard_normal(x.shape[1]).astype(np.float32)
     results = []
     for nt in (1, 2, 3):
-        monkeypatch.setattr(loops, "_KERNEL_THREADS", nt)
+        monkeypatch.setattr(conv.TUNING, "kernel_threads", nt)
         with sandbox.num_threads(nt):
             y = conv.conv3d(x, w, b, s, p, d, g)
             grads = conv.conv3d_backward(gy, x, w, s, p, d, g)
@@ -332,8 +332,8 @@ def test_second_derivative_matches_torch(rng, torch):
 
 def test_plain_backward_calls_the_array_kernels(rng, monkeypatch):
     calls = []
-    real = conv.conv3d_backward
-    monkeypatch.setattr(conv, "conv3d_backward", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = conv.conv_backward
+    monkeypatch.setattr(conv, "conv_backward", lambda *a, **k: calls.append(1) or real(*a, **k))
     sx, sw = _leaves(rng, (1, 2, 3, 3, 3), (2, 2, 2, 2, 2))
     F.conv3d(sx, sw).sum().backward()
     assert calls and sx.grad is not None
@@ -406,3 +406,14 @@ def test_plain_and_create_graph_backward_agree_and_take_strided_gradients(op, rn
     for a, b, c in zip(plain, strided, graph, strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
         np.testing.assert_allclose(a.numpy(), c.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_tuned_reaches_the_3d_slab_limit(rng):
+    """The 3-D column limit is a field of ConvTuning, so ``tuned()`` changes the plan."""
+    rows, out = 16 * 27, (8, 16, 16)
+    plane = rows * 16 * 16 * 4
+    assert loops._plan(2, out, rows, 4, False) == (1, 8)  # 8 MiB: a whole sample
+    with conv.tuned(max_slab_bytes=3 * plane):
+        assert conv.TUNING.max_slab_bytes == 3 * plane
+        assert loops._plan(2, out, rows, 4, False) == (1, 3)
+    assert conv.TUNING.max_slab_bytes == 8 * 2**20

@@ -226,3 +226,29 @@ def test_2x2_fast_path_matches_general_kernel(shape, ceil_mode, dtype):
     _pool.maxpool2d_forward(planes, ref_out, ref_idx, 2, 2, 2, 2, 0, 0, 1, 1, 1)
     np.testing.assert_array_equal(out.reshape(ref_out.shape), ref_out)
     np.testing.assert_array_equal(idx.reshape(ref_idx.shape), ref_idx)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 7, 6), (2, 3, 5, 6, 7)])
+def test_generic_pooling_dispatches_on_ndim(shape, rng):
+    """max_pool / avg_pool (and backward, gather) of a batched input equal the rank-fixed
+    names bitwise; ``nd=`` also takes unbatched inputs."""
+    nd = len(shape) - 2
+    x = rng.standard_normal(shape)
+    named = {2: (pool.max_pool2d, pool.max_pool2d_backward, pool.avg_pool2d,
+                 pool.avg_pool2d_backward),
+             3: (pool.max_pool3d, pool.max_pool3d_backward, pool.avg_pool3d,
+                 pool.avg_pool3d_backward)}[nd]
+    y, idx = pool.max_pool(x, 3, 2, 1, ceil_mode=True)
+    ry, ridx = named[0](x, 3, 2, 1, ceil_mode=True)
+    np.testing.assert_array_equal(y, ry)
+    np.testing.assert_array_equal(idx, ridx)
+    np.testing.assert_array_equal(pool.max_pool_backward(y, idx, x.shape),
+                                  named[1](y, idx, x.shape))
+    np.testing.assert_array_equal(pool.max_pool_gather(x, idx), y)
+    a = pool.avg_pool(x, 2, 1, 1, count_include_pad=False)
+    np.testing.assert_array_equal(a, named[2](x, 2, 1, 1, count_include_pad=False))
+    np.testing.assert_array_equal(pool.avg_pool_backward(a, x.shape, 2, 1, 1, False, False),
+                                  named[3](a, x.shape, 2, 1, 1, False, False))
+    np.testing.assert_array_equal(pool.max_pool(x[0], 2, nd=nd)[0], named[0](x[0], 2)[0])
+    with pytest.raises(ValueError, match=r"input must be 4-D \(N, C, H, W\) or 5-D"):
+        pool.max_pool(x[0, 0, 0], 2)

@@ -6,7 +6,7 @@ import pytest
 import sandbox
 import sandbox.functional as F
 from sandbox._C import _pool3d
-from sandbox.array import pool3d as pool
+from sandbox.array import pool
 from sandbox.array._validate import triple
 from sandbox.array.pool import pool_output_size
 from sandbox.autograd.gradcheck import gradcheck, gradgradcheck

@@ -1,4 +1,4 @@
-"""3x3x3 convolutions by 2-D Winograd summed over depth (``sandbox.array._winograd3d``).
+"""3x3x3 convolutions by 2-D Winograd summed over depth (``sandbox.array.conv._winograd3d``).
 
 Compared with the vol2col + GEMM path (float64, where both are exact to rounding)
 and in float32 within the Winograd tolerance, for every padding the path accepts,
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import sandbox
-from sandbox.array import _winograd3d, conv_3d
-from sandbox.array.conv import tuned
+from sandbox.array import conv as conv_3d
+from sandbox.array.conv import _winograd3d, tuned
 
 FORCE = dict(winograd_min_channels=1, winograd_min_channels_weight_grad=1,
              winograd_min_pixels=1, winograd_min_pixels_input_grad=1,

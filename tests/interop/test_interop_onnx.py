@@ -217,6 +217,10 @@ def test_errors(onnx, tmp_path):
         to_onnx(model, (1, 2, 16, 16), out)
     with pytest.raises(ValueError, match="divisor_override and ceil_mode"):
         to_onnx(nn.AvgPool2d(2, ceil_mode=True, divisor_override=2), (1, 1, 5, 5), out)
+    for conv in (nn.Conv2d(1, 1, 3, padding=1, padding_mode="reflect"),
+                 nn.Conv3d(1, 1, 3, padding="same")):
+        with pytest.raises(ValueError, match="it exports int or tuple zero padding"):
+            to_onnx(conv, (1, 1) + (5,) * (conv.weight.ndim - 2), out)
     assert not out.exists()
 
 

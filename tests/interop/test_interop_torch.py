@@ -182,3 +182,18 @@ def test_missing_torch_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(ImportError, match=r"pip install 'cpu-train-sandbox\[torch\]'"):
         to_torch(nn.ReLU())
+
+
+@pytest.mark.parametrize("layer", [
+    lambda: nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode="reflect", dtype=np.float64),
+    lambda: nn.Conv2d(2, 3, 3, padding="same", padding_mode="circular", dtype=np.float64),
+    lambda: nn.Conv3d(2, 3, 3, padding=1, padding_mode="replicate", dtype=np.float64),
+])
+def test_conv_padding_modes_translate(torch, layer):
+    ours = layer()
+    twin = to_torch(ours)
+    assert twin.padding_mode == ours.padding_mode
+    x = np.random.default_rng(2).standard_normal((1, 2) + (5,) * (ours.weight.ndim - 2))
+    with torch.no_grad():
+        theirs = twin(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(theirs, ours(sandbox.tensor(x)).numpy(), rtol=1e-12, atol=1e-12)

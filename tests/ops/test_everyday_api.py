@@ -3,11 +3,11 @@ and forward+backward parity with torch."""
 
 import numpy as np
 import pytest
+from sandbox.gradcheck import gradcheck, gradgradcheck
 
 import sandbox
 import sandbox.functional as F
 from sandbox import nn
-from sandbox.gradcheck import gradcheck, gradgradcheck
 
 RNG = np.random.default_rng(0)
 A = RNG.standard_normal((3, 4))

@@ -23,7 +23,7 @@ __all__ = ["TUNING", "ConvTuning", "kernel_threads", "tuned"]
 
 @dataclasses.dataclass
 class ConvTuning:
-    """Thresholds and chunk sizes of :mod:`sandbox.array.conv`."""
+    """Thresholds and chunk sizes of :mod:`sandbox.array.conv` (2-D and 3-D)."""
 
     #: a chunk gets at least this many GEMM columns (small planes are batched up to it).
     #: Single-threaded sgemm reaches ~90 GFLOP/s already at 16 columns (measured), so a
@@ -31,6 +31,12 @@ class ConvTuning:
     target_cols: int = 64
     #: upper bound for one column buffer (bytes); one sample always fits
     max_col_bytes: int = 32 * 2**20
+    #: upper bound for one 3-D (vol2col) column buffer (bytes); a sample whose columns
+    #: are larger runs in slabs of output depth planes.  8 MiB, not 32: the GEMMs then
+    #: read their columns from cache, not memory (measured, 1 thread, batch 2, forward +
+    #: both gradients: 16->16@32^3 56.9 -> 29.5 ms, 32->16@32^3 107.8 -> 59.9 ms; 2 and
+    #: 4 MiB gave the same, 1 MiB was slower)
+    max_slab_bytes: int = 8 * 2**20
     #: Winograd F(2x2, 3x3) for eligible 3x3 stride-1 ungrouped convs (forward and
     #: input gradient; 2.25x fewer GEMM flops)
     winograd: bool = True

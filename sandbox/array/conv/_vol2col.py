@@ -1,16 +1,16 @@
 """The vol2col + GEMM loops of the 3-D convolutions, run in fixed chunks of samples.
 
-This repeats the chunking pattern of the 2-D path (``sandbox/array/conv/_im2col.py``)
-for 5-D arrays; it is a separate file while the 2-D path is being tuned, and the
-two can be unified later.  A convolution chunk of ``nb`` samples is one GEMM per
-group::
+This repeats the chunking pattern of the 2-D path (``_im2col.py``) for 5-D arrays,
+with the same knobs (:data:`~sandbox.array.conv.TUNING`).  A convolution chunk of
+``nb`` samples is one GEMM per group::
 
     out[n0:n0+nb] (O, nb*do*ho*wo) = weight.reshape(O, C/g*kd*kh*kw) @ vol2col(x)[n0:n0+nb]
 
 with the column layout documented in ``pyx/_vol2col.pyx``.  The plan depends on
 the shapes only, never on the thread count (:func:`_plan`): one sample per chunk
-when a sample has at least :data:`TARGET_COLS` output voxels, else enough samples
-to reach that many columns, never more than :data:`MAX_COL_BYTES` of columns.
+when a sample has at least ``TUNING.target_cols`` output voxels, else enough
+samples to reach that many columns, never more than ``TUNING.max_slab_bytes`` of
+columns.
 When one sample's columns would exceed that (a 3x3x3 kernel makes them 27 times
 the input), the chunk is one sample processed in *slabs* of output depth planes,
 one after the other, so the column buffer stays bounded.  Chunks run on
@@ -30,34 +30,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._C import _vol2col
-from ._gemm import grouped_matmul, lhs
-from ._parallel import OrderedSum, parallel_map, scratch
+from ..._C import _vol2col
+from .._gemm import grouped_matmul, lhs
+from .._parallel import OrderedSum, parallel_map, scratch
+from ._tuning import TUNING, kernel_threads
 
-__all__ = ["MAX_COL_BYTES", "TARGET_COLS", "fold_loop", "unfold_loop"]
-
-#: a chunk gets at least this many GEMM columns (the 2-D path's measured value)
-TARGET_COLS = 64
-#: upper bound for one column buffer (bytes); larger samples run in slabs of depth
-#: planes.  8 MiB, not 32: the GEMMs then read their columns from cache, not memory
-#: (measured, 1 thread, batch 2, forward + both gradients: 16->16@32^3 56.9 -> 29.5 ms,
-#: 32->16@32^3 107.8 -> 59.9 ms; 2 and 4 MiB gave the same, 1 MiB was slower)
-MAX_COL_BYTES = 8 * 2**20
-#: threads of the kernels inside a chunk: the chunks are the parallelism
-_KERNEL_THREADS = 1
+__all__ = ["fold_loop", "unfold_loop"]
 
 
 def _plan(n: int, out_size, rows: int, itemsize: int, pointwise: bool):
     """``(samples per chunk, output depth planes per slab)``; shapes only, never threads."""
     do, ho, wo = out_size
     vol = do * ho * wo
-    nb = max(1, min(n, -(-TARGET_COLS // max(vol, 1))))
+    nb = max(1, min(n, -(-TUNING.target_cols // max(vol, 1))))
+    limit = TUNING.max_slab_bytes
     if pointwise:  # no column buffer: the input is its own columns
         return nb, do
     plane_bytes = max(rows * ho * wo * itemsize, 1)
-    if plane_bytes * do > MAX_COL_BYTES:  # one sample does not fit: slabs of planes
-        return 1, max(1, min(do, MAX_COL_BYTES // plane_bytes))
-    return max(1, min(nb, MAX_COL_BYTES // (plane_bytes * do))), do
+    if plane_bytes * do > limit:  # one sample does not fit: slabs of planes
+        return 1, max(1, min(do, limit // plane_bytes))
+    return max(1, min(nb, limit // (plane_bytes * do))), do
 
 
 def _blocks(n: int, nb: int) -> list[tuple[int, int, int]]:
@@ -114,7 +106,7 @@ def _columns(a, n0, nb, od0, nd, geom, hw, rows, pointwise):
     if pointwise:
         return _gather(a, n0, nb, "col")
     col = scratch("col", (rows, nb * nd * hw[0] * hw[1]), a.dtype)
-    _vol2col.vol2col(a, col, n0, nb, od0, nd, *geom, *hw, _KERNEL_THREADS)
+    _vol2col.vol2col(a, col, n0, nb, od0, nd, *geom, *hw, kernel_threads())
     return col
 
 
@@ -208,7 +200,7 @@ def fold_loop(b, wmat, geom, groups, y=None, a=None, bias_grad=False):
                 col = scratch("col", (rows, nb * t * ho * wo), b.dtype)  # any vol2col is consumed
                 grouped_matmul(wmat, bmat, col, groups, trans_a=True)
                 _vol2col.col2vol(col, y, n0, nb, od0, t, *geom, ho, wo, od0 == 0,
-                                 _KERNEL_THREADS)
+                                 kernel_threads())
         if gb is not None:
             gb.add(i, partial_b)
         if gw is not None:

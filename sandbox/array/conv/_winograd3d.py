@@ -1,4 +1,4 @@
-"""3x3x3 convolutions as sums of 2-D Winograd convolutions over depth (used by ``conv_3d``).
+"""3x3x3 convolutions as sums of 2-D Winograd convolutions over depth (used by ``_run3d``).
 
 A 3x3x3 stride-1 convolution is, per output depth plane ``z``, the sum over the three
 kernel depths ``kz`` of 2-D 3x3 convolutions of input plane ``z - pd + kz`` with
@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runtime.threads import get_num_threads
-from ._gemm import lhs, matmul
-from ._parallel import OrderedSum, parallel_map, scratch
-from .conv import _winograd as w2d
-from .conv._tuning import TUNING
+from ...runtime.threads import get_num_threads
+from .._gemm import lhs, matmul
+from .._parallel import OrderedSum, parallel_map, scratch
+from . import _winograd as w2d
+from ._tuning import TUNING
 
 __all__ = ["conv3x3x3", "conv3x3x3_weight_grad", "eligible", "weight_transforms"]
 

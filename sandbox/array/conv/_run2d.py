@@ -1,0 +1,100 @@
+"""The 2-D convolutions on a validated :class:`~._checks.ConvPlan`: Winograd or im2col.
+
+``_winograd`` runs F(2x2, 3x3), or F(4x4, 3x3) on large maps, for 3x3 stride-1
+ungrouped convolutions with enough channels and pixels (forward, input gradient and
+weight gradient); ``_im2col`` runs everything else, and the transposed convolution
+as the adjoint of the same two loops.  Nothing here validates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...runtime.threads import get_num_threads
+from . import _winograd as winograd
+from ._im2col import fold_loop, unfold_loop
+from ._tuning import TUNING, kernel_threads
+
+__all__ = ["conv_backward", "conv_forward", "transpose_backward", "transpose_forward"]
+
+
+def _use_winograd(geom, groups, weight, height, width, input_grad=False) -> bool:
+    c_out, c_in = weight.shape[:2]
+    return TUNING.winograd and winograd.eligible(geom, groups, c_in, c_out, height, width,
+                                                 input_grad)
+
+
+def _wmat(weight):
+    return np.ascontiguousarray(weight).reshape(weight.shape[0], -1)
+
+
+def conv_forward(input, weight, bias, plan):
+    geom, groups, (ho, wo) = plan.geom, plan.groups, plan.out_size
+    n, _, h, w = input.shape
+    x = np.ascontiguousarray(input)
+    y = np.empty((n, weight.shape[0], ho, wo), dtype=input.dtype)
+    if _use_winograd(geom, groups, weight, h, w):
+        # the weight transform runs before any chunk: all threads may share it (each
+        # kernel is one thread's, so the result does not depend on their number)
+        u = winograd.weight_transform(weight, kernel_threads=get_num_threads(),
+                                      tile=winograd.tile_size(*weight.shape[:2], ho, wo))
+        winograd.winograd_conv3x3(x, u, y, geom.ph, geom.pw, kernel_threads(), bias)
+    else:
+        unfold_loop(x, _wmat(weight), geom, ho, wo, groups, y=y, bias=bias)
+    return y
+
+
+def conv_backward(grad_output, input, weight, plan, needs):
+    geom, groups = plan.geom, plan.groups
+    h, w = input.shape[2:]
+    gout = np.ascontiguousarray(grad_output)
+    gx = np.empty(input.shape, dtype=input.dtype) if needs[0] else None
+    a = np.ascontiguousarray(input) if needs[1] else None
+    gw, gb = None, None
+    c_out, c_in = weight.shape[:2]
+    wino = needs[0] and _use_winograd(geom, groups, weight, h, w, input_grad=True)
+    wino_dw = needs[1] and TUNING.winograd and winograd.eligible_weight_grad(
+        geom, groups, c_in, c_out, h, w)
+    if wino:
+        # dx = conv2d(dy, flip(w)^T, padding=2-p): a 3x3 stride-1 conv again
+        u = winograd.weight_transform(weight, flip_transpose=True,
+                                      kernel_threads=get_num_threads(),
+                                      tile=winograd.tile_size(c_out, c_in, h, w))
+        winograd.winograd_conv3x3(gout, u, gx, 2 - geom.ph, 2 - geom.pw, kernel_threads())
+    if wino_dw:
+        gw = winograd.winograd_weight_grad(a, gout, geom.ph, geom.pw, kernel_threads(),
+                                           tile=winograd.tile_size_weight_grad(*gout.shape[2:]))
+        gb = gout.sum(axis=(0, 2, 3)) if needs[2] else None
+    fold_dx = needs[0] and not wino
+    fold_dw = needs[1] and not wino_dw
+    if fold_dx or fold_dw or (needs[2] and gb is None):
+        gw_fold, gb_fold = fold_loop(gout, _wmat(weight), geom, h, w, groups,
+                                     y=gx if fold_dx else None, a=a if fold_dw else None,
+                                     bias_grad=needs[2] and gb is None)
+        gw = gw_fold if fold_dw else gw
+        gb = gb_fold if gb is None else gb
+    gw = gw.reshape(weight.shape) if needs[1] else None
+    return gx, gw, gb
+
+
+def transpose_forward(input, weight, bias, plan):
+    ho, wo = plan.out_size
+    x = np.ascontiguousarray(input)
+    y = np.empty((input.shape[0], weight.shape[1] * plan.groups, ho, wo), dtype=input.dtype)
+    fold_loop(x, _wmat(weight), plan.geom, ho, wo, plan.groups, y=y)
+    if bias is not None:
+        y += bias.reshape(1, -1, 1, 1)
+    return y
+
+
+def transpose_backward(grad_output, input, weight, plan, needs):
+    h, w = input.shape[2:]
+    gout = np.ascontiguousarray(grad_output)
+    gx = np.empty(input.shape, dtype=input.dtype) if needs[0] else None
+    b = np.ascontiguousarray(input) if needs[1] else None
+    gw = None
+    if needs[0] or needs[1]:
+        gw = unfold_loop(gout, _wmat(weight), plan.geom, h, w, plan.groups, y=gx, b=b)
+    gw = gw.reshape(weight.shape) if needs[1] else None
+    gb = gout.sum(axis=(0, 2, 3)) if needs[2] else None
+    return gx, gw, gb
