@@ -1,4 +1,11 @@
-"""Build script: compiles every ``pyx/*.pyx`` into ``sandbox._C.<name>``.
+"""Build script: compiles every ``pyx/**/*.pyx`` into ``sandbox._C.<stem>``.
+
+Kernel sources may sit in subfolders of ``pyx/`` (``pyx/winograd/``); the module
+name is the file's stem, so stems must be unique.  Every folder holding a
+``.pyx``, ``.pxd`` or ``.h`` is on the C include and Cython include paths, and
+every header is a dependency of every kernel.  The Cython compiler directives
+come from :func:`compiler_directives` alone: no ``.pyx`` sets any in its header
+(``tests/project/test_kernel_directives.py`` checks both).
 
 OpenMP is detected by compiling and linking a tiny program.  Without it the
 build warns and the kernels run serially (``sandbox info`` says so); set
@@ -6,7 +13,7 @@ build warns and the kernels run serially (``sandbox info`` says so); set
 
 Environment switches
 --------------------
-SANDBOX_DEBUG=1            bounds/wraparound/initialisation checks back on, -O0 -g
+SANDBOX_DEBUG=1            bounds, initialisation and None checks on, -O0 -g
 SANDBOX_REQUIRE_OPENMP=1   fail the build when OpenMP is not available
 SANDBOX_ANNOTATE=1         write Cython's HTML annotation next to each .pyx
 """
@@ -78,6 +85,45 @@ def openmp_flags():
     return None
 
 
+PYX = HERE / "pyx"
+
+
+def compiler_directives(debug: bool) -> dict:
+    """The Cython directives of every kernel: the one place they are set.
+
+    Release: no bounds, initialisation or None checks.  Debug (``SANDBOX_DEBUG=1``):
+    those checks on, so an out-of-range index raises IndexError.  In both, negative
+    indices do not wrap and division is C's, so a debug build computes the same
+    thing as a release one, only checked.
+    """
+    return {
+        "language_level": 3,
+        "boundscheck": debug,
+        "initializedcheck": debug,
+        "nonecheck": debug,
+        "wraparound": False,
+        "cdivision": True,
+        "embedsignature": True,
+    }
+
+
+def kernel_sources() -> list:
+    """Every ``pyx/**/*.pyx``; raises if two share a stem (the module name)."""
+    sources = sorted(PYX.rglob("*.pyx"))
+    stems = [p.stem for p in sources]
+    dupes = sorted({s for s in stems if stems.count(s) > 1})
+    if dupes:
+        raise RuntimeError(f"kernel module names must be unique; repeated stems: {dupes}")
+    return sources
+
+
+def include_dirs() -> list:
+    """``pyx`` and each subfolder with kernel sources or headers, relative to the repo."""
+    dirs = {p.parent for ext in ("*.pyx", "*.pxd", "*.h") for p in PYX.rglob(ext)}
+    dirs.add(PYX)
+    return sorted(str(d.relative_to(HERE)) for d in dirs)
+
+
 def extensions():
     flags = openmp_flags()
     if flags is None:
@@ -110,34 +156,26 @@ def extensions():
                                                 "_optim": ["-ffp-contract=off", "-fno-math-errno"]}
 
     macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+    sources = kernel_sources()
+    dirs = include_dirs()
+    headers = [str(h.relative_to(HERE)) for h in sorted(PYX.rglob("*.h"))]
     exts = []
-    headers = [str(h.relative_to(HERE)) for h in sorted((HERE / "pyx").glob("*.h"))]
-    for pyx in sorted((HERE / "pyx").glob("*.pyx")):
+    for pyx in sources:
         exts.append(
             Extension(
                 f"sandbox._C.{pyx.stem}",
                 sources=[str(pyx.relative_to(HERE))],
-                include_dirs=[np.get_include(), "pyx"],
+                include_dirs=[np.get_include(), *dirs],
                 depends=headers,  # an edited header rebuilds every kernel
                 define_macros=macros,
                 extra_compile_args=[*opt, *omp_compile, *extra.get(pyx.stem, [])],
                 extra_link_args=omp_link,
             )
         )
-
-    directives = {
-        "language_level": 3,
-        "boundscheck": DEBUG,
-        "wraparound": DEBUG,
-        "initializedcheck": DEBUG,
-        "cdivision": not DEBUG,
-        "nonecheck": DEBUG,
-        "embedsignature": True,
-    }
     return cythonize(
         exts,
-        compiler_directives=directives,
-        include_path=["pyx"],
+        compiler_directives=compiler_directives(DEBUG),
+        include_path=dirs,
         annotate=ANNOTATE,
     )
 

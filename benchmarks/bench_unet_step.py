@@ -42,10 +42,9 @@ def build(lib, mode, size, batch=8, depth=4, width=16):
         return step
     import torch
 
-    from sandbox.bench._torch_twin import build_torch_unet, copy_weights_to_torch
+    from sandbox.interop import to_torch
 
-    twin = build_torch_unet(torch, 3, 3, depth=depth, base_width=width, upsample=mode)
-    copy_weights_to_torch(torch, model, twin, torch.float32)
+    twin = to_torch(model)  # the same architecture and weights in PyTorch
     topt = torch.optim.Adam(twin.parameters(), lr=1e-3)
     tx, ty = torch.from_numpy(x), torch.from_numpy(y)
 

@@ -22,6 +22,11 @@ import sandbox
 from sandbox.array.conv import _winograd as W
 
 try:
+    from sandbox.runtime import simd
+except ImportError:  # a checkout from before the SIMD switch took the path as an argument
+    simd = None
+
+try:
     from sandbox.array._gemm import lhs, matmul
 except ImportError:  # a checkout from before the project's own GEMM ("before" runs)
     def lhs(a):
@@ -58,12 +63,13 @@ def parts(ci, co, s, repeat):
     v = np.empty((count, ci, cnt * tiles), dtype=np.float32)
     m = np.empty((count, co, cnt * tiles), dtype=np.float32)
     chunks = len(blocks)
+    extra = () if simd is None else (simd.current().winograd_avx512,)  # the transforms' path
     return (tile,
             best_ms(lambda: W.winograd_conv3x3(x, u, y, 1, 1), repeat),
-            chunks * best_ms(lambda: kernels.input_transform(x, v, n0, cnt, 1, 1, th, tw, 1),
-                             repeat),
+            chunks * best_ms(lambda: kernels.input_transform(x, v, n0, cnt, 1, 1, th, tw, 1,
+                                                             *extra), repeat),
             chunks * best_ms(lambda: matmul(u_lhs, v, m), repeat),
-            chunks * best_ms(lambda: kernels.output_transform(m, y, n0, cnt, th, tw, 1),
+            chunks * best_ms(lambda: kernels.output_transform(m, y, n0, cnt, th, tw, 1, *extra),
                              repeat))
 
 

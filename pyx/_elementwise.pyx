@@ -1,3 +1,7 @@
+# Directives: none in this file; setup.py's compiler_directives() sets them for every
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
 # Elementwise kernels for the activations users call one by one (nn.ReLU after
 # nn.BatchNorm2d, F.relu): numpy's ufuncs run on one thread, these on every
 # thread, with the same operations, so results are bitwise numpy's.

@@ -1,3 +1,7 @@
+# Directives: none in this file; setup.py's compiler_directives() sets them for every
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
 # Float32 GEMM with the AVX-512 micro-kernel of sgemm_avx512.h (see there for
 # why and how).  A batch of products may run on several threads (``num_threads``):
 # each product is one thread's, computed exactly as on one thread, so the result
@@ -28,8 +32,8 @@ def matmul(const float[:, :, :] a,   # IN  (P, M, K), any strides
     """``out[p] = a[p] @ b[p]`` (or ``+=`` with ``accumulate``) for every p, the products
     shared among ``num_threads`` threads (each product on one thread).
 
-    Returns False when a thread's packing buffers could not be allocated (then some
-    products may be missing: the caller recomputes ``out`` another way).
+    Raises MemoryError when a thread's packing buffers could not be allocated (then
+    some products may be missing: the caller recomputes ``out`` another way).
     """
     cdef Py_ssize_t p, count = a.shape[0]
     cdef int m = <int> a.shape[1], k = <int> a.shape[2], n = <int> b.shape[2]
@@ -38,12 +42,13 @@ def matmul(const float[:, :, :] a,   # IN  (P, M, K), any strides
     cdef Py_ssize_t sc0 = out.strides[1] // 4
     cdef int failures = 0
     if count == 0 or m == 0 or n == 0:
-        return True
+        return
     for p in prange(count, nogil=True, schedule="static", num_threads=num_threads):
         failures += sb_sgemm_avx512(m, n, k, &a[p, 0, 0] if k > 0 else NULL, sa0, sa1,
                                     &b[p, 0, 0] if k > 0 else NULL, sb0, sb1,
                                     &out[p, 0, 0], sc0, accumulate) != 0
-    return failures == 0
+    if failures:
+        raise MemoryError("matmul: a thread could not allocate its packing buffers")
 
 
 cdef extern from "sgemm_avx512.h" nogil:
@@ -73,7 +78,10 @@ def matmul_dot(const float[:, :, :] a,    # IN  (P, M, K), unit stride along K
 
 def transpose(const float[:, :, ::1] src, float[:, :, ::1] dst):
     """``dst[p] = src[p].T`` in 32 x 32 blocks (both stay in L1 while a block moves);
-    about 8x numpy's strided copy of a convolution weight."""
+    about 8x numpy's strided copy of a convolution weight.
+
+    Arguments: ``src`` (IN), ``dst`` (OUT).
+    """
     cdef Py_ssize_t p, i0, j0, i, j, i1, j1
     cdef Py_ssize_t rows = src.shape[1], cols = src.shape[2]
     with nogil:

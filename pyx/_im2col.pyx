@@ -1,4 +1,7 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
+# Directives: none in this file; setup.py's compiler_directives() sets them for every
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
 """im2col / col2im kernels for convolution as GEMM (kernel contract: pyx/fused.pxd).
 
 Column layout (one chunk of ``nb`` samples starting at sample ``n0``)::

@@ -1,3 +1,7 @@
+# Directives: none in this file; setup.py's compiler_directives() sets them for every
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
 # Normalisation kernels: per-channel moments and fused per-channel affine passes.
 # See pyx/fused.pxd for the kernel contract (no validation, const C-contiguous
 # inputs, nogil prange with a Python-computed thread count, every iteration
@@ -114,7 +118,10 @@ cdef inline double _dot(const real* a, const real* b, Py_ssize_t n) noexcept nog
 
 def channel_moments(const real[:, :, ::1] x, double[::1] mean, double[::1] var,
                     int num_threads):
-    """Per-channel mean and biased variance of ``x`` (N, C, L), two passes, parallel over C."""
+    """Per-channel mean and biased variance of ``x`` (N, C, L), two passes, parallel over C.
+
+    Arguments: ``x`` (IN), ``mean`` (OUT), ``var`` (OUT), ``num_threads`` (IN).
+    """
     cdef Py_ssize_t n_batch = x.shape[0], n_chan = x.shape[1], length = x.shape[2]
     cdef Py_ssize_t c, n
     cdef double s, mu, count = <double> (n_batch * length)
@@ -133,7 +140,11 @@ def channel_moments(const real[:, :, ::1] x, double[::1] mean, double[::1] var,
 
 def channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x, double[::1] sum_g,
                  double[::1] sum_gx, int num_threads):
-    """Per-channel ``sum(g)`` and ``sum(g * x)`` of (N, C, L) arrays, parallel over C."""
+    """Per-channel ``sum(g)`` and ``sum(g * x)`` of (N, C, L) arrays, parallel over C.
+
+    Arguments: ``g`` (IN), ``x`` (IN), ``sum_g`` (OUT), ``sum_gx`` (OUT), ``num_threads``
+    (IN).
+    """
     cdef Py_ssize_t n_batch = g.shape[0], n_chan = g.shape[1], length = g.shape[2]
     cdef Py_ssize_t c, n
     cdef double sg, sgx
@@ -150,7 +161,11 @@ def channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x, double[::1] s
 
 def affine(const real[:, :, ::1] x, const real[::1] scale, const real[::1] shift,
            real[:, :, ::1] out, int num_threads):
-    """``out[n, c, l] = x[n, c, l] * scale[c] + shift[c]``, parallel over (n, c) planes."""
+    """``out[n, c, l] = x[n, c, l] * scale[c] + shift[c]``, parallel over (n, c) planes.
+
+    Arguments: ``x`` (IN), ``scale`` (IN), ``shift`` (IN), ``out`` (OUT), ``num_threads``
+    (IN).
+    """
     cdef Py_ssize_t n_chan = x.shape[1], length = x.shape[2]
     cdef Py_ssize_t plane, n, c
     cdef real a, b
@@ -172,7 +187,11 @@ def affine(const real[:, :, ::1] x, const real[::1] scale, const real[::1] shift
 
 def affine2(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[::1] a,
             const real[::1] b, const real[::1] shift, real[:, :, ::1] out, int num_threads):
-    """``out = a[c] * g + b[c] * x + shift[c]`` (the batch-norm input gradient), per plane."""
+    """``out = a[c] * g + b[c] * x + shift[c]`` (the batch-norm input gradient), per plane.
+
+    Arguments: ``g`` (IN), ``x`` (IN), ``a`` (IN), ``b`` (IN), ``shift`` (IN), ``out``
+    (OUT), ``num_threads`` (IN).
+    """
     cdef Py_ssize_t n_chan = g.shape[1], length = g.shape[2]
     cdef Py_ssize_t plane, n, c
     cdef real ac, bc, sc
@@ -206,7 +225,11 @@ def affine2(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[::1] a,
 
 def affine_relu(const real[:, :, ::1] x, const real[::1] scale, const real[::1] shift,
                 real[:, :, ::1] out, int num_threads):
-    """``out = max(x * scale[c] + shift[c], 0)`` (NaN propagates), parallel over planes."""
+    """``out = max(x * scale[c] + shift[c], 0)`` (NaN propagates), parallel over planes.
+
+    Arguments: ``x`` (IN), ``scale`` (IN), ``shift`` (IN), ``out`` (OUT), ``num_threads``
+    (IN).
+    """
     cdef Py_ssize_t n_chan = x.shape[1], length = x.shape[2]
     cdef Py_ssize_t plane, n, c
     cdef real a, b
@@ -241,14 +264,24 @@ def masked_channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x,
 
     Each (n, c) plane of ``gm`` goes through a per-thread buffer (never a whole
     array), then the same ``_sum`` and ``_dot`` as :func:`channel_sums`.
+
+    Arguments: ``g`` (IN), ``x`` (IN), ``y`` (IN), ``sum_g`` (OUT), ``sum_gx`` (OUT),
+    ``num_threads`` (IN).
     """
     cdef Py_ssize_t n_batch = g.shape[0], n_chan = g.shape[1], length = g.shape[2]
     cdef Py_ssize_t c, n
     cdef double sg, sgx
     cdef real* buf
+    cdef int failed[1]
+    cdef int* failed_flag = &failed[0]
+    failed[0] = 0
     with nogil, parallel(num_threads=num_threads):
         buf = <real*> malloc(length * sizeof(real))
+        if buf == NULL:
+            failed_flag[0] = 1  # shared write through a pointer
         for c in prange(n_chan, schedule="static"):
+            if buf == NULL:
+                continue
             sg = 0
             sgx = 0
             for n in range(n_batch):
@@ -258,12 +291,18 @@ def masked_channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x,
             sum_g[c] = sg
             sum_gx[c] = sgx
         free(buf)
+    if failed[0]:
+        raise MemoryError("masked_channel_sums: could not allocate a row buffer")
 
 
 def masked_affine2(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[:, :, ::1] y,
                    const real[::1] a, const real[::1] b, const real[::1] shift,
                    real[:, :, ::1] out, int num_threads):
-    """``out = a[c] * gm + b[c] * x + shift[c]`` with ``gm = g * (y > 0)``, per plane."""
+    """``out = a[c] * gm + b[c] * x + shift[c]`` with ``gm = g * (y > 0)``, per plane.
+
+    Arguments: ``g`` (IN), ``x`` (IN), ``y`` (IN), ``a`` (IN), ``b`` (IN), ``shift`` (IN),
+    ``out`` (OUT), ``num_threads`` (IN).
+    """
     cdef Py_ssize_t n_chan = g.shape[1], length = g.shape[2]
     cdef Py_ssize_t plane, n, c
     cdef real ac, bc, sc

@@ -1,3 +1,7 @@
+# Directives: none in this file; setup.py's compiler_directives() sets them for every
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
 # Build-time facts about OpenMP, for ``sandbox.info()`` and the CI check.
 # See pyx/fused.pxd for the kernel contract.
 
@@ -40,6 +44,8 @@ def threads_used(int num_threads):
     """Run a prange loop with ``num_threads`` and return how many distinct threads ran.
 
     Used by ``sandbox info`` and the tests to prove the build is really parallel.
+
+    Arguments: ``num_threads`` (IN).
     """
     cdef int i
     cdef int[64] seen

@@ -1,3 +1,7 @@
+# Directives: none in this file; setup.py's compiler_directives() sets them for every
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
 # Optimiser kernels: one pass over a parameter and its state instead of a dozen
 # numpy passes and temporaries.  See pyx/fused.pxd for the kernel contract.
 #
@@ -68,6 +72,10 @@ def adam_step(real[::1] p, const real[::1] grad, real[::1] m, real[::1] v, doubl
         p = p - step_size * (m / (sqrt(v) / bias_correction2_sqrt + eps))
 
     With ``decoupled`` the ``weight_decay`` argument is ``lr * wd``.
+
+    Arguments: ``p`` (IN/OUT), ``grad`` (IN), ``m`` (IN/OUT), ``v`` (IN/OUT), ``beta1``
+    (IN), ``beta2`` (IN), ``step_size`` (IN), ``bias_correction2_sqrt`` (IN), ``eps`` (IN),
+    ``weight_decay`` (IN), ``decoupled`` (IN), ``maximize`` (IN), ``num_threads`` (IN).
     """
     cdef Py_ssize_t n = p.shape[0]
     cdef real b1c = <real> (1 - beta1), b2 = <real> beta2, b2c = <real> (1 - beta2)

@@ -1,4 +1,7 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
+# Directives: none in this file; setup.py's compiler_directives() sets them for every
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
 """3-D max and average pooling, forward and backward (kernel contract: pyx/fused.pxd).
 
 The 3-D twin of ``pyx/_pool.pyx``, with the same rules.  Arrays are viewed as

@@ -1,3 +1,7 @@
+# Directives: none in this file; setup.py's compiler_directives() sets them for every
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
 # Resampling kernels: apply one per-axis banded weight table along one axis.
 # See pyx/fused.pxd for the kernel contract (no validation, const C-contiguous
 # inputs, nogil prange with a Python-computed thread count, every iteration
@@ -126,7 +130,11 @@ cdef inline void _gather_rows4(real* dst, Py_ssize_t dstride, const real* src, P
 def apply_last(const real[:, ::1] x, real[:, ::1] out,
                const Py_ssize_t[::1] start, const Py_ssize_t[::1] ntap,
                const real[:, ::1] w, int num_threads):
-    """Resample the last axis: ``x`` (P, L) -> ``out`` (P, Lo), parallel over blocks of rows."""
+    """Resample the last axis: ``x`` (P, L) -> ``out`` (P, Lo), parallel over blocks of rows.
+
+    Arguments: ``x`` (IN), ``out`` (OUT), ``start`` (IN), ``ntap`` (IN), ``w`` (IN),
+    ``num_threads`` (IN).
+    """
     cdef Py_ssize_t n_rows = x.shape[0]
     cdef Py_ssize_t length = x.shape[1]
     cdef Py_ssize_t lo_len = out.shape[1]
@@ -150,6 +158,9 @@ def apply_mid(const real[:, :, ::1] x, real[:, :, ::1] out,
 
     Each (p, o) output row is a weighted sum of whole input rows; the loop is
     parallel over the P*Lo output rows so small batches still use every thread.
+
+    Arguments: ``x`` (IN), ``out`` (OUT), ``start`` (IN), ``ntap`` (IN), ``w`` (IN),
+    ``num_threads`` (IN).
     """
     cdef Py_ssize_t n_outer = x.shape[0]
     cdef Py_ssize_t q_len = x.shape[2]
@@ -176,8 +187,11 @@ def apply_hw(const real[:, :, ::1] x, real[:, :, ::1] out,
     Per output row (p, oh): combine the input rows the H table selects into a
     thread-local row of length W (vectorised over W), then gather along W into
     the output row.  No intermediate array; a single-tap unit-weight H row
-    (nearest, identity) reads the input row in place.  Returns -1 when the
-    scratch allocation failed (the caller raises MemoryError).
+    (nearest, identity) reads the input row in place.  Raises MemoryError
+    when the scratch allocation failed.
+
+    Arguments: ``x`` (IN), ``out`` (OUT), ``start_h`` (IN), ``ntap_h`` (IN), ``w_h`` (IN),
+    ``start_w`` (IN), ``ntap_w`` (IN), ``w_w`` (IN), ``num_threads`` (IN).
     """
     cdef Py_ssize_t n_planes = x.shape[0]
     cdef Py_ssize_t width = x.shape[2]
@@ -192,7 +206,7 @@ def apply_hw(const real[:, :, ::1] x, real[:, :, ::1] out,
     cdef int* failed_flag = &failed[0]
     failed[0] = 0
     if n_planes == 0 or ho_len == 0 or wo_len == 0:
-        return 0
+        return
     with nogil, parallel(num_threads=num_threads):
         row = <real*> malloc(width * sizeof(real))
         if row == NULL:
@@ -217,7 +231,8 @@ def apply_hw(const real[:, :, ::1] x, real[:, :, ::1] out,
             _combine_rows(row, &x[p, start_h[oh], 0], width, &w_h[oh, 0], n, width)
             _gather_row(&out[p, oh, 0], row, wo_len, &start_w[0], &ntap_w[0], &w_w[0, 0], kw)
         free(row)
-    return -1 if failed[0] else 0
+    if failed[0]:
+        raise MemoryError("apply_hw: could not allocate the resampling scratch rows")
 
 
 # ---------------------------------------------------------------- nearest modes
@@ -231,7 +246,11 @@ def apply_hw(const real[:, :, ::1] x, real[:, :, ::1] out,
 def nearest_forward(const real[:, :, ::1] x, real[:, :, ::1] out,
                     const Py_ssize_t[::1] rows, const Py_ssize_t[::1] cols,
                     int num_threads):
-    """``out[p, i, j] = x[p, rows[i], cols[j]]``; parallel over planes p."""
+    """``out[p, i, j] = x[p, rows[i], cols[j]]``; parallel over planes p.
+
+    Arguments: ``x`` (IN), ``out`` (OUT), ``rows`` (IN), ``cols`` (IN), ``num_threads``
+    (IN).
+    """
     cdef Py_ssize_t n_planes = x.shape[0]
     cdef Py_ssize_t ro_len = out.shape[1]
     cdef Py_ssize_t wo_len = out.shape[2]
@@ -293,8 +312,11 @@ def nearest_adjoint(const real[:, :, ::1] g, real[:, :, ::1] out,
     Parallel over planes, each owned by one thread; within a plane output rows are
     visited in order (a row-level scatter), so the sums are deterministic.  Input
     rows that no output row reads are zero.  ``uniform`` (k > 0) declares that every
-    column range is ``[k*c, k*c + k)``.  Returns -1 if the per-thread row flags could
-    not be allocated.
+    column range is ``[k*c, k*c + k)``.  Raises MemoryError if the per-thread row flags
+    could not be allocated.
+
+    Arguments: ``g`` (IN), ``out`` (OUT), ``rows`` (IN), ``col_start`` (IN), ``col_count``
+    (IN), ``uniform`` (IN), ``num_threads`` (IN).
     """
     cdef Py_ssize_t n_planes = g.shape[0]
     cdef Py_ssize_t ro_len = g.shape[1]
@@ -307,7 +329,7 @@ def nearest_adjoint(const real[:, :, ::1] g, real[:, :, ::1] out,
     cdef int* failed_flag = &failed[0]
     failed[0] = 0
     if n_planes == 0 or r_len == 0 or w_len == 0:
-        return 0
+        return
     with nogil, parallel(num_threads=num_threads):
         seen = <char*> malloc(r_len * sizeof(char))
         if seen == NULL:
@@ -328,7 +350,8 @@ def nearest_adjoint(const real[:, :, ::1] g, real[:, :, ::1] out,
                     for c in range(w_len):
                         dst[c] = 0
         free(seen)
-    return -1 if failed[0] else 0
+    if failed[0]:
+        raise MemoryError("nearest_adjoint: could not allocate the nearest adjoint's row flags")
 
 
 # ------------------------------------------------------------ single-tap tables
@@ -346,8 +369,11 @@ def weighted_gather(const real[:, :, ::1] x, real[:, :, ::1] out,
     exact zeros.  The product order matches the separable passes (last axis first).
 
     Parallel over planes.  Consecutive output rows that read the same input row share
-    one gathered row (a thread-local scratch), then only scale it.  Returns -1 if the
+    one gathered row (a thread-local scratch), then only scale it.  Raises MemoryError if the
     scratch could not be allocated.
+
+    Arguments: ``x`` (IN), ``out`` (OUT), ``rows`` (IN), ``row_w`` (IN), ``row_empty`` (IN),
+    ``cols`` (IN), ``col_w`` (IN), ``empty_cols`` (IN), ``num_threads`` (IN).
     """
     cdef Py_ssize_t n_planes = x.shape[0]
     cdef Py_ssize_t ro_len = out.shape[1]
@@ -362,7 +388,7 @@ def weighted_gather(const real[:, :, ::1] x, real[:, :, ::1] out,
     cdef int* failed_flag = &failed[0]
     failed[0] = 0
     if n_planes == 0 or ro_len == 0 or wo_len == 0:
-        return 0
+        return
     with nogil, parallel(num_threads=num_threads):
         row = <real*> malloc(wo_len * sizeof(real))
         if row == NULL:
@@ -388,4 +414,5 @@ def weighted_gather(const real[:, :, ::1] x, real[:, :, ::1] out,
                 for j in range(wo_len):
                     dst[j] = f * row[j]
         free(row)
-    return -1 if failed[0] else 0
+    if failed[0]:
+        raise MemoryError("weighted_gather: could not allocate the resampling scratch row")

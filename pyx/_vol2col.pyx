@@ -1,4 +1,7 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
+# Directives: none in this file; setup.py's compiler_directives() sets them for every
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
 """vol2col / col2vol kernels for 3-D convolution as GEMM (kernel contract: pyx/fused.pxd).
 
 The 3-D twin of ``pyx/_im2col.pyx`` (kept separate while the 2-D path is being

@@ -67,13 +67,7 @@ def rng():
 def transforms(request):
     """Run a test with the float32 AVX-512 Winograd transforms (where the CPU has them)
     and again with the portable loops, so both float32 paths stay covered on any machine."""
-    from sandbox._C import _winograd, _winograd4
+    from sandbox.runtime import simd
 
-    on = request.param == "simd"
-    _winograd.use_avx512(on)
-    _winograd4.use_avx512(on)
-    try:
+    with simd.using(isa="auto" if request.param == "simd" else "portable"):
         yield request.param
-    finally:
-        _winograd.use_avx512(True)
-        _winograd4.use_avx512(True)

@@ -7,7 +7,7 @@ when its count reaches zero) does it with an explicit stack, so a 50,000-op
 chain cannot hit Python's recursion limit.
 
 Compare with: ``sandbox.autograd._engine._toposort`` (the same algorithm on
-graph nodes, whose parents are ``t.grad_fn for t in node._next``).
+graph nodes, whose parents are ``e.node`` for each ``Edge`` in ``node._next``).
 """
 
 from __future__ import annotations

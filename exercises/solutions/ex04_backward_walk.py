@@ -7,7 +7,7 @@ sum of the gradients of both uses (the multivariate chain rule).
 
 Compare with: ``sandbox.autograd._engine._run`` and
 ``sandbox.autograd._engine._Walk.visit`` (the same loop, plus hooks, retained
-grads and freeing; ``_Accumulator`` does the adding).
+grads and freeing; ``_Walk.add`` does the adding).
 """
 
 from __future__ import annotations

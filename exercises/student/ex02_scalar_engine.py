@@ -6,8 +6,9 @@ everything else is bookkeeping done once, by the engine (exercises 3 and 4).
 Here every op returns a ``Value`` that remembers its parents and those local
 derivatives, which is exactly what a graph node is.
 
-Compare with: ``sandbox.autograd.Function.apply`` and ``Context`` (the library's
-node: ``ctx._next`` are the parents, and the local rule lives in ``backward``).
+Compare with: ``sandbox.autograd.Function.apply`` and ``sandbox.autograd._node.Node``
+(the library's node, ``y.grad_fn``: its ``_next`` edges lead to the parents, and
+the local rule lives in the Function's ``backward``).
 
 Run: ``python -m pytest exercises/test_ex02_scalar_engine.py --student``
 """

@@ -6,7 +6,9 @@ kernels, half of what the FMA units can do).  ``pyx/sgemm_avx512.h`` is a float3
 GEMM that uses 512-bit FMAs whenever the CPU has them (measured, 1 thread:
 170-240 against OpenBLAS-Haswell's 110-130 GFLOP/s on the convolutions' shapes;
 docs/convolution.md has the table, from ``benchmarks/bench_gemm.py``).  Float64,
-other CPUs and ``SANDBOX_GEMM=blas`` use numpy (:func:`sandbox.runtime.threads.gemm_backend`).
+other CPUs, the ``avx2`` and ``portable`` paths and ``SANDBOX_GEMM=blas`` use numpy: the
+choice is :func:`sandbox.runtime.simd.current`, read at every call (``simd.using(...)``
+changes it for a block).
 
 Both paths compute each product in an order fixed by the shapes, so the
 convolutions stay bitwise reproducible for any thread count.
@@ -17,16 +19,15 @@ from __future__ import annotations
 import numpy as np
 
 from .._C import _gemm
-from ..runtime.threads import gemm_backend
+from ..runtime import simd
 
 __all__ = ["backend", "grouped_matmul", "lhs", "matmul"]
 
-_OWN = gemm_backend() == "avx512"
-
 
 def backend() -> str:
-    """``"avx512"`` when float32 products use the project's kernel, else ``"blas"``."""
-    return "avx512" if _OWN else "blas"
+    """``"avx512"`` when float32 products use the project's kernel, else ``"blas"``
+    (the SIMD selection in force: :func:`sandbox.runtime.simd.current`)."""
+    return simd.current().gemm
 
 
 def lhs(a: np.ndarray) -> np.ndarray:
@@ -35,7 +36,8 @@ def lhs(a: np.ndarray) -> np.ndarray:
     kernel reads it in place instead of packing it for every product (measured, 1
     thread: 162-203 -> 225-251 GFLOP/s on the convolutions' shapes, ``benchmarks/
     bench_gemm.py``).  Else ``a``."""
-    if not _OWN or a.dtype != np.float32 or a.ndim < 2 or a.strides[-2] == a.itemsize:
+    if (simd.current().gemm != "avx512" or a.dtype != np.float32 or a.ndim < 2
+            or a.strides[-2] == a.itemsize):
         return a
     a3 = np.ascontiguousarray(a.reshape(-1, *a.shape[-2:]))
     out = np.empty((a3.shape[0], a3.shape[2], a3.shape[1]), dtype=a.dtype)
@@ -64,7 +66,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = Fal
     False where the products are not this kernel's (the caller parallelises them
     its own way), True otherwise.
     """
-    if _OWN and _fits(a, b, out):
+    if simd.current().gemm == "avx512" and _fits(a, b, out):
         if a.ndim == 2:
             a, b, out = a[None], b[None], out[None]
         m, k = a.shape[1:]
@@ -81,8 +83,13 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = Fal
         # fewer than 8 rows or a depth under 8 fill too little of a 12x32 or 8x32
         # register tile: BLAS is faster there (measured: 2x16x4096 40 vs 24 GFLOP/s,
         # 32x4x1024 53 vs 39)
-        if m >= 8 and k >= 8 and _gemm.matmul(a, b, out, accumulate, num_threads):
-            return True
+        if m >= 8 and k >= 8:
+            try:
+                _gemm.matmul(a, b, out, accumulate, num_threads)
+                return True
+            except MemoryError:  # a thread had no packing buffers: recompute another way
+                if accumulate:
+                    raise  # some products are already added into out: no second pass
     if num_threads > 1:
         return False
     if accumulate:

@@ -22,6 +22,7 @@ one chunk buffer per worker.
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import math
 import os
@@ -112,7 +113,10 @@ def parallel_map(fn, chunks, num_threads: int | None = None) -> list:
     counter = itertools.count()
     errors: list = []
     pool = _get_pool(get_num_threads() - 1 if num_threads is None else num_threads - 1)
-    futures = [pool.submit(_run, fn, chunks, results, counter, errors) for _ in range(nt - 1)]
+    # each pool thread runs in a copy of the caller's context, so settings held in
+    # context variables (sandbox.runtime.simd.using) reach the chunks
+    futures = [pool.submit(contextvars.copy_context().run, _run, fn, chunks, results, counter,
+                           errors) for _ in range(nt - 1)]
     _run(fn, chunks, results, counter, errors)
     for f in futures:
         f.result()

@@ -43,7 +43,7 @@ Rules worth knowing
 from __future__ import annotations
 
 from ._anomaly import detect_anomaly, is_anomaly_enabled
-from ._engine import backward, grad
+from ._backward import backward, grad
 from ._function import Context, Function, once_differentiable, unbroadcast
 from ._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from ._graph import Graph, graph

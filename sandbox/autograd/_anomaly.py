@@ -143,3 +143,14 @@ def annotate(exc: BaseException, node) -> None:
         exc.add_note(
             f"[detect_anomaly] error in the backward of {node.name()}. {_forward_text(node)}"
         )
+
+
+def backward(node, grads):
+    """``node``'s backward under detect_anomaly(): errors and NaN/inf name the forward line."""
+    try:
+        result = node._fn.backward(node._ctx, *grads)
+    except Exception as exc:
+        annotate(exc, node)
+        raise
+    check_result(node, result if isinstance(result, tuple | list) else (result,))
+    return result

@@ -1,20 +1,21 @@
-"""The backward pass: walk the graph from the outputs to the leaves.
+"""The core of the backward pass: order the graph, then walk it from the outputs.
 
-:func:`backward` and :func:`grad` share :func:`_run`, which reads as the algorithm:
+:func:`_run` is the algorithm:
 
-1. **seed** the output gradients (1 for a one-element output);
-2. **order** the nodes so each comes after all of its consumers (:func:`_toposort`,
-   Kahn's algorithm with explicit stacks, so any depth works); :func:`grad` also
-   **prunes** the nodes that lead to none of the requested inputs;
+1. **seed** the gradient of each output (:meth:`_Walk.add`);
+2. **order** the nodes so each comes after all of its consumers (:func:`_toposort`:
+   Kahn's algorithm with explicit stacks, so a graph of any depth works);
 3. **visit** each node (:meth:`_Walk.visit`): pop the summed gradient of each of
-   its outputs and run that tensor's hooks, store ``retain_grad`` gradients, call
-   ``backward`` (checked for NaN/inf under ``detect_anomaly``), **free** the node
-   unless ``retain_graph=True``, and send each returned gradient to the input it
-   belongs to (another node's output slot in the accumulator, or a leaf's ``.grad``);
-4. **finish the leaves**: hooks on leaves run once, on the summed gradient.
+   its outputs, call the op's ``backward``, **free** the node unless
+   ``retain_graph=True``, and **send** each returned gradient on: added into the
+   pending gradient of the node that made that input, or into a leaf's ``.grad``.
 
-Grad mode is off while the backward methods run, unless ``create_graph=True``:
-then the Tensor ops inside them are recorded and gradients carry their own graph.
+Gradients are plain ndarrays throughout, or Tensors under ``create_graph=True``
+(grad mode is then on, so the ops inside each backward are recorded); the only
+conversions are at the seeds, at the leaves, and for a backward written with
+Tensor ops, which receives Tensors.  Hooks, ``retain_grad()`` and :func:`grad`'s
+captures are a layer on top (``_backward.py``) that subclasses :class:`_Walk`;
+the core calls it only for a node that has hooks, retains or is captured.
 """
 
 from __future__ import annotations
@@ -23,11 +24,9 @@ import numpy as np
 
 from . import _anomaly
 from ._function import _FREED_MESSAGE
-from ._grad_mode import is_grad_enabled, set_grad_enabled
-from ._hooks import run_hooks
+from ._grad_mode import set_grad_enabled
+from ._node import Edge
 from ._tensor import Tensor, as_ndarray
-
-__all__ = ["backward", "grad"]
 
 
 def _toposort(roots):
@@ -35,59 +34,145 @@ def _toposort(roots):
 
     Kahn's algorithm with explicit stacks: no recursion, so any depth works.
     """
-    roots = list(dict.fromkeys(roots))  # a node listed twice must be counted once
-    consumers = {}
-    seen = set(roots)
-    stack = list(roots)
+    consumers = dict.fromkeys(roots, 0)  # node -> edges into it from its consumers
+    stack = list(consumers)
     while stack:
-        for t in stack.pop()._next or ():
-            child = t.grad_fn if t is not None else None
-            if child is not None:
-                consumers[child] = consumers.get(child, 0) + 1
-                if child not in seen:
-                    seen.add(child)
-                    stack.append(child)
-    ready = [n for n in roots if n not in consumers]
+        for e in stack.pop()._next or ():
+            if type(e) is Edge:  # leaves and None have no node to visit
+                n = consumers.get(e.node)
+                if n is None:
+                    stack.append(e.node)
+                consumers[e.node] = 1 if n is None else n + 1
+    ready = [node for node, n in consumers.items() if n == 0]
     order = []
     while ready:
         node = ready.pop()
         order.append(node)
-        for t in node._next or ():
-            child = t.grad_fn if t is not None else None
-            if child is not None:
-                consumers[child] -= 1
-                if consumers[child] == 0:
-                    ready.append(child)
+        for e in node._next or ():
+            if type(e) is Edge:
+                consumers[e.node] -= 1
+                if consumers[e.node] == 0:
+                    ready.append(e.node)
     return order
 
 
-class _Accumulator:
-    """Sums of incoming gradients, keyed by (node, output_nr) or id(leaf).
+def _run(walk, roots, seeds):
+    """The backward pass: seed, order, visit every node, finish.  Returns ``walk``."""
+    for t, g in zip(roots, seeds, strict=True):
+        if t.grad_fn is None:
+            walk.leaf(t, g)
+        else:
+            walk.add(t.grad_fn, t._output_nr, g)
+    order = walk.order(_toposort([t.grad_fn for t in roots if t.grad_fn is not None]))
+    with set_grad_enabled(walk.create):  # record the backward ops only for create_graph
+        for node in order:
+            walk.visit(node)
+        walk.finish()
+    return walk
 
-    Without create_graph, the first gradient is kept as is (it may alias another
-    array), the second sum allocates, later ones add in place into that array.
-    """
 
-    def __init__(self, create_graph):
+class _Walk:
+    """One backward pass: the gradients still to be passed on, and the visit."""
+
+    watched = frozenset()  # nodes whose output gradients grad() captures (the layer's)
+
+    def __init__(self, retain_graph, create_graph):
+        self.retain = retain_graph
         self.create = create_graph
-        self.grads = {}
-        self.owned = set()
+        self.pending = {}  # node -> summed gradient of each output (None: none yet)
+        self.owned = set()  # ids of sums allocated here: only those are added into in place
+        self.anomaly = _anomaly._flag.enabled  # read once: no cost per node when off
 
-    def add(self, key, g):
-        prev = self.grads.get(key)
+    def visit(self, node):
+        if node._freed:
+            raise RuntimeError(_FREED_MESSAGE.format(node.name()))
+        grads = self.pending.pop(node, None)
+        if grads is None:  # no gradient reached this node
+            return
+        if self.owned:
+            self.owned.difference_update(map(id, grads))
+        if node._hooks is not None or node._retained is not None or node in self.watched:
+            grads = self.outputs(node, grads)  # the layer: hooks, retain_grad, captures
+        elif len(grads) > 1:
+            _fill_zeros(node, grads, self.create)
+        fn, ctx, edges = node._fn, node._ctx, node._next
+        if self.create:
+            ctx._node = node  # saved outputs come back attached to this node
+        elif not fn.plain_backward_arrays:
+            grads = [Tensor._make(g) for g in grads]  # a backward written with Tensor ops
+        try:
+            result = _anomaly.backward(node, grads) if self.anomaly else fn.backward(ctx, *grads)
+        finally:
+            if self.create:
+                ctx._node = None
+        if type(result) is not tuple:
+            result = tuple(result) if isinstance(result, list) else (result,)
+        if len(result) != len(edges):
+            _check_count(node, result)
+        if not self.retain:
+            node._release()
+        for i, (e, g) in enumerate(zip(edges, result, strict=False)):  # extra Nones: checked
+            if e is None or g is None:
+                continue
+            if self.create or type(g) is not np.ndarray:
+                g = _one_form(g, self.create)
+            if type(e) is Edge:
+                shape, dtype = e.node._out_meta[e.output_nr]
+            else:
+                shape, dtype = e._data.shape, e._data.dtype
+            if g.shape != shape:
+                _wrong_shape(node, i, g, shape)
+            if g.dtype != dtype:
+                g = g.astype(dtype)
+            if type(e) is Edge:
+                self.add(e.node, e.output_nr, g)
+            else:
+                self.leaf(e, g, fn.fresh_grads)
+
+    def add(self, node, nr, g):
+        """Add ``g`` to the pending gradient of output ``nr`` of ``node``."""
+        slots = self.pending.get(node)
+        if slots is None:
+            slots = self.pending[node] = [None] * len(node._out_meta)
+        prev = slots[nr]
         if prev is None:
-            self.grads[key] = g
+            slots[nr] = g  # kept as is: it may be another gradient's array too
         elif self.create:
-            self.grads[key] = prev + g
-        elif key in self.owned:
+            slots[nr] = prev + g
+        elif id(prev) in self.owned:
             np.add(prev, g, out=prev)
         else:
-            self.grads[key] = as_ndarray(prev + g)  # 0-d + 0-d gives a numpy scalar
-            self.owned.add(key)
+            slots[nr] = s = as_ndarray(prev + g)  # 0-d + 0-d gives a numpy scalar
+            self.owned.add(id(s))
 
-    def pop(self, key):
-        self.owned.discard(key)
-        return self.grads.pop(key, None)
+    # -- the layer's hooks (see _backward.py); these are the plain versions
+    def order(self, nodes):
+        return nodes
+
+    def outputs(self, node, grads):
+        _fill_zeros(node, grads, self.create)
+        return grads
+
+    def leaf(self, t, g, fresh=False):
+        _accumulate_into(t, g, self.create, fresh)
+
+    def finish(self):
+        pass
+
+
+def _fill_zeros(node, grads, create):
+    """Outputs that received no gradient get zeros."""
+    for i, g in enumerate(grads):
+        if g is None:
+            z = np.zeros(*node._out_meta[i])
+            grads[i] = Tensor._make(z) if create else z
+
+
+def _one_form(g, create):
+    """A returned gradient in the walk's form: a Tensor under create_graph, else an array."""
+    if create:
+        return g if isinstance(g, Tensor) else Tensor._make(np.asarray(g))
+    return g._data if isinstance(g, Tensor) else np.asarray(g)
 
 
 def _accumulate_into(t, g, create, fresh=False):
@@ -100,260 +185,29 @@ def _accumulate_into(t, g, create, fresh=False):
         g = g if isinstance(g, Tensor) else Tensor._make(g)
         t.grad = g if t.grad is None else t.grad + g
     elif t.grad is None:
-        if not (fresh and g.dtype == t.dtype and g.flags.c_contiguous and g.flags.writeable):
-            g = np.array(g, dtype=t.dtype, order="C")  # own a fresh copy
+        dtype = t._data.dtype
+        if not (fresh and g.dtype == dtype and g.flags.c_contiguous and g.flags.writeable):
+            g = np.array(g, dtype=dtype, order="C")  # own a fresh copy
         t.grad = Tensor._make(g)
-    elif not t.grad._requires_grad and t.grad._data.flags.writeable and t.grad.shape == g.shape:
-        np.add(t.grad._data, g, out=t.grad._data)
     else:
-        t.grad = Tensor._make(t.grad._data + g)
+        have = t.grad._data
+        if not t.grad._requires_grad and have.flags.writeable and have.shape == g.shape:
+            np.add(have, g, out=have)
+        else:
+            t.grad = Tensor._make(have + g)
 
 
-def _check_grad(node, i, t, g, create):
-    """Validate one gradient returned by ``node``'s backward for its input ``t``."""
-    if create:
-        g = g if isinstance(g, Tensor) else Tensor._make(np.asarray(g))
-    else:
-        g = g._data if isinstance(g, Tensor) else np.asarray(g)
-    if g.shape != t.shape:
+def _check_count(node, result):
+    n = len(node._next)
+    if len(result) < n or any(r is not None for r in result[n:]):
         raise RuntimeError(
-            f"{node.name()} returned a gradient of shape {tuple(g.shape)} for input {i}, "
-            f"but that input has shape {tuple(t.shape)}"
+            f"{node.name()} returned {len(result)} gradients, expected {n} "
+            "(one per positional forward argument)"
         )
-    if g.dtype != t.dtype:
-        g = g.astype(t.dtype)
-    return g
 
 
-def _run(roots, seeds, retain_graph, create_graph, inputs=None):
-    """The backward pass.  Returns the captured gradients when ``inputs`` is given."""
-    walk = _Walk(create_graph, inputs)
-    walk.seed(roots, seeds)
-    order = _toposort([t.grad_fn for t in roots if t.grad_fn is not None])
-    if inputs is not None:
-        walk.prune(order)
-    with set_grad_enabled(create_graph):  # record the backward ops only for create_graph
-        for node in order:
-            walk.visit(node, retain_graph)
-        walk.finish_leaves()
-    return walk.captured(inputs)
-
-
-class _Walk:
-    """The state of one backward pass and its steps, in the order :func:`_run` takes them.
-
-    ``capture`` maps each tensor that :func:`grad` asked for to its key (``id`` for
-    a leaf, ``(node, output_nr)`` otherwise); it is None for :func:`backward`.
-    """
-
-    def __init__(self, create_graph, inputs):
-        self.create = create_graph
-        self.acc = _Accumulator(create_graph)
-        self.capture = None if inputs is None else {_key(t): t for t in inputs}
-        self.hooked = {}  # leaves with hooks: their gradients wait in acc until the walk ends
-        self.runs = None  # with inputs: only the nodes that lead to a captured tensor
-        self.anomaly = _anomaly._flag.enabled  # read once: no cost per node when off
-
-    # -- 1. seed the outputs' gradients
-    def seed(self, roots, seeds):
-        for t, g in zip(roots, seeds, strict=True):
-            self.send_to(t, g)
-
-    # -- 2. (grad() only) skip the nodes that lead to no captured tensor
-    def prune(self, order):
-        capture = self.capture
-        self.runs, reach = set(), set()
-        for node in reversed(order):  # consumers come first in order: walk it backwards
-            if any(
-                t is not None and (t.grad_fn in reach if t.grad_fn else id(t) in capture)
-                for t in node._next or ()
-            ):
-                self.runs.add(node)
-            if node in self.runs or any(key[0] is node for key in capture if type(key) is tuple):
-                reach.add(node)
-
-    # -- 3. visit one node: its outputs' summed gradients through its backward to its inputs
-    def visit(self, node, retain_graph):
-        if node._freed:
-            raise RuntimeError(_FREED_MESSAGE.format(node.name()))
-        live = self.runs is None or node in self.runs
-        grads = self.output_grads(node, live)
-        if grads is None:  # no gradient reached this node
-            return
-        self.retain_grads(node, grads)
-        if not live:
-            return
-        result = self.call_backward(node, grads)
-        edges = node._next
-        if not retain_graph:
-            node._release()
-        fresh = node._fn.fresh_grads
-        for i, (t, g) in enumerate(zip(edges, result, strict=False)):  # extra Nones allowed
-            if t is not None and g is not None:
-                self.send_to(t, _check_grad(node, i, t, g, self.create), fresh)
-
-    def output_grads(self, node, live):
-        """Pop the summed gradient of each output (zeros if it got none) and run its hooks."""
-        grads = [self.acc.pop((node, i)) for i in range(len(node._out_meta))]
-        if all(g is None for g in grads):
-            return None
-        for i, g in enumerate(grads):
-            if g is None:  # outputs that received no gradient get zeros
-                g = np.zeros(*node._out_meta[i])
-                grads[i] = Tensor._make(g) if self.create else g
-                continue
-            captured = self.capture is not None and (node, i) in self.capture
-            if node._hooks and node._hooks.get(i) and (live or captured):
-                what = f"output {i} of {node.name()}"
-                grads[i] = run_hooks(node._hooks[i], g, self.create, what)
-            if captured:
-                self.acc.grads[(node, i)] = grads[i]
-        return grads
-
-    def retain_grads(self, node, grads):
-        """Store the gradients of outputs that called ``retain_grad()`` (backward only)."""
-        if node._retained and self.capture is None:
-            for i, ref in node._retained.items():
-                if ref() is not None:
-                    _accumulate_into(ref(), grads[i], self.create)
-
-    def call_backward(self, node, grads):
-        """Run the op's backward; one gradient (or None) per positional forward input."""
-        wrapped = [g if isinstance(g, Tensor) else Tensor._make(g) for g in grads]
-        if self.anomaly:
-            result = _checked_backward(node, wrapped)
-        else:
-            result = node._fn.backward(node, *wrapped)
-        if not isinstance(result, tuple | list):
-            result = (result,)
-        n = len(node._next)
-        if len(result) < n or any(r is not None for r in result[n:]):
-            raise RuntimeError(
-                f"{node.name()} returned {len(result)} gradients, expected {n} "
-                "(one per positional forward argument)"
-            )
-        return result
-
-    def send_to(self, t, g, fresh=False):
-        """Add ``g`` to what ``t`` has received: its node's output slot, or a leaf
-        (``fresh``: see :func:`_accumulate_into`)."""
-        if t.grad_fn is not None:
-            self.acc.add((t.grad_fn, t._output_nr), g)
-        elif self.capture is not None:
-            if id(t) in self.capture:
-                self.acc.add(id(t), g)
-        elif t._hooks:
-            self.acc.add(id(t), g)
-            self.hooked[id(t)] = t
-        else:
-            _accumulate_into(t, g, self.create, fresh)
-
-    # -- 4. leaf hooks run once per pass, on the summed gradient, before .grad is touched
-    def finish_leaves(self):
-        acc, create = self.acc, self.create
-        for key, t in self.hooked.items():
-            _accumulate_into(t, run_hooks(t._hooks, acc.pop(key), create, "a leaf"), create)
-        for key, t in (self.capture or {}).items():
-            if type(key) is int and t._hooks and key in acc.grads:
-                acc.grads[key] = run_hooks(t._hooks, acc.grads[key], create, "a leaf")
-
-    def captured(self, inputs):
-        """The gradients :func:`grad` asked for (None for :func:`backward`)."""
-        if inputs is None:
-            return None
-        return [self.acc.grads.get(_key(t)) for t in inputs]
-
-
-def _key(t):
-    """Where the gradient of ``t`` is summed: ``id(t)`` for a leaf, else its node output."""
-    return id(t) if t.grad_fn is None else (t.grad_fn, t._output_nr)
-
-
-def _checked_backward(node, grads):
-    """``node``'s backward under detect_anomaly(): errors and NaN/inf name the forward line."""
-    try:
-        result = node._fn.backward(node, *grads)
-    except Exception as exc:
-        _anomaly.annotate(exc, node)
-        raise
-    _anomaly.check_result(node, result if isinstance(result, tuple | list) else (result,))
-    return result
-
-
-def _roots_and_seeds(outputs, grad_outputs):
-    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
-    if grad_outputs is None or isinstance(grad_outputs, Tensor | np.ndarray):
-        grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
-    grad_outputs = list(grad_outputs)
-    if len(grad_outputs) != len(outputs):
-        raise ValueError(
-            f"got {len(grad_outputs)} grad_outputs for {len(outputs)} outputs; give one each"
-        )
-    seeds = []
-    for k, (t, g) in enumerate(zip(outputs, grad_outputs, strict=True)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"outputs must be Tensors, got {type(t).__name__} at position {k}")
-        if not t._requires_grad:
-            raise RuntimeError(
-                f"element {k} of tensors does not require grad and does not have a grad_fn"
-            )
-        if g is None:
-            if t._data.size != 1:
-                raise RuntimeError(
-                    f"grad can be implicitly created only for one-element outputs; output {k} "
-                    f"has shape {t.shape}: pass a gradient"
-                )
-            g = np.ones(t.shape, t.dtype)
-        elif isinstance(g, Tensor):
-            g = g if is_grad_enabled() and g._requires_grad else g._data
-        else:
-            g = np.asarray(g, dtype=t.dtype)
-        if g.shape != t.shape:
-            raise ValueError(
-                f"gradient for output {k} has shape {tuple(g.shape)}, expected {tuple(t.shape)}"
-            )
-        seeds.append(g)
-    return outputs, seeds
-
-
-def _seeds_for(seeds, create_graph):
-    if create_graph:
-        return [g if isinstance(g, Tensor) else Tensor._make(g) for g in seeds]
-    return [g._data if isinstance(g, Tensor) else g for g in seeds]
-
-
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False) -> None:
-    """Accumulate the gradients of ``tensors`` into the ``.grad`` of the graph's leaves."""
-    roots, seeds = _roots_and_seeds(tensors, grad_tensors)
-    retain = create_graph if retain_graph is None else retain_graph
-    _run(roots, _seeds_for(seeds, create_graph), retain, create_graph)
-
-
-def grad(
-    outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False
-):
-    """Gradients of ``outputs`` with respect to ``inputs``, returned as a tuple.
-
-    As ``torch.autograd.grad``: ``.grad`` attributes are not touched; an input the
-    outputs do not depend on is an error unless ``allow_unused=True`` (then None).
-    """
-    roots, seeds = _roots_and_seeds(outputs, grad_outputs)
-    single = isinstance(inputs, Tensor)
-    inputs = [inputs] if single else list(inputs)
-    for k, t in enumerate(inputs):
-        if not isinstance(t, Tensor) or not t._requires_grad:
-            raise RuntimeError(f"input {k} of grad() is not a Tensor that requires grad")
-    retain = create_graph if retain_graph is None else retain_graph
-    found = _run(roots, _seeds_for(seeds, create_graph), retain, create_graph, inputs)
-    out = []
-    for k, g in enumerate(found):
-        if g is None:
-            if not allow_unused:
-                raise RuntimeError(
-                    f"input {k} of grad() was not used to compute the outputs; pass "
-                    "allow_unused=True to get None for it"
-                )
-            out.append(None)
-        else:
-            out.append(g if isinstance(g, Tensor) else Tensor._make(g))
-    return tuple(out)
+def _wrong_shape(node, i, g, shape):
+    raise RuntimeError(
+        f"{node.name()} returned a gradient of shape {tuple(g.shape)} for input {i}, "
+        f"but that input has shape {tuple(shape)}"
+    )

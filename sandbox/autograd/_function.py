@@ -2,18 +2,23 @@
 
 A :class:`Function` subclass pairs ``forward(ctx, *arrays)`` with
 ``backward(ctx, *grads)``.  :meth:`Function.apply` unwraps Tensor arguments to
-ndarrays, runs ``forward``, and, when grad mode is on and some input requires
-grad, turns the :class:`Context` into a graph node: ``ctx._next`` holds, per
-positional argument whose gradient is wanted, the input if it is a leaf, else an
-``_Edge`` to the node that made it (node, output number, shape, dtype: no array,
-so an input no backward saved is freed with the forward); None for the others.
+ndarrays, runs ``forward`` with a fresh :class:`Context` (the op's scratch space:
+what it saves, and any attribute it sets), and, when grad mode is on and some
+input requires grad, records a graph :class:`~sandbox.autograd._node.Node` that
+holds the Function, the context and one edge per input (see ``_node``).
+
+Gradients
+    ``backward`` receives Tensors, so a backward written with Tensor ops is
+    differentiable again; a :func:`once_differentiable` backward (a kernel call)
+    receives and returns plain ndarrays, and outside ``create_graph=True`` the
+    engine hands it its arrays as they are.
 
 Saved tensors
     ``ctx.save_for_backward(*items)`` takes arrays, Tensors or None;
     ``ctx.saved_tensors`` gives them back as Tensors.  An array that *is* (by
     identity) one of the forward's input arrays comes back as that input Tensor;
     an array that is one of the forward's outputs comes back as the output,
-    attached to this node while the backward is itself being recorded
+    attached to this op's node while the backward is itself being recorded
     (``create_graph=True``); any other array is a constant.  So a backward written
     with Tensor ops in terms of its inputs/outputs is differentiable again.
 
@@ -25,8 +30,9 @@ In-place writes
     versions, as in PyTorch.  Writes made with numpy on ``t.numpy()`` are not seen.
 
 Release
-    After its backward (unless ``retain_graph=True``) a node drops everything it
-    kept: saved items, inputs, and any attribute the op set on ``ctx``.
+    After its backward (unless ``retain_graph=True``) the node releases its
+    context, which drops everything it kept: saved items and any attribute the op
+    set on ``ctx``.
 
 once_differentiable
     A backward decorated with :func:`once_differentiable` gets C-contiguous
@@ -42,6 +48,7 @@ import numpy as np
 
 from . import _anomaly
 from ._grad_mode import _state, no_grad
+from ._node import Edge, Node
 from ._tensor import Tensor, _Version, as_ndarray
 
 __all__ = ["Context", "Function", "once_differentiable", "unbroadcast"]
@@ -69,32 +76,27 @@ class _SavedOutput:
 
 
 class Context:
-    """Per-call state shared by ``forward`` and ``backward``; also the graph node.
+    """Per-call state shared by ``forward`` and ``backward``: the op's scratch space.
 
-    Functions may store any extra attribute on it (``ctx.shape = x.shape``).
+    Functions may store any extra attribute on it (``ctx.shape = x.shape``).  The
+    graph node (``y.grad_fn``) is a separate object that holds this context.
     """
 
-    # Rarely used node attributes: class-level defaults cost nothing per call.
-    _hooks = None  # output_nr -> {handle id: hook} (non-leaf tensor hooks)
-    _trace = None  # forward call stack, recorded only under detect_anomaly()
     _versions = None  # per saved item: the Tensor's version when saved (None: not a Tensor)
+    _freed = False
+    _node = None  # this op's node, only while its backward runs under create_graph
 
     def __init__(self, fn, inputs, needs_input_grad):
-        self._fn = fn
+        self._fn = fn  # to name the op in errors
         self._inputs = inputs  # the apply() args, during forward only
         self._saved = ()
-        self._next = None  # per forward arg needing grad: the leaf, or an _Edge; else None
-        self._out_meta = None  # per output: (shape, dtype)
-        self._retained = None  # output_nr -> weakref of a tensor that called retain_grad
-        self._freed = False
-        self._consts = None  # per forward arg: (shape, dtype) of a Tensor needing no grad
         self.needs_input_grad = needs_input_grad
 
     def name(self) -> str:
         return f"{self._fn.__name__}Backward"
 
     def __repr__(self):
-        return f"<{self.name()}>"
+        return f"<Context of {self._fn.__name__}>"
 
     def save_for_backward(self, *items) -> None:
         """Save arrays, Tensors or None for backward (call at most once, in forward)."""
@@ -125,7 +127,7 @@ class Context:
         out = []
         for item in self._saved:
             if isinstance(item, _SavedOutput):
-                node = self if _state.enabled else None
+                node = self._node if _state.enabled else None
                 item = Tensor._make(item.data, node, item.index)
             elif isinstance(item, np.ndarray):
                 item = Tensor._make(item)
@@ -140,21 +142,14 @@ class Context:
         if self._versions is not None:
             self._check_versions()
         return tuple(
-            item._data if isinstance(item, Tensor) else getattr(item, "data", item)
-            for item in self._saved
+            [
+                item._data if isinstance(item, Tensor) else getattr(item, "data", item)
+                for item in self._saved
+            ]
         )
 
-    def _record(self, args, needs, outputs) -> None:
-        """Turn this context into a graph node once forward has returned."""
-        self._next = tuple(
-            (a if a.grad_fn is None else _Edge(a)) if need else None
-            for a, need in zip(args, needs, strict=True)
-        )
-        self._consts = tuple(
-            (a.shape, a.dtype) if not need and isinstance(a, Tensor) else None
-            for a, need in zip(args, needs, strict=True)
-        )
-        self._out_meta = [(o.shape, o.dtype) for o in outputs]
+    def _mark_outputs(self, outputs) -> None:
+        """Once forward has returned: a saved array that is an output is noted as one."""
         for i, item in enumerate(self._saved):
             if isinstance(item, np.ndarray):
                 for j, o in enumerate(outputs):
@@ -166,7 +161,6 @@ class Context:
                         break
             elif isinstance(item, np.generic):  # a saved 0-d constant: keep it an array
                 self._saved[i] = as_ndarray(item)
-        self._inputs = None
 
     def _rebase_output(self, index, tensor) -> None:
         """An in-place op wrote this node's output ``index`` into ``tensor`` (which now
@@ -191,51 +185,33 @@ class Context:
                 )
 
     def _release(self) -> None:
-        """Drop everything the node keeps for backward: saved items, inputs, and the
-        attributes the op set on ctx (masks, shapes ...).  What stays is what the engine
-        and graph(t) need to name the node: its function, output metadata, hooks."""
-        d = self.__dict__
-        for key in d.keys() - _KEPT_AFTER_RELEASE:
-            del d[key]
-        self._saved = None
-        self._next = None
+        """Drop everything kept for backward: saved items and the attributes the op
+        set on ctx (masks, shapes ...).  Called by the node after its backward."""
+        fn = self._fn
+        self.__dict__.clear()
+        self._fn = fn
         self._freed = True
 
 
-_KEPT_AFTER_RELEASE = frozenset(
-    {"_fn", "_out_meta", "_retained", "_consts", "needs_input_grad", "_hooks", "_trace"}
-)
-
-
-class _Edge(Tensor):
-    """The edge from a node to a non-leaf input: the input's node, output number,
-    shape and dtype, but not its array.
-
-    So an activation that no backward saved (a batch norm's output, which the ReLU
-    after it does not need) is freed once the forward has moved on, instead of
-    living until the consumer's backward.  Leaves stay real Tensors in ``_next``.
-    """
-
-    __slots__ = ("_shape", "_dtype")
-    shape = property(lambda self: self._shape)
-    dtype = property(lambda self: self._dtype)
-    ndim = property(lambda self: len(self._shape))
-
-    def __init__(self, t):
-        self._shape = t.shape
-        self._dtype = t.dtype
-        self._requires_grad = True
-        self.grad = None
-        self.grad_fn = t.grad_fn
-        self._output_nr = t._output_nr
-        self._hooks = None
-        self._ver = None
-
-    @property
-    def _data(self):
-        # Only read where an edge is passed on as a Function input (once_differentiable
-        # links its results to the node's inputs); the values are never used.
-        return np.broadcast_to(np.zeros((), self._dtype), self._shape)
+def _record(fn, ctx, args, needs, outputs):
+    """The graph node of one op call, once forward has returned ``outputs``."""
+    edges = []
+    consts = None
+    for k, (a, need) in enumerate(zip(args, needs, strict=True)):
+        if need:  # a leaf is its own edge; a non-leaf input is (its node, its output nr)
+            edges.append(a if a.grad_fn is None else Edge(a.grad_fn, a._output_nr))
+        else:
+            edges.append(None)
+            if isinstance(a, Tensor):
+                if consts is None:
+                    consts = [None] * len(args)
+                consts[k] = (a._data.shape, a._data.dtype)
+    node = Node(fn, ctx, edges, [(o.shape, o.dtype) for o in outputs])
+    if consts is not None:
+        node._consts = consts
+    if ctx._saved:
+        ctx._mark_outputs(outputs)
+    return node
 
 
 _FREED_MESSAGE = (
@@ -270,6 +246,23 @@ class Function:
     def backward(ctx, *grads):
         raise NotImplementedError
 
+    #: Set True on a Function whose plain backward (``create_graph=False``) returns only
+    #: arrays it allocated itself, none of them an input, a saved array or another
+    #: returned gradient: a leaf without a gradient then keeps the array as its
+    #: ``.grad`` instead of a copy.
+    fresh_grads = False
+
+    #: Set True on a Function whose ``backward`` works on ndarrays outside
+    #: ``create_graph=True`` (a kernel-backed op): the engine then hands it the
+    #: gradients as the arrays it sums, without wrapping them into Tensors.  Under
+    #: create_graph every backward receives Tensors.  once_differentiable sets it.
+    plain_backward_arrays = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if getattr(cls.backward, "_array_grads", False):
+            cls.plain_backward_arrays = True
+
     @classmethod
     def apply(cls, *args, **kwargs):
         grad_on = _state.enabled
@@ -290,12 +283,13 @@ class Function:
         single = not isinstance(out, tuple)
         outs = [out] if single else out
         outs = [o if isinstance(o, np.ndarray) else _as_output(ctx, o) for o in outs]
+        ctx._inputs = None
         if record:
-            ctx._record(args, needs, outs)
+            node = _record(cls, ctx, args, needs, outs)
             if _anomaly._flag.enabled:
-                ctx._trace = _anomaly.capture_stack()
+                node._trace = _anomaly.capture_stack()
             results = [
-                Tensor._make(o, ctx, i) if o.dtype.kind == "f" else Tensor._make(o)
+                Tensor._make(o, node, i) if o.dtype.kind == "f" else Tensor._make(o)
                 for i, o in enumerate(outs)
             ]
             for item in ctx._saved:  # a saved output shares the output's version counter
@@ -370,16 +364,34 @@ def once_differentiable(backward_fn):
         single = not isinstance(result, tuple)
         result = (result,) if single else result
         # Results depend on the incoming grads and on the node's inputs.
-        deps = [g for g in grads if isinstance(g, Tensor) and g._requires_grad]
-        deps += [t for t in (ctx._next or ()) if t is not None]
+        deps = [_edge(g) for g in grads if isinstance(g, Tensor) and g._requires_grad]
+        if ctx._node is not None:
+            deps += [e for e in ctx._node._next if e is not None]
         if deps:
-            name = ctx.name()
-            result = tuple(
-                None if r is None else _DelayedError.apply(_raw(r), name, *deps) for r in result
-            )
+            result = tuple(None if r is None else _delayed(_raw(r), ctx, deps) for r in result)
         return result[0] if single else result
 
+    wrapper._array_grads = True
     return wrapper
+
+
+def _edge(t):
+    """The edge to tensor ``t`` (a leaf is its own edge)."""
+    return t if t.grad_fn is None else Edge(t.grad_fn, t._output_nr)
+
+
+def _delayed(value, ctx, deps):
+    """``value`` as the output of a _DelayedError node whose inputs are ``deps``.
+
+    As ``_DelayedError.apply(value, name, *deps)`` would record it, with the edges
+    given directly (an Edge is not a Tensor to pass to apply).
+    """
+    err = Context(_DelayedError, (), (False, False) + (True,) * len(deps))
+    err.op = ctx.name()
+    if value.dtype.kind != "f":
+        return Tensor._make(value)
+    node = Node(_DelayedError, err, [None, None, *deps], [(value.shape, value.dtype)])
+    return Tensor._make(value, node, 0)
 
 
 def _raw(x):

@@ -279,7 +279,7 @@ class Tensor:
         ``grad`` is the gradient with respect to self; it may be omitted for a
         one-element tensor (it is then 1).
         """
-        from ._engine import backward
+        from ._backward import backward
 
         backward(self, grad, retain_graph=retain_graph, create_graph=create_graph)
 

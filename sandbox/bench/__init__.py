@@ -36,6 +36,15 @@ def _positive_int(text: str) -> int:
     return n
 
 
+def _thread_counts(text: str) -> list[int]:
+    """``2`` or ``1,2``: one thread count or several (each case runs at every count)."""
+    counts = [_positive_int(part.strip()) for part in text.split(",") if part.strip()]
+    if not counts:
+        raise argparse.ArgumentTypeError(f"expected positive integers such as 2 or 1,2, got "
+                                         f"{text!r}")
+    return list(dict.fromkeys(counts))
+
+
 def _fraction(text: str) -> float:
     try:
         value = float(text)
@@ -63,8 +72,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="smoke run: small shapes, 3 repeats, 1 warm-up (about a minute)")
     g.add_argument("--no-torch", action="store_true", help="do not time PyTorch")
     g = p.add_argument_group("how to measure")
-    g.add_argument("--threads", type=_positive_int, default=2,
-                   help="threads for the sandbox kernels, BLAS and PyTorch (default: 2)")
+    g.add_argument("--threads", type=_thread_counts, default=[2], metavar="N[,N...]",
+                   help="threads for the sandbox kernels and PyTorch (default: 2); several "
+                        "counts (e.g. 1,2) run every case at each and report the speed-up "
+                        "and the cores busy")
+    g.add_argument("--isa", choices=["auto", "avx512", "avx2", "portable"],
+                   help="the sandbox's SIMD path (sandbox.runtime.simd; default: $SANDBOX_ISA "
+                        "or auto). avx2 is what a CPU without AVX-512 runs; PyTorch is limited "
+                        "the same way (ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 "
+                        "MKL_ENABLE_INSTRUCTIONS=AVX2, before torch is imported; the bench "
+                        "re-executes itself when they were not set in time)")
+    g.add_argument("--no-reexec", dest="reexec", action="store_false",
+                   help="with --isa: print the command that limits PyTorch and OpenBLAS "
+                        "instead of re-executing the benchmark with it")
     g.add_argument("--repeat", type=_positive_int,
                    help="timed calls per case (default: 7, or 3 with --quick)")
     g.add_argument("--warmup", type=int, help="untimed calls first (default: 2, or 1 with "
@@ -112,6 +132,7 @@ def _load_baseline(args):
 
 def _check_outputs(args) -> None:
     """Refuse output names and folders that cannot be written, before anything runs."""
+    from ..train._outputs import check_writable_folder
     from ._report import baseline_path
 
     targets = [("--json", args.json), ("--plot", args.plot)]
@@ -123,13 +144,74 @@ def _check_outputs(args) -> None:
         if os.path.isdir(target):
             raise ValueError(f"{flag} {target} is a directory; give a file name")
         folder = os.path.dirname(os.path.abspath(target))
-        if flag != "--save" and not os.path.isdir(folder):
-            raise ValueError(f"{flag} {target}: the folder {folder} does not exist")
-        if os.path.exists(folder) and not os.access(folder, os.W_OK):
-            raise ValueError(f"{flag} {target}: the folder {folder} is not writable")
+        # A real write test (permission bits do not stop root; a read-only mount does);
+        # --save makes its storage folder, so its nearest existing parent is tried.
+        check_writable_folder(folder, flag, create=flag == "--save")
+
+
+def _check_memory(cases, quick: bool) -> None:
+    """Estimate the suite's largest allocations (the bandwidth probe, the GEMM roofline
+    and the UNet training steps, ours and PyTorch's at once) against the memory limit."""
+    from ..train._memory_plan import check, train_step_bytes, unet_forward_count
+    from ._cases_3d import UNET3D, UNET3D_BATCH, UNET3D_QUICK, UNET3D_SIZE
+    from ._cases_classic import CLASSIC_SIZES, classic_shape
+
+    probe = 2 * (32 if quick else 256) * 2**20
+    gemm = 3 * 4 * (512 if quick else 2048) ** 2
+    steps = [0]
+    groups = {c.group for c in cases}
+    if "unet-step" in groups:
+        depth, width, n, side = (2, 4, 2, 16) if quick else (4, 16, 8, 64)
+        widths = [width * 2**level for level in range(depth + 1)]
+        steps.append(train_step_bytes(unet_forward_count(3, 3, widths, (side, side)), n))
+    if "unet-classic" in groups:
+        widths, n, side = classic_shape(max(CLASSIC_SIZES), quick)
+        steps.append(train_step_bytes(unet_forward_count(1, 2, widths, (side, side)), n))
+    if "unet3d-step" in groups:
+        arch = UNET3D_QUICK if quick else UNET3D
+        n, side = (2, 8) if quick else (UNET3D_BATCH, UNET3D_SIZE)
+        widths = [arch["base_width"] * 2**level for level in range(arch["depth"] + 1)]
+        steps.append(train_step_bytes(unet_forward_count(1, 4, widths, (side,) * 3), n))
+    check(probe + gemm + 2 * max(steps), f"the benchmark suite ({len(cases)} case(s)"
+          f"{', quick' if quick else ''})", "select fewer cases with --filter, or --quick")
+
+
+def _isa_limits(args) -> dict:
+    """Limit PyTorch (and OpenBLAS) to the ``--isa`` path; re-execute when too late.
+
+    Returns the limits asked for, with the ones that could not take effect under
+    ``"unmet"``.
+    """
+    from ..runtime import simd
+    from . import _env
+
+    isa = args.isa or simd.current().requested_isa  # --isa, else $SANDBOX_ISA
+    limits = _env.isa_limits(isa)
+    unmet = _env.apply_isa_limits(limits) if not args.no_torch else {
+        k: v for k, v in limits.items() if k == "OPENBLAS_CORETYPE"
+        and os.environ.get(k) != v}
+    if unmet and args.reexec and _env.started_as_bench(args.argv):
+        settings = " ".join(f"{k}={v}" for k, v in unmet.items())
+        print(f"--isa {isa}: re-executing with {settings} (they must be set before "
+              "torch / numpy load)", file=sys.stderr)
+        _env.reexec(unmet, args.argv)
+    if unmet:
+        print(f"warning: --isa {isa}: {', '.join(unmet)} can no longer take effect in this "
+              "process (torch or numpy already loaded); for the same limits run:\n  "
+              + _env.isa_command(limits, args.argv), file=sys.stderr)
+    return {**limits, "unmet": unmet} if limits else {}
 
 
 def _run(args) -> int:
+    from ..runtime import simd
+
+    if args.isa:
+        simd.resolve(args.isa, isa_name="--isa")  # a path this CPU lacks: usage error, early
+    with simd.using(isa=args.isa):
+        return _run_selected(args)
+
+
+def _run_selected(args) -> int:
     from . import _env, _report
     from ._runner import run_suite
 
@@ -142,6 +224,7 @@ def _run(args) -> int:
         return 0
     baseline = _load_baseline(args) if args.compare else None
     _check_outputs(args)  # before the run, not after minutes of timing
+    _check_memory(cases, args.quick)
     repeat = args.repeat or (3 if args.quick else 7)
     warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
     if warmup < 0:
@@ -151,26 +234,41 @@ def _run(args) -> int:
     if loaded and args.omp_wait_policy:
         print(f"warning: --omp-wait-policy has no effect on the already loaded "
               f"{', '.join(loaded)}", file=sys.stderr)
+    limits = _isa_limits(args)
     torch = None if args.no_torch else _env.optional_torch()
-    _env.set_threads(args.threads, torch)
+    counts = args.threads
+    threads = counts[0] if len(counts) == 1 else counts  # as recorded (an int when one)
+    _env.set_threads(counts[-1], torch)
     bandwidth = _env.copy_bandwidth(32 * 2**20 if args.quick else 256 * 2**20)
-    env = _env.environment(args.threads, torch, bandwidth)
-    if any(c.group in ("conv-layer", "conv3d-layer") for c in cases):  # GFLOP/s roofline
-        env["sgemm_size"] = 512 if args.quick else 2048
-        env["sgemm_gflops"] = _env.sgemm_peak(args.threads, env["sgemm_size"])
+    env = _env.environment(threads, torch, bandwidth)
+    env["isa_limits"] = limits
+    peaks = None
+    if any(c.group in ("conv-layer", "conv3d-layer", "conv-autograd") for c in cases):
+        env["sgemm_size"] = 512 if args.quick else 2048  # the GFLOP/s roofline
+        peaks = {n: _env.sgemm_peak(n, env["sgemm_size"]) for n in counts}
+        env["sgemm_gflops"] = peaks[counts[-1]]
+        if len(counts) > 1:
+            env["sgemm_gflops_by_threads"] = {str(n): v for n, v in peaks.items()}
     env["omp_wait_policy"] = policy
     env["openmp_loaded_before_policy"] = loaded
+    print(_report.env_header(env))  # what ran, before minutes of timing
     results = run_suite(cases, quick=args.quick, torch=torch, repeat=repeat, warmup=warmup,
                         bandwidth=bandwidth, memory=args.memory, progress=args.progress,
-                        sgemm_gflops=env["sgemm_gflops"])
-    options = {"quick": args.quick, "threads": args.threads, "repeat": repeat, "warmup": warmup,
-               "filter": args.filter, "argv": args.argv}
+                        sgemm_gflops=peaks, threads=counts)
+    options = {"quick": args.quick, "threads": threads, "repeat": repeat, "warmup": warmup,
+               "filter": args.filter, "argv": args.argv, "isa": env["simd_path"]}
     doc = _report.document(results, env, options)
 
     print(_report.results_table(results))
+    if len(counts) > 1:
+        print()
+        print(_report.scaling_table(results))
     if any(r.get("flops") for r in results):
         print()
         print(_report.flops_table(results, env))
+    if any(r["name"].startswith("conv-autograd/") for r in results):
+        print()
+        print(_report.api_table(results))
     print()
     print(_report.env_summary(env))
     print("ratio = ours / PyTorch (< 1: sandbox faster); ±noise = 1.4826*MAD/median; "
@@ -180,12 +278,23 @@ def _run(args) -> int:
     status = 1 if any(r.get("error") for r in results) else 0
     if baseline is not None:
         path, base_doc = baseline
-        threads = base_doc.get("options", {}).get("threads")
-        if threads != args.threads:
-            print(f"warning: baseline used {threads} threads, this run {args.threads}")
+        base_threads = base_doc.get("options", {}).get("threads")
+        if base_threads != threads:
+            print(f"warning: baseline used {base_threads} threads, this run {threads}")
         selected = {c.name for c in cases}  # with --filter, compare only what was run
-        base_results = [r for r in base_doc["results"] if r["name"] in selected]
-        deltas = compare(base_results, results, args.threshold, args.noise_k)
+        base_results = []
+        for r in base_doc["results"]:
+            if "threads" not in r and isinstance(base_threads, int):
+                r = dict(r, threads=base_threads)  # a file from before per-result counts
+            if r["name"] in selected and (len(counts) == 1 or r.get("threads") in counts):
+                base_results.append(r)
+        if len(counts) == 1:  # one count now: the baseline's at that count (else as it is)
+            same = [r for r in base_results if r.get("threads") == counts[0]]
+            base_results = [dict(r, threads=None) for r in same or base_results]
+            results_now = [dict(r, threads=None) for r in results]
+        else:
+            results_now = results
+        deltas = compare(base_results, results_now, args.threshold, args.noise_k)
         flagged = [d for d in deltas if d.flagged]
         print()
         print(f"comparison against {path} (threshold {args.threshold:.0%}, noise x"

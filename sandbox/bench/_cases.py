@@ -14,7 +14,9 @@ families by substring or glob, e.g. ``resize/bicubic*``, ``*/bwd``, ``conv2d``.
 * ``unet-step/<mode>``: one full training step (forward, cross-entropy,
   backward, Adam) of that UNet with the given decoder upsampling.
 * ``conv-layer/<cin>-<cout>@<hw>`` and ``unet-classic/<mode>/<size>``: the
-  classic UNet workload (:mod:`._cases_classic`).
+  classic UNet workload (:mod:`._cases_classic`); ``conv-autograd/...`` and
+  ``unet-user/<mode>/<size>``: the same written as PyTorch users write it
+  (:mod:`._cases_user`).
 * ``resize3d/<variant>/<fwd|bwd>``, ``conv3d-layer/<cin>-<cout>@<d>`` and
   ``unet3d-step/<mode>``: the volume workload (:mod:`._cases_3d`).
 
@@ -73,7 +75,8 @@ class Case:
         Unique name, ``group/variant/.../direction``.
     group : str
         ``resize``, ``conv2d``, ``max_pool2d``, ``batch_norm``, ``unet-step``,
-        ``conv-layer``, ``unet-classic``, ``resize3d``, ``conv3d-layer`` or
+        ``conv-layer``, ``unet-classic``, ``conv-autograd``, ``unet-user``,
+        ``resize3d``, ``conv3d-layer`` or
         ``unet3d-step``.
     build : callable
         ``build(quick, torch) -> Work``; ``torch`` is the module or None.
@@ -369,11 +372,9 @@ def _unet_case(mode: str) -> Case:
         desc = f"UNet depth {depth} width {width}, batch {x.shape}"
         theirs = None
         if torch is not None:
-            from ._torch_twin import build_torch_unet, copy_weights_to_torch
+            from ..interop import to_torch
 
-            tmodel = build_torch_unet(torch, 3, 3, depth=depth, base_width=width, upsample=mode)
-            copy_weights_to_torch(torch, model, tmodel, torch.float32)
-            theirs = torch_training_step(torch, tmodel, x, y)
+            theirs = torch_training_step(torch, to_torch(model), x, y)
         ours = training_step(model, x, y)
         return Work(ours, theirs, None, desc)
 
@@ -397,8 +398,9 @@ def all_cases() -> list[Case]:
     cases += [_unet_case(mode) for mode in UNET_MODES]
     from ._cases_3d import volume_cases
     from ._cases_classic import classic_cases
+    from ._cases_user import user_cases
 
-    return cases + classic_cases() + volume_cases()
+    return cases + classic_cases() + user_cases() + volume_cases()
 
 
 def select(cases: list[Case], patterns) -> list[Case]:

@@ -3,8 +3,9 @@
 * ``unet-classic/<mode>/<size>``: one training step (forward, cross-entropy,
   backward, Adam) of :class:`sandbox.nn.ClassicUNet` (widths 16-32-64-128-256,
   1 input channel, 2 classes, batch 8, float32) at ``size``² pixels, with its
-  PyTorch twin (same weights).  Peak memory: growth of the resident set size
-  over the first three steps, for each library in a fresh process.
+  PyTorch twin (``sandbox.interop.to_torch``: same architecture and weights).  Peak
+  memory: growth of the resident set size over the first three steps, for each
+  library in a fresh process.
 * ``conv-layer/<cin>-<cout>@<hw>``: every 3×3 convolution shape of that UNet
   at 64² input (batch 8, padding 1, no bias): forward, input gradient and
   weight gradient in one call; reports GFLOP/s (direct-convolution FLOPs) and
@@ -18,6 +19,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+
+import numpy as np
 
 from ._cases import Case, Work, _normal, _rng
 
@@ -87,11 +90,9 @@ def build_classic_step(name: str, mode: str, size: int, quick: bool, torch=None,
     y = rng.integers(0, NUM_CLASSES, size=(n, s, s))
     built = {"desc": f"ClassicUNet {'-'.join(map(str, widths))}, batch {x.shape}"}
     if "torch" in libs:
-        from ._torch_twin import build_torch_classic_unet, copy_weights_to_torch
+        from ..interop import to_torch
 
-        tmodel = build_torch_classic_unet(torch, 1, NUM_CLASSES, widths=widths, upsample=mode)
-        copy_weights_to_torch(torch, model, tmodel, torch.float32)
-        built["torch"] = torch_training_step(torch, tmodel, x, y)
+        built["torch"] = torch_training_step(torch, to_torch(model), x, y)
     if "sandbox" in libs:
         built["sandbox"] = training_step(model, x, y)
     return built
@@ -186,9 +187,10 @@ def peak_rss_in_subprocess(lib: str, name: str, mode: str, size: int, quick: boo
 def peak_in_subprocess(module: str, function: str, args: tuple, lib: str) -> int | None:
     """``module.function(*args, threads)`` in a fresh Python process; its printed result.
 
-    The process gets this one's thread count and allocator settings.  None where
+    The process gets this one's thread count, SIMD path and allocator settings.  None where
     the kernel's peak counter cannot be reset (not Linux).
     """
+    from ..runtime import simd
     from ..runtime import threads as _config
     from ..runtime.allocator import is_tuned
 
@@ -196,9 +198,11 @@ def peak_in_subprocess(module: str, function: str, args: tuple, lib: str) -> int
         return None
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sel = simd.current()  # the same SIMD path (a --isa run, a simd.using block)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [root, *filter(None, [os.environ.get("PYTHONPATH")])]),
-        SANDBOX_TUNE_MALLOC="1" if is_tuned() else "0")
+        SANDBOX_TUNE_MALLOC="1" if is_tuned() else "0",
+        **{simd.ISA_ENV_VAR: sel.isa, simd.GEMM_ENV_VAR: sel.gemm})
     call = ", ".join([*(repr(a) for a in args), str(_config.get_num_threads())])
     code = ("from sandbox.runtime.allocator import keep_freed_memory; keep_freed_memory();"
             f"from {module} import {function};"
@@ -232,21 +236,29 @@ def _classic_case(mode: str, size: int) -> Case:
     return Case(name, "unet-classic", build, rtol=1e-4, max_repeat=5)
 
 
+def conv_layer_data(name: str, cin: int, cout: int, hw: int, quick: bool):
+    """``x``, ``w``, ``g`` of a conv-layer shape (the data of ``conv-layer/...`` for
+    the same shape, so both APIs see the same numbers)."""
+    n, ci, co, s = CLASSIC_BATCH, cin, cout, hw
+    if quick:
+        n, ci, co, s = 2, max(cin // 8, 1), max(cout // 8, 2), max(hw // 4, 2)
+    rng = _rng(name)
+    x = _normal(rng, (n, ci, s, s))
+    w = _normal(rng, (co, ci, 3, 3)) * np.float32((2.0 / (9 * ci)) ** 0.5)
+    g = _normal(rng, (n, co, s, s))
+    return x, w, g
+
+
 def _conv_layer_case(cin: int, cout: int, hw: int) -> Case:
     name = f"conv-layer/{cin}-{cout}@{hw}"
 
     def build(quick, torch):
-        import numpy as np
 
         from ..array.conv import conv2d, conv2d_backward
 
-        n, ci, co, s = CLASSIC_BATCH, cin, cout, hw
-        if quick:
-            n, ci, co, s = 2, max(cin // 8, 1), max(cout // 8, 2), max(hw // 4, 2)
-        rng = _rng(name)
-        x = _normal(rng, (n, ci, s, s))
-        w = _normal(rng, (co, ci, 3, 3)) * np.float32((2.0 / (9 * ci)) ** 0.5)
-        g = _normal(rng, (n, co, s, s))
+        x, w, g = conv_layer_data(name, cin, cout, hw, quick)
+        n, ci, s = x.shape[:3]
+        co = w.shape[0]
 
         def ours():
             y = conv2d(x, w, padding=1)

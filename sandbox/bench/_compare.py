@@ -217,15 +217,24 @@ def compare(base: list[dict], now: list[dict], threshold: float = DEFAULT_THRESH
     -------
     list of Delta
         One per case of ``now`` (in its order), then cases only in the baseline
-        (``missing``, not flagged).
+        (``missing``, not flagged).  Results carrying a ``threads`` count are matched
+        by name and thread count (named ``case @Nt`` when the run has several counts).
     """
     if threshold < 0 or noise_k < 0:
         raise ValueError(f"threshold and noise_k must be >= 0, got {threshold}, {noise_k}")
-    by_name = {r["name"]: r for r in base}
+    several = len({r.get("threads") for r in [*base, *now]}) > 1
+
+    def key(r):
+        return r["name"], r.get("threads")
+
+    def label(k):
+        return f"{k[0]} @{k[1]}t" if several and k[1] is not None else k[0]
+
+    by_name = {key(r): r for r in base}
     deltas = []
     for r in now:
-        d = Delta(r["name"])
-        b = by_name.get(r["name"])
+        d = Delta(label(key(r)))
+        b = by_name.get(key(r))
         if r.get("error"):
             d.error = r["error"]
             if b is None or b.get("error"):
@@ -248,6 +257,6 @@ def compare(base: list[dict], now: list[dict], threshold: float = DEFAULT_THRESH
         rtol = max(b.get("rtol", 1e-5), r.get("rtol", 1e-5))
         d.drift = drift(b.get("checksum") or [], r.get("checksum") or [], rtol)
         deltas.append(d)
-    seen = {r["name"] for r in now}
-    deltas += [Delta(name, note="missing") for name in by_name if name not in seen]
+    seen = {key(r) for r in now}
+    deltas += [Delta(label(k), note="missing") for k in by_name if k not in seen]
     return deltas

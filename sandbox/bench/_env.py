@@ -138,6 +138,102 @@ def sgemm_peak(threads: int, n: int = 2048, repeat: int = 5) -> float:
     return 2 * n**3 / best / 1e9
 
 
+#: what limits PyTorch (ATen's kernels, oneDNN, MKL) to a path; read when torch loads
+TORCH_ISA_ENV = {
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+             "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+    "portable": {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41",
+                 "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"},
+}
+#: OpenBLAS core names whose kernels use AVX-512 (threadpoolctl's ``architecture``)
+AVX512_BLAS_CORES = ("skylakex", "cooperlake", "sapphirerapids")
+REEXEC_MARK = "SANDBOX_BENCH_REEXEC"
+
+
+def isa_limits(isa: str | None) -> dict:
+    """Environment variables that put PyTorch and numpy's OpenBLAS on the ``isa`` path.
+
+    ``avx2``/``portable``: PyTorch's ATen kernels, oneDNN and MKL, set before torch is
+    imported; and ``OPENBLAS_CORETYPE=Haswell`` (AVX2 kernels, set before numpy loads)
+    when OpenBLAS runs an AVX-512 core now.  Empty for ``auto``, ``avx512`` or None.
+    """
+    limits = dict(TORCH_ISA_ENV.get(isa or "", {}))
+    if isa == "avx2" and any(str(b.get("architecture") or "").lower() in AVX512_BLAS_CORES
+                             for b in _blas_libraries()):
+        limits["OPENBLAS_CORETYPE"] = "Haswell"
+    return limits
+
+
+def _blas_libraries() -> list[dict]:
+    from threadpoolctl import threadpool_info
+
+    return [d for d in threadpool_info() if d.get("user_api") == "blas"]
+
+
+def apply_isa_limits(limits: dict) -> dict:
+    """Set the torch variables of ``limits`` while torch is not imported yet; return the
+    ones that cannot take effect in this process any more (name -> value)."""
+    unmet = {}
+    for key, value in limits.items():
+        if os.environ.get(key) == value:
+            continue
+        if key != "OPENBLAS_CORETYPE" and "torch" not in sys.modules:
+            os.environ[key] = value  # read when torch is imported, later in this run
+        else:
+            unmet[key] = value
+    return unmet
+
+
+def isa_command(limits: dict, argv: list[str]) -> str:
+    """The shell command that runs this benchmark with ``limits`` set from the start."""
+    import shlex
+
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in limits.items())
+    return f"{env} python -m sandbox bench {' '.join(shlex.quote(a) for a in argv)}".strip()
+
+
+def started_as_bench(argv: list[str]) -> bool:
+    """Whether this process is ``sandbox bench`` / ``python -m sandbox.bench`` with ``argv``
+    (so that it may re-execute itself), not a caller such as a test."""
+    return sys.argv[1:] in (list(argv), ["bench", *argv]) and not os.environ.get(REEXEC_MARK)
+
+
+def reexec(limits: dict, argv: list[str]) -> None:  # pragma: no cover - replaces the process
+    """Run ``python -m sandbox bench argv`` in this process's place with ``limits`` set."""
+    env = dict(os.environ, **limits, **{REEXEC_MARK: "1"})
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "sandbox", "bench", *argv], env)
+
+
+def cpu_environment(torch=None) -> dict:
+    """The CPU (model, vendor, family, model number, SIMD sets), the sandbox's selected
+    path and GEMM, the BLAS kernels numpy runs and, with ``torch``, PyTorch's CPU
+    capability: the part of every result file that says which code ran."""
+    from ..runtime import simd
+
+    cpu = simd.cpu()
+    sel = simd.current()
+    env = {
+        "cpu_vendor": cpu.vendor, "cpu_family": cpu.family, "cpu_model_number": cpu.model_number,
+        "cpu_machine": cpu.machine, "cpu_isa": cpu.isa, "cpu_simd": cpu.simd_sets,
+        "simd_paths": list(simd.supported_paths()), "simd_path": sel.isa, "conv_gemm": sel.gemm,
+        "simd_requested": {"isa": sel.requested_isa, "gemm": sel.requested_gemm},
+        "blas_kernels": [{"internal_api": b.get("internal_api"),
+                          "architecture": b.get("architecture"),
+                          "threads": b.get("num_threads"), "version": b.get("version"),
+                          "filepath": os.path.basename(b.get("filepath") or "")}
+                         for b in _blas_libraries()],
+        "torch_cpu_capability": None,
+    }
+    if torch is not None:
+        try:
+            env["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+        except (AttributeError, RuntimeError):  # pragma: no cover - older torch
+            pass
+    return env
+
+
 def git_commit(path: str | None = None) -> str | None:
     """Commit hash of the sandbox source tree (with ``+dirty`` when modified), or None."""
     here = path or os.path.dirname(os.path.abspath(__file__))
@@ -204,6 +300,10 @@ def environment(threads: int, torch=None, bandwidth: float | None = None) -> dic
                                                  _config.ENV_VAR)
                      if k in os.environ},
     }
+    env.update(cpu_environment(torch))
+    env["env_vars"].update({k: os.environ[k] for k in (
+        "SANDBOX_ISA", "SANDBOX_GEMM", "OPENBLAS_CORETYPE", "ATEN_CPU_CAPABILITY",
+        "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS") if k in os.environ})
     if torch is not None:
         env["torch"] = torch.__version__
         env["torch_threads"] = torch.get_num_threads()

@@ -42,15 +42,30 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(header), sep, *(line(r) for r in rows)])
 
 
+def _several_counts(results: list[dict]) -> bool:
+    return len({r.get("threads") for r in results}) > 1
+
+
+def _label(r: dict, several: bool) -> str:
+    return f"{r['name']} @{r['threads']}t" if several and r.get("threads") else r["name"]
+
+
+def _cores(stats: dict | None) -> str:
+    cores = (stats or {}).get("cores")
+    return DASH if cores is None else f"{cores:.2f}"
+
+
 def results_table(results: list[dict]) -> str:
-    """Plain-text table: one row per case (times in ms, ratio = ours / PyTorch)."""
-    header = ["case", "ours ms", "±noise", "torch ms", "ratio", "GB/s", "%copy", "peak MB",
-              "torch MB", "note"]
+    """Plain-text table: one row per case (times in ms, ratio = ours / PyTorch; cores =
+    process CPU time / wall time of the timed calls, ours and PyTorch's)."""
+    header = ["case", "ours ms", "±noise", "torch ms", "ratio", "cores", "torch cores", "GB/s",
+              "%copy", "peak MB", "torch MB", "note"]
+    several = _several_counts(results)
     rows = []
     for r in results:
         if r.get("error"):
-            rows.append([r["name"], DASH, "", DASH, DASH, DASH, DASH, DASH, DASH,
-                         r["error"][:60]])
+            rows.append([_label(r, several), DASH, "", DASH, DASH, DASH, DASH, DASH, DASH, DASH,
+                         DASH, r["error"][:60]])
             continue
         ours, theirs = r.get("ours"), r.get("torch")
         note = "" if theirs else (r.get("torch_note") or "")
@@ -58,11 +73,13 @@ def results_table(results: list[dict]) -> str:
         if agree is not None and agree > 1e-3:
             note = (note + f" differs from torch by {agree:.1g}").strip()
         rows.append([
-            r["name"],
+            _label(r, several),
             fmt_ms(ours["median"]),
             f"{100 * rel_noise(ours):.0f}%",
             fmt_ms(theirs["median"]) if theirs else DASH,
             _fmt(r.get("ratio"), ".2f"),
+            _cores(ours),
+            _cores(theirs),
             _fmt(r.get("gbs"), ".1f"),
             _fmt(r.get("bw_frac"), ".0f", 100),
             _fmt(r.get("peak_bytes"), ".1f", 2.0**-20),
@@ -70,6 +87,95 @@ def results_table(results: list[dict]) -> str:
             note,
         ])
     return _table(header, rows)
+
+
+def scaling_table(results: list[dict]) -> str:
+    """Per case, the run at each thread count: ms, the speed-up from the first count to
+    the last (time at the first / time at the last), and the cores busy at the last."""
+    counts = sorted({r["threads"] for r in results if r.get("threads")})
+    by_case: dict = {}
+    for r in results:
+        by_case.setdefault(r["name"], {})[r.get("threads")] = r
+    lo, hi = counts[0], counts[-1]
+    header = ["case", *(f"ours {n}t ms" for n in counts), f"speed-up {lo}->{hi}",
+              f"cores {hi}t", *(f"torch {n}t ms" for n in counts), "torch speed-up",
+              f"torch cores {hi}t", *(f"vs torch {n}t" for n in counts)]
+    def median(runs, n, side):
+        stats = (runs.get(n) or {}).get(side)
+        return stats["median"] if stats and not runs[n].get("error") else None
+
+    def speedup(runs, side):
+        a, b = median(runs, lo, side), median(runs, hi, side)
+        return DASH if a is None or b is None else f"{a / b:.2f}x"
+
+    rows = []
+    for name, runs in by_case.items():
+        hi_run = runs.get(hi) or {}
+        rows.append([
+            name, *(fmt_ms(median(runs, n, "ours")) for n in counts), speedup(runs, "ours"),
+            _cores(hi_run.get("ours")), *(fmt_ms(median(runs, n, "torch")) for n in counts),
+            speedup(runs, "torch"), _cores(hi_run.get("torch")),
+            *(DASH if not (runs.get(n) or {}).get("ratio") else f"{1 / runs[n]['ratio']:.2f}x"
+              for n in counts),
+        ])
+    footer = (f"speed-up = time at {lo} thread(s) / time at {hi}; cores = process CPU time / "
+              "wall time of the timed calls (2.0 = two cores busy); vs torch = PyTorch ms / "
+              "ours ms (> 1: sandbox faster)")
+    return _table(header, rows) + "\n" + footer
+
+
+def api_table(results: list[dict]) -> str:
+    """The conv layers through the autograd API (``conv-autograd``) beside the array API
+    (``conv-layer``, same data): ms of both and the autograd overhead."""
+    array = {(r["name"].split("/", 1)[1], r.get("threads")): r for r in results
+             if r["name"].startswith("conv-layer/") and not r.get("error")}
+    several = _several_counts(results)
+    header = ["layer", "F.conv2d ms", "array ms", "autograd/array", "torch ms", "speed"]
+    rows = []
+    for r in results:
+        if not r["name"].startswith("conv-autograd/") or r.get("error"):
+            continue
+        layer = r["name"].split("/", 1)[1]
+        arr = array.get((layer, r.get("threads")))
+        ours = r["ours"]["median"]
+        theirs = r.get("torch")
+        rows.append([
+            f"{layer} @{r['threads']}t" if several else layer, fmt_ms(ours),
+            fmt_ms(arr["ours"]["median"]) if arr else DASH,
+            f"{ours / arr['ours']['median']:.2f}" if arr else DASH,
+            fmt_ms(theirs["median"]) if theirs else DASH,
+            f"{theirs['median'] / ours:.2f}x" if theirs else DASH,
+        ])
+    footer = ("forward + input and weight gradients of each 3x3 layer: F.conv2d + backward (the "
+              "public autograd API) against the array API (conv-layer, run it in the same "
+              "--filter for this column); speed = PyTorch ms / F.conv2d ms")
+    return _table(header, rows) + "\n" + footer
+
+
+def env_header(env: dict) -> str:
+    """The lines that say which code ran: CPU (model, family, model number, ISA), the
+    sandbox's SIMD path and GEMM, the BLAS kernels and PyTorch's CPU capability."""
+    fam, num = env.get("cpu_family"), env.get("cpu_model_number")
+    blas = "; ".join(f"{b.get('internal_api')} {b.get('architecture') or '?'} "
+                     f"({b.get('threads')} thr)" for b in env.get("blas_kernels") or []) or "none"
+    limits = env.get("isa_limits") or {}
+    unmet = limits.get("unmet") or {}
+    torch_line = f"torch {env.get('torch') or DASH}"
+    if env.get("torch"):
+        torch_line += f": CPU capability {env.get('torch_cpu_capability') or '?'}"
+    if limits:
+        torch_line += ", limited by " + " ".join(f"{k}={v}" for k, v in limits.items()
+                                                  if k != "unmet")
+        if unmet:
+            torch_line += f" (NOT in effect: {', '.join(unmet)})"
+    return "\n".join([
+        f"cpu: {env.get('cpu')} ({env.get('cpu_vendor') or env.get('cpu_machine')}, family "
+        f"{fam if fam is not None else DASH}, model {num if num is not None else DASH}); ISA "
+        f"{env.get('cpu_isa')} ({', '.join(env.get('cpu_simd') or []) or 'no wide SIMD'})",
+        f"sandbox path: {env.get('simd_path')} (conv GEMM {env.get('conv_gemm')}; this CPU "
+        f"runs {', '.join(env.get('simd_paths') or [])}); BLAS kernels: {blas}",
+        torch_line,
+    ])
 
 
 def flops_table(results: list[dict], env: dict) -> str:
@@ -80,13 +186,14 @@ def flops_table(results: list[dict], env: dict) -> str:
     header = ["case", "ours ms", "torch ms", "speed", "ours GFLOP/s", "torch GFLOP/s",
               "ours %sgemm", "torch %sgemm"]
     rows = []
+    several = _several_counts(results)
     for r in results:
         if not r.get("flops") or r.get("error"):
             continue
         theirs = r.get("torch")
         ratio = r.get("ratio")
         rows.append([
-            r["name"],
+            _label(r, several),
             fmt_ms(r["ours"]["median"]),
             fmt_ms(theirs["median"]) if theirs else DASH,
             DASH if not ratio else f"{1 / ratio:.2f}x",
@@ -96,11 +203,16 @@ def flops_table(results: list[dict], env: dict) -> str:
             _fmt(r.get("torch_sgemm_frac"), ".0f", 100),
         ])
     peak = env.get("sgemm_gflops")
+    by_threads = env.get("sgemm_gflops_by_threads")
     roofline = f"{peak:.1f} GFLOP/s (n={env.get('sgemm_size')})" if peak else DASH
+    if by_threads:
+        roofline = ", ".join(f"{v:.1f} GFLOP/s at {n}" for n, v in by_threads.items()) + \
+            f" (n={env.get('sgemm_size')})"
     footer = ("speed = PyTorch ms / ours ms (> 1: sandbox faster); GFLOP/s: direct-convolution "
               "FLOPs (2*N*Cout*Cin*9*H*W per pass, 27*D*H*W in 3-D; 3 passes) / median time; "
               f"%sgemm: of this machine's best float32 SGEMM (numpy's BLAS or the project's "
-              f"AVX-512 kernel) {roofline} at {env.get('threads')} thread(s)")
+              f"AVX-512 kernel) {roofline}" + ("" if by_threads else
+                                               f" at {env.get('threads')} thread(s)"))
     return _table(header, rows) + "\n" + footer
 
 

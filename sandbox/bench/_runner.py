@@ -115,17 +115,34 @@ def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
 
 
 def run_suite(cases, *, quick: bool, torch, repeat: int, warmup: int, bandwidth, memory=True,
-              progress: bool = True, sgemm_gflops: float | None = None) -> list[dict]:
-    """Run :func:`run_case` over ``cases`` with a tqdm progress bar on stderr."""
+              progress: bool = True, sgemm_gflops=None, threads=None) -> list[dict]:
+    """Run :func:`run_case` over ``cases`` with a tqdm progress bar on stderr.
+
+    ``threads`` (a list of counts) runs each case at every count in turn, so that
+    the counts of one case see the same background load; each result records its
+    ``threads``.  Peak memory is measured at the first count only.  ``sgemm_gflops``
+    may be a number or a dict of numbers by thread count.  Without ``threads``, the
+    cases run at the thread count in force.
+    """
     from tqdm import tqdm
 
+    from ..runtime.threads import get_num_threads
+    from ._env import set_threads
+
+    counts = list(threads) if threads else [None]
     results = []
     bar = tqdm(cases, desc="bench", unit="case", disable=not progress, file=sys.stderr,
                dynamic_ncols=True)
     for case in bar:
-        bar.set_postfix_str(case.name, refresh=True)
-        results.append(run_case(case, quick=quick, torch=torch, repeat=repeat, warmup=warmup,
-                                bandwidth=bandwidth, memory=memory,
-                                sgemm_gflops=sgemm_gflops))
+        for i, n in enumerate(counts):
+            bar.set_postfix_str(case.name + ("" if n is None else f" @{n}t"), refresh=True)
+            if n is not None:
+                set_threads(n, torch)
+            peak = sgemm_gflops.get(n) if isinstance(sgemm_gflops, dict) else sgemm_gflops
+            result = run_case(case, quick=quick, torch=torch, repeat=repeat, warmup=warmup,
+                              bandwidth=bandwidth, memory=memory and i == 0,
+                              sgemm_gflops=peak)
+            result["threads"] = get_num_threads() if n is None else n
+            results.append(result)
     bar.close()
     return results

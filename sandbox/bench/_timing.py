@@ -9,6 +9,11 @@ Spread is reported as the interquartile range (IQR) and the median absolute
 deviation (MAD); ``1.4826 * MAD`` estimates the standard deviation of normal
 noise and is what the regression check uses.
 
+CPU utilisation is the process's CPU time (``time.process_time``: every thread
+of the process, ours and PyTorch's pools alike) over the wall time of the same
+timed calls, summed over the repeats: 1.0 is one busy core, 2.0 two.  Each
+library's calls are counted apart.
+
 Peak memory is measured with :mod:`tracemalloc` in one extra call of our
 function, after the timed calls (tracing slows Python allocations, so it never
 runs while timing).  numpy reports its array buffers to tracemalloc, so the
@@ -38,6 +43,7 @@ class Stats:
     mad: float
     min: float
     n: int
+    cores: float | None = None
 
     @property
     def rel_noise(self) -> float:
@@ -47,24 +53,36 @@ class Stats:
     def as_dict(self) -> dict:
         """JSON-ready dictionary (seconds)."""
         return {"median": self.median, "iqr": self.iqr, "mad": self.mad, "min": self.min,
-                "n": self.n}
+                "n": self.n, "cores": self.cores}
 
 
-def summarize(times) -> Stats:
-    """Median, IQR, MAD, minimum and count of a sequence of timings (seconds)."""
+def summarize(times, cpu_times=None) -> Stats:
+    """Median, IQR, MAD, minimum and count of a sequence of timings (seconds); with
+    the process CPU time of the same calls, the cores busy (sum CPU / sum wall)."""
     t = np.asarray(times, dtype=np.float64)
     if t.size == 0:
         raise ValueError("times must not be empty")
     med = float(np.median(t))
     q1, q3 = np.percentile(t, [25, 75])
+    cores = None
+    if cpu_times is not None and t.sum() > 0:
+        cores = float(np.sum(cpu_times) / t.sum())
     return Stats(median=med, iqr=float(q3 - q1), mad=float(np.median(np.abs(t - med))),
-                 min=float(t.min()), n=int(t.size))
+                 min=float(t.min()), n=int(t.size), cores=cores)
 
 
 def _timed(fn) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
+
+
+def _timed_cpu(fn, walls: list, cpus: list) -> None:
+    """Append the wall time and the process CPU time of one call of ``fn``."""
+    c0, t0 = time.process_time(), time.perf_counter()
+    fn()
+    walls.append(time.perf_counter() - t0)
+    cpus.append(time.process_time() - c0)
 
 
 def median_ms(fn, repeat: int = 7, warmup: int = 2) -> float:
@@ -92,30 +110,31 @@ def time_pair(ours, theirs=None, repeat: int = 7, warmup: int = 2):
     Returns
     -------
     tuple of (Stats, Stats or None)
-        Timings of ours and of theirs.  The garbage collector is off while timing.
+        Timings of ours and of theirs, with their CPU utilisation (``cores``).  The
+        garbage collector is off while timing.
     """
     for _ in range(warmup):
         ours()
         if theirs is not None:
             theirs()
-    mine, other = [], []
+    mine, other, mine_cpu, other_cpu = [], [], [], []
     was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()
     try:
         for i in range(repeat):
             if theirs is None:
-                mine.append(_timed(ours))
+                _timed_cpu(ours, mine, mine_cpu)
             elif i % 2 == 0:
-                mine.append(_timed(ours))
-                other.append(_timed(theirs))
+                _timed_cpu(ours, mine, mine_cpu)
+                _timed_cpu(theirs, other, other_cpu)
             else:
-                other.append(_timed(theirs))
-                mine.append(_timed(ours))
+                _timed_cpu(theirs, other, other_cpu)
+                _timed_cpu(ours, mine, mine_cpu)
     finally:
         if was_enabled:
             gc.enable()
-    return summarize(mine), (summarize(other) if other else None)
+    return summarize(mine, mine_cpu), (summarize(other, other_cpu) if other else None)
 
 
 def peak_memory(fn) -> int:

@@ -17,7 +17,15 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import ArgumentParser, CLIError, debug_requested, exit_process, run_command
+from .._version import __version__
+from .errors import (
+    ArgumentParser,
+    CLIError,
+    debug_requested,
+    exit_process,
+    notice,
+    run_command,
+)
 from .train_options import add_train_args, config_from_args, resume_config
 
 COMMANDS = ("train", "predict", "gradcheck", "bench", "explain", "info", "export")
@@ -46,23 +54,24 @@ def _cmd_train(args) -> int:
     trainer = Trainer(
         cfg, resume=args.resume, stop_after=args.stop_after, overwrite=args.overwrite
     )
-    if not args.quiet:
-        print(
-            train_header(cfg, trainer.model.num_parameters(), len(trainer.train_set),
-                         trainer.total_steps),
-            file=sys.stderr,
-        )
+    # --quiet hides the progress bar only: the header and the epoch lines stay.
+    print(
+        train_header(cfg, trainer.model.num_parameters(), len(trainer.train_set),
+                     trainer.total_steps),
+        file=sys.stderr,
+    )
     try:
         summary = trainer.fit()
     except TrainingDiverged as exc:
         raise CLIError(str(exc), status=3) from exc
     final = summary.get("final")
+    took = _duration(summary, args.resume)
     if summary["finished"]:
-        line = f"done: {summary['steps']} steps in {summary['seconds']:.1f} s"
+        line = f"done: {summary['steps']} steps in {took}"
     else:
         line = (
             f"stopped after {summary['steps']} of {trainer.total_steps} steps "
-            f"({summary['seconds']:.1f} s); continue with --resume"
+            f"({took}); continue with --resume"
         )
     if final:
         line += f"; val mean IoU {final['mean_iou']:.4f}, mean Dice {final['mean_dice']:.4f}"
@@ -77,10 +86,23 @@ def _cmd_train(args) -> int:
     return 0
 
 
+def _duration(summary: dict, resumed: bool) -> str:
+    """The training time of the whole run; after ``--resume`` also this session's part
+    (a checkpoint from before durations were stored gives the resumed part only)."""
+    if not resumed:
+        return f"{summary['seconds']:.1f} s"
+    if summary.get("whole_run"):
+        return f"{summary['seconds']:.1f} s ({summary['session_seconds']:.1f} s since --resume)"
+    return f"{summary['session_seconds']:.1f} s (the resumed part only)"
+
+
 def _cmd_predict(args) -> int:
     from ..train import predict_file
 
-    result = predict_file(args.checkpoint, args.image, out=args.out, overlay_out=args.overlay)
+    result = predict_file(args.checkpoint, args.image, out=args.out, overlay_out=args.overlay,
+                          overwrite=args.overwrite, tile=args.tile)
+    for text in result.pop("notices", []):
+        notice("sandbox predict", text)
     for warning in result.pop("warnings", []):
         print(f"sandbox predict: warning: {warning}", file=sys.stderr)
     print(json.dumps(result, indent=2))
@@ -104,6 +126,11 @@ def _cmd_info(args) -> int:
 def _cmd_explain(args) -> int:
     from .explain import explain
 
+    if args.mode in ("trilinear", "linear"):
+        rank = "volumes (5-D" if args.mode == "trilinear" else "signals (3-D"
+        raise CLIError(f"--mode {args.mode} resamples {rank} input in PyTorch); the example "
+                       "upsamples an image (4-D input): use bilinear, bicubic, nearest, area, "
+                       "lanczos3 ...")
     explain(mode=args.mode)
     return 0
 
@@ -117,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--debug", action="store_true", help="show tracebacks (also: SANDBOX_DEBUG=1)"
     )
+    parser.add_argument("--version", action="version", version=f"sandbox {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser(
@@ -149,6 +177,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="overlay image (default: <image>_overlay.png; volumes: a PNG montage of "
         "slices, default <image>_montage.png)",
     )
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace existing --out/--overlay files (default: refuse)")
+    p.add_argument("--tile", type=int, metavar="N",
+                   help="predict in overlapping tiles of NxN pixels (default: the whole "
+                   "image, or the largest tiles that fit the memory limit, with a notice)")
     p.set_defaults(func=_cmd_predict)
 
     p = sub.add_parser("gradcheck", help="check every op's gradient against finite differences")

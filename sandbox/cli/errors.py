@@ -13,10 +13,12 @@ benchmark regression), 2 bad arguments or input, 3 training diverged, 130 interr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
 import traceback
+import warnings
 
 DEBUG_ENV = "SANDBOX_DEBUG"
 EXIT_ERROR = 2
@@ -65,10 +67,42 @@ def one_line(exc: BaseException) -> str:
     return "; ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
+def notice(prog: str, text: str) -> None:
+    """Print ``<prog>: notice: <text>`` on stderr (something done for the user, not an
+    error: a 0/255 mask read as 0/1, a thread count capped ...)."""
+    print(f"{prog}: notice: {one_line_text(text)}", file=sys.stderr)
+
+
+def one_line_text(text: str) -> str:
+    return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
+@contextlib.contextmanager
+def notices_as_lines(prog: str):
+    """Library warnings whose category is named ``...Notice`` print as one notice line."""
+    original = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category.__name__.endswith("Notice"):
+            notice(prog, str(message))
+        else:
+            original(message, category, filename, lineno, file, line)
+
+    from ..data import DataNotice
+    from ..train._run_folder import RunFolderNotice
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        for category in (DataNotice, RunFolderNotice):  # every time, not once per place
+            warnings.simplefilter("always", category)
+        yield
+
+
 def run_command(prog: str, func, debug: bool = False) -> int:
     """Call ``func()`` and map every way it can end to an exit status (see module doc)."""
     try:
-        return int(func() or 0)
+        with notices_as_lines(prog):
+            return int(func() or 0)
     except SystemExit as exc:  # --help, --version
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt as exc:

@@ -9,19 +9,17 @@ import sys
 import numpy as np
 
 from .._version import __version__
+from ..runtime import simd
 from ..runtime import threads as _config
 from ..runtime.allocator import is_tuned
 
 
 def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return simd.cpu().model
+
+
+def _or_dash(value) -> str:
+    return "-" if value is None else str(value)
 
 
 def blas_info() -> list[dict]:
@@ -34,7 +32,7 @@ def blas_info() -> list[dict]:
             "version": d.get("version"),
             "num_threads": d.get("num_threads"),
             "threading_layer": d.get("threading_layer"),
-            "architecture": d.get("architecture"),
+            "architecture": d.get("architecture"),  # OpenBLAS's core name, e.g. Haswell
         }
         for d in threadpool_info()
         if d.get("user_api") == "blas"
@@ -58,7 +56,13 @@ def info_dict() -> dict:
         "num_threads": n,
         "threads_seen_in_prange": _openmp.threads_used(n),
         "blas": blas_info(),
-        "gemm": _config.gemm_backend(),
+        "cpu_vendor": simd.cpu().vendor,
+        "cpu_family": simd.cpu().family,
+        "cpu_model_number": simd.cpu().model_number,
+        "cpu_isa": simd.cpu().isa,
+        "simd_paths": list(simd.supported_paths()),
+        "simd_path": simd.current().isa,
+        "gemm": simd.current().gemm,
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "malloc_tuned": is_tuned(),
     }
@@ -71,6 +75,11 @@ def info(file=None) -> dict:
         f"sandbox {d['version']}  (python {d['python']}, numpy {d['numpy']})",
         f"platform:        {d['platform']}",
         f"cpu:             {d['cpu']} ({d['available_cores']} cores available)",
+        f"cpu id:          {d['cpu_vendor'] or platform.machine()}, family "
+        f"{_or_dash(d['cpu_family'])}, model {_or_dash(d['cpu_model_number'])}; ISA {d['cpu_isa']} "
+        f"({', '.join(simd.cpu().simd_sets) or 'no wide SIMD'})",
+        f"simd path:       {d['simd_path']} (${simd.ISA_ENV_VAR} or simd.using; this CPU runs "
+        f"{', '.join(d['simd_paths'])})",
         f"openmp:          {'on' if d['openmp'] else 'OFF (serial build)'}"
         + (f" (_OPENMP={d['openmp_version']})" if d["openmp"] else ""),
         f"threads:         {d['num_threads']} (set_num_threads / ${_config.ENV_VAR}); "
@@ -91,7 +100,7 @@ def info(file=None) -> dict:
     lines.append(
         "conv gemm:       "
         + ("avx512 (the project's float32 kernel; float64 uses blas)" if d["gemm"] == "avx512"
-           else f"blas (${_config.GEMM_ENV_VAR} or no AVX-512)")
+           else f"blas (${simd.GEMM_ENV_VAR}, the {d['simd_path']} path, or no AVX-512)")
     )
     print("\n".join(lines), file=file or sys.stdout)
     return d

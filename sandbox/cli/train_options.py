@@ -11,7 +11,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from .errors import CLIError
+from .errors import CLIError, notice
 
 # Per-dataset defaults for options the user did not give.
 PRESETS = {
@@ -126,13 +126,16 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--loss", choices=["ce", "dice", "ce+dice"], help="default per dataset")
     g.add_argument("--patience", type=int, help="early stop after this many epochs without gain")
     g = p.add_argument_group("run")
-    g.add_argument("--threads", type=int, help="threads for kernels and BLAS (default: all cores)")
+    g.add_argument("--threads", type=int,
+                   help="threads for kernels and BLAS (default: all cores; more than the "
+                   "cores is capped to them, with a notice)")
     g.add_argument("--seed", type=int, help="default 0")
     g.add_argument("--out", help=f"run folder (default: {DEFAULT_OUT})")
     g.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace the run already in the run folder (default: refuse)",
+        help="replace the run already in the run folder (default: refuse); the old run "
+        "is deleted only once the new run's data, model and first step have worked",
     )
     g.add_argument(
         "--resume",
@@ -141,7 +144,9 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--stop-after", type=int, help="stop (and checkpoint) after N steps")
     g.add_argument("--no-plots", dest="plots", action="store_false", help="skip the PNG plots")
-    g.add_argument("--quiet", action="store_true", help="no progress bar")
+    g.add_argument("--quiet", action="store_true",
+                   help="no progress bar (the header, the epoch lines and the result still "
+                   "print)")
 
 
 def _data_kind(data: str) -> str:
@@ -193,7 +198,40 @@ def config_from_args(args):
         values.pop("train_samples")
         values.pop("val_samples")
     values.update(out=args.out or DEFAULT_OUT, progress=not args.quiet, plots=args.plots)
+    _cap_threads(values)
+    _check_upsample_rank(values, volumes=kind == "shapes3d" or preset is PRESETS["volumes"])
     return TrainConfig(**values)
+
+
+def _cap_threads(values: dict) -> None:
+    """More threads than cores is allowed (as in PyTorch) but only makes every kernel
+    slower: cap to the cores, with a notice."""
+    from ..runtime.threads import available_cores
+
+    cores = available_cores()
+    if values.get("threads") is not None and values["threads"] > cores:
+        notice("sandbox train", f"--threads {values['threads']} is more than the {cores} "
+               f"core(s) this process may use; using {cores} (the results are the same for "
+               "any thread count)")
+        values["threads"] = cores
+
+
+def _check_upsample_rank(values: dict, volumes: bool) -> None:
+    """Refuse, as PyTorch does, a linear mode named for another rank: ``bilinear`` takes
+    images (4-D input), ``trilinear`` volumes (5-D).  (``bicubic`` on volumes is the
+    sandbox's tricubic, documented; the rank-free modes work at every rank.)"""
+    mode = values.get("upsample")
+    if volumes and mode in ("bilinear", "linear"):
+        raise CLIError(
+            f"--upsample {mode} resamples images (4-D input in PyTorch); a 3-D UNet on "
+            f"volumes (--data {values['data']}) takes trilinear (or nearest, area, bicubic, "
+            "lanczos3, transposed ...)")
+    if not volumes and mode in ("trilinear", "linear"):
+        rank = "volumes (5-D" if mode == "trilinear" else "signals (3-D"
+        raise CLIError(
+            f"--upsample {mode} resamples {rank} input in PyTorch); a 2-D UNet on images "
+            f"(--data {values['data']}) takes bilinear (or nearest, bicubic, area, lanczos3, "
+            "transposed ...)")
 
 
 def resume_config(args):
@@ -229,4 +267,5 @@ def resume_config(args):
             "is not there any more; point to its new place with --data FOLDER"
         )
     values.update(out=str(out), progress=not args.quiet, plots=args.plots)
+    _cap_threads(values)
     return TrainConfig.from_dict(values)

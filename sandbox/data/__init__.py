@@ -27,6 +27,7 @@ from ._augment import CenterCrop, Compose, RandomCrop, RandomFlip, RandomIntensi
 from ._augment3d import CenterCrop3D, RandomCrop3D, RandomFlip3D, RandomRotate3D
 from ._folder import ImageFolder
 from ._nuclei import Nuclei, load_nuclei, otsu_segment, otsu_threshold
+from ._pairs import DataNotice
 from ._shapes import Shapes
 from ._shapes3d import Shapes3D
 from ._volume_folder import VolumeFolder, is_volume_folder
@@ -39,6 +40,7 @@ __all__ = [
     "CenterCrop3D",
     "Compose",
     "DataLoader",
+    "DataNotice",
     "Dataset",
     "ImageFolder",
     "Nuclei",

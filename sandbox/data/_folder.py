@@ -57,6 +57,51 @@ def _load(im, path) -> None:
         raise _unreadable(path, exc) from None
 
 
+def image_array(pil, im, channels: int, size=None) -> np.ndarray:
+    """A decoded Pillow image as float32 ``(C, H, W)``, scaled as training scales it.
+
+    8-bit (and RGB) images are divided by 255, 16-bit ones by 65535, 32-bit integer
+    images (mode ``I``) by 65535 when they hold values above 255 (16-bit data in a
+    32-bit container, the usual case) else by 255; float images (mode ``F``) are kept
+    as stored.  ``channels`` 1 converts colour to grey, 3 grey to RGB; ``size``
+    ``(H, W)`` resizes bilinearly.  :func:`read_image` and :class:`ImageFolder` both
+    use this, so prediction sees what training saw.
+    """
+    if channels == 3:
+        if im.mode != "RGB":
+            im = im.convert("RGB")
+    elif im.mode not in ("L", "I", "I;16", "F"):
+        im = im.convert("L")
+    # Scale to [0, 1] by the full range of the stored integer type.
+    if im.mode in ("L", "RGB"):
+        scale = 255.0
+    elif im.mode == "I;16":
+        scale = 65535.0
+    elif im.mode == "I":  # 32-bit container; 16-bit data is the usual content
+        scale = 65535.0 if np.asarray(im).max(initial=0) > 255 else 255.0
+    else:  # "F": floating point, kept as is
+        scale = 1.0
+    if size is not None:
+        if im.mode not in ("L", "RGB", "F"):
+            im = im.convert("F")  # 16/32-bit integers resize as float
+        im = im.resize(tuple(size)[::-1], resample=pil.Resampling.BILINEAR)
+    a = np.asarray(im).astype(np.float32) / np.float32(scale)
+    a = a[None] if a.ndim == 2 else np.moveaxis(a, -1, 0)
+    return np.ascontiguousarray(a)
+
+
+def read_image(path, channels: int) -> np.ndarray:
+    """Read an image file (PNG/TIFF/JPEG, any bit depth) as training reads it.
+
+    Returns float32 ``(C, H, W)`` scaled by :func:`image_array`'s rule; a file that
+    cannot be decoded raises ``ValueError`` naming it.
+    """
+    pil = _import_pil()
+    with open_image(pil, path) as im:
+        _load(im, path)
+        return image_array(pil, im, channels)
+
+
 class ImageFolder(PairedFolder):
     """Segmentation pairs read from ``root/images/`` and ``root/masks/``.
 
@@ -137,31 +182,11 @@ class ImageFolder(PairedFolder):
         with self._open(mask_path) as mk:
             _load(mk, mask_path)
             mask = self._mask_array(mk, mask_path)
-        self._check_labels(mask, mask_path)
+        mask = self._check_labels(mask, mask_path)
         return image, mask
 
     def _image_array(self, im, path):
-        if self.in_channels == 3:
-            if im.mode != "RGB":
-                im = im.convert("RGB")
-        elif im.mode not in ("L", "I", "I;16", "F"):
-            im = im.convert("L")
-        # Scale to [0, 1] by the full range of the stored integer type.
-        if im.mode in ("L", "RGB"):
-            scale = 255.0
-        elif im.mode == "I;16":
-            scale = 65535.0
-        elif im.mode == "I":  # 32-bit container; 16-bit data is the usual content
-            scale = 65535.0 if np.asarray(im).max(initial=0) > 255 else 255.0
-        else:  # "F": floating point, kept as is
-            scale = 1.0
-        if self.image_size is not None:
-            if im.mode not in ("L", "RGB", "F"):
-                im = im.convert("F")  # 16/32-bit integers resize as float
-            im = im.resize(self.image_size[::-1], resample=self._pil.Resampling.BILINEAR)
-        a = np.asarray(im).astype(np.float32) / np.float32(scale)
-        a = a[None] if a.ndim == 2 else np.moveaxis(a, -1, 0)
-        return np.ascontiguousarray(a)
+        return image_array(self._pil, im, self.in_channels, self.image_size)
 
     def _mask_array(self, mk, path):
         if self.image_size is not None:

@@ -7,6 +7,7 @@ in how a file is read and what shape it has; this base class holds the rest.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,15 @@ def list_files(folder, extensions) -> dict:
     return files
 
 
+# Image and volume file types of both folder datasets (files of the other kind are named).
+_KNOWN = (".png", ".tif", ".tiff", ".jpg", ".jpeg", ".npy", ".npz")
+
+
+class DataNotice(UserWarning):
+    """A one-line notice about the data (e.g. 0/255 masks read as 0/1); the CLI prints
+    it as ``notice: ...``."""
+
+
 class PairedFolder:
     """Base of the folder datasets: ``root/images/<stem>.*`` with ``root/masks/<stem>.*``.
 
@@ -46,6 +56,7 @@ class PairedFolder:
         self.ignore_index = None if ignore_index is None else int(ignore_index)
         self.cache = bool(cache)
         self._cache = {}
+        self._noticed_255 = False
         image_dir, mask_dir = self.root / "images", self.root / "masks"
         for d in (image_dir, mask_dir):
             if not d.is_dir():
@@ -69,6 +80,21 @@ class PairedFolder:
                 raise FileNotFoundError(
                     f"mask {path} has no {self.ITEM}: expected {image_dir}/{stem}.*")
         self.pairs = [(images[s], masks[s]) for s in sorted(images)]
+        self._notice_ignored(image_dir, mask_dir)
+
+    def _notice_ignored(self, *folders) -> None:
+        """One notice naming the image or volume files of another kind that are skipped
+        (e.g. a PNG pair in a folder of volumes), so none is dropped without a word."""
+        skipped = [path for folder in folders for path in sorted(folder.iterdir())
+                   if path.is_file() and path.suffix.lower() in _KNOWN
+                   and path.suffix.lower() not in self.EXTENSIONS]
+        if skipped:
+            names = ", ".join(str(p) for p in skipped[:4]) + (" ..." if len(skipped) > 4
+                                                              else "")
+            warnings.warn(
+                f"{len(skipped)} file(s) skipped: {names}; {type(self).__name__} reads only "
+                f"{', '.join(self.EXTENSIONS)}", DataNotice, stacklevel=3,
+            )
 
     def _init_class_names(self, class_names) -> None:
         if class_names is None:
@@ -80,8 +106,19 @@ class PairedFolder:
                 f"{self.num_classes}"
             )
 
-    def _check_labels(self, mask, mask_path) -> None:
-        """ValueError naming the file when ``mask`` has a label outside the classes."""
+    def _check_labels(self, mask, mask_path):
+        """``mask`` with labels checked: a ValueError names the file when one lies outside
+        the classes.  A two-class mask saved as 0/255 (the usual way binary masks are
+        stored) becomes 0/1, with one notice per dataset."""
+        if (self.num_classes == 2 and self.ignore_index != 255 and mask.size
+                and mask.max() == 255 and np.isin(mask, (0, 255)).all()):
+            mask = (mask == 255).astype(mask.dtype)
+            if not self._noticed_255:
+                self._noticed_255 = True
+                warnings.warn(
+                    f"masks saved as 0/255 (first: {mask_path}) are read as classes 0/1",
+                    DataNotice, stacklevel=2,
+                )
         bad = (mask < 0) | (mask >= self.num_classes)
         if self.ignore_index is not None:
             bad &= mask != self.ignore_index
@@ -90,10 +127,15 @@ class PairedFolder:
             allowed = f"[0, {self.num_classes})"
             if self.ignore_index is not None:
                 allowed += f" or ignore_index={self.ignore_index}"
+            hint = ""
+            if self.num_classes == 2 and 255 in values:
+                hint = ("; a binary mask must hold 0 and 1, or only 0 and 255 (read as 0/1); "
+                        "or pass ignore_index=255 if 255 marks unlabelled pixels")
             raise ValueError(
                 f"mask {mask_path} has labels {values[:10].tolist()} outside {allowed} "
-                f"(num_classes={self.num_classes})"
+                f"(num_classes={self.num_classes}){hint}"
             )
+        return mask
 
     def __len__(self):
         return len(self.pairs)

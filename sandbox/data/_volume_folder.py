@@ -120,5 +120,5 @@ class VolumeFolder(PairedFolder):
                 f"shape mismatch: volume {img_path} is {image.shape[1:]} (D, H, W) but mask "
                 f"{mask_path} is {mask.shape}"
             )
-        self._check_labels(mask, mask_path)
+        mask = self._check_labels(mask, mask_path)
         return image, mask

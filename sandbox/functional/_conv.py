@@ -79,7 +79,7 @@ def _backward(ctx, grad, array_backward, input_grad, weight_grad):
     plan = ctx.plan
     if not is_grad_enabled():  # plain backward: the kernels, on arrays, on the plan
         x, weight = ctx.saved_arrays
-        gx, gw, gb = array_backward(grad.numpy(), x, weight, needs=needs, plan=plan)
+        gx, gw, gb = array_backward(grad, x, weight, needs=needs, plan=plan)
         return gx, gw, gb, None
     # create_graph: every gradient is a differentiable op again
     x, weight = ctx.saved_tensors
@@ -93,6 +93,7 @@ class ConvNd(Function):
     """``y = conv(x, w, b)`` on a validated plan; backward through the column kernels."""
 
     fresh_grads = True  # the array backward allocates every gradient it returns
+    plain_backward_arrays = True  # outside create_graph, grad is an ndarray
 
     @staticmethod
     def forward(ctx, x, weight, bias, plan):
@@ -109,6 +110,7 @@ class ConvTransposeNd(Function):
     """``y = conv_transpose(x, w, b)``, the adjoint of the convolution in ``x``."""
 
     fresh_grads = True
+    plain_backward_arrays = True
 
     @staticmethod
     def forward(ctx, x, weight, bias, plan):

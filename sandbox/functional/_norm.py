@@ -16,6 +16,8 @@ __all__ = ["batch_norm", "batch_norm_relu", "group_norm"]
 class BatchNorm(Function):
     """Batch norm; running statistics (plain arrays) are updated in the forward."""
 
+    plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+
     @staticmethod
     def forward(ctx, x, weight, bias, running_mean, running_var, training, momentum, eps):
         out, mean, invstd = _norm.batch_norm(x, running_mean, running_var, weight, bias,
@@ -34,7 +36,7 @@ class BatchNorm(Function):
             gx, gw, gb = _batch_norm_grads(grad, x, weight, ctx, needs)
         else:
             x, weight = ctx.saved_arrays
-            gx, gw, gb = _norm.batch_norm_backward(grad.numpy(), x, *ctx.stats, weight,
+            gx, gw, gb = _norm.batch_norm_backward(grad, x, *ctx.stats, weight,
                                                    ctx.training, needs=needs)
         return gx, gw, gb, None, None, None, None, None
 
@@ -45,6 +47,8 @@ class BatchNormReLU(Function):
     Under ``create_graph=True`` the backward is ReLU's mask times the Tensor-op
     batch-norm gradients, like the unfused pair.
     """
+
+    plain_backward_arrays = True  # outside create_graph, grad is an ndarray
 
     @staticmethod
     def forward(ctx, x, weight, bias, running_mean, running_var, training, momentum, eps):
@@ -64,13 +68,15 @@ class BatchNormReLU(Function):
             gx, gw, gb = _batch_norm_grads(grad * (out.numpy() > 0), x, weight, ctx, needs)
         else:
             x, weight, out = ctx.saved_arrays
-            gx, gw, gb = _norm.batch_norm_relu_backward(grad.numpy(), x, out, *ctx.stats, weight,
+            gx, gw, gb = _norm.batch_norm_relu_backward(grad, x, out, *ctx.stats, weight,
                                                         ctx.training, needs=needs)
         return gx, gw, gb, None, None, None, None, None
 
 
 class GroupNorm(Function):
     """Group norm over ``C / num_groups`` channels and space of each sample."""
+
+    plain_backward_arrays = True  # outside create_graph, grad is an ndarray
 
     @staticmethod
     def forward(ctx, x, weight, bias, num_groups, eps):
@@ -89,7 +95,7 @@ class GroupNorm(Function):
             gx, gw, gb = _group_norm_grads(grad, x, weight, ctx.num_groups, ctx.eps, needs)
         else:
             x, weight = ctx.saved_arrays
-            gx, gw, gb = _norm.group_norm_backward(grad.numpy(), x, *ctx.stats, ctx.num_groups,
+            gx, gw, gb = _norm.group_norm_backward(grad, x, *ctx.stats, ctx.num_groups,
                                                    weight, needs=needs)
         return gx, gw, gb, None, None
 

@@ -26,6 +26,7 @@ class MaxPool(Function):
     """Max pooling; the backward scatters to the saved argmax indices."""
 
     fresh_grads = True  # the scatter allocates the input gradient
+    plain_backward_arrays = True  # outside create_graph, grad is an ndarray
 
     @staticmethod
     def forward(ctx, x, kernel_size, stride, padding, dilation, ceil_mode, nd):
@@ -41,7 +42,7 @@ class MaxPool(Function):
             gx = _RANKS[ctx.nd].max_pool_scatter.apply(grad, ctx.indices, ctx.input_shape,
                                                        ctx.nd)
         else:
-            gx = _pool.max_pool_backward(grad.numpy(), ctx.indices, ctx.input_shape, nd=ctx.nd)
+            gx = _pool.max_pool_backward(grad, ctx.indices, ctx.input_shape, nd=ctx.nd)
         return gx, None, None, None, None, None, None
 
 
@@ -80,6 +81,7 @@ class AvgPool(Function):
     """Average pooling; the backward spreads each gradient over its window."""
 
     fresh_grads = True  # the spread allocates the input gradient
+    plain_backward_arrays = True  # outside create_graph, grad is an ndarray
 
     @staticmethod
     def forward(ctx, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
@@ -99,7 +101,7 @@ class AvgPool(Function):
             gx = _RANKS[ctx.nd].avg_pool_adjoint.apply(grad, ctx.input_shape, *ctx.params,
                                                        ctx.nd)
         else:
-            gx = _pool.avg_pool_backward(grad.numpy(), ctx.input_shape, *ctx.params, nd=ctx.nd,
+            gx = _pool.avg_pool_backward(grad, ctx.input_shape, *ctx.params, nd=ctx.nd,
                                          plan=ctx.plan)
         return gx, None, None, None, None, None, None, None
 

@@ -29,14 +29,17 @@ def add_parser(sub) -> None:
     p.add_argument("--to", required=True, choices=FORMATS, dest="format",
                    help="output format")
     p.add_argument("--out", help="output file (default: the checkpoint's name with "
-                   ".safetensors, .pt or .onnx)")
+                   ".safetensors, .pt or .onnx); --to torch also writes the architecture "
+                   "next to it as <out>.json. Existing files are refused unless --overwrite")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace existing output files (never the checkpoint itself)")
     p.add_argument("--size", type=int, nargs="+", metavar="N",
                    help="onnx: input height and width, or depth, height and width for a "
                    "model trained on volumes (one number: square or cube; default: the "
                    "training image size)")
-    p.add_argument("--resize", choices=("auto", "matmul"), default="auto",
+    p.add_argument("--resize", choices=("auto", "matmul"),
                    help="onnx: 'auto' uses Resize where it is exact, 'matmul' always the "
-                   "resampling matrices")
+                   "resampling matrices (default: auto)")
     p.set_defaults(func=run)
 
 
@@ -78,14 +81,7 @@ def _export_onnx(model, state, out, size, resize) -> list[str]:
     from ..runtime.optional import require
     from . import run_onnx, to_onnx
 
-    dims = model.spatial_dims
-    if size is None:
-        size = [state["config"].get("image_size", 64)]
-    if len(size) not in (1, dims) or min(size) < 1:
-        axes = "H [W]" if dims == 2 else "D [H W] for this 3-D model"
-        count = "two" if dims == 2 else "three"
-        raise ValueError(f"--size takes one or {count} positive ints ({axes}), got {size}")
-    spatial = tuple(size) * dims if len(size) == 1 else tuple(size)
+    spatial = _spatial(model, state, size)
     to_onnx(model, (1, model.in_channels, *spatial), out, resize=resize)
     lines = [f"wrote {out} (ONNX opset 18, input 'input' of shape (batch, "
              f"{model.in_channels}, {', '.join(map(str, spatial))}))"]
@@ -106,22 +102,83 @@ def _export_onnx(model, state, out, size, resize) -> list[str]:
                     f"(max |output| = {scale:.3g})"]
 
 
+# Extensions each format's file may take.
+_SUFFIXES = {"safetensors": (".safetensors",), "torch": (".pt", ".pth"), "onnx": (".onnx",)}
+_NAMES = {"safetensors": "safetensors", "torch": "PyTorch state dict", "onnx": "ONNX"}
+
+
+def _check_options(args) -> None:
+    """Options of another format are refused, not ignored."""
+    if args.format != "onnx":
+        for flag, value in (("--size", args.size), ("--resize", args.resize)):
+            if value is not None:
+                raise ValueError(f"{flag} applies to --to onnx only, not --to {args.format} "
+                                 "(which writes the weights, whatever the input size)")
+
+
+def _outputs(args) -> list[Path]:
+    """Every file the export will write, checked before anything is done."""
+    from ..train._outputs import check_new_file
+
+    ckpt = Path(args.checkpoint)
+    out = Path(args.out) if args.out else ckpt.with_suffix(_SUFFIX[args.format])
+    paths = [check_new_file(out, "--out", inputs=[ckpt], overwrite=args.overwrite,
+                            suffixes=_SUFFIXES[args.format], what=_NAMES[args.format])]
+    if args.format == "torch":
+        paths.append(check_new_file(out.with_suffix(".json"), "--out (its architecture "
+                                    "file)", inputs=[ckpt], overwrite=args.overwrite))
+    return paths
+
+
+def _check_memory(model, state, size) -> None:
+    """ONNX export runs the model on a batch of 2 at the export size: estimate first."""
+    from ..train._memory_plan import check, eval_bytes, model_widths, unet_forward_count
+
+    spatial = _spatial(model, state, size)
+    count = unet_forward_count(model.in_channels, model.num_classes, model_widths(model),
+                               spatial, model.upsample, model.norm)
+    # the resampling matrices of the decoder (MatMul form): out x in per axis and level
+    matrices = sum(4 * (n // 2**level) * (n // 2 ** (level + 1))
+                   for n in spatial for level in range(model.depth))
+    needed = eval_bytes(count, 2) + matrices + 2 * 2 * count.largest  # ORT's copy
+    check(needed, f"exporting to ONNX at --size {'x'.join(map(str, spatial))} (and checking "
+          "the file on a batch of 2)", "use a smaller --size")
+
+
+def _spatial(model, state, size) -> tuple:
+    dims = model.spatial_dims
+    if size is None:
+        size = [state["config"].get("image_size", 64)]
+    if len(size) not in (1, dims) or min(size) < 1:
+        axes = "H [W]" if dims == 2 else "D [H W] for this 3-D model"
+        count = "two" if dims == 2 else "three"
+        raise ValueError(f"--size takes one or {count} positive ints ({axes}), got {size}")
+    return tuple(size) * dims if len(size) == 1 else tuple(size)
+
+
 def run(args) -> int:
     """Run ``sandbox export`` for parsed ``args``; print what was written."""
     from ..runtime.optional import require
     from . import architecture, to_torch
 
+    _check_options(args)
+    args.resize = args.resize or "auto"
     model, state = load_checkpoint_model(args.checkpoint)
+    if args.format == "onnx":
+        _spatial(model, state, args.size)  # the options first, then the files
+    paths = _outputs(args)
+    out = paths[0]
+    if args.format == "onnx":
+        _check_memory(model, state, args.size)
     arch = architecture(model)
-    out = Path(args.out) if args.out else Path(args.checkpoint).with_suffix(_SUFFIX[args.format])
     if args.format == "safetensors":
         model.save_weights(out, metadata={"sandbox.architecture": json.dumps(arch)})
         lines = [f"wrote {out} ({len(model.state_dict())} tensors, PyTorch names)"]
     elif args.format == "torch":
         torch = require("torch", "sandbox export --to torch")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(to_torch(model).state_dict(), out)
-        arch_path = out.with_suffix(".json")
+        with open(out, "wb") as f:  # an OSError naming the file, not torch's RuntimeError
+            torch.save(to_torch(model).state_dict(), f)
+        arch_path = paths[1]
         arch_path.write_text(json.dumps(arch, indent=2) + "\n")
         lines = [f"wrote {out} (state dict) and {arch_path} (architecture)"]
     else:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .. import nn
-from ..nn import _unet
+from ..nn import _classic_unet, _unet
 from ..nn._safetensors import assign_state
 from ..runtime.optional import require
 
@@ -96,7 +96,7 @@ _LEAVES = (nn.Conv2d, nn.ConvTranspose2d, nn.Linear, nn.BatchNorm2d, nn.GroupNor
            nn.Identity, nn.Conv3d, nn.ConvTranspose3d, nn.BatchNorm3d, nn.MaxPool3d,
            nn.AvgPool3d)
 _SUPPORTED = (*_LEAVES, nn.Sequential, nn.ModuleList, nn.UNet, _unet.ConvBlock, _unet.Down,
-              _unet.Up)
+              _unet.Up, nn.ClassicUNet, _classic_unet.ClassicUp)
 
 
 def _convert(m, torch, name=""):
@@ -134,6 +134,11 @@ def _convert(m, torch, name=""):
     if kind is nn.UNet:
         return tm.UNet(child("inc"), child("downs"), child("ups"), child("head"), m.in_channels,
                        m.spatial_dims)
+    if kind is _classic_unet.ClassicUp:
+        return tm.ClassicUp(child("up"), child("block"))
+    if kind is nn.ClassicUNet:
+        return tm.ClassicUNet(child("inc"), child("downs"), child("ups"), child("head"),
+                              m.in_channels, 2)
     names = ", ".join(sorted(c.__name__ for c in _SUPPORTED))
     raise TypeError(
         f"to_torch cannot translate {kind.__name__}{where}: it knows {names} "
@@ -144,8 +149,9 @@ def _convert(m, torch, name=""):
 def to_torch(module):
     """An equivalent ``torch.nn.Module`` holding a copy of ``module``'s weights.
 
-    Every layer of :mod:`sandbox.nn` (the 3-D ones too) and the
-    :class:`~sandbox.nn.UNet` (2-D or ``spatial_dims=3``) translate;
+    Every layer of :mod:`sandbox.nn` (the 3-D ones too), the
+    :class:`~sandbox.nn.UNet` (2-D or ``spatial_dims=3``) and the
+    :class:`~sandbox.nn.ClassicUNet` translate;
     parameter and buffer names, ``state_dict`` order, dtypes (float32 or float64)
     and the train/eval mode carry over, and every value is copied bit for bit.
 

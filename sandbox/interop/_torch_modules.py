@@ -1,4 +1,8 @@
-"""PyTorch modules mirroring :mod:`sandbox.nn`'s UNet parts and ``Upsample``.
+"""PyTorch modules mirroring :mod:`sandbox.nn`'s UNets (``UNet`` of both ranks and
+``ClassicUNet``), their parts and ``Upsample``.
+
+This is the one PyTorch copy of those architectures: the parity tests and
+``sandbox bench`` build their PyTorch twins with :func:`sandbox.interop.to_torch`.
 
 The classes are built on first access (``torch`` is imported then, not when this
 module is imported) and live here under their own names, so a whole exported
@@ -143,8 +147,21 @@ def _classes() -> dict:
                 x = up(x, skips.pop())
             return self.head(x)
 
+    class ClassicUp(nn.Module):
+        """``sandbox.nn.ClassicUNet``'s decoder step: upsample all channels, concat, ConvBlock."""
+
+        def __init__(self, up, block):
+            super().__init__()
+            self.up, self.block = up, block
+
+        def forward(self, x, skip):
+            return self.block(torch.cat([skip, self.up(x)], dim=1))
+
+    class ClassicUNet(UNet):
+        """``sandbox.nn.ClassicUNet`` in PyTorch (same parameter and buffer names)."""
+
     classes = {"Interpolate": Interpolate, "ConvBlock": ConvBlock, "Down": Down,
-               "Up": Up, "UNet": UNet}
+               "Up": Up, "UNet": UNet, "ClassicUp": ClassicUp, "ClassicUNet": ClassicUNet}
     for name, cls in classes.items():
         cls.__module__ = __name__
         cls.__qualname__ = name
@@ -154,6 +171,6 @@ def _classes() -> dict:
 def __getattr__(name: str):
     # PEP 562: `_torch_modules.UNet` builds the classes (and imports torch) on first use,
     # which is also what unpickling a saved model does.
-    if name in ("Interpolate", "ConvBlock", "Down", "Up", "UNet"):
+    if name in ("Interpolate", "ConvBlock", "Down", "Up", "UNet", "ClassicUp", "ClassicUNet"):
         return _classes()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -51,8 +51,8 @@ class ClassicUNet(Module):
     max pooling goes down; ``Upsample(scale_factor=2, mode=upsample)`` of all
     channels goes up, is concatenated with the skip connection and followed by
     a block from ``w_in + w_skip`` to ``w_skip`` channels; a 1×1 convolution
-    gives the logits.  Parameter names match the PyTorch twin in
-    :mod:`sandbox.bench._torch_twin`, so weights copy by name.
+    gives the logits.  :func:`sandbox.interop.to_torch` builds its PyTorch twin
+    (same parameter names and weights).
 
     Parameters
     ----------

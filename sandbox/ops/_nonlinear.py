@@ -13,6 +13,8 @@ from ._util import normalize_axes
 
 
 class Relu(Function):
+    plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+
     @staticmethod
     def forward(ctx, x):
         y = activation.relu(x)  # np.maximum(x, 0) on every thread
@@ -21,10 +23,11 @@ class Relu(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        (y,) = ctx.saved_tensors
         if is_grad_enabled():  # create_graph: the product stays differentiable
+            (y,) = ctx.saved_tensors
             return grad * (y._data > 0)  # gradient 0 at x == 0, as torch
-        return activation.relu_backward(grad._data, y._data)
+        (y,) = ctx.saved_arrays
+        return activation.relu_backward(grad, y)
 
 
 class LeakyRelu(Function):

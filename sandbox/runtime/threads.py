@@ -136,29 +136,3 @@ def num_threads(n: int):
         yield
     finally:
         set_num_threads(previous)
-
-
-GEMM_ENV_VAR = "SANDBOX_GEMM"
-GEMM_BACKENDS = ("auto", "avx512", "blas")
-
-
-def gemm_backend() -> str:
-    """The float32 GEMM of the convolutions: ``"avx512"`` (the project's kernel,
-    ``pyx/sgemm_avx512.h``) or ``"blas"`` (numpy's), from ``$SANDBOX_GEMM``
-    (``auto``, the default, picks the kernel when the CPU has AVX-512).
-
-    Raises
-    ------
-    ValueError
-        For an unknown value, or ``avx512`` on a CPU without it.
-    """
-    from .._C import _gemm
-
-    value = os.environ.get(GEMM_ENV_VAR, "auto").strip().lower() or "auto"
-    if value not in GEMM_BACKENDS:
-        raise ValueError(f"{GEMM_ENV_VAR} must be one of {', '.join(GEMM_BACKENDS)}; "
-                         f"got {value!r}")
-    if value == "avx512" and not _gemm.available():
-        raise ValueError(f"{GEMM_ENV_VAR}=avx512, but this CPU has no AVX-512 "
-                         f"(use auto or blas)")
-    return "avx512" if value != "blas" and _gemm.available() else "blas"

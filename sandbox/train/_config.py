@@ -271,3 +271,43 @@ def build_optimizer(cfg: TrainConfig, model, steps: int):
     else:
         sched = None
     return opt, sched
+
+
+def check_batch_norm(cfg: TrainConfig, train_set, dims: int) -> None:
+    """Refuse, before training, a batch-norm model whose deepest level would hold one
+    value per channel (training batch norm needs more than one)."""
+    if cfg.norm != "batch":
+        return
+    batch = min(cfg.batch_size, max(len(train_set), 1))
+    side = cfg.image_size // 2**cfg.depth
+    if batch * side**dims >= 2:
+        return
+    need = 2 ** (cfg.depth + 1)
+    raise ValueError(
+        f"--image-size {cfg.image_size} with --depth {cfg.depth} leaves the deepest level "
+        f"1 pixel wide, and with batches of {batch} batch norm has one value per channel to "
+        f"normalise; use --image-size {need} or more, --depth {cfg.depth - 1}, a larger "
+        "--batch-size, or --norm group"
+        if cfg.depth > 1 else
+        f"--image-size {cfg.image_size} is too small for batch norm with batches of {batch}; "
+        f"use --image-size {need} or more, a larger --batch-size, or --norm group"
+    )
+
+
+def first_batch(loader, epoch: int, start: int):
+    """Read the batch training will start with (its files and labels are checked, and
+    any notice about them is given, before the run prints anything)."""
+    for images, masks in loader.batches(epoch, start=start):
+        return images, masks
+    return None
+
+
+def input_normalization(dataset) -> dict:
+    """How raw uint8 images map to model inputs (stored so ``predict`` can repeat it)."""
+    base = getattr(dataset, "dataset", dataset)
+    # "input": image files are read by sandbox.data's one reader (integers divided by
+    # their type's range, floats as stored), in training and in predict alike.
+    if hasattr(base, "mean") and hasattr(base, "std"):
+        return {"kind": "standardize", "mean": float(base.mean), "std": float(base.std),
+                "input": "dtype-range"}
+    return {"kind": "scale", "divisor": 255.0, "input": "dtype-range"}

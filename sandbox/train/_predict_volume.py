@@ -7,12 +7,17 @@ from pathlib import Path
 import numpy as np
 
 from ..autograd import Tensor, no_grad
-from ._predict import _first_line, load_model
+from ._predict import _first_line, load_model, plan_tiles
 from ._volume_output import write_volume_prediction
 
 
-def predict_volume(model, volume: np.ndarray) -> np.ndarray:
-    """Class label per voxel, ``(D, H, W)``, for one ``(C, D, H, W)`` float volume."""
+def predict_volume(model, volume: np.ndarray, tile: int | None = None) -> np.ndarray:
+    """Class label per voxel, ``(D, H, W)``, for one ``(C, D, H, W)`` float volume
+    (in overlapping cubes of side ``tile`` when given, as :func:`~._predict.predict`)."""
+    if tile is not None:
+        from ._predict import predict_tiled
+
+        return predict_tiled(model, volume, tile)
     with no_grad():
         logits = model(Tensor(np.ascontiguousarray(volume[None], dtype=np.float32)))
     return logits.numpy()[0].argmax(axis=0)
@@ -35,7 +40,8 @@ def _check_outputs(volume: Path, ckpt: Path, out: Path, montage_out: Path) -> No
             raise FileNotFoundError(f"the folder of the {what} output {path} does not exist")
 
 
-def predict_volume_file(checkpoint_path, volume_path, out=None, montage_out=None) -> dict:
+def predict_volume_file(checkpoint_path, volume_path, out=None, montage_out=None,
+                        overwrite=False, tile=None) -> dict:
     """Segment a volume file with a 3-D checkpoint.
 
     Parameters
@@ -52,6 +58,11 @@ def predict_volume_file(checkpoint_path, volume_path, out=None, montage_out=None
     montage_out : str or Path, optional
         The PNG montage of slices with the classes in colour (default
         ``<stem>_montage.png`` next to ``out``); skipped with a warning without Pillow.
+    overwrite : bool, default False
+        Replace existing output files (else they are refused).
+    tile : int, optional
+        Predict in overlapping cubes of this side (default: the whole volume, or the
+        largest cubes that fit the memory limit, with a notice).
 
     Returns
     -------
@@ -68,6 +79,10 @@ def predict_volume_file(checkpoint_path, volume_path, out=None, montage_out=None
         else out.with_name(out.stem.replace("_mask", "") + "_montage.png")
     )
     _check_outputs(volume_path, Path(checkpoint_path), out, montage_out)
+    from ._outputs import check_new_file
+
+    check_new_file(out, "--out", overwrite=overwrite, what="mask volume")
+    check_new_file(montage_out, "--overlay", overwrite=overwrite, what="montage")
     model, info = load_model(checkpoint_path)
     volume = as_image_volume(read_volume(volume_path, "image"), volume_path)
     if volume.shape[0] != info["in_channels"]:
@@ -81,11 +96,12 @@ def predict_volume_file(checkpoint_path, volume_path, out=None, montage_out=None
             f"{volume_path} is {'x'.join(map(str, volume.shape[1:]))} voxels; this model "
             f"({info['config'].depth} down-sampling steps) needs at least {need} a side"
         )
+    tile, notice = plan_tiles(model, volume.shape[1:], tile, volume_path)
     finite = np.isfinite(volume)
     if not finite.any():
         raise ValueError(f"{volume_path} holds no finite values: nothing to segment")
     try:
-        labels = predict_volume(model, volume)
+        labels = predict_volume(model, volume, tile)
     except MemoryError:
         raise MemoryError(
             f"not enough memory to segment {volume_path} "
@@ -98,6 +114,8 @@ def predict_volume_file(checkpoint_path, volume_path, out=None, montage_out=None
     result["voxels_per_class"] = {
         name: int(c) for name, c in zip(info["class_names"], counts, strict=False)
     }
+    if notice:
+        result["notices"] = [notice]
     if not finite.all():
         result.setdefault("warnings", []).append(
             f"{volume_path} has {int((~finite).sum())} NaN or infinite values; the prediction "

@@ -33,9 +33,14 @@ from ._config import (
     build_loaders,
     build_model,
     build_optimizer,
+    check_batch_norm,
+    first_batch,
+    input_normalization,
     spatial_dims,
     total_steps,
 )
+from ._interrupt import install_sigint
+from ._memory_plan import check_training
 from ._run_folder import RunFolder
 from .metrics import ConfusionMatrix
 
@@ -103,11 +108,8 @@ class Trainer:
         try:
             self._setup(resume)
         except BaseException:
-            self._folder.release()
+            self._folder.abandon()  # leave the folder as it was found
             raise
-        if overwrite:
-            self._folder.clear_previous()
-        (self.out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
 
     def _setup(self, resume: bool) -> None:
         from ..runtime.rng import manual_seed
@@ -124,6 +126,8 @@ class Trainer:
         if len(self.train_loader) == 0:
             raise ValueError("the training set is smaller than one batch")
         self.spatial_dims = spatial_dims(self.train_set)
+        check_batch_norm(config, self.train_set, self.spatial_dims)
+        check_training(config, self.train_set, self.val_set, self.spatial_dims)
         self.model = build_model(
             config, self.train_set.in_channels, self.num_classes, self.spatial_dims
         )
@@ -137,8 +141,10 @@ class Trainer:
         self.bad_epochs = 0
         self.history: list[dict] = []
         self._stop_requested = False
+        self.seconds_before = 0.0  # training time of earlier sessions (resume)
         if resume:
             self._load(self.out / "last.ckpt")
+        first_batch(self.train_loader, self.epoch, self.batch)  # labels checked, notices now
 
     # ------------------------------------------------------------ checkpoints
     def state(self) -> dict:
@@ -149,6 +155,8 @@ class Trainer:
             "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
             "rng": get_rng_state(),
             "position": {"epoch": self.epoch, "batch": self.batch, "step": self.step},
+            "time": {"seconds": None if self.seconds_before is None
+                     else self.seconds_before + self._session_seconds()},
             "best": {
                 "score": self.best_score,
                 "epoch": self.best_epoch,
@@ -158,7 +166,7 @@ class Trainer:
                 "in_channels": self.train_set.in_channels,
                 "num_classes": self.num_classes,
                 "class_names": list(self.class_names),
-                "normalization": _normalization(self.train_set),
+                "normalization": input_normalization(self.train_set),
                 "spatial_dims": self.spatial_dims,
             },
         }
@@ -208,6 +216,8 @@ class Trainer:
         set_rng_state(state["rng"])
         pos = state["position"]
         self.epoch, self.batch, self.step = pos["epoch"], pos["batch"], pos["step"]
+        # Checkpoints older than the "time" entry: the duration covers this session only.
+        self.seconds_before = state.get("time", {}).get("seconds")
         best = state["best"]
         self.best_score = best["score"]
         self.best_epoch, self.bad_epochs = best["epoch"], best["bad_epochs"]
@@ -219,6 +229,16 @@ class Trainer:
             log.write_text("".join(json.dumps(h) + "\n" for h in self.history))
 
     # ---------------------------------------------------------------- logging
+    def _session_seconds(self) -> float:
+        start = getattr(self, "_t_start", None)
+        return 0.0 if start is None else time.perf_counter() - start
+
+    def _commit_folder(self) -> None:
+        """The first step worked: now replace the old run (``overwrite``) and write
+        ``config.json``.  Until here a failure leaves the folder as it was found."""
+        self._folder.commit()
+        (self.out / "config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2))
+
     def _log(self, entry: dict) -> None:
         self.history.append(entry)
         with open(self.out / "log.jsonl", "a") as f:
@@ -248,9 +268,12 @@ class Trainer:
     def fit(self) -> dict:
         """Train until the configured epochs/steps, early stop, Ctrl-C or divergence."""
         self._folder.acquire()
-        previous_handler = _install_sigint(self)
+        previous_handler = install_sigint(self)
         try:
             return self._fit()
+        except BaseException:
+            self._folder.abandon_if_uncommitted()
+            raise
         finally:
             if previous_handler is not None:
                 signal.signal(signal.SIGINT, previous_handler)
@@ -274,13 +297,15 @@ class Trainer:
             file=sys.stderr,
         )
         steps_this_session = 0
-        t_start = time.perf_counter()
+        t_start = self._t_start = time.perf_counter()
         self.model.train()
         try:
             while self.epoch < epochs and self.step < self.total_steps:
                 for images, masks in self.train_loader.batches(self.epoch, start=self.batch):
                     t0 = time.perf_counter()
                     loss_value, lr = self._train_step(images, masks)
+                    if not self._folder.committed:
+                        self._commit_folder()
                     self.batch += 1
                     self.step += 1
                     steps_this_session += 1
@@ -365,13 +390,14 @@ class Trainer:
         else:
             self.bad_epochs += 1
         self._log({"kind": "val", "step": self.step, "epoch": epoch, **metrics})
-        if self.cfg.progress:
-            bar.write(
-                f"epoch {epoch}: val loss {metrics['loss']:.4f}  mean IoU {metrics['mean_iou']:.4f}"
-                f"  Dice {metrics['mean_dice']:.4f}  acc {metrics['pixel_accuracy']:.4f}"
-                + (f"  fg Dice {metrics['dice_fg']:.4f}" if "dice_fg" in metrics else "")
-                + ("  *" if improved else "")
-            )
+        # Printed also with the progress bar off (--quiet hides the bar only).
+        bar.write(
+            f"epoch {epoch}: val loss {metrics['loss']:.4f}  mean IoU {metrics['mean_iou']:.4f}"
+            f"  Dice {metrics['mean_dice']:.4f}  acc {metrics['pixel_accuracy']:.4f}"
+            + (f"  fg Dice {metrics['dice_fg']:.4f}" if "dice_fg" in metrics else "")
+            + ("  *" if improved else ""),
+            file=sys.stderr,
+        )
         self.save("last.ckpt")
         if improved:
             self.save("best.ckpt")
@@ -401,45 +427,17 @@ class Trainer:
 
     def _summary(self, seconds: float, finished: bool) -> dict:
         vals = [h for h in self.history if h["kind"] == "val"]
+        before = self.seconds_before
         return {
             "finished": finished,
             "steps": self.step,
             "epochs": self.epoch,
-            "seconds": round(seconds, 2),
+            # the whole run's training time; None before: a checkpoint without it
+            "seconds": round(seconds + (before or 0.0), 2),
+            "session_seconds": round(seconds, 2),
+            "whole_run": before is not None,
             "best_epoch": self.best_epoch,
             "best_score": None if self.best_score == -math.inf else self.best_score,
             "final": vals[-1] if vals else None,
             "out": str(self.out),
         }
-
-
-def _normalization(dataset) -> dict:
-    """How raw uint8 images map to model inputs (stored so ``predict`` can repeat it)."""
-    base = getattr(dataset, "dataset", dataset)
-    if hasattr(base, "mean") and hasattr(base, "std"):
-        return {"kind": "standardize", "mean": float(base.mean), "std": float(base.std)}
-    return {"kind": "scale", "divisor": 255.0}
-
-
-def _install_sigint(trainer: Trainer):
-    """First Ctrl-C: finish the current step, checkpoint, stop. Second: stop at once."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return None
-
-    def handler(signum, frame):
-        if trainer._stop_requested:
-            last = trainer.out / "last.ckpt"
-            raise KeyboardInterrupt(
-                "stopped at once by a second Ctrl-C; steps since the last checkpoint are lost"
-                + (f" ({last} holds the last one; continue with --resume)" if last.is_file()
-                   else " (no checkpoint written yet)")
-            )
-        trainer._stop_requested = True
-        print(
-            "\nCtrl-C: finishing this step and saving a checkpoint (press again to quit now)",
-            file=sys.stderr,
-        )
-
-    return signal.signal(signal.SIGINT, handler)

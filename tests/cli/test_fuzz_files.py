@@ -14,7 +14,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from tests.support.cli_helpers import TINY, make_folder, run_cli
+from tests.support.cli_helpers import TINY, make_folder, messages, run_cli
 
 pil = pytest.importorskip("PIL.Image")
 
@@ -76,7 +76,7 @@ def files(tmp_path_factory):
 def check(status, err, command, allowed=(0, 2)):
     assert "Traceback" not in err, err
     assert status in allowed, (status, err)
-    lines = err.strip().splitlines()
+    lines = messages(err)
     if status == 2:
         assert len(lines) == 1 and lines[0].startswith(f"sandbox {command}: error: "), err
     else:

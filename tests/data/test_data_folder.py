@@ -137,3 +137,81 @@ def test_without_pillow_explains_how_to_install(folder, monkeypatch):
     monkeypatch.setitem(sys.modules, "PIL", None)
     with pytest.raises(ImportError, match=r"cpu-train-sandbox\[images\]"):
         ImageFolder(folder, num_classes=3)
+
+
+# ------------------------------------- one reader, every bit depth, training = predict
+def _depth_images(tmp_path):
+    """The same picture as 8-bit, 16-bit and 32-bit integer PNG/TIFF and float TIFF."""
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 256, (32, 32))
+    files = {
+        "u8.png": base.astype(np.uint8),
+        "u16.png": (base * 257).astype(np.uint16),  # 255 -> 65535: the same [0, 1] values
+        "i32.tif": (base * 257).astype(np.int32),
+        "f32.tif": (base / 255.0).astype(np.float32),
+    }
+    paths = {}
+    for name, array in files.items():
+        paths[name] = tmp_path / name
+        Image.fromarray(array).save(paths[name])
+    return base / 255.0, paths
+
+
+def test_read_image_keeps_every_depth_and_matches_image_folder(tmp_path):
+    from sandbox.data._folder import read_image
+
+    expected, paths = _depth_images(tmp_path)
+    for name, path in paths.items():
+        image = read_image(path, 1)
+        assert image.dtype == np.float32 and image.shape == (1, 32, 32), name
+        np.testing.assert_allclose(image[0], expected, atol=1e-6, err_msg=name)
+        root = tmp_path / name.replace(".", "_")
+        (root / "images").mkdir(parents=True)
+        (root / "masks").mkdir()
+        Image.fromarray(np.zeros((32, 32), np.uint8)).save(root / "masks" / f"{path.stem}.png")
+        (root / "images" / path.name).write_bytes(path.read_bytes())
+        np.testing.assert_array_equal(ImageFolder(root, 2)[0][0], image)  # training's view
+
+
+def test_predict_reads_16_bit_and_float_images_as_training_does(tmp_path, capsys):
+    from tests.support.cli_helpers import TINY, run_cli
+
+    run = tmp_path / "run"
+    assert run_cli(capsys, "train", *TINY, "--steps", "2", "--out", run)[0] == 0
+    _, paths = _depth_images(tmp_path)
+    masks = {}
+    for name, path in paths.items():
+        out = tmp_path / f"{path.stem}_mask.png"
+        status, _, err = run_cli(capsys, "predict", run / "last.ckpt", path, "--out", out)
+        assert status == 0, err
+        masks[name] = np.asarray(Image.open(out))
+    for name, mask in masks.items():  # 16-bit all-foreground, float all-background before
+        np.testing.assert_array_equal(mask, masks["u8.png"], err_msg=name)
+
+
+def test_binary_masks_saved_as_0_255_are_read_as_classes_with_a_notice(tmp_path, capsys):
+    from tests.support.cli_helpers import make_folder, run_cli
+
+    data = make_folder(tmp_path / "data", [(16, 16)] * 4)
+    for mask in (data / "masks").iterdir():
+        labels = np.asarray(Image.open(mask))
+        Image.fromarray((labels * 255).astype(np.uint8)).save(mask)
+    with pytest.warns(UserWarning, match="0/255"):
+        pairs = ImageFolder(data, 2)
+        assert set(np.unique(pairs[0][1])) <= {0, 1}
+    status, _, err = run_cli(capsys, "train", "--data", data, "--num-classes", "2",
+                             "--image-size", "16", "--depth", "2", "--batch-size", "2",
+                             "--steps", "1", "--out", tmp_path / "r", "--quiet", "--no-plots")
+    assert status == 0, err
+    lines = err.splitlines()
+    assert lines[0].startswith("sandbox train: notice: masks saved as 0/255")  # before header
+    assert sum("0/255" in line for line in lines) == 1
+    assert lines[1].startswith("training ")
+    # 255 among other labels is not a 0/255 mask: refused, with the fix named
+    Image.fromarray(np.array([[0, 1], [255, 1]] * 8, np.uint8).repeat(8, 1)).save(
+        next((data / "masks").iterdir()))
+    status, _, err = run_cli(capsys, "train", "--data", data, "--num-classes", "2",
+                             "--image-size", "16", "--depth", "2", "--batch-size", "2",
+                             "--steps", "4", "--no-augment", "--out", tmp_path / "r2",
+                             "--quiet", "--no-plots")
+    assert status == 2 and "ignore_index=255" in err and "only 0 and 255" in err

@@ -182,3 +182,28 @@ def test_no_volume_files(tmp_path):
     (tmp_path / "masks").mkdir()
     with pytest.raises(ValueError, match="no volume files"):
         VolumeFolder(tmp_path, 2)
+
+
+def test_a_png_pair_in_a_volume_folder_is_named_not_dropped_silently(tmp_path, capsys):
+    pil = pytest.importorskip("PIL.Image")
+    from tests.support.cli_helpers import run_cli
+
+    rng = np.random.default_rng(0)
+    for sub in ("images", "masks"):
+        (tmp_path / "data" / sub).mkdir(parents=True)
+    for i in range(4):
+        mask = rng.integers(0, 2, (8, 8, 8)).astype(np.uint8)
+        np.save(tmp_path / "data" / "masks" / f"v{i}.npy", mask)
+        np.save(tmp_path / "data" / "images" / f"v{i}.npy", mask * 100 + 20)
+    for sub in ("images", "masks"):
+        pil.fromarray(np.zeros((8, 8), np.uint8)).save(tmp_path / "data" / sub / "flat.png")
+    with pytest.warns(UserWarning, match="flat.png"):
+        assert len(VolumeFolder(tmp_path / "data", 2)) == 4
+    status, _, err = run_cli(capsys, "train", "--data", tmp_path / "data", "--num-classes",
+                             "2", "--image-size", "8", "--depth", "2", "--width", "2",
+                             "--batch-size", "2", "--steps", "1", "--out", tmp_path / "r",
+                             "--quiet", "--no-plots")
+    assert status == 0, err
+    notice = err.splitlines()[0]
+    assert notice.startswith("sandbox train: notice: 2 file(s) skipped: ")
+    assert "images/flat.png" in notice and "masks/flat.png" in notice and ".npy" in notice

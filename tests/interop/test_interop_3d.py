@@ -180,7 +180,8 @@ def test_export_3d_checkpoint(torch, safetensors, onnx, onnxruntime, ckpt3d, tmp
                  "--size", "16", "12", "8"]) == 0
     assert "shape (batch, 1, 16, 12, 8)" in capsys.readouterr().out
     assert np.abs(run_onnx(out, x) - ref).max() <= 1e-6 * np.abs(ref).max()
-    assert main(["export", str(ckpt3d), "--to", "onnx", "--out", str(out)]) == 0
+    assert main(["export", str(ckpt3d), "--to", "onnx", "--out", str(out),
+                 "--overwrite"]) == 0
     assert "shape (batch, 1, 16, 16, 16)" in capsys.readouterr().out  # the training size
     assert main(["export", str(ckpt3d), "--to", "onnx", "--out", str(out),
                  "--size", "16", "16"]) == 2

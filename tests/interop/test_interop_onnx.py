@@ -6,6 +6,8 @@ computes its filter weights itself.  Measured worst cases (ORT 1.32, every case
 in this file): whole UNets 1.9e-7 (Resize and MatMul paths alike, also a depth-3,
 width-16 UNet at 64x64), MatMul resampling layers 2.2e-7, standalone ``Resize``
 layers 6.7e-7 (bicubic, antialiased downsampling).  float32 eps is 1.19e-7.
+Trained weights round more (1.3e-6 measured on one trained checkpoint): the tests of
+trained checkpoints allow ``RTOL_TRAINED`` = 1e-5 of the largest output.
 """
 
 import sys
@@ -20,6 +22,9 @@ from sandbox.interop._onnx_resample import resize_attributes
 from tests.support.interop_models import UNET_MODES, eval_output, make_unet
 
 RTOL = 1e-6  # UNets and whole models: measured worst 1.9e-7
+# Trained checkpoints: larger weights, more cancellation in the sums, so more rounding
+# relative to the output (1.3e-6 seen on a trained default run); see test_interop_cli.
+RTOL_TRAINED = 1e-5
 RTOL_RESIZE_LAYER = 2e-6  # a lone Resize layer: measured worst 6.7e-7
 
 # Modes whose UNet decoder maps to ONNX Resize at these sizes (the others use MatMul).

@@ -145,6 +145,22 @@ def test_one_optimiser_step_matches(torch, mode, opts, norm):
         np.testing.assert_allclose(value, theirs[key], rtol=1e-10, atol=1e-12, err_msg=key)
 
 
+@pytest.mark.parametrize("mode", ["nearest", "bilinear", "bicubic"])
+def test_classic_unet_twin_equals_sandbox_and_pickles(torch, mode, tmp_path):
+    ours = nn.ClassicUNet(1, 3, widths=(4, 8, 16), upsample=mode)
+    twin = to_torch(ours)
+    assert type(twin).__name__ == "ClassicUNet"
+    assert list(twin.state_dict()) == list(ours.state_dict())
+    x = np.random.default_rng(3).standard_normal((2, 1, 16, 16)).astype(np.float32)
+    with torch.no_grad():
+        theirs = twin(torch.from_numpy(x)).numpy()
+    ref = eval_output(ours, x)
+    np.testing.assert_allclose(theirs, ref, rtol=0, atol=2e-6 * np.abs(ref).max())
+    torch.save(twin, tmp_path / "classic.pt")
+    again = torch.load(tmp_path / "classic.pt", weights_only=False)
+    assert type(again.ups[0]).__module__ == "sandbox.interop._torch_modules"
+
+
 def test_whole_model_pickles(torch, tmp_path):
     twin = to_torch(make_unet("area"))
     torch.save(twin, tmp_path / "whole.pt")

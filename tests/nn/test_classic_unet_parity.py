@@ -6,7 +6,7 @@ import pytest
 import sandbox
 import sandbox.functional as F
 from sandbox import nn, optim
-from sandbox.bench._torch_twin import build_torch_classic_unet, copy_weights_to_torch
+from sandbox.interop import to_torch
 
 WIDTHS = (4, 8, 16)
 TOL = dict(rtol=1e-9, atol=1e-11)
@@ -16,9 +16,8 @@ def _pair(torch, mode, align_corners=None):
     sandbox.manual_seed(0)
     ours = nn.ClassicUNet(1, 3, widths=WIDTHS, upsample=mode, align_corners=align_corners,
                           dtype=np.float64)
-    theirs = build_torch_classic_unet(torch, 1, 3, widths=WIDTHS, upsample=mode,
-                                      align_corners=align_corners)
-    copy_weights_to_torch(torch, ours, theirs, torch.float64)
+    theirs = to_torch(ours)  # the architecture's PyTorch copy (sandbox.interop), same weights
+    assert type(theirs).__name__ == "ClassicUNet" and theirs.ups[0].up.scale_factor == 2
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 1, 16, 16))
     y = rng.integers(0, 3, size=(2, 16, 16))

@@ -7,22 +7,15 @@ import sandbox
 import sandbox.functional as F
 from sandbox import nn, optim
 from sandbox.autograd.gradcheck import gradcheck
-from tests.support.torch_unet import build_torch_unet
-
-
-def build_torch_unet3d(torch, in_channels, num_classes, depth, base_width, upsample, norm,
-                       align_corners=None):
-    """The PyTorch twin of ``nn.UNet(..., spatial_dims=3)`` (same parameter names)."""
-    return build_torch_unet(torch, in_channels, num_classes, depth, base_width, upsample, norm,
-                            align_corners, spatial_dims=3)
+from sandbox.interop import to_torch
 
 
 def _pair(torch, mode, opts, norm="batch", size=(8, 8, 8)):
     sandbox.manual_seed(0)
     ours = nn.UNet(2, 3, depth=2, base_width=2, upsample=mode, norm=norm, dtype=np.float64,
                    spatial_dims=3, **opts)
-    theirs = build_torch_unet3d(torch, 2, 3, 2, 2, mode, norm, **opts).to(torch.float64)
-    theirs.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in ours.state_dict().items()})
+    theirs = to_torch(ours)  # the architecture's PyTorch copy (sandbox.interop), same weights
+    assert theirs.spatial_dims == 3 and next(theirs.parameters()).dtype == torch.float64
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 2, *size))
     y = rng.integers(0, 3, size=(2, *size))

@@ -6,7 +6,7 @@ import pytest
 import sandbox
 import sandbox.functional as F
 from sandbox import nn, optim
-from tests.support.torch_unet import build_torch_unet, copy_weights_to_torch
+from sandbox.interop import to_torch
 
 # (sandbox upsample mode, options) that PyTorch can mirror in 2-D.
 MODES = [
@@ -25,9 +25,9 @@ MODES = [
 def _pair(torch, mode, opts, dtype, norm="batch", size=16):
     sandbox.manual_seed(0)
     ours = nn.UNet(2, 3, depth=2, base_width=4, upsample=mode, norm=norm, dtype=dtype, **opts)
-    theirs = build_torch_unet(torch, 2, 3, depth=2, base_width=4, upsample=mode, norm=norm, **opts)
-    tdtype = torch.float64 if dtype == np.float64 else torch.float32
-    copy_weights_to_torch(torch, ours, theirs, tdtype)
+    theirs = to_torch(ours)  # the architecture's PyTorch copy (sandbox.interop), same weights
+    assert next(theirs.parameters()).dtype == (torch.float64 if dtype == np.float64
+                                               else torch.float32)
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 2, size, size)).astype(dtype)
     y = rng.integers(0, 3, size=(2, size, size))

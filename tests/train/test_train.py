@@ -199,3 +199,66 @@ def test_without_matplotlib_training_finishes_with_a_message(tmp_path, monkeypat
     assert summary["finished"] and summary["plots"] == []
     assert "matplotlib is not installed" in capsys.readouterr().err
     assert not (tmp_path / "curves.png").exists()
+
+
+# ------------------------------------------- the run folder: nothing lost, nothing left
+def _bad_mask_folder(root):
+    """A folder dataset whose masks hold a label outside the two classes."""
+    from tests.support.cli_helpers import make_folder
+
+    pytest.importorskip("PIL.Image")
+    from PIL import Image
+
+    data = make_folder(root, [(16, 16)] * 4)
+    for mask in sorted((data / "masks").iterdir()):
+        Image.fromarray(np.full((16, 16), 7, np.uint8)).save(mask)
+    return data
+
+
+def test_overwrite_keeps_the_old_run_until_the_new_one_works(tmp_path, capsys):
+    from tests.support.cli_helpers import TINY, assert_one_line_error, run_cli
+
+    run = tmp_path / "run"
+    assert run_cli(capsys, "train", *TINY, "--steps", "2", "--out", run)[0] == 0
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    data = _bad_mask_folder(tmp_path / "bad")
+    status, _, err = run_cli(capsys, "train", "--data", data, "--num-classes", "2",
+                             "--image-size", "16", "--depth", "2", "--batch-size", "2",
+                             "--out", run, "--overwrite", "--quiet", "--no-plots")
+    assert_one_line_error(status, err, "labels [7]")
+    after = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    assert after == before  # the old run is all there, .lock included
+
+
+def test_a_run_that_fails_at_start_leaves_the_folder_as_it_found_it(tmp_path, capsys):
+    from tests.support.cli_helpers import TINY, run_cli
+
+    data = _bad_mask_folder(tmp_path / "bad")
+    new = tmp_path / "a" / "b" / "run"
+    argv = ["train", "--data", data, "--num-classes", "2", "--image-size", "16", "--depth",
+            "2", "--batch-size", "2", "--quiet", "--no-plots"]
+    assert run_cli(capsys, *argv, "--out", new)[0] == 2
+    assert not (tmp_path / "a").exists()  # folders it made are gone
+    existing = tmp_path / "mine"
+    existing.mkdir()
+    (existing / "notes.txt").write_text("mine")
+    assert run_cli(capsys, *argv, "--out", existing)[0] == 2
+    assert sorted(p.name for p in existing.iterdir()) == ["notes.txt"]
+    # and the default-style folder then takes a good run without --overwrite
+    assert run_cli(capsys, "train", *TINY, "--steps", "1", "--out", existing)[0] == 0
+
+
+def test_a_start_without_checkpoint_is_taken_over_with_a_notice(tmp_path, capsys):
+    from tests.support.cli_helpers import TINY, run_cli
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text("{}")  # e.g. killed by the OOM killer at step 5
+    (run / "log.jsonl").write_text('{"kind": "train", "step": 1}\n')
+    status, _, err = run_cli(capsys, "train", *TINY, "--steps", "1", "--out", run)
+    assert status == 0
+    assert "sandbox train: notice: run folder" in err and "never wrote a checkpoint" in err
+    log = (run / "log.jsonl").read_text().splitlines()
+    assert len(log) == 2 and json.loads(log[0])["loss"]  # the new run's log only
+    status, _, err = run_cli(capsys, "train", *TINY, "--steps", "1", "--out", run)
+    assert status == 2 and "already holds a run" in err  # a real run is refused

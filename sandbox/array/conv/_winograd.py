@@ -2,12 +2,12 @@
 
 Used by :mod:`sandbox.array.conv` for the forward pass, the input gradient (a 3x3
 stride-1 convolution of ``grad_output`` with the flipped, transposed weight) and
-the weight gradient.  F(2x2, 3x3) (``pyx/_winograd.pyx``) on small maps,
-F(4x4, 3x3) (``pyx/_winograd4.pyx``) on large ones: :func:`tile_size` and
+the weight gradient.  F(2x2, 3x3) (``pyx/winograd/_winograd.pyx``) on small maps,
+F(4x4, 3x3) (``pyx/winograd/_winograd4.pyx``) on large ones: :func:`tile_size` and
 :func:`tile_size_weight_grad` pick it from the output pixels (thresholds and
 measurements in ``_tuning``).
 Per 2x2 output tile it needs 16 multiplies per (input, output) channel pair
-instead of 36, so the GEMM work drops 2.25x; the transforms (``pyx/_winograd.pyx``,
+instead of 36, so the GEMM work drops 2.25x; the transforms (``pyx/winograd/_winograd.pyx``,
 formulas there) are cheap memory passes.  Why: single-threaded OpenBLAS sgemm
 reaches about half of oneDNN's direct-convolution throughput on this machine
 (measured: im2col+GEMM 5.7 ms vs PyTorch 2.5 ms for a 128-channel 16x16 layer,
@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._C import _winograd, _winograd4, _winograd_weights
+from ...runtime import simd
 from ...runtime.threads import get_num_threads
 from .._gemm import backend, lhs, matmul
 from .._parallel import OrderedSum, parallel_map, scratch
@@ -133,17 +134,18 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
     kernels = _KERNELS[tile][1]
     th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, x.itemsize, tile)
     u = lhs(u)  # read in place by the GEMMs of every chunk
+    avx = simd.current().winograd_avx512  # read here, in the caller's thread
 
     def task(block, split=False):
         _, n0, cnt = block
         t = cnt * tiles
         v = _points("wino_v", count, c, t, x.dtype)
         _by_channels(split, c, lambda c0, c1, nt: kernels.input_transform(
-            x, v, n0, cnt, ph, pw, th, tw, max(nt, kernel_threads), c0, c1))
+            x, v, n0, cnt, ph, pw, th, tw, max(nt, kernel_threads), avx, c0, c1))
         m = _points("wino_m", count, o, t, x.dtype)
         _matmul_points(u, v, m, split)
         _by_channels(split, o, lambda o0, o1, nt: kernels.output_transform(
-            m, y, n0, cnt, th, tw, max(nt, kernel_threads), o0, o1))
+            m, y, n0, cnt, th, tw, max(nt, kernel_threads), avx, o0, o1))
         if bias is not None:
             y[n0:n0 + cnt] += bias.reshape(-1, 1, 1)
 
@@ -202,7 +204,7 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
     """Weight gradient (O, C, 3, 3) of a 3x3 stride-1 conv of ``x`` with output gradient ``g``,
     with F(tile x tile, 3x3) (``tile`` 2 or 4).
 
-    ``dW = G^T (sum_t Gt_t V_t^T) G`` (see ``grad_transform`` in ``pyx/_winograd.pyx``);
+    ``dW = G^T (sum_t Gt_t V_t^T) G`` (see ``grad_transform`` in ``pyx/winograd/_winograd.pyx``);
     one (P, O, C) partial per chunk, summed in chunk order.
     """
     n, c = x.shape[:2]
@@ -210,6 +212,7 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
     count, kernels = _KERNELS[tile]
     th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, x.itemsize, tile)
     total = OrderedSum(len(blocks))
+    avx = simd.current().winograd_avx512
 
     def task(block, split=False):
         i, n0, cnt = block
@@ -218,19 +221,19 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
         gt = _points("wino_m", count, o, t, x.dtype)
         if split and TUNING.split_in_kernels:  # each transform on every thread
             nt = get_num_threads()
-            kernels.input_transform(x, v, n0, cnt, ph, pw, th, tw, nt)
-            kernels.grad_transform(g, gt, n0, cnt, th, tw, nt)
+            kernels.input_transform(x, v, n0, cnt, ph, pw, th, tw, nt, avx)
+            kernels.grad_transform(g, gt, n0, cnt, th, tw, nt, avx)
         elif split:  # both transforms in one round of the pool
             bc = [c * k // 2 for k in range(3)]
             bo = [o * k // 2 for k in range(3)]
             parallel_map(lambda k: (
                 kernels.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads,
-                                        bc[k], bc[k + 1]) if k < 2 else
+                                        avx, bc[k], bc[k + 1]) if k < 2 else
                 kernels.grad_transform(g, gt, n0, cnt, th, tw, kernel_threads,
-                                       bo[k - 2], bo[k - 1])), range(4))
+                                       avx, bo[k - 2], bo[k - 1])), range(4))
         else:
-            kernels.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads)
-            kernels.grad_transform(g, gt, n0, cnt, th, tw, kernel_threads)
+            kernels.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads, avx)
+            kernels.grad_transform(g, gt, n0, cnt, th, tw, kernel_threads, avx)
         partial = np.empty((count, o, c), dtype=x.dtype)
         _matmul_points(gt, v.transpose(0, 2, 1), partial, split)
         total.add(i, partial)

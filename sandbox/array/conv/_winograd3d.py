@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...runtime import simd
 from ...runtime.threads import get_num_threads
 from .._gemm import lhs, matmul
 from .._parallel import OrderedSum, parallel_map, scratch
@@ -81,7 +82,7 @@ def _depth_terms(pd: int, depth_in: int, z0: int, nz: int):
     return terms
 
 
-def _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw):
+def _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx):
     """``(first, V)``: the input planes of sample ``s`` that output planes ``z0 ..
     z0+nz-1`` read (from ``first`` on, those inside the volume), 2-D Winograd
     transformed into this thread's ``V`` scratch (points, C, planes * tiles)."""
@@ -90,7 +91,7 @@ def _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw):
     last = min(x.shape[2], z0 + nz - pd + 2)
     planes = _input_planes(x, s, first, last, "w3_x")
     v = w2d._points("wino_v", count, x.shape[1], (last - first) * th * tw, x.dtype)
-    kernels.input_transform(planes, v, 0, last - first, ph, pw, th, tw, 1)
+    kernels.input_transform(planes, v, 0, last - first, ph, pw, th, tw, 1, avx)
     return first, v
 
 
@@ -110,10 +111,11 @@ def conv3x3x3(x, u_depth, y, pad, bias=None) -> None:
     tiles = th * tw
     u_depth = [lhs(u) for u in u_depth]
     chunks = _slabs(n, depth_out, tiles, max(c, o), count, x.itemsize)
+    avx = simd.current().winograd_avx512  # read here, in the caller's thread
 
     def task(chunk):
         _, s, z0, nz = chunk
-        first, v = _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw)
+        first, v = _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx)
         m = w2d._points("wino_m", count, o, nz * tiles, x.dtype)
         terms = _depth_terms(pd, depth_in, z0, nz)
         if not terms or (terms[0][1], terms[0][2]) != (z0, z0 + nz):
@@ -123,7 +125,7 @@ def conv3x3x3(x, u_depth, y, pad, bias=None) -> None:
             matmul(u_depth[kz], v[:, :, (iz - first) * tiles:(iz - first + zb - za) * tiles],
                    m[:, :, (za - z0) * tiles:(zb - z0) * tiles], accumulate=not full)
         out = scratch("w3_y", (nz, o, ho, wo), x.dtype)
-        kernels.output_transform(m, out, 0, nz, th, tw, 1)
+        kernels.output_transform(m, out, 0, nz, th, tw, 1, avx)
         np.copyto(y[s, :, z0:z0 + nz], out.transpose(1, 0, 2, 3))
         if bias is not None:
             y[s, :, z0:z0 + nz] += bias.reshape(-1, 1, 1, 1)
@@ -142,13 +144,14 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
     tiles = th * tw
     chunks = _slabs(n, depth_out, tiles, max(c, o), count, x.itemsize)
     total = OrderedSum(len(chunks))
+    avx = simd.current().winograd_avx512
 
     def task(chunk):
         i, s, z0, nz = chunk
-        first, v = _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw)
+        first, v = _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx)
         grads = _input_planes(g, s, z0, z0 + nz, "w3_g")
         gt = w2d._points("wino_m", count, o, nz * tiles, x.dtype)
-        kernels.grad_transform(grads, gt, 0, nz, th, tw, 1)
+        kernels.grad_transform(grads, gt, 0, nz, th, tw, 1, avx)
         partial = np.zeros((3, count, o, c), dtype=x.dtype)
         for kz, za, zb, iz in _depth_terms(pd, depth_in, z0, nz):
             cols = (zb - za) * tiles

@@ -188,7 +188,7 @@ def apply_nearest(x: np.ndarray, plan: Plan, adjoint: bool):
     k = int(last.ntap[0])
     uniform = k if k in (1, 2) and np.array_equal(last.start, k * np.arange(last.start.size)) \
         and np.all(last.ntap == k) else 0
-    status = kernels.nearest_adjoint(
+    kernels.nearest_adjoint(
         x.reshape(planes, rows.size, -1),
         out.reshape(planes, -1, plan.in_sizes[-1]),
         rows,
@@ -197,8 +197,6 @@ def apply_nearest(x: np.ndarray, plan: Plan, adjoint: bool):
         uniform,
         threads,
     )
-    if status != 0:
-        raise MemoryError("could not allocate the nearest adjoint's row flags")
     return out
 
 
@@ -217,7 +215,7 @@ def apply_single_tap(x: np.ndarray, tables: list[Table]):
     rows, row_w, row_empty = _fold_rows(tables, x.dtype)
     last = tables[-1]
     out = np.empty((*x.shape[:2], *(t.start.shape[0] for t in tables)), dtype=x.dtype)
-    status = _kernels().weighted_gather(
+    _kernels().weighted_gather(
         x.reshape(planes, -1, x.shape[-1]),
         out.reshape(planes, rows.size, last.start.size),
         rows,
@@ -228,8 +226,6 @@ def apply_single_tap(x: np.ndarray, tables: list[Table]):
         np.flatnonzero(last.ntap == 0).astype(np.intp),
         threads,
     )
-    if status != 0:
-        raise MemoryError("could not allocate the resampling scratch row")
     return out
 
 
@@ -266,7 +262,7 @@ def apply_tables(x: np.ndarray, tables: list[Table]) -> np.ndarray:
             outer = math.prod(shape[:-2])
             shape[-2:] = [th.start.shape[0], tw.start.shape[0]]
             out = np.empty(math.prod(shape), dtype=x.dtype)
-            status = kernels.apply_hw(
+            kernels.apply_hw(
                 cur.reshape(outer, *before[-2:]),
                 out.reshape(outer, *shape[-2:]),
                 th.start,
@@ -277,8 +273,6 @@ def apply_tables(x: np.ndarray, tables: list[Table]) -> np.ndarray:
                 tw.weights,
                 threads,
             )
-            if status != 0:
-                raise MemoryError("could not allocate the resampling scratch rows")
         else:
             a = op[1]
             t = tables[a]

@@ -1,7 +1,10 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
+# Directives: none in this file; setup.py's compiler_directives() sets them for every
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
 """Winograd F(4x4, 3x3) transforms for 3x3 stride-1 convolution (kernel contract: pyx/fused.pxd).
 
-The layout is that of ``pyx/_winograd.pyx`` with 4x4 output tiles and 36 points:
+The layout is that of ``pyx/winograd/_winograd.pyx`` with 4x4 output tiles and 36 points:
 tile ``t = (s * tiles_h + th) * tiles_w + tw`` covers outputs
 ``[4*th, 4*th+4) x [4*tw, 4*tw+4)``; its 6x6 input patch ``d`` starts at row
 ``4*th - ph``, column ``4*tw - pw`` (zero outside the input)::
@@ -24,6 +27,10 @@ and 1/24; tests bound it against the float64 reference).  Every ``prange``
 iteration owns one channel or one output channel: results are bitwise identical
 for any thread count.  The 36 point planes may lie a padded pitch apart
 (``strides[0]``, see ``_winograd.pyx``); each point plane is C-contiguous.
+
+The ``avx512`` argument of every transform (IN) selects the float32 AVX-512 form
+(the choice of :mod:`sandbox.runtime.simd`, passed by the wrapper); it is ignored
+on a CPU without AVX-512 and for float64.
 """
 
 from cython.parallel cimport parallel, prange
@@ -43,16 +50,14 @@ cdef extern from "wino4_avx512.h" nogil:
     void sb_w4_out_plane_f32(const float* m, Py_ssize_t pitch, int tiles_h, int tiles_w,
                              float* ypl, Py_ssize_t w4)
 
-cdef bint _HAVE_AVX512 = sb_w4_avx512_available()
+cdef bint _HAVE_AVX512 = sb_w4_avx512_available()   # the CPU can run them
 
 
-def use_avx512(bint on):
-    """Use the float32 AVX-512 transforms when ``on`` and the CPU has AVX-512 (the
-    default), else the portable loops; returns the setting in force.  For tests, which
-    must cover the portable float32 path on any machine."""
-    global _HAVE_AVX512
-    _HAVE_AVX512 = on and sb_w4_avx512_available()
-    return _HAVE_AVX512
+def avx512_available():
+    """Whether the float32 AVX-512 transforms are built and this CPU runs them.  The
+    wrappers choose per call (``avx512`` argument, from :mod:`sandbox.runtime.simd`);
+    on a CPU without AVX-512 the argument is ignored."""
+    return bool(_HAVE_AVX512)
 
 # The portable row and column loops, in C (see the header for why).
 cdef extern from "wino4_rows.h":
@@ -145,7 +150,7 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
                     real[:, :, :] V,                # OUT (36, C, nb*tiles_h*tiles_w)
                     Py_ssize_t n0, Py_ssize_t nb, int ph, int pw,
                     Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads,
-        Py_ssize_t ch_begin=0, Py_ssize_t ch_end=-1):
+        bint avx512, Py_ssize_t ch_begin=0, Py_ssize_t ch_end=-1):
     """``V = B^T d B`` for every 6x6 input patch of samples ``n0 .. n0+nb-1``.
 
     Per tile row, every loop but one runs over contiguous memory (so the compiler
@@ -174,11 +179,11 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
     cdef int[1] failed
     failed[0] = 0
     if real is float:
-        if _HAVE_AVX512 and tiles_w >= 16:
+        if avx512 and _HAVE_AVX512 and tiles_w >= 16:
             _input_transform_avx512(x, V, n0, nb, ph, pw, tiles_h, tiles_w, num_threads,
                                     ch_begin, C if ch_end < 0 else ch_end)
             return
-        if _HAVE_AVX512 and nb * (4 * tiles_h + 2) * (4 * tiles_w + 2) < 2**31:
+        if avx512 and _HAVE_AVX512 and nb * (4 * tiles_h + 2) * (4 * tiles_w + 2) < 2**31:
             # short tile rows: 16 tiles across rows, gathered from a padded plane
             run_planes(x, V, n0, nb, ch_begin, C if ch_end < 0 else ch_end, ph, pw, 4,
                        tiles_h, tiles_w, 2, sb_w4_in_plane_f32, num_threads)
@@ -268,7 +273,7 @@ def output_transform(const real[:, :, :] M,       # IN  (36, O, nb*tiles_h*tiles
                      real[:, :, :, ::1] y,         # OUT (N, O, Ho, Wo); samples n0.. overwritten
                      Py_ssize_t n0, Py_ssize_t nb,
                      Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads,
-        Py_ssize_t ch_begin=0, Py_ssize_t ch_end=-1):
+        bint avx512, Py_ssize_t ch_begin=0, Py_ssize_t ch_end=-1):
     """``y = A^T M A`` per tile (outputs past ``Ho``/``Wo`` dropped).  Only channels ``ch_begin .. ch_end - 1`` (default all)."""
     cdef Py_ssize_t O = y.shape[1], Ho = y.shape[2], Wo = y.shape[3]
     cdef Py_ssize_t OT = M.strides[0] // sizeof(real)
@@ -281,7 +286,7 @@ def output_transform(const real[:, :, :] M,       # IN  (36, O, nb*tiles_h*tiles
     cdef int[1] failed
     failed[0] = 0
     if real is float:
-        if _HAVE_AVX512:
+        if avx512 and _HAVE_AVX512:
             run_out_planes(M, y, n0, nb, ch_begin, O if ch_end < 0 else ch_end, 4, tiles_h,
                            tiles_w, sb_w4_out_plane_f32, num_threads)
             return
@@ -316,7 +321,7 @@ def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
                    real[:, :, :] Gt,               # OUT (36, O, nb*tiles_h*tiles_w)
                    Py_ssize_t n0, Py_ssize_t nb,
                    Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads,
-        Py_ssize_t ch_begin=0, Py_ssize_t ch_end=-1):
+        bint avx512, Py_ssize_t ch_begin=0, Py_ssize_t ch_end=-1):
     """``Gt = A q A^T`` for every 4x4 output-gradient tile ``q`` (zero past ``Ho``/``Wo``),
     ``A`` = the transpose of ``A^T`` above: with ``V`` from :func:`input_transform`,
     ``dW = G^T (sum_t Gt[:, :, t] V[:, :, t]^T) G`` (see :func:`weight_grad_fold`).
@@ -338,7 +343,7 @@ def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
     cdef int[1] failed
     failed[0] = 0
     if real is float:
-        if _HAVE_AVX512 and nb * 16 * tiles_h * tiles_w < 2**31:
+        if avx512 and _HAVE_AVX512 and nb * 16 * tiles_h * tiles_w < 2**31:
             run_planes(g, Gt, n0, nb, ch_begin, O if ch_end < 0 else ch_end, 0, 0, 4,
                        tiles_h, tiles_w, 0, sb_w4_grad_plane_f32, num_threads)
             return

@@ -1,5 +1,5 @@
 /* The portable row and column loops of the Winograd F(2x2, 3x3) transforms
- * (pyx/_winograd.pyx), float and double.  Plain C on restrict pointer parameters so that gcc
+ * (pyx/winograd/_winograd.pyx), float and double.  Plain C on restrict pointer parameters so that gcc
  * vectorises them (written in Cython it could not rule out overlapping buffers and
  * left them scalar; gcc honours restrict on parameters, not on local pointers), each
  * with an AVX2 clone (SB_CLONES, simd_clones.h). */

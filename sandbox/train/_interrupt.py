@@ -1,0 +1,30 @@
+"""Ctrl-C during training: the first finishes the step and checkpoints, the second stops."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+
+def install_sigint(trainer):
+    """First Ctrl-C: finish the current step, checkpoint, stop. Second: stop at once."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        if trainer._stop_requested:
+            last = trainer.out / "last.ckpt"
+            raise KeyboardInterrupt(
+                "stopped at once by a second Ctrl-C; steps since the last checkpoint are lost"
+                + (f" ({last} holds the last one; continue with --resume)" if last.is_file()
+                   else " (no checkpoint written yet)")
+            )
+        trainer._stop_requested = True
+        print(
+            "\nCtrl-C: finishing this step and saving a checkpoint (press again to quit now)",
+            file=sys.stderr,
+        )
+
+    return signal.signal(signal.SIGINT, handler)

@@ -1,0 +1,104 @@
+"""The core walk's data model: Node and Context apart, Edge tuples, one gradient form."""
+
+import numpy as np
+
+import sandbox
+from sandbox.autograd import Context, Function, Tensor, grad
+from sandbox.autograd._node import Edge, Node
+
+
+def test_the_node_holds_fn_context_and_edges():
+    x = sandbox.tensor(np.ones(3), requires_grad=True)
+    h = x.exp()
+    y = h * 2.0
+    node = y.grad_fn
+    assert isinstance(node, Node) and isinstance(node._ctx, Context)
+    assert node._fn.__name__ == "Mul" and node.name() == "MulBackward"
+    (e, none) = node._next
+    assert none is None  # the Python number needs no gradient
+    assert isinstance(e, Edge) and isinstance(e, tuple) and e == (h.grad_fn, 0)
+    assert h.grad_fn._next[0] is x  # a leaf is its own edge
+    assert not any(isinstance(v, np.ndarray) for v in vars(node).values())  # scratch is on ctx
+
+
+def test_a_kernel_backward_gets_arrays_a_tensor_backward_tensors():
+    seen = []
+
+    class Twice(Function):
+        plain_backward_arrays = True
+
+        @staticmethod
+        def forward(ctx, x):
+            return 2 * x
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(type(g))
+            return 2 * g
+
+    class Thrice(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return 3 * x
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(type(g))
+            return 3 * g
+
+    x = sandbox.tensor(np.arange(3.0), requires_grad=True)
+    Thrice.apply(Twice.apply(x)).sum().backward()
+    assert seen == [Tensor, np.ndarray]
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(3, 6.0))
+    seen.clear()
+    (g,) = grad(Thrice.apply(Twice.apply(x)).sum(), x, create_graph=True)
+    assert seen == [Tensor, Tensor]  # under create_graph every backward gets Tensors
+    np.testing.assert_array_equal(g.numpy(), np.full(3, 6.0))
+
+
+def test_fresh_gradients_are_kept_by_a_leaf_others_copied():
+    out = {}
+
+    class Fresh(Function):
+        plain_backward_arrays = True
+        fresh_grads = True
+
+        @staticmethod
+        def forward(ctx, x):
+            return x.copy()
+
+        @staticmethod
+        def backward(ctx, g):
+            out["fresh"] = g * 1.0
+            return out["fresh"]
+
+    class Passed(Function):
+        plain_backward_arrays = True
+
+        @staticmethod
+        def forward(ctx, x):
+            return x.copy()
+
+        @staticmethod
+        def backward(ctx, g):
+            out["passed"] = g
+            return g
+
+    a = sandbox.tensor(np.ones(4), requires_grad=True)
+    b = sandbox.tensor(np.ones(4), requires_grad=True)
+    (Fresh.apply(a).sum() + Passed.apply(b).sum()).backward()
+    assert a.grad.numpy() is out["fresh"]
+    assert b.grad.numpy() is not out["passed"]  # may be shared: the leaf owns a copy
+    np.testing.assert_array_equal(b.grad.numpy(), np.ones(4))
+
+
+def test_fan_in_is_summed_without_touching_a_shared_gradient():
+    rng = np.random.default_rng(0)
+    x = sandbox.tensor(rng.standard_normal((5, 7)), requires_grad=True)
+    h = x * 1.0
+    total = h + h + h + h  # Add passes its gradient on unchanged: four uses share g
+    g = rng.standard_normal((5, 7))
+    kept = g.copy()
+    total.backward(g)
+    np.testing.assert_array_equal(g, kept)  # the seed was not added into in place
+    np.testing.assert_array_equal(x.grad.numpy(), 4 * g)

@@ -1,0 +1,137 @@
+"""The one SIMD switch (sandbox.runtime.simd): CPU detection, the environment, ``using``."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import sandbox
+from sandbox.array import _gemm, _parallel, conv
+from sandbox.array import conv as conv_3d
+from sandbox.runtime import simd
+
+X86 = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 17
+model name\t: AMD EPYC 9354 32-Core Processor
+flags\t\t: fpu sse2 avx fma avx2 avx512f avx512dq avx512bw avx512vl
+
+processor\t: 1
+model name\t: another core
+"""
+AVX2_ONLY = X86.replace(" avx512f avx512dq avx512bw avx512vl", "")
+ARM = """processor\t: 0
+BogoMIPS\t: 50.00
+Features\t: fp asimd evtstrm aes
+CPU implementer\t: 0x41
+CPU part\t: 0xd0c
+"""
+
+
+def test_cpuinfo_is_parsed_for_x86_and_arm():
+    c = simd.cpu_from_cpuinfo(X86, "x86_64")
+    assert (c.model, c.vendor, c.family, c.model_number) == (
+        "AMD EPYC 9354 32-Core Processor", "AuthenticAMD", 25, 17)
+    assert c.avx512 and c.avx2 and not c.neon and c.isa == "avx512"
+    assert "family 25 model 17" in c.describe() and "AVX-512F/BW/DQ/VL" in c.describe()
+    c2 = simd.cpu_from_cpuinfo(AVX2_ONLY, "x86_64")
+    assert not c2.avx512 and c2.isa == "avx2" and c2.simd_sets == ["AVX2+FMA"]
+    # AVX-512F alone is not enough: the path needs BW, DQ and VL too
+    assert simd.cpu_from_cpuinfo(X86.replace(" avx512vl", ""), "x86_64").isa == "avx2"
+    arm = simd.cpu_from_cpuinfo(ARM, "aarch64")
+    assert arm.neon and arm.isa == "neon" and arm.family is None and arm.model_number is None
+
+
+def test_environment_names_and_defaults():
+    sel = simd.from_environment({})
+    assert sel.isa == simd.supported_paths()[0] and sel.requested_isa == "auto"
+    assert sel.gemm == ("avx512" if sel.isa == "avx512" else "blas")
+    assert simd.from_environment({"SANDBOX_ISA": "portable"}) == simd.Selection(
+        "portable", "blas", "portable", "auto")
+    with pytest.raises(ValueError, match="SANDBOX_ISA must be one of auto, avx512, avx2, "
+                                         "portable; got 'sse'"):
+        simd.from_environment({"SANDBOX_ISA": "sse"})
+    with pytest.raises(ValueError, match="SANDBOX_GEMM=avx512 needs the avx512 path"):
+        simd.from_environment({"SANDBOX_ISA": "portable", "SANDBOX_GEMM": "avx512"})
+
+
+def test_a_path_the_cpu_lacks_is_refused(monkeypatch):
+    monkeypatch.setattr(simd, "supported_paths", lambda: ("avx2", "portable"))
+    with pytest.raises(ValueError, match="isa=avx512, but this CPU .* cannot run it; it runs "
+                                         "avx2, portable"):
+        simd.resolve("avx512")
+    with pytest.raises(ValueError, match="gemm=avx512 needs the avx512 path, but this CPU has "
+                                         "no AVX-512"):
+        simd.resolve(gemm="avx512")
+    assert simd.resolve() == simd.Selection("avx2", "blas", "auto", "auto")
+    with pytest.raises(ValueError, match="isa"):
+        with simd.using(isa="avx512"):
+            pass
+
+
+def test_using_nests_restores_and_keeps_to_its_thread():
+    outer = simd.current()
+    seen = {}
+    with simd.using(isa="portable") as sel:
+        assert sel.isa == "portable" and sel.gemm == "blas" and not sel.winograd_avx512
+        assert simd.current() is sel
+        with simd.using(gemm="blas"):
+            assert simd.current().isa == "portable"  # the path in force is kept
+        other = threading.Thread(target=lambda: seen.setdefault("isa", simd.current().isa))
+        other.start()
+        other.join()
+        # the worker pool runs chunks in the caller's context
+        with sandbox.num_threads(2):
+            isas = _parallel.parallel_map(lambda _: simd.current().isa, range(8))
+        assert isas == ["portable"] * 8
+        assert _gemm.backend() == "blas"
+    assert simd.current() == outer
+    assert seen["isa"] == outer.isa  # another thread kept the default
+
+
+def _spy(monkeypatch, module, name, log):
+    original = getattr(module, name)
+    where = 9 if name == "input_transform" else 7  # the avx512 argument, after num_threads
+
+    def spy(*args, **kwargs):
+        log.append(args[where])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, spy)
+
+
+@pytest.mark.parametrize("isa", ["auto", "portable"])
+def test_winograd_kernels_get_the_path_as_an_argument_in_2d_and_3d(isa, rng, monkeypatch):
+    from sandbox._C import _winograd
+
+    log = []
+    for name in ("input_transform", "output_transform", "grad_transform"):
+        _spy(monkeypatch, _winograd, name, log)
+    want = isa == "auto" and simd.supported_paths()[0] == "avx512"
+    x = rng.standard_normal((2, 32, 8, 8)).astype(np.float32)
+    w = rng.standard_normal((32, 32, 3, 3)).astype(np.float32)
+    x3 = rng.standard_normal((1, 8, 4, 6, 6)).astype(np.float32)
+    w3 = rng.standard_normal((8, 8, 3, 3, 3)).astype(np.float32)
+    force = dict(winograd_min_pixels=1, winograd_min_pixels_input_grad=1,
+                 winograd_min_pixels_weight_grad=1, winograd_min_channels=1,
+                 winograd_min_channels_weight_grad=1, winograd_f4_min_pixels=0,
+                 winograd_f4_min_pixels_weight_grad=0)
+    with simd.using(isa=isa), conv.tuned(**force), sandbox.num_threads(2):
+        y = conv.conv2d(x, w, None, 1, 1)
+        conv.conv2d_backward(y, x, w, 1, 1)
+        calls_2d = len(log)
+        y3 = conv_3d.conv3d(x3, w3, None, 1, 1)
+        conv_3d.conv3d_backward(y3, x3, w3, 1, 1)
+    assert calls_2d >= 3 and len(log) > calls_2d, "the Winograd kernels did not run"
+    assert log == [want] * len(log)
+
+
+def test_paths_agree_to_rounding(rng):
+    x = rng.standard_normal((2, 64, 16, 16)).astype(np.float32)
+    w = (rng.standard_normal((64, 64, 3, 3)) / 24).astype(np.float32)
+    results = {}
+    for isa in dict.fromkeys(["auto", "portable"]):
+        with simd.using(isa=isa):
+            results[isa] = conv.conv2d(x, w, None, 1, 1)
+    np.testing.assert_allclose(results["auto"], results["portable"], rtol=1e-4, atol=1e-4)
