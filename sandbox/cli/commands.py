@@ -26,6 +26,7 @@ from .errors import (
     notice,
     run_command,
 )
+from .train_distributed import add_distributed_args
 from .train_options import add_train_args, config_from_args, resume_config
 
 COMMANDS = ("train", "predict", "gradcheck", "bench", "explain", "info", "export")
@@ -45,7 +46,10 @@ def train_header(cfg, parameters: int, samples: int, steps: int) -> str:
 
 def _cmd_train(args) -> int:
     from ..train import Trainer, TrainingDiverged
+    from .train_distributed import cmd_train_distributed, wants_distributed
 
+    if wants_distributed(args):  # mpiexec / srun / --nproc: sandbox/cli/train_distributed.py
+        return cmd_train_distributed(args, report=_report_training)
     if args.resume and args.overwrite:
         raise CLIError("--resume continues the run in OUT and --overwrite replaces it: pick one")
     if args.stop_after is not None and args.stop_after < 1:
@@ -64,6 +68,12 @@ def _cmd_train(args) -> int:
         summary = trainer.fit()
     except TrainingDiverged as exc:
         raise CLIError(str(exc), status=3) from exc
+    _report_training(args, cfg, trainer, summary)
+    return 0
+
+
+def _report_training(args, cfg, trainer, summary) -> None:
+    """The lines ``sandbox train`` prints on stdout when a run ends."""
     final = summary.get("final")
     took = _duration(summary, args.resume)
     if summary["finished"]:
@@ -83,7 +93,6 @@ def _cmd_train(args) -> int:
     print(f"checkpoints: {', '.join(written) or 'none'}; log: {cfg.out}/log.jsonl")
     for path in summary.get("plots", []):
         print(f"plot: {path}")
-    return 0
 
 
 def _duration(summary: dict, resumed: bool) -> str:
@@ -158,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
         "130 interrupted (Ctrl-C saves a checkpoint first).",
     )
     add_train_args(p)
+    add_distributed_args(p)
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("predict", help="segment an image or volume with a trained checkpoint")
@@ -222,6 +232,7 @@ def _run(argv: list) -> int:
         raise CLIError(
             f"unrecognized arguments: {' '.join(extra)} (see {prog} --help)", prog=prog
         )
+    args.argv = list(argv)  # the command line as given (--nproc runs it again under mpiexec)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2

@@ -115,7 +115,12 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--depth", type=int, help="UNet depth (down-sampling steps; default 3)")
     g.add_argument("--width", type=int, help="channels of the first UNet level (default 16)")
-    g.add_argument("--norm", choices=["batch", "group", "none"], help="default: batch")
+    g.add_argument(
+        "--norm",
+        choices=["batch", "group", "none", "syncbatch"],
+        help="default: batch; under several ranks batch is per rank, syncbatch spans the "
+        "global batch, group is exact (docs/10-several-machines.md)",
+    )
     g = p.add_argument_group("optimisation")
     g.add_argument("--epochs", type=int, help="epochs (default per dataset)")
     g.add_argument("--steps", type=int, help="optimiser steps (overrides --epochs)")

@@ -171,13 +171,17 @@ class DataLoader:
             sample = self.transform(np.asarray(image), np.asarray(mask), rng)
         return sample
 
-    def batches(self, epoch, start=0):
+    def batches(self, epoch, start=0, shard=None):
         """Yield the batches of epoch ``epoch``, beginning with batch number ``start``.
 
-        Does not change ``self.epoch``.
+        Does not change ``self.epoch``.  ``shard=(r, n)`` yields only part ``r`` of
+        ``n`` equal contiguous parts of every batch (rank ``r``'s share in a
+        data-parallel run): the same samples and augmentations, position for
+        position, as the whole batch holds; ``n`` must divide ``batch_size``.
         """
         epoch = _check_count("epoch", epoch, 0)
         start = _check_count("start", start, 0)
+        part, per = self._shard(shard)
         if hasattr(self.dataset, "set_epoch"):
             self.dataset.set_epoch(epoch)
         for batch, first in self._index_batches(epoch, start):
@@ -185,6 +189,8 @@ class DataLoader:
                 sample = self._sample(epoch, first, batch)
                 yield sample if self.collate_fn is default_collate else self.collate_fn(sample)
                 continue
+            if per is not None:  # this rank's positions of the global batch
+                batch, first = batch[part * per : (part + 1) * per], first + part * per
             positions = range(first, first + len(batch)) if first is not None else [None] * len(
                 batch)
             samples = [self._sample(epoch, k, i) for k, i in zip(positions, batch, strict=True)]
@@ -192,6 +198,21 @@ class DataLoader:
                 yield collate_segmentation(samples, batch)
             else:
                 yield self.collate_fn(samples)
+
+    def _shard(self, shard):
+        """``(r, samples per part)`` for ``shard=(r, n)``; ``(0, None)`` for no shard."""
+        if shard is None:
+            return 0, None
+        part, parts = shard
+        if not (
+            isinstance(self.batch_size, int) and isinstance(parts, int) and parts >= 1
+            and isinstance(part, int) and 0 <= part < parts and self.batch_size % parts == 0
+        ):
+            raise ValueError(
+                f"shard must be (r, n) with 0 <= r < n and n dividing batch_size "
+                f"{self.batch_size}, got {shard!r}"
+            )
+        return part, self.batch_size // parts
 
     def __iter__(self):
         epoch = self.epoch

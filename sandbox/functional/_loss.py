@@ -189,7 +189,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None
     return _reduce(loss, reduction)
 
 
-def dice_loss(input, target, num_classes=None, eps=1.0, ignore_index=None):
+def dice_loss(input, target, num_classes=None, eps=1.0, ignore_index=None, sums=None):
     """Soft Dice loss ``1 - mean_c (2 |P_c T_c| + eps) / (|P_c| + |T_c| + eps)``.
 
     Parameters
@@ -207,6 +207,10 @@ def dice_loss(input, target, num_classes=None, eps=1.0, ignore_index=None):
         Smoothing added to numerator and denominator (avoids 0/0 for absent classes).
     ignore_index : int, optional
         Target value whose elements are left out of every sum.
+    sums : callable, optional
+        ``sums(inter, denom) -> (inter, denom)``, applied to the per-class sums (Tensors
+        of shape ``(C,)``) before the ratio: a data-parallel run adds the ranks' sums
+        there, so that the loss is the Dice of the global batch.
 
     Notes
     -----
@@ -251,6 +255,8 @@ def dice_loss(input, target, num_classes=None, eps=1.0, ignore_index=None):
     axes = (0,) + tuple(range(2, input.ndim))
     inter = (probs * onehot).sum(axis=axes)
     denom = probs.sum(axis=axes) + onehot.sum(axis=axes)
+    if sums is not None:
+        inter, denom = sums(inter, denom)
     dice = (inter * 2.0 + eps) / (denom + eps)
     return 1.0 - dice.mean()
 

@@ -249,7 +249,8 @@ def build_model(cfg: TrainConfig, in_channels: int, num_classes: int, spatial_di
         depth=cfg.depth,
         base_width=cfg.width,
         upsample=cfg.upsample,
-        norm=cfg.norm,
+        # syncbatch: batch norm here; a distributed run synchronises its statistics
+        norm="batch" if cfg.norm == "syncbatch" else cfg.norm,
         align_corners=cfg.align_corners,
         antialias=cfg.antialias,
         spatial_dims=spatial_dims,

@@ -22,9 +22,10 @@ def install_sigint(trainer):
                    else " (no checkpoint written yet)")
             )
         trainer._stop_requested = True
-        print(
-            "\nCtrl-C: finishing this step and saving a checkpoint (press again to quit now)",
-            file=sys.stderr,
-        )
+        if getattr(trainer, "writer", True):  # once per run, also when every rank gets it
+            print(
+                "\nCtrl-C: finishing this step and saving a checkpoint (press again to quit now)",
+                file=sys.stderr,
+            )
 
     return signal.signal(signal.SIGINT, handler)

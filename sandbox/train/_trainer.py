@@ -67,6 +67,9 @@ def compute_loss(kind: str, logits, target, num_classes: int):
 class Trainer:
     """Train a segmentation model as configured by a :class:`TrainConfig`.
 
+    (:class:`sandbox.distributed.DistributedTrainer` fills the hooks marked "hook"
+    below for data-parallel runs; this class is the single-process trainer.)
+
     Parameters
     ----------
     config : TrainConfig
@@ -87,6 +90,11 @@ class Trainer:
     Temporary files left by a checkpoint save that a crash interrupted are deleted.
     """
 
+    #: hooks: this process writes the run folder (a distributed run: rank 0 only), and
+    #: the number of ranks training together
+    writer = True
+    world_size = 1
+
     def __init__(
         self,
         config: TrainConfig,
@@ -104,12 +112,16 @@ class Trainer:
         self.out = Path(config.out)
         self.stop_after = stop_after
         # Claim the run folder first: refuse a folder in use or holding another run.
-        self._folder = RunFolder(self.out, resume=resume, overwrite=overwrite)
+        self._folder = self._claim_folder(resume, overwrite)
         try:
             self._setup(resume)
         except BaseException:
             self._folder.abandon()  # leave the folder as it was found
             raise
+
+    def _claim_folder(self, resume: bool, overwrite: bool):
+        """hook: lock the run folder (see :class:`RunFolder`)."""
+        return RunFolder(self.out, resume=resume, overwrite=overwrite)
 
     def _setup(self, resume: bool) -> None:
         from ..runtime.rng import manual_seed
@@ -209,6 +221,7 @@ class Trainer:
                     for k in changed
                 )
             )
+        self._check_resume_state(state)
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         if self.scheduler is not None:
@@ -222,11 +235,19 @@ class Trainer:
         self.best_score = best["score"]
         self.best_epoch, self.bad_epochs = best["epoch"], best["bad_epochs"]
         log = self.out / "log.jsonl"
-        if log.is_file():
+        if self.writer and log.is_file():
             self.history = [json.loads(line) for line in log.read_text().splitlines() if line]
             # Drop entries logged after the checkpoint (e.g. a crash after saving).
             self.history = [h for h in self.history if h.get("step", 0) <= self.step]
             log.write_text("".join(json.dumps(h) + "\n" for h in self.history))
+
+    def _check_resume_state(self, state: dict) -> None:
+        """hook: a checkpoint of another world size resumes, with a warning."""
+        saved = int(state.get("world_size", 1))
+        if saved != self.world_size and self.writer:
+            print(f"warning: resuming a run trained on {saved} rank(s) with {self.world_size}: "
+                  "it continues up to rounding (the gradients add in another order); the "
+                  "same number of ranks resumes bitwise", file=sys.stderr)
 
     # ---------------------------------------------------------------- logging
     def _session_seconds(self) -> float:
@@ -237,12 +258,14 @@ class Trainer:
         """The first step worked: now replace the old run (``overwrite``) and write
         ``config.json``.  Until here a failure leaves the folder as it was found."""
         self._folder.commit()
-        (self.out / "config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2))
+        if self.writer:
+            (self.out / "config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2))
 
     def _log(self, entry: dict) -> None:
         self.history.append(entry)
-        with open(self.out / "log.jsonl", "a") as f:
-            f.write(json.dumps(entry) + "\n")
+        if self.writer:
+            with open(self.out / "log.jsonl", "a") as f:
+                f.write(json.dumps(entry) + "\n")
 
     # ------------------------------------------------------------- validation
     def evaluate(self, loader=None) -> dict:
@@ -283,12 +306,20 @@ class Trainer:
         """Release the run folder (done by :meth:`fit`); another run may then use it."""
         self._folder.release()
 
-    def _fit(self) -> dict:
+    def _progress_bar(self, **kwargs):
+        """hook: the progress bar (tqdm)."""
         from tqdm.auto import tqdm
 
+        return tqdm(**kwargs)
+
+    def _train_batches(self, epoch: int, start: int):
+        """hook: the training batches of ``epoch`` from batch ``start`` on."""
+        return self.train_loader.batches(epoch, start=start)
+
+    def _fit(self) -> dict:
         cfg = self.cfg
         epochs = math.ceil(self.total_steps / len(self.train_loader))
-        bar = tqdm(
+        bar = self._progress_bar(
             total=self.total_steps,
             initial=self.step,
             disable=not cfg.progress,
@@ -301,7 +332,7 @@ class Trainer:
         self.model.train()
         try:
             while self.epoch < epochs and self.step < self.total_steps:
-                for images, masks in self.train_loader.batches(self.epoch, start=self.batch):
+                for images, masks in self._train_batches(self.epoch, self.batch):
                     t0 = time.perf_counter()
                     loss_value, lr = self._train_step(images, masks)
                     if not self._folder.committed:
