@@ -117,10 +117,12 @@ def _value(x):
 def _ufunc_inplace(x, ufunc, other, op, to_float=False):
     """The fast path of ``x (op)= other`` outside the graph: one ufunc with ``out=``."""
     other = _value(other)
-    if np.broadcast_shapes(x.shape, np.shape(other)) != x.shape:
-        _check_shape(Tensor._make(np.empty(np.broadcast_shapes(x.shape, np.shape(other)))), x, op)
-    dtype = result_type(x, other)
-    _check_cast(float_result(dtype) if to_float else dtype, x.dtype, op)
+    shape = np.shape(other)
+    if shape != x.shape and np.broadcast_shapes(x.shape, shape) != x.shape:
+        _check_shape(Tensor._make(np.empty(np.broadcast_shapes(x.shape, shape))), x, op)
+    if getattr(other, "dtype", None) != x.dtype or to_float and x.dtype.kind != "f":
+        dtype = result_type(x, other)  # (same dtype: nothing to check)
+        _check_cast(float_result(dtype) if to_float else dtype, x.dtype, op)
     ufunc(x._data, other, out=x._data, casting="unsafe")
     x._bump_version()
     return x
