@@ -81,7 +81,7 @@ def adam_ops(torch, rng):
 
     params = list(nn.ClassicUNet().parameters())
     for p in params:
-        p.grad = sandbox.Tensor(rng.standard_normal(p.data.shape, dtype=np.float32))
+        p.grad = sandbox.Tensor(rng.standard_normal(p.shape, dtype=np.float32))
     opt = optim.Adam(params, lr=1e-3)
     kernel = getattr(_optimizer, "_fused_adam", None)  # None: a build without the kernel
 
@@ -97,7 +97,7 @@ def adam_ops(torch, rng):
         finally:
             _optimizer._fused_adam = kernel
 
-    tparams = [torch.nn.Parameter(torch.from_numpy(p.data.copy())) for p in params]
+    tparams = [torch.nn.Parameter(torch.from_numpy(p.numpy().copy())) for p in params]
     for tp in tparams:
         tp.grad = torch.randn_like(tp)
     topt = torch.optim.Adam(tparams, lr=1e-3)

@@ -87,7 +87,7 @@ def warp_masks(masks, flow):
     """Moving masks resampled with the field (nearest: labels stay labels)."""
     with sandbox.no_grad():
         m = sandbox.Tensor(masks[:, None].astype(np.float32))
-        return np.rint(nn.Warp(mode="nearest")(m, flow).data[:, 0]).astype(np.int64)
+        return np.rint(nn.Warp(mode="nearest")(m, flow).numpy()[:, 0]).astype(np.int64)
 
 
 def evaluate(model, pairs, n):
@@ -99,8 +99,8 @@ def evaluate(model, pairs, n):
     out = warp_masks(mmask, flow)
     return dict(before=mean_dice(mmask, fmask), after=mean_dice(out, fmask),
                 mse_before=float(np.mean((moving - fixed) ** 2)),
-                mse_after=float(np.mean((warped.data - fixed) ** 2)),
-                arrays=(moving, fixed, warped.data, flow.data, mmask, fmask, out))
+                mse_after=float(np.mean((warped.numpy() - fixed) ** 2)),
+                arrays=(moving, fixed, warped.numpy(), flow.numpy(), mmask, fmask, out))
 
 
 def figure(path, arrays, k=0):

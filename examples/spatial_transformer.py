@@ -77,12 +77,11 @@ class Glimpse(nn.Module):
                 nn.Conv2d(8, 8, 5, padding=2), nn.MaxPool2d(2), nn.ReLU(),
                 nn.Flatten(), nn.Linear(8 * (size // 4) ** 2, 32), nn.ReLU(),
             )
-            # Identity start: the sandbox's Tensor.data is a numpy array, so zero the
-            # weight through sandbox.nn.init and assign the bias directly.
+            # Identity start, as PyTorch's spatial-transformer tutorial writes it
             self.fc_theta = nn.Linear(32, 6 if full else 3)
-            nn.init.zeros_(self.fc_theta.weight)
+            self.fc_theta.weight.data.zero_()
             start = [1, 0, 0, 0, 1, 0] if full else [3.0, 0, 0]  # s = 0.96, t = 0
-            self.fc_theta.bias.data = np.array(start, np.float32)
+            self.fc_theta.bias.data.copy_(sandbox.tensor(start, dtype=sandbox.float32))
         self.classifier = Classifier(glimpse, classes)
 
     def theta(self, x):
@@ -114,7 +113,7 @@ def accuracy(model, images, labels, batch=100):
     hits = 0
     with sandbox.no_grad():
         for i in range(0, len(images), batch):
-            logits = model(sandbox.Tensor(images[i:i + batch])).data
+            logits = model(sandbox.Tensor(images[i:i + batch])).numpy()
             hits += int(np.sum(logits.argmax(1) == labels[i:i + batch]))
     model.train()
     return hits / len(images)
@@ -172,7 +171,7 @@ def main():
               f"{results[name]:.3f}")
     with sandbox.no_grad():
         model.eval()
-        theta = model.theta(sandbox.Tensor(x_val[:200])).data
+        theta = model.theta(sandbox.Tensor(x_val[:200])).numpy()
     identity = np.array([[1, 0, 0], [0, 1, 0]], np.float32)
     moved = float(np.abs(theta - identity).mean())
     zoom = float(np.mean(np.abs(np.linalg.det(theta[:, :, :2]))))

@@ -6,7 +6,7 @@ The engine knows no particular operation.  One job per module, in reading order:
     :class:`no_grad` / :class:`enable_grad` / :class:`set_grad_enabled`: whether
     operations are recorded (thread-local).
 ``_tensor``
-    :class:`Tensor` wraps an ``np.ndarray`` (``.data``) and, when a recorded
+    :class:`Tensor` wraps an ``np.ndarray`` (``.numpy()``) and, when a recorded
     operation produced it, points to the graph node that made it (``.grad_fn``).
 ``_function``
     :class:`Function` pairs a ``forward(ctx, *arrays)`` on plain arrays with a

@@ -27,7 +27,7 @@ In-place writes
     ``t.zero_()``, ``t.data = ...``, also through ``detach()`` and views) is noted
     when it is saved and checked when ``saved_tensors``/``saved_arrays`` read it: a
     write in between raises a RuntimeError naming the op, the shape and the
-    versions, as in PyTorch.  Writes made with numpy on ``t.data`` are not seen.
+    versions, as in PyTorch.  Writes made with numpy on ``t.numpy()`` are not seen.
 
 Release
     After its backward (unless ``retain_graph=True``) the node releases its
@@ -55,13 +55,24 @@ __all__ = ["Context", "Function", "once_differentiable", "unbroadcast"]
 
 
 class _SavedOutput:
-    """A saved array that is an output of the same node (see Context.saved_tensors)."""
+    """A saved array that is an output of the same node (see Context.saved_tensors).
 
-    __slots__ = ("index", "data")
+    ``ver`` is the output Tensor's version counter, so an in-place write into the
+    output (``y = x.exp(); y.add_(1)``) is caught as for saved inputs."""
+
+    __slots__ = ("index", "data", "ver")
 
     def __init__(self, index, data):
         self.index = index
         self.data = data
+        self.ver = _Version()
+
+    @property
+    def _version(self):
+        return self.ver.value
+
+    shape = property(lambda self: self.data.shape)
+    dtype = property(lambda self: self.data.dtype)
 
 
 class Context:
@@ -144,9 +155,23 @@ class Context:
                 for j, o in enumerate(outputs):
                     if item is o:
                         self._saved[i] = _SavedOutput(j, o)
+                        if self._versions is None:
+                            self._versions = [None] * len(self._saved)
+                        self._versions[i] = 0
                         break
             elif isinstance(item, np.generic):  # a saved 0-d constant: keep it an array
                 self._saved[i] = as_ndarray(item)
+
+    def _rebase_output(self, index, tensor) -> None:
+        """An in-place op wrote this node's output ``index`` into ``tensor`` (which now
+        stands for it): a saved copy of that output becomes ``tensor``'s array and
+        version counter, so a later write into ``tensor`` is caught (as in PyTorch)."""
+        for k, item in enumerate(self._saved or ()):
+            if isinstance(item, _SavedOutput) and item.index == index:
+                if tensor._ver is None:
+                    tensor._ver = _Version()
+                item.data, item.ver = tensor._data, tensor._ver
+                self._versions[k] = tensor._ver.value
 
     def _check_versions(self) -> None:
         """Raise if a saved Tensor was written in place after it was saved."""
@@ -267,6 +292,9 @@ class Function:
                 Tensor._make(o, node, i) if o.dtype.kind == "f" else Tensor._make(o)
                 for i, o in enumerate(outs)
             ]
+            for item in ctx._saved:  # a saved output shares the output's version counter
+                if isinstance(item, _SavedOutput):
+                    results[item.index]._ver = item.ver
         else:
             results = [Tensor._make(o) for o in outs]
         for r in results:
@@ -283,6 +311,7 @@ def _share_version(view, args):
         if isinstance(a, Tensor) and (a._data is base or a._data.base is base):
             if a._ver is None:
                 a._ver = _Version()
+            a._ver.view = True
             view._ver = a._ver
             return
 

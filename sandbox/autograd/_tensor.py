@@ -6,8 +6,9 @@ it is).  A tensor with ``grad_fn is None`` is a *leaf*; leaves that require grad
 receive ``.grad`` from :meth:`Tensor.backward`.
 
 This module defines only what the engine needs.  The operators and methods
-(``+``, ``@``, ``sum`` ...) are written in ``sandbox/ops/_methods.py`` (class
-``TensorMethods``) and copied onto this class when the ops package is imported
+(``+``, ``@``, ``sum``, ``+=``, ``add_``, ``repr`` ...) are written in
+``sandbox/ops/_methods*.py`` (class ``TensorMethods`` and its sibling mixins, one
+topic each) and copied onto this class when the ops package is imported
 (``import sandbox`` does); ``_tensor.pyi`` next to this file declares them for type
 checkers, and a test keeps that stub equal to the runtime class.
 """
@@ -18,6 +19,7 @@ import weakref
 
 import numpy as np
 
+from ..runtime.dtypes import get_default_dtype
 from ._hooks import RemovableHandle, hook_table
 
 __all__ = ["Tensor", "as_ndarray", "tensor"]
@@ -38,22 +40,28 @@ def as_ndarray(x) -> np.ndarray:
 
 class _Version:
     """How many in-place writes an array has had, shared by the Tensors wrapping it
-    (``detach()``, views made by ops, ``Tensor(t)``).
+    (``detach()``, views made by ops, ``Tensor(t)``; not ``t.data``, as in PyTorch).
 
-    Bumped by ``t[i] = v``, ``t.zero_()`` and ``t.data = ...`` (the optimisers'
-    ``p.data -= ...`` too); a graph node compares it with the value it saw when it
-    saved the tensor (see ``Context.saved_tensors``).  Writes made with numpy on
-    ``t.data`` directly are not seen.
+    Bumped by every in-place op (``t[i] = v``, ``t += 1``, ``t.add_()``, ``t.zero_()``
+    ...) and by ``t.data = ...`` (the optimisers' ``p.data -= ...`` too); a graph
+    node compares it with the value it saw when it saved the tensor (see
+    ``Context.saved_tensors``).  Writes made with numpy on ``t.numpy()`` are not seen.
+    ``view`` is True once a view op shared the counter between a base and a view.
     """
 
-    __slots__ = ("value",)
+    __slots__ = ("value", "view")
 
     def __init__(self):
         self.value = 0
+        self.view = False
 
 
-def _as_array(data, dtype=None, copy=False):
-    """Convert ``data`` to an ndarray following :func:`tensor`'s dtype rules."""
+def _as_array(data, dtype=None, copy=False, float_lists=False):
+    """Convert ``data`` to an ndarray following :func:`tensor`'s dtype rules.
+
+    ``float_lists``: Python numbers and lists become the default float dtype
+    whatever they hold (``torch.Tensor([1, 2])``), not int64/bool.
+    """
     if isinstance(data, Tensor):
         data = data._data
     if isinstance(data, np.ndarray):
@@ -62,9 +70,11 @@ def _as_array(data, dtype=None, copy=False):
             arr = data.copy()
     else:
         arr = np.array(data, dtype=dtype)
-        # Python floats default to float32 (as in torch); numpy scalars keep their type.
-        if dtype is None and arr.dtype == np.float64 and not isinstance(data, np.generic):
-            arr = arr.astype(np.float32)
+        # Python floats become the default float dtype (float32 unless set, as in torch);
+        # numpy scalars keep their type.
+        if dtype is None and not isinstance(data, np.generic):
+            if arr.dtype == np.float64 or (float_lists and arr.dtype.kind in "iub"):
+                arr = arr.astype(get_default_dtype())
     if arr.dtype.kind not in "fiub":
         raise TypeError(f"tensor data must be float, integer or bool, got dtype {arr.dtype}")
     return arr
@@ -73,7 +83,10 @@ def _as_array(data, dtype=None, copy=False):
 class Tensor:
     """An n-dimensional array that can record the operations applied to it.
 
-    ``Tensor(data)`` wraps an ndarray without copying (``sandbox.tensor`` copies).
+    ``Tensor(data)`` wraps an ndarray (or another Tensor's array) without copying
+    (``sandbox.tensor`` copies).  As ``torch.Tensor``: ``Tensor(2, 3)`` (sizes) is a
+    zero-filled tensor of the default float dtype, ``Tensor([1, 2])`` (a list) holds
+    the values in the default float dtype, ``Tensor()`` is empty.
     Operators and methods (``+``, ``@``, ``sum``, ``reshape`` ...) come from
     ``sandbox.ops._methods.TensorMethods`` (see the module docstring).
     """
@@ -90,8 +103,12 @@ class Tensor:
     )
     __array_ufunc__ = None  # ndarray (op) Tensor defers to Tensor's reflected operators
 
-    def __init__(self, data, requires_grad=False, dtype=None):
-        self._data = _as_array(data, dtype)
+    def __init__(self, data=None, *sizes, requires_grad=False, dtype=None):
+        if data is None or sizes or _is_size(data):
+            # torch.Tensor(*sizes): torch leaves the memory uninitialised; zeros here.
+            shape = (0,) if data is None else _sizes(data, sizes)
+            data = np.zeros(shape, dtype or get_default_dtype())
+        self._data = _as_array(data, dtype, float_lists=True)
         self._requires_grad = False
         self.grad = None
         self.grad_fn = None
@@ -120,9 +137,16 @@ class Tensor:
 
     # -- data and flags
     @property
-    def data(self) -> np.ndarray:
-        """The underlying ndarray (assigning replaces it, outside the graph)."""
-        return self._data
+    def data(self) -> Tensor:
+        """A Tensor sharing this tensor's storage, detached from the graph (PyTorch's).
+
+        ``requires_grad`` is False and writes through it are not recorded:
+        ``p.data.zero_()``, ``p.data.normal_(0, 0.02)``, ``p.data.copy_(w)`` change
+        ``p`` itself.  Unlike :meth:`detach`, it has its own version counter (as in
+        PyTorch), so autograd does not see writes made through it.  The ndarray
+        itself is ``t.numpy()``.  Assigning (``p.data = value``) replaces the array.
+        """
+        return Tensor._make(self._data)
 
     @data.setter
     def data(self, value):
@@ -248,15 +272,6 @@ class Tensor:
 
     __hash__ = object.__hash__  # operators make == elementwise; hash stays identity
 
-    def __repr__(self):
-        body = np.array2string(self._data, separator=", ", prefix="tensor(")
-        extra = f", dtype={self.dtype}"
-        if self.grad_fn is not None:
-            extra += f", grad_fn=<{self.grad_fn.name()}>"
-        elif self._requires_grad:
-            extra += ", requires_grad=True"
-        return f"tensor({body}{extra})"
-
     # -- differentiation
     def backward(self, grad=None, retain_graph=None, create_graph=False) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad``.
@@ -267,6 +282,23 @@ class Tensor:
         from ._backward import backward
 
         backward(self, grad, retain_graph=retain_graph, create_graph=create_graph)
+
+
+def _is_size(x) -> bool:
+    """A Python int (not bool): ``Tensor(3)`` is a size, as in torch (a tuple is data)."""
+    return type(x) is int
+
+
+def _sizes(first, rest):
+    shape = (first, *rest)
+    if not all(_is_size(n) for n in shape):
+        raise TypeError(
+            f"Tensor(*sizes) takes Python ints, got {shape!r}; pass data as one list or "
+            "array: Tensor([1, 2])"
+        )
+    if any(n < 0 for n in shape):
+        raise ValueError(f"Tensor(*sizes): sizes must be non-negative, got {shape}")
+    return tuple(int(n) for n in shape)
 
 
 def tensor(data, requires_grad=False, dtype=None) -> Tensor:

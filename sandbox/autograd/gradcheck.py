@@ -40,13 +40,13 @@ def _evaluate(fn, inputs, out_idx):
     """Float outputs of ``fn`` as float64 copies (no graph)."""
     with no_grad():
         outs = _as_tuple(fn(*inputs))
-    return [np.array(outs[k].data, dtype=np.float64) for k in out_idx]
+    return [np.array(outs[k].numpy(), dtype=np.float64) for k in out_idx]
 
 
 def _writable(t):
-    if not (t.data.flags.writeable and t.data.flags.c_contiguous):
-        t.data = t.data.copy()
-    return t.data
+    if not (t.numpy().flags.writeable and t.numpy().flags.c_contiguous):
+        t.data = t.numpy().copy()
+    return t.numpy()
 
 
 def _numerical_jacobians(fn, inputs, diff, out_idx, out_sizes, eps):
@@ -86,7 +86,7 @@ def _analytical_jacobians(outputs, inputs, diff, out_idx):
                 )
                 for i, g in zip(diff, grads, strict=True):
                     if g is not None:
-                        jk[i][:, m] = g.data.reshape(-1)
+                        jk[i][:, m] = g.numpy().reshape(-1)
         jac.append(jk)
     return jac
 
@@ -228,7 +228,7 @@ def _fast_check(fn, inputs, diff, outputs, out_idx, eps, atol, rtol, raise_excep
                 allow_unused=True,
             )
         for i, g in zip(diff, grads, strict=True):
-            ana = 0.0 if g is None else float(np.sum(g.data * u[i]))
+            ana = 0.0 if g is None else float(np.sum(g.numpy() * u[i]))
             if not np.isclose(ana, num[kk, i], rtol=rtol, atol=atol):
                 return _fail(
                     f"Jacobian mismatch for output {k} with respect to input {i} "

@@ -114,7 +114,7 @@ def training_step(model, x, y):
         loss = F.cross_entropy(out, ty)
         loss.backward()
         opt.step()
-        return out.data, loss.data, model.inc.conv1.weight.grad.data
+        return out.numpy(), loss.numpy(), model.inc.conv1.weight.grad.numpy()
 
     return step
 

@@ -169,7 +169,7 @@ def _conv_autograd_case(cin: int, cout: int, hw: int) -> Case:
             sx.grad = sw.grad = None
             y = F.conv2d(sx, sw, padding=1)
             y.backward(sg)
-            return y.data, sx.grad.data, sw.grad.data
+            return y.numpy(), sx.grad.numpy(), sw.grad.numpy()
 
         desc = f"x{x.shape} w{w.shape} F.conv2d + backward"
         flops = conv_flops(n, ci, co, s, s)

@@ -61,7 +61,7 @@ def _as_arrays(outputs) -> list[np.ndarray]:
         if hasattr(item, "detach"):  # a torch tensor
             item = item.detach().cpu().numpy()
         elif hasattr(item, "data") and not isinstance(item, np.ndarray):  # a sandbox Tensor
-            item = item.data
+            item = item.numpy()
         arrays.append(np.asarray(item))
     return arrays
 

@@ -24,7 +24,7 @@ __all__ = ["explain"]
 
 
 def _norm(g) -> str:
-    return f"|g| = {np.linalg.norm(g.data):.4g}"
+    return f"|g| = {np.linalg.norm(g.numpy()):.4g}"
 
 
 def _network(mode):
@@ -116,8 +116,8 @@ def explain(mode="bilinear", file=None) -> dict:
 
     # The adjoint identity behind ResizeBackward: <A x, g> = <x, A^T g>.
     g = rng.standard_normal(up.shape)
-    lhs = float(np.vdot(resample.resize(x.data, scale_factor=2, mode=mode), g))
-    rhs = float(np.vdot(x.data, resample.resize_adjoint(g, (3, 3), scale_factor=2, mode=mode)))
+    lhs = float(np.vdot(resample.resize(x.numpy(), scale_factor=2, mode=mode), g))
+    rhs = float(np.vdot(x.numpy(), resample.resize_adjoint(g, (3, 3), scale_factor=2, mode=mode)))
     head = f"adjoint check ({mode}):"
     say(f"{head} <A x, g>   = {lhs:.12f}")
     say(f"{' ' * len(head)} <x, A^T g> = {rhs:.12f}   (difference {abs(lhs - rhs):.1e})")

@@ -169,11 +169,11 @@ def plot_gradient_maps(n_in=10, n_out=16):
     panels = [
         (y_t, "transposed conv s2 k3:\nforward of a constant"),
         (
-            xs.grad.data[0, 0],
+            xs.grad.numpy()[0, 0],
             "strided conv s2 k3:\ninput gradient (its\nbackward is a transposed conv)",
         ),
-        (y_bl.data[0, 0], "bilinear x2:\nforward of a constant"),
-        (bl.grad.data[0, 0], "bilinear x2:\ninput gradient"),
+        (y_bl.numpy()[0, 0], "bilinear x2:\nforward of a constant"),
+        (bl.grad.numpy()[0, 0], "bilinear x2:\ninput gradient"),
     ]
     for ax, (img, title) in zip(axes[1, :4], panels, strict=True):
         ax.imshow(
@@ -216,10 +216,10 @@ def hvp_example(mode="bicubic", n=9, eps=1e-4, seed=0):
 
     def grad_at(xd):
         xt = Tensor(xd, requires_grad=True)
-        return grad(f(xt), xt)[0].data
+        return grad(f(xt), xt)[0].numpy()
 
-    hv_fd = (grad_at(x.data + eps * v) - grad_at(x.data - eps * v)) / (2 * eps)
-    return v[0, 0], hv.data[0, 0], hv_fd[0, 0]
+    hv_fd = (grad_at(x.numpy() + eps * v) - grad_at(x.numpy() - eps * v)) / (2 * eps)
+    return v[0, 0], hv.numpy()[0, 0], hv_fd[0, 0]
 
 
 def plot_hvp():

@@ -258,7 +258,7 @@ def default_collate(batch):
     """
     elem = batch[0]
     if isinstance(elem, Tensor):
-        return _stack([b.data for b in batch], "tensors")
+        return _stack([b.numpy() for b in batch], "tensors")
     if hasattr(elem, "detach") and hasattr(elem, "numpy"):  # a torch tensor
         return _stack([np.asarray(b.detach().cpu().numpy()) for b in batch], "tensors")
     if isinstance(elem, np.ndarray | np.generic) and elem.dtype.kind in "biuf":

@@ -69,9 +69,9 @@ class DataParallel:
         self.comm = comm
         self.model = model
         self.params = list(model.parameters())
-        self.sizes = [p.data.size for p in self.params]
+        self.sizes = [p.numel() for p in self.params]
         self.numel = sum(self.sizes)
-        self.dtype = np.result_type(*[p.data.dtype for p in self.params])
+        self.dtype = np.result_type(*[p.dtype for p in self.params])
         # Seconds spent per part of the step, summed over the steps of this session.
         # (compute_cpu: the CPU time of this process during the compute part.)
         self.timings = {"compute": 0.0, "compute_cpu": 0.0, "pack": 0.0, "communicate": 0.0,
@@ -165,7 +165,7 @@ class DataParallel:
             if p.grad is None:  # unused on this shard: contributes zeros
                 flat[offset : offset + n] = 0
             else:
-                flat[offset : offset + n] = np.asarray(p.grad.data).ravel()
+                flat[offset : offset + n] = np.asarray(p.grad).ravel()
             offset += n
         return flat
 
@@ -173,6 +173,6 @@ class DataParallel:
         summed *= summed.dtype.type(scale)
         offset = 0
         for p, n in zip(self.params, self.sizes, strict=True):
-            grad = summed[offset : offset + n].reshape(p.data.shape).astype(p.data.dtype)
+            grad = summed[offset : offset + n].reshape(p.shape).astype(p.dtype)
             p.grad = Tensor(grad)
             offset += n

@@ -34,7 +34,7 @@ class AllSum(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        g = np.asarray(grad.data)
+        g = np.asarray(grad)
         return small_sum(ctx.comm, g).astype(g.dtype), None
 
 

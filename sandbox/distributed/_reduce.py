@@ -64,7 +64,7 @@ def small_sum(comm, values) -> np.ndarray:
 def flat_state(model, buffers: bool = True) -> np.ndarray:
     """The model's parameters (and buffers) as one flat float64 vector, in registration
     order (for the broadcast of the initial state and the digest check)."""
-    arrays = [p.data for p in model.parameters()]
+    arrays = [p.numpy() for p in model.parameters()]
     if buffers:
         arrays += [np.asarray(b) for b in model.buffers()]
     if not arrays:
@@ -74,7 +74,7 @@ def flat_state(model, buffers: bool = True) -> np.ndarray:
 
 def load_flat_state(model, flat: np.ndarray, buffers: bool = True) -> None:
     """Inverse of :func:`flat_state`: copy ``flat`` back into the model, in place."""
-    arrays = [p.data for p in model.parameters()]
+    arrays = [p.numpy() for p in model.parameters()]
     if buffers:
         arrays += [b for b in model.buffers()]
     offset = 0
@@ -88,7 +88,7 @@ def digest(model, buffers: bool = True) -> int:
     """A 63-bit digest of the model's parameters (and buffers), bit for bit."""
     h = hashlib.sha256()
     for p in model.parameters():
-        h.update(np.ascontiguousarray(p.data).tobytes())
+        h.update(np.ascontiguousarray(p.numpy()).tobytes())
     if buffers:
         for b in model.buffers():
             h.update(np.ascontiguousarray(b).tobytes())

@@ -59,7 +59,7 @@ class _SyncBatchNormFunction(Function):
         axes = (0, *range(2, xhat.ndim))
         per_channel = (1, -1) + (1,) * (xhat.ndim - 2)
         c = xhat.shape[1]
-        g = np.asarray(grad.data, np.float64)
+        g = np.asarray(grad, np.float64)
         local = np.concatenate([g.sum(axis=axes), (g * xhat).sum(axis=axes)])
         gb, gw = local[:c], local[c:]  # this rank's share; DataParallel sums them
         total = small_sum(ctx.comm, local) / ctx.count

@@ -195,7 +195,7 @@ class DistributedTrainer(Trainer):
                 logits = self.model(Tensor(images))
                 part[b] = compute_loss(self.cfg.loss, logits, masks, k).item()
                 part[nb + b] = len(images)
-                cm.update(logits.data.argmax(axis=1), masks)
+                cm.update(logits.numpy().argmax(axis=1), masks)
         part[2 * nb :] = cm.matrix.ravel()
         self.model.train()
         # Each value comes from one rank and zeros from the others: the sums are exact.

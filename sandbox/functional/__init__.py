@@ -5,12 +5,14 @@ with its backward.  The submodules group them by kind.
 """
 
 from ._activation import (  # noqa: F401
+    gelu,
     leaky_relu,
     log_softmax,
     logsumexp,
     pad,
     relu,
     sigmoid,
+    silu,
     softmax,
     softplus,
     tanh,

@@ -61,7 +61,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
             v, k = _max(window.flatten(-2), -1)
             values.append(v)
             kw = w1[j] - w0[j]
-            indices.append((h0[i] + k.data // kw) * w + w0[j] + k.data % kw)
+            indices.append((h0[i] + k.numpy() // kw) * w + w0[j] + k.numpy() % kw)
     out = stack(values, -1).reshape(*input.shape[:-2], oh, ow)
     if not return_indices:
         return out

@@ -49,7 +49,7 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):  # noqa:
     """
     _check_reduction(reduction)
     _same_shape(input, target, "binary_cross_entropy")
-    p = input.data
+    p = input.numpy()
     if p.size and (np.nanmin(p) < 0 or np.nanmax(p) > 1):
         raise ValueError("binary_cross_entropy: input values must be probabilities in [0, 1]")
     t = target if isinstance(target, Tensor) else np.asarray(target, input.dtype)

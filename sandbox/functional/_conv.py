@@ -38,7 +38,7 @@ def check_tensor(x, name):
 
 
 def _array(t):
-    return t.data if isinstance(t, Tensor) else t
+    return t.numpy() if isinstance(t, Tensor) else t
 
 
 def _params(plan):
@@ -48,13 +48,13 @@ def _params(plan):
 
 
 def _apply_conv(x, weight, bias, stride, padding, dilation, groups, nd):
-    plan = _conv.plan_conv(x.data, weight.data, _array(bias), stride, padding, dilation,
+    plan = _conv.plan_conv(x.numpy(), weight.numpy(), _array(bias), stride, padding, dilation,
                            groups, nd=nd)
     return _RANKS[nd].conv.apply(x, weight, bias, plan)
 
 
 def _apply_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, nd):
-    plan = _conv.plan_conv(x.data, weight.data, _array(bias), stride, padding, dilation,
+    plan = _conv.plan_conv(x.numpy(), weight.numpy(), _array(bias), stride, padding, dilation,
                            groups, transposed=True, output_padding=output_padding, nd=nd)
     return _RANKS[nd].conv_transpose.apply(x, weight, bias, plan)
 
@@ -84,7 +84,7 @@ def _backward(ctx, grad, array_backward, input_grad, weight_grad):
     # create_graph: every gradient is a differentiable op again
     x, weight = ctx.saved_tensors
     gx = input_grad(grad, weight, x.shape, plan) if needs[0] else None
-    gw = weight_grad.apply(x, grad, weight.data, plan) if needs[1] else None
+    gw = weight_grad.apply(x, grad, weight.numpy(), plan) if needs[1] else None
     gb = grad.sum(axis=_bias_axes(plan.nd)) if needs[2] else None
     return gx, gw, gb, None
 

@@ -42,7 +42,7 @@ class GridSample(Function):
         want_x, want_g = ctx.needs_input_grad[:2]
         if not is_grad_enabled():  # plain backward: one kernel pass
             x, grid = ctx.saved_arrays
-            gx, gg = _gs.grid_sample_backward(np.ascontiguousarray(grad.data), x, grid,
+            gx, gg = _gs.grid_sample_backward(np.ascontiguousarray(grad.numpy()), x, grid,
                                               input_grad=want_x, grid_grad=want_g, **ctx.opts)
             return gx, gg, None
         x, grid = ctx.saved_tensors  # create_graph: differentiable gradients
@@ -97,8 +97,8 @@ class GridSampleGridGrad(Function):
         from ..array.grid_sample import reference
 
         needs = ctx.needs_input_grad[:3]
-        d = reference.grid_grad_backward(np.ascontiguousarray(ggg.data), gy.data, x.data,
-                                         grid.data, needs=needs, **ctx.opts)
+        d = reference.grid_grad_backward(np.ascontiguousarray(ggg.numpy()), gy.numpy(), x.numpy(),
+                                         grid.numpy(), needs=needs, **ctx.opts)
         return (*d, None)
 
 
@@ -139,7 +139,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     align_corners = _check_align(align_corners)
     input = input if isinstance(input, Tensor) else Tensor(np.asarray(input))
     grid = grid if isinstance(grid, Tensor) else Tensor(np.asarray(grid))
-    _gs.check_input_grid(input.data, grid.data)
+    _gs.check_input_grid(input.numpy(), grid.numpy())
     opts = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
     return GridSample.apply(input, grid, opts)
 

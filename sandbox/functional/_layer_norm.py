@@ -45,12 +45,12 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         y = _normalize(input, axes, eps)
         if running_mean is not None:
             with no_grad():
-                data = input.data
+                data = input.numpy()
                 n = int(np.prod([data.shape[a] for a in axes]))
                 mean = data.mean(axis=axes).mean(axis=0)
                 var = data.var(axis=axes, ddof=1 if n > 1 else 0).mean(axis=0)
-                rm = running_mean.data if isinstance(running_mean, Tensor) else running_mean
-                rv = running_var.data if isinstance(running_var, Tensor) else running_var
+                rm = running_mean.numpy() if isinstance(running_mean, Tensor) else running_mean
+                rv = running_var.numpy() if isinstance(running_var, Tensor) else running_var
                 rm *= 1 - momentum
                 rm += momentum * mean
                 rv *= 1 - momentum
@@ -60,8 +60,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             raise ValueError(
                 "instance_norm: use_input_stats=False needs running_mean and running_var"
             )
-        rm = np.asarray(running_mean.data if isinstance(running_mean, Tensor) else running_mean)
-        rv = np.asarray(running_var.data if isinstance(running_var, Tensor) else running_var)
+        rm = np.asarray(running_mean.numpy() if isinstance(running_mean, Tensor) else running_mean)
+        rv = np.asarray(running_var.numpy() if isinstance(running_var, Tensor) else running_var)
         y = (input - rm.reshape(bshape)) / np.sqrt(rv.reshape(bshape) + eps)
     if weight is not None:
         y = y * weight.reshape(bshape)

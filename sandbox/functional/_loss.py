@@ -30,7 +30,7 @@ def _check_reduction(reduction):
 
 
 def _array(x):
-    return x.data if isinstance(x, Tensor) else np.asarray(x)
+    return x.numpy() if isinstance(x, Tensor) else np.asarray(x)
 
 
 def _reduce(loss, reduction):

@@ -65,7 +65,7 @@ class BatchNormReLU(Function):
         needs = ctx.needs_input_grad[:3]
         if is_grad_enabled():  # create_graph: ReLU's mask (a constant), then batch norm's
             x, weight, out = ctx.saved_tensors
-            gx, gw, gb = _batch_norm_grads(grad * (out.data > 0), x, weight, ctx, needs)
+            gx, gw, gb = _batch_norm_grads(grad * (out.numpy() > 0), x, weight, ctx, needs)
         else:
             x, weight, out = ctx.saved_arrays
             gx, gw, gb = _norm.batch_norm_relu_backward(grad, x, out, *ctx.stats, weight,
@@ -149,7 +149,7 @@ def _group_norm_grads(grad, x, weight, num_groups, eps, needs):
 
 
 def _array(x):
-    return x.data if isinstance(x, Tensor) else x
+    return x.numpy() if isinstance(x, Tensor) else x
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,

@@ -73,7 +73,7 @@ def interpolate(
     -------
     Tensor
     """
-    check_array(input.data if isinstance(input, Tensor) else input, "input")
+    check_array(input.numpy() if isinstance(input, Tensor) else input, "input")
     opts = dict(
         size=size,
         scale_factor=scale_factor,

@@ -42,7 +42,7 @@ def architecture(model) -> dict:
     if not isinstance(model, UNet):
         raise TypeError(f"architecture() describes a sandbox.nn.UNet, got {type(model).__name__}")
     first_up = model.ups[0]
-    dtype = next(model.parameters()).data.dtype
+    dtype = next(model.parameters()).dtype
     return {
         "class": "UNet",
         "kwargs": {

@@ -95,7 +95,7 @@ def _export_onnx(model, state, out, size, resize) -> list[str]:
     x = np.random.default_rng(0).standard_normal((2, model.in_channels, *spatial))
     x = x.astype(np.float32)
     with no_grad():
-        ref = model(Tensor(x)).data
+        ref = model(Tensor(x)).numpy()
     diff = float(np.abs(run_onnx(out, x) - ref).max())
     scale = float(np.abs(ref).max())
     return lines + [f"ONNX Runtime output vs sandbox: max |diff| = {diff:.3g} "

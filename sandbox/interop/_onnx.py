@@ -64,13 +64,13 @@ class _Value:
 
 def _run(fn, *arrays) -> np.ndarray:
     with no_grad():
-        return fn(*(Tensor(a) for a in arrays)).data
+        return fn(*(Tensor(a) for a in arrays)).numpy()
 
 
 # --------------------------------------------------------------------- layers
 def _conv(g, m, v):
-    w = g.const(m.weight.data.astype(np.float32), "weight")
-    inputs = [v.name, w] + ([g.const(m.bias.data.astype(np.float32), "bias")]
+    w = g.const(m.weight.numpy().astype(np.float32), "weight")
+    inputs = [v.name, w] + ([g.const(m.bias.numpy().astype(np.float32), "bias")]
                             if m.bias is not None else [])
     if m.padding_mode != "zeros" or isinstance(m.padding, str):
         raise ValueError(
@@ -87,9 +87,10 @@ def _conv(g, m, v):
 
 
 def _linear(g, m, v):
-    y = g.node("MatMul", [v.name, g.const(m.weight.data.T.astype(np.float32), "weight")], "linear")
+    weight = g.const(m.weight.numpy().T.astype(np.float32), "weight")
+    y = g.node("MatMul", [v.name, weight], "linear")
     if m.bias is not None:
-        y = g.node("Add", [y, g.const(m.bias.data.astype(np.float32), "bias")], "linear_bias")
+        y = g.node("Add", [y, g.const(m.bias.numpy().astype(np.float32), "bias")], "linear_bias")
     return y
 
 
@@ -98,17 +99,17 @@ def _channel_affine(g, y, weight, bias, channels, rank):
     if weight is None:
         return y
     shape = (channels,) + (1,) * (rank - 2)
-    y = g.node("Mul", [y, g.const(weight.data.astype(np.float32).reshape(shape), "scale")],
+    y = g.node("Mul", [y, g.const(weight.numpy().astype(np.float32).reshape(shape), "scale")],
                "affine_scale")
-    return g.node("Add", [y, g.const(bias.data.astype(np.float32).reshape(shape), "shift")],
+    return g.node("Add", [y, g.const(bias.numpy().astype(np.float32).reshape(shape), "shift")],
                   "affine_shift")
 
 
 def _batch_norm(g, m, v):
     c = m.num_features
     if m.track_running_stats:  # eval mode: the running statistics
-        scale = m.weight.data if m.weight is not None else np.ones(c)
-        shift = m.bias.data if m.bias is not None else np.zeros(c)
+        scale = m.weight.numpy() if m.weight is not None else np.ones(c)
+        shift = m.bias.numpy() if m.bias is not None else np.zeros(c)
         inputs = [v.name] + [g.const(np.asarray(a, np.float32), n) for a, n in (
             (scale, "bn_scale"), (shift, "bn_shift"), (m.running_mean, "bn_mean"),
             (m.running_var, "bn_var"))]
@@ -357,7 +358,7 @@ def to_onnx(module, example_shape, path, *, resize: str = "auto", opset: int = 1
         raise ValueError(f"opset must be an int >= 18 (Resize with antialias), got {opset!r}")
     warp = type(module) is nn.Warp
     shapes = _check_warp_shapes(example_shape) if warp else (_check_shape(example_shape, module),)
-    if any(p.data.dtype != np.float32 for p in module.parameters()):
+    if any(p.dtype != np.float32 for p in module.parameters()):
         raise ValueError(
             "to_onnx exports float32 models (ONNX Runtime's CPU Conv has no float64 kernel); "
             "export a float32 copy, e.g. copy.deepcopy(model).float()"

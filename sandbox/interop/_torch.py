@@ -15,7 +15,7 @@ from ..runtime.optional import require
 def _dtype_of(module, torch):
     """The torch dtype of ``module``'s own floating parameters (float32 if it has none)."""
     for p in module.parameters(recurse=False):
-        return torch.float64 if p.data.dtype == np.float64 else torch.float32
+        return torch.float64 if p.dtype == np.float64 else torch.float32
     for b in module.buffers(recurse=False):
         if np.issubdtype(b.dtype, np.floating):
             return torch.float64 if b.dtype == np.float64 else torch.float32

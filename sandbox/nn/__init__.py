@@ -8,7 +8,7 @@ import sys as _sys
 
 from .. import functional
 from . import init, utils
-from ._activation import LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from ._activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from ._classic_unet import ClassicUNet
 from ._conv import Conv2d, ConvTranspose2d
 from ._layers import (
@@ -66,6 +66,8 @@ __all__ = [
     "NLLLoss",
     "Parameter",
     "ReLU",
+    "GELU",
+    "SiLU",
     "Sequential",
     "Sigmoid",
     "Softmax",

@@ -35,6 +35,36 @@ class LeakyReLU(Module):
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
+class GELU(Module):
+    """GELU ``x * Phi(x)``; ``approximate="tanh"`` for the tanh form (as torch.nn.GELU)."""
+
+    def __init__(self, approximate: str = "none"):
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x):
+        return F.gelu(x, approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate='{self.approximate}'"
+
+
+class SiLU(Module):
+    """SiLU (swish) ``x * sigmoid(x)``, as torch.nn.SiLU."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = bool(inplace)
+
+    def forward(self, x):
+        return F.silu(x, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
 class Sigmoid(Module):
     """``1 / (1 + e^-x)``."""
 

@@ -87,7 +87,7 @@ class _ConvNd(Module):
         # PyTorch's default: kaiming_uniform(a=sqrt(5)) -> U(±1/sqrt(fan_in)), same bound for bias.
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
-            fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight.data.shape)
+            fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight.shape)
             bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
             init.uniform_(self.bias, -bound, bound)
 

@@ -22,7 +22,7 @@ def _reduction(cls, size_average, reduce, reduction):
 
 def _buffer(module, name, value):
     array = None if value is None else np.array(
-        value.data if isinstance(value, Tensor) else value, copy=True
+        value.numpy() if isinstance(value, Tensor) else value, copy=True
     )
     module.register_buffer(name, array)
 

@@ -9,12 +9,34 @@ from PyTorch.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 from collections.abc import Iterator
 
 import numpy as np
 
 from ..autograd import Tensor
+
+_IncompatibleKeysBase = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
+class IncompatibleKeys(_IncompatibleKeysBase):
+    """What :meth:`Module.load_state_dict` returns, as PyTorch: the named pair
+    ``(missing_keys, unexpected_keys)``."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+
+class StateDictError(RuntimeError, KeyError):
+    """``load_state_dict(strict=True)`` with missing or unexpected keys (a RuntimeError
+    as in PyTorch, and a KeyError as this project raised before)."""
+
+    def __str__(self):
+        return str(self.args[0]) if self.args else ""
 
 
 class Parameter(Tensor):
@@ -28,7 +50,7 @@ class Parameter(Tensor):
     """
 
     def __init__(self, data, requires_grad: bool = True):
-        array = np.asarray(data.data if isinstance(data, Tensor) else data)
+        array = np.asarray(data.numpy() if isinstance(data, Tensor) else data)
         if not np.issubdtype(array.dtype, np.floating):
             array = array.astype(np.float32)
         super().__init__(np.array(array, copy=True), requires_grad=requires_grad)
@@ -208,7 +230,7 @@ class Module:
             if set_to_none or p.grad is None:
                 p.grad = None
             else:
-                p.grad.data[...] = 0
+                p.grad.numpy()[...] = 0
 
     def to(self, *args, **kwargs) -> Module:
         """Cast floating parameters and buffers, as ``torch.nn.Module.to``.
@@ -227,8 +249,8 @@ class Module:
             raise TypeError(f"dtype must be float32 or float64, got {dtype}")
         for m in self.modules():
             for p in m._parameters.values():
-                if p is not None and p.data.dtype != dtype:
-                    p.data = p.data.astype(dtype)
+                if p is not None and p.dtype != dtype:
+                    p.data = p.numpy().astype(dtype)
                     if p.grad is not None:
                         p.grad = None
             for name, b in m._buffers.items():
@@ -264,19 +286,21 @@ class Module:
             dot = f"{prefix}." if prefix else ""
             for name, p in module._parameters.items():
                 if p is not None:
-                    state[dot + name] = p.data.copy()
+                    state[dot + name] = p.numpy().copy()
             for name, b in module._buffers.items():
                 if b is not None and name not in module._non_persistent:
                     state[dot + name] = b.copy()
         return state
 
-    def load_state_dict(self, state_dict, strict: bool = True) -> tuple[list, list]:
+    def load_state_dict(self, state_dict, strict: bool = True) -> IncompatibleKeys:
         """Copy values from ``state_dict`` into this module's parameters and buffers.
 
         Values may be numpy arrays, sandbox tensors, PyTorch tensors or anything
-        ``np.asarray`` accepts.  Raises ``KeyError`` listing missing/unexpected keys when
-        ``strict`` and ``ValueError`` for shape mismatches.  Returns
-        ``(missing_keys, unexpected_keys)``.
+        ``np.asarray`` accepts.  With ``strict`` (the default), missing or unexpected
+        keys raise :class:`StateDictError` (a RuntimeError, as in PyTorch, and a
+        KeyError) listing them; shape mismatches raise ``ValueError``.  Returns
+        PyTorch's named pair ``IncompatibleKeys(missing_keys, unexpected_keys)``
+        (both empty under ``strict``).
         """
         own = self._state_slots()
         missing = [k for k in own if k not in state_dict]
@@ -284,10 +308,15 @@ class Module:
         if strict and (missing or unexpected):
             parts = []
             if missing:
-                parts.append(f"missing keys: {', '.join(missing)}")
+                parts.append("Missing key(s) in state_dict: "
+                             + ", ".join(f'"{k}"' for k in missing))
             if unexpected:
-                parts.append(f"unexpected keys: {', '.join(unexpected)}")
-            raise KeyError(f"load_state_dict for {type(self).__name__}: " + "; ".join(parts))
+                parts.append("Unexpected key(s) in state_dict: "
+                             + ", ".join(f'"{k}"' for k in unexpected))
+            raise StateDictError(
+                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
+                + ".\n\t".join(parts) + "."
+            )
         mismatched = []
         arrays = {}
         for key, (module, name, kind) in own.items():
@@ -295,12 +324,12 @@ class Module:
                 continue
             value = state_dict[key]
             if isinstance(value, Tensor):
-                array = value.data
+                array = value.numpy()
             elif hasattr(value, "detach"):  # a torch tensor
                 array = np.asarray(value.detach().cpu())
             else:
                 array = np.asarray(value)
-            current = module._parameters[name].data if kind == "param" else module._buffers[name]
+            current = module._parameters[name].numpy() if kind == "param" else module._buffers[name]
             if array.shape != current.shape:
                 mismatched.append(f"{key}: checkpoint {array.shape}, model {current.shape}")
             arrays[key] = array.astype(current.dtype, copy=True)
@@ -312,7 +341,7 @@ class Module:
                 module._parameters[name].data = array
             else:
                 module._buffers[name] = array
-        return missing, unexpected
+        return IncompatibleKeys(missing, unexpected)
 
     def save_weights(self, path, metadata=None):
         """Write :meth:`state_dict` to a safetensors file, under PyTorch's names.
@@ -368,7 +397,7 @@ class Module:
 
     def num_parameters(self) -> int:
         """Total number of scalar parameters."""
-        return int(sum(p.data.size for p in self.parameters()))
+        return int(sum(p.numel() for p in self.parameters()))
 
     # ------------------------------------------------------------------ repr
     def extra_repr(self) -> str:

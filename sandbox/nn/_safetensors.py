@@ -62,7 +62,7 @@ def assign_state(module, arrays: Mapping, strict: bool = True, source: str = "st
         if key not in arrays:
             continue
         array = arrays[key]
-        current = owner._parameters[name].data if kind == "param" else owner._buffers[name]
+        current = owner._parameters[name].numpy() if kind == "param" else owner._buffers[name]
         if array.shape != current.shape:
             problems.append(f"{key}: shape {array.shape} given, model has {current.shape}")
         elif array.dtype != current.dtype:

@@ -1,6 +1,6 @@
 """Parameter initialisation, with PyTorch's formulas and defaults.
 
-All functions fill ``tensor.data`` in place from the global generator
+All functions fill ``tensor`` in place (through its array) from the global generator
 (:func:`sandbox.manual_seed`) unless an ``rng`` is given, and return the tensor.
 """
 
@@ -14,7 +14,8 @@ from ..runtime.rng import default_generator
 
 
 def _fill(tensor, values):
-    tensor.data[...] = values.astype(tensor.data.dtype, copy=False)
+    tensor.numpy()[...] = values.astype(tensor.dtype, copy=False)
+    tensor._bump_version()
     return tensor
 
 
@@ -52,17 +53,18 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, rng=None):
     """Fill with U(a, b)."""
     rng = rng or default_generator()
-    return _fill(tensor, rng.uniform(a, b, size=tensor.data.shape))
+    return _fill(tensor, rng.uniform(a, b, size=tensor.shape))
 
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, rng=None):
     """Fill with N(mean, std²)."""
     rng = rng or default_generator()
-    return _fill(tensor, rng.normal(mean, std, size=tensor.data.shape))
+    return _fill(tensor, rng.normal(mean, std, size=tensor.shape))
 
 
 def constant_(tensor, value: float):
-    tensor.data[...] = value
+    tensor.numpy()[...] = value
+    tensor._bump_version()
     return tensor
 
 
@@ -83,7 +85,7 @@ def kaiming_uniform_(
     """
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"mode must be 'fan_in' or 'fan_out', got {mode!r}")
-    fan_in, fan_out = calculate_fan_in_and_fan_out(tensor.data.shape)
+    fan_in, fan_out = calculate_fan_in_and_fan_out(tensor.shape)
     fan = fan_in if mode == "fan_in" else fan_out
     bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / fan)
     return uniform_(tensor, -bound, bound, rng=rng)
@@ -95,13 +97,13 @@ def kaiming_normal_(
     """He initialisation: N(0, std²) with ``std = gain / sqrt(fan)``."""
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"mode must be 'fan_in' or 'fan_out', got {mode!r}")
-    fan_in, fan_out = calculate_fan_in_and_fan_out(tensor.data.shape)
+    fan_in, fan_out = calculate_fan_in_and_fan_out(tensor.shape)
     fan = fan_in if mode == "fan_in" else fan_out
     return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan), rng=rng)
 
 
 def xavier_uniform_(tensor, gain: float = 1.0, rng=None):
     """Glorot initialisation: U(-b, b) with ``b = gain·sqrt(6 / (fan_in + fan_out))``."""
-    fan_in, fan_out = calculate_fan_in_and_fan_out(tensor.data.shape)
+    fan_in, fan_out = calculate_fan_in_and_fan_out(tensor.shape)
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
     return uniform_(tensor, -bound, bound, rng=rng)

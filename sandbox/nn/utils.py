@@ -33,7 +33,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     norm_type = float(norm_type)
     if not grads:
         return Tensor._make(np.zeros((), np.float32))
-    arrays = [g.data for g in grads]
+    arrays = [g.numpy() for g in grads]
     if math.isinf(norm_type):
         norms = [np.abs(a).max() if a.size else 0.0 for a in arrays]
         total = np.max(norms)
@@ -56,4 +56,4 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamp every gradient element to ``[-clip_value, clip_value]`` in place."""
     v = float(clip_value)
     for g in _grads(parameters):
-        np.clip(g.data, -v, v, out=g.data)
+        np.clip(g.numpy(), -v, v, out=g.numpy())

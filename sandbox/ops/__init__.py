@@ -62,20 +62,27 @@ from ._create import (
     zeros,
     zeros_like,
 )
-from ._linalg import matmul
+from ._inplace import abs_
+from ._intdiv import floor_divide, remainder, round
+from ._linalg import einsum, matmul
 from ._methods import install
 from ._nonlinear import (
+    erf,
+    gelu,
     leaky_relu,
     log_softmax,
     logsumexp,
     relu,
     sigmoid,
+    silu,
     softmax,
     softplus,
     tanh,
 )
 from ._pad import pad
-from ._reduce import amax, amin, argmax, argmin, max, mean, min, sum, var
+from ._promote import promote_types, result_type
+from ._reduce import amax, amin, argmax, argmin, max, mean, min, norm, std, sum, var
+from ._select import sort, topk, unique
 from ._shape import (
     cat,
     expand,
@@ -89,6 +96,7 @@ from ._shape import (
     transpose,
     unsqueeze,
 )
+from ._tile import chunk, flip, repeat, split, t
 
 __all__ = [
     "abs", "add", "amax", "amin", "arange", "argmax", "argmin", "astype", "cat", "clamp",
@@ -102,6 +110,9 @@ __all__ = [
     "permute", "pow", "rand", "randn", "relu", "reshape", "setitem", "sigmoid", "softmax",
     "softplus", "sqrt", "squeeze", "stack", "sub", "sum", "tanh", "transpose", "unsqueeze",
     "var", "where", "zeros", "zeros_like",
+    "abs_", "chunk", "einsum", "erf", "flip", "floor_divide", "gelu", "norm", "promote_types",
+    "remainder", "repeat", "result_type", "round", "silu", "sort", "split", "std", "t", "topk",
+    "unique",
 ]  # fmt: skip
 
 

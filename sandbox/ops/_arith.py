@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function, Tensor, unbroadcast
+from ._promote import float_result, promote
 from ._util import operand, shape_of
 
 
@@ -282,24 +283,39 @@ class Clone(Function):
 
 
 # ----------------------------------------------------------------------------- public
+# Binary ops cast their operands to PyTorch's result dtype first (see _promote).
+def _binary_operands(a, b, op, to_float=False):
+    a, b = operand(a, op), operand(b, op)
+    # Fast paths (no cast needed): two tensors of one dtype, a float tensor and a number.
+    if isinstance(a, Tensor):
+        kind = a._data.dtype.kind
+        if (isinstance(b, Tensor) and b._data.dtype == a._data.dtype
+                or kind == "f" and type(b) in (float, int)):
+            if kind == "f" or not to_float:
+                return a, b
+    elif isinstance(b, Tensor) and b._data.dtype.kind == "f" and type(a) in (float, int):
+        return a, b
+    return promote(a, b, to_float=to_float)[1]
+
+
 def add(a, b):
-    """``a + b`` with broadcasting."""
-    return Add.apply(operand(a, "add"), operand(b, "add"))
+    """``a + b`` with broadcasting (dtype: :func:`~sandbox.ops._promote.result_type`)."""
+    return Add.apply(*_binary_operands(a, b, "add"))
 
 
 def sub(a, b):
     """``a - b`` with broadcasting."""
-    return Sub.apply(operand(a, "sub"), operand(b, "sub"))
+    return Sub.apply(*_binary_operands(a, b, "sub"))
 
 
 def mul(a, b):
     """``a * b`` with broadcasting."""
-    return Mul.apply(operand(a, "mul"), operand(b, "mul"))
+    return Mul.apply(*_binary_operands(a, b, "mul"))
 
 
 def div(a, b):
-    """``a / b`` with broadcasting."""
-    return Div.apply(operand(a, "div"), operand(b, "div"))
+    """``a / b`` with broadcasting: true division, so integers give the default float."""
+    return Div.apply(*_binary_operands(a, b, "div", to_float=True))
 
 
 def neg(x):
@@ -309,30 +325,38 @@ def neg(x):
 
 def pow(x, p):  # noqa: A001 - mirrors torch.pow
     """``x ** p``; ``p`` a number (constant exponent) or a Tensor."""
-    x, p = operand(x, "pow"), operand(p, "pow")
+    x, p = _binary_operands(x, p, "pow")
     if isinstance(p, Tensor | np.ndarray) or not isinstance(x, Tensor):
         return PowT.apply(x, p)
     return Pow.apply(x, p)
 
 
+def to_float(x):
+    """``x`` as a Tensor of a float dtype: integer and bool tensors become the default
+    float dtype (as torch's ``exp``, ``sqrt`` ... do with them)."""
+    if not isinstance(x, Tensor):
+        x = Tensor._make(np.asarray(x))
+    return x if x.dtype.kind == "f" else astype(x, float_result(x.dtype))
+
+
 def exp(x):
     """Elementwise ``e**x``."""
-    return Exp.apply(x)
+    return Exp.apply(to_float(x))
 
 
 def log(x):
     """Elementwise natural logarithm."""
-    return Log.apply(x)
+    return Log.apply(to_float(x))
 
 
 def log1p(x):
     """Elementwise ``log(1 + x)``, accurate for small ``x``."""
-    return Log1p.apply(x)
+    return Log1p.apply(to_float(x))
 
 
 def sqrt(x):
     """Elementwise square root."""
-    return Sqrt.apply(x)
+    return Sqrt.apply(to_float(x))
 
 
 def abs(x):  # noqa: A001 - mirrors torch.abs
@@ -349,18 +373,26 @@ def clamp(x, min=None, max=None):  # noqa: A002 - torch's argument names
 
 def maximum(a, b):
     """Elementwise maximum (NaN propagates; ties split the gradient, as torch)."""
-    return Extremum.apply(operand(a, "maximum"), operand(b, "maximum"), np.maximum)
+    return Extremum.apply(*_binary_operands(a, b, "maximum"), np.maximum)
 
 
 def minimum(a, b):
     """Elementwise minimum (NaN propagates; ties split the gradient, as torch)."""
-    return Extremum.apply(operand(a, "minimum"), operand(b, "minimum"), np.minimum)
+    return Extremum.apply(*_binary_operands(a, b, "minimum"), np.minimum)
 
 
-def where(cond, a, b):
-    """Elementwise ``a`` where ``cond`` else ``b``; ``cond`` is not differentiated."""
-    cond = np.asarray(cond._data if isinstance(cond, Tensor) else cond, dtype=bool)
-    return Where.apply(cond, operand(a, "where"), operand(b, "where"))
+def where(cond, a=None, b=None):
+    """Elementwise ``a`` where ``cond`` else ``b``; ``cond`` is not differentiated.
+
+    With ``cond`` alone, as ``torch.where(cond)``: the indices of its non-zero
+    elements, one int64 tensor per dim (``nonzero(as_tuple=True)``).
+    """
+    cond = np.asarray(cond._data if isinstance(cond, Tensor) else cond)
+    if a is None and b is None:
+        return tuple(Tensor._make(i.astype(np.int64)) for i in np.nonzero(cond))
+    if a is None or b is None:
+        raise TypeError("where: give both a and b, or neither (where(cond) gives indices)")
+    return Where.apply(cond.astype(bool, copy=False), *_binary_operands(a, b, "where"))
 
 
 def astype(x, dtype):
@@ -380,6 +412,7 @@ def clone(x):
 
 def _comparison(ufunc):
     def compare(a, b):
+        a, b = _binary_operands(a, b, ufunc.__name__)  # compared in the promoted dtype
         a = a._data if isinstance(a, Tensor) else a
         b = b._data if isinstance(b, Tensor) else b
         return Tensor._make(np.asarray(_binary(ufunc, ufunc.__name__, a, b)))

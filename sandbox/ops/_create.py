@@ -44,9 +44,22 @@ def ones(*shape, dtype=None, device=None, requires_grad=False):
     return _new(np.ones(_shape(shape), _dtype(dtype)), requires_grad, device)
 
 
+def _fill_dtype(value):
+    """The dtype ``torch.full`` infers from its fill value: bool, int64 or the default float."""
+    if isinstance(value, bool | np.bool_):
+        return np.bool_
+    if isinstance(value, int | np.integer):
+        return np.int64
+    return get_default_dtype()
+
+
 def full(shape, value, dtype=None, device=None, requires_grad=False):
-    """A tensor filled with ``value``."""
-    return _new(np.full(_shape((shape,)), value, _dtype(dtype)), requires_grad, device)
+    """A tensor filled with ``value``; without ``dtype``, bool, int64 or the default float
+    as the value is a bool, an int or a float (as ``torch.full``)."""
+    if isinstance(value, Tensor):
+        value = value.item()
+    dtype = _fill_dtype(value) if dtype is None else dtype
+    return _new(np.full(_shape((shape,)), value, dtype), requires_grad, device)
 
 
 def zeros_like(t, dtype=None, device=None, requires_grad=False):

@@ -19,7 +19,12 @@ class defined here without a circular import.  Instead:
   on ``Tensor``; ``tests/autograd/test_tensor_methods.py`` checks that stub against the
   runtime class (names and parameters), so the two cannot drift apart.
 
-A new method goes here (and in the stub); a new op goes in its op module.
+The methods are split by topic: this module has the operators, math, reductions
+and shapes; ``_methods_convert`` dtypes, copies, devices, new tensors and
+printing; ``_methods_inplace`` the in-place methods and ``+=``-style operators;
+``_methods_api`` the rest of torch's everyday API (``t``, ``sort``, ``std`` ...).
+A new method goes in the module of its topic (and in the stub); a new op goes in
+its op module.
 """
 
 from __future__ import annotations
@@ -27,8 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Tensor
-from ..runtime import device as _device
-from . import _arith, _create, _inplace, _linalg, _nonlinear, _reduce, _shape
+from . import _arith, _linalg, _nonlinear, _reduce, _shape
 
 __all__ = ["TensorMethods", "install"]
 
@@ -339,145 +343,18 @@ class TensorMethods:
         """The last two dims swapped (a batch of transposed matrices)."""
         return _shape.transpose(self, -2, -1)
 
-    # ------------------------------------------------------------------ dtypes and copies
-    def astype(self, dtype) -> Tensor:
-        """See :func:`sandbox.ops.astype`."""
-        return _arith.astype(self, dtype)
-
-    def float(self) -> Tensor:
-        """As float32."""
-        return _arith.astype(self, np.float32)
-
-    def double(self) -> Tensor:
-        """As float64."""
-        return _arith.astype(self, np.float64)
-
-    def long(self) -> Tensor:
-        """As int64."""
-        return _arith.astype(self, np.int64)
-
-    def clone(self) -> Tensor:
-        """See :func:`sandbox.ops.clone`."""
-        return _arith.clone(self)
-
-    def contiguous(self) -> Tensor:
-        """Self if its data is C-contiguous, else a copy in the graph."""
-        return self if self._data.flags.c_contiguous else _arith.clone(self)
-
-    def zero_(self) -> Tensor:
-        """Fill with zeros in place (for tensors outside the graph, e.g. ``.grad``)."""
-        if self.grad_fn is not None:
-            raise RuntimeError("zero_() on a tensor inside the graph is not supported")
-        self._data[...] = 0
-        self._bump_version()
-        return self
-
-    def int(self) -> Tensor:
-        """As int32."""
-        return _arith.astype(self, np.int32)
-
-    def bool(self) -> Tensor:
-        """As bool."""
-        return _arith.astype(self, np.bool_)
-
-    def type_as(self, other) -> Tensor:
-        """As ``other``'s dtype."""
-        return _arith.astype(self, other.dtype)
-
-    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
-        """Zeros of ``size`` with this tensor's dtype (unless ``dtype``)."""
-        return _create.zeros(*size, dtype=dtype or self.dtype, device=device,
-                             requires_grad=requires_grad)
-
-    def new_ones(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
-        """Ones of ``size`` with this tensor's dtype (unless ``dtype``)."""
-        return _create.ones(*size, dtype=dtype or self.dtype, device=device,
-                            requires_grad=requires_grad)
-
-    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
-        """``fill_value`` of ``size`` with this tensor's dtype (unless ``dtype``)."""
-        return _create.full(size, fill_value, dtype=dtype or self.dtype, device=device,
-                            requires_grad=requires_grad)
-
-    def new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> Tensor:
-        """A copy of ``data`` with this tensor's dtype (unless ``dtype``)."""
-        return _create.tensor(data, dtype=dtype or self.dtype, device=device,
-                              requires_grad=requires_grad)
-
-    def tolist(self):
-        """The values as (nested) Python lists."""
-        return self._data.tolist()
-
-    def __format__(self, spec) -> str:
-        """``f"{loss:.4f}"`` formats the value of a one-element tensor, as PyTorch."""
-        if spec and self._data.size == 1:
-            return format(self._data.item(), spec)
-        return object.__format__(self, spec) if spec else repr(self)
-
-    def dim(self) -> int:
-        """Number of dims (torch's name for ``ndim``)."""
-        return self._data.ndim
-
-    # ------------------------------------------------------------------ devices
-    def to(self, *args, **kwargs) -> Tensor:
-        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(tensor)``: CPU only."""
-        return _inplace.to(self, *args, **kwargs)
-
-    def cpu(self) -> Tensor:
-        """Self: the sandbox runs on the CPU."""
-        return self
-
-    def cuda(self, device=None) -> Tensor:
-        """Raises: the sandbox runs on the CPU only."""
-        _device.device("cuda" if device is None else device)
-        return self
-
-    @property
-    def device(self):
-        """Always ``sandbox.device("cpu")``."""
-        return _device.CPU
-
-    @property
-    def is_cuda(self) -> bool:
-        """Always False."""
-        return False
-
-    # ------------------------------------------------------------------ in place (no graph)
-    def add_(self, other, *, alpha=1) -> Tensor:
-        """``self += alpha * other`` in place; see :mod:`sandbox.ops._inplace`."""
-        return _inplace.add_(self, other, alpha=alpha)
-
-    def sub_(self, other, *, alpha=1) -> Tensor:
-        """``self -= alpha * other`` in place."""
-        return _inplace.sub_(self, other, alpha=alpha)
-
-    def mul_(self, other) -> Tensor:
-        """``self *= other`` in place."""
-        return _inplace.mul_(self, other)
-
-    def div_(self, other) -> Tensor:
-        """``self /= other`` in place."""
-        return _inplace.div_(self, other)
-
-    def clamp_(self, min=None, max=None) -> Tensor:  # noqa: A002 - torch's argument names
-        """Clamp in place."""
-        return _inplace.clamp_(self, min, max)
-
-    def fill_(self, value) -> Tensor:
-        """Set every element to ``value`` in place."""
-        return _inplace.fill_(self, value)
-
-    def copy_(self, src) -> Tensor:
-        """Copy ``src`` into self (broadcast and cast)."""
-        return _inplace.copy_(self, src)
-
-
 # Class bookkeeping that must stay the engine's own.
 _NOT_COPIED = {"__module__", "__qualname__", "__doc__", "__slots__", "__dict__", "__weakref__"}
 
 
 def install(cls=Tensor) -> None:
-    """Give ``cls`` (the engine's Tensor) every attribute defined in :class:`TensorMethods`."""
-    for name, value in vars(TensorMethods).items():
-        if name not in _NOT_COPIED:
-            setattr(cls, name, value)
+    """Give ``cls`` (the engine's Tensor) every attribute defined in :class:`TensorMethods`
+    and in the mixins of the other ``_methods_*`` modules (one topic each)."""
+    from ._methods_api import ApiMethods
+    from ._methods_convert import ConvertMethods
+    from ._methods_inplace import InplaceMethods
+
+    for mixin in (TensorMethods, ConvertMethods, InplaceMethods, ApiMethods):
+        for name, value in vars(mixin).items():
+            if name not in _NOT_COPIED:
+                setattr(cls, name, value)

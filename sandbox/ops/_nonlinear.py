@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..array import activation
 from ..autograd import Function, is_grad_enabled
-from ._arith import where
+from ._arith import to_float, where
 from ._util import normalize_axes
 
 
@@ -23,7 +25,7 @@ class Relu(Function):
     def backward(ctx, grad):
         if is_grad_enabled():  # create_graph: the product stays differentiable
             (y,) = ctx.saved_tensors
-            return grad * (y.data > 0)  # gradient 0 at x == 0, as torch
+            return grad * (y._data > 0)  # gradient 0 at x == 0, as torch
         (y,) = ctx.saved_arrays
         return activation.relu_backward(grad, y)
 
@@ -38,7 +40,7 @@ class LeakyRelu(Function):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        return grad * np.where(x.data > 0, 1.0, ctx.slope).astype(x.dtype), None
+        return grad * np.where(x._data > 0, 1.0, ctx.slope).astype(x.dtype), None
 
 
 def _sigmoid(x):
@@ -94,7 +96,7 @@ class Softplus(Function):
         (x,) = ctx.saved_tensors
         bx = x * ctx.beta
         slope = Sigmoid.apply(bx)
-        linear = bx.data > ctx.threshold
+        linear = bx._data > ctx.threshold
         if linear.any():
             slope = where(linear, 1.0, slope)
         return grad * slope, None, None
@@ -173,12 +175,12 @@ def leaky_relu(x, negative_slope=0.01):
 
 def sigmoid(x):
     """``1 / (1 + e^-x)``, stable for large ``|x|``."""
-    return Sigmoid.apply(x)
+    return Sigmoid.apply(to_float(x))
 
 
 def tanh(x):
     """Hyperbolic tangent."""
-    return Tanh.apply(x)
+    return Tanh.apply(to_float(x))
 
 
 def softplus(x, beta=1.0, threshold=20.0):
@@ -190,19 +192,62 @@ def softplus(x, beta=1.0, threshold=20.0):
     beta, threshold = float(beta), float(threshold)
     if beta == 0:
         raise ValueError("softplus: beta must be non-zero")
-    return Softplus.apply(x, beta, threshold)
+    return Softplus.apply(to_float(x), beta, threshold)
 
 
 def softmax(x, dim=-1):
     """``exp(x) / sum(exp(x))`` along ``dim`` (max-shifted: no overflow)."""
-    return Softmax.apply(x, _axis(x, dim, "softmax"))
+    return Softmax.apply(to_float(x), _axis(x, dim, "softmax"))
 
 
 def log_softmax(x, dim=-1):
     """``x - logsumexp(x)`` along ``dim`` (max-shifted: no overflow)."""
-    return LogSoftmax.apply(x, _axis(x, dim, "log_softmax"))
+    return LogSoftmax.apply(to_float(x), _axis(x, dim, "log_softmax"))
 
 
 def logsumexp(x, dim=None, keepdim=False):
     """``log(sum(exp(x)))`` over ``dim`` (int, tuple or None for all), stably."""
     return LogSumExp.apply(x, normalize_axes(dim, x.ndim, "logsumexp"), bool(keepdim))
+
+
+_erf_scalar = np.frompyfunc(math.erf, 1, 1)  # exact to double precision (numpy has no erf)
+
+
+class Erf(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return np.asarray(_erf_scalar(x), dtype=np.float64).astype(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        # d erf(x)/dx = 2/sqrt(pi) * exp(-x^2)
+        (x,) = ctx.saved_tensors
+        return grad * ((x * x * -1.0).exp() * (2.0 / math.sqrt(math.pi)))
+
+
+def erf(x):
+    """The error function ``2/sqrt(pi) * integral_0^x exp(-t^2) dt``, elementwise."""
+    return Erf.apply(to_float(x))
+
+
+def gelu(x, approximate="none"):
+    """GELU, ``x * Phi(x)``, as ``torch.nn.functional.gelu``.
+
+    ``approximate="none"`` uses the exact normal CDF ``Phi(x) = (1 + erf(x/sqrt 2))/2``;
+    ``"tanh"`` uses ``(1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))/2``.  Built from
+    differentiable ops, so it has first and second derivatives.
+    """
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    x = to_float(x)
+    if approximate == "tanh":
+        inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
+        return x * 0.5 * (tanh(inner) + 1.0)
+    return x * 0.5 * (erf(x * (1.0 / math.sqrt(2.0))) + 1.0)
+
+
+def silu(x):
+    """SiLU (swish), ``x * sigmoid(x)``, as ``torch.nn.functional.silu``."""
+    x = to_float(x)
+    return x * sigmoid(x)

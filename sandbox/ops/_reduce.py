@@ -6,7 +6,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..autograd import Function, Tensor
+from ..autograd import Function, Tensor, is_grad_enabled
 from ._util import normalize_axes, pick_axis, pick_keep
 
 
@@ -179,3 +179,70 @@ def _arg(which, name):
 
 argmax = _arg(np.argmax, "argmax")
 argmin = _arg(np.argmin, "argmin")
+
+
+def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
+        keepdims=False):
+    """Standard deviation, as ``torch.std``: ``sqrt(var)`` over ``dim``.
+
+    ``correction`` (keyword) is subtracted from the count (1, the default: unbiased;
+    0: the population value); the older ``unbiased=True/False`` form (also
+    ``std(False)``) means correction 1 or 0.
+    """
+    if isinstance(dim, bool):  # torch.std(x, unbiased)
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError("std: give either unbiased or correction, not both")
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    v = var(x, axis, correction, keepdims, dim=dim, keepdim=keepdim)
+    return v.sqrt()
+
+
+class Norm2(Function):
+    """``sqrt(sum(x^2))`` over axes; the gradient at a zero vector is 0, as in torch."""
+
+    @staticmethod
+    def forward(ctx, x, axes, keepdims):
+        out = np.sqrt(np.sum(x * x, axis=axes, keepdims=True))
+        ctx.kept, ctx.axes, ctx.out_keep = out.shape, axes, out
+        ctx.save_for_backward(x)
+        return out if keepdims else np.squeeze(out, axis=axes)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        if is_grad_enabled():  # create_graph: the norm as a function of x, in the graph
+            out = Norm2.apply(x, ctx.axes, True)
+        else:
+            out = Tensor._make(ctx.out_keep)
+        safe = out + (ctx.out_keep == 0)  # divide by 1 where the norm is 0 (x is 0 there)
+        return grad.reshape(ctx.kept) * x / safe, None, None
+
+
+def norm(x, p="fro", dim=None, keepdim=False, *, axis=None, keepdims=False):
+    """The vector p-norm over ``dim`` (all elements when None), as ``torch.norm``.
+
+    ``p``: 2 or ``"fro"`` (Euclidean/Frobenius, the default), 1, ``inf``/``-inf``
+    (largest/smallest absolute value), 0 (count of non-zeros) or any other number
+    (``sum(|x|^p)^(1/p)``).
+    """
+    axes = _axes(x, axis, dim, "norm")
+    keep = pick_keep(keepdims, keepdim)
+    if x.dtype.kind != "f":
+        raise TypeError(f"norm: expected a float tensor, got {x.dtype}")
+    if p in ("fro", 2, 2.0):
+        return Norm2.apply(x, axes, keep)
+    if isinstance(p, str) or not isinstance(p, int | float):
+        raise ValueError(f"norm: p must be a number or 'fro', got {p!r}")
+    a = x.abs()
+    if p == np.inf:
+        return amax(a, axes, keep)
+    if p == -np.inf:
+        return amin(a, axes, keep)
+    if p == 0:
+        return Tensor._make(np.asarray(np.sum(x._data != 0, axis=axes, keepdims=keep),
+                                       dtype=x.dtype))
+    if p == 1:
+        return a.sum(axis=axes, keepdims=keep)
+    return (a ** float(p)).sum(axis=axes, keepdims=keep) ** (1.0 / p)

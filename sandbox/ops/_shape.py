@@ -5,6 +5,8 @@ Each backward is itself a shape op on the gradient, hence differentiable.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..autograd import Function, Tensor, is_grad_enabled, unbroadcast
@@ -251,9 +253,46 @@ def _index_arg(index):
     return index
 
 
+# id of a recorded x[index] that views x's memory -> (weakref to it, weakref to x,
+# index): an in-place write into the view is then recorded on x too (as
+# ``x[index] = new``), as in PyTorch.  Keyed by id: Tensor's == is elementwise.
+_VIEWS = {}
+
+
 def getitem(x, index):
     """``x[index]`` with numpy semantics (ints, slices, None, ..., int arrays, masks)."""
-    return GetItem.apply(x, _index_arg(index))
+    idx = _index_arg(index)
+    out = GetItem.apply(x, idx)
+    if out.grad_fn is not None and out._ver is not None and out._ver is x._ver:
+        key = id(out)
+        _VIEWS[key] = (weakref.ref(out, lambda _, key=key: _VIEWS.pop(key, None)),
+                       weakref.ref(x), idx)
+    return out
+
+
+def view_base(t):
+    """``(base, index)`` if ``t`` is a recorded ``base[index]`` view still alive, else None."""
+    entry = _VIEWS.get(id(t))
+    if entry is None or entry[0]() is not t:
+        return None
+    base = entry[1]()
+    return None if base is None else (base, entry[2])
+
+
+def has_views(base) -> bool:
+    """Whether a recorded ``base[index]`` view of ``base`` is still alive."""
+    return any(e[1]() is base and e[0]() is not None for e in list(_VIEWS.values()))
+
+
+def write_through_view(view, new, entry):
+    """Record ``view <- new`` (a graph tensor of view's shape) as ``base[index] = new`` on
+    the view's base (recursively, for a view of a view), then make ``view`` the
+    ``base[index]`` of the updated base: both histories include the write."""
+    base, idx = entry
+    setitem(base, idx, new)  # writes the values into the shared memory, bumps the version
+    fresh = GetItem.apply(base, idx)
+    view.grad_fn, view._output_nr, view._requires_grad = (
+        fresh.grad_fn, fresh._output_nr, fresh._requires_grad)
 
 
 def setitem(x, index, value):
@@ -263,17 +302,23 @@ def setitem(x, index, value):
     the assignment, so gradients reach ``value`` (through ``x[index]``) and the
     elements of the old ``x`` that were not overwritten.  The write bumps ``x``'s
     version: a node that saved ``x`` before refuses to use it.  A leaf that
-    requires grad cannot be assigned into.
+    requires grad cannot be assigned into while grad mode is on (under ``no_grad()``
+    any tensor can, as in PyTorch).
     """
-    if x.requires_grad and (x.grad_fn is None or not is_grad_enabled()):
+    if x.requires_grad and x.grad_fn is None and is_grad_enabled():
         raise RuntimeError(
-            "in-place assignment into a leaf that requires grad (or into any tensor that "
-            "requires grad, under no_grad) is not supported; "
-            "build a new tensor (e.g. with where or cat), or assign into x.data"
+            "a leaf Variable that requires grad is being used in an in-place operation. "
+            "(Assign under `with sandbox.no_grad():`, or into x.data.)"
         )
     idx = _index_arg(index)
     value = operand(value, "setitem")
     tracked = x.requires_grad or (isinstance(value, Tensor) and value.requires_grad)
+    entry = view_base(x) if tracked and is_grad_enabled() else None
+    if entry is not None:  # x is base[i] in the graph: record the write on base as well
+        old = Tensor._make(x._data.copy(), x.grad_fn, x._output_nr)
+        old._requires_grad = x._requires_grad
+        write_through_view(x, IndexPut.apply(old, value, idx), entry)
+        return
     if tracked and is_grad_enabled():
         # The node's input is x as it was (for a non-leaf, its old place in the graph).
         old = Tensor._make(x._data, x.grad_fn, x._output_nr) if x.requires_grad else x
@@ -285,9 +330,15 @@ def setitem(x, index, value):
 
 
 def _tensors(seq, op):
+    """The tensors of ``seq``, cast to their common dtype (torch's promotion)."""
     if isinstance(seq, Tensor) or not len(seq):
         raise TypeError(f"{op}: expected a non-empty sequence of tensors")
-    return [t if isinstance(t, Tensor) else np.asarray(t) for t in seq]
+    ts = [t if isinstance(t, Tensor) else np.asarray(t) for t in seq]
+    if len({t.dtype for t in ts}) > 1:
+        from ._promote import promote
+
+        ts = list(promote(*ts)[1])
+    return ts
 
 
 def cat(tensors, dim=0, *, axis=None):

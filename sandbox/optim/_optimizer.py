@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 
+from ..autograd import Tensor
+
 
 class Optimizer:
     """Base class: parameter groups, ``zero_grad``, and state (de)serialisation.
@@ -67,17 +69,17 @@ class Optimizer:
                 if set_to_none or p.grad is None:
                     p.grad = None
                 else:
-                    p.grad.data[...] = 0
+                    p.grad.numpy()[...] = 0
 
     def _params_with_grad(self, group):
         for p in group["params"]:
             if p.grad is not None:
-                grad = p.grad.data if hasattr(p.grad, "data") else p.grad
-                if grad.shape != p.data.shape:
+                grad = p.grad.numpy() if isinstance(p.grad, Tensor) else np.asarray(p.grad)
+                if grad.shape != p.shape:
                     raise ValueError(
-                        f"gradient shape {grad.shape} does not match parameter shape {p.data.shape}"
+                        f"gradient shape {grad.shape} does not match parameter shape {p.shape}"
                     )
-                yield p, grad.astype(p.data.dtype, copy=False)
+                yield p, grad.astype(p.dtype, copy=False)
 
     def step(self, closure=None):
         raise NotImplementedError
@@ -118,12 +120,12 @@ class Optimizer:
             p = params[int(key)]
             s = copy.deepcopy(s)
             for name, value in s.items():
-                if isinstance(value, np.ndarray) and value.shape != p.data.shape and value.ndim:
+                if isinstance(value, np.ndarray) and value.shape != p.shape and value.ndim:
                     raise ValueError(
-                        f"state {name!r} has shape {value.shape}, parameter {p.data.shape}"
+                        f"state {name!r} has shape {value.shape}, parameter {p.shape}"
                     )
                 if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.floating):
-                    s[name] = value.astype(p.data.dtype, copy=False)
+                    s[name] = value.astype(p.dtype, copy=False)
             self.state[id(p)] = s
         for saved, group in zip(groups, self.param_groups, strict=True):
             for k, v in saved.items():
@@ -194,7 +196,7 @@ class SGD(Optimizer):
             for p, grad in self._params_with_grad(group):
                 g = -grad if group["maximize"] else grad
                 if wd:
-                    g = g + wd * p.data
+                    g = g + wd * p.numpy()
                 if mu:
                     state = self.state.setdefault(id(p), {})
                     buf = state.get("momentum_buffer")
@@ -270,21 +272,21 @@ class Adam(Optimizer):
                 state = self.state.setdefault(id(p), {})
                 if not state:
                     state["step"] = 0
-                    state["exp_avg"] = np.zeros_like(p.data)
-                    state["exp_avg_sq"] = np.zeros_like(p.data)
+                    state["exp_avg"] = np.zeros_like(p.numpy())
+                    state["exp_avg_sq"] = np.zeros_like(p.numpy())
                     if group["amsgrad"]:
-                        state["max_exp_avg_sq"] = np.zeros_like(p.data)
+                        state["max_exp_avg_sq"] = np.zeros_like(p.numpy())
                 state["step"] += 1
                 t = state["step"]
                 m, v = state["exp_avg"], state["exp_avg_sq"]
-                if not group["amsgrad"] and _fused_adam(p.data, grad, m, v, t, group,
+                if not group["amsgrad"] and _fused_adam(p.numpy(), grad, m, v, t, group,
                                                         self.decoupled):
                     continue
                 if wd:
                     if self.decoupled:
                         p.data *= 1 - lr * wd
                     else:
-                        g = g + wd * p.data
+                        g = g + wd * p.numpy()
                 # m += (1-β1)(g - m) is PyTorch's lerp form of β1·m + (1-β1)·g.
                 m += (1 - beta1) * (g - m)
                 v *= beta2

@@ -37,15 +37,15 @@ class RMSprop(Optimizer):
             for p, grad in self._params_with_grad(group):
                 g = -grad if group["maximize"] else grad
                 if wd:
-                    g = g + wd * p.data
+                    g = g + wd * p.numpy()
                 state = self.state.setdefault(id(p), {})
                 if not state:
                     state["step"] = 0
-                    state["square_avg"] = np.zeros_like(p.data)
+                    state["square_avg"] = np.zeros_like(p.numpy())
                     if mu > 0:
-                        state["momentum_buffer"] = np.zeros_like(p.data)
+                        state["momentum_buffer"] = np.zeros_like(p.numpy())
                     if group["centered"]:
-                        state["grad_avg"] = np.zeros_like(p.data)
+                        state["grad_avg"] = np.zeros_like(p.numpy())
                 state["step"] += 1
                 v = state["square_avg"]
                 v *= alpha

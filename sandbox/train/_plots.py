@@ -88,7 +88,7 @@ def plot_predictions(trainer, path: Path, plt, count: int = 4) -> Path:
     images, masks = images[:count], masks[:count]
     trainer.model.eval()
     with no_grad():
-        pred = trainer.model(Tensor(images)).data.argmax(axis=1)
+        pred = trainer.model(Tensor(images)).numpy().argmax(axis=1)
     trainer.model.train()
     if masks.ndim == 4:  # volumes: show each one's depth slice with the most labelled voxels
         z = (masks > 0).sum(axis=(2, 3)).argmax(axis=1)

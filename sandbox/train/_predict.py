@@ -108,7 +108,7 @@ def predict(model, image: np.ndarray, tile: int | None = None) -> np.ndarray:
         return predict_tiled(model, image, tile)
     with no_grad():
         logits = model(Tensor(np.ascontiguousarray(image[None], dtype=np.float32)))
-    return logits.data[0].argmax(axis=0)
+    return logits.numpy()[0].argmax(axis=0)
 
 
 def predict_tiled(model, image: np.ndarray, tile: int, reduce=None) -> np.ndarray:
@@ -121,7 +121,7 @@ def predict_tiled(model, image: np.ndarray, tile: int, reduce=None) -> np.ndarra
 
     def forward(x):
         with no_grad():
-            return model(Tensor(x)).data
+            return model(Tensor(x)).numpy()
 
     return run_tiles(forward, image, tile, margin, align, reduce=reduce)
 

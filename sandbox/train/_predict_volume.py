@@ -20,7 +20,7 @@ def predict_volume(model, volume: np.ndarray, tile: int | None = None) -> np.nda
         return predict_tiled(model, volume, tile)
     with no_grad():
         logits = model(Tensor(np.ascontiguousarray(volume[None], dtype=np.float32)))
-    return logits.data[0].argmax(axis=0)
+    return logits.numpy()[0].argmax(axis=0)
 
 
 def _check_outputs(volume: Path, ckpt: Path, out: Path, montage_out: Path) -> None:

@@ -279,7 +279,7 @@ class Trainer:
                 logits = self.model(Tensor(images))
                 losses.append(compute_loss(self.cfg.loss, logits, masks, self.num_classes).item())
                 counts.append(len(images))
-                cm.update(logits.data.argmax(axis=1), masks)
+                cm.update(logits.numpy().argmax(axis=1), masks)
         self.model.train()
         metrics = cm.compute()
         metrics["loss"] = float(np.average(losses, weights=counts))

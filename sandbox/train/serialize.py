@@ -30,7 +30,7 @@ def _is_torch_tensor(obj):
 def _encode(obj):
     """Replace tensors by tagged arrays; turn mappings into plain dicts."""
     if isinstance(obj, Tensor):
-        return {_TENSOR: np.array(obj.data, copy=True)}
+        return {_TENSOR: np.array(obj.numpy(), copy=True)}
     if _is_torch_tensor(obj):
         return {_TENSOR: obj.detach().cpu().numpy().copy()}
     if isinstance(obj, np.ndarray) and obj.dtype.hasobject:

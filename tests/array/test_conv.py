@@ -240,10 +240,10 @@ def test_torch_parity(case, transposed, dtype, rng, torch):
     ty.backward(torch.tensor(gy))
     (sy * sandbox.Tensor(gy)).sum().backward()
     tol = _tol(dtype)
-    np.testing.assert_allclose(sy.data, ty.detach().numpy(), **tol)
+    np.testing.assert_allclose(sy.numpy(), ty.detach().numpy(), **tol)
     for st, tt in ((sx, tx), (sw_, tw), (sb, tb)):
-        assert st.grad.data.dtype == dtype
-        np.testing.assert_allclose(st.grad.data, tt.grad.numpy(), **tol)
+        assert st.grad.numpy().dtype == dtype
+        np.testing.assert_allclose(st.grad.numpy(), tt.grad.numpy(), **tol)
 
 
 def test_no_bias_and_partial_grads(rng):

@@ -266,9 +266,9 @@ def test_conv3d_torch_parity(case, dtype, rng, torch):
     ty.backward(torch.tensor(gy))
     (sy * sandbox.Tensor(gy)).sum().backward()
     tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-11)
-    np.testing.assert_allclose(sy.data, ty.detach().numpy(), **tol)
+    np.testing.assert_allclose(sy.numpy(), ty.detach().numpy(), **tol)
     for s_t, t_t in ((sx, tx), (sw, tw), (sb, tb)):
-        np.testing.assert_allclose(s_t.grad.data, t_t.grad.numpy(), **tol)
+        np.testing.assert_allclose(s_t.grad.numpy(), t_t.grad.numpy(), **tol)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -282,9 +282,9 @@ def test_conv_transpose3d_torch_parity(case, dtype, rng, torch):
     ty.backward(torch.tensor(gy))
     (sy * sandbox.Tensor(gy)).sum().backward()
     tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-11)
-    np.testing.assert_allclose(sy.data, ty.detach().numpy(), **tol)
+    np.testing.assert_allclose(sy.numpy(), ty.detach().numpy(), **tol)
     for s_t, t_t in ((sx, tx), (sw, tw), (sb, tb)):
-        np.testing.assert_allclose(s_t.grad.data, t_t.grad.numpy(), **tol)
+        np.testing.assert_allclose(s_t.grad.numpy(), t_t.grad.numpy(), **tol)
 
 
 def _leaves(rng, *shapes):
@@ -326,7 +326,7 @@ def test_second_derivative_matches_torch(rng, torch):
         y = lib.conv_transpose3d(lib.tanh(y), tw, None, (2, 1, 1), 1)
         (gx,) = grad((y * y).sum(), [tx], create_graph=True)
         (gw,) = grad((gx * gx).sum(), [tw])
-        results.append(gw.data if isinstance(gw, sandbox.Tensor) else gw.numpy())
+        results.append(gw.numpy() if isinstance(gw, sandbox.Tensor) else gw.numpy())
     np.testing.assert_allclose(results[0], results[1], rtol=1e-10, atol=1e-10)
 
 
@@ -404,8 +404,8 @@ def test_plain_and_create_graph_backward_agree_and_take_strided_gradients(op, rn
     graph = sandbox.autograd.grad((fn() * sandbox.Tensor(r.T)).sum(), [sx, sw, sb],
                                   create_graph=True)
     for a, b, c in zip(plain, strided, graph, strict=True):
-        np.testing.assert_array_equal(a.data, b.data)
-        np.testing.assert_allclose(a.data, c.data, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        np.testing.assert_allclose(a.numpy(), c.numpy(), rtol=1e-12, atol=1e-12)
 
 
 def test_tuned_reaches_the_3d_slab_limit(rng):

@@ -37,15 +37,15 @@ def test_batch_norm_torch_parity(shape, training, affine, dtype, rng, torch):
     ty.backward(torch.tensor(gy))
     (sy * sandbox.Tensor(gy)).sum().backward()
     tol = _tol(dtype)
-    assert sy.data.dtype == dtype and sx.grad.data.dtype == dtype
-    np.testing.assert_allclose(sy.data, ty.detach().numpy(), **tol)
-    np.testing.assert_allclose(sx.grad.data, tx.grad.numpy(), **tol)
+    assert sy.numpy().dtype == dtype and sx.grad.numpy().dtype == dtype
+    np.testing.assert_allclose(sy.numpy(), ty.detach().numpy(), **tol)
+    np.testing.assert_allclose(sx.grad.numpy(), tx.grad.numpy(), **tol)
     np.testing.assert_allclose(rm, trm.numpy(), **tol)
     np.testing.assert_allclose(rv, trv.numpy(), **tol)
     if affine:
-        np.testing.assert_allclose(sw.grad.data, tw.grad.numpy(), rtol=1e-4 if dtype ==
+        np.testing.assert_allclose(sw.grad.numpy(), tw.grad.numpy(), rtol=1e-4 if dtype ==
                                    np.float32 else 1e-10, atol=1e-4)
-        np.testing.assert_allclose(sb.grad.data, tb.grad.numpy(), rtol=1e-4 if dtype ==
+        np.testing.assert_allclose(sb.grad.numpy(), tb.grad.numpy(), rtol=1e-4 if dtype ==
                                    np.float32 else 1e-10, atol=1e-4)
 
 
@@ -66,11 +66,11 @@ def test_group_norm_torch_parity(shape, groups, affine, dtype, rng, torch):
     ty.backward(torch.tensor(gy))
     (sy * sandbox.Tensor(gy)).sum().backward()
     tol = _tol(dtype)
-    np.testing.assert_allclose(sy.data, ty.detach().numpy(), **tol)
-    np.testing.assert_allclose(sx.grad.data, tx.grad.numpy(), **tol)
+    np.testing.assert_allclose(sy.numpy(), ty.detach().numpy(), **tol)
+    np.testing.assert_allclose(sx.grad.numpy(), tx.grad.numpy(), **tol)
     for s, t in zip(sargs, targs, strict=True):
         if s is not None:
-            np.testing.assert_allclose(s.grad.data, t.grad.numpy(), rtol=1e-4, atol=1e-4)
+            np.testing.assert_allclose(s.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("kind", ["batch_train", "batch_eval", "group"])
@@ -93,7 +93,7 @@ def test_running_stats_tensors_are_updated(rng):
     x = sandbox.Tensor(rng.standard_normal((4, 3, 2, 2)))
     rm, rv = sandbox.Tensor(np.zeros(3)), sandbox.Tensor(np.ones(3))
     F.batch_norm(x, rm, rv, training=True)
-    assert not np.allclose(rm.data, 0) and not np.allclose(rv.data, 1)
+    assert not np.allclose(rm.numpy(), 0) and not np.allclose(rv.numpy(), 1)
 
 
 def test_float32_stays_float32(rng):

@@ -34,11 +34,11 @@ def test_batch_norm_5d_torch_parity(training, dtype, rng, torch):
     gy = rng.standard_normal(SHAPE).astype(dtype)
     ty.backward(torch.tensor(gy))
     (sy * sandbox.Tensor(gy)).sum().backward()
-    np.testing.assert_allclose(sy.data, ty.detach().numpy(), **_tol(dtype))
+    np.testing.assert_allclose(sy.numpy(), ty.detach().numpy(), **_tol(dtype))
     np.testing.assert_allclose(rm, trm.numpy(), **_tol(dtype))
     np.testing.assert_allclose(rv, trv.numpy(), **_tol(dtype))
     for s_t, t_t in ((sx, tx), (sw, tw), (sb, tb)):
-        np.testing.assert_allclose(s_t.grad.data, t_t.grad.numpy(), **_tol(dtype))
+        np.testing.assert_allclose(s_t.grad.numpy(), t_t.grad.numpy(), **_tol(dtype))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -54,9 +54,9 @@ def test_group_norm_5d_torch_parity(groups, dtype, rng, torch):
     gy = rng.standard_normal(SHAPE).astype(dtype)
     ty.backward(torch.tensor(gy))
     (sy * sandbox.Tensor(gy)).sum().backward()
-    np.testing.assert_allclose(sy.data, ty.detach().numpy(), **_tol(dtype))
+    np.testing.assert_allclose(sy.numpy(), ty.detach().numpy(), **_tol(dtype))
     for s_t, t_t in ((sx, tx), (sw, tw), (sb, tb)):
-        np.testing.assert_allclose(s_t.grad.data, t_t.grad.numpy(), **_tol(dtype))
+        np.testing.assert_allclose(s_t.grad.numpy(), t_t.grad.numpy(), **_tol(dtype))
 
 
 @pytest.mark.parametrize("kind", ["batch", "group"])

@@ -41,16 +41,16 @@ def test_batch_norm_relu_torch_parity(shape, training, affine, dtype, rng, torch
     ty.backward(torch.tensor(gy))
     (sy * sandbox.Tensor(gy)).sum().backward()
     tol = _tol(dtype)
-    assert sy.data.dtype == dtype and sx.grad.data.dtype == dtype
-    assert (sy.data == 0).any() and (sy.data > 0).any()  # both sides of the ReLU are tested
-    np.testing.assert_allclose(sy.data, ty.detach().numpy(), **tol)
-    np.testing.assert_allclose(sx.grad.data, tx.grad.numpy(), **tol)
+    assert sy.numpy().dtype == dtype and sx.grad.numpy().dtype == dtype
+    assert (sy.numpy() == 0).any() and (sy.numpy() > 0).any()  # both sides of the ReLU are tested
+    np.testing.assert_allclose(sy.numpy(), ty.detach().numpy(), **tol)
+    np.testing.assert_allclose(sx.grad.numpy(), tx.grad.numpy(), **tol)
     np.testing.assert_allclose(rm, trm.numpy(), **tol)
     np.testing.assert_allclose(rv, trv.numpy(), **tol)
     if affine:
         loose = dict(rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-4)
-        np.testing.assert_allclose(sw.grad.data, tw.grad.numpy(), **loose)
-        np.testing.assert_allclose(sb.grad.data, tb.grad.numpy(), **loose)
+        np.testing.assert_allclose(sw.grad.numpy(), tw.grad.numpy(), **loose)
+        np.testing.assert_allclose(sb.grad.numpy(), tb.grad.numpy(), **loose)
 
 
 @pytest.mark.parametrize("training", [True, False])
@@ -60,7 +60,7 @@ def test_batch_norm_relu_gradcheck(training):
     def op(x_, w_, b_):  # fresh running stats every call: the forward updates them in place
         return F.batch_norm_relu(x_, rm0.copy(), rv0.copy(), w_, b_, training)
 
-    out = op(*(sandbox.Tensor(a) for a in (x, w, b))).data
+    out = op(*(sandbox.Tensor(a) for a in (x, w, b))).numpy()
     assert np.abs(out[out > 0]).min() > 1e-3 and (out == 0).any()  # away from the kink
     assert gradcheck(op, tuple(sandbox.Tensor(a, requires_grad=True) for a in (x, w, b)))
 
@@ -129,11 +129,11 @@ def test_batchnorm2d_forward_relu_matches_relu_of_forward(rng):
     for _ in range(2):
         a = fused.forward_relu(x)
         b = F.relu(plain(x))
-        np.testing.assert_array_equal(a.data, b.data)
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
         ga = sandbox.autograd.grad(a.sum(), [x, fused.weight])
         gb = sandbox.autograd.grad(b.sum(), [x, plain.weight])
         for u, v in zip(ga, gb, strict=True):
-            np.testing.assert_array_equal(u.data, v.data)
+            np.testing.assert_array_equal(u.numpy(), v.numpy())
     for name, value in plain.state_dict().items():
         np.testing.assert_array_equal(fused.state_dict()[name], value, err_msg=name)
     assert int(fused.num_batches_tracked) == 2

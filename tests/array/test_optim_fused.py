@@ -27,10 +27,10 @@ def _run(cls, kwargs, dtype, fused, monkeypatch, threads=2, steps=3):
         with sandbox.num_threads(threads):
             for _ in range(steps):
                 for p in params:
-                    p.grad = sandbox.Tensor(rng.standard_normal(p.data.shape).astype(dtype))
+                    p.grad = sandbox.Tensor(rng.standard_normal(p.numpy().shape).astype(dtype))
                 opt.step()
     states = [(s["exp_avg"], s["exp_avg_sq"]) for s in opt.state.values()]
-    return [p.data for p in params], states
+    return [p.numpy() for p in params], states
 
 
 CONFIGS = [
@@ -73,19 +73,19 @@ def test_non_contiguous_or_amsgrad_falls_back_to_numpy(monkeypatch):
     p = nn.Parameter(np.ones((4, 6), np.float32))
     p.grad = sandbox.Tensor(np.ones((6, 4), np.float32).T)  # a non-contiguous gradient
     opt = optim.Adam([p], lr=0.1)
-    grad = p.grad.data.astype(np.float32, copy=False)
+    grad = p.grad.numpy().astype(np.float32, copy=False)
     state = {"step": 1, "exp_avg": np.zeros((4, 6), np.float32),
              "exp_avg_sq": np.zeros((4, 6), np.float32)}
-    assert not _optimizer._fused_adam(p.data, grad, state["exp_avg"], state["exp_avg_sq"], 1,
+    assert not _optimizer._fused_adam(p.numpy(), grad, state["exp_avg"], state["exp_avg_sq"], 1,
                                       opt.param_groups[0], False)
     opt.step()
-    np.testing.assert_allclose(p.data, 1 - 0.1, rtol=1e-6)  # first Adam step moves by lr
+    np.testing.assert_allclose(p.numpy(), 1 - 0.1, rtol=1e-6)  # first Adam step moves by lr
     q = nn.Parameter(np.ones(3))
     q.grad = sandbox.Tensor(np.ones(3))
     ams = optim.Adam([q], lr=0.1, amsgrad=True)
     monkeypatch.setattr(_optimizer, "_fused_adam", lambda *a: pytest.fail("kernel used"))
     ams.step()
-    np.testing.assert_allclose(q.data, 0.9)
+    np.testing.assert_allclose(q.numpy(), 0.9)
 
 
 def test_adam_update_validates_its_arrays():

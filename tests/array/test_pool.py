@@ -142,9 +142,9 @@ def test_torch_parity(case, dtype, rng, torch):
     gy = rng.standard_normal(ty.shape).astype(dtype)
     ty.backward(torch.tensor(gy))
     (sy * sandbox.Tensor(gy)).sum().backward()
-    np.testing.assert_array_equal(sy.data, ty.detach().numpy())
-    np.testing.assert_array_equal(sidx.data, tidx.numpy())
-    np.testing.assert_allclose(sx.grad.data, tx.grad.numpy(), rtol=1e-6)
+    np.testing.assert_array_equal(sy.numpy(), ty.detach().numpy())
+    np.testing.assert_array_equal(sidx.numpy(), tidx.numpy())
+    np.testing.assert_allclose(sx.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
     if d != 1:
         return
     for cip, div in [(True, None), (False, None), (True, 5)]:
@@ -154,8 +154,8 @@ def test_torch_parity(case, dtype, rng, torch):
         sy = F.avg_pool2d(sx, k, s, p, cm, cip, div)
         ty.backward(torch.tensor(gy))
         (sy * sandbox.Tensor(gy)).sum().backward()
-        np.testing.assert_allclose(sy.data, ty.detach().numpy(), rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(sx.grad.data, tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(sy.numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(sx.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("kind", ["max", "avg"])

@@ -179,9 +179,9 @@ def test_torch_parity(case, dtype, rng, torch):
     gy = rng.standard_normal(ty.shape).astype(dtype)
     ty.backward(torch.tensor(gy))
     (sy * sandbox.Tensor(gy)).sum().backward()
-    np.testing.assert_array_equal(sy.data, ty.detach().numpy())
-    np.testing.assert_array_equal(sidx.data, tidx.numpy())
-    np.testing.assert_allclose(sx.grad.data, tx.grad.numpy(), rtol=1e-6)
+    np.testing.assert_array_equal(sy.numpy(), ty.detach().numpy())
+    np.testing.assert_array_equal(sidx.numpy(), tidx.numpy())
+    np.testing.assert_allclose(sx.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
     if d != 1:
         return
     for cip, div in [(True, None), (False, None), (True, 5)]:
@@ -191,8 +191,8 @@ def test_torch_parity(case, dtype, rng, torch):
         sy = F.avg_pool3d(sx, k, s, p, cm, cip, div)
         ty.backward(torch.tensor(gy))
         (sy * sandbox.Tensor(gy)).sum().backward()
-        np.testing.assert_allclose(sy.data, ty.detach().numpy(), rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(sx.grad.data, tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(sy.numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(sx.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def _distinct(shape, rng):
@@ -226,7 +226,7 @@ def test_double_backward_matches_torch(rng, torch):
         y = lib.avg_pool3d(lib.max_pool3d(t * t, 2, 1, 1), 2, 1, ceil_mode=True)
         (gx,) = grad((y * y * y).sum(), [t], create_graph=True)
         (gg,) = grad((gx * gx).sum(), [t])
-        results.append(gg.data if isinstance(gg, sandbox.Tensor) else gg.numpy())
+        results.append(gg.numpy() if isinstance(gg, sandbox.Tensor) else gg.numpy())
     np.testing.assert_allclose(results[0], results[1], rtol=1e-10, atol=1e-10)
 
 
@@ -280,8 +280,8 @@ def test_plain_and_create_graph_backward_agree_and_take_strided_gradients(kind, 
                                      [x])
     (strided,) = sandbox.autograd.grad((y.permute(4, 3, 2, 1, 0) * sandbox.Tensor(r)).sum(), [x])
     (graph,) = sandbox.autograd.grad((fn() * sandbox.Tensor(r.T)).sum(), [x], create_graph=True)
-    np.testing.assert_array_equal(plain.data, strided.data)
-    np.testing.assert_allclose(plain.data, graph.data, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(plain.numpy(), strided.numpy())
+    np.testing.assert_allclose(plain.numpy(), graph.numpy(), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -42,7 +42,7 @@ def test_contract_example_forward_backward():
     y = Exp.apply(x)
     assert isinstance(y, Tensor) and y.grad_fn is not None and not y.is_leaf
     y.sum().backward()
-    np.testing.assert_allclose(x.grad.data, np.exp(x.data))
+    np.testing.assert_allclose(x.grad.numpy(), np.exp(x.numpy()))
 
 
 def test_apply_records_only_when_needed():
@@ -105,7 +105,7 @@ def test_saved_output_is_in_the_graph_only_under_create_graph():
     (g,) = autograd.grad(y.sum(), x, create_graph=True)
     assert g.requires_grad  # d/dx (grad * y) flows through the saved output y
     (gg,) = autograd.grad(g.sum(), x)
-    np.testing.assert_allclose(gg.data, np.exp(x.data))
+    np.testing.assert_allclose(gg.numpy(), np.exp(x.numpy()))
     y2 = Exp.apply(x)
     (g2,) = autograd.grad(y2.sum(), x)
     assert not g2.requires_grad
@@ -125,7 +125,7 @@ def test_multiple_outputs_missing_grad_is_zero():
     x = leaf((3,))
     a, b = Split.apply(x)
     b.sum().backward()  # a gets no gradient: materialised as zeros
-    np.testing.assert_allclose(x.grad.data, np.full(3, 3.0))
+    np.testing.assert_allclose(x.grad.numpy(), np.full(3, 3.0))
 
 
 def test_integer_outputs_do_not_require_grad():
@@ -147,29 +147,29 @@ def test_fan_out_accumulates():
     x = leaf((3,))
     y = x * x + x * 3.0 + x.exp()  # x used by four nodes
     y.sum().backward()
-    np.testing.assert_allclose(x.grad.data, 2 * x.data + 3 + np.exp(x.data))
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x.numpy() + 3 + np.exp(x.numpy()))
 
 
 def test_repeated_input_to_one_node():
     x = leaf((3,))
     (x * x).sum().backward()
-    np.testing.assert_allclose(x.grad.data, 2 * x.data)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x.numpy())
 
 
 def test_leaf_grad_accumulates_across_backward_calls():
     x = leaf((2, 2))
     (x * 2.0).sum().backward()
     (x * 3.0).sum().backward()
-    np.testing.assert_allclose(x.grad.data, np.full((2, 2), 5.0))
+    np.testing.assert_allclose(x.grad.numpy(), np.full((2, 2), 5.0))
 
 
 def test_leaf_grads_are_fresh_writable_arrays():
     a, b = leaf((3,)), leaf((3,), seed=1)
     (a + b).sum().backward()  # the same (broadcast) array reaches both leaves
-    assert a.grad.data is not b.grad.data
-    assert a.grad.data.flags.writeable and a.grad.data.flags.c_contiguous
+    assert a.grad.numpy() is not b.grad.numpy()
+    assert a.grad.numpy().flags.writeable and a.grad.numpy().flags.c_contiguous
     a.grad.data += 1
-    np.testing.assert_allclose(b.grad.data, np.ones(3))
+    np.testing.assert_allclose(b.grad.numpy(), np.ones(3))
 
 
 def test_retain_graph():
@@ -177,7 +177,7 @@ def test_retain_graph():
     y = (x.exp() * 2.0).sum()
     y.backward(retain_graph=True)
     y.backward()
-    np.testing.assert_allclose(x.grad.data, 4 * np.exp(x.data))
+    np.testing.assert_allclose(x.grad.numpy(), 4 * np.exp(x.numpy()))
     with pytest.raises(RuntimeError, match="second time.*retain_graph=True"):
         y.backward()
 
@@ -196,8 +196,8 @@ def test_deep_graph_has_no_recursion_limit():
     for _ in range(20_000):
         y = y + 1.0
     y.sum().backward()
-    np.testing.assert_allclose(x.grad.data, np.ones(2))
-    np.testing.assert_allclose(y.data, np.full(2, 20_000.0))
+    np.testing.assert_allclose(x.grad.numpy(), np.ones(2))
+    np.testing.assert_allclose(y.numpy(), np.full(2, 20_000.0))
 
 
 def test_deep_graph_with_create_graph():
@@ -206,7 +206,7 @@ def test_deep_graph_with_create_graph():
     for _ in range(3_000):
         y = y * 1.0001
     (g,) = autograd.grad(y.sum(), x, create_graph=True)
-    np.testing.assert_allclose(g.data, [1.0001**3000])
+    np.testing.assert_allclose(g.numpy(), [1.0001**3000])
 
 
 def test_diamond_graph_order():
@@ -215,8 +215,8 @@ def test_diamond_graph_order():
     b = a.exp()
     c = a * b  # a reaches c directly and through b
     c.sum().backward()
-    xa = 2 * x.data
-    np.testing.assert_allclose(x.grad.data, 2 * (np.exp(xa) + xa * np.exp(xa)))
+    xa = 2 * x.numpy()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * (np.exp(xa) + xa * np.exp(xa)))
 
 
 def test_non_leaf_grad_is_none_unless_retained():
@@ -226,7 +226,7 @@ def test_non_leaf_grad_is_none_unless_retained():
     k.retain_grad()
     (h * k).sum().backward()
     assert h.grad is None
-    np.testing.assert_allclose(k.grad.data, h.data)
+    np.testing.assert_allclose(k.grad.numpy(), h.numpy())
     assert x.grad is not None
 
 
@@ -240,13 +240,13 @@ def test_backward_errors():
         (x * 2.0).backward(np.ones(4))
     y = x * 2.0
     y.backward(np.arange(3.0))
-    np.testing.assert_allclose(x.grad.data, 2 * np.arange(3.0))
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.arange(3.0))
 
 
 def test_backward_on_leaf_root():
     x = leaf((2,))
     x.backward(np.array([1.0, 2.0]))
-    np.testing.assert_allclose(x.grad.data, [1.0, 2.0])
+    np.testing.assert_allclose(x.grad.numpy(), [1.0, 2.0])
 
 
 def test_wrong_gradient_shape_names_the_op():
@@ -285,7 +285,7 @@ def test_gradient_dtype_is_cast_to_the_input_dtype():
 
         @staticmethod
         def backward(ctx, grad):
-            return grad.data.astype(np.float64)
+            return grad.numpy().astype(np.float64)
 
     x = leaf(dtype=np.float32)
     Upcast.apply(x).sum().backward()
@@ -304,7 +304,7 @@ def test_float32_stays_float32():
 def test_grad_does_not_touch_dot_grad():
     x, w = leaf((3,)), leaf((3,), seed=1)
     (gx,) = autograd.grad((x * w).sum(), x)
-    np.testing.assert_allclose(gx.data, w.data)
+    np.testing.assert_allclose(gx.numpy(), w.numpy())
     assert x.grad is None and w.grad is None
 
 
@@ -314,7 +314,7 @@ def test_grad_allow_unused():
     with pytest.raises(RuntimeError, match="allow_unused=True"):
         autograd.grad(y, [x, z], retain_graph=True)
     gx, gz = autograd.grad(y, [x, z], allow_unused=True)
-    np.testing.assert_allclose(gx.data, [2.0, 2.0])
+    np.testing.assert_allclose(gx.numpy(), [2.0, 2.0])
     assert gz is None
 
 
@@ -323,8 +323,8 @@ def test_grad_with_respect_to_non_leaf_and_outputs_list():
     h = x * 2.0
     y1, y2 = (h * h).sum(), h.sum()
     gh, gx = autograd.grad([y1, y2], [h, x], grad_outputs=[np.array(1.0), np.array(10.0)])
-    np.testing.assert_allclose(gh.data, 2 * h.data + 10)
-    np.testing.assert_allclose(gx.data, 2 * (2 * h.data + 10))
+    np.testing.assert_allclose(gh.numpy(), 2 * h.numpy() + 10)
+    np.testing.assert_allclose(gx.numpy(), 2 * (2 * h.numpy() + 10))
 
 
 def test_grad_input_must_require_grad():
@@ -339,9 +339,9 @@ def test_grad_create_graph_second_and_third_derivative():
     (g,) = autograd.grad(y, x, create_graph=True)
     (g2,) = autograd.grad(g.sum(), x, create_graph=True)
     (g3,) = autograd.grad(g2.sum(), x)
-    np.testing.assert_allclose(g.data, 3 * x.data**2)
-    np.testing.assert_allclose(g2.data, 6 * x.data)
-    np.testing.assert_allclose(g3.data, np.full(3, 6.0))
+    np.testing.assert_allclose(g.numpy(), 3 * x.numpy()**2)
+    np.testing.assert_allclose(g2.numpy(), 6 * x.numpy())
+    np.testing.assert_allclose(g3.numpy(), np.full(3, 6.0))
 
 
 def test_backward_create_graph_keeps_graph_in_dot_grad():
@@ -349,7 +349,7 @@ def test_backward_create_graph_keeps_graph_in_dot_grad():
     (x**2).sum().backward(create_graph=True)
     assert x.grad.requires_grad
     (gg,) = autograd.grad(x.grad.sum(), x)
-    np.testing.assert_allclose(gg.data, np.full(3, 2.0))
+    np.testing.assert_allclose(gg.numpy(), np.full(3, 2.0))
 
 
 # ----------------------------------------------------------------------------- once_differentiable
@@ -372,7 +372,7 @@ class CubeKernel(Function):
 def test_once_differentiable_first_order():
     x = leaf()
     CubeKernel.apply(x).sum().backward()  # sum's grad is a broadcast view: made contiguous
-    np.testing.assert_allclose(x.grad.data, 3 * x.data**2)
+    np.testing.assert_allclose(x.grad.numpy(), 3 * x.numpy()**2)
 
 
 def test_once_differentiable_second_order_raises():
@@ -450,14 +450,14 @@ def test_tensor_dtype_rules():
 
 def test_tensor_copies_but_Tensor_wraps():
     a = np.zeros(3)
-    assert sandbox.tensor(a).data is not a
-    assert Tensor(a).data is a
+    assert sandbox.tensor(a).numpy() is not a
+    assert Tensor(a).numpy() is a
 
 
 def test_data_setter_and_requires_grad_rules():
     x = leaf((2,))
     x.data = [1.0, 2.0]
-    assert isinstance(x.data, np.ndarray)
+    assert isinstance(x.numpy(), np.ndarray)
     with pytest.raises(TypeError, match="float"):
         x.data = np.array([1, 2])
     y = x * 2.0
@@ -470,8 +470,8 @@ def test_data_setter_and_requires_grad_rules():
 def test_detach_numpy_item_and_metadata():
     x = leaf((2, 3))
     d = x.detach()
-    assert d.data is x.data and not d.requires_grad and d.is_leaf
-    assert x.numpy() is x.data
+    assert d.numpy() is x.numpy() and not d.requires_grad and d.is_leaf
+    assert x.numpy() is x.numpy()
     assert x.shape == (2, 3) and x.ndim == 2 and x.numel() == 6 and len(x) == 2
     assert x.size() == (2, 3) and x.size(1) == 3 and x.dtype == np.float64
     assert sandbox.tensor([[2.5]]).item() == 2.5
@@ -480,7 +480,9 @@ def test_detach_numpy_item_and_metadata():
 
 
 def test_repr():
-    assert repr(sandbox.tensor([1.0, 2.0])) == "tensor([1., 2.], dtype=float32)"
+    assert repr(sandbox.tensor([1.0, 2.0])) == "tensor([1., 2.])"  # as PyTorch prints
+    text = repr(sandbox.tensor([1.0], dtype=sandbox.float64))
+    assert text == "tensor([1.], dtype=sandbox.float64)"
     x = sandbox.tensor([1.0], requires_grad=True)
     assert "requires_grad=True" in repr(x)
     assert "grad_fn=<MulBackward>" in repr(x * 2.0)
@@ -491,21 +493,21 @@ def test_ndarray_on_the_left_defers_to_tensor():
     y = np.ones(3) * x + np.ones(3)
     assert isinstance(y, Tensor) and y.requires_grad
     z = np.ones(3) - x
-    np.testing.assert_allclose(z.data, 1 - x.data)
+    np.testing.assert_allclose(z.numpy(), 1 - x.numpy())
 
 
 def test_comparisons_are_bool_and_not_differentiable():
     x = leaf((3,))
     m = x > 0
     assert m.dtype == bool and not m.requires_grad
-    assert (x == x).data.all() and not (x != x).data.any()
-    assert (~m).data.tolist() == (x.data <= 0).tolist()
+    assert (x == x).numpy().all() and not (x != x).numpy().any()
+    assert (~m).numpy().tolist() == (x.numpy() <= 0).tolist()
 
 
 def test_setitem_writes_in_place_and_refuses_a_leaf_that_requires_grad():
     t = sandbox.zeros(3)
     t[1] = 5.0
-    assert t.data.tolist() == [0.0, 5.0, 0.0]
+    assert t.numpy().tolist() == [0.0, 5.0, 0.0]
     with pytest.raises(RuntimeError, match="in-place"):
         leaf((3,))[0] = 1.0
 

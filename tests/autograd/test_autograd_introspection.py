@@ -150,22 +150,22 @@ def test_render_png_when_dot_is_available(tmp_path):
 def test_leaf_hook_observes_summed_grad_once():
     x = leaf(3)
     seen = []
-    x.register_hook(lambda g: seen.append(g.data.copy()))
+    x.register_hook(lambda g: seen.append(g.numpy().copy()))
     (x * 2 + x * 3).sum().backward()  # two paths into x
     assert len(seen) == 1
     np.testing.assert_allclose(seen[0], 5.0)
-    np.testing.assert_allclose(x.grad.data, 5.0)
+    np.testing.assert_allclose(x.grad.numpy(), 5.0)
 
 
 def test_leaf_hook_replaces_before_accumulation():
     x = leaf(3)
     seen = []
-    x.register_hook(lambda g: seen.append(g.data.copy()))
+    x.register_hook(lambda g: seen.append(g.numpy().copy()))
     x.register_hook(lambda g: g * 10)  # runs after the first, sees its input
     (x * 2).sum().backward()
     (x * 2).sum().backward()
     np.testing.assert_allclose(seen, [[2.0] * 3, [2.0] * 3])  # the new grad, not .grad
-    np.testing.assert_allclose(x.grad.data, 40.0)  # 20 + 20
+    np.testing.assert_allclose(x.grad.numpy(), 40.0)  # 20 + 20
 
 
 def test_hooks_chain_in_registration_order():
@@ -175,18 +175,18 @@ def test_hooks_chain_in_registration_order():
     x.register_hook(lambda g: order.append("b") or g * 3)
     x.sum().backward()
     assert order == ["a", "b"]
-    np.testing.assert_allclose(x.grad.data, 6.0)  # (1 + 1) * 3
+    np.testing.assert_allclose(x.grad.numpy(), 6.0)  # (1 + 1) * 3
 
 
 def test_non_leaf_hook_changes_upstream_grads():
     x = leaf(3)
     h = x.exp()
     seen = []
-    h.register_hook(lambda g: seen.append(g.data.copy()))
+    h.register_hook(lambda g: seen.append(g.numpy().copy()))
     h.register_hook(lambda g: g * 0.5)
     (h * 4 + h).sum().backward()  # h fans out: hook gets the sum, once
     np.testing.assert_allclose(seen, [[5.0] * 3])
-    np.testing.assert_allclose(x.grad.data, 2.5 * np.exp(x.data))
+    np.testing.assert_allclose(x.grad.numpy(), 2.5 * np.exp(x.numpy()))
 
 
 def test_non_leaf_hook_survives_the_tensor_object_and_feeds_retain_grad():
@@ -196,8 +196,8 @@ def test_non_leaf_hook_survives_the_tensor_object_and_feeds_retain_grad():
     h.register_hook(lambda g: g * 3)
     y = h.sum()
     y.backward(retain_graph=True)
-    np.testing.assert_allclose(h.grad.data, 3.0)  # retain_grad sees the hooked grad
-    np.testing.assert_allclose(x.grad.data, 6.0)
+    np.testing.assert_allclose(h.grad.numpy(), 3.0)  # retain_grad sees the hooked grad
+    np.testing.assert_allclose(x.grad.numpy(), 6.0)
     calls = []
     h2 = x * 5
     h2.register_hook(lambda g: calls.append(1))
@@ -225,7 +225,7 @@ def test_remove_handle_and_context_manager():
     handle.remove()
     handle.remove()  # twice is fine
     x.sum().backward()
-    assert calls == [] and np.allclose(x.grad.data, 1.0)
+    assert calls == [] and np.allclose(x.grad.numpy(), 1.0)
     y = x * 2
     with y.register_hook(lambda g: calls.append(2)):
         y.sum().backward(retain_graph=True)
@@ -239,8 +239,8 @@ def test_hooks_apply_to_grad_inputs():
     x.register_hook(lambda g: g + 1)
     h.register_hook(lambda g: g * 2)
     gx, gh = autograd.grad(h.sum(), [x, h])
-    np.testing.assert_allclose(gh.data, 2.0)
-    np.testing.assert_allclose(gx.data, 7.0)  # 2 * 3 + 1
+    np.testing.assert_allclose(gh.numpy(), 2.0)
+    np.testing.assert_allclose(gx.numpy(), 7.0)  # 2 * 3 + 1
     assert x.grad is None
 
 
@@ -249,10 +249,10 @@ def test_hook_under_create_graph_gets_differentiable_grad():
     handle = x.register_hook(lambda g: g * x)  # the replacement is recorded too
     (g,) = autograd.grad((x * x).sum(), x, create_graph=True)
     assert g.requires_grad
-    np.testing.assert_allclose(g.data, 2 * x.data * x.data)
+    np.testing.assert_allclose(g.numpy(), 2 * x.numpy() * x.numpy())
     handle.remove()  # hooks run in every pass; without it the next grad is hooked too
     (gg,) = autograd.grad(g.sum(), x)
-    np.testing.assert_allclose(gg.data, 4 * x.data, rtol=1e-12)
+    np.testing.assert_allclose(gg.numpy(), 4 * x.numpy(), rtol=1e-12)
 
 
 def test_hook_errors():
@@ -321,7 +321,7 @@ def test_anomaly_inactive_records_nothing_and_lets_nan_through():
     assert y.grad_fn._trace is None
     assert not autograd.is_anomaly_enabled()
     y.sum().backward()
-    assert np.isnan(x.grad.data).all()
+    assert np.isnan(x.grad.numpy()).all()
 
 
 def test_anomaly_graph_recorded_outside_context():
@@ -341,7 +341,7 @@ def test_anomaly_check_nan_off_and_decorator_and_restore():
 
     run()
     assert not autograd.is_anomaly_enabled()
-    assert np.isnan(x.grad.data).all()
+    assert np.isnan(x.grad.numpy()).all()
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes need 3.11")
@@ -363,4 +363,4 @@ def test_anomaly_no_false_alarm_and_no_grad():
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             (x.exp() * x).sum().backward()
-    np.testing.assert_allclose(x.grad.data, np.exp(x.data) * (1 + x.data))
+    np.testing.assert_allclose(x.grad.numpy(), np.exp(x.numpy()) * (1 + x.numpy()))

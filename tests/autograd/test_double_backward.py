@@ -214,7 +214,7 @@ def _compare_with_torch(case, torch):
     assert ours.keys() == theirs.keys()
     for what in ours:
         for k, (a, b) in enumerate(zip(ours[what], theirs[what], strict=True)):
-            a = np.zeros(arrays[k].shape) if a is None else a.data
+            a = np.zeros(arrays[k].shape) if a is None else a.numpy()
             b = np.zeros(arrays[k].shape) if b is None else b.detach().numpy()
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10,
                                        err_msg=f"{what}, input {k}")
@@ -251,7 +251,7 @@ def test_batch_norm_training_third_derivative_matches_torch_composite(torch):
     theirs = _derivatives(Torch, case, arrays, torch.autograd.grad, third=True)
     for what in ours:
         for k, (a, b) in enumerate(zip(ours[what], theirs[what], strict=True)):
-            np.testing.assert_allclose(a.data, b.detach().numpy(), rtol=1e-9, atol=1e-10,
+            np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-9, atol=1e-10,
                                        err_msg=f"{what}, input {k}")
 
 
@@ -288,7 +288,7 @@ def test_winograd_path_double_backward(monkeypatch, torch):
     assert len(calls) == 2 and len(wgrad_calls) == 1  # forward, input grad; weight grad
     graphed = grad((case.fn(_Sandbox, *xs) ** 2).sum(), xs, create_graph=True)
     for a, b in zip(plain, graphed, strict=True):
-        np.testing.assert_allclose(a.data, b.data, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-12)
     assert gradgradcheck(lambda *t: case.fn(_Sandbox, *t), tuple(xs))
     _compare_with_torch(case, torch)
 
@@ -334,7 +334,7 @@ def test_plain_backward_calls_the_kernel_and_create_graph_agrees(monkeypatch, mo
     graphed = grad((op(*xs) ** 2).sum(), xs, create_graph=True)
     assert all(g.requires_grad for g in graphed)
     for a, b in zip(plain, graphed, strict=True):
-        np.testing.assert_allclose(a.data, b.data, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if not c.distinct], ids=lambda c: c.name)
@@ -349,7 +349,7 @@ def test_plain_backward_takes_a_non_contiguous_gradient(case):
     ys = case.fn(_Sandbox, *xs)
     direct = grad((ys * Tensor(np.ascontiguousarray(r.transpose()))).sum(), xs)
     for a, b in zip(strided, direct, strict=True):
-        np.testing.assert_array_equal(a.data, b.data)
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
 @pytest.mark.parametrize(
@@ -372,7 +372,7 @@ def test_float32_second_derivatives_stay_float32(op):
     hx, hw = grad((gx * gx).sum() + (gw * gw).sum(), (x, w))
     for t in (gx, gw, hx, hw):
         assert t.dtype == np.float32
-        assert np.isfinite(t.data).all()
+        assert np.isfinite(t.numpy()).all()
 
 
 def test_gradient_penalty_through_a_small_network_matches_torch(torch):
@@ -412,7 +412,7 @@ def test_gradient_penalty_through_a_small_network_matches_torch(torch):
     theirs = run(torch.nn.functional, lambda a: torch.tensor(a, requires_grad=True),
                  torch.autograd.grad, (torch.zeros(4).double(), torch.ones(4).double()))
     for name in ours:
-        np.testing.assert_allclose(ours[name].data, theirs[name].numpy(), rtol=1e-9,
+        np.testing.assert_allclose(ours[name].numpy(), theirs[name].numpy(), rtol=1e-9,
                                    atol=1e-12, err_msg=name)
 
 

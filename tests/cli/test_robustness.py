@@ -428,7 +428,7 @@ def test_13_predict_refuses_tiny_all_nan_and_folder_inputs(trained, tmp_path, ca
 
 def test_13_nan_stop_message_comes_without_numpy_warnings(tmp_path):
     trainer = Trainer(_tiny(tmp_path))
-    trainer.model.head.weight.data[...] = 1e38  # overflows on the way to a NaN loss
+    trainer.model.head.weight.numpy()[...] = 1e38  # overflows on the way to a NaN loss
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a RuntimeWarning would fail the test
         with pytest.raises(TrainingDiverged, match="loss became"):

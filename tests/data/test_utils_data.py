@@ -35,13 +35,13 @@ def test_default_collate_matches_torch_structure_and_dtypes(torch):
 
     samples = [Dicts()[i] for i in range(3)]
     ours = default_collate(samples)
-    theirs = torch_collate([{k: (torch.tensor(v.data) if isinstance(v, Tensor) else v)
+    theirs = torch_collate([{k: (torch.tensor(v.numpy()) if isinstance(v, Tensor) else v)
                              for k, v in s.items()} for s in samples])
     assert list(ours) == list(theirs)
     for key in ("image", "mask", "id", "weight"):
         assert ours[key].shape == tuple(theirs[key].shape), key
         assert np.dtype(ours[key].dtype).name == str(theirs[key].dtype).split(".")[1], key
-        np.testing.assert_array_equal(ours[key].data, theirs[key].numpy())
+        np.testing.assert_array_equal(ours[key].numpy(), theirs[key].numpy())
     assert ours["name"] == theirs["name"] == ["s0", "s1", "s2"]
     pairs = default_collate([(np.zeros(2), 1), (np.ones(2), 2)])
     assert isinstance(pairs, list) and pairs[0].shape == (2, 2) and pairs[1].tolist() == [1, 2]
@@ -88,7 +88,7 @@ def test_num_workers_warns_once_and_gives_the_same_batches():
     assert len(caught) == 1 and "main process" in str(caught[0].message)
     plain = list(DataLoader(Dicts(7), batch_size=3)) * 2
     for a, b in zip(batches, plain, strict=True):
-        np.testing.assert_array_equal(a["image"].data, b["image"].data)
+        np.testing.assert_array_equal(a["image"].numpy(), b["image"].numpy())
 
 
 def test_random_split_lengths_fractions_and_generator(torch):

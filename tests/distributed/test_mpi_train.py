@@ -97,7 +97,7 @@ def test_two_ranks_half_batches_equal_one_process(tmp_path, norm, loss):
     one = model()
     single = loss_fn(one(Tensor(images)), masks)
     single.backward()
-    whole = np.concatenate([p.grad.data.ravel() for p in one.parameters()])
+    whole = np.concatenate([p.grad.numpy().ravel() for p in one.parameters()])
 
     def rank(comm):
         replica = model()
@@ -108,7 +108,7 @@ def test_two_ranks_half_batches_equal_one_process(tmp_path, norm, loss):
             return distributed_loss(loss, logits, m, train_set.num_classes, comm)
 
         result = DataParallel(comm, replica).step(images[half], masks[half], rank_loss, False)
-        return result, np.concatenate([p.grad.data.ravel() for p in replica.parameters()])
+        return result, np.concatenate([p.grad.numpy().ravel() for p in replica.parameters()])
 
     results = VirtualRanks(2).run(rank)
     np.testing.assert_array_equal(results[0][1], results[1][1])  # the same bits on both

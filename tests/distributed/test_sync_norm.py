@@ -17,8 +17,8 @@ def test_sync_batch_norm_is_batch_norm_of_the_global_batch(rng, shape):
 
     def layer(cls, *args):
         m = cls(channels, *args, dtype=np.float64)
-        m.weight.data[...] = weight
-        m.bias.data[...] = bias
+        m.weight.numpy()[...] = weight
+        m.bias.numpy()[...] = bias
         return m
 
     whole = layer(nn.BatchNorm2d if len(shape) == 4 else nn.BatchNorm3d)
@@ -33,17 +33,17 @@ def test_sync_batch_norm_is_batch_norm_of_the_global_batch(rng, shape):
         xr = Tensor(x[mine], requires_grad=True)
         y = m(xr)
         (y * Tensor(gy[mine])).sum().backward()
-        return y.data, xr.grad.data, m.weight.grad.data, m.bias.grad.data, m.running_var
+        return y.numpy(), xr.grad.numpy(), m.weight.grad.numpy(), m.bias.grad.numpy(), m.running_var
 
     out = VirtualRanks(2).run(rank)
     np.testing.assert_allclose(np.concatenate([o[0] for o in out]),
                                _forward(whole, x, shape),
                                rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(np.concatenate([o[1] for o in out]), xt.grad.data,
+    np.testing.assert_allclose(np.concatenate([o[1] for o in out]), xt.grad.numpy(),
                                rtol=1e-10, atol=1e-12)
     # Parameter gradients are each rank's share: their sum is the whole batch's.
-    np.testing.assert_allclose(out[0][2] + out[1][2], whole.weight.grad.data, rtol=1e-10)
-    np.testing.assert_allclose(out[0][3] + out[1][3], whole.bias.grad.data, rtol=1e-10)
+    np.testing.assert_allclose(out[0][2] + out[1][2], whole.weight.grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(out[0][3] + out[1][3], whole.bias.grad.numpy(), rtol=1e-10)
     for o in out:  # the running statistics saw the global batch on every rank
         np.testing.assert_allclose(o[4], whole.running_var, rtol=1e-12)
 
@@ -52,7 +52,7 @@ def _forward(whole, x, shape):
     """The whole-batch layer's training output (without touching its statistics again)."""
     import copy
 
-    return copy.deepcopy(whole)(Tensor(x)).data
+    return copy.deepcopy(whole)(Tensor(x)).numpy()
 
 
 def test_convert_keeps_parameters_buffers_and_names():
@@ -90,7 +90,7 @@ def _two_rank_gradient(layer_loss, x):
         xr = Tensor(x[half * comm.rank : half * (comm.rank + 1)], requires_grad=True)
         loss = layer_loss(comm, xr)
         loss.backward()
-        return loss.item(), xr.grad.data
+        return loss.item(), xr.grad.numpy()
 
     out = VirtualRanks(2).run(rank)
     return sum(o[0] for o in out), np.concatenate([o[1] for o in out])
@@ -103,7 +103,7 @@ def test_sync_batch_norm_gradient_by_central_differences(rng):
 
     def layer_loss(comm, xr):
         m = SyncBatchNorm(2, comm, dtype=np.float64)
-        m.weight.data[...] = [1.5, -0.5]
+        m.weight.numpy()[...] = [1.5, -0.5]
         sl = slice(half * comm.rank, half * (comm.rank + 1))
         return (m(xr) * Tensor(gy[sl])).sum()
 

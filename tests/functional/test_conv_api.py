@@ -43,15 +43,15 @@ def test_one_plan_per_call_and_the_backward_reuses_it(op, backward, xs, ws, kwar
     b = sandbox.tensor(rng.standard_normal(ws[1] * kwargs.get("groups", 1) if "transpose"
                                            in op.__name__ else ws[0]), requires_grad=True)
     y = op(x, w, b, **kwargs)
-    y.backward(np.cos(y.data))
+    y.backward(np.cos(y.numpy()))
     assert [c[0] for c in calls] == ["plan_conv", backward]
     plan = calls[0][2]
     assert calls[1][1]["plan"] is plan  # the forward's plan, not a second validation
     gx, gw, gb = calls[1][2]
     # fresh kernel outputs become the leaves' gradients as they are (no copy)
-    assert x.grad.data is gx and gb is b.grad.data
-    assert np.shares_memory(w.grad.data, gw)
-    assert x.grad.data.flags.c_contiguous and x.grad.data.flags.writeable
+    assert x.grad.numpy() is gx and gb is b.grad.numpy()
+    assert np.shares_memory(w.grad.numpy(), gw)
+    assert x.grad.numpy().flags.c_contiguous and x.grad.numpy().flags.writeable
     assert plan.nd == len(xs) - 2
 
 
@@ -61,11 +61,11 @@ def test_a_leaf_gradient_is_still_summed_in_place_and_the_seed_left_alone(rng):
     g = rng.standard_normal((1, 3, 5, 5))
     seed = g.copy()
     F.conv2d(x, w, padding=1).backward(g)
-    first = x.grad.data.copy()
-    kept = x.grad.data
+    first = x.grad.numpy().copy()
+    kept = x.grad.numpy()
     F.conv2d(x, w, padding=1).backward(g)
-    np.testing.assert_array_equal(x.grad.data, 2 * first)
-    assert x.grad.data is kept  # accumulated into the first gradient
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * first)
+    assert x.grad.numpy() is kept  # accumulated into the first gradient
     np.testing.assert_array_equal(g, seed)
 
 
@@ -76,10 +76,10 @@ def test_functions_without_fresh_gradients_still_copy_for_leaves(rng):
     b = sandbox.tensor(rng.standard_normal(4), requires_grad=True)
     g = np.ones(4)
     (a + b).backward(g)
-    assert not np.shares_memory(a.grad.data, b.grad.data)
-    assert not np.shares_memory(a.grad.data, g)
+    assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+    assert not np.shares_memory(a.grad.numpy(), g)
     a.grad.data += 1
-    np.testing.assert_array_equal(b.grad.data, np.ones(4))
+    np.testing.assert_array_equal(b.grad.numpy(), np.ones(4))
 
 
 @pytest.mark.parametrize("op, array_op, nd", [
@@ -94,7 +94,7 @@ def test_pooling_validates_once_and_leaf_gradients_are_not_copied(op, array_op, 
     x = sandbox.tensor(rng.standard_normal((2, 3) + (4,) * nd), requires_grad=True)
     op(x, 2).sum().backward()
     assert len(calls) == 1 and calls[0][1]["nd"] == nd
-    assert x.grad.data is calls[0][2]
+    assert x.grad.numpy() is calls[0][2]
     if array_op == "avg_pool_backward":  # validated once, in the forward
         assert len(plans) == 1 and calls[0][1]["plan"] is plans[0][2]
 

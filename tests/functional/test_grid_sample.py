@@ -36,13 +36,13 @@ def test_matches_torch(torch, nd, mode, padding, ac):
     y = F.grid_sample(x, g, **opts)
     w = np.random.default_rng(1).standard_normal(y.shape)
     (y * Tensor(w)).sum().backward()
-    tx = torch.tensor(x.data, requires_grad=True)
-    tg = torch.tensor(g.data, requires_grad=True)
+    tx = torch.tensor(x.numpy(), requires_grad=True)
+    tg = torch.tensor(g.numpy(), requires_grad=True)
     ty = torch.nn.functional.grid_sample(tx, tg, **opts)
     (ty * torch.tensor(w)).sum().backward()
-    np.testing.assert_allclose(y.data, ty.detach().numpy(), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(x.grad.data, tx.grad.numpy(), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(g.grad.data, tg.grad.numpy(), rtol=1e-12, atol=1e-11)
+    np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(g.grad.numpy(), tg.grad.numpy(), rtol=1e-12, atol=1e-11)
 
 
 @pytest.mark.parametrize("nd,mode,padding", list(itertools.product((2, 3), MODES, PADDINGS)))
@@ -72,13 +72,13 @@ def test_double_backward_matches_torch(torch):
     y = F.grid_sample(x, g, padding_mode="reflection", align_corners=False)
     gx, gg = sandbox_grad(y, (x, g))
     ((gx * gx).sum() + (gg * gg).sum()).backward()
-    tx = torch.tensor(x.data, requires_grad=True)
-    tg = torch.tensor(g.data, requires_grad=True)
+    tx = torch.tensor(x.numpy(), requires_grad=True)
+    tg = torch.tensor(g.numpy(), requires_grad=True)
     ty = torch.nn.functional.grid_sample(tx, tg, padding_mode="reflection", align_corners=False)
     tgx, tgg = torch.autograd.grad(ty.sum(), (tx, tg), create_graph=True)
     ((tgx * tgx).sum() + (tgg * tgg).sum()).backward()
-    np.testing.assert_allclose(x.grad.data, tx.grad.numpy(), rtol=1e-10, atol=1e-10)
-    np.testing.assert_allclose(g.grad.data, tg.grad.numpy(), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(g.grad.numpy(), tg.grad.numpy(), rtol=1e-10, atol=1e-10)
 
 
 def sandbox_grad(y, inputs):
@@ -95,14 +95,14 @@ def test_affine_grid_matches_torch(torch, nd, ac):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the unit-size warning, checked below
         out = F.affine_grid(theta, size, align_corners=ac)
-        tt = torch.tensor(theta.data, requires_grad=True)
+        tt = torch.tensor(theta.numpy(), requires_grad=True)
         tout = torch.nn.functional.affine_grid(tt, size, align_corners=ac)
     w = rng.standard_normal(out.shape)
     (out * Tensor(w)).sum().backward()
     (tout * torch.tensor(w)).sum().backward()
     assert out.shape == tuple(tout.shape)
-    np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=1e-14, atol=1e-15)
-    np.testing.assert_allclose(theta.grad.data, tt.grad.numpy(), rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(theta.grad.numpy(), tt.grad.numpy(), rtol=1e-13, atol=1e-13)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert gradcheck(lambda t: F.affine_grid(t, size, align_corners=ac), (theta,))
@@ -117,19 +117,19 @@ def test_affine_then_sample_trains_theta(torch):
     y = F.grid_sample(Tensor(x), F.affine_grid(theta, x.shape, align_corners=False),
                       align_corners=False)
     (y * y).sum().backward()
-    tt = torch.tensor(theta.data, requires_grad=True)
+    tt = torch.tensor(theta.numpy(), requires_grad=True)
     ty = torch.nn.functional.grid_sample(
         torch.tensor(x), torch.nn.functional.affine_grid(tt, x.shape, align_corners=False),
         align_corners=False)
     (ty * ty).sum().backward()
-    np.testing.assert_allclose(theta.grad.data, tt.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(theta.grad.numpy(), tt.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_align_corners_none_warns_like_torch():
     x, g = _inputs(1, 2, False)
     with pytest.warns(UserWarning, match="align_corners=False since 1.3.0"):
         y = F.grid_sample(x, g)
-    np.testing.assert_array_equal(y.data, F.grid_sample(x, g, align_corners=False).data)
+    np.testing.assert_array_equal(y.numpy(), F.grid_sample(x, g, align_corners=False).numpy())
     with pytest.warns(UserWarning, match="align_corners=False since 1.3.0"):
         F.affine_grid(np.zeros((1, 2, 3)), (1, 1, 2, 2))
     with pytest.warns(UserWarning, match="unit-size grids when align_corners=True"):
@@ -138,7 +138,7 @@ def test_align_corners_none_warns_like_torch():
 
 def test_grid_sample_accepts_arrays():
     x, g = _inputs(1, 2, True)
-    y = F.grid_sample(x.data, g.data, mode="bicubic", align_corners=True)
+    y = F.grid_sample(x.numpy(), g.numpy(), mode="bicubic", align_corners=True)
     assert isinstance(y, Tensor) and y.shape == (2, 2, 3, 2)
 
 

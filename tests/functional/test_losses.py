@@ -21,11 +21,12 @@ def _both(torch, x):
 
 
 def _compare(torch, ours_loss, theirs_loss, ours_x, theirs_x):
-    np.testing.assert_allclose(ours_loss.data, theirs_loss.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ours_loss.numpy(), theirs_loss.detach().numpy(), rtol=1e-10,
+                               atol=1e-12)
     g = np.random.default_rng(0).standard_normal(ours_loss.shape)
     ours_loss.backward(g)
     theirs_loss.backward(torch.tensor(g))
-    np.testing.assert_allclose(ours_x.grad.data, theirs_x.grad.numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ours_x.grad.numpy(), theirs_x.grad.numpy(), rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
@@ -103,7 +104,7 @@ def test_cross_entropy_float32_stable_and_gradcheck():
     loss = F.cross_entropy(x, np.array([1]))
     assert loss.dtype == np.float32 and np.isclose(loss.item(), 2000.0)
     loss.backward()
-    assert np.all(np.isfinite(x.grad.data))
+    assert np.all(np.isfinite(x.grad.numpy()))
     x64 = Tensor(LOGITS[:2, :, :1].copy(), requires_grad=True)
     fn = lambda t: F.cross_entropy(t, LABELS_IGN[:2, :1], weight=WEIGHT, label_smoothing=0.1)  # noqa: E731
     assert gradcheck(fn, (x64,))
@@ -134,9 +135,9 @@ def test_bce_with_logits_stable_and_gradcheck():
     x = Tensor(np.array([-1e4, -50.0, 0.0, 50.0, 1e4], np.float32), requires_grad=True)
     t = np.array([1.0, 0.0, 1.0, 1.0, 0.0], np.float32)
     loss = F.binary_cross_entropy_with_logits(x, t, reduction="none")
-    np.testing.assert_allclose(loss.data, [1e4, 0.0, np.log(2), 0.0, 1e4], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(loss.numpy(), [1e4, 0.0, np.log(2), 0.0, 1e4], rtol=1e-6, atol=1e-6)
     loss.sum().backward()
-    np.testing.assert_allclose(x.grad.data, [-1.0, 0.0, -0.5, 0.0, 1.0], atol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), [-1.0, 0.0, -0.5, 0.0, 1.0], atol=1e-6)
     x64 = Tensor(np.linspace(-3, 3, 6), requires_grad=True)
     t64 = Tensor(np.linspace(0, 1, 6), requires_grad=True)  # soft targets are differentiable
     pw = np.linspace(0.5, 2, 6)
@@ -234,26 +235,26 @@ def test_dropout_statistics_scaling_and_gradient():
     x = Tensor(np.ones((200, 100), np.float32), requires_grad=True)
     y = F.dropout(x, 0.3, rng=np.random.default_rng(0))
     assert y.dtype == np.float32
-    kept = y.data != 0
+    kept = y.numpy() != 0
     assert abs(kept.mean() - 0.7) < 0.02
-    np.testing.assert_allclose(y.data[kept], 1 / 0.7, rtol=1e-6)
+    np.testing.assert_allclose(y.numpy()[kept], 1 / 0.7, rtol=1e-6)
     y.sum().backward()
-    np.testing.assert_array_equal(x.grad.data, y.data)  # d/dx (x * mask) = mask
+    np.testing.assert_array_equal(x.grad.numpy(), y.numpy())  # d/dx (x * mask) = mask
 
 
 def test_dropout_eval_p0_p1_and_determinism():
     x = Tensor(np.ones((4, 5)), requires_grad=True)
     assert F.dropout(x, 0.5, training=False) is x
     assert F.dropout(x, 0.0) is x
-    assert not F.dropout(x, 1.0).data.any()
-    a = F.dropout(x, 0.5, rng=np.random.default_rng(3)).data
-    b = F.dropout(x, 0.5, rng=np.random.default_rng(3)).data
+    assert not F.dropout(x, 1.0).numpy().any()
+    a = F.dropout(x, 0.5, rng=np.random.default_rng(3)).numpy()
+    b = F.dropout(x, 0.5, rng=np.random.default_rng(3)).numpy()
     np.testing.assert_array_equal(a, b)
 
 
 def test_dropout2d_drops_whole_channels():
     x = Tensor(np.ones((8, 16, 5, 5)), requires_grad=True)
-    y = F.dropout2d(x, 0.5, rng=np.random.default_rng(1)).data
+    y = F.dropout2d(x, 0.5, rng=np.random.default_rng(1)).numpy()
     per_channel = y.reshape(8, 16, -1)
     assert np.all((per_channel == 0).all(-1) | (per_channel == 2.0).all(-1))
     assert 0.3 < (per_channel[..., 0] == 0).mean() < 0.7

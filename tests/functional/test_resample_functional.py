@@ -38,7 +38,7 @@ def test_gradient_matches_finite_differences(mode, opts, shape, spec):
             np.vdot(resize(xp, mode=mode, **spec, **opts), w)
             - np.vdot(resize(xm, mode=mode, **spec, **opts), w)
         ) / (2 * eps)
-    np.testing.assert_allclose(gx.data, num, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gx.numpy(), num, rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize(("mode", "opts", "shape", "spec"), CASES)
@@ -50,11 +50,11 @@ def test_second_derivative(mode, opts, shape, spec):
     v = Tensor(rng.standard_normal(y.shape), requires_grad=True)
     (gx,) = grad((y * v).sum(), x, create_graph=True)
     np.testing.assert_allclose(
-        gx.data, resize_adjoint(v.data, shape[2:], mode=mode, **spec, **opts), rtol=1e-12
+        gx.numpy(), resize_adjoint(v.numpy(), shape[2:], mode=mode, **spec, **opts), rtol=1e-12
     )
     u = rng.standard_normal(shape)
     (gv,) = grad((gx * Tensor(u)).sum(), v)
-    np.testing.assert_allclose(gv.data, resize(u, mode=mode, **spec, **opts), rtol=1e-12)
+    np.testing.assert_allclose(gv.numpy(), resize(u, mode=mode, **spec, **opts), rtol=1e-12)
     # third order: differentiate the double backward w.r.t. u -> the adjoint again
     ut = Tensor(u, requires_grad=True)
     (gx2,) = grad((y * v).sum(), x, create_graph=True)
@@ -63,7 +63,7 @@ def test_second_derivative(mode, opts, shape, spec):
     t = rng.standard_normal(y.shape)
     (gu,) = grad((gv2 * Tensor(t)).sum(), ut)
     np.testing.assert_allclose(
-        gu.data, resize_adjoint(t, shape[2:], mode=mode, **spec, **opts), rtol=1e-12
+        gu.numpy(), resize_adjoint(t, shape[2:], mode=mode, **spec, **opts), rtol=1e-12
     )
 
 
@@ -86,9 +86,9 @@ def test_autograd_parity_with_torch(torch, mode, opts, shape, spec):
     v = Tensor(vt.detach().numpy().copy(), requires_grad=True)
     (gx,) = grad((y * v).sum(), x, create_graph=True)
     (gv,) = grad((gx * Tensor(u)).sum(), v)
-    np.testing.assert_allclose(y.data, yt.detach().numpy(), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(gx.data, gxt.detach().numpy(), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(gv.data, gvt.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(y.numpy(), yt.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gx.numpy(), gxt.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gv.numpy(), gvt.numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_float32_and_no_grad_input():
@@ -100,6 +100,6 @@ def test_float32_and_no_grad_input():
 
 def test_interpolate_validates_input():
     with pytest.raises(TypeError, match="input must have dtype float32 or float64"):
-        F.interpolate(Tensor(np.ones((1, 1, 2, 2), np.float64)).data.astype(int), size=3)
+        F.interpolate(Tensor(np.ones((1, 1, 2, 2), np.float64)).numpy().astype(int), size=3)
     with pytest.raises(ValueError, match="mode must be one of"):
         F.interpolate(Tensor(np.ones((1, 1, 2, 2))), size=3, mode="spline")

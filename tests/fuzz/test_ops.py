@@ -384,4 +384,4 @@ def test_fuzz_hooks_retain_graph_and_accumulation(data):
     ours = run(lambda v: sandbox.tensor(v, requires_grad=True), 0)
     theirs = run(lambda v: torch.tensor(v, requires_grad=True), 1)
     for name, o, t in zip("xyh", ours, theirs, strict=True):
-        np.testing.assert_allclose(o.data, t.numpy(), rtol=1e-9, atol=1e-10, err_msg=name)
+        np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-9, atol=1e-10, err_msg=name)

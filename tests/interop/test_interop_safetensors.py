@@ -81,7 +81,7 @@ def test_missing_and_unexpected_keys(safetensors, tmp_path):
         nn.Sequential(nn.Conv2d(2, 3, 3), nn.GroupNorm(1, 3)).load_weights(path)
     missing, unexpected = bigger.load_weights(path, strict=False)
     assert missing == ["2.weight", "2.bias"] and unexpected == []
-    np.testing.assert_array_equal(bigger[0].weight.data, small[0].weight.data)
+    np.testing.assert_array_equal(bigger[0].weight.numpy(), small[0].weight.numpy())
 
 
 def test_shape_and_dtype_mismatches(safetensors, tmp_path):

@@ -212,4 +212,4 @@ def test_conv_padding_modes_translate(torch, layer):
     x = np.random.default_rng(2).standard_normal((1, 2) + (5,) * (ours.weight.ndim - 2))
     with torch.no_grad():
         theirs = twin(torch.from_numpy(x)).numpy()
-    np.testing.assert_allclose(theirs, ours(sandbox.tensor(x)).data, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(theirs, ours(sandbox.tensor(x)).numpy(), rtol=1e-12, atol=1e-12)

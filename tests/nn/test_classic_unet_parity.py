@@ -46,7 +46,7 @@ def test_classic_unet_step_matches_torch_float64(torch, mode, align_corners):
         np.testing.assert_allclose(loss.item(), tloss.item(), err_msg=f"loss {step}", **TOL)
         tparams = dict(theirs.named_parameters())
         for name, p in ours.named_parameters():
-            _close(p.grad.data, tparams[name].grad.numpy(), f"grad {name}, step {step}")
+            _close(p.grad.numpy(), tparams[name].grad.numpy(), f"grad {name}, step {step}")
         opt.step()
         topt.step()
     tstate = theirs.state_dict()

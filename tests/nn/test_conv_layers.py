@@ -74,8 +74,8 @@ def _torch_pair(torch, nd, mode, padding, dilation=1):
                    dtype=torch.float64)
     ours = CONVS[nd](2, 3, 3, padding=padding, dilation=dilation, padding_mode=mode,
                      dtype=sandbox.float64, device="cpu")
-    ours.weight.data[...] = theirs.weight.detach().numpy()
-    ours.bias.data[...] = theirs.bias.detach().numpy()
+    ours.weight.numpy()[...] = theirs.weight.detach().numpy()
+    ours.bias.numpy()[...] = theirs.bias.detach().numpy()
     return ours, theirs
 
 
@@ -85,11 +85,11 @@ def test_conv3d_padding_modes_match_torch(torch, mode):
     x = np.random.default_rng(0).standard_normal((2, 2, 4, 5, 6))
     tx, sx = torch.tensor(x, requires_grad=True), sandbox.tensor(x, requires_grad=True)
     ty, sy = theirs(tx), ours(sx)
-    np.testing.assert_allclose(sy.data, ty.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(sy.numpy(), ty.detach().numpy(), rtol=1e-12, atol=1e-12)
     ty.sum().backward()
     sy.sum().backward()
-    np.testing.assert_allclose(sx.grad.data, tx.grad.numpy(), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(ours.weight.grad.data, theirs.weight.grad.numpy(), rtol=1e-12,
+    np.testing.assert_allclose(sx.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-12,
                                atol=1e-10)
     assert (f"padding_mode='{mode}'" in repr(ours)) == (mode != "zeros")
 
@@ -99,5 +99,5 @@ def test_conv3d_padding_modes_match_torch(torch, mode):
 def test_conv3d_string_padding_matches_torch(torch, padding, dilation, mode):
     ours, theirs = _torch_pair(torch, 3, mode, padding, dilation)
     x = np.random.default_rng(1).standard_normal((1, 2, 5, 6, 7))
-    np.testing.assert_allclose(ours(sandbox.tensor(x)).data,
+    np.testing.assert_allclose(ours(sandbox.tensor(x)).numpy(),
                                theirs(torch.tensor(x)).detach().numpy(), rtol=1e-12, atol=1e-12)

@@ -46,7 +46,7 @@ def test_state_dict_has_buffers_and_round_trips():
     b.load_state_dict(a.state_dict())
     for (na, pa), (nb, pb) in zip(a.named_parameters(), b.named_parameters(), strict=True):
         assert na == nb
-        np.testing.assert_array_equal(pa.data, pb.data)
+        np.testing.assert_array_equal(pa.numpy(), pb.numpy())
 
 
 def test_load_state_dict_errors_name_the_keys():
@@ -55,11 +55,17 @@ def test_load_state_dict_errors_name_the_keys():
     del state["conv.weight"]
     state["extra.weight"] = np.zeros(1)
     with pytest.raises(
-        KeyError, match=r"missing keys: conv\.weight.*unexpected keys: extra\.weight"
-    ):
+        RuntimeError,
+        match=r'(?s)Missing key\(s\) in state_dict: "conv\.weight".*Unexpected key\(s\) in '
+        r'state_dict: "extra\.weight"',
+    ) as info:
         m.load_state_dict(state)
-    missing, unexpected = m.load_state_dict(state, strict=False)
+    assert isinstance(info.value, KeyError)  # the type it raised before, too
+    result = m.load_state_dict(state, strict=False)
+    missing, unexpected = result
     assert missing == ["conv.weight"] and unexpected == ["extra.weight"]
+    assert result.missing_keys == missing and result.unexpected_keys == unexpected
+    assert repr(m.load_state_dict(m.state_dict())) == "<All keys matched successfully>"
     state = m.state_dict()
     state["conv.bias"] = np.zeros(5)
     with pytest.raises(ValueError, match=r"conv\.bias: checkpoint \(5,\), model \(3,\)"):
@@ -103,7 +109,7 @@ def test_repr_is_readable():
 
 def test_to_double_casts_parameters_and_buffers():
     m = Tiny().double()
-    assert all(p.data.dtype == np.float64 for p in m.parameters())
+    assert all(p.numpy().dtype == np.float64 for p in m.parameters())
     assert m.norm.running_var.dtype == np.float64
     assert m.norm.num_batches_tracked.dtype == np.int64
 
@@ -112,12 +118,12 @@ def test_default_init_matches_pytorch_bounds():
     sandbox.manual_seed(0)
     conv = nn.Conv2d(8, 4, 3)
     bound = 1 / np.sqrt(8 * 9)
-    assert np.abs(conv.weight.data).max() <= bound
-    assert np.abs(conv.weight.data).max() > 0.8 * bound
-    assert np.abs(conv.bias.data).max() <= bound
+    assert np.abs(conv.weight.numpy()).max() <= bound
+    assert np.abs(conv.weight.numpy()).max() > 0.8 * bound
+    assert np.abs(conv.bias.numpy()).max() <= bound
     tconv = nn.ConvTranspose2d(8, 4, 2)
     assert tconv.weight.shape == (8, 4, 2, 2)
-    assert np.abs(tconv.weight.data).max() <= 1 / np.sqrt(4 * 4)
+    assert np.abs(tconv.weight.numpy()).max() <= 1 / np.sqrt(4 * 4)
 
 
 def test_manual_seed_makes_init_reproducible():
@@ -126,7 +132,7 @@ def test_manual_seed_makes_init_reproducible():
     sandbox.manual_seed(3)
     b = nn.UNet(1, 2, depth=2, base_width=4)
     for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
-        np.testing.assert_array_equal(pa.data, pb.data)
+        np.testing.assert_array_equal(pa.numpy(), pb.numpy())
 
 
 @pytest.mark.parametrize(

@@ -19,10 +19,10 @@ def _check(torch, ours, theirs, x, target, ttarget=None, rtol=1e-12):
     a, b = Tensor(x.copy(), requires_grad=True), torch.tensor(x.copy(), requires_grad=True)
     out = ours(a, target)
     tout = theirs(b, torch.tensor(target) if ttarget is None else ttarget)
-    np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=rtol, atol=1e-14)
+    np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=rtol, atol=1e-14)
     out.sum().backward()
     tout.sum().backward()
-    np.testing.assert_allclose(a.grad.data, b.grad.numpy(), rtol=rtol, atol=1e-14)
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=rtol, atol=1e-14)
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
@@ -71,11 +71,12 @@ def test_activation_modules_match_torch(torch):
     for ours, theirs in pairs:
         a, b = Tensor(x.copy(), requires_grad=True), torch.tensor(x.copy(), requires_grad=True)
         out, tout = ours(a * 1.0), theirs(b * 1.0)
-        np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=1e-12, err_msg=repr(ours))
+        np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=1e-12,
+                                   err_msg=repr(ours))
         g = RNG.standard_normal(out.shape)
         out.backward(Tensor(g))
         tout.backward(torch.tensor(g))
-        np.testing.assert_allclose(a.grad.data, b.grad.numpy(), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-12, atol=1e-15)
     assert repr(nn.ReLU(inplace=True)) == "ReLU(inplace=True)"
 
 
@@ -103,7 +104,7 @@ def test_norm_and_pool_modules_match_torch(torch):
             getattr(ours, mode)()
             getattr(theirs, mode)()
             out, tout = ours(Tensor(x)), theirs(torch.tensor(x))
-            np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=1e-10, atol=1e-12,
+            np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-12,
                                        err_msg=f"{ours!r} {mode}")
         for k, v in theirs.state_dict().items():
             np.testing.assert_allclose(ours.state_dict()[k], v.numpy(), rtol=1e-12)
@@ -122,11 +123,11 @@ def test_clip_grad_norm_matches_torch(torch, norm_type, max_norm):
     ttotal = torch.nn.utils.clip_grad_norm_(theirs, max_norm, norm_type=norm_type, foreach=True)
     np.testing.assert_allclose(total.item(), ttotal.item(), rtol=1e-12)
     for p, tp in zip(ours, theirs, strict=True):
-        np.testing.assert_allclose(p.grad.data, tp.grad.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-12)
     nn.utils.clip_grad_value_(ours, 0.1)
     torch.nn.utils.clip_grad_value_(theirs, 0.1)
     for p, tp in zip(ours, theirs, strict=True):
-        np.testing.assert_allclose(p.grad.data, tp.grad.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-12)
 
 
 def test_clip_grad_norm_nonfinite_error():
@@ -170,11 +171,11 @@ def test_conv2d_padding_modes_match_torch(torch, mode):
     x = RNG.standard_normal((2, 2, 5, 6))
     a, b = Tensor(x.copy(), requires_grad=True), torch.tensor(x.copy(), requires_grad=True)
     out, tout = ours(a), theirs(b)
-    np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=1e-12, atol=1e-13)
     out.sum().backward()
     tout.sum().backward()
-    np.testing.assert_allclose(a.grad.data, b.grad.numpy(), rtol=1e-12, atol=1e-13)
-    np.testing.assert_allclose(ours.weight.grad.data, theirs.weight.grad.numpy(), rtol=1e-11)
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-11)
 
 
 def test_layers_take_torchs_device_and_dtype_keywords():
@@ -206,10 +207,10 @@ def test_conv2d_string_padding_matches_torch(torch, padding, kernel, dilation, m
     a, b = Tensor(x.copy(), requires_grad=True), torch.tensor(x.copy(), requires_grad=True)
     out, tout = ours(a), theirs(b)
     assert out.shape == tuple(tout.shape)
-    np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=1e-12, atol=1e-13)
     out.sum().backward()
     tout.sum().backward()
-    np.testing.assert_allclose(a.grad.data, b.grad.numpy(), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-12, atol=1e-13)
     assert repr(ours).count(f"padding='{padding}'") == 1
     with pytest.raises(ValueError, match="strided"):
         nn.Conv2d(1, 1, 3, stride=2, padding="same")

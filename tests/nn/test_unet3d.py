@@ -48,7 +48,7 @@ def test_unet3d_loss_and_gradients_match_torch(torch, mode, opts):
     for name, p in ours.named_parameters():
         ref = tgrads[name].grad.numpy()
         scale = max(np.abs(ref).max(), 1e-6)
-        np.testing.assert_allclose(p.grad.data / scale, ref / scale, err_msg=name, **TOL)
+        np.testing.assert_allclose(p.grad.numpy() / scale, ref / scale, err_msg=name, **TOL)
     tstate = theirs.state_dict()
     for name, value in ours.state_dict().items():
         if "running" in name:
@@ -70,11 +70,11 @@ def test_unet3d_adam_steps_match_torch(torch, norm):
         topt.step()
     tparams = dict(theirs.named_parameters())
     for name, p in ours.named_parameters():
-        np.testing.assert_allclose(p.data, tparams[name].detach().numpy(), err_msg=name,
+        np.testing.assert_allclose(p.numpy(), tparams[name].detach().numpy(), err_msg=name,
                                    rtol=1e-8, atol=1e-10)
     ours.eval()
     theirs.eval()
-    out = ours(sandbox.tensor(x)).data
+    out = ours(sandbox.tensor(x)).numpy()
     np.testing.assert_allclose(out, theirs(torch.from_numpy(x)).detach().numpy(),
                                rtol=1e-8, atol=1e-10)
 
@@ -110,7 +110,7 @@ def test_unet3d_forward_matches_the_float64_reference_resize(mode, opts, rng, mo
     model = nn.UNet(2, 3, depth=2, base_width=2, upsample=mode, norm="batch",
                     dtype=np.float64, spatial_dims=3, **opts)
     x = sandbox.tensor(rng.standard_normal((2, 2, 6, 8, 5)))
-    ours = model(x).data
+    ours = model(x).numpy()
 
     calls = []
 
@@ -118,13 +118,13 @@ def test_unet3d_forward_matches_the_float64_reference_resize(mode, opts, rng, mo
         calls.append(size)
         mats = [reference.axis_matrix(mode, n, m, None, bool(align_corners), antialias)
                 for n, m in zip(t.shape[2:], size, strict=True)]
-        return sandbox.tensor(reference.reference_resize(t.data, mats))
+        return sandbox.tensor(reference.reference_resize(t.numpy(), mats))
 
     monkeypatch.setattr(F, "interpolate", reference_interpolate)
     sandbox.manual_seed(0)
     twin = nn.UNet(2, 3, depth=2, base_width=2, upsample=mode, norm="batch",
                    dtype=np.float64, spatial_dims=3, **opts)
-    np.testing.assert_allclose(ours, twin(x).data, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ours, twin(x).numpy(), rtol=1e-10, atol=1e-12)
     assert calls == [(3, 4, 2), (6, 8, 5)]  # both decoder levels went through the reference
 
 
@@ -156,11 +156,11 @@ def test_layers_match_torch(module, kwargs, shape, rng, torch):
     gy = rng.standard_normal(ty.shape)
     (sy * sandbox.Tensor(gy)).sum().backward()
     ty.backward(torch.tensor(gy))
-    np.testing.assert_allclose(sy.data, ty.detach().numpy(), **TOL)
-    np.testing.assert_allclose(sx.grad.data, tx.grad.numpy(), **TOL)
+    np.testing.assert_allclose(sy.numpy(), ty.detach().numpy(), **TOL)
+    np.testing.assert_allclose(sx.grad.numpy(), tx.grad.numpy(), **TOL)
     tparams = dict(theirs.named_parameters())
     for name, p in ours.named_parameters():
-        np.testing.assert_allclose(p.grad.data, tparams[name].grad.numpy(), err_msg=name, **TOL)
+        np.testing.assert_allclose(p.grad.numpy(), tparams[name].grad.numpy(), err_msg=name, **TOL)
     for name, value in ours.state_dict().items():
         np.testing.assert_allclose(value, theirs.state_dict()[name].numpy(), err_msg=name, **TOL)
 
@@ -184,7 +184,7 @@ def test_batchnorm3d_eval_uses_running_stats(rng, torch):
     ours.eval()
     theirs.eval()
     x = rng.standard_normal((2, 3, 2, 3, 4))
-    np.testing.assert_allclose(ours(sandbox.tensor(x)).data,
+    np.testing.assert_allclose(ours(sandbox.tensor(x)).numpy(),
                                theirs(torch.from_numpy(x)).detach().numpy(), **TOL)
 
 

@@ -52,7 +52,7 @@ def test_unet_loss_and_gradients_match_torch(torch, mode, opts, dtype):
     for name, p in ours.named_parameters():
         ref = tgrads[name].grad.numpy()
         scale = max(np.abs(ref).max(), 1e-6)
-        np.testing.assert_allclose(p.grad.data / scale, ref / scale, err_msg=name, **tol)
+        np.testing.assert_allclose(p.grad.numpy() / scale, ref / scale, err_msg=name, **tol)
     # Running statistics were updated identically.
     tstate = theirs.state_dict()
     for name, value in ours.state_dict().items():
@@ -79,7 +79,7 @@ def test_unet_adam_steps_match_torch(torch, mode, opts, norm):
     tparams = dict(theirs.named_parameters())
     for name, p in ours.named_parameters():
         np.testing.assert_allclose(
-            p.data, tparams[name].detach().numpy(), rtol=1e-8, atol=1e-10, err_msg=name
+            p.numpy(), tparams[name].detach().numpy(), rtol=1e-8, atol=1e-10, err_msg=name
         )
     # Eval mode uses the running statistics in both.
     ours.eval()

@@ -55,7 +55,7 @@ def test_zero_flow_is_identity(shape, align_corners, mode):
     x = np.random.default_rng(0).standard_normal(shape)
     flow = np.zeros((shape[0], len(shape) - 2, *shape[2:]))
     y = nn.Warp(mode=mode, align_corners=align_corners)(T(x), T(flow))
-    np.testing.assert_allclose(y.data, x, atol=1e-12)
+    np.testing.assert_allclose(y.numpy(), x, atol=1e-12)
 
 
 @pytest.mark.parametrize("align_corners", [True, False])
@@ -65,7 +65,7 @@ def test_integer_shift_is_a_roll_in_the_interior_2d(align_corners, mode):
     dy, dx = 2, -3  # channel 0 moves along H, channel 1 along W
     flow = np.zeros((1, 2, 9, 10))
     flow[:, 0], flow[:, 1] = dy, dx
-    y = nn.Warp(mode=mode, align_corners=align_corners)(T(x), T(flow)).data
+    y = nn.Warp(mode=mode, align_corners=align_corners)(T(x), T(flow)).numpy()
     expected = np.roll(x, (-dy, -dx), axis=(2, 3))  # y[i, j] = x[i + dy, j + dx]
     np.testing.assert_allclose(y[..., :9 - dy, -dx:], expected[..., :9 - dy, -dx:], atol=1e-12)
     # Outside the input, zeros padding reads 0.
@@ -78,7 +78,7 @@ def test_integer_shift_is_a_roll_in_the_interior_3d():
     flow = np.zeros((2, 3, 5, 6, 7))
     for k, s in enumerate(shift):
         flow[:, k] = s
-    y = nn.Warp()(T(x), T(flow)).data
+    y = nn.Warp()(T(x), T(flow)).numpy()
     expected = np.roll(x, tuple(-s for s in shift), axis=(2, 3, 4))
     inner = (slice(None), slice(None), slice(0, 4), slice(2, 6), slice(0, 4))
     np.testing.assert_allclose(y[inner], expected[inner], atol=1e-12)
@@ -99,9 +99,9 @@ def test_matches_a_torch_voxelmorph_transformer_2d(torch, mode, padding_mode, al
     ft = torch.tensor(flow, requires_grad=True)
     yt = torch_warp(torch, xt, ft, mode, padding_mode, align_corners)
     yt.backward(torch.tensor(gy))
-    np.testing.assert_allclose(y.data, yt.detach().numpy(), atol=1e-10)
-    np.testing.assert_allclose(xs.grad.data, xt.grad.numpy(), atol=1e-10)
-    np.testing.assert_allclose(fs.grad.data, ft.grad.numpy(), atol=1e-9)
+    np.testing.assert_allclose(y.numpy(), yt.detach().numpy(), atol=1e-10)
+    np.testing.assert_allclose(xs.grad.numpy(), xt.grad.numpy(), atol=1e-10)
+    np.testing.assert_allclose(fs.grad.numpy(), ft.grad.numpy(), atol=1e-9)
 
 
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
@@ -117,9 +117,9 @@ def test_matches_a_torch_voxelmorph_transformer_3d(torch, mode, padding_mode):
     ft = torch.tensor(flow, requires_grad=True)
     yt = torch_warp(torch, xt, ft, mode, padding_mode)
     yt.sum().backward()
-    np.testing.assert_allclose(y.data, yt.detach().numpy(), atol=1e-10)
-    np.testing.assert_allclose(xs.grad.data, xt.grad.numpy(), atol=1e-10)
-    np.testing.assert_allclose(fs.grad.data, ft.grad.numpy(), atol=1e-9)
+    np.testing.assert_allclose(y.numpy(), yt.detach().numpy(), atol=1e-10)
+    np.testing.assert_allclose(xs.grad.numpy(), xt.grad.numpy(), atol=1e-10)
+    np.testing.assert_allclose(fs.grad.numpy(), ft.grad.numpy(), atol=1e-9)
 
 
 def test_float32_keeps_float32():
@@ -157,14 +157,14 @@ def test_vecint_squaring_composes():
     v = smooth_field(np.random.default_rng(8), (1, 2, 12, 12), 1.0)
     u = nn.VecInt(4)(T(v))
     composed = u + nn.Warp()(u, u)
-    np.testing.assert_array_equal(nn.VecInt(5)(T(2 * v)).data, composed.data)
+    np.testing.assert_array_equal(nn.VecInt(5)(T(2 * v)).numpy(), composed.numpy())
 
 
 def test_vecint_inverse_for_small_fields():
     # exp(v) composed with exp(-v) is close to the identity (the displacement ~ 0).
     v = smooth_field(np.random.default_rng(9), (1, 2, 24, 24), 1.5)
-    fwd, back = nn.VecInt(7)(T(v)).data, nn.VecInt(7)(T(-v)).data
-    total = back + nn.Warp()(T(fwd), T(back)).data
+    fwd, back = nn.VecInt(7)(T(v)).numpy(), nn.VecInt(7)(T(-v)).numpy()
+    total = back + nn.Warp()(T(fwd), T(back)).numpy()
     inner = (slice(None), slice(None), slice(4, -4), slice(4, -4))
     assert np.abs(total[inner]).max() < 0.05 * np.abs(v).max()
     assert np.abs(fwd[inner]).max() > 0.5 * np.abs(v[inner]).max()  # it did move
@@ -175,13 +175,13 @@ def test_vecint_of_a_constant_field_is_that_translation():
     v[:, 0], v[:, 1], v[:, 2] = 1.5, -0.75, 0.5
     # Border padding keeps a constant field constant up to the edges (zeros padding would
     # shrink it there, and bilinear squaring spreads that inwards by a voxel per step).
-    u = nn.VecInt(5, padding_mode="border")(T(v)).data
+    u = nn.VecInt(5, padding_mode="border")(T(v)).numpy()
     np.testing.assert_allclose(u, v, atol=1e-12)
 
 
 def test_vecint_zero_steps_is_the_velocity():
     v = np.random.default_rng(10).standard_normal((1, 2, 4, 4))
-    np.testing.assert_array_equal(nn.VecInt(0)(T(v)).data, v)
+    np.testing.assert_array_equal(nn.VecInt(0)(T(v)).numpy(), v)
 
 
 def test_vecint_matches_torch(torch):
@@ -192,8 +192,8 @@ def test_vecint_matches_torch(torch):
     vt = torch.tensor(v, requires_grad=True)
     ut = torch_vecint(torch, vt, 5)
     (ut * ut).sum().backward()
-    np.testing.assert_allclose(u.data, ut.detach().numpy(), atol=1e-10)
-    np.testing.assert_allclose(vs.grad.data, vt.grad.numpy(), atol=1e-8)
+    np.testing.assert_allclose(u.numpy(), ut.detach().numpy(), atol=1e-10)
+    np.testing.assert_allclose(vs.grad.numpy(), vt.grad.numpy(), atol=1e-8)
 
 
 def test_spatial_transformer_is_warp():

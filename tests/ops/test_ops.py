@@ -244,54 +244,54 @@ def test_gradgradcheck(case):
 @pytest.mark.parametrize("case", [c for c in CASES if c.tfn is not None], ids=lambda c: c.name)
 def test_torch_parity(case, torch):
     ours = make_inputs(case, seed=1)
-    theirs = [torch.tensor(t.data, requires_grad=True) for t in ours]
+    theirs = [torch.tensor(t.numpy(), requires_grad=True) for t in ours]
     out, tout = case.fn(*ours), case.tfn(*theirs)
-    np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=1e-12, atol=1e-12)
     assert out.shape == tuple(tout.shape)
     g = np.random.default_rng(2).standard_normal(out.shape)
     out.backward(g)
     tout.backward(torch.tensor(g))
     for k, (a, b) in enumerate(zip(ours, theirs, strict=True)):
         np.testing.assert_allclose(
-            a.grad.data, b.grad.numpy(), rtol=1e-10, atol=1e-12, err_msg=f"gradient of input {k}"
+            a.grad.numpy(), b.grad.numpy(), rtol=1e-10, atol=1e-12, err_msg=f"gradient of input {k}"
         )
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.tfn is not None][::3], ids=lambda c: c.name)
 def test_torch_parity_float32(case, torch):
-    ours = [Tensor(t.data.astype(np.float32), requires_grad=True) for t in make_inputs(case, 3)]
-    theirs = [torch.tensor(t.data, requires_grad=True) for t in ours]
+    ours = [Tensor(t.numpy().astype(np.float32), requires_grad=True) for t in make_inputs(case, 3)]
+    theirs = [torch.tensor(t.numpy(), requires_grad=True) for t in ours]
     out, tout = case.fn(*ours), case.tfn(*theirs)
     if case.name not in ("ndarray_operands", "rmatmul_ndarray", "astype_roundtrip"):
         assert out.dtype == np.float32
-    np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=1e-5, atol=1e-6)
     out.sum().backward()
     tout.sum().backward()
     for a, b in zip(ours, theirs, strict=True):
         assert a.grad.dtype == np.float32
-        np.testing.assert_allclose(a.grad.data, b.grad.numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-5)
 
 
 # ----------------------------------------------------------------------------- stability
 def test_softmax_family_is_stable_for_huge_logits(torch):
     x = np.array([[1000.0, -1000.0, 0.0], [-1e4, -1e4 + 1, -1e4 + 2]], np.float32)
     for name in ("softmax", "log_softmax"):
-        ours = getattr(Tensor(x), name)(1).data
+        ours = getattr(Tensor(x), name)(1).numpy()
         theirs = getattr(torch.tensor(x), name)(1).numpy()
         assert np.all(np.isfinite(ours))
         np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(
-        Tensor(x).logsumexp(dim=1).data, torch.tensor(x).logsumexp(dim=1).numpy(), rtol=1e-6
+        Tensor(x).logsumexp(dim=1).numpy(), torch.tensor(x).logsumexp(dim=1).numpy(), rtol=1e-6
     )
-    s = Tensor(np.array([-800.0, 0.0, 800.0])).sigmoid().data
+    s = Tensor(np.array([-800.0, 0.0, 800.0])).sigmoid().numpy()
     np.testing.assert_allclose(s, [0.0, 0.5, 1.0])
-    np.testing.assert_allclose(Tensor(np.array([-800.0, 800.0])).softplus().data, [0.0, 800.0])
+    np.testing.assert_allclose(Tensor(np.array([-800.0, 800.0])).softplus().numpy(), [0.0, 800.0])
 
 
 def test_relu_gradient_at_zero_is_zero_like_torch(torch):
     x = Tensor(np.array([-1.0, 0.0, 1.0]), requires_grad=True)
     x.relu().sum().backward()
-    assert x.grad.data.tolist() == [0.0, 0.0, 1.0]
+    assert x.grad.numpy().tolist() == [0.0, 0.0, 1.0]
 
 
 def test_max_ties_share_gradient(torch):
@@ -299,22 +299,22 @@ def test_max_ties_share_gradient(torch):
     ours, theirs = Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     ours.amax(axis=1).sum().backward()
     theirs.amax(dim=1).sum().backward()
-    np.testing.assert_allclose(ours.grad.data, theirs.grad.numpy())
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy())
 
 
 # ------------------------------------------------------------ non-differentiable helpers
 def test_argmax_argmin_and_creation_helpers():
     x = sandbox.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]])
-    assert x.argmax(axis=1).data.tolist() == [1, 0]
+    assert x.argmax(axis=1).numpy().tolist() == [1, 0]
     assert sandbox.argmax(x).item() == 3
     assert x.argmin(dim=0).dtype == np.int64
     assert sandbox.zeros(2, 3).shape == (2, 3) and sandbox.zeros((2, 3)).dtype == np.float32
-    assert sandbox.ones(2).data.tolist() == [1.0, 1.0]
-    assert sandbox.full((2,), 3.0).data.tolist() == [3.0, 3.0]
+    assert sandbox.ones(2).numpy().tolist() == [1.0, 1.0]
+    assert sandbox.full((2,), 3.0).numpy().tolist() == [3.0, 3.0]
     assert sandbox.zeros_like(x).shape == x.shape
     assert sandbox.ones_like(np.zeros(2, np.float64)).dtype == np.float64
     assert sandbox.randn(3, 4, rng=np.random.default_rng(0)).dtype == np.float32
-    assert 0 <= sandbox.rand(5).data.min() and sandbox.rand(5).data.max() < 1
+    assert 0 <= sandbox.rand(5).numpy().min() and sandbox.rand(5).numpy().max() < 1
     assert sandbox.arange(3).dtype == np.int64 and sandbox.arange(0.0, 1.0, 0.5).dtype == np.float32
     assert sandbox.randn(2, requires_grad=True).requires_grad
     assert x.long().dtype == np.int64 and x.double().dtype == np.float64

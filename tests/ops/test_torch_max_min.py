@@ -14,13 +14,13 @@ def test_max_dim_returns_named_values_indices_pair(torch):
             ours = Tensor(x).max(dim, keepdim=keep)
             theirs = torch.tensor(x).max(dim, keepdim=keep)
             assert type(ours).__name__ == "max" and ours._fields == ("values", "indices")
-            np.testing.assert_array_equal(ours.values.data, theirs.values.numpy())
-            np.testing.assert_array_equal(ours.indices.data, theirs.indices.numpy())
+            np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
+            np.testing.assert_array_equal(ours.indices.numpy(), theirs.indices.numpy())
             assert ours.indices.dtype == np.int64
             values, indices = Tensor(x).min(dim=dim, keepdim=keep)
             tv, ti = torch.tensor(x).min(dim=dim, keepdim=keep)
-            np.testing.assert_array_equal(values.data, tv.numpy())
-            np.testing.assert_array_equal(indices.data, ti.numpy())
+            np.testing.assert_array_equal(values.numpy(), tv.numpy())
+            np.testing.assert_array_equal(indices.numpy(), ti.numpy())
 
 
 def test_unpacking_max_1_gives_predictions_with_batch_of_two(torch):
@@ -29,7 +29,7 @@ def test_unpacking_max_1_gives_predictions_with_batch_of_two(torch):
     _, pred = Tensor(logits).max(1)
     _, tpred = torch.tensor(logits).max(1)
     assert pred.shape == (2, 4, 4)
-    np.testing.assert_array_equal(pred.data, tpred.numpy())
+    np.testing.assert_array_equal(pred.numpy(), tpred.numpy())
 
 
 def test_max_ties_pick_first_index_and_gradient_goes_there(torch):
@@ -37,18 +37,18 @@ def test_max_ties_pick_first_index_and_gradient_goes_there(torch):
     ours, theirs = Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     v, i = ours.max(dim=1)
     tv, ti = theirs.max(dim=1)
-    np.testing.assert_array_equal(i.data, ti.numpy())
+    np.testing.assert_array_equal(i.numpy(), ti.numpy())
     (v * Tensor(np.array([1.0, 2.0]))).sum().backward()
     (tv * torch.tensor([1.0, 2.0], dtype=torch.float64)).sum().backward()
-    np.testing.assert_array_equal(ours.grad.data, theirs.grad.numpy())
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
 
 
 def test_max_propagates_nan_like_torch(torch):
     x = np.array([[1.0, np.nan, 3.0], [0.0, 5.0, np.nan]])
     v, i = Tensor(x).max(1)
     tv, ti = torch.tensor(x).max(1)
-    np.testing.assert_array_equal(v.data, tv.numpy())
-    np.testing.assert_array_equal(i.data, ti.numpy())
+    np.testing.assert_array_equal(v.numpy(), tv.numpy())
+    np.testing.assert_array_equal(i.numpy(), ti.numpy())
     assert np.isnan(Tensor(x).max().item()) and np.isnan(torch.tensor(x).max().item())
 
 
@@ -58,10 +58,12 @@ def test_full_and_elementwise_forms(torch):
     assert Tensor(a).max().shape == () and Tensor(a).max().item() == a.max()
     assert sandbox.min(Tensor(a)).item() == torch.min(torch.tensor(a)).item()
     np.testing.assert_array_equal(
-        sandbox.max(Tensor(a), Tensor(b)).data, torch.max(torch.tensor(a), torch.tensor(b)).numpy()
+        sandbox.max(Tensor(a), Tensor(b)).numpy(),
+        torch.max(torch.tensor(a), torch.tensor(b)).numpy(),
     )
     np.testing.assert_array_equal(
-        sandbox.min(Tensor(a), Tensor(b)).data, torch.min(torch.tensor(a), torch.tensor(b)).numpy()
+        sandbox.min(Tensor(a), Tensor(b)).numpy(),
+        torch.min(torch.tensor(a), torch.tensor(b)).numpy(),
     )
 
 

@@ -28,7 +28,7 @@ def _run(torch, make_ours, make_theirs, steps=6):
         opt.step()
         topt.step()
     for p, tp in zip(ours, theirs, strict=True):
-        np.testing.assert_allclose(p.data, tp.detach().numpy(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-12, atol=1e-14)
     return opt, topt
 
 

@@ -73,7 +73,7 @@ def make_unet(mode="bilinear", opts=None, norm="batch", dtype=np.float32, seed=0
 
 def eval_output(model, x):
     with sandbox.no_grad():
-        return model(sandbox.tensor(x)).data
+        return model(sandbox.tensor(x)).numpy()
 
 
 def assert_state_bitwise(a: dict, b: dict):

@@ -61,7 +61,7 @@ def _numpy(t, shape):
     if t is None:
         return np.zeros(shape)
     if isinstance(t, sandbox.Tensor):
-        return t.data
+        return t.numpy()
     return t.detach().numpy(force=True)  # torch: a ZeroTensor (all-zero grad) needs force
 
 
@@ -95,11 +95,11 @@ def compare(
     th_out = _as_list(torch_fn(*th_in))
     assert len(sb_out) == len(th_out), "number of outputs"
     for k, (s, t) in enumerate(zip(sb_out, th_out, strict=True)):
-        _close(s.data, t.detach().numpy(), f"value of output {k}", rtol, atol)
+        _close(s.numpy(), t.detach().numpy(), f"value of output {k}", rtol, atol)
 
     rng = np.random.default_rng(seed)
     xs = [i for i, r in enumerate(requires_grad) if r]
-    cot = [rng.standard_normal(np.shape(t.data)) for t in sb_out]
+    cot = [rng.standard_normal(np.shape(t.numpy())) for t in sb_out]
     sb_g = _grads_sandbox(sb_out, [sb_in[i] for i in xs], cot, second)
     th_g = _grads_torch(torch, th_out, [th_in[i] for i in xs], cot, second)
     for i, s, t in zip(xs, sb_g, th_g, strict=True):

@@ -92,7 +92,7 @@ def test_tiles_give_the_whole_image_prediction():
     assert margin % 4 == 0 and margin >= receptive_radius(2)
     image = np.random.default_rng(1).random((1, 150, 230), dtype=np.float32)
     with no_grad():
-        whole = model(Tensor(image[None])).data[0]
+        whole = model(Tensor(image[None])).numpy()[0]
     tiled = predict_tiled(model, image, tile=2 * margin + 32, reduce=lambda logits: logits)
     # every pixel (seams included, as the margin covers the receptive field): rounding only
     np.testing.assert_allclose(tiled, whole, rtol=1e-4, atol=1e-4 * np.abs(whole).max())
@@ -196,7 +196,7 @@ def test_volume_tiles_give_the_whole_volume_prediction():
     tile = 2 * tile_margin(1, "trilinear") + 4
     volume = np.random.default_rng(5).random((1, 36, 20, 40), dtype=np.float32)
     with no_grad():
-        whole = model(Tensor(volume[None])).data[0]
+        whole = model(Tensor(volume[None])).numpy()[0]
     tiled = predict_tiled(model, volume, tile, reduce=lambda logits: logits)
     np.testing.assert_allclose(tiled, whole, rtol=1e-4, atol=1e-4 * np.abs(whole).max())
     assert predict_volume(model, volume, tile).shape == (36, 20, 40)

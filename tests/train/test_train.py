@@ -108,7 +108,7 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
     trainer.fit()
     good = checkpoint.load(tmp_path / "last.ckpt")
     trainer.stop_after = None
-    trainer.model.head.weight.data[...] = np.nan
+    trainer.model.head.weight.numpy()[...] = np.nan
     with pytest.raises(TrainingDiverged, match=r"loss became nan at step 3 .*last\.ckpt"):
         trainer.fit()
     after = checkpoint.load(tmp_path / "last.ckpt")
