@@ -64,6 +64,7 @@ def info_dict() -> dict:
         "simd_path": simd.current().isa,
         "gemm": simd.current().gemm,
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "gomp_spincount": os.environ.get("GOMP_SPINCOUNT"),
         "malloc_tuned": is_tuned(),
     }
 
@@ -87,6 +88,7 @@ def info(file=None) -> dict:
     ]
     lines.append(
         f"runtime:         OMP_WAIT_POLICY={d['omp_wait_policy']}, "
+        f"GOMP_SPINCOUNT={d['gomp_spincount']}, "
         f"malloc keeps freed memory: {'yes' if d['malloc_tuned'] else 'no'}"
     )
     if d["blas"]:

@@ -490,10 +490,11 @@ def test_winograd_gradcheck(f4, rng, monkeypatch):
     assert fwd_calls and wgrad_calls, "the Winograd paths were not taken"
 
 
-@pytest.mark.parametrize("c_in,c_out,size", [(128, 128, 8), (64, 128, 8), (32, 64, 16)])
-def test_one_chunk_winograd_is_the_same_in_kernels_or_on_the_pool(c_in, c_out, size):
-    # small maps fit one chunk, whose steps are shared among the threads either inside
-    # the kernels (split_in_kernels) or on the worker pool: the same bits either way
+@pytest.mark.parametrize("c_in,c_out,size", [(128, 128, 8), (64, 128, 8), (32, 64, 16),
+                                             (16, 16, 64), (16, 32, 32)])
+def test_winograd_is_the_same_in_kernels_or_on_the_pool(c_in, c_out, size):
+    # chunks run one after another with their steps shared among the threads inside
+    # the kernels (split_in_kernels), or on the worker pool: the same bits either way
     rng = np.random.default_rng(7)
     x = rng.standard_normal((8, c_in, size, size)).astype(np.float32)
     w = rng.standard_normal((c_out, c_in, 3, 3)).astype(np.float32)
