@@ -36,7 +36,7 @@ from ._checks import (
     conv_transpose_output_size,
     plan_conv,
 )
-from ._tuning import TUNING, ConvTuning, kernel_threads, tuned
+from ._tuning import TUNING, ConvTuning, chunk_threads, tuned
 
 __all__ = [
     "TUNING",
@@ -60,7 +60,7 @@ __all__ = [
     "conv_transpose3d_output_size",
     "conv_transpose_backward",
     "conv_transpose_output_size",
-    "kernel_threads",
+    "chunk_threads",
     "plan_conv",
     "tuned",
 ]

@@ -34,7 +34,7 @@ import numpy as np
 from ..._C import _im2col
 from .._gemm import grouped_matmul, lhs
 from .._parallel import OrderedSum, parallel_map, scratch
-from ._tuning import TUNING, kernel_threads
+from ._tuning import TUNING, chunk_threads
 
 __all__ = ["fold_loop", "unfold_loop"]
 
@@ -81,7 +81,7 @@ def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
     w_lhs = lhs(wmat) if y is not None else wmat  # read in place by the GEMM
     plane = ho * wo
     rows = c * geom.kh * geom.kw
-    nt = kernel_threads()
+    nt = chunk_threads()
     # im2col is the identity only if the plane keeps its size (a transposed conv's
     # output_padding with dilation > 1 grows it by a zero border)
     pointwise = geom.is_pointwise() and a.shape[2:] == (ho, wo)
@@ -122,7 +122,7 @@ def fold_loop(b, wmat, geom, h, w, groups, y=None, a=None, bias_grad=False):
     c = rg * groups // (geom.kh * geom.kw)
     plane = ho * wo
     rows = c * geom.kh * geom.kw
-    nt = kernel_threads()
+    nt = chunk_threads()
     pointwise = geom.is_pointwise() and (h, w) == (ho, wo)  # as in unfold_loop
     blocks = _blocks(n, _chunk(n, plane, rows, b.itemsize))
     gw = None if a is None else OrderedSum(len(blocks))

@@ -13,7 +13,7 @@ import numpy as np
 from ...runtime.threads import get_num_threads
 from . import _winograd as winograd
 from ._im2col import fold_loop, unfold_loop
-from ._tuning import TUNING, kernel_threads
+from ._tuning import TUNING, chunk_threads
 
 __all__ = ["conv_backward", "conv_forward", "transpose_backward", "transpose_forward"]
 
@@ -38,7 +38,7 @@ def conv_forward(input, weight, bias, plan):
         # kernel is one thread's, so the result does not depend on their number)
         u = winograd.weight_transform(weight, kernel_threads=get_num_threads(),
                                       tile=winograd.tile_size(*weight.shape[:2], ho, wo))
-        winograd.winograd_conv3x3(x, u, y, geom.ph, geom.pw, kernel_threads(), bias)
+        winograd.winograd_conv3x3(x, u, y, geom.ph, geom.pw, chunk_threads(), bias)
     else:
         unfold_loop(x, _wmat(weight), geom, ho, wo, groups, y=y, bias=bias)
     return y
@@ -60,9 +60,9 @@ def conv_backward(grad_output, input, weight, plan, needs):
         u = winograd.weight_transform(weight, flip_transpose=True,
                                       kernel_threads=get_num_threads(),
                                       tile=winograd.tile_size(c_out, c_in, h, w))
-        winograd.winograd_conv3x3(gout, u, gx, 2 - geom.ph, 2 - geom.pw, kernel_threads())
+        winograd.winograd_conv3x3(gout, u, gx, 2 - geom.ph, 2 - geom.pw, chunk_threads())
     if wino_dw:
-        gw = winograd.winograd_weight_grad(a, gout, geom.ph, geom.pw, kernel_threads(),
+        gw = winograd.winograd_weight_grad(a, gout, geom.ph, geom.pw, chunk_threads(),
                                            tile=winograd.tile_size_weight_grad(*gout.shape[2:]))
         gb = gout.sum(axis=(0, 2, 3)) if needs[2] else None
     fold_dx = needs[0] and not wino

@@ -18,7 +18,7 @@ import dataclasses
 
 from ...runtime.threads import get_num_threads
 
-__all__ = ["TUNING", "ConvTuning", "kernel_threads", "tuned"]
+__all__ = ["TUNING", "ConvTuning", "chunk_threads", "tuned"]
 
 
 @dataclasses.dataclass
@@ -114,8 +114,10 @@ class ConvTuning:
 TUNING = ConvTuning()
 
 
-def kernel_threads() -> int:
-    """Threads for a kernel called inside a chunk (see ``ConvTuning.kernel_threads``)."""
+def chunk_threads() -> int:
+    """Threads for a kernel called inside a conv chunk (``ConvTuning.kernel_threads``; 0:
+    all of them).  Not :func:`sandbox.runtime.threads.kernel_threads`, which sizes a
+    ``prange`` by its work."""
     return TUNING.kernel_threads or get_num_threads()
 
 

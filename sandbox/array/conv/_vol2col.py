@@ -33,7 +33,7 @@ import numpy as np
 from ..._C import _vol2col
 from .._gemm import grouped_matmul, lhs
 from .._parallel import OrderedSum, parallel_map, scratch
-from ._tuning import TUNING, kernel_threads
+from ._tuning import TUNING, chunk_threads
 
 __all__ = ["fold_loop", "unfold_loop"]
 
@@ -106,7 +106,7 @@ def _columns(a, n0, nb, od0, nd, geom, hw, rows, pointwise):
     if pointwise:
         return _gather(a, n0, nb, "col")
     col = scratch("col", (rows, nb * nd * hw[0] * hw[1]), a.dtype)
-    _vol2col.vol2col(a, col, n0, nb, od0, nd, *geom, *hw, kernel_threads())
+    _vol2col.vol2col(a, col, n0, nb, od0, nd, *geom, *hw, chunk_threads())
     return col
 
 
@@ -200,7 +200,7 @@ def fold_loop(b, wmat, geom, groups, y=None, a=None, bias_grad=False):
                 col = scratch("col", (rows, nb * t * ho * wo), b.dtype)  # any vol2col is consumed
                 grouped_matmul(wmat, bmat, col, groups, trans_a=True)
                 _vol2col.col2vol(col, y, n0, nb, od0, t, *geom, ho, wo, od0 == 0,
-                                 kernel_threads())
+                                 chunk_threads())
         if gb is not None:
             gb.add(i, partial_b)
         if gw is not None:
