@@ -553,3 +553,25 @@ def test_generic_ops_name_both_layouts():
         conv.conv(np.zeros((1, 2, 3, 3, 3)), np.zeros((1, 2, 1, 1)))
     with pytest.raises(ValueError, match=r"input must be 4-D \(N, C, H, W\), got shape"):
         conv.conv2d(np.zeros((1, 2, 3, 3, 3)), np.zeros((1, 2, 1, 1, 1)))
+
+
+def test_tuned_changes_only_the_calling_thread():
+    import threading
+
+    seen = {}
+
+    def other():
+        seen["other"] = conv.TUNING.winograd
+
+    with conv.tuned(winograd=False):
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert conv.TUNING.winograd is False
+        with conv.tuned(target_cols=7):
+            assert (conv.TUNING.winograd, conv.TUNING.target_cols) == (False, 7)
+        assert conv.TUNING.target_cols == conv.ConvTuning().target_cols
+    assert seen["other"] is True and conv.TUNING.winograd is True
+    with pytest.raises(TypeError, match="unknown conv tuning"):
+        with conv.tuned(nope=1):
+            pass

@@ -14,6 +14,7 @@ below were taken that way, some on a loaded machine (as said), and they move by
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 
 from ...runtime.threads import get_num_threads
@@ -110,8 +111,36 @@ class ConvTuning:
     split_in_kernels: bool = True
 
 
-#: the settings in force
-TUNING = ConvTuning()
+_DEFAULTS = ConvTuning()  # in force wherever no tuned() block is
+_settings: contextvars.ContextVar[ConvTuning | None] = contextvars.ContextVar(
+    "sandbox_conv_tuning", default=None)
+
+
+def _current() -> ConvTuning:
+    return _settings.get() or _DEFAULTS
+
+
+class _InForce:
+    """The settings in force in the calling context: attribute reads go to the
+    :class:`ConvTuning` that :func:`tuned` installed there (else the defaults), so a
+    ``tuned`` block in one thread does not change another thread's convolutions; the
+    worker pool's chunks run in a copy of the caller's context and see its settings.
+    Assigning an attribute changes the settings of the calling context in place."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        return getattr(_current(), name)
+
+    def __setattr__(self, name, value):
+        setattr(_current(), name, value)
+
+    def __repr__(self) -> str:
+        return repr(_current())
+
+
+#: the settings in force (see :class:`_InForce`)
+TUNING = _InForce()
 
 
 def chunk_threads() -> int:
@@ -123,7 +152,8 @@ def chunk_threads() -> int:
 
 @contextlib.contextmanager
 def tuned(**changes):
-    """Change some of :data:`TUNING` inside a ``with`` block, restoring them after.
+    """Change some of :data:`TUNING` inside a ``with`` block, restoring them after; only
+    the calling thread (and the chunks it hands to the worker pool) sees the change.
 
     >>> from sandbox.array.conv import tuned
     >>> with tuned(winograd=False):
@@ -133,11 +163,9 @@ def tuned(**changes):
     if unknown:
         valid = ", ".join(f.name for f in dataclasses.fields(ConvTuning))
         raise TypeError(f"unknown conv tuning option(s) {sorted(unknown)}; valid: {valid}")
-    saved = dataclasses.asdict(TUNING)
+    # a copy for this context only: thread-safe, and nested blocks restore in order
+    token = _settings.set(dataclasses.replace(_current(), **changes))
     try:
-        for name, value in changes.items():
-            setattr(TUNING, name, value)
         yield TUNING
     finally:
-        for name, value in saved.items():
-            setattr(TUNING, name, value)
+        _settings.reset(token)
