@@ -11,6 +11,7 @@
 # thread count).
 
 from cython.parallel cimport prange
+from libc.string cimport memcpy
 from fused cimport real
 
 cdef extern from "simd_clones.h":
@@ -72,3 +73,15 @@ def relu_grad(const real[::1] g, const real[::1] y, real[::1] out, int num_threa
             sb_relu_grad_f(&g[start], &y[start], &out[start], min(BLOCK, n - start))
         else:
             sb_relu_grad_d(&g[start], &y[start], &out[start], min(BLOCK, n - start))
+
+
+def copy_rows(const unsigned char[:, ::1] src,  # IN  (rows, width) bytes
+              unsigned char[:, ::1] dst,        # OUT (rows, >= offset + width) bytes
+              Py_ssize_t offset, int num_threads):
+    """``dst[:, offset:offset + width] = src``, the rows shared among the threads: one
+    input of a concatenation (a byte copy, so any dtype)."""
+    cdef Py_ssize_t o, rows = src.shape[0], width = src.shape[1]
+    if rows == 0 or width == 0:
+        return
+    for o in prange(rows, nogil=True, schedule="static", num_threads=num_threads):
+        memcpy(&dst[o, offset], &src[o, 0], width)
