@@ -149,18 +149,24 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
         if bias is not None:
             y[n0:n0 + cnt] += bias.reshape(-1, 1, 1)
 
-    _run_blocks(task, blocks)
+    _run_blocks(task, blocks, x.dtype)
 
 
-def _run_blocks(task, blocks) -> None:
-    """Run ``task(block, split)`` for every chunk of samples.  In kernels
-    (``TUNING.split_in_kernels``): one chunk after another, each step shared among the
-    threads inside its kernel, so the threads meet in OpenMP regions that spin briefly
-    instead of the worker pool's locks (measured on an AMD EPYC family 26 VM: a pool
-    round costs tens of microseconds of wake-up, which the chunks of a 64x64 map do
-    not repay).  Else the chunks go to the worker pool, or a single chunk shares its
-    steps there.  Every chunk is computed the same way in each case."""
-    if TUNING.split_in_kernels or len(blocks) == 1:
+def _run_blocks(task, blocks, dtype) -> None:
+    """Run ``task(block, split)`` for every chunk of samples.
+
+    When the point GEMMs run on the project's kernel (float32 on the AVX-512 path) and
+    ``TUNING.split_in_kernels`` is on: one chunk after another, each step shared among
+    the threads inside its kernel, so the threads meet in OpenMP regions that spin
+    briefly instead of the worker pool's locks (measured on an AMD EPYC family 26 VM:
+    6 classic-UNet layers, forward and both gradients, 1 -> 2 threads 1.27x on the pool,
+    1.82x in the kernels).  Otherwise the chunks go to the worker pool, where BLAS runs
+    each chunk's GEMMs (the AVX2 path: 1.48x on the pool, 1.33x with only the
+    transforms in the kernels); a single chunk then shares its steps there.  Every chunk
+    is computed the same way in each case."""
+    in_kernels = (TUNING.split_in_kernels and backend() == "avx512"
+                  and np.dtype(dtype) == np.float32)
+    if in_kernels or len(blocks) == 1:
         for block in blocks:
             task(block, split=True)
     else:
@@ -250,7 +256,7 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
         _matmul_points(gt, v.transpose(0, 2, 1), partial, split)
         total.add(i, partial)
 
-    _run_blocks(task, blocks)
+    _run_blocks(task, blocks, x.dtype)
     gw = np.empty((o, c, 3, 3), dtype=x.dtype)
     # dW = G^T P G per (o, c); after the chunks, so every thread may help
     _winograd_weights.weight_grad_fold(total.out, gw, get_num_threads())
