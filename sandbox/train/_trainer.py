@@ -27,7 +27,6 @@ from ..autograd import Tensor, no_grad
 from ..runtime.rng import get_rng_state, set_rng_state
 from . import checkpoint
 from ._config import (
-    DATA_CHOICES,
     TrainConfig,
     build_datasets,
     build_loaders,
@@ -41,6 +40,7 @@ from ._config import (
 )
 from ._interrupt import install_sigint
 from ._memory_plan import check_training
+from ._resume import check_same_settings
 from ._run_folder import RunFolder
 from .metrics import ConfusionMatrix
 
@@ -190,37 +190,7 @@ class Trainer:
         if not path.is_file():
             raise FileNotFoundError(f"cannot resume: no checkpoint at {path}")
         state = checkpoint.load_training_state(path)
-        saved = TrainConfig.from_dict(state["config"])
-        # Options that change the optimisation path must not change on resume.
-        fixed = (
-            "data",
-            "upsample",
-            "align_corners",
-            "antialias",
-            "batch_size",
-            "lr",
-            "image_size",
-            "depth",
-            "width",
-            "norm",
-            "seed",
-            "scheduler",
-            "loss",
-            "train_samples",
-            "epochs",
-            "steps",
-        )
-        changed = [k for k in fixed if getattr(saved, k) != getattr(self.cfg, k)]
-        if "data" in changed and not {saved.data, self.cfg.data} & set(DATA_CHOICES):
-            changed.remove("data")  # the same folder dataset, found somewhere else
-        if changed:
-            raise ValueError(
-                "cannot resume with different settings for: "
-                + ", ".join(
-                    f"{k} (checkpoint {getattr(saved, k)!r}, now {getattr(self.cfg, k)!r})"
-                    for k in changed
-                )
-            )
+        check_same_settings(TrainConfig.from_dict(state["config"]), self.cfg)
         self._check_resume_state(state)
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
