@@ -10,6 +10,11 @@ critical-path estimate adds the spans and the calling thread's time outside ops;
 ideal speed-up is the step's CPU time over it.  CPU clocks count only while a thread
 runs, so the figures hold on a loaded machine too (wall times do not).
 
+OpenMP threads that spin while they wait (``GOMP_SPINCOUNT``, which ``import sandbox``
+sets to 10,000) burn CPU time too, so a serial op then looks shared.  To see which
+ops run on one thread, run with ``GOMP_SPINCOUNT=0`` (the threads then sleep while
+they wait); the wall time of that run is not what users get.
+
     python benchmarks/profile_step_threads.py --threads 2 --size 64 --mode bilinear
 """
 

@@ -16,9 +16,10 @@ import sys
 # (300,000 spins) a 1 ms resize took 36 ms on a loaded 2-core machine.  Not spinning
 # at all makes every loop wake its threads through the kernel, tens of microseconds
 # each, and a training step runs hundreds of loops: a user-written classic UNet step
-# (batch 8, 64^2, 2 threads, AMD EPYC family 26) took 80.9 ms with no spinning and
-# 38.1 ms with 10,000 spins (62.5 ms on 1 thread).  So: passive waiting after a short
-# spin.
+# (batch 8, 64^2, 2 threads, AMD EPYC family 26) took 84.6 ms with no spinning and
+# 41.3 ms with 10,000 spins, 65-68 ms on 1 thread (`GOMP_SPINCOUNT=0 sandbox bench
+# --filter unet-user/bilinear/64 --threads 1,2 --no-torch`, and without the variable).
+# So: passive waiting after a short spin.
 if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
     _os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     _os.environ["GOMP_SPINCOUNT"] = "10000"

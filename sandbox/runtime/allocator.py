@@ -12,8 +12,9 @@ memory stays near its peak.
 It changes process-wide allocator settings.  It used to be applied only by
 ``sandbox train``/``bench``/``predict``, so a user's own training script took the
 slow path: measured on a classic UNet step written with ``nn.Conv2d``/``nn.BatchNorm2d``/
-``nn.ReLU`` modules (batch 8, 64², 2 threads, AMD EPYC family 26), 102 ms of CPU time
-per step untuned against 79 ms tuned, the difference spent in page faults.  So
+``nn.ReLU`` modules (batch 8, 64², 1 thread, AMD EPYC family 26), 75.9 ms untuned
+against 64.5 ms tuned (``SANDBOX_TUNE_MALLOC=0`` / ``=1 sandbox bench --filter
+unet-user/bilinear/64 --threads 1 --no-torch``), the difference spent in page faults.  So
 ``import sandbox`` applies it, as PyTorch's caching allocator keeps its memory too;
 ``SANDBOX_TUNE_MALLOC=0`` turns it off.
 """

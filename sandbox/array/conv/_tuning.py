@@ -102,12 +102,12 @@ class ConvTuning:
     #: among the threads inside the kernels (the transforms' ``prange`` over channels,
     #: the point GEMMs' ``prange`` over points): one OpenMP region per step and no
     #: Python per task.  Off: the chunks go to the worker pool (a single chunk's steps
-    #: in 4 channel ranges and groups of 4 points).  Measured with
-    #: ``benchmarks/bench_conv_api.py``-style per-layer runs on an AMD EPYC family 26
-    #: VM: the 14 classic-UNet layers (forward + both gradients, batch 8) took 31.0 ms
-    #: on 1 thread, 30.8 ms on 2 threads off, 17.6 ms on 2 threads on (with the short
-    #: OpenMP spin set by ``import sandbox``).  Either way each channel and point is
-    #: computed the same, so results are identical.
+    #: in 4 channel ranges and groups of 4 points).  Measured on an AMD EPYC family 26
+    #: VM, ``python benchmarks/bench_conv_passes.py --threads 2 --repeat 9`` with and
+    #: without ``--tuned split_in_kernels=False``: the 14 classic-UNet layers'
+    #: geometric-mean speed against PyTorch 1.18x on, 0.71x off (1.25x at 1 thread);
+    #: this needs the short OpenMP spin that ``import sandbox`` sets.  Either way each
+    #: channel and point is computed the same, so results are identical.
     split_in_kernels: bool = True
 
 

@@ -158,11 +158,12 @@ def _run_blocks(task, blocks, dtype) -> None:
     When the point GEMMs run on the project's kernel (float32 on the AVX-512 path) and
     ``TUNING.split_in_kernels`` is on: one chunk after another, each step shared among
     the threads inside its kernel, so the threads meet in OpenMP regions that spin
-    briefly instead of the worker pool's locks (measured on an AMD EPYC family 26 VM:
-    6 classic-UNet layers, forward and both gradients, 1 -> 2 threads 1.27x on the pool,
-    1.82x in the kernels).  Otherwise the chunks go to the worker pool, where BLAS runs
-    each chunk's GEMMs (the AVX2 path: 1.48x on the pool, 1.33x with only the
-    transforms in the kernels); a single chunk then shares its steps there.  Every chunk
+    briefly instead of the worker pool's locks.  Otherwise the chunks go to the worker
+    pool, where BLAS runs each chunk's GEMMs (a BLAS call cannot run inside a
+    ``prange``); a single chunk then shares its steps there.  Measured with
+    ``benchmarks/bench_conv_passes.py --threads 2`` (see ``ConvTuning.split_in_kernels``;
+    on the AVX2 path, ``SANDBOX_ISA=avx2``, 0.71x against 0.62x of PyTorch's speed
+    with the knob off).  Every chunk
     is computed the same way in each case."""
     in_kernels = (TUNING.split_in_kernels and backend() == "avx512"
                   and np.dtype(dtype) == np.float32)
