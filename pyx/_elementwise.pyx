@@ -11,6 +11,7 @@
 # thread count).
 
 from cython.parallel cimport prange
+from libc.math cimport erf as c_erf
 from libc.string cimport memcpy
 from fused cimport real
 
@@ -85,3 +86,14 @@ def copy_rows(const unsigned char[:, ::1] src,  # IN  (rows, width) bytes
         return
     for o in prange(rows, nogil=True, schedule="static", num_threads=num_threads):
         memcpy(&dst[o, offset], &src[o, 0], width)
+
+
+def erf(const real[::1] x, real[::1] out, int num_threads):
+    """``out = erf(x)`` elementwise, computed in double by the C library (float32 values
+    are rounded once at the end), on every thread.
+
+    x (IN), out (OUT): flat, same size and dtype.
+    """
+    cdef Py_ssize_t n = x.shape[0], i
+    for i in prange(n, nogil=True, schedule="static", num_threads=num_threads):
+        out[i] = <real> c_erf(<double> x[i])

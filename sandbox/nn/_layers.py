@@ -276,18 +276,14 @@ class Sequential(_ModuleSequence):
         i = 0
         while i < len(modules):
             m = modules[i]
-            if (i + 1 < len(modules) and type(modules[i + 1]) is ReLU
-                    and getattr(m, "fuses_relu", _no)()):
+            fuses = getattr(m, "fuses_relu", None)  # batch norms: see _BatchNorm
+            if i + 1 < len(modules) and type(modules[i + 1]) is ReLU and fuses and fuses():
                 x = m.forward_relu(x)
                 i += 2
             else:
                 x = m(x)
                 i += 1
         return x
-
-
-def _no() -> bool:
-    return False
 
 
 class ModuleList(_ModuleSequence):

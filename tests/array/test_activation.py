@@ -53,3 +53,21 @@ def test_in_place_and_the_numpy_fallbacks():
     np.testing.assert_array_equal(activation.relu(ints), np.maximum(ints, 0))
     half = np.linspace(-1, 1, 9).astype(np.float16)
     np.testing.assert_array_equal(activation.relu_backward(half, half), half * (half > 0))
+
+
+def test_erf_equals_math_erf_for_both_dtypes_and_layouts():
+    import math
+
+    x = np.random.default_rng(3).standard_normal((4, 300)) * 3
+    want = np.array([math.erf(v) for v in x.ravel()]).reshape(x.shape)
+    np.testing.assert_array_equal(activation.erf(x), want)
+    np.testing.assert_array_equal(activation.erf(x[:, ::3]), want[:, ::3])  # not contiguous
+    np.testing.assert_array_equal(activation.erf(x.astype(np.float32)),
+                                  np.array([math.erf(float(v)) for v in
+                                            x.astype(np.float32).ravel()],
+                                           np.float64).astype(np.float32).reshape(x.shape))
+    assert activation.erf(np.array(0.5)).shape == () and activation.erf(np.array(0.5)) == \
+        math.erf(0.5)
+    with sandbox.num_threads(1):
+        one = activation.erf(x)
+    np.testing.assert_array_equal(one, want)
