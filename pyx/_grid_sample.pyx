@@ -78,6 +78,31 @@ cdef extern from "grid_block3d.h":
                             const double*, const unsigned char*) noexcept nogil
 
 
+cdef extern from "grid_simd2d.h":
+    int sb_gs2d_cubic_coords_f(const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, float, float,
+                               float, int32_t*, float*, unsigned char*) noexcept nogil
+    int sb_gs2d_cubic_coords_d(const double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, double,
+                               double, double, int32_t*, double*, unsigned char*) noexcept nogil
+    void sb_gs2d_scalar_cubic_f(const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, float*,
+                                Py_ssize_t, Py_ssize_t, const int32_t*, const float*) noexcept nogil
+    void sb_gs2d_scalar_cubic_d(const double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, double*,
+                                Py_ssize_t, Py_ssize_t, const int32_t*,
+                                const double*) noexcept nogil
+    int sb_gs2d_fused_f(int, const float*, const float*, float*, Py_ssize_t, Py_ssize_t,
+                        Py_ssize_t, Py_ssize_t, Py_ssize_t, int, int, float, float, float, float,
+                        float, float, unsigned char*, int*) noexcept nogil
+    int sb_gs2d_isa_available() noexcept nogil
+
+cdef extern from "simd_clones.h":
+    void sb_clear_upper_state() noexcept nogil
+
+
+def isa_available():
+    """The widest instruction set of the explicit-SIMD loops on this CPU: 2 AVX-512F,
+    1 AVX2, 0 none (the compiler's loops run)."""
+    return sb_gs2d_isa_available()
+
+
 cdef enum:
     NEAREST = 0
     BILINEAR = 1
@@ -93,7 +118,7 @@ cdef enum:
 
 
 cdef inline real _near(real x) noexcept nogil:
-    return ((<real>1.25 * x - <real>2.25) * x) * x + 1
+    return ((<real>1.25 * x - <real>2.25) * x) * x + <real>1
 
 
 cdef inline real _far(real x) noexcept nogil:
@@ -173,10 +198,10 @@ cdef inline real _coord(real g, Py_ssize_t size, int pad, int ac, real* dudg) no
     cdef real scale, u, d
     if ac:
         scale = <real>(size - 1) * <real>0.5
-        u = (g + 1) * scale
+        u = (g + <real>1) * scale
     else:
         scale = <real>size * <real>0.5
-        u = (g + 1) * scale
+        u = (g + <real>1) * scale
         u = u - <real>0.5
     u = _pad(u, size, pad, ac, &d)
     dudg[0] = d * scale
@@ -191,22 +216,22 @@ cdef inline int _axis(real g, Py_ssize_t size, int mode, int pad, int ac,
     if mode == BICUBIC:  # taps around floor(u); padding acts on each tap's index
         if ac:
             scale = <real>(size - 1) * <real>0.5
-            u = (g + 1) * scale
+            u = (g + <real>1) * scale
         else:
             scale = <real>size * <real>0.5
-            u = (g + 1) * scale
+            u = (g + <real>1) * scale
             u = u - <real>0.5
         base = <real>floor(u)
         t = u - base
-        s = 1 - t
-        w[0] = _far(t + 1)
+        s = <real>1 - t
+        w[0] = _far(t + <real>1)
         w[1] = _near(t)
         w[2] = _near(s)
-        w[3] = _far(s + 1)
-        dw[0] = _dfar(t + 1) * scale
+        w[3] = _far(s + <real>1)
+        dw[0] = _dfar(t + <real>1) * scale
         dw[1] = _dnear(t) * scale
         dw[2] = -_dnear(s) * scale
-        dw[3] = -_dfar(s + 1) * scale
+        dw[3] = -_dfar(s + <real>1) * scale
         for k in range(4):
             tap = base + <real>(k - 1)
             if pad == ZEROS:
@@ -222,12 +247,12 @@ cdef inline int _axis(real g, Py_ssize_t size, int mode, int pad, int ac,
         return 1
     base = <real>floor(u)
     t = u - base
-    w[0] = 1 - t
+    w[0] = <real>1 - t
     w[1] = t
     dw[0] = -d
     dw[1] = d
     idx[0] = _index(base, size)
-    idx[1] = _index(base + 1, size)
+    idx[1] = _index(base + <real>1, size)
     return 2
 
 
@@ -306,31 +331,31 @@ cdef inline bint _fast_forward(const real* xn, const real* gp, real* outp, Py_ss
     fx = <real>floor(ux)
     fy = <real>floor(uy)
     fz = <real>floor(uz)
-    if not (fx >= 0 and fx + 1 < W and fy >= 0 and fy + 1 < H):
+    if not (fx >= 0 and fx + <real>1 < W and fy >= 0 and fy + <real>1 < H):
         return False
     tx = ux - fx
     ty = uy - fy
     if nd == 2:
         o = <Py_ssize_t>fy * W + <Py_ssize_t>fx
-        w[0] = (1 - ty) * (1 - tx)
-        w[1] = (1 - ty) * tx
-        w[2] = ty * (1 - tx)
+        w[0] = (<real>1 - ty) * (<real>1 - tx)
+        w[1] = (<real>1 - ty) * tx
+        w[2] = ty * (<real>1 - tx)
         w[3] = ty * tx
         for ch in range(C):
             xp = xn + ch * S + o
             outp[ch * P] = ((w[0] * xp[0] + w[1] * xp[1]) + w[2] * xp[W]) + w[3] * xp[W + 1]
         return True
-    if not (fz >= 0 and fz + 1 < D):
+    if not (fz >= 0 and fz + <real>1 < D):
         return False
     tz = uz - fz
     o = (<Py_ssize_t>fz * H + <Py_ssize_t>fy) * W + <Py_ssize_t>fx
-    w[0] = ((1 - tz) * (1 - ty)) * (1 - tx)
-    w[1] = ((1 - tz) * (1 - ty)) * tx
-    w[2] = ((1 - tz) * ty) * (1 - tx)
-    w[3] = ((1 - tz) * ty) * tx
-    w[4] = (tz * (1 - ty)) * (1 - tx)
-    w[5] = (tz * (1 - ty)) * tx
-    w[6] = (tz * ty) * (1 - tx)
+    w[0] = ((<real>1 - tz) * (<real>1 - ty)) * (<real>1 - tx)
+    w[1] = ((<real>1 - tz) * (<real>1 - ty)) * tx
+    w[2] = ((<real>1 - tz) * ty) * (<real>1 - tx)
+    w[3] = ((<real>1 - tz) * ty) * tx
+    w[4] = (tz * (<real>1 - ty)) * (<real>1 - tx)
+    w[5] = (tz * (<real>1 - ty)) * tx
+    w[6] = (tz * ty) * (<real>1 - tx)
     w[7] = (tz * ty) * tx
     for ch in range(C):
         xp = xn + ch * S + o
@@ -369,9 +394,9 @@ cdef inline bint _fast_backward(const real* gyp, const real* xn, const real* gp,
     fx = <real>floor(ux)
     fy = <real>floor(uy)
     fz = <real>floor(uz)
-    if not (fx >= 0 and fx + 1 < W and fy >= 0 and fy + 1 < H):
+    if not (fx >= 0 and fx + <real>1 < W and fy >= 0 and fy + <real>1 < H):
         return False
-    if nd == 3 and not (fz >= 0 and fz + 1 < D):
+    if nd == 3 and not (fz >= 0 and fz + <real>1 < D):
         return False
     tx = ux - fx
     ty = uy - fy
@@ -385,13 +410,13 @@ cdef inline bint _fast_backward(const real* gyp, const real* xn, const real* gp,
     offs[5] = HW + 1
     offs[6] = HW + W
     offs[7] = HW + W + 1
-    w[0] = ((1 - tz) * (1 - ty)) * (1 - tx)
-    w[1] = ((1 - tz) * (1 - ty)) * tx
-    w[2] = ((1 - tz) * ty) * (1 - tx)
-    w[3] = ((1 - tz) * ty) * tx
-    w[4] = (tz * (1 - ty)) * (1 - tx)
-    w[5] = (tz * (1 - ty)) * tx
-    w[6] = (tz * ty) * (1 - tx)
+    w[0] = ((<real>1 - tz) * (<real>1 - ty)) * (<real>1 - tx)
+    w[1] = ((<real>1 - tz) * (<real>1 - ty)) * tx
+    w[2] = ((<real>1 - tz) * ty) * (<real>1 - tx)
+    w[3] = ((<real>1 - tz) * ty) * tx
+    w[4] = (tz * (<real>1 - ty)) * (<real>1 - tx)
+    w[5] = (tz * (<real>1 - ty)) * tx
+    w[6] = (tz * ty) * (<real>1 - tx)
     w[7] = (tz * ty) * tx
     ax = 0
     ay = 0
@@ -405,17 +430,17 @@ cdef inline bint _fast_backward(const real* gyp, const real* xn, const real* gp,
                 v[1] = xp[1]
                 v[2] = xp[W]
                 v[3] = xp[W + 1]
-                ax = ax + gyc * ((1 - ty) * (v[1] - v[0]) + ty * (v[3] - v[2]))
-                ay = ay + gyc * ((1 - tx) * (v[2] - v[0]) + tx * (v[3] - v[1]))
+                ax = ax + gyc * ((<real>1 - ty) * (v[1] - v[0]) + ty * (v[3] - v[2]))
+                ay = ay + gyc * ((<real>1 - tx) * (v[2] - v[0]) + tx * (v[3] - v[1]))
             else:
                 for k in range(8):
                     v[k] = xp[offs[k]]
-                ax = ax + gyc * ((1 - tz) * ((1 - ty) * (v[1] - v[0]) + ty * (v[3] - v[2]))
-                                 + tz * ((1 - ty) * (v[5] - v[4]) + ty * (v[7] - v[6])))
-                ay = ay + gyc * ((1 - tz) * ((1 - tx) * (v[2] - v[0]) + tx * (v[3] - v[1]))
-                                 + tz * ((1 - tx) * (v[6] - v[4]) + tx * (v[7] - v[5])))
-                az = az + gyc * ((1 - ty) * ((1 - tx) * (v[4] - v[0]) + tx * (v[5] - v[1]))
-                                 + ty * ((1 - tx) * (v[6] - v[2]) + tx * (v[7] - v[3])))
+                ax = ax + gyc * ((<real>1 - tz) * ((<real>1 - ty) * (v[1] - v[0]) + ty * (v[3] - v[2]))
+                                 + tz * ((<real>1 - ty) * (v[5] - v[4]) + ty * (v[7] - v[6])))
+                ay = ay + gyc * ((<real>1 - tz) * ((<real>1 - tx) * (v[2] - v[0]) + tx * (v[3] - v[1]))
+                                 + tz * ((<real>1 - tx) * (v[6] - v[4]) + tx * (v[7] - v[5])))
+                az = az + gyc * ((<real>1 - ty) * ((<real>1 - tx) * (v[4] - v[0]) + tx * (v[5] - v[1]))
+                                 + ty * ((<real>1 - tx) * (v[6] - v[2]) + tx * (v[7] - v[3])))
         if gxn != NULL:
             gxp = gxn + ch * S + o
             if nd == 2:
@@ -644,10 +669,11 @@ cdef inline real* _ptr(real[::1] a) noexcept nogil:
 
 cdef inline void _forward_block_2d(const real* xn, const real* gp, real* outp, Py_ssize_t C,
                                    Py_ssize_t P, Py_ssize_t cnt, Py_ssize_t H, Py_ssize_t W,
-                                   int mode, int pad, int ac) noexcept nogil:
+                                   int mode, int pad, int ac, int isa) noexcept nogil:
     """``cnt`` <= SB_GS_BLOCK consecutive points of one sample (2-D, nearest or bilinear;
-    H, W >= 2): the vectorised loops of grid_block2d.h, then the general path for the
-    points with a tap outside (or reflected more than once)."""
+    H, W >= 2): the vectorised loops of grid_block2d.h (float32 with ``isa`` = 2:
+    grid_simd2d.h's AVX-512 pass), then the general path for the points with a tap outside (or
+    reflected more than once)."""
     cdef int32_t off[SB_GS_BLOCK]
     cdef real w0[SB_GS_BLOCK]
     cdef real w1[SB_GS_BLOCK]
@@ -675,7 +701,10 @@ cdef inline void _forward_block_2d(const real* xn, const real* gp, real* outp, P
         lo = <real>-0.5
         span_x = <real>W
         span_y = <real>H
-    if real is float:
+    if real is float and sb_gs2d_fused_f(isa, xn, gp, outp, C, H, W, P, cnt, nearest, pad, sx,
+                                         sy, shift, lo, span_x, span_y, ok, &all_ok):
+        pass
+    elif real is float:
         all_ok = sb_gs2d_coords_f(gp, cnt, H, W, sx, sy, shift, pad, lo, span_x, span_y,
                                   nearest, off, w0, w1, w2, w3, tx, ty, dx, dy, ok)
         sb_gs2d_gather_f(xn, C, H * W, W, outp, P, cnt, nearest, off, w0, w1, w2, w3)
@@ -687,6 +716,40 @@ cdef inline void _forward_block_2d(const real* xn, const real* gp, real* outp, P
         for j in range(cnt):
             if not ok[j]:
                 _forward_point(xn, gp + 2 * j, outp + j, C, H * W, P, 2, 1, H, W, mode, pad,
+                               ac)
+
+
+cdef inline void _forward_block_2d_cubic(const real* xn, const real* gp, real* outp,
+                                         Py_ssize_t C, Py_ssize_t P, Py_ssize_t cnt,
+                                         Py_ssize_t H, Py_ssize_t W, int pad,
+                                         int ac) noexcept nogil:
+    """The bicubic twin of _forward_block_2d (H, W >= 4): the 16 weights of each point
+    by grid_simd2d.h's vectorised coordinate loop, then its sums; the points with a tap
+    outside take the general path (where the padding acts per tap)."""
+    cdef int32_t off[SB_GS_BLOCK]
+    cdef real wt[16 * SB_GS_BLOCK]
+    cdef unsigned char ok[SB_GS_BLOCK]
+    cdef real sx, sy, shift
+    cdef int all_ok
+    cdef Py_ssize_t j
+    if ac:
+        sx = <real>(W - 1) * <real>0.5
+        sy = <real>(H - 1) * <real>0.5
+        shift = 0
+    else:
+        sx = <real>W * <real>0.5
+        sy = <real>H * <real>0.5
+        shift = <real>0.5
+    if real is float:
+        all_ok = sb_gs2d_cubic_coords_f(gp, cnt, H, W, sx, sy, shift, off, wt, ok)
+        sb_gs2d_scalar_cubic_f(xn, C, H * W, W, outp, P, cnt, off, wt)
+    else:
+        all_ok = sb_gs2d_cubic_coords_d(gp, cnt, H, W, sx, sy, shift, off, wt, ok)
+        sb_gs2d_scalar_cubic_d(xn, C, H * W, W, outp, P, cnt, off, wt)
+    if not all_ok:
+        for j in range(cnt):
+            if not ok[j]:
+                _forward_point(xn, gp + 2 * j, outp + j, C, H * W, P, 2, 1, H, W, BICUBIC, pad,
                                ac)
 
 
@@ -786,8 +849,12 @@ cdef inline void _backward_block_3d(const real* gyn, const real* xn, const real*
 
 def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N,
             Py_ssize_t C, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, int nd,
-            int mode, int pad, int ac, int nthreads):
-    """out[n, c, p] = sum over the taps of point p of weight * x[n, c, tap]."""
+            int mode, int pad, int ac, int nthreads, int isa=0):
+    """out[n, c, p] = sum over the taps of point p of weight * x[n, c, tap].
+
+    ``isa`` = 2 runs the 2-D nearest and bilinear float32 blocks on grid_simd2d.h's
+    AVX-512 pass (at most :func:`isa_available`; 0: the portable loops); the values
+    are the same."""
     cdef Py_ssize_t i, n, p
     cdef Py_ssize_t S = D * H * W
     cdef const real* xb = _cptr(x)
@@ -796,6 +863,7 @@ def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N
     cdef Py_ssize_t nb
     if N * P == 0:
         return
+    sb_clear_upper_state()
     if (nd == 2 and mode != BICUBIC and H >= 2 and W >= 2
             and S < 2147483647):  # the blocked path
         nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
@@ -804,7 +872,17 @@ def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N
                 n = i // nb
                 p = (i - n * nb) * SB_GS_BLOCK
                 _forward_block_2d(xb + n * C * S, gb + (n * P + p) * 2, ob + n * C * P + p, C,
-                                  P, min(SB_GS_BLOCK, P - p), H, W, mode, pad, ac)
+                                  P, min(SB_GS_BLOCK, P - p), H, W, mode, pad, ac, isa)
+        return
+    if nd == 2 and mode == BICUBIC and H >= 4 and W >= 4 and S < 2147483647:
+        nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
+        with nogil:
+            for i in prange(N * nb, schedule="static", num_threads=nthreads):
+                n = i // nb
+                p = (i - n * nb) * SB_GS_BLOCK
+                _forward_block_2d_cubic(xb + n * C * S, gb + (n * P + p) * 2,
+                                        ob + n * C * P + p, C, P, min(SB_GS_BLOCK, P - p), H,
+                                        W, pad, ac)
         return
     if (nd == 3 and mode != BICUBIC and D >= 2 and H >= 2 and W >= 2
             and S < 2147483647):  # the blocked 3-D path
@@ -941,9 +1019,10 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
     cdef Py_ssize_t* cur
     cdef Py_ssize_t m, nb, cnt
     cdef bint blocked = (mode != BICUBIC and H >= 2 and W >= 2 and S < 2147483647
-                         and (nd == 2 or D >= 2))
+                         and P < 2147483647 and (nd == 2 or D >= 2))
     if N * P == 0:
         return
+    sb_clear_upper_state()
     if gxb == NULL and blocked:  # grid gradient only, by blocks of points
         nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
         with nogil:

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ..._C import _grid_sample
+from ...runtime import simd
 from ...runtime.threads import kernel_threads
 
 # Aim for this many slabs per sample, so that a batch of one still fills up to 8
@@ -43,6 +44,13 @@ def push_bytes(grid) -> int:
     return 2 * np.dtype(np.intp).itemsize * math.prod(grid.shape[:-1])
 
 
+def simd_code() -> int:
+    """2 when the float32 2-D forward runs its AVX-512 pass (the ``avx512`` path of
+    :mod:`sandbox.runtime.simd` on a CPU that has it), else 0.  Both give the same
+    values."""
+    return 2 if simd.current().isa == "avx512" and _grid_sample.isa_available() == 2 else 0
+
+
 def forward(input, grid, mode, padding, align_corners):
     n, c, d, h, w, p, nd = _sizes(input, grid)
     out = np.empty((n, c, *grid.shape[1:-1]), input.dtype)
@@ -50,7 +58,7 @@ def forward(input, grid, mode, padding, align_corners):
         _grid_sample.forward(np.ascontiguousarray(input).reshape(-1),
                              np.ascontiguousarray(grid).reshape(-1), out.reshape(-1),
                              n, c, d, h, w, p, nd, mode, padding, int(align_corners),
-                             kernel_threads(out.size * 4))
+                             kernel_threads(out.size * 4), simd_code())
     return out
 
 
