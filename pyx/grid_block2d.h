@@ -102,22 +102,6 @@ SB_CLONES static void sb_gs2d_backward_##S(const T* restrict x, const T* restric
     for (Py_ssize_t c = 0; c < C; c++) {                                                    \
         const T* restrict xp = x + c * HW;                                                  \
         const T* restrict gyp = gy + c * P;                                                 \
-        T* gxp = gx ? gx + c * HW : 0;                                                      \
-        if (deriv && !nearest && gxp) { /* both in one visit of the points */               \
-            for (Py_ssize_t j = 0; j < n; j++) {                                            \
-                const Py_ssize_t o = off[j];                                                \
-                const T* restrict q = xp + o;                                               \
-                const T g = gyp[pts[j]];                                                    \
-                ax[j] = ax[j] + g * ((1 - ty[j]) * (q[1] - q[0]) + ty[j] * (q[W + 1] - q[W])); \
-                ay[j] = ay[j] + g * ((1 - tx[j]) * (q[W] - q[0]) + tx[j] * (q[W + 1] - q[1])); \
-                if (!ok[j]) continue;                                                       \
-                gxp[o] = gxp[o] + w0[j] * g;                                                \
-                gxp[o + 1] = gxp[o + 1] + w1[j] * g;                                        \
-                gxp[o + W] = gxp[o + W] + w2[j] * g;                                        \
-                gxp[o + W + 1] = gxp[o + W + 1] + w3[j] * g;                                \
-            }                                                                               \
-            continue;                                                                       \
-        }                                                                                   \
         if (deriv && !nearest) {                                                            \
             for (Py_ssize_t j = 0; j < n; j++) {                                            \
                 const T* restrict q = xp + off[j];                                          \
@@ -126,7 +110,8 @@ SB_CLONES static void sb_gs2d_backward_##S(const T* restrict x, const T* restric
                 ay[j] = ay[j] + g * ((1 - tx[j]) * (q[W] - q[0]) + tx[j] * (q[W + 1] - q[1])); \
             }                                                                               \
         }                                                                                   \
-        if (gxp) { /* the push, in point order (taps of different points may coincide) */   \
+        if (gx) { /* the push, in point order (taps of different points may coincide) */    \
+            T* gxp = gx + c * HW;                                                           \
             for (Py_ssize_t j = 0; j < n; j++) {                                            \
                 if (!ok[j]) continue;                                                       \
                 Py_ssize_t o = off[j];                                                      \
