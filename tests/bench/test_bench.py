@@ -10,6 +10,7 @@ from sandbox.bench import all_cases, main, select
 from sandbox.bench._compare import checksum, compare, drift
 from sandbox.bench._report import plot_ratios, results_table
 from sandbox.bench._timing import peak_memory, summarize, time_pair
+from tests.support.cli_helpers import assert_one_line_error, run_cli
 
 TINY = ["resize/nearest/a/fwd", "max_pool2d/16@64/bwd"]
 
@@ -308,3 +309,30 @@ def test_quick_classic_run_reports_flops_and_both_peaks(tmp_path, capsys):
         assert step["torch_peak_bytes"] > 0 and step["torch_agreement"] < 1e-3
     text = capsys.readouterr().out
     assert "GFLOP/s" in text and "%sgemm" in text and "torch MB" in text
+
+
+def test_bench_refuses_a_bad_save_name_before_running(tmp_path, capsys):
+    status, out, err = run_cli(capsys, "bench", "--quick", "--no-torch", "--save", "../x",
+                               "--filter", "resize/nearest/a/fwd", "--no-progress")
+    assert_one_line_error(status, err, "baseline name", "'../x'", command="bench")
+    assert out == ""  # nothing was timed
+    status, out, err = run_cli(capsys, "bench", "--quick", "--json", tmp_path / "no" / "x.json",
+                               "--filter", "resize/nearest/a/fwd")
+    assert_one_line_error(status, err, "does not exist", command="bench")
+
+
+def test_a_lucky_quiet_baseline_does_not_flag_normal_jitter():
+    from sandbox.bench import compare
+
+    def result(times):
+        from sandbox.bench._timing import summarize
+
+        return {"name": "c", "ours": summarize(np.array(times)).as_dict(), "checksum": []}
+
+    # Three repeats where two agree by chance: the MAD is ~0, the spread is not.
+    base = result([1.000, 1.001, 1.35])
+    now = result([1.20, 1.22, 1.25])
+    (delta,) = compare([base], [now])
+    assert not delta.slower, delta
+    (delta,) = compare([result([1.0, 1.01, 1.02])], [result([1.5, 1.52, 1.55])])
+    assert delta.slower  # a real slowdown still counts

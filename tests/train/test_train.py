@@ -3,11 +3,14 @@
 import json
 import os
 import signal
+import stat
+import warnings
 
 import numpy as np
 import pytest
 
 from sandbox.train import TrainConfig, Trainer, TrainingDiverged, TrainingInterrupted, checkpoint
+from tests.support.cli_helpers import TINY, assert_one_line_error, copy_run, messages, run_cli
 
 
 def tiny_config(out, **overrides):
@@ -262,3 +265,119 @@ def test_a_start_without_checkpoint_is_taken_over_with_a_notice(tmp_path, capsys
     assert len(log) == 2 and json.loads(log[0])["loss"]  # the new run's log only
     status, _, err = run_cli(capsys, "train", *TINY, "--steps", "1", "--out", run)
     assert status == 2 and "already holds a run" in err  # a real run is refused
+
+
+def _one_epoch_config(out, **overrides):
+    values = dict(data="shapes", image_size=16, depth=2, width=4, train_samples=8,
+                  val_samples=4, batch_size=4, epochs=1, progress=False, plots=False,
+                  out=str(out))
+    return TrainConfig(**{**values, **overrides})
+
+
+KILL_DURING_SAVE = """
+import os, signal, sys
+import numpy as np
+from sandbox import checkpoint
+os.replace = lambda *a: os.kill(os.getpid(), signal.SIGKILL)  # die between write and rename
+checkpoint.save({"w": np.zeros(100000)}, sys.argv[1])
+"""
+
+
+def test_temp_files_of_killed_saves_are_removed_at_the_next_start(finished_run, tmp_path, capsys):
+    import subprocess
+    import sys
+
+    from tests.support.cli_helpers import ROOT
+
+    run = copy_run(finished_run, tmp_path / "run")
+    result = subprocess.run([sys.executable, "-c", KILL_DURING_SAVE, str(run / "last.ckpt")],
+                            env={"PYTHONPATH": str(ROOT)}, capture_output=True)
+    assert result.returncode == -9
+    orphans = list(run.glob(".last.ckpt.*.tmp"))
+    assert len(orphans) == 1 and orphans[0].stat().st_size > 100_000
+    checkpoint.load(run / "last.ckpt")  # the checkpoint itself is intact
+    status, _, err = run_cli(capsys, "train", "--resume", "--out", run, "--quiet", "--no-plots")
+    assert status == 0, err
+    assert not list(run.glob("*.tmp")) and not list(run.glob(".*.tmp"))
+
+
+def test_a_new_run_refuses_an_existing_run_folder(finished_run, tmp_path, capsys):
+    run = copy_run(finished_run, tmp_path / "run")
+    before = (run / "log.jsonl").read_text()
+    status, _, err = run_cli(capsys, "train", "--steps", "1", "--out", run, *TINY)
+    assert_one_line_error(status, err, "already holds a run", "--resume", "--overwrite")
+    assert (run / "log.jsonl").read_text() == before
+    status, out, err = run_cli(capsys, "train", "--steps", "1", "--out", run, "--overwrite",
+                               *TINY)
+    assert status == 0, err
+    log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert max(e["step"] for e in log) == 1  # the old run's log is gone, not appended to
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    status, _, err = run_cli(capsys, "train", "--out", afile, *TINY)
+    assert_one_line_error(status, err, "is a file, not a folder")
+
+
+def test_two_runs_cannot_share_a_folder_at_once(tmp_path):
+    first = Trainer(_one_epoch_config(tmp_path))
+    with pytest.raises(ValueError, match="in use by another training run"):
+        Trainer(_one_epoch_config(tmp_path), overwrite=True)
+    first.fit()  # releases the folder when done
+    Trainer(_one_epoch_config(tmp_path), overwrite=True).close()
+
+
+def test_a_second_ctrl_c_ends_in_one_line(tmp_path, capsys, monkeypatch):
+    import signal
+
+    from sandbox.train import _interrupt
+
+    trainer = Trainer(_one_epoch_config(tmp_path))
+    previous = _interrupt.install_sigint(trainer)
+    try:
+        handler = signal.getsignal(signal.SIGINT)
+        handler(signal.SIGINT, None)  # first: finish the step, save, stop
+        with pytest.raises(KeyboardInterrupt, match="second Ctrl-C"):
+            handler(signal.SIGINT, None)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        trainer.close()
+    capsys.readouterr()
+
+    def interrupted(self):
+        raise KeyboardInterrupt("stopped at once by a second Ctrl-C; steps ... are lost")
+
+    monkeypatch.setattr(Trainer, "fit", interrupted)
+    status, _, err = run_cli(capsys, "train", "--steps", "1", "--out", tmp_path / "x", *TINY)
+    lines = messages(err)
+    assert status == 130 and len(lines) == 1 and "Traceback" not in err
+    assert lines[0].startswith("sandbox train: stopped at once by a second Ctrl-C")
+
+
+def test_nan_stop_message_comes_without_numpy_warnings(tmp_path):
+    trainer = Trainer(_one_epoch_config(tmp_path))
+    trainer.model.head.weight.numpy()[...] = 1e38  # overflows on the way to a NaN loss
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning would fail the test
+        with pytest.raises(TrainingDiverged, match="loss became"):
+            trainer.fit()
+
+
+def test_checkpoints_get_normal_file_permissions(tmp_path):
+    umask = os.umask(0o022)
+    try:
+        path = checkpoint.save({"w": np.zeros(2)}, tmp_path / "c.ckpt")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_predictions_plot_has_a_class_legend():
+    plt = pytest.importorskip("matplotlib.pyplot")
+    from sandbox.train._plots import _class_legend
+
+    fig = plt.figure()
+    _class_legend(fig, ("background", "disc", "square"))
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "background (no colour)", "disc", "square"]
+    plt.close(fig)
