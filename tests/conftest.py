@@ -71,3 +71,17 @@ def transforms(request):
 
     with simd.using(isa="auto" if request.param == "simd" else "portable"):
         yield request.param
+
+
+@pytest.fixture(scope="session")
+def finished_run(tmp_path_factory):
+    """A finished tiny shapes run (2 epochs of 2 steps): its folder holds last/best.ckpt.
+
+    Shared by the CLI, data and trainer tests; a test that changes the run works on a
+    copy (``tests.support.cli_helpers.copy_run``)."""
+    from sandbox.cli.commands import main
+    from tests.support.cli_helpers import TINY
+
+    out = tmp_path_factory.mktemp("trained") / "run"
+    assert main(["train", "--epochs", "2", "--out", str(out), *TINY]) == 0
+    return out

@@ -1,4 +1,5 @@
-"""conv2d / conv_transpose2d: kernels vs a numpy reference, threads, torch parity, gradients."""
+"""conv2d / conv_transpose2d and conv3d / conv_transpose3d: kernels vs a float64 numpy
+reference, threads, torch parity, gradients, validation."""
 
 import numpy as np
 import pytest
@@ -6,9 +7,12 @@ import pytest
 import sandbox
 import sandbox.functional as F
 from sandbox._C import _im2col
+from sandbox._C import _vol2col as kernels
 from sandbox.array import conv
-from sandbox.array._validate import pair
-from sandbox.autograd.gradcheck import gradcheck
+from sandbox.array._validate import pair, triple
+from sandbox.array.conv import _vol2col as loops
+from sandbox.array.conv import _winograd3d
+from sandbox.autograd.gradcheck import gradcheck, gradgradcheck
 
 # (N, C, H, W, O, kh, kw, stride, padding, dilation, groups)
 CASES = [
@@ -100,17 +104,6 @@ def _tol(dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", CASES, ids=_ids)
-def test_conv2d_matches_reference(case, dtype, rng):
-    x, w, b, s, p, d, g = _data(case, dtype, rng)
-    y = conv.conv2d(x, w, b, s, p, d, g)
-    assert y.dtype == dtype
-    np.testing.assert_allclose(
-        y, ref_conv2d(x.astype(float), w.astype(float), b, s, p, d, g), **_tol(dtype)
-    )
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("case", CASES, ids=_ids)
 def test_conv2d_backward_is_adjoint(case, dtype, rng):
     """<gy, conv(x, w)> = <gx, x> = <gw, w> (conv is bilinear), gb = sum gy."""
     x, w, b, s, p, d, g = _data(case, np.float64, rng)
@@ -163,29 +156,6 @@ def test_kernels_bitwise_equal_across_thread_counts(dtype, rng):
     assert np.isnan(folds[0]).sum() == 0
 
 
-@pytest.mark.parametrize("target", [1, 64])
-@pytest.mark.parametrize("case", [CASES[1], CASES[3], CASES[6]], ids=_ids)
-def test_conv_bitwise_equal_across_thread_counts(case, target, rng, monkeypatch):
-    """Chunks are fixed by the shapes; weight/bias partials are summed in chunk order."""
-    monkeypatch.setattr(conv.TUNING, "target_cols", target)
-    x, w, b, s, p, d, g = _data(case, np.float32, rng)
-    y0 = conv.conv2d(x, w, b, s, p, d, g)
-    gy = rng.standard_normal(y0.shape).astype(np.float32)
-    bt = rng.standard_normal(x.shape[1]).astype(np.float32)
-    results = []
-    for nt in (1, 2, 3):
-        monkeypatch.setattr(conv.TUNING, "kernel_threads", nt)
-        with sandbox.num_threads(nt):
-            y = conv.conv2d(x, w, b, s, p, d, g)
-            grads = conv.conv2d_backward(gy, x, w, s, p, d, g)
-            yt = conv.conv_transpose2d(gy, w, bt, s, p, 0, g, d)
-            tgrads = conv.conv_transpose2d_backward(np.cos(yt), gy, w, s, p, 0, g, d)
-        results.append((y, *grads, yt, *tgrads))
-    for other in results[1:]:
-        for a, c in zip(results[0], other, strict=True):
-            assert np.array_equal(a, c)
-
-
 def test_chunking_paths_agree(rng, monkeypatch):
     """Per-sample, partially batched and fully batched GEMM chunks give the same result."""
     x, w, b, s, p, d, g = _data((5, 4, 6, 6, 6, 3, 3, 1, 1, 1, 2), np.float64, rng)
@@ -220,30 +190,6 @@ def test_conv_transpose2d_gradcheck(case, rng):
     x, wt, b, *_ = _data((1, c, 4, 5, o, kh, kw, s, p, d, g), np.float64, rng, transposed=True)
     op = tuple(1 if si > 1 else 0 for si in pair(s, "s", 1))
     _gradcheck(lambda x_, w_, b_: F.conv_transpose2d(x_, w_, b_, s, p, op, g, d), [x, wt, b], rng)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("transposed", [False, True])
-@pytest.mark.parametrize("case", [CASES[0], CASES[1], CASES[2], CASES[3], CASES[6]], ids=_ids)
-def test_torch_parity(case, transposed, dtype, rng, torch):
-    x, w, b, s, p, d, g = _data(case, dtype, rng, transposed=transposed)
-    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
-    sx, sw_, sb = (sandbox.Tensor(a, requires_grad=True) for a in (x, w, b))
-    if transposed:
-        op = tuple(1 if si > 1 else 0 for si in pair(s, "s", 1))
-        ty = torch.nn.functional.conv_transpose2d(tx, tw, tb, s, p, op, g, d)
-        sy = F.conv_transpose2d(sx, sw_, sb, s, p, op, g, d)
-    else:
-        ty = torch.nn.functional.conv2d(tx, tw, tb, s, p, d, g)
-        sy = F.conv2d(sx, sw_, sb, s, p, d, g)
-    gy = rng.standard_normal(ty.shape).astype(dtype)
-    ty.backward(torch.tensor(gy))
-    (sy * sandbox.Tensor(gy)).sum().backward()
-    tol = _tol(dtype)
-    np.testing.assert_allclose(sy.numpy(), ty.detach().numpy(), **tol)
-    for st, tt in ((sx, tx), (sw_, tw), (sb, tb)):
-        assert st.grad.numpy().dtype == dtype
-        np.testing.assert_allclose(st.grad.numpy(), tt.grad.numpy(), **tol)
 
 
 def test_no_bias_and_partial_grads(rng):
@@ -575,3 +521,527 @@ def test_tuned_changes_only_the_calling_thread():
     with pytest.raises(TypeError, match="unknown conv tuning"):
         with conv.tuned(nope=1):
             pass
+
+
+# ----------------------------------------------------------------------------- 3-D
+# (N, C, (D, H, W), O, kernel, stride, padding, dilation, groups)
+CASES_3D = [
+    (2, 3, (5, 6, 7), 4, (3, 3, 3), 1, 1, 1, 1),
+    (2, 4, (6, 5, 7), 6, (3, 2, 3), (1, 2, 1), (1, 0, 2), (1, 1, 2), 2),
+    (1, 6, (4, 7, 5), 6, (2, 3, 2), (2, 1, 2), (0, 1, 1), (2, 1, 1), 3),
+    (3, 4, (3, 4, 5), 8, (1, 1, 1), 1, 0, 1, 1),  # pointwise
+    (2, 4, (5, 5, 5), 4, (1, 1, 1), 2, 1, 1, 2),  # 1x1x1 with stride and padding
+    (2, 2, (3, 3, 3), 3, (4, 4, 4), 1, 2, 1, 1),  # kernel larger than the input, padded
+    (9, 4, (2, 2, 3), 5, (3, 3, 3), 1, 1, 1, 1),  # several samples per chunk
+]
+
+# (N, C_in, (D, H, W), C_out, kernel, stride, padding, output_padding, groups, dilation)
+TCASES_3D = [
+    (2, 4, (3, 4, 3), 6, (2, 2, 2), 2, 0, 0, 1, 1),  # the UNet's upsampling
+    (2, 4, (3, 4, 5), 6, (3, 2, 3), (2, 2, 1), (1, 0, 1), (1, 0, 0), 2, (1, 2, 1)),
+    (1, 3, (4, 3, 3), 3, (3, 3, 3), 2, 1, 1, 3, 1),
+    (2, 2, (2, 3, 2), 4, (1, 1, 1), 1, 0, 0, 1, 1),  # pointwise
+    (1, 2, (3, 3, 3), 2, (2, 2, 2), 1, 0, (1, 0, 1), 1, 2),  # output_padding < dilation
+]
+
+
+def _ids_3d(case):
+    return "-".join(str(v).replace(" ", "") for v in case)
+
+
+def ref_conv3d(x, w, b, stride, padding, dilation, groups):
+    """Float64 reference from the definition: a sum over kernel taps of strided slices."""
+    s, p, d = triple(stride, "s", 1), triple(padding, "p", 0), triple(dilation, "d", 1)
+    n, c = x.shape[:2]
+    o, cg = w.shape[:2]
+    k = w.shape[2:]
+    out = [(x.shape[2 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(3)]
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), *[(pi, pi) for pi in p]))
+    y = np.zeros((n, o, *out))
+    og = o // groups
+    for g in range(groups):
+        xg = xp[:, g * cg:(g + 1) * cg]
+        for kz in range(k[0]):
+            for ki in range(k[1]):
+                for kj in range(k[2]):
+                    patch = xg[:, :,
+                               kz * d[0]:kz * d[0] + s[0] * (out[0] - 1) + 1:s[0],
+                               ki * d[1]:ki * d[1] + s[1] * (out[1] - 1) + 1:s[1],
+                               kj * d[2]:kj * d[2] + s[2] * (out[2] - 1) + 1:s[2]]
+                    y[:, g * og:(g + 1) * og] += np.einsum(
+                        "ncdhw,oc->nodhw", patch, w[g * og:(g + 1) * og, :, kz, ki, kj])
+    if b is not None:
+        y += b.reshape(1, -1, 1, 1, 1)
+    return y
+
+
+def ref_conv_transpose3d(x, w, b, stride, padding, output_padding, groups, dilation):
+    """Float64 reference: scatter every tap into a padded output, then crop."""
+    s, p, d = triple(stride, "s", 1), triple(padding, "p", 0), triple(dilation, "d", 1)
+    op = triple(output_padding, "op", 0)
+    n, c = x.shape[:2]
+    og = w.shape[1]
+    k = w.shape[2:]
+    size = x.shape[2:]
+    out = [(size[i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op[i] + 1 for i in range(3)]
+    full = np.zeros((n, og * groups, *[out[i] + 2 * p[i] for i in range(3)]))
+    cg = c // groups
+    for g in range(groups):
+        for kz in range(k[0]):
+            for ki in range(k[1]):
+                for kj in range(k[2]):
+                    full[:, g * og:(g + 1) * og,
+                         kz * d[0]:kz * d[0] + s[0] * (size[0] - 1) + 1:s[0],
+                         ki * d[1]:ki * d[1] + s[1] * (size[1] - 1) + 1:s[1],
+                         kj * d[2]:kj * d[2] + s[2] * (size[2] - 1) + 1:s[2]] += np.einsum(
+                        "ncdhw,co->nodhw", x[:, g * cg:(g + 1) * cg],
+                        w[g * cg:(g + 1) * cg, :, kz, ki, kj])
+    y = full[:, :, p[0]:p[0] + out[0], p[1]:p[1] + out[1], p[2]:p[2] + out[2]]
+    if b is not None:
+        y = y + b.reshape(1, -1, 1, 1, 1)
+    return y
+
+
+def _data_3d(case, dtype, rng):
+    n, c, size, o, k, s, p, d, g = case
+    x = rng.standard_normal((n, c, *size)).astype(dtype)
+    w = rng.standard_normal((o, c // g, *k)).astype(dtype)
+    b = rng.standard_normal(o).astype(dtype)
+    return x, w, b, s, p, d, g
+
+
+def _tdata_3d(case, dtype, rng):
+    n, c, size, o, k, s, p, op, g, d = case
+    x = rng.standard_normal((n, c, *size)).astype(dtype)
+    w = rng.standard_normal((c, o // g, *k)).astype(dtype)
+    b = rng.standard_normal(o).astype(dtype)
+    return x, w, b, s, p, op, g, d
+
+
+def _vjp(fn, args, gy, eps_args):
+    """Reference gradients of <fn(args), gy> by the linearity of fn in each of ``eps_args``."""
+    grads = []
+    for i in eps_args:
+        arr = args[i]
+        flat = np.zeros(arr.size)
+        for j in range(arr.size):
+            e = np.zeros(arr.size)
+            e[j] = 1.0
+            probe = list(args)
+            probe[i] = e.reshape(arr.shape)
+            if len(probe) > 2:
+                probe[2] = None  # bias does not depend on x or w
+            flat[j] = np.sum(fn(*probe) * gy)
+        grads.append(flat.reshape(arr.shape))
+    return grads
+
+
+@pytest.mark.parametrize("case", CASES_3D[:3] + CASES_3D[4:5], ids=_ids_3d)
+def test_conv3d_backward_matches_reference(case, rng):
+    x, w, b, s, p, d, g = _data_3d(case, np.float64, rng)
+    x, w = x[:1, :, :4, :4, :4].copy(), w  # keep the probe loops small
+    y = conv.conv3d(x, w, b, s, p, d, g)
+    gy = rng.standard_normal(y.shape)
+    gx, gw, gb = conv.conv3d_backward(gy, x, w, s, p, d, g)
+
+    def fn(xx, ww, _b):
+        return ref_conv3d(xx, ww, None, s, p, d, g)
+
+    rx, rw = _vjp(fn, [x, w, None], gy, (0, 1))
+    np.testing.assert_allclose(gx, rx, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(gw, rw, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(gb, gy.sum(axis=(0, 2, 3, 4)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", TCASES_3D, ids=_ids_3d)
+def test_conv_transpose3d_matches_reference(case, dtype, rng):
+    x, w, b, s, p, op, g, d = _tdata_3d(case, dtype, rng)
+    y = conv.conv_transpose3d(x, w, b, s, p, op, g, d)
+    ref = ref_conv_transpose3d(x, w, b, s, p, op, g, d)
+    assert y.dtype == dtype and y.shape == ref.shape
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(y, ref, rtol=tol, atol=tol)
+    assert y.shape[2:] == conv.conv_transpose3d_output_size(x.shape[2:], w.shape[2:], s, p, op, d)
+
+
+@pytest.mark.parametrize("case", TCASES_3D, ids=_ids_3d)
+def test_conv_transpose3d_is_the_adjoint(case, rng):
+    """<conv_transpose3d(x), y> = <x, conv3d(y)> and the backward of each is the other."""
+    x, w, _, s, p, op, g, d = _tdata_3d(case, np.float64, rng)
+    yt = conv.conv_transpose3d(x, w, None, s, p, op, g, d)
+    gy = rng.standard_normal(yt.shape)
+    gx, gw, gb = conv.conv_transpose3d_backward(gy, x, w, s, p, op, g, d)
+    cx = conv.conv3d(gy, w, None, s, p, d, g)[:, :, :x.shape[2], :x.shape[3], :x.shape[4]]
+    np.testing.assert_allclose(gx, cx, rtol=1e-12, atol=1e-12)
+    assert np.sum(yt * gy) == pytest.approx(np.sum(x * gx), rel=1e-12)
+    # the weight gradient of the transposed conv is the weight gradient of the conv,
+    # with the roles of input and output gradient swapped
+    # (x zero-padded where output_padding >= stride leaves planes no input reaches)
+    full = conv.conv3d_output_size(gy.shape[2:], w.shape[2:], s, p, d)
+    xpad = np.pad(x, ((0, 0), (0, 0), *[(0, full[i] - x.shape[2 + i]) for i in range(3)]))
+    _, cw, _ = conv.conv3d_backward(xpad, gy, w, s, p, d, g, needs=(False, True, False))
+    np.testing.assert_allclose(gw, cw, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gb, gy.sum(axis=(0, 2, 3, 4)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_vol2col_kernels_bitwise_equal_across_thread_counts(dtype, rng):
+    x = rng.standard_normal((3, 4, 6, 7, 5)).astype(dtype)
+    geom = (3, 2, 2, 2, 1, 1, 1, 1, 0, 1, 1, 2)
+    do, ho, wo = conv.conv3d_output_size(x.shape[2:], (3, 2, 2), (2, 1, 1), (1, 1, 0), (1, 1, 2))
+    cols, folds = [], []
+    for nt in (1, 2, 3):
+        col = np.empty((4 * 12, 2 * do * ho * wo), dtype=dtype)
+        kernels.vol2col(x, col, 1, 2, 0, do, *geom, ho, wo, nt)
+        cols.append(col)
+        back = np.full(x.shape, np.nan, dtype=dtype)
+        kernels.col2vol(col, back, 1, 2, 0, do, *geom, ho, wo, True, nt)
+        folds.append(back[1:])
+    for other in cols[1:]:
+        assert np.array_equal(cols[0], other)
+    for other in folds[1:]:
+        assert np.array_equal(folds[0], other)
+    assert not np.isnan(folds[0]).any()
+
+
+def test_slabs_of_depth_planes_match_whole_samples(rng, monkeypatch):
+    """Columns of one sample above TUNING.max_slab_bytes are built in slabs of output planes."""
+    x, w, b, s, p, d, g = _data_3d(CASES_3D[1], np.float64, rng)
+    y0 = conv.conv3d(x, w, b, s, p, d, g)
+    gy = rng.standard_normal(y0.shape)
+    whole = (y0, *conv.conv3d_backward(gy, x, w, s, p, d, g),
+             conv.conv_transpose3d(gy, w, None, s, p, 0, g, d))
+    plane = (x.shape[1] * 18) * y0.shape[3] * y0.shape[4] * 8  # bytes of one plane's columns
+    monkeypatch.setattr(conv.TUNING, "max_slab_bytes", 4 * plane)  # slabs of 4 and 2 planes
+    assert loops._plan(2, y0.shape[2:], x.shape[1] * 18, 8, False) == (1, 4)
+    assert y0.shape[2] == 6
+    slabbed = (conv.conv3d(x, w, b, s, p, d, g), *conv.conv3d_backward(gy, x, w, s, p, d, g),
+               conv.conv_transpose3d(gy, w, None, s, p, 0, g, d))
+    for u, v in zip(whole, slabbed, strict=True):
+        np.testing.assert_allclose(u, v, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(slabbed[0], ref_conv3d(x, w, b, s, p, d, g), rtol=1e-12,
+                               atol=1e-12)
+
+
+def _leaves(rng, *shapes):
+    return tuple(sandbox.Tensor(rng.standard_normal(s), requires_grad=True) for s in shapes)
+
+
+def test_gradcheck_conv3d(rng):
+    args = _leaves(rng, (2, 4, 4, 3, 5), (2, 2, 2, 3, 2), (2,))
+    assert gradcheck(lambda x, w, b: F.conv3d(x, w, b, (2, 1, 1), (1, 1, 0), (1, 1, 2), 2), args)
+
+
+def test_gradcheck_conv_transpose3d(rng):
+    args = _leaves(rng, (1, 2, 2, 3, 2), (2, 3, 2, 2, 3), (3,))
+    assert gradcheck(
+        lambda x, w, b: F.conv_transpose3d(x, w, b, 2, (0, 1, 1), (1, 0, 1), 1, (1, 1, 2)), args)
+
+
+def test_gradgradcheck_conv3d(rng):
+    args = _leaves(rng, (1, 2, 3, 4, 3), (2, 1, 2, 3, 2), (2,))
+    assert gradgradcheck(lambda x, w, b: F.conv3d(x, w, b, (1, 2, 1), 1, 1, 2), args)
+
+
+def test_gradgradcheck_conv_transpose3d(rng):
+    args = _leaves(rng, (1, 2, 2, 2, 3), (2, 2, 2, 2, 2), (4,))
+    assert gradgradcheck(
+        lambda x, w, b: F.conv_transpose3d(x, w, b, 2, (1, 0, 0), (1, 1, 0), 2, 1), args)
+
+
+def test_second_derivative_matches_torch(rng, torch):
+    """Gradient of |d loss / dx|^2 with respect to the weight, against torch (float64)."""
+    x, w = rng.standard_normal((1, 2, 4, 3, 4)), rng.standard_normal((2, 2, 3, 2, 3))
+    results = []
+    for lib, make, grad in (
+        (F, lambda a: sandbox.Tensor(a, requires_grad=True), sandbox.autograd.grad),
+        (torch.nn.functional, lambda a: torch.tensor(a, requires_grad=True), torch.autograd.grad),
+    ):
+        tx, tw = make(x), make(w)
+        y = lib.conv3d(tx, tw, None, (2, 1, 1), 1)
+        y = lib.conv_transpose3d(lib.tanh(y), tw, None, (2, 1, 1), 1)
+        (gx,) = grad((y * y).sum(), [tx], create_graph=True)
+        (gw,) = grad((gx * gx).sum(), [tw])
+        results.append(gw.numpy() if isinstance(gw, sandbox.Tensor) else gw.numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-10, atol=1e-10)
+
+
+def test_plain_backward_calls_the_array_kernels(rng, monkeypatch):
+    calls = []
+    real = conv.conv_backward
+    monkeypatch.setattr(conv, "conv_backward", lambda *a, **k: calls.append(1) or real(*a, **k))
+    sx, sw = _leaves(rng, (1, 2, 3, 3, 3), (2, 2, 2, 2, 2))
+    F.conv3d(sx, sw).sum().backward()
+    assert calls and sx.grad is not None
+
+
+@pytest.mark.parametrize(
+    "make, exc, match",
+    [
+        (lambda: conv.conv3d(np.zeros((1, 2, 3, 3)), np.zeros((1, 2, 1, 1, 1))),
+         ValueError, r"input must be 5-D \(N, C, D, H, W\)"),
+        (lambda: conv.conv3d(np.zeros((1, 2, 3, 3, 3)), np.zeros((1, 2, 1, 1))),
+         ValueError, "weight must be 5-D"),
+        (lambda: conv.conv3d(np.zeros((1, 2, 3, 3, 3), np.int64), np.zeros((1, 2, 1, 1, 1))),
+         TypeError, "input must have dtype float32 or float64"),
+        (lambda: conv.conv3d(np.zeros((1, 2, 3, 3, 3)), np.zeros((1, 2, 1, 1, 1), np.float32)),
+         TypeError, "weight dtype float32 does not match input dtype float64"),
+        (lambda: conv.conv3d(np.zeros((1, 2, 3, 3, 3)), np.zeros((1, 3, 1, 1, 1))),
+         ValueError, "expects 3 input channels"),
+        (lambda: conv.conv3d(np.zeros((1, 2, 3, 3, 3)), np.zeros((1, 1, 1, 1, 1)), groups=2),
+         ValueError, "groups=2 must divide the output channels"),
+        (lambda: conv.conv3d(np.zeros((1, 2, 3, 3, 3)), np.zeros((2, 2, 1, 1, 1)), groups=0),
+         ValueError, "groups must be a positive int"),
+        (lambda: conv.conv3d(np.zeros((1, 2, 3, 3, 3)), np.zeros((2, 2, 1, 1, 1)), stride=(1, 2)),
+         TypeError, "stride must be an int or a triple of ints"),
+        (lambda: conv.conv3d(np.zeros((1, 2, 3, 3, 3)), np.zeros((2, 2, 1, 1, 1)), stride=0),
+         ValueError, "stride must be positive"),
+        (lambda: conv.conv3d(np.zeros((1, 2, 3, 3, 3)), np.zeros((2, 2, 1, 1, 1)), padding=-1),
+         ValueError, "padding must be non-negative"),
+        (lambda: conv.conv3d(np.zeros((1, 2, 3, 3, 3)), np.zeros((2, 2, 5, 1, 1))),
+         ValueError, "output size .* is not positive"),
+        (lambda: conv.conv3d(np.zeros((1, 2, 3, 3, 3)), np.zeros((2, 2, 1, 1, 1)),
+                             np.zeros(3)),
+         ValueError, r"bias must have shape \(2,\)"),
+        (lambda: conv.conv_transpose3d(np.zeros((1, 2, 3, 3, 3)), np.zeros((3, 2, 1, 1, 1))),
+         ValueError, "expects 3 input channels"),
+        (lambda: conv.conv_transpose3d(np.zeros((1, 2, 3, 3, 3)), np.zeros((2, 2, 2, 2, 2)),
+                                       stride=2, output_padding=2),
+         ValueError, "output_padding .* must be smaller than either stride"),
+        (lambda: conv.conv3d_backward(np.zeros((1, 2, 2, 2, 2)), np.zeros((1, 2, 3, 3, 3)),
+                                      np.zeros((2, 2, 1, 1, 1))),
+         ValueError, r"grad_output must have shape \(1, 2, 3, 3, 3\)"),
+        (lambda: F.conv3d(np.zeros((1, 2, 3, 3, 3)), sandbox.Tensor(np.zeros((2, 2, 1, 1, 1)))),
+         TypeError, "input must be a sandbox.Tensor"),
+    ],
+)
+def test_conv3d_validation(make, exc, match):
+    with pytest.raises(exc, match=match):
+        make()
+
+
+@pytest.mark.parametrize("op", ["conv3d", "conv_transpose3d"])
+def test_plain_and_create_graph_backward_agree_and_take_strided_gradients(op, rng):
+    """The first gradient is the same whether the backward runs the kernels (plain) or
+    the differentiable Functions (create_graph), and for a non-contiguous incoming gradient."""
+    sx, sw, sb = _leaves(rng, (2, 2, 3, 4, 3), (2, 2, 2, 3, 2), (2,))
+
+    def fn():
+        if op == "conv3d":
+            return F.conv3d(sx, sw, sb, (1, 2, 1), 1, (2, 1, 1))
+        return F.conv_transpose3d(sx, sw, sb, 2, (1, 0, 1), (1, 1, 0), 1, 1)
+
+    y = fn()
+    r = rng.standard_normal(y.shape[::-1])
+    plain = sandbox.autograd.grad((fn() * sandbox.Tensor(np.ascontiguousarray(r.T))).sum(),
+                                  [sx, sw, sb])
+    strided = sandbox.autograd.grad((y.permute(4, 3, 2, 1, 0) * sandbox.Tensor(r)).sum(),
+                                    [sx, sw, sb])
+    graph = sandbox.autograd.grad((fn() * sandbox.Tensor(r.T)).sum(), [sx, sw, sb],
+                                  create_graph=True)
+    for a, b, c in zip(plain, strided, graph, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        np.testing.assert_allclose(a.numpy(), c.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_tuned_reaches_the_3d_slab_limit(rng):
+    """The 3-D column limit is a field of ConvTuning, so ``tuned()`` changes the plan."""
+    rows, out = 16 * 27, (8, 16, 16)
+    plane = rows * 16 * 16 * 4
+    assert loops._plan(2, out, rows, 4, False) == (1, 8)  # 8 MiB: a whole sample
+    with conv.tuned(max_slab_bytes=3 * plane):
+        assert conv.TUNING.max_slab_bytes == 3 * plane
+        assert loops._plan(2, out, rows, 4, False) == (1, 3)
+    assert conv.TUNING.max_slab_bytes == 8 * 2**20
+
+
+# ------------------------------------------------------------ Winograd 3x3x3 (3-D)
+# 3x3x3 convolutions by 2-D Winograd summed over depth (``sandbox.array.conv._winograd3d``).
+#
+# Compared with the vol2col + GEMM path (float64, where both are exact to rounding)
+# and in float32 within the Winograd tolerance, for every padding the path accepts,
+# both tile sizes, forward, input and weight gradients and bias; results must not
+# depend on the thread count.
+
+WINOGRAD3D_FORCE = dict(winograd_min_channels=1, winograd_min_channels_weight_grad=1,
+                        winograd_min_pixels=1, winograd_min_pixels_input_grad=1,
+                        winograd_min_pixels_weight_grad=1)
+
+
+def _winograd3d_data(rng, n, c, o, size, dtype):
+    x = rng.standard_normal((n, c, *size)).astype(dtype)
+    w = (rng.standard_normal((o, c, 3, 3, 3)) / np.sqrt(27 * c)).astype(dtype)
+    b = rng.standard_normal(o).astype(dtype)
+    return x, w, b
+
+
+def _winograd3d_run(x, w, b, pad):
+    y = conv.conv3d(x, w, b, 1, pad)
+    gy = np.random.default_rng(7).standard_normal(y.shape).astype(x.dtype)
+    return (y, *conv.conv3d_backward(gy, x, w, 1, pad))
+
+
+@pytest.mark.parametrize("f4", [0, 1])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("pad,size", [
+    ((1, 1, 1), (5, 6, 7)),
+    ((0, 0, 0), (4, 5, 6)),
+    ((2, 1, 0), (3, 7, 5)),
+    ((1, 2, 2), (1, 4, 4)),   # one plane: only the centre depth tap
+    ((0, 1, 2), (9, 3, 9)),
+])
+def test_winograd3d_matches_vol2col(pad, size, dtype, f4, rng, monkeypatch, transforms):
+    calls = []
+    for name in ("conv3x3x3", "conv3x3x3_weight_grad"):
+        original = getattr(_winograd3d, name)
+        monkeypatch.setattr(_winograd3d, name,
+                            lambda *a, _f=original, **k: calls.append(1) or _f(*a, **k))
+    x, w, b = _winograd3d_data(rng, 2, 3, 4, size, dtype)
+    with conv.tuned(**WINOGRAD3D_FORCE, winograd_f4_min_pixels=f4,
+                    winograd_f4_min_pixels_weight_grad=f4, winograd_target_tiles=8):
+        got = _winograd3d_run(x, w, b, pad)
+    assert len(calls) == 3, "the Winograd path was not taken for forward, dx and dw"
+    with conv.tuned(winograd=False):
+        want = _winograd3d_run(*(a.astype(np.float64) for a in (x, w, b)), pad)
+    tol = dict(rtol=1e-10, atol=1e-10) if dtype == np.float64 else dict(rtol=1e-4, atol=1e-4)
+    for g, e in zip(got, want, strict=True):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, e, **tol)
+
+
+def test_winograd3d_takes_the_unet_layer_shapes_by_default(rng, monkeypatch):
+    calls = []
+    original = _winograd3d.conv3x3x3
+    monkeypatch.setattr(_winograd3d, "conv3x3x3",
+                        lambda *a, **k: calls.append(1) or original(*a, **k))
+    x, w, b = _winograd3d_data(rng, 1, 16, 16, (8, 8, 8), np.float32)
+    conv.conv3d(x, w, b, 1, 1)
+    assert calls
+    x, w, b = _winograd3d_data(rng, 1, 4, 16, (8, 8, 8), np.float32)
+    conv.conv3d(x, w, b, 1, 1)  # 4 input channels: vol2col
+    assert len(calls) == 1
+
+
+def test_winograd3d_bitwise_equal_across_thread_counts(rng):
+    x, w, b = _winograd3d_data(rng, 3, 16, 16, (6, 10, 10), np.float32)
+    results = []
+    with conv.tuned(winograd_target_tiles=16):
+        for nt in (1, 2, 3):
+            with sandbox.num_threads(nt):
+                results.append(_winograd3d_run(x, w, b, (1, 1, 1)))
+    for other in results[1:]:
+        for a, c in zip(results[0], other, strict=True):
+            assert np.array_equal(a, c)
+
+
+# ------------------------------------------------------------------ both ranks (spatial_dims)
+
+
+def _forward_cases(cases_2d, cases_3d):
+    return [*[pytest.param(2, c, id=f"2d-{_ids(c)}") for c in cases_2d],
+            *[pytest.param(3, c, id=f"3d-{_ids_3d(c)}") for c in cases_3d]]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("spatial_dims, case", _forward_cases(CASES, CASES_3D))
+def test_conv_matches_reference(spatial_dims, case, dtype, rng):
+    if spatial_dims == 2:
+        x, w, b, s, p, d, g = _data(case, dtype, rng)
+        y = conv.conv2d(x, w, b, s, p, d, g)
+        ref = ref_conv2d(x.astype(float), w.astype(float), b, s, p, d, g)
+        tol = _tol(dtype)
+    else:
+        x, w, b, s, p, d, g = _data_3d(case, dtype, rng)
+        y = conv.conv3d(x, w, b, s, p, d, g)
+        ref = ref_conv3d(x, w, b, s, p, d, g)
+        tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    assert y.dtype == dtype and y.shape == ref.shape
+    np.testing.assert_allclose(y, ref, **tol)
+    if spatial_dims == 3:
+        assert y.shape[2:] == conv.conv3d_output_size(x.shape[2:], w.shape[2:], s, p, d)
+
+
+#: (spatial_dims, case, TUNING.target_cols, TUNING.max_slab_bytes or None to leave it)
+BITWISE_CASES = [
+    *[pytest.param(2, case, target, None, id=f"2d-{_ids(case)}-t{target}")
+      for case in (CASES[1], CASES[3], CASES[6]) for target in (1, 64)],
+    # 3-D: one sample per chunk or all in one; whole samples or slabs of planes
+    *[pytest.param(3, case, target, max_bytes, id=f"3d-{_ids_3d(case)}-t{target}-b{max_bytes}")
+      for case in (CASES_3D[1], CASES_3D[6]) for target in (64, 100_000)
+      for max_bytes in (2**25, 3000)],
+]
+
+
+@pytest.mark.parametrize("spatial_dims, case, target, max_bytes", BITWISE_CASES)
+def test_ops_bitwise_equal_across_thread_counts(spatial_dims, case, target, max_bytes, rng,
+                                                monkeypatch):
+    """Chunks are fixed by the shapes; weight/bias partials are summed in chunk order."""
+    monkeypatch.setattr(conv.TUNING, "target_cols", target)
+    if max_bytes is not None:
+        monkeypatch.setattr(conv.TUNING, "max_slab_bytes", max_bytes)
+    nd = spatial_dims
+    forward, backward = getattr(conv, f"conv{nd}d"), getattr(conv, f"conv{nd}d_backward")
+    transpose = getattr(conv, f"conv_transpose{nd}d")
+    transpose_backward = getattr(conv, f"conv_transpose{nd}d_backward")
+    x, w, b, s, p, d, g = (_data if nd == 2 else _data_3d)(case, np.float32, rng)
+    y0 = forward(x, w, b, s, p, d, g)
+    gy = rng.standard_normal(y0.shape).astype(np.float32)
+    bt = rng.standard_normal(x.shape[1]).astype(np.float32)
+    results = []
+    for nt in (1, 2, 3):
+        monkeypatch.setattr(conv.TUNING, "kernel_threads", nt)
+        with sandbox.num_threads(nt):
+            y = forward(x, w, b, s, p, d, g)
+            grads = backward(gy, x, w, s, p, d, g)
+            yt = transpose(gy, w, bt, s, p, 0, g, d)
+            tgrads = transpose_backward(np.cos(yt), gy, w, s, p, 0, g, d)
+        results.append((y, *grads, yt, *tgrads))
+    for other in results[1:]:
+        for u, v in zip(results[0], other, strict=True):
+            assert np.array_equal(u, v)
+    ref = (ref_conv2d(x.astype(float), w.astype(float), b, s, p, d, g) if nd == 2
+           else ref_conv3d(x, w, b, s, p, d, g))
+    np.testing.assert_allclose(results[0][0], ref, rtol=1e-4, atol=1e-4)
+
+
+#: (spatial_dims, case, transposed): the 3-D transposed cases have their own layout
+PARITY_CASES = [
+    *[pytest.param(2, case, transposed, id=f"2d-{_ids(case)}-{'t' if transposed else 'c'}")
+      for case in (CASES[0], CASES[1], CASES[2], CASES[3], CASES[6])
+      for transposed in (False, True)],
+    *[pytest.param(3, case, False, id=f"3d-{_ids_3d(case)}-c") for case in CASES_3D],
+    *[pytest.param(3, case, True, id=f"3d-{_ids_3d(case)}-t") for case in TCASES_3D],
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("spatial_dims, case, transposed", PARITY_CASES)
+def test_torch_parity(spatial_dims, case, transposed, dtype, rng, torch):
+    nd = spatial_dims
+    if nd == 2:
+        x, w, b, s, p, d, g = _data(case, dtype, rng, transposed=transposed)
+        op = tuple(1 if si > 1 else 0 for si in pair(s, "s", 1))
+        tol = _tol(dtype)
+    elif transposed:
+        x, w, b, s, p, op, g, d = _tdata_3d(case, dtype, rng)
+    else:
+        x, w, b, s, p, d, g = _data_3d(case, dtype, rng)
+    if nd == 3:
+        tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-11)
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    sx, sw_, sb = (sandbox.Tensor(a, requires_grad=True) for a in (x, w, b))
+    if transposed:
+        name = f"conv_transpose{nd}d"
+        ty = getattr(torch.nn.functional, name)(tx, tw, tb, s, p, op, g, d)
+        sy = getattr(F, name)(sx, sw_, sb, s, p, op, g, d)
+    else:
+        ty = getattr(torch.nn.functional, f"conv{nd}d")(tx, tw, tb, s, p, d, g)
+        sy = getattr(F, f"conv{nd}d")(sx, sw_, sb, s, p, d, g)
+    gy = rng.standard_normal(ty.shape).astype(dtype)
+    ty.backward(torch.tensor(gy))
+    (sy * sandbox.Tensor(gy)).sum().backward()
+    np.testing.assert_allclose(sy.numpy(), ty.detach().numpy(), **tol)
+    for st, tt in ((sx, tx), (sw_, tw), (sb, tb)):
+        assert st.grad.numpy().dtype == dtype
+        np.testing.assert_allclose(st.grad.numpy(), tt.grad.numpy(), **tol)

@@ -1,4 +1,9 @@
-"""batch_norm / group_norm: torch parity (values, grads, running stats), gradients, validation."""
+"""batch_norm / group_norm: torch parity (values, grads, running stats), gradients, validation.
+
+The array ops view any (N, C, ...) input as (N, C, L), so 5-D (N, C, D, H, W) volumes
+need no code of their own; the parity tests run the 2-D (and 0-D, 1-D) inputs and a
+volume through the same checks, and the volume tests below pin the rest down.
+"""
 
 import numpy as np
 import pytest
@@ -6,18 +11,49 @@ import pytest
 import sandbox
 import sandbox.functional as F
 from sandbox.array import norm
-from sandbox.autograd.gradcheck import gradcheck
+from sandbox.autograd.gradcheck import gradcheck, gradgradcheck
+
+SHAPE_3D = (3, 4, 3, 5, 6)
 
 
 def _tol(dtype):
     return dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-11)
 
 
+def _weight_tol(spatial_dims, dtype):
+    """Tolerance of the weight and bias gradients: the volume's are as tight as the rest."""
+    if spatial_dims == 3:
+        return _tol(dtype)
+    return dict(rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-4)
+
+
+#: (spatial_dims, shape, affine, momentum, eps); "2" stands for the inputs of up to 2
+#: spatial dimensions (an image, a sequence and plain features)
+BATCH_NORM_CASES = [
+    *[(2, shape, affine, 0.2, 1e-4) for shape in [(4, 6, 5, 7), (8, 3), (2, 4, 9)]
+      for affine in (True, False)],
+    (3, SHAPE_3D, True, 0.1, 1e-5),
+]
+
+#: (spatial_dims, shape, groups, affine, scale, offset) of the input x * scale + offset
+GROUP_NORM_CASES = [
+    *[(2, shape, groups, affine, 3, -1)
+      for shape, groups in [((3, 6, 5, 7), 3), ((2, 4, 9), 4), ((2, 6, 4, 4), 1)]
+      for affine in (True, False)],
+    *[(3, SHAPE_3D, groups, True, 2, -1) for groups in (1, 2, 4)],
+]
+
+
+def _case_id(case):
+    return "-".join(str(v).replace(" ", "") for v in case)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("training", [True, False])
-@pytest.mark.parametrize("shape", [(4, 6, 5, 7), (8, 3), (2, 4, 9)])
-@pytest.mark.parametrize("affine", [True, False])
-def test_batch_norm_torch_parity(shape, training, affine, dtype, rng, torch):
+@pytest.mark.parametrize("spatial_dims, shape, affine, momentum, eps", BATCH_NORM_CASES,
+                         ids=map(_case_id, BATCH_NORM_CASES))
+def test_batch_norm_torch_parity(spatial_dims, shape, affine, momentum, eps, training, dtype,
+                                 rng, torch):
     c = shape[1]
     x = (rng.standard_normal(shape) * 2 + 1).astype(dtype)
     w = rng.standard_normal(c).astype(dtype) if affine else None
@@ -31,8 +67,8 @@ def test_batch_norm_torch_parity(shape, training, affine, dtype, rng, torch):
     tb = torch.tensor(b, requires_grad=True) if affine else None
     sw = sandbox.Tensor(w, requires_grad=True) if affine else None
     sb = sandbox.Tensor(b, requires_grad=True) if affine else None
-    ty = torch.nn.functional.batch_norm(tx, trm, trv, tw, tb, training, 0.2, 1e-4)
-    sy = F.batch_norm(sx, rm, rv, sw, sb, training, 0.2, 1e-4)
+    ty = torch.nn.functional.batch_norm(tx, trm, trv, tw, tb, training, momentum, eps)
+    sy = F.batch_norm(sx, rm, rv, sw, sb, training, momentum, eps)
     gy = rng.standard_normal(shape).astype(dtype)
     ty.backward(torch.tensor(gy))
     (sy * sandbox.Tensor(gy)).sum().backward()
@@ -43,18 +79,19 @@ def test_batch_norm_torch_parity(shape, training, affine, dtype, rng, torch):
     np.testing.assert_allclose(rm, trm.numpy(), **tol)
     np.testing.assert_allclose(rv, trv.numpy(), **tol)
     if affine:
-        np.testing.assert_allclose(sw.grad.numpy(), tw.grad.numpy(), rtol=1e-4 if dtype ==
-                                   np.float32 else 1e-10, atol=1e-4)
-        np.testing.assert_allclose(sb.grad.numpy(), tb.grad.numpy(), rtol=1e-4 if dtype ==
-                                   np.float32 else 1e-10, atol=1e-4)
+        np.testing.assert_allclose(sw.grad.numpy(), tw.grad.numpy(),
+                                   **_weight_tol(spatial_dims, dtype))
+        np.testing.assert_allclose(sb.grad.numpy(), tb.grad.numpy(),
+                                   **_weight_tol(spatial_dims, dtype))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape, groups", [((3, 6, 5, 7), 3), ((2, 4, 9), 4), ((2, 6, 4, 4), 1)])
-@pytest.mark.parametrize("affine", [True, False])
-def test_group_norm_torch_parity(shape, groups, affine, dtype, rng, torch):
+@pytest.mark.parametrize("spatial_dims, shape, groups, affine, scale, offset", GROUP_NORM_CASES,
+                         ids=map(_case_id, GROUP_NORM_CASES))
+def test_group_norm_torch_parity(spatial_dims, shape, groups, affine, scale, offset, dtype, rng,
+                                 torch):
     c = shape[1]
-    x = (rng.standard_normal(shape) * 3 - 1).astype(dtype)
+    x = (rng.standard_normal(shape) * scale + offset).astype(dtype)
     args = [rng.standard_normal(c).astype(dtype) for _ in range(2)] if affine else [None, None]
     tx = torch.tensor(x, requires_grad=True)
     sx = sandbox.Tensor(x, requires_grad=True)
@@ -70,7 +107,8 @@ def test_group_norm_torch_parity(shape, groups, affine, dtype, rng, torch):
     np.testing.assert_allclose(sx.grad.numpy(), tx.grad.numpy(), **tol)
     for s, t in zip(sargs, targs, strict=True):
         if s is not None:
-            np.testing.assert_allclose(s.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-4)
+            weight_tol = _tol(dtype) if spatial_dims == 3 else dict(rtol=1e-4, atol=1e-4)
+            np.testing.assert_allclose(s.grad.numpy(), t.grad.numpy(), **weight_tol)
 
 
 @pytest.mark.parametrize("kind", ["batch_train", "batch_eval", "group"])
@@ -158,3 +196,34 @@ def test_batch_norm_float32_statistics_accumulate_in_double(rng):
     ref = x.astype(np.float64).reshape(16, 2, -1).transpose(1, 0, 2).reshape(2, -1)
     np.testing.assert_allclose(mean, ref.mean(axis=1), rtol=1e-7)
     np.testing.assert_allclose(1 / invstd**2 - 1e-5, ref.var(axis=1), rtol=1e-3)
+
+
+@pytest.mark.parametrize("kind", ["batch", "group"])
+def test_gradcheck_and_gradgradcheck_5d(kind, rng):
+    args = (sandbox.Tensor(rng.standard_normal((2, 2, 2, 3, 2)), requires_grad=True),
+            sandbox.Tensor(rng.standard_normal(2), requires_grad=True),
+            sandbox.Tensor(rng.standard_normal(2), requires_grad=True))
+
+    def op(x, w, b):
+        if kind == "batch":
+            return F.batch_norm(x, None, None, w, b, training=True)
+        return F.group_norm(x, 2, w, b)
+
+    assert gradcheck(op, args)
+    assert gradgradcheck(op, args)
+
+
+def test_5d_bitwise_identical_for_any_thread_count(rng):
+    x = rng.standard_normal((2, 3, 9, 17, 15)).astype(np.float32)
+    gy = rng.standard_normal(x.shape).astype(np.float32)
+    results = []
+    for nt in (1, 2, 3):
+        with sandbox.num_threads(nt):
+            y, mean, invstd = norm.batch_norm(x, None, None, training=True)
+            grads = norm.batch_norm_backward(gy, x, mean, invstd, training=True)
+            gy2, gmean, ginvstd = norm.group_norm(x, 3)
+            ggrads = norm.group_norm_backward(gy, x, gmean, ginvstd, 3)
+        results.append((y, mean, invstd, *grads[:1], gy2, *ggrads[:1]))
+    for other in results[1:]:
+        for u, v in zip(results[0], other, strict=True):
+            assert np.array_equal(u, v)

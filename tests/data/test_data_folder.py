@@ -7,6 +7,7 @@ import pytest
 
 from sandbox.data import DataLoader as _DataLoader
 from sandbox.data import ImageFolder, collate_segmentation
+from tests.support.cli_helpers import assert_one_line_error, make_folder, run_cli
 
 
 def SegmentationLoader(*args, **kwargs):  # noqa: N802 - the trainer's loader: numpy batches
@@ -215,3 +216,35 @@ def test_binary_masks_saved_as_0_255_are_read_as_classes_with_a_notice(tmp_path,
                              "--steps", "4", "--no-augment", "--out", tmp_path / "r2",
                              "--quiet", "--no-plots")
     assert status == 2 and "ignore_index=255" in err and "only 0 and 255" in err
+
+
+def test_small_folder_images_name_the_image_size_option(tmp_path, capsys):
+    make_folder(tmp_path / "data", [(64, 64)] * 4)
+    status, _, err = run_cli(capsys, "train", "--data", tmp_path / "data", "--num-classes", "2",
+                             "--steps", "1", "--out", tmp_path / "r", "--quiet")
+    assert_one_line_error(status, err, "--image-size 64", "s0.png (64x64)")
+
+
+@pytest.mark.parametrize("augment", [[], ["--no-augment"]])
+def test_folder_images_of_different_sizes_train_and_validate(tmp_path, capsys, augment):
+    sizes = [(40, 48), (64, 36), (50, 50), (33, 70), (48, 48), (60, 40)]
+    make_folder(tmp_path / "data", sizes)
+    status, out, err = run_cli(capsys, "train", "--data", tmp_path / "data", "--num-classes",
+                               "2", "--epochs", "1", "--image-size", "32", "--depth", "2",
+                               "--width", "4", "--batch-size", "2", "--out", tmp_path / "r",
+                               "--quiet", "--no-plots", *augment)
+    assert status == 0, err
+    assert "done: 2 steps" in out and "val mean IoU" in out
+
+
+def test_unreadable_images_are_named_in_predict_and_train(finished_run, tmp_path, capsys):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not an image")
+    status, _, err = run_cli(capsys, "predict", finished_run / "best.ckpt", notes)
+    assert_one_line_error(status, err, "cannot read", str(notes), command="predict")
+    make_folder(tmp_path / "data", [(20, 20)] * 4)
+    (tmp_path / "data" / "images" / "s2.png").write_bytes(b"\x89PNG garbage")
+    status, _, err = run_cli(capsys, "train", "--data", tmp_path / "data", "--num-classes", "2",
+                             "--image-size", "16", "--depth", "2", "--steps", "1",
+                             "--out", tmp_path / "r", "--quiet")
+    assert_one_line_error(status, err, "cannot read", "s2.png")

@@ -8,6 +8,7 @@ import pytest
 
 from sandbox import nn
 from sandbox.cli.commands import main
+from sandbox.interop import architecture, run_onnx, to_torch
 from sandbox.interop._cli import load_checkpoint_model
 from sandbox.train import checkpoint
 from tests.support.interop_models import assert_state_bitwise, eval_output, make_unet
@@ -209,3 +210,40 @@ def test_export_to_a_read_only_folder_is_one_clear_line(torch, ckpt, tmp_path, c
     assert_one_line_error(status, cap.err, "cannot write in the folder", str(folder),
                           command="export")
     assert "internal error" not in cap.err and not (folder / "m.pt").exists()
+
+
+# 3-D --------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def ckpt3d(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run3d")
+    assert main(["train", "--data", "shapes3d", "--steps", "2", "--out", str(out),
+                 "--image-size", "16", "--depth", "2", "--width", "4", "--batch-size", "2",
+                 "--train-samples", "4", "--val-samples", "2", "--quiet", "--no-plots"]) == 0
+    return out / "best.ckpt"
+
+
+def test_export_3d_checkpoint(torch, safetensors, onnx, onnxruntime, ckpt3d, tmp_path, capsys):
+    model, _ = load_checkpoint_model(ckpt3d)
+    assert model.spatial_dims == 3 and architecture(model)["kwargs"]["spatial_dims"] == 3
+    x = np.random.default_rng(0).standard_normal((2, 1, 16, 12, 8)).astype(np.float32)
+    ref = eval_output(model, x)
+
+    assert main(["export", str(ckpt3d), "--to", "torch", "--out", str(tmp_path / "m.pt")]) == 0
+    arch = json.loads((tmp_path / "m.json").read_text())
+    twin = to_torch(nn.UNet(**arch["kwargs"])).eval()
+    twin.load_state_dict(torch.load(tmp_path / "m.pt"))
+    with torch.no_grad():
+        theirs = twin(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(theirs, ref, rtol=0, atol=2e-6 * np.abs(ref).max())
+
+    out = tmp_path / "m.onnx"
+    assert main(["export", str(ckpt3d), "--to", "onnx", "--out", str(out),
+                 "--size", "16", "12", "8"]) == 0
+    assert "shape (batch, 1, 16, 12, 8)" in capsys.readouterr().out
+    assert np.abs(run_onnx(out, x) - ref).max() <= 1e-6 * np.abs(ref).max()
+    assert main(["export", str(ckpt3d), "--to", "onnx", "--out", str(out),
+                 "--overwrite"]) == 0
+    assert "shape (batch, 1, 16, 16, 16)" in capsys.readouterr().out  # the training size
+    assert main(["export", str(ckpt3d), "--to", "onnx", "--out", str(out),
+                 "--size", "16", "16"]) == 2
+    assert "one or three positive ints" in capsys.readouterr().err

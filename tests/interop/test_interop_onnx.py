@@ -19,7 +19,7 @@ import sandbox
 from sandbox import nn
 from sandbox.interop import run_onnx, to_onnx
 from sandbox.interop._onnx_resample import resize_attributes
-from tests.support.interop_models import UNET_MODES, eval_output, make_unet
+from tests.support.interop_models import UNET_MODES, eval_output, every_3d_layer, make_unet, moved
 
 RTOL = 1e-6  # UNets and whole models: measured worst 1.9e-7
 # Trained checkpoints: larger weights, more cancellation in the sums, so more rounding
@@ -233,3 +233,30 @@ def test_missing_onnx_names_the_extra(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "onnx", None)
     with pytest.raises(ImportError, match=r"pip install 'cpu-train-sandbox\[interop\]'"):
         to_onnx(nn.ReLU(), (1, 1, 2, 2), tmp_path / "m.onnx")
+
+
+# 3-D --------------------------------------------------------------------------
+@pytest.mark.parametrize(("mode", "opts"), [
+    ("trilinear", {}), ("nearest", {}), ("area", {}), ("transposed", {}), ("bicubic", {}),
+    ("lanczos3", {"antialias": True}),
+])
+def test_unet3d_matches_onnx_runtime(onnx, onnxruntime, tmp_path, mode, opts):
+    model = make_unet(mode, opts, spatial_dims=3)
+    shape = (1, 2, 9, 10, 11)  # odd sizes: the decoder resamples (or pads) to the skip's size
+    path = to_onnx(model, shape, tmp_path / "u.onnx")
+    for batch in (1, 2):
+        x = np.random.default_rng(batch).standard_normal((batch, *shape[1:])).astype(np.float32)
+        ref = eval_output(model, x)
+        assert np.abs(run_onnx(path, x) - ref).max() <= 1e-6 * np.abs(ref).max()
+    with pytest.raises(ValueError, match=r"\(N, 2, D, H, W\)"):
+        to_onnx(model, (1, 2, 16, 16), tmp_path / "bad.onnx")
+
+
+def test_every_3d_layer_matches_onnx_runtime(onnx, onnxruntime, tmp_path):
+    # One batch norm without running statistics: the batch's own, even in eval mode.
+    model = moved(every_3d_layer(running_stats=False), (2, 2, 7, 9, 8))
+    path = to_onnx(model, (1, 2, 7, 9, 8), tmp_path / "layers.onnx")
+    for batch in (1, 3):
+        x = np.random.default_rng(batch).standard_normal((batch, 2, 7, 9, 8)).astype(np.float32)
+        ref = eval_output(model, x)
+        assert np.abs(run_onnx(path, x) - ref).max() <= 1e-5 * np.abs(ref).max()

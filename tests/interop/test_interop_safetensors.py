@@ -120,3 +120,13 @@ def test_import_sandbox_stays_light():
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_unet3d_safetensors_round_trip(safetensors, tmp_path):
+    model = make_unet("lanczos3", {"antialias": True}, spatial_dims=3)
+    path = model.save_weights(tmp_path / "w.safetensors")
+    other = make_unet("lanczos3", {"antialias": True}, spatial_dims=3, seed=1)
+    assert other.load_weights(path) == ([], [])
+    assert_state_bitwise(other.state_dict(), model.state_dict())
+    with pytest.raises(ValueError, match="inc.conv1.weight"):
+        make_unet(spatial_dims=2).load_weights(path)  # 3x3 kernels cannot take 3x3x3 ones

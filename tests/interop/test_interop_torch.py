@@ -1,4 +1,5 @@
-"""to_torch / from_torch: same names, same bits, same outputs, same optimiser steps."""
+"""to_torch / from_torch: same names, same bits, same outputs, same optimiser steps, for
+the 2-D and the 3-D layers and UNets."""
 
 import pickle
 
@@ -14,8 +15,16 @@ from tests.support.interop_models import (
     UNET_MODES,
     assert_state_bitwise,
     eval_output,
+    every_3d_layer,
     make_unet,
+    moved,
 )
+
+# PyTorch's interpolate has these on 5-D input; bicubic, Lanczos and antialias only in 2-D.
+TORCH_3D_MODES = [("trilinear", {}), ("trilinear", {"align_corners": True}), ("nearest", {}),
+                  ("nearest-exact", {}), ("area", {}), ("transposed", {})]
+NOT_IN_TORCH_3D = [("bicubic", {}), ("lanczos3", {"antialias": True}),
+                   ("trilinear", {"antialias": True}), ("cubic", {})]
 
 
 def _torch_state(twin):
@@ -78,25 +87,6 @@ def test_upsample_layers_translate(torch, mode, opts, shape):
     np.testing.assert_allclose(theirs, eval_output(ours, x), rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize(("mode", "opts"), TORCH_UNET_MODES)
-@pytest.mark.parametrize("size", [16, 21])
-def test_unet_twin_equals_sandbox(torch, mode, opts, size):
-    ours = make_unet(mode, opts)
-    twin = to_torch(ours)
-    assert list(twin.state_dict()) == list(ours.state_dict())
-    x = np.random.default_rng(2).standard_normal((3, 2, size, size)).astype(np.float32)
-    with torch.no_grad():
-        theirs = twin(torch.from_numpy(x)).numpy()
-    ref = eval_output(ours, x)
-    np.testing.assert_allclose(theirs, ref, rtol=0, atol=2e-6 * np.abs(ref).max())
-
-
-@pytest.mark.parametrize(("mode", "opts"), [m for m in UNET_MODES if m not in TORCH_UNET_MODES])
-def test_modes_pytorch_lacks_are_refused(torch, mode, opts):
-    with pytest.raises(ValueError, match="PyTorch has no resampling mode.*to_onnx"):
-        to_torch(make_unet(mode, opts))
-
-
 def test_round_trip_through_pytorch_is_bitwise(torch):
     ours = make_unet("bicubic", {"antialias": True}, norm="batch")
     other = make_unet("bicubic", {"antialias": True}, norm="batch", seed=7)
@@ -117,32 +107,6 @@ def test_pytorch_model_to_sandbox_gives_same_outputs(torch, tmp_path):
         theirs = twin(torch.from_numpy(x)).numpy()
     ref = eval_output(ours, x)
     np.testing.assert_allclose(ref, theirs, rtol=0, atol=2e-6 * np.abs(theirs).max())
-
-
-@pytest.mark.parametrize(
-    ("mode", "opts", "norm"),
-    [("bilinear", {"align_corners": True}, "batch"), ("lanczos3", {"antialias": True}, "group"),
-     ("transposed", {}, "none")],
-)
-def test_one_optimiser_step_matches(torch, mode, opts, norm):
-    """The exported model trains on: one AdamW step in PyTorch equals one here (float64)."""
-    ours = make_unet(mode, opts, norm=norm, dtype=np.float64).train()
-    twin = to_torch(ours)
-    assert twin.training
-    rng = np.random.default_rng(5)
-    x = rng.standard_normal((3, 2, 16, 16))
-    y = rng.integers(0, 3, size=(3, 16, 16))
-    opt = optim.AdamW(ours.parameters(), lr=1e-2, weight_decay=0.05)
-    opt.zero_grad()
-    F.cross_entropy(ours(sandbox.tensor(x)), sandbox.tensor(y)).backward()
-    opt.step()
-    topt = torch.optim.AdamW(twin.parameters(), lr=1e-2, weight_decay=0.05)
-    topt.zero_grad()
-    torch.nn.functional.cross_entropy(twin(torch.from_numpy(x)), torch.from_numpy(y)).backward()
-    topt.step()
-    theirs = _torch_state(twin)
-    for key, value in ours.state_dict().items():
-        np.testing.assert_allclose(value, theirs[key], rtol=1e-10, atol=1e-12, err_msg=key)
 
 
 @pytest.mark.parametrize("mode", ["nearest", "bilinear", "bicubic"])
@@ -213,3 +177,81 @@ def test_conv_padding_modes_translate(torch, layer):
     with torch.no_grad():
         theirs = twin(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(theirs, ours(sandbox.tensor(x)).numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(("spatial_dims", "mode", "opts", "size"), [
+    *[(2, mode, opts, size) for size in (16, 21) for mode, opts in TORCH_UNET_MODES],
+    *[(3, mode, opts, size) for size in (8, (9, 10, 11)) for mode, opts in TORCH_3D_MODES],
+])
+def test_unet_twin_equals_sandbox(torch, spatial_dims, mode, opts, size):
+    ours = make_unet(mode, opts, spatial_dims=spatial_dims)
+    twin = to_torch(ours)
+    assert list(twin.state_dict()) == list(ours.state_dict())
+    assert type(twin.inc.conv1).__name__ == f"Conv{spatial_dims}d"
+    spatial = (size,) * spatial_dims if isinstance(size, int) else size
+    batch = 3 if spatial_dims == 2 else 2
+    x = np.random.default_rng(2).standard_normal((batch, 2, *spatial)).astype(np.float32)
+    with torch.no_grad():
+        theirs = twin(torch.from_numpy(x)).numpy()
+    ref = eval_output(ours, x)
+    np.testing.assert_allclose(theirs, ref, rtol=0, atol=2e-6 * np.abs(ref).max())
+    if spatial_dims == 3:
+        with pytest.raises(ValueError, match=r"\(N, 2, D, H, W\)"):
+            twin(torch.zeros(1, 2, 8, 8))
+
+
+@pytest.mark.parametrize(("spatial_dims", "mode", "opts"), [
+    *[(2, mode, opts) for mode, opts in UNET_MODES if (mode, opts) not in TORCH_UNET_MODES],
+    *[(3, mode, opts) for mode, opts in NOT_IN_TORCH_3D],
+])
+def test_modes_pytorch_lacks_are_refused(torch, spatial_dims, mode, opts):
+    match = "PyTorch has no resampling mode.*to_onnx" if spatial_dims == 2 else "to_onnx"
+    with pytest.raises(ValueError, match=match):
+        to_torch(make_unet(mode, opts, spatial_dims=spatial_dims))
+
+
+@pytest.mark.parametrize(
+    ("spatial_dims", "mode", "opts", "norm"),
+    [(2, "bilinear", {"align_corners": True}, "batch"),
+     (2, "lanczos3", {"antialias": True}, "group"), (2, "transposed", {}, "none"),
+     (3, "trilinear", {}, "batch"), (3, "transposed", {}, "group")],
+)
+def test_one_optimiser_step_matches(torch, spatial_dims, mode, opts, norm):
+    """The exported model trains on: one AdamW step in PyTorch equals one here (float64),
+    and the trained twin's weights come back bitwise."""
+    ours = make_unet(mode, opts, norm=norm, dtype=np.float64, spatial_dims=spatial_dims).train()
+    twin = to_torch(ours)
+    assert twin.training
+    batch, spatial = (3, (16, 16)) if spatial_dims == 2 else (2, (8, 8, 8))
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((batch, 2, *spatial))
+    y = rng.integers(0, 3, size=(batch, *spatial))
+    opt = optim.AdamW(ours.parameters(), lr=1e-2, weight_decay=0.05)
+    opt.zero_grad()
+    F.cross_entropy(ours(sandbox.tensor(x)), sandbox.tensor(y)).backward()
+    opt.step()
+    topt = torch.optim.AdamW(twin.parameters(), lr=1e-2, weight_decay=0.05)
+    topt.zero_grad()
+    torch.nn.functional.cross_entropy(twin(torch.from_numpy(x)), torch.from_numpy(y)).backward()
+    topt.step()
+    theirs = _torch_state(twin)
+    for key, value in ours.state_dict().items():
+        np.testing.assert_allclose(value, theirs[key], rtol=1e-10, atol=1e-12, err_msg=key)
+    other = make_unet(mode, opts, norm=norm, dtype=np.float64, spatial_dims=spatial_dims, seed=9)
+    from_torch(twin, other)
+    assert_state_bitwise(other.state_dict(), {k: np.asarray(v) for k, v in theirs.items()})
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_every_3d_layer_translates(torch, dtype):
+    ours = moved(every_3d_layer(dtype), (2, 2, 7, 9, 8), dtype)
+    twin = to_torch(ours)
+    assert [type(m).__name__ for m in twin][:5] == [
+        "Conv3d", "BatchNorm3d", "LeakyReLU", "ConvTranspose3d", "GroupNorm"]
+    assert_state_bitwise({k: v.numpy() for k, v in twin.state_dict().items()},
+                         ours.state_dict())
+    x = np.random.default_rng(1).standard_normal((3, 2, 7, 9, 8)).astype(dtype)
+    with torch.no_grad():
+        theirs = twin(torch.from_numpy(x)).numpy()
+    tol = dict(rtol=1e-10, atol=1e-12) if dtype == np.float64 else dict(rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(theirs, eval_output(ours, x), **tol)

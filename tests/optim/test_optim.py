@@ -179,3 +179,20 @@ def test_scheduler_state_round_trip():
     opt2.load_state_dict(opt_state)
     sched2.load_state_dict(state)
     assert _lr_trace(opt2, sched2, 10) == rest
+
+
+@pytest.mark.parametrize("three_phase", [False, True])
+def test_one_cycle_works_for_every_step_count(three_phase):
+    from sandbox import nn, optim
+
+    params = list(nn.Conv2d(1, 1, 1).parameters())
+    for total in range(1, 15):
+        for pct in (0.0, 0.1, 0.2, 0.3, 0.5, 1.0):
+            opt = optim.AdamW(params, lr=1e-3)
+            sched = optim.OneCycleLR(opt, max_lr=1e-2, total_steps=total, pct_start=pct,
+                                     three_phase=three_phase)
+            rates = []
+            for _ in range(total):
+                rates.append(opt.param_groups[0]["lr"])
+                sched.step()
+            assert all(0 < r <= 1e-2 for r in rates), (total, pct, rates)

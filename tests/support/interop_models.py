@@ -83,3 +83,32 @@ def assert_state_bitwise(a: dict, b: dict):
         x, y = np.asarray(a[key]), np.asarray(b[key])
         assert x.dtype == y.dtype and x.shape == y.shape, key
         assert x.tobytes() == y.tobytes(), key
+
+
+def every_3d_layer(dtype=np.float32, running_stats=True):
+    """A Sequential holding every 3-D layer type of sandbox.nn."""
+    sandbox.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv3d(2, 6, 3, stride=(1, 2, 1), padding=2, dilation=2, groups=2, dtype=dtype),
+        nn.BatchNorm3d(6, dtype=dtype),
+        nn.LeakyReLU(0.2),
+        nn.ConvTranspose3d(6, 4, 3, stride=2, padding=1, output_padding=1, dtype=dtype),
+        nn.GroupNorm(2, 4, dtype=dtype),
+        nn.ReLU(),
+        nn.MaxPool3d(3, stride=2, padding=1, ceil_mode=True),
+        nn.BatchNorm3d(4, affine=False, track_running_stats=running_stats, dtype=dtype),
+        nn.AvgPool3d(2, stride=1, padding=1, count_include_pad=False),
+        nn.Upsample(size=(5, 6, 7), mode="trilinear"),
+        nn.AvgPool3d(2, divisor_override=3),
+        nn.Conv3d(4, 3, 1, dtype=dtype),
+    )
+
+
+def moved(model, shape, dtype=np.float32):
+    """``model`` in eval mode after two training-mode batches moved its running statistics."""
+    model.train()
+    rng = np.random.default_rng(0)
+    with sandbox.no_grad():
+        for _ in range(2):
+            model(sandbox.tensor(rng.standard_normal(shape).astype(dtype)))
+    return model.eval()
