@@ -91,6 +91,13 @@ cdef extern from "grid_simd2d.h":
     int sb_gs2d_fused_f(int, const float*, const float*, float*, Py_ssize_t, Py_ssize_t,
                         Py_ssize_t, Py_ssize_t, Py_ssize_t, int, int, float, float, float, float,
                         float, float, unsigned char*, int*) noexcept nogil
+    int sb_gs2d_fused_back_f(int, const float*, const float*, float*, float*, Py_ssize_t,
+                             Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, const float*,
+                             const Py_ssize_t*, int, int, float, float, float, float, float,
+                             float, unsigned char*, int*) noexcept nogil
+    int sb_gs2d_keys_f(int, const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, int, int, float,
+                       float, float, float, float, float, const int32_t*,
+                       Py_ssize_t*) noexcept nogil
     int sb_gs2d_isa_available() noexcept nogil
 
 cdef extern from "simd_clones.h":
@@ -667,13 +674,37 @@ cdef inline real* _ptr(real[::1] a) noexcept nogil:
     return &a[0] if a.shape[0] > 0 else NULL
 
 
+cdef struct Params2d:
+    # unnormalisation scales, shift and reflection bounds of _coord and _reflect (2-D)
+    double sx, sy, shift, lo, span_x, span_y
+
+
+cdef inline Params2d _params_2d(Py_ssize_t H, Py_ssize_t W, int ac) noexcept nogil:
+    cdef Params2d q
+    if ac:
+        q.sx = <double>(W - 1) * 0.5
+        q.sy = <double>(H - 1) * 0.5
+        q.shift = 0
+        q.lo = 0
+        q.span_x = <double>(W - 1)
+        q.span_y = <double>(H - 1)
+    else:
+        q.sx = <double>W * 0.5
+        q.sy = <double>H * 0.5
+        q.shift = 0.5
+        q.lo = -0.5
+        q.span_x = <double>W
+        q.span_y = <double>H
+    return q
+
+
 cdef inline void _forward_block_2d(const real* xn, const real* gp, real* outp, Py_ssize_t C,
                                    Py_ssize_t P, Py_ssize_t cnt, Py_ssize_t H, Py_ssize_t W,
                                    int mode, int pad, int ac, int isa) noexcept nogil:
     """``cnt`` <= SB_GS_BLOCK consecutive points of one sample (2-D, nearest or bilinear;
     H, W >= 2): the vectorised loops of grid_block2d.h (float32 with ``isa`` = 2:
-    grid_simd2d.h's AVX-512 pass), then the general path for the points with a tap outside (or
-    reflected more than once)."""
+    grid_simd2d.h's AVX-512 pass), then the general path for the points with a tap
+    outside (or reflected more than once)."""
     cdef int32_t off[SB_GS_BLOCK]
     cdef real w0[SB_GS_BLOCK]
     cdef real w1[SB_GS_BLOCK]
@@ -684,40 +715,25 @@ cdef inline void _forward_block_2d(const real* xn, const real* gp, real* outp, P
     cdef real dx[SB_GS_BLOCK]
     cdef real dy[SB_GS_BLOCK]
     cdef unsigned char ok[SB_GS_BLOCK]
-    cdef real sx, sy, shift, lo, span_x, span_y
+    cdef Params2d q = _params_2d(H, W, ac)
     cdef int all_ok, nearest = mode == NEAREST
     cdef Py_ssize_t j
-    if ac:  # unnormalisation, and the reflection bounds of _reflect
-        sx = <real>(W - 1) * <real>0.5
-        sy = <real>(H - 1) * <real>0.5
-        shift = 0
-        lo = 0
-        span_x = <real>(W - 1)
-        span_y = <real>(H - 1)
+    if real is float:
+        if not sb_gs2d_fused_f(isa, xn, gp, outp, C, H, W, P, cnt, nearest, pad, q.sx, q.sy,
+                               q.shift, q.lo, q.span_x, q.span_y, ok, &all_ok):
+            all_ok = sb_gs2d_coords_f(gp, cnt, H, W, q.sx, q.sy, q.shift, pad, q.lo, q.span_x,
+                                      q.span_y, nearest, off, w0, w1, w2, w3, tx, ty, dx, dy,
+                                      ok)
+            sb_gs2d_gather_f(xn, C, H * W, W, outp, P, cnt, nearest, off, w0, w1, w2, w3)
     else:
-        sx = <real>W * <real>0.5
-        sy = <real>H * <real>0.5
-        shift = <real>0.5
-        lo = <real>-0.5
-        span_x = <real>W
-        span_y = <real>H
-    if real is float and sb_gs2d_fused_f(isa, xn, gp, outp, C, H, W, P, cnt, nearest, pad, sx,
-                                         sy, shift, lo, span_x, span_y, ok, &all_ok):
-        pass
-    elif real is float:
-        all_ok = sb_gs2d_coords_f(gp, cnt, H, W, sx, sy, shift, pad, lo, span_x, span_y,
-                                  nearest, off, w0, w1, w2, w3, tx, ty, dx, dy, ok)
-        sb_gs2d_gather_f(xn, C, H * W, W, outp, P, cnt, nearest, off, w0, w1, w2, w3)
-    else:
-        all_ok = sb_gs2d_coords_d(gp, cnt, H, W, sx, sy, shift, pad, lo, span_x, span_y,
-                                  nearest, off, w0, w1, w2, w3, tx, ty, dx, dy, ok)
+        all_ok = sb_gs2d_coords_d(gp, cnt, H, W, q.sx, q.sy, q.shift, pad, q.lo, q.span_x,
+                                  q.span_y, nearest, off, w0, w1, w2, w3, tx, ty, dx, dy, ok)
         sb_gs2d_gather_d(xn, C, H * W, W, outp, P, cnt, nearest, off, w0, w1, w2, w3)
     if not all_ok:
         for j in range(cnt):
             if not ok[j]:
                 _forward_point(xn, gp + 2 * j, outp + j, C, H * W, P, 2, 1, H, W, mode, pad,
                                ac)
-
 
 cdef inline void _forward_block_2d_cubic(const real* xn, const real* gp, real* outp,
                                          Py_ssize_t C, Py_ssize_t P, Py_ssize_t cnt,
@@ -729,22 +745,14 @@ cdef inline void _forward_block_2d_cubic(const real* xn, const real* gp, real* o
     cdef int32_t off[SB_GS_BLOCK]
     cdef real wt[16 * SB_GS_BLOCK]
     cdef unsigned char ok[SB_GS_BLOCK]
-    cdef real sx, sy, shift
+    cdef Params2d q = _params_2d(H, W, ac)
     cdef int all_ok
     cdef Py_ssize_t j
-    if ac:
-        sx = <real>(W - 1) * <real>0.5
-        sy = <real>(H - 1) * <real>0.5
-        shift = 0
-    else:
-        sx = <real>W * <real>0.5
-        sy = <real>H * <real>0.5
-        shift = <real>0.5
     if real is float:
-        all_ok = sb_gs2d_cubic_coords_f(gp, cnt, H, W, sx, sy, shift, off, wt, ok)
+        all_ok = sb_gs2d_cubic_coords_f(gp, cnt, H, W, q.sx, q.sy, q.shift, off, wt, ok)
         sb_gs2d_scalar_cubic_f(xn, C, H * W, W, outp, P, cnt, off, wt)
     else:
-        all_ok = sb_gs2d_cubic_coords_d(gp, cnt, H, W, sx, sy, shift, off, wt, ok)
+        all_ok = sb_gs2d_cubic_coords_d(gp, cnt, H, W, q.sx, q.sy, q.shift, off, wt, ok)
         sb_gs2d_scalar_cubic_d(xn, C, H * W, W, outp, P, cnt, off, wt)
     if not all_ok:
         for j in range(cnt):
@@ -905,11 +913,13 @@ def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N
 cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real* gn,
                                     real* gxn, real* ggn, const Py_ssize_t* pts, Py_ssize_t p0,
                                     Py_ssize_t cnt, Py_ssize_t C, Py_ssize_t P, Py_ssize_t H,
-                                    Py_ssize_t W, int mode, int pad, int ac) noexcept nogil:
+                                    Py_ssize_t W, int mode, int pad, int ac,
+                                    int isa) noexcept nogil:
     """The backward of ``cnt`` <= SB_GS_BLOCK points of one sample (2-D, nearest or bilinear;
     H, W >= 2): points pts[0..cnt) of the sample, or p0 ... p0 + cnt - 1 when pts is
     NULL.  Pushes into gxn and writes the grid gradient into ggn (each unless NULL);
-    the points with a tap outside go through _backward_point afterwards."""
+    the points with a tap outside go through _backward_point afterwards.  Float32 with
+    ``isa`` = 2 runs grid_simd2d.h's AVX-512 pass (the same values)."""
     cdef Py_ssize_t idx[SB_GS_BLOCK]
     cdef real gbuf[2 * SB_GS_BLOCK]
     cdef int32_t off[SB_GS_BLOCK]
@@ -924,40 +934,32 @@ cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real*
     cdef real ax[SB_GS_BLOCK]
     cdef real ay[SB_GS_BLOCK]
     cdef unsigned char ok[SB_GS_BLOCK]
-    cdef real sx, sy, shift, lo, span_x, span_y
+    cdef Params2d q = _params_2d(H, W, ac)
     cdef int all_ok, nearest = mode == NEAREST
     cdef int deriv = ggn != NULL and mode != NEAREST
-    cdef Py_ssize_t j, q
+    cdef bint done = False
+    cdef Py_ssize_t j, i
     for j in range(cnt):
-        q = pts[j] if pts != NULL else p0 + j
-        idx[j] = q
-        gbuf[2 * j] = gn[2 * q]
-        gbuf[2 * j + 1] = gn[2 * q + 1]
-    if ac:
-        sx = <real>(W - 1) * <real>0.5
-        sy = <real>(H - 1) * <real>0.5
-        shift = 0
-        lo = 0
-        span_x = <real>(W - 1)
-        span_y = <real>(H - 1)
-    else:
-        sx = <real>W * <real>0.5
-        sy = <real>H * <real>0.5
-        shift = <real>0.5
-        lo = <real>-0.5
-        span_x = <real>W
-        span_y = <real>H
+        i = pts[j] if pts != NULL else p0 + j
+        idx[j] = i
+        gbuf[2 * j] = gn[2 * i]
+        gbuf[2 * j + 1] = gn[2 * i + 1]
     if real is float:
-        all_ok = sb_gs2d_coords_f(gbuf, cnt, H, W, sx, sy, shift, pad, lo, span_x, span_y,
-                                  nearest, off, w0, w1, w2, w3, tx, ty, dx, dy, ok)
-        sb_gs2d_backward_f(xn, gyn, gxn, ax, ay, C, H * W, W, P, cnt, idx, nearest, deriv, off,
-                           w0, w1, w2, w3, tx, ty, ok)
+        done = sb_gs2d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, H, W, P, cnt,
+                                    gbuf, idx, nearest, pad, q.sx, q.sy, q.shift, q.lo,
+                                    q.span_x, q.span_y, ok, &all_ok)
+        if not done:
+            all_ok = sb_gs2d_coords_f(gbuf, cnt, H, W, q.sx, q.sy, q.shift, pad, q.lo, q.span_x,
+                                      q.span_y, nearest, off, w0, w1, w2, w3, tx, ty, dx, dy,
+                                      ok)
+            sb_gs2d_backward_f(xn, gyn, gxn, ax, ay, C, H * W, W, P, cnt, idx, nearest, deriv,
+                               off, w0, w1, w2, w3, tx, ty, ok)
     else:
-        all_ok = sb_gs2d_coords_d(gbuf, cnt, H, W, sx, sy, shift, pad, lo, span_x, span_y,
-                                  nearest, off, w0, w1, w2, w3, tx, ty, dx, dy, ok)
+        all_ok = sb_gs2d_coords_d(gbuf, cnt, H, W, q.sx, q.sy, q.shift, pad, q.lo, q.span_x,
+                                  q.span_y, nearest, off, w0, w1, w2, w3, tx, ty, dx, dy, ok)
         sb_gs2d_backward_d(xn, gyn, gxn, ax, ay, C, H * W, W, P, cnt, idx, nearest, deriv, off,
                            w0, w1, w2, w3, tx, ty, ok)
-    if deriv:
+    if deriv and not done:
         for j in range(cnt):
             if ok[j]:
                 ggn[2 * idx[j]] = ax[j] * dx[j]
@@ -968,7 +970,6 @@ cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real*
                 _backward_point(gyn + idx[j], xn, gn + 2 * idx[j], gxn,
                                 NULL if ggn == NULL else ggn + 2 * idx[j], C, H * W, P, 2, 1,
                                 H, W, mode, pad, ac)
-
 
 cdef inline Py_ssize_t _min_row(const real* gp, int nd, Py_ssize_t D, Py_ssize_t H, int mode,
                                 int pad, int ac) noexcept nogil:
@@ -995,7 +996,8 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
              real[::1] gg, Py_ssize_t[::1] keys, Py_ssize_t[::1] order,
              Py_ssize_t[::1] starts, Py_ssize_t[::1] cursor, Py_ssize_t N, Py_ssize_t C,
              Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, int nd, int mode, int pad,
-             int ac, Py_ssize_t slab, Py_ssize_t nslabs, int nthreads):
+             int ac, Py_ssize_t slab, Py_ssize_t nslabs, int nthreads,
+             const int32_t[::1] slab_of_row=None, int isa=0):
     """Push gy into gx (if gx is not empty) and write the grid gradient gg (if not empty).
 
     gx (N*C*S) and gg (N*P*nd) must be zeroed by the caller.  The push owns input
@@ -1006,6 +1008,10 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
     slabs run in parallel, then odd ones: no two concurrent slabs touch the same
     value, and each value sums its contributions in the same order for any thread
     count.  The grid gradient of each point is computed in the same visit.
+
+    ``isa`` = 2 runs the 2-D float32 nearest/bilinear blocks and keys on grid_simd2d.h's
+    AVX-512 passes, the keys through ``slab_of_row`` (H entries: row // slab); the
+    values are the same.
     """
     cdef Py_ssize_t i, n, p, k, j, it, half, phase
     cdef Py_ssize_t S = D * H * W
@@ -1020,6 +1026,10 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
     cdef Py_ssize_t m, nb, cnt
     cdef bint blocked = (mode != BICUBIC and H >= 2 and W >= 2 and S < 2147483647
                          and P < 2147483647 and (nd == 2 or D >= 2))
+    cdef bint simd_keys = (real is float and isa == 2 and blocked and nd == 2
+                           and slab_of_row is not None and slab_of_row.shape[0] == H)
+    cdef const int32_t* rows = &slab_of_row[0] if simd_keys else NULL
+    cdef Params2d q = _params_2d(H, W, ac)
     if N * P == 0:
         return
     sb_clear_upper_state()
@@ -1032,7 +1042,7 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
                 if nd == 2:
                     _backward_block_2d(gyb + n * C * P, xb + n * CS, gb + n * P * 2, NULL,
                                        ggb + n * P * 2, NULL, p, min(SB_GS_BLOCK, P - p), C, P,
-                                       H, W, mode, pad, ac)
+                                       H, W, mode, pad, ac, isa)
                 else:
                     _backward_block_3d(gyb + n * C * P, xb + n * CS, gb + n * P * 3, NULL,
                                        ggb + n * P * 3, NULL, p, min(SB_GS_BLOCK, P - p), C, P,
@@ -1047,9 +1057,23 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
                                 ggb + i * nd, C, S, P, nd, D, H, W, mode, pad, ac)
         return
     with nogil:
-        for i in prange(N * P, schedule="static", num_threads=nthreads):
-            m = _min_row(gb + i * nd, nd, D, H, mode, pad, ac)
-            keys[i] = m // slab if m >= 0 else -1
+        if simd_keys:  # by blocks of points; the far-reflected ones (-2) point by point
+            nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
+            for i in prange(N * nb, schedule="static", num_threads=nthreads):
+                n = i // nb
+                p = (i - n * nb) * SB_GS_BLOCK
+                cnt = min(SB_GS_BLOCK, P - p)
+                sb_gs2d_keys_f(isa, <const float*>gb + (n * P + p) * 2, cnt, H, W,
+                               mode == NEAREST, pad, q.sx, q.sy, q.shift, q.lo, q.span_x,
+                               q.span_y, rows, &keys[n * P + p])
+                for j in range(n * P + p, n * P + p + cnt):
+                    if keys[j] == -2:
+                        m = _min_row(gb + j * 2, 2, 1, H, mode, pad, ac)
+                        keys[j] = m // slab if m >= 0 else -1
+        else:
+            for i in prange(N * P, schedule="static", num_threads=nthreads):
+                m = _min_row(gb + i * nd, nd, D, H, mode, pad, ac)
+                keys[i] = m // slab if m >= 0 else -1
         for n in prange(N, schedule="static", num_threads=nthreads):
             st = &starts[n * (nslabs + 1)]
             cur = &cursor[n * nslabs]
@@ -1082,7 +1106,7 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
                                                gxb + n * CS,
                                                NULL if ggb == NULL else ggb + n * P * 2,
                                                &order[n * P + j], 0, cnt, C, P, H, W, mode, pad,
-                                               ac)
+                                               ac, isa)
                         else:
                             _backward_block_3d(gyb + n * C * P, xb + n * CS, gb + n * P * 3,
                                                gxb + n * CS,

@@ -98,100 +98,140 @@ SB_GS2D_SCALAR(double, d)
 #endif
 
 #ifdef SB_GS_X86
-/* sb_gs2d_fused_f_avx512: the whole blocked forward of nearest/bilinear (float32) in
- * one pass, 16 points a vector: the coordinate rules of sb_gs2d_coords_f (padding,
- * at most one reflection, clipping, rint or floor, the inside test) on registers,
- * then the gathers of every channel, with no scratch arrays between the two.  Taps
- * outside the input are masked out of the gathers, which gives the general path's
- * sums for points with some taps outside (zeros padding, or the last row and column
- * after clipping).  Points reflected more than once get ok[j] = 0 (the caller
- * recomputes them); returns whether every point was ok. */
-__attribute__((target("avx512f"))) static int sb_gs2d_fused_f_avx512(const float* x,
-        const float* g, float* out, Py_ssize_t C, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P,
-        Py_ssize_t n, int nearest, int pad, float scale_x, float scale_y, float shift,
-        float lo, float span_x, float span_y, unsigned char* ok) {
-    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4,
-                                          2, 0);
-    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5,
-                                         3, 1);
-    const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
-    const __m512 sx = _mm512_set1_ps(scale_x), sy = _mm512_set1_ps(scale_y);
-    const __m512 vshift = _mm512_set1_ps(shift), vlo = _mm512_set1_ps(lo);
-    const __m512 spx = _mm512_set1_ps(span_x), spy = _mm512_set1_ps(span_y);
-    const __m512 spx2 = _mm512_set1_ps(2 * span_x), spy2 = _mm512_set1_ps(2 * span_y);
-    const __m512 hx = _mm512_set1_ps((float)(W - 1)), hy = _mm512_set1_ps((float)(H - 1));
-    const __m512 fw = _mm512_set1_ps((float)W), fh = _mm512_set1_ps((float)H);
-    const __m512i vw = _mm512_set1_epi32((int)W);
+/* The AVX-512 passes below share the coordinate rules of sb_gs2d_coords_f, written on
+ * registers for 16 points: the unnormalisation, reflection (the unflipped and
+ * once-flipped cases; farther points are flagged "far" for the caller's general path),
+ * clipping, and the grid derivative factor d = du/dg (0 on and beyond a clipped bound). */
+#define SB_AVX512 __attribute__((target("avx512f")))
+typedef struct {
+    __m512 one, zero, sx, sy, shift, lo, spx, spy, spx2, spy2, hx, hy, fw, fh;
+    __m512i vw, even, odd;
+    int pad;
+} sb_gs2d_k16;
+
+SB_AVX512 static inline sb_gs2d_k16 sb_gs2d_k16_make(Py_ssize_t H, Py_ssize_t W, float scale_x,
+        float scale_y, float shift, int pad, float lo, float span_x, float span_y) {
+    sb_gs2d_k16 k;
+    k.one = _mm512_set1_ps(1.0f);
+    k.zero = _mm512_setzero_ps();
+    k.sx = _mm512_set1_ps(scale_x);
+    k.sy = _mm512_set1_ps(scale_y);
+    k.shift = _mm512_set1_ps(shift);
+    k.lo = _mm512_set1_ps(lo);
+    k.spx = _mm512_set1_ps(span_x);
+    k.spy = _mm512_set1_ps(span_y);
+    k.spx2 = _mm512_set1_ps(2 * span_x);
+    k.spy2 = _mm512_set1_ps(2 * span_y);
+    k.hx = _mm512_set1_ps((float)(W - 1));
+    k.hy = _mm512_set1_ps((float)(H - 1));
+    k.fw = _mm512_set1_ps((float)W);
+    k.fh = _mm512_set1_ps((float)H);
+    k.vw = _mm512_set1_epi32((int)W);
+    k.even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    k.odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    k.pad = pad;
+    return k;
+}
+
+/* One axis: u (unnormalised, shifted) -> the padded coordinate; *d <- du/dg. */
+SB_AVX512 static inline __m512 sb_gs2d_pad16(const sb_gs2d_k16* k, __m512 u, __m512 scale,
+        __m512 span, __m512 span2, __m512 hi, __m512* d, __mmask16* far) {
+    __m512 sg = k->one;
+    if (k->pad == 2) {  /* |u - lo|, then one flip at span */
+        __m512 v = _mm512_sub_ps(u, k->lo);
+        const __mmask16 neg = _mm512_cmp_ps_mask(v, k->zero, _CMP_LT_OQ);
+        sg = _mm512_mask_sub_ps(sg, neg, k->zero, sg);
+        v = _mm512_mask_sub_ps(v, neg, k->zero, v);
+        *far |= _mm512_cmp_ps_mask(v, span2, _CMP_GE_OQ);
+        const __mmask16 in = _mm512_cmp_ps_mask(v, span, _CMP_LT_OQ);
+        sg = _mm512_mask_sub_ps(sg, (__mmask16)~in, k->zero, sg);
+        u = _mm512_mask_blend_ps(in, _mm512_add_ps(_mm512_sub_ps(span, _mm512_sub_ps(v, span)),
+                                                   k->lo),
+                                 _mm512_add_ps(v, k->lo));
+    }
+    *d = scale;
+    if (k->pad) {  /* clip into [0, size - 1] (NaN -> 0); the derivative is 0 on the bounds */
+        *d = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(u, k->zero, _CMP_GT_OQ)
+                                 & _mm512_cmp_ps_mask(u, hi, _CMP_LT_OQ),
+                                 _mm512_mul_ps(sg, scale));
+        u = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, hi, _CMP_GE_OQ), u, hi);
+        u = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(u, k->zero, _CMP_GT_OQ), u);
+    }
+    return u;
+}
+
+/* The r <= 16 points of g (x, y pairs) -> padded coordinates, du/dg, far mask. */
+SB_AVX512 static inline void sb_gs2d_coords16(const sb_gs2d_k16* k, const float* g,
+        Py_ssize_t r, __m512* ux, __m512* uy, __m512* dx, __m512* dy, __mmask16* far) {
+    __m512 a, b;
+    if (r == 16) {
+        a = _mm512_loadu_ps(g);
+        b = _mm512_loadu_ps(g + 16);
+    } else {  /* the tail: 2 r values, zeros after them */
+        const __mmask16 ma = (__mmask16)(2 * r >= 16 ? 0xFFFF : (1u << (2 * r)) - 1);
+        const __mmask16 mb = (__mmask16)(2 * r <= 16 ? 0 : (1u << (2 * r - 16)) - 1);
+        a = _mm512_maskz_loadu_ps(ma, g);
+        b = _mm512_maskz_loadu_ps(mb, g + 16);
+    }
+    __m512 u = _mm512_mul_ps(_mm512_add_ps(_mm512_permutex2var_ps(a, k->even, b), k->one), k->sx);
+    __m512 v = _mm512_mul_ps(_mm512_add_ps(_mm512_permutex2var_ps(a, k->odd, b), k->one), k->sy);
+    *far = 0;
+    *ux = sb_gs2d_pad16(k, _mm512_sub_ps(u, k->shift), k->sx, k->spx, k->spx2, k->hx, dx, far);
+    *uy = sb_gs2d_pad16(k, _mm512_sub_ps(v, k->shift), k->sy, k->spy, k->spy2, k->hy, dy, far);
+}
+
+SB_AVX512 static inline __m512 sb_gs2d_round16(__m512 u, int nearest) {
+    /* rint (round half to even) for nearest, floor for bilinear */
+    return nearest ? _mm512_roundscale_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+                   : _mm512_roundscale_ps(u, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+}
+
+SB_AVX512 static inline __mmask16 sb_gs2d_in16(const sb_gs2d_k16* k, __m512 f, __m512 size) {
+    return _mm512_cmp_ps_mask(f, k->zero, _CMP_GE_OQ) & _mm512_cmp_ps_mask(f, size, _CMP_LT_OQ);
+}
+
+SB_AVX512 static inline void sb_gs2d_ok16(unsigned char* ok, Py_ssize_t r, __mmask16 m) {
+    for (Py_ssize_t q = 0; q < r; q++) ok[q] = (unsigned char)((m >> q) & 1);
+}
+
+/* sb_gs2d_fused_f_avx512: the blocked forward of nearest/bilinear (float32) in one
+ * pass, 16 points a vector: the coordinates on registers, then the gathers of every
+ * channel, with no scratch arrays between the two.  Taps outside the input are
+ * masked out of the gathers, which gives the general path's sums for points with
+ * some taps outside (zeros padding, or the last row and column after clipping): a
+ * dropped tap adds +0 here, which leaves the sum as the general path forms it.
+ * Points reflected more than once get ok[j] = 0 (the caller recomputes them);
+ * returns whether every point was ok. */
+SB_AVX512 static int sb_gs2d_fused_f_avx512(const float* x, const float* g, float* out,
+        Py_ssize_t C, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n, int nearest,
+        const sb_gs2d_k16* k, unsigned char* ok) {
     const Py_ssize_t HW = H * W;
+    const __m512 zero = k->zero;
     int all = 1;
     for (Py_ssize_t j = 0; j < n; j += 16) {
         const Py_ssize_t r = n - j < 16 ? n - j : 16;
         const __mmask16 lanes = (__mmask16)(r == 16 ? 0xFFFF : (1u << r) - 1);
-        __m512 a, b;
-        if (r == 16) {
-            a = _mm512_loadu_ps(g + 2 * j);
-            b = _mm512_loadu_ps(g + 2 * j + 16);
-        } else {  /* the tail: 2 r values, zeros after them */
-            const __mmask16 ma = (__mmask16)(2 * r >= 16 ? 0xFFFF : (1u << (2 * r)) - 1);
-            const __mmask16 mb = (__mmask16)(2 * r <= 16 ? 0 : (1u << (2 * r - 16)) - 1);
-            a = _mm512_maskz_loadu_ps(ma, g + 2 * j);
-            b = _mm512_maskz_loadu_ps(mb, g + 2 * j + 16);
-        }
-        __m512 ux = _mm512_mul_ps(_mm512_add_ps(_mm512_permutex2var_ps(a, even, b), one), sx);
-        __m512 uy = _mm512_mul_ps(_mm512_add_ps(_mm512_permutex2var_ps(a, odd, b), one), sy);
-        ux = _mm512_sub_ps(ux, vshift);
-        uy = _mm512_sub_ps(uy, vshift);
-        __mmask16 far = 0;
-        if (pad == 2) {  /* |u - lo|, flipped once at span (farther: the general path) */
-            __m512 vx = _mm512_sub_ps(ux, vlo), vy = _mm512_sub_ps(uy, vlo);
-            vx = _mm512_mask_sub_ps(vx, _mm512_cmp_ps_mask(vx, zero, _CMP_LT_OQ), zero, vx);
-            vy = _mm512_mask_sub_ps(vy, _mm512_cmp_ps_mask(vy, zero, _CMP_LT_OQ), zero, vy);
-            far = _mm512_cmp_ps_mask(vx, spx2, _CMP_GE_OQ) | _mm512_cmp_ps_mask(vy, spy2, _CMP_GE_OQ);
-            const __mmask16 inx = _mm512_cmp_ps_mask(vx, spx, _CMP_LT_OQ);
-            const __mmask16 iny = _mm512_cmp_ps_mask(vy, spy, _CMP_LT_OQ);
-            ux = _mm512_mask_blend_ps(inx, _mm512_add_ps(_mm512_sub_ps(spx, _mm512_sub_ps(vx, spx)), vlo),
-                                      _mm512_add_ps(vx, vlo));
-            uy = _mm512_mask_blend_ps(iny, _mm512_add_ps(_mm512_sub_ps(spy, _mm512_sub_ps(vy, spy)), vlo),
-                                      _mm512_add_ps(vy, vlo));
-        }
-        if (pad) {  /* clip into [0, size - 1]; NaN -> 0 */
-            ux = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ux, hx, _CMP_GE_OQ), ux, hx);
-            uy = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(uy, hy, _CMP_GE_OQ), uy, hy);
-            ux = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(ux, zero, _CMP_GT_OQ), ux);
-            uy = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(uy, zero, _CMP_GT_OQ), uy);
-        }
-        __m512 fx, fy;  /* rint (round half to even) or floor */
-        if (nearest) {
-            fx = _mm512_roundscale_ps(ux, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            fy = _mm512_roundscale_ps(uy, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        } else {
-            fx = _mm512_roundscale_ps(ux, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-            fy = _mm512_roundscale_ps(uy, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-        }
-        /* each tap's own inside test: a point with some taps outside sums the others,
-         * as the general path does (a dropped tap adds +0 here: the same sum) */
-        const __m512 ex = _mm512_add_ps(fx, one), ey = _mm512_add_ps(fy, one);
-        const __mmask16 vx0 = _mm512_cmp_ps_mask(fx, zero, _CMP_GE_OQ)
-                              & _mm512_cmp_ps_mask(fx, fw, _CMP_LT_OQ);
-        const __mmask16 vy0 = (_mm512_cmp_ps_mask(fy, zero, _CMP_GE_OQ)
-                               & _mm512_cmp_ps_mask(fy, fh, _CMP_LT_OQ) & (__mmask16)~far & lanes);
+        __m512 ux, uy, dx, dy;
+        __mmask16 far;
+        sb_gs2d_coords16(k, g + 2 * j, r, &ux, &uy, &dx, &dy, &far);
+        const __m512 fx = sb_gs2d_round16(ux, nearest), fy = sb_gs2d_round16(uy, nearest);
+        const __m512 ex = _mm512_add_ps(fx, k->one), ey = _mm512_add_ps(fy, k->one);
+        const __mmask16 vx0 = sb_gs2d_in16(k, fx, k->fw);
+        const __mmask16 vy0 = sb_gs2d_in16(k, fy, k->fh) & (__mmask16)~far & lanes;
         const __mmask16 m00 = vx0 & vy0;
         const __m512 tx = _mm512_sub_ps(ux, fx), ty = _mm512_sub_ps(uy, fy);
-        const __m512i off = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_cvttps_epi32(fy), vw),
+        const __m512i off = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_cvttps_epi32(fy), k->vw),
                                              _mm512_cvttps_epi32(fx));
         if (nearest) {
             for (Py_ssize_t c = 0; c < C; c++)
                 _mm512_mask_storeu_ps(out + c * P + j, lanes,
                                       _mm512_mask_i32gather_ps(zero, m00, off, x + c * HW, 4));
         } else {
-            const __mmask16 vx1 = _mm512_cmp_ps_mask(ex, zero, _CMP_GE_OQ)
-                                  & _mm512_cmp_ps_mask(ex, fw, _CMP_LT_OQ);
-            const __mmask16 vy1 = (_mm512_cmp_ps_mask(ey, zero, _CMP_GE_OQ)
-                                   & _mm512_cmp_ps_mask(ey, fh, _CMP_LT_OQ) & (__mmask16)~far
-                                   & lanes);
+            const __mmask16 vx1 = sb_gs2d_in16(k, ex, k->fw);
+            const __mmask16 vy1 = sb_gs2d_in16(k, ey, k->fh) & (__mmask16)~far & lanes;
             const __mmask16 m01 = vx1 & vy0, m10 = vx0 & vy1, m11 = vx1 & vy1;
             const __mmask16 any = m00 | m01 | m10 | m11;
-            const __m512 sx1 = _mm512_sub_ps(one, tx), sy1 = _mm512_sub_ps(one, ty);
+            const __m512 sx1 = _mm512_sub_ps(k->one, tx), sy1 = _mm512_sub_ps(k->one, ty);
             const __m512 w0 = _mm512_mul_ps(sy1, sx1), w1 = _mm512_mul_ps(sy1, tx);
             const __m512 w2 = _mm512_mul_ps(ty, sx1), w3 = _mm512_mul_ps(ty, tx);
             for (Py_ssize_t c = 0; c < C; c++) {
@@ -207,25 +247,178 @@ __attribute__((target("avx512f"))) static int sb_gs2d_fused_f_avx512(const float
                 _mm512_mask_storeu_ps(out + c * P + j, lanes, _mm512_maskz_mov_ps(any, v));
             }
         }
-        if (far) {  /* reflected more than once: the caller's general path */
-            all = 0;
-            for (Py_ssize_t k = 0; k < r; k++) ok[j + k] = (unsigned char)(!((far >> k) & 1));
-        } else {
-            for (Py_ssize_t k = 0; k < r; k++) ok[j + k] = 1;
-        }
+        all &= far == 0;
+        sb_gs2d_ok16(ok + j, r, (__mmask16)~far);
     }
     return all;
 }
+
+/* sb_gs2d_fused_back_f_avx512: the backward of a block's n points (float32, nearest or
+ * bilinear), g their grid values in block order and pts their indices into the
+ * sample's P points.  For the points with every tap inside (ok[j] = 1; the others are
+ * the caller's), 16 at a time: the grid gradient's sums over the channels on
+ * registers (as sb_gs2d_backward_f forms them: the same values) and, channel by
+ * channel, the push in point order; gg (unless NULL, bilinear) gets
+ * (sum * du/dg) per point, gx (unless NULL) the push. */
+SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy, float* gx,
+        float* gg, Py_ssize_t C, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n,
+        const float* g, const Py_ssize_t* pts, int nearest, const sb_gs2d_k16* k,
+        unsigned char* ok) {
+    const Py_ssize_t HW = H * W;
+    const __m512 zero = k->zero, one = k->one;
+    const int deriv = gg != 0 && !nearest;
+    float wa[4][16], ga[16], sa[2][16];
+    int32_t oa[16];
+    int all = 1;
+    for (Py_ssize_t j = 0; j < n; j += 16) {
+        const Py_ssize_t r = n - j < 16 ? n - j : 16;
+        const __mmask16 lanes = (__mmask16)(r == 16 ? 0xFFFF : (1u << r) - 1);
+        __m512 ux, uy, dx, dy;
+        __mmask16 far;
+        sb_gs2d_coords16(k, g + 2 * j, r, &ux, &uy, &dx, &dy, &far);
+        const __m512 fx = sb_gs2d_round16(ux, nearest), fy = sb_gs2d_round16(uy, nearest);
+        const __m512 ex = nearest ? fx : _mm512_add_ps(fx, one);
+        const __m512 ey = nearest ? fy : _mm512_add_ps(fy, one);
+        const __mmask16 in = sb_gs2d_in16(k, fx, k->fw) & sb_gs2d_in16(k, ex, k->fw)
+                             & sb_gs2d_in16(k, fy, k->fh) & sb_gs2d_in16(k, ey, k->fh)
+                             & (__mmask16)~far & lanes;
+        const __m512 tx = _mm512_sub_ps(ux, fx), ty = _mm512_sub_ps(uy, fy);
+        const __m512i off = _mm512_add_epi32(
+            _mm512_mullo_epi32(_mm512_cvttps_epi32(_mm512_maskz_mov_ps(in, fy)), k->vw),
+            _mm512_cvttps_epi32(_mm512_maskz_mov_ps(in, fx)));
+        const __mmask8 lo8 = (__mmask8)(lanes & 0xFF), hi8 = (__mmask8)(lanes >> 8);
+        const __m512i pidx = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64(lo8, pts + j))),
+            _mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64(hi8, pts + j + 8)), 1);
+        const __m512 sx1 = _mm512_sub_ps(one, tx), sy1 = _mm512_sub_ps(one, ty);
+        _mm512_storeu_si512((void*)oa, off);
+        if (!nearest) {
+            _mm512_storeu_ps(wa[0], _mm512_mul_ps(sy1, sx1));
+            _mm512_storeu_ps(wa[1], _mm512_mul_ps(sy1, tx));
+            _mm512_storeu_ps(wa[2], _mm512_mul_ps(ty, sx1));
+            _mm512_storeu_ps(wa[3], _mm512_mul_ps(ty, tx));
+        }
+        __m512 ax = zero, ay = zero;
+        if (nearest) {  /* the push alone: plain loads of grad_y, no gather */
+            for (Py_ssize_t c = 0; c < C && gx; c++) {
+                float* gxp = gx + c * HW;
+                const float* gyp = gy + c * P;
+                for (Py_ssize_t q = 0; q < r; q++)
+                    if ((in >> q) & 1) gxp[oa[q]] = gxp[oa[q]] + gyp[pts[j + q]];
+            }
+            all &= in == lanes;
+            sb_gs2d_ok16(ok + j, r, in);
+            continue;
+        }
+        for (Py_ssize_t c = 0; c < C; c++) {
+            const float* xp = x + c * HW;
+            const __m512 gv = _mm512_mask_i32gather_ps(zero, in, pidx, gy + c * P, 4);
+            if (deriv) {  /* the interpolant's differences along x and y */
+                const __m512 q0 = _mm512_mask_i32gather_ps(zero, in, off, xp, 4);
+                const __m512 q1 = _mm512_mask_i32gather_ps(zero, in, off, xp + 1, 4);
+                const __m512 q2 = _mm512_mask_i32gather_ps(zero, in, off, xp + W, 4);
+                const __m512 q3 = _mm512_mask_i32gather_ps(zero, in, off, xp + W + 1, 4);
+                ax = _mm512_add_ps(ax, _mm512_mul_ps(gv, _mm512_add_ps(
+                    _mm512_mul_ps(sy1, _mm512_sub_ps(q1, q0)),
+                    _mm512_mul_ps(ty, _mm512_sub_ps(q3, q2)))));
+                ay = _mm512_add_ps(ay, _mm512_mul_ps(gv, _mm512_add_ps(
+                    _mm512_mul_ps(sx1, _mm512_sub_ps(q2, q0)),
+                    _mm512_mul_ps(tx, _mm512_sub_ps(q3, q1)))));
+            }
+            if (gx) {  /* the push, point by point (taps of different points may coincide) */
+                float* gxp = gx + c * HW;
+                _mm512_storeu_ps(ga, gv);
+                for (Py_ssize_t q = 0; q < r; q++) {
+                    if (!((in >> q) & 1)) continue;
+                    const Py_ssize_t o = oa[q];
+                    const float gq = ga[q];
+                    gxp[o] = gxp[o] + wa[0][q] * gq;
+                    gxp[o + 1] = gxp[o + 1] + wa[1][q] * gq;
+                    gxp[o + W] = gxp[o + W] + wa[2][q] * gq;
+                    gxp[o + W + 1] = gxp[o + W + 1] + wa[3][q] * gq;
+                }
+            }
+        }
+        if (deriv) {
+            _mm512_storeu_ps(sa[0], _mm512_mul_ps(ax, dx));
+            _mm512_storeu_ps(sa[1], _mm512_mul_ps(ay, dy));
+            for (Py_ssize_t q = 0; q < r; q++) {
+                if (!((in >> q) & 1)) continue;
+                gg[2 * pts[j + q]] = sa[0][q];
+                gg[2 * pts[j + q] + 1] = sa[1][q];
+            }
+        }
+        all &= in == lanes;
+        sb_gs2d_ok16(ok + j, r, in);
+    }
+    return all;
+}
+
+/* sb_gs2d_keys_f_avx512: the push's key of each of a sample's n points: the slab of
+ * the lowest row its taps touch (slab_of_row[row]), -1 for none, -2 for a point
+ * reflected more than once (the caller computes those). */
+SB_AVX512 static void sb_gs2d_keys_f_avx512(const float* g, Py_ssize_t n, int nearest,
+        const sb_gs2d_k16* k, const int32_t* slab_of_row, Py_ssize_t* keys) {
+    for (Py_ssize_t j = 0; j < n; j += 16) {
+        const Py_ssize_t r = n - j < 16 ? n - j : 16;
+        __m512 ux, uy, dx, dy;
+        __mmask16 far;
+        sb_gs2d_coords16(k, g + 2 * j, r, &ux, &uy, &dx, &dy, &far);
+        const __m512 fy = sb_gs2d_round16(uy, nearest);
+        const __mmask16 v0 = sb_gs2d_in16(k, fy, k->fh);
+        const __mmask16 v1 = nearest ? 0 : sb_gs2d_in16(k, _mm512_add_ps(fy, k->one), k->fh);
+        /* the lowest valid row: fy, else fy + 1 */
+        const __m512 row = _mm512_mask_blend_ps(v0, _mm512_add_ps(fy, k->one), fy);
+        const __m512i s = _mm512_mask_i32gather_epi32(_mm512_set1_epi32(-1), v0 | v1,
+                                                      _mm512_cvttps_epi32(_mm512_maskz_mov_ps(v0 | v1, row)),
+                                                      (const void*)slab_of_row, 4);
+        const __m512i key = _mm512_mask_mov_epi32(s, far, _mm512_set1_epi32(-2));
+        int32_t ka[16];
+        _mm512_storeu_si512((void*)ka, key);
+        for (Py_ssize_t q = 0; q < r; q++) keys[j + q] = ka[q];
+    }
+}
 #endif
 
+/* Dispatch: each returns 0 (nothing done) unless isa == 2 on an x86-64 build. */
 static int sb_gs2d_fused_f(int isa, const float* x, const float* g, float* out, Py_ssize_t C,
         Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n, int nearest, int pad,
         float scale_x, float scale_y, float shift, float lo, float span_x, float span_y,
         unsigned char* ok, int* all) {
     SB_GS2D_IF_X86(
     if (isa == 2) {
-        *all = sb_gs2d_fused_f_avx512(x, g, out, C, H, W, P, n, nearest, pad, scale_x, scale_y,
-                                      shift, lo, span_x, span_y, ok);
+        const sb_gs2d_k16 k = sb_gs2d_k16_make(H, W, scale_x, scale_y, shift, pad, lo, span_x,
+                                               span_y);
+        *all = sb_gs2d_fused_f_avx512(x, g, out, C, H, W, P, n, nearest, &k, ok);
+        return 1;
+    })
+    return 0;
+}
+
+static int sb_gs2d_fused_back_f(int isa, const float* x, const float* gy, float* gx,
+        float* gg, Py_ssize_t C, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n,
+        const float* g, const Py_ssize_t* pts, int nearest, int pad, float scale_x,
+        float scale_y, float shift, float lo, float span_x, float span_y, unsigned char* ok,
+        int* all) {
+    SB_GS2D_IF_X86(
+    if (isa == 2) {
+        const sb_gs2d_k16 k = sb_gs2d_k16_make(H, W, scale_x, scale_y, shift, pad, lo, span_x,
+                                               span_y);
+        *all = sb_gs2d_fused_back_f_avx512(x, gy, gx, gg, C, H, W, P, n, g, pts, nearest, &k,
+                                           ok);
+        return 1;
+    })
+    return 0;
+}
+
+static int sb_gs2d_keys_f(int isa, const float* g, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
+        int nearest, int pad, float scale_x, float scale_y, float shift, float lo,
+        float span_x, float span_y, const int32_t* slab_of_row, Py_ssize_t* keys) {
+    SB_GS2D_IF_X86(
+    if (isa == 2) {
+        const sb_gs2d_k16 k = sb_gs2d_k16_make(H, W, scale_x, scale_y, shift, pad, lo, span_x,
+                                               span_y);
+        sb_gs2d_keys_f_avx512(g, n, nearest, &k, slab_of_row, keys);
         return 1;
     })
     return 0;

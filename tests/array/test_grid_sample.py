@@ -136,9 +136,10 @@ def test_blocked_paths_match_reference(nd, padding, ac):
 @pytest.mark.parametrize("padding", PADDINGS)
 @pytest.mark.parametrize("ac", [False, True])
 def test_simd_paths_give_the_portable_bits(mode, padding, ac):
-    """The 2-D float32 forward's AVX-512 pass and the bicubic blocks against the portable
-    loops, bit for bit, on inside points, edge points (some taps outside), points
-    reflected more than once, NaN and huge coordinates; and against the reference."""
+    """The 2-D float32 AVX-512 passes (forward, push and grid gradient, the push's keys)
+    and the bicubic blocks against the portable loops, bit for bit, on inside points,
+    edge points (some taps outside), points reflected more than once, NaN and huge
+    coordinates; and against the reference."""
     from sandbox.array.grid_sample._dispatch import simd_code
     from sandbox.runtime import simd
 
@@ -148,6 +149,7 @@ def test_simd_paths_give_the_portable_bits(mode, padding, ac):
     g[:, :4] = rng.uniform(-6, 6, g[:, :4].shape)  # reflected more than once
     g[0, 5, :3] = [[np.nan, 0.2], [1e30, 0.1], [-0.3, -1e30]]
     g[1, 6, :2] = [[-1.0, 1.0], [1.0, -1.0]]  # on the corners
+    gy = rng.standard_normal((2, 3, 25, 23)).astype(np.float32)
     want = reference.grid_sample(x, g, mode, padding, ac)
     paths = [p for p in ("avx512", "avx2", "portable") if p in simd.supported_paths()]
     results = []
@@ -155,10 +157,17 @@ def test_simd_paths_give_the_portable_bits(mode, padding, ac):
         with simd.using(isa=path):
             if path == "avx512":
                 assert simd_code() == 2
-            results.append(_kernel_fwd(x, g, mode, padding, ac))
+            results.append((_kernel_fwd(x, g, mode, padding, ac),
+                            *_kernel_bwd(gy, x, g, mode, padding, ac),
+                            _kernel_bwd(gy, x, g, mode, padding, ac, input_grad=False)[1]))
     for got in results[1:]:
-        np.testing.assert_array_equal(got, results[0])
-    np.testing.assert_allclose(results[0], want, rtol=1e-4, atol=1e-4)
+        for a, b in zip(got, results[0], strict=True):
+            np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(results[0][0], want, rtol=1e-4, atol=1e-4)
+    finite = np.isfinite(g).all(axis=-1) & (np.abs(g) < 1e3).all(axis=-1)
+    want_gx, want_gg = reference.grid_sample_backward(gy, x, g, mode, padding, ac)
+    np.testing.assert_allclose(results[0][1], want_gx, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(results[0][2][finite], want_gg[finite], rtol=1e-3, atol=1e-3)
 
 
 @pytest.mark.parametrize("nd,mode", [(2, "bilinear"), (2, "bicubic"), (2, "nearest"),

@@ -51,6 +51,11 @@ def simd_code() -> int:
     return 2 if simd.current().isa == "avx512" and _grid_sample.isa_available() == 2 else 0
 
 
+def slab_rows(h: int, slab: int, nd: int):
+    """The push slab of each input row (2-D; None in 3-D), for the kernels' key pass."""
+    return (np.arange(h, dtype=np.int32) // slab).astype(np.int32) if nd == 2 else None
+
+
 def forward(input, grid, mode, padding, align_corners):
     n, c, d, h, w, p, nd = _sizes(input, grid)
     out = np.empty((n, c, *grid.shape[1:-1]), input.dtype)
@@ -82,5 +87,6 @@ def backward(grad_output, input, grid, mode, padding, align_corners, input_grad,
                           empty if gx is None else gx.reshape(-1),
                           gg.reshape(-1) if wants_grid else empty, keys, order, starts, cursor,
                           n, c, d, h, w, p, nd, mode, padding, int(align_corners), slab, nslabs,
-                          kernel_threads(n * c * p * 4))
+                          kernel_threads(n * c * p * 4), slab_rows(h, slab, nd),
+                          simd_code())
     return gx, gg
