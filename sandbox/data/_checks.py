@@ -51,3 +51,19 @@ def _check_index(index, length):
     if not 0 <= index < length:
         raise IndexError(f"index {index} out of range for a dataset of length {length}")
     return index
+
+
+def _check_prob(p):
+    if not 0.0 <= float(p) <= 1.0:
+        raise ValueError(f"p must be a probability in [0, 1], got {p}")
+    return float(p)
+
+
+def _check_pair(image, mask, nd=2):
+    """An image ``(C, *spatial)`` and its mask ``spatial`` of ``nd`` axes (augmentations)."""
+    if image.ndim != nd + 1 or mask.ndim != nd or image.shape[1:] != mask.shape:
+        axes = "H, W" if nd == 2 else "D, H, W"
+        raise ValueError(
+            f"expected image (C, {axes}) and mask ({axes}) of the same {axes}; got image "
+            f"{image.shape} and mask {mask.shape}"
+        )
