@@ -159,16 +159,10 @@ def build_unet3d_step(name: str, mode: str, quick: bool, torch=None,
 
     Parameters
     ----------
-    name : str
-        Case name (seeds the data).
-    mode : str
-        Decoder upsampling mode.
+    name, mode, torch, libs
+        As for :func:`~sandbox.bench._cases_classic.build_classic_step`.
     quick : bool
         A small UNet, batch and volume.
-    torch : module or None
-        PyTorch, needed for ``"torch"`` in ``libs``.
-    libs : tuple of str
-        Which steps to build.
 
     Returns
     -------
