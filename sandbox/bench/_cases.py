@@ -164,9 +164,23 @@ def torch_resize_call(torch, x, g, size, mode: str, kwargs: dict):
 def resize_work(name, in_shape, out_size, mode, opts, backward, torch, torch_mode,
                 torch_kwargs, no_twin) -> Work:
     """The work of a resize case (2-D or 3-D): ``resize`` of seeded data to
-    ``out_size``, or with ``backward`` its adjoint, against PyTorch's ``torch_mode``
-    (called with ``torch_kwargs``); without a twin (``torch_mode`` None) the note is
-    ``no_twin``."""
+    ``out_size``, or with ``backward`` its adjoint, against PyTorch.
+
+    Parameters
+    ----------
+    name, in_shape, out_size : str, tuple, tuple
+        Case name (seeds the data), ``(N, C, *spatial)`` in, spatial size out.
+    mode, opts, backward : str, dict, bool
+        The sandbox's mode and options; time the adjoint instead of the forward.
+    torch, torch_mode, torch_kwargs : module or None, str or None, dict
+        PyTorch (None: the sandbox side only), its mode (None: no twin) and options.
+    no_twin : str
+        The note when there is PyTorch but no twin.
+
+    Returns
+    -------
+    Work
+    """
     from ..array.resample import resize, resize_adjoint
 
     rng = _rng(name)
@@ -198,9 +212,8 @@ def _resize_case(variant: str, key: str, backward: bool) -> Case:
 
     def build(quick, torch):
         in_shape, out_hw = (RESIZE_QUICK if quick else RESIZE_SHAPES)[key]
-        kwargs = _torch_resize_kwargs(torch_mode, opts)
         return resize_work(name, in_shape, out_hw, mode, opts, backward, torch, torch_mode,
-                           kwargs, "PyTorch has no such mode")
+                           _torch_resize_kwargs(torch_mode, opts), "PyTorch has no such mode")
 
     return Case(name, "resize", build)
 

@@ -155,7 +155,20 @@ class AvgPool2d(_AvgPoolNd):
 
 
 def resample_repr(mode, align_corners, antialias) -> str:
-    """``mode=..., align_corners=..., antialias=True`` with the defaults left out."""
+    """``mode=..., align_corners=..., antialias=True`` with the defaults left out.
+
+    Parameters
+    ----------
+    mode : str
+    align_corners : bool or None
+        Shown unless None.
+    antialias : bool
+        Shown when True.
+
+    Returns
+    -------
+    str
+    """
     s = f"mode={mode!r}"
     if align_corners is not None:
         s += f", align_corners={align_corners}"

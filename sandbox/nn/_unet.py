@@ -36,7 +36,23 @@ def _norm_layer(kind: str, channels: int, dtype, dims: int = 2) -> Module:
 
 def check_input(shape, in_channels: int, dims: int, name: str = "UNet") -> None:
     """Raise unless ``shape`` is ``(N, in_channels, *spatial)`` with ``dims`` spatial axes
-    (shared with the PyTorch twins in :mod:`sandbox.interop._torch_modules`)."""
+    (shared with the PyTorch twins in :mod:`sandbox.interop._torch_modules`).
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The input's shape.
+    in_channels : int
+    dims : {2, 3}
+        Spatial axes the input must have.
+    name : str, default "UNet"
+        The model named in the error.
+
+    Raises
+    ------
+    ValueError
+        ``shape`` has another rank or channel count.
+    """
     if len(shape) != 2 + dims or shape[1] != in_channels:
         axes = "H, W" if dims == 2 else "D, H, W"
         raise ValueError(
@@ -47,7 +63,24 @@ def check_input(shape, in_channels: int, dims: int, name: str = "UNet") -> None:
 def encode_decode(x, inc, downs, ups, head):
     """The UNet pass: ``inc``, each of ``downs`` (every output kept as a skip), each of
     ``ups`` with the matching skip (deepest first), then ``head``; shared by the UNets
-    here and their PyTorch twins."""
+    here and their PyTorch twins.
+
+    Parameters
+    ----------
+    x : Tensor (sandbox or torch)
+        The input batch.
+    inc, head : callable
+        The first block and the output layer.
+    downs : iterable of callable
+        Encoder steps, top to bottom.
+    ups : iterable of callable
+        Decoder steps ``up(x, skip)``, bottom to top.
+
+    Returns
+    -------
+    Tensor
+        ``head`` of the last decoder output.
+    """
     skips = [inc(x)]
     for down in downs:
         skips.append(down(skips[-1]))
@@ -59,8 +92,19 @@ def encode_decode(x, inc, downs, ups, head):
 
 def pad_widths(target, actual) -> tuple | None:
     """``F.pad`` widths (last axis first) that pad spatial sizes ``actual`` up to
-    ``target``, the odd cell at the end; None when they already match (the decoder
-    of a transposed-convolution UNet on odd input sizes)."""
+    ``target``, the odd cell at the end (the decoder of a transposed-convolution UNet
+    on odd input sizes).
+
+    Parameters
+    ----------
+    target, actual : sequence of int
+        Spatial sizes, one per axis; ``actual <= target``.
+
+    Returns
+    -------
+    tuple of int or None
+        ``(before, after)`` per axis, last axis first; None when the sizes match.
+    """
     missing = [t - n for t, n in zip(target, actual, strict=True)]
     if not any(missing):
         return None
