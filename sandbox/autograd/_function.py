@@ -120,10 +120,7 @@ class Context:
     @property
     def saved_tensors(self) -> tuple:
         """The saved items as Tensors (None stays None); see the module docstring."""
-        if self._freed:
-            raise RuntimeError(_FREED_MESSAGE.format(self.name()))
-        if self._versions is not None:
-            self._check_versions()
+        self._check_saved()
         out = []
         for item in self._saved:
             if isinstance(item, _SavedOutput):
@@ -137,10 +134,7 @@ class Context:
     @property
     def saved_arrays(self) -> tuple:
         """The saved items as plain ndarrays (for kernel-backed backward functions)."""
-        if self._freed:
-            raise RuntimeError(_FREED_MESSAGE.format(self.name()))
-        if self._versions is not None:
-            self._check_versions()
+        self._check_saved()
         return tuple(
             [
                 item._data if isinstance(item, Tensor) else getattr(item, "data", item)
@@ -172,6 +166,13 @@ class Context:
                     tensor._ver = _Version()
                 item.data, item.ver = tensor._data, tensor._ver
                 self._versions[k] = tensor._ver.value
+
+    def _check_saved(self) -> None:
+        """Raise if the saved items were released, or one was written in place since."""
+        if self._freed:
+            raise RuntimeError(_FREED_MESSAGE.format(self.name()))
+        if self._versions is not None:
+            self._check_versions()
 
     def _check_versions(self) -> None:
         """Raise if a saved Tensor was written in place after it was saved."""

@@ -161,35 +161,59 @@ def torch_resize_call(torch, x, g, size, mode: str, kwargs: dict):
     return backward
 
 
+def resize_work(name, in_shape, out_size, mode, opts, backward, torch, torch_mode,
+                torch_kwargs, no_twin) -> Work:
+    """The work of a resize case (2-D or 3-D): ``resize`` of seeded data to
+    ``out_size``, or with ``backward`` its adjoint, against PyTorch.
+
+    Parameters
+    ----------
+    name, in_shape, out_size : str, tuple, tuple
+        Case name (seeds the data), ``(N, C, *spatial)`` in, spatial size out.
+    mode, opts, backward : str, dict, bool
+        The sandbox's mode and options; time the adjoint instead of the forward.
+    torch, torch_mode, torch_kwargs : module or None, str or None, dict
+        PyTorch (None: the sandbox side only), its mode (None: no twin) and options.
+    no_twin : str
+        The note when there is PyTorch but no twin.
+
+    Returns
+    -------
+    Work
+    """
+    from ..array.resample import resize, resize_adjoint
+
+    rng = _rng(name)
+    x = _normal(rng, in_shape)
+    out_shape = (*in_shape[:2], *out_size)
+    desc = f"{in_shape}->{out_size}"
+    if backward:
+        g = _normal(rng, out_shape)
+
+        def ours():
+            return resize_adjoint(g, in_shape[2:], size=out_size, mode=mode, **opts)
+    else:
+
+        def ours():
+            return resize(x, size=out_size, mode=mode, **opts)
+
+    nbytes = x.nbytes + 4 * int(np.prod(out_shape))
+    if torch is None or torch_mode is None:
+        note = None if torch is None else no_twin
+        return Work(ours, None, nbytes, desc, note)
+    theirs = torch_resize_call(torch, x, g if backward else None, out_size, torch_mode,
+                               torch_kwargs)
+    return Work(ours, theirs, nbytes, desc)
+
+
 def _resize_case(variant: str, key: str, backward: bool) -> Case:
     name = f"resize/{variant}/{key}/{'bwd' if backward else 'fwd'}"
     mode, opts, torch_mode = RESIZE_VARIANTS[variant]
 
     def build(quick, torch):
-        from ..array.resample import resize, resize_adjoint
-
         in_shape, out_hw = (RESIZE_QUICK if quick else RESIZE_SHAPES)[key]
-        rng = _rng(name)
-        x = _normal(rng, in_shape)
-        out_shape = (*in_shape[:2], *out_hw)
-        desc = f"{in_shape}->{out_hw}"
-        if backward:
-            g = _normal(rng, out_shape)
-
-            def ours():
-                return resize_adjoint(g, in_shape[2:], size=out_hw, mode=mode, **opts)
-        else:
-
-            def ours():
-                return resize(x, size=out_hw, mode=mode, **opts)
-
-        nbytes = x.nbytes + 4 * int(np.prod(out_shape))
-        if torch is None or torch_mode is None:
-            note = None if torch is None else "PyTorch has no such mode"
-            return Work(ours, None, nbytes, desc, note)
-        theirs = torch_resize_call(torch, x, g if backward else None, out_hw, torch_mode,
-                                   _torch_resize_kwargs(torch_mode, opts))
-        return Work(ours, theirs, nbytes, desc)
+        return resize_work(name, in_shape, out_hw, mode, opts, backward, torch, torch_mode,
+                           _torch_resize_kwargs(torch_mode, opts), "PyTorch has no such mode")
 
     return Case(name, "resize", build)
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._cases import Case, Work, _normal, _rng, torch_resize_call
+from ._cases import Case, Work, _normal, _rng, resize_work
 
 # variant -> (our mode, options, PyTorch's 5-D mode or None, downsampling?)
 RESIZE3D_VARIANTS = {
@@ -74,32 +74,12 @@ def _resize3d_case(variant: str, backward: bool) -> Case:
     mode, opts, torch_mode, down = RESIZE3D_VARIANTS[variant]
 
     def build(quick, torch):
-        from ..array.resample import resize, resize_adjoint
-
         n, c, small, large = RESIZE3D_QUICK if quick else RESIZE3D_SHAPE
         side_in, side_out = (large, small) if down else (small, large)
         in_shape, out_size = (n, c, side_in, side_in, side_in), (side_out,) * 3
-        rng = _rng(name)
-        x = _normal(rng, in_shape)
-        out_shape = (n, c, *out_size)
-        desc = f"{in_shape}->{out_size}"
-        if backward:
-            g = _normal(rng, out_shape)
-
-            def ours():
-                return resize_adjoint(g, in_shape[2:], size=out_size, mode=mode, **opts)
-        else:
-
-            def ours():
-                return resize(x, size=out_size, mode=mode, **opts)
-
-        nbytes = x.nbytes + 4 * int(np.prod(out_shape))
-        if torch is None or torch_mode is None:
-            note = None if torch is None else "PyTorch has no such mode in 3-D"
-            return Work(ours, None, nbytes, desc, note)
         kw = {"align_corners": opts.get("align_corners")} if torch_mode == "trilinear" else {}
-        theirs = torch_resize_call(torch, x, g if backward else None, out_size, torch_mode, kw)
-        return Work(ours, theirs, nbytes, desc)
+        return resize_work(name, in_shape, out_size, mode, opts, backward, torch, torch_mode, kw,
+                           "PyTorch has no such mode in 3-D")
 
     return Case(name, "resize3d", build)
 
@@ -159,16 +139,10 @@ def build_unet3d_step(name: str, mode: str, quick: bool, torch=None,
 
     Parameters
     ----------
-    name : str
-        Case name (seeds the data).
-    mode : str
-        Decoder upsampling mode.
+    name, mode, torch, libs
+        As for :func:`~sandbox.bench._cases_classic.build_classic_step`.
     quick : bool
         A small UNet, batch and volume.
-    torch : module or None
-        PyTorch, needed for ``"torch"`` in ``libs``.
-    libs : tuple of str
-        Which steps to build.
 
     Returns
     -------

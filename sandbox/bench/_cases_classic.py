@@ -98,15 +98,27 @@ def build_classic_step(name: str, mode: str, size: int, quick: bool, torch=None,
     return built
 
 
-def training_step(model, x, y):
-    """One Adam step of ``model`` on ``x``, ``y`` with cross-entropy, as a callable that
-    returns the logits, the loss and the first convolution's weight gradient."""
-    import sandbox
-    import sandbox.functional as F
-    from sandbox import optim
+def adam_step(lib, model, tx, ty, result):
+    """One Adam step of ``model`` on ``tx``, ``ty`` with cross-entropy, for ``lib``
+    ``torch`` or ``sandbox`` (the code is the same for both), as a callable that returns
+    ``result(out, loss)``.
 
-    opt = optim.Adam(model.parameters(), lr=1e-3)
-    tx, ty = sandbox.tensor(x), sandbox.tensor(y)
+    Parameters
+    ----------
+    lib : module
+        ``torch`` or ``sandbox``: ``lib.optim.Adam`` and ``lib.nn.functional``.
+    model : lib.nn.Module
+    tx, ty : lib Tensors
+        Input batch and target labels.
+    result : callable
+        ``result(logits, loss)`` after the step: what the step returns.
+
+    Returns
+    -------
+    callable
+    """
+    F = lib.nn.functional
+    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
 
     def step():
         opt.zero_grad()
@@ -114,25 +126,28 @@ def training_step(model, x, y):
         loss = F.cross_entropy(out, ty)
         loss.backward()
         opt.step()
-        return out.numpy(), loss.numpy(), model.inc.conv1.weight.grad.numpy()
+        return result(out, loss)
 
     return step
+
+
+def training_step(model, x, y):
+    """One Adam step of ``model`` on ``x``, ``y`` with cross-entropy, as a callable that
+    returns the logits, the loss and the first convolution's weight gradient."""
+    import sandbox
+
+    def result(out, loss):
+        return out.numpy(), loss.numpy(), model.inc.conv1.weight.grad.numpy()
+
+    return adam_step(sandbox, model, sandbox.tensor(x), sandbox.tensor(y), result)
 
 
 def torch_training_step(torch, model, x, y):
     """:func:`training_step` for a PyTorch model."""
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
-
-    def step():
-        opt.zero_grad()
-        out = model(tx)
-        loss = torch.nn.functional.cross_entropy(out, ty)
-        loss.backward()
-        opt.step()
+    def result(out, loss):
         return out.detach(), loss.detach(), model.inc.conv1.weight.grad
 
-    return step
+    return adam_step(torch, model, torch.from_numpy(x), torch.from_numpy(y), result)
 
 
 # --------------------------------------------------------------------------- peak memory

@@ -29,6 +29,7 @@ from ._cases_classic import (
     CONV_LAYERS,
     NUM_CLASSES,
     QUICK_WIDTHS,
+    adam_step,
     conv_flops,
     conv_layer_data,
 )
@@ -104,19 +105,10 @@ def user_unet(lib, in_channels=1, num_classes=NUM_CLASSES, widths=CLASSIC_WIDTHS
 def user_step(lib, model, x, y):
     """One Adam step on ``x``, ``y`` as a user writes it, for ``lib`` ``torch`` or ``sandbox``;
     returns the logits, the loss and the first convolution's weight gradient."""
-    F = lib.nn.functional
-    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
-    tx, ty = lib.from_numpy(x), lib.from_numpy(y)
-
-    def step():
-        opt.zero_grad()
-        out = model(tx)
-        loss = F.cross_entropy(out, ty)
-        loss.backward()
-        opt.step()
+    def result(out, loss):
         return out.detach(), loss.detach(), model.inc[0].weight.grad
 
-    return step
+    return adam_step(lib, model, lib.from_numpy(x), lib.from_numpy(y), result)
 
 
 def user_shape(size: int, batch: int, quick: bool):

@@ -12,19 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def _check_pair(image, mask):
-    if image.ndim != 3 or mask.ndim != 2 or image.shape[1:] != mask.shape:
-        raise ValueError(
-            f"expected image (C, H, W) and mask (H, W) of the same H, W; got image "
-            f"{image.shape} and mask {mask.shape}"
-        )
-
-
-def _check_prob(p):
-    if not 0.0 <= float(p) <= 1.0:
-        raise ValueError(f"p must be a probability in [0, 1], got {p}")
-    return float(p)
+from ._checks import _check_pair, _check_prob
 
 
 class RandomFlip:

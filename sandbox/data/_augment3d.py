@@ -19,19 +19,7 @@ import itertools
 
 import numpy as np
 
-
-def _check_pair(image, mask):
-    if image.ndim != 4 or mask.ndim != 3 or image.shape[1:] != mask.shape:
-        raise ValueError(
-            f"expected image (C, D, H, W) and mask (D, H, W) of the same D, H, W; got image "
-            f"{image.shape} and mask {mask.shape}"
-        )
-
-
-def _check_prob(p):
-    if not 0.0 <= float(p) <= 1.0:
-        raise ValueError(f"p must be a probability in [0, 1], got {p}")
-    return float(p)
+from ._checks import _check_pair, _check_prob
 
 
 def _check_size3(name, size):
@@ -112,7 +100,7 @@ class RandomFlip3D:
         return (0, 1, 2), tuple(bool(decisions[a]) and a in self.axes for a in range(3))
 
     def __call__(self, image, mask, rng):
-        _check_pair(image, mask)
+        _check_pair(image, mask, 3)
         m = self.draw(rng, mask.shape)
         return apply_axis_map(image, m), apply_axis_map(mask, m)
 
@@ -135,7 +123,7 @@ class RandomRotate3D:
         return allowed[int(rng.integers(0, len(allowed)))]
 
     def __call__(self, image, mask, rng):
-        _check_pair(image, mask)
+        _check_pair(image, mask, 3)
         m = self.draw(rng, mask.shape)
         return apply_axis_map(image, m), apply_axis_map(mask, m)
 
@@ -167,7 +155,7 @@ class RandomCrop3D:
         return tuple(int(rng.integers(0, n - s + 1)) for s, n in zip(self.size, shape, strict=True))
 
     def __call__(self, image, mask, rng):
-        _check_pair(image, mask)
+        _check_pair(image, mask, 3)
         box = tuple(
             slice(c, c + s) for c, s in zip(self.corner(rng, mask.shape), self.size, strict=True)
         )

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..array.grid_sample import grid_sample
 from ..array.warp import grid_from_positions, identity_displacement
+from ._checks import _check_prob
 
 IMAGE_MODES = ("bilinear", "bicubic")
 PADDING_MODES = ("zeros", "border", "reflection")
@@ -53,12 +54,6 @@ def _range(name, value, symmetric: bool, low=None):
     if low is not None and lo < low:
         raise ValueError(f"{name} must be >= {low}, got {value!r}")
     return lo, hi
-
-
-def _check_prob(p):
-    if not 0.0 <= float(p) <= 1.0:
-        raise ValueError(f"p must be a probability in [0, 1], got {p}")
-    return float(p)
 
 
 def _rotation(angles):

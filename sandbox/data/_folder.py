@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._checks import _check_int
 from ._pairs import PairedFolder
-from ._shapes import _check_int
 
 EXTENSIONS = (".png", ".tif", ".tiff", ".jpg", ".jpeg")
 _GRAY_MODES = ("1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "I;16N", "F")

@@ -12,7 +12,7 @@ import importlib.resources
 
 import numpy as np
 
-from ._shapes import _check_index, _check_int
+from ._checks import _check_index, _check_int
 
 DATA_FILE = "nuclei_dsb2018.npz"
 TRAIN_ROWS = 384  # rows [0, 384) train, rows [384, 512) validation

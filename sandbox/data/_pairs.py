@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._shapes import _check_index, _check_int
+from ._checks import _check_index, _check_int
 
 
 def list_files(folder, extensions) -> dict:

@@ -21,21 +21,12 @@ import math
 
 import numpy as np
 
-from ._shapes import (
-    _check_count_range,
-    _check_index,
-    _check_int,
-    _check_num_classes,
-    _check_range,
-    _place,
-)
+from ._synthetic import _background_range, _ShapeSet
 
 # Class 0 is the background; shape classes follow in this order.
 # The order puts the most distinct shapes first: with the default 4 classes the set is
 # ball, rod, shell (a ball and a cube differ only at their faces and corners).
 SHAPE_NAMES_3D = ("ball", "rod", "shell", "cube", "cross")
-
-_BG_MAX = 0.35  # background intensities lie in [0, _BG_MAX]
 
 
 # Each raster takes the coordinates (u, v, w) of voxel centres in the shape's own
@@ -93,7 +84,7 @@ def _random_rotation(rng):
 
 
 def _background(rng, size):
-    """Smooth background in [0, _BG_MAX]: a random linear ramp plus a low-frequency wave."""
+    """Smooth background in [0, 0.35]: a random linear ramp plus a low-frequency wave."""
     t = np.linspace(-1.0, 1.0, size)
     zz, yy, xx = t[:, None, None], t[None, :, None], t[None, None, :]
     g = rng.uniform(-1.0, 1.0, 3)
@@ -103,10 +94,7 @@ def _background(rng, size):
     phase = rng.uniform(0.0, 2.0 * math.pi)
     along = direction[0] * zz + direction[1] * yy + direction[2] * xx
     bg = 0.5 * (g[0] * zz + g[1] * yy + g[2] * xx) + 0.3 * np.sin(freq * math.pi * along + phase)
-    lo, hi = bg.min(), bg.max()
-    level = rng.uniform(0.0, 0.15)
-    span = rng.uniform(0.05, _BG_MAX - level)
-    return level + span * (bg - lo) / max(hi - lo, 1e-12)
+    return _background_range(rng, bg)
 
 
 def gaussian_blur3d(volume, sigma):
@@ -136,7 +124,7 @@ def gaussian_blur3d(volume, sigma):
     return np.ascontiguousarray(out)
 
 
-class Shapes3D:
+class Shapes3D(_ShapeSet):
     """Seeded synthetic volume segmentation set: balls, rods, shells, cubes, crosses.
 
     Parameters
@@ -174,8 +162,11 @@ class Shapes3D:
     ``[0, num_classes)``. ``spatial_dims`` is 3.
     """
 
-    in_channels = 1
     spatial_dims = 3
+    _NDIM, _SIZE, _COUNT = 3, "volume_size", "shapes_per_volume"
+    _NAMES, _EXTENT = SHAPE_NAMES_3D, _EXTENT
+    _DEFAULT_RADIUS = (32, 7.0, 9.5, 3.5)
+    _REACH_OF_USED = True
 
     def __init__(
         self,
@@ -189,80 +180,20 @@ class Shapes3D:
         blur=(0.3, 0.7),
         max_occlusion=0.25,
     ):
-        self.num_samples = _check_int("num_samples", num_samples, 0)
-        self.volume_size = _check_int("volume_size", volume_size, 16)
-        self.num_classes = _check_num_classes(num_classes, SHAPE_NAMES_3D)
-        self.seed = _check_int("seed", seed, 0)
-        self.shapes_per_volume = _check_count_range("shapes_per_volume", shapes_per_volume)
-        if radius is None:
-            scale = self.volume_size / 32.0
-            lo = max(7.0 * scale, 3.5)
-            radius = (lo, max(9.5 * scale, lo))
-        self.radius = _check_range("radius", radius)
-        kinds = range(self.num_classes - 1)
-        reach = max(_EXTENT[k] for k in kinds)
-        limit = self.volume_size / (2.0 * reach)
-        if self.radius[0] < 1.0 or self.radius[1] >= limit:
-            raise ValueError(
-                f"radius must lie in [1, volume_size / {2.0 * reach:.2f}) = "
-                f"[1, {limit:.1f}) for these classes, got {radius}"
-            )
-        self.noise = _check_range("noise", noise)
-        self.blur = _check_range("blur", blur)
-        if not 0.0 <= max_occlusion < 1.0:
-            raise ValueError(f"max_occlusion must be in [0, 1), got {max_occlusion}")
-        self.max_occlusion = float(max_occlusion)
-        self.class_names = ("background",) + SHAPE_NAMES_3D[: self.num_classes - 1]
+        self._setup(num_samples, volume_size, num_classes, seed, shapes_per_volume, radius,
+                    (("noise", noise), ("blur", blur)), max_occlusion)
 
-    def __len__(self):
-        return self.num_samples
+    _background = staticmethod(_background)
+    _pose = staticmethod(_random_rotation)
 
-    def __repr__(self):
-        return (
-            f"Shapes3D(num_samples={self.num_samples}, volume_size={self.volume_size}, "
-            f"num_classes={self.num_classes}, seed={self.seed})"
-        )
+    @staticmethod
+    def _inside(kind, offsets, r, rot):
+        dz, dy, dx = offsets
+        # Coordinates in the shape's frame: rot^T (p - centre).
+        u = rot[0, 0] * dz + rot[1, 0] * dy + rot[2, 0] * dx
+        v = rot[0, 1] * dz + rot[1, 1] * dy + rot[2, 1] * dx
+        w = rot[0, 2] * dz + rot[1, 2] * dy + rot[2, 2] * dx
+        return _RASTERS[kind](u, v, w, r)
 
-    def __getitem__(self, index):
-        index = _check_index(index, self.num_samples)
-        return self.generate(index)
-
-    def generate(self, index):
-        """Generate sample ``index`` (any non-negative integer, also beyond ``len``)."""
-        rng = np.random.default_rng([self.seed, int(index)])
-        size = self.volume_size
-        image = _background(rng, size)
-        mask = np.zeros((size,) * 3, dtype=np.int64)
-        owner = np.full((size,) * 3, -1, dtype=np.int64)  # instance id per voxel
-        volumes, levels = [], []  # drawn size and intensity of each placed instance
-
-        n_shapes = int(rng.integers(self.shapes_per_volume[0], self.shapes_per_volume[1] + 1))
-        # Cycle through a random order of the classes so each volume is balanced.
-        kinds = np.resize(rng.permutation(self.num_classes - 1), n_shapes)
-        grid = np.arange(size, dtype=np.float64) + 0.5  # voxel centres
-        for kind in kinds:
-            r = rng.uniform(*self.radius)
-            rot = _random_rotation(rng)
-            reach = _EXTENT[kind] * r
-            for _ in range(20):  # placement attempts
-                centre = rng.uniform(reach, size - reach, 3)
-                box = tuple(
-                    slice(max(int(c - reach) - 1, 0), min(int(c + reach) + 2, size))
-                    for c in centre
-                )
-                dz = grid[box[0], None, None] - centre[0]
-                dy = grid[None, box[1], None] - centre[1]
-                dx = grid[None, None, box[2]] - centre[2]
-                # Coordinates in the shape's frame: rot^T (p - centre).
-                u = rot[0, 0] * dz + rot[1, 0] * dy + rot[2, 0] * dx
-                v = rot[0, 1] * dz + rot[1, 1] * dy + rot[2, 1] * dx
-                w = rot[0, 2] * dz + rot[1, 2] * dy + rot[2, 2] * dx
-                inside = _RASTERS[kind](u, v, w, r)
-                if _place(rng, (image, mask, owner), box, inside, kind, volumes, levels,
-                          self.max_occlusion):
-                    break
-        image = gaussian_blur3d(image, rng.uniform(*self.blur))
-        sigma = rng.uniform(*self.noise)
-        image = image + sigma * rng.standard_normal(image.shape)
-        return image.astype(np.float32)[None], mask
-
+    def _finish(self, rng, image):
+        return gaussian_blur3d(image, rng.uniform(*self.blur))

@@ -24,7 +24,7 @@ import sys
 import numpy as np
 
 from ..autograd import Tensor, no_grad
-from ..train._trainer import Trainer, TrainingDiverged, compute_loss
+from ..train._trainer import Trainer, compute_loss
 from ..train.metrics import ConfusionMatrix
 from ._data_parallel import DataParallel, check_batch_size
 from ._faults import Watchdog, maybe_fail
@@ -151,13 +151,7 @@ class DistributedTrainer(Trainer):
         )
         self._stop_agreed = stop
         if diverged:
-            raise TrainingDiverged(
-                f"loss became {value} at step {self.step + 1} (epoch {self.epoch}, batch "
-                f"{self.batch}) on at least one rank; stopped. The last good checkpoint is "
-                f"{self.out / 'last.ckpt'}"
-                + ("" if (self.out / "last.ckpt").exists() else " (none written yet)")
-                + ". Try a lower --lr."
-            )
+            raise self._diverged(value, " on at least one rank")
         self.optimizer.step()
         lr = self.optimizer.param_groups[0]["lr"]
         if self.scheduler is not None:

@@ -89,89 +89,6 @@ def _backward(ctx, grad, array_backward, input_grad, weight_grad):
     return gx, gw, gb, None
 
 
-class ConvNd(Function):
-    """``y = conv(x, w, b)`` on a validated plan; backward through the column kernels."""
-
-    fresh_grads = True  # the array backward allocates every gradient it returns
-    plain_backward_arrays = True  # outside create_graph, grad is an ndarray
-
-    @staticmethod
-    def forward(ctx, x, weight, bias, plan):
-        _keep(ctx, x, weight, bias, plan)
-        return _conv.conv(x, weight, bias, plan=plan)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _backward(ctx, grad, _conv.conv_backward, _conv_input_grad,
-                         _RANKS[ctx.plan.nd].conv_weight_grad)
-
-
-class ConvTransposeNd(Function):
-    """``y = conv_transpose(x, w, b)``, the adjoint of the convolution in ``x``."""
-
-    fresh_grads = True
-    plain_backward_arrays = True
-
-    @staticmethod
-    def forward(ctx, x, weight, bias, plan):
-        _keep(ctx, x, weight, bias, plan)
-        return _conv.conv_transpose(x, weight, bias, plan=plan)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _backward(ctx, grad, _conv.conv_transpose_backward, _transpose_input_grad,
-                         _RANKS[ctx.plan.nd].conv_transpose_weight_grad)
-
-
-def _weight_grad(ctx, x, grad, weight, plan, array_backward):
-    ctx.save_for_backward(x, grad)
-    ctx.plan = plan
-    return array_backward(grad, x, weight, needs=(False, True, False), plan=plan)[1]
-
-
-def _weight_grad_backward(ctx, gg, input_grad, op):
-    """``dx = input_grad(g, gg)`` and ``dg = op(x, gg)``: the two other bilinear forms."""
-    x, grad = ctx.saved_tensors
-    plan, needs = ctx.plan, ctx.needs_input_grad
-    gx = input_grad(grad, gg, x.shape, plan) if needs[0] else None
-    g_grad = op.apply(x, gg, None, plan) if needs[1] else None
-    return gx, g_grad, None, None
-
-
-class ConvNdWeightGrad(Function):
-    """``gw = d/dw <conv(x, w), g>``, bilinear in ``(x, g)``.
-
-    ``weight`` (an array) only gives the kernels the weight's shape; ``plan`` is the
-    convolution's.  Backward, for an incoming ``gg`` shaped like the weight:
-    ``dx = conv_transpose(g, gg)`` and ``dg = conv(x, gg)``.
-    """
-
-    @staticmethod
-    def forward(ctx, x, grad, weight, plan):
-        return _weight_grad(ctx, x, grad, weight, plan, _conv.conv_backward)
-
-    @staticmethod
-    def backward(ctx, gg):
-        return _weight_grad_backward(ctx, gg, _conv_input_grad, _RANKS[ctx.plan.nd].conv)
-
-
-class ConvTransposeNdWeightGrad(Function):
-    """``gw = d/dw <conv_transpose(x, w), g>``, bilinear in ``(x, g)``.
-
-    Backward, for an incoming ``gg`` shaped like the weight:
-    ``dx = conv(g, gg)`` (cropped to ``x``) and ``dg = conv_transpose(x, gg)``.
-    """
-
-    @staticmethod
-    def forward(ctx, x, grad, weight, plan):
-        return _weight_grad(ctx, x, grad, weight, plan, _conv.conv_transpose_backward)
-
-    @staticmethod
-    def backward(ctx, gg):
-        return _weight_grad_backward(ctx, gg, _transpose_input_grad,
-                                     _RANKS[ctx.plan.nd].conv_transpose)
-
-
 def _conv_input_grad(grad, weight, input_shape, plan):
     """``d/dx <conv(x, w), g>`` as a differentiable ``conv_transpose`` of ``g``."""
     s, p, d = _params(plan)
@@ -191,6 +108,77 @@ def _transpose_input_grad(grad, weight, input_shape, plan):
     if gx.shape[2:] != size:  # output_padding >= stride: inputs no window reaches
         gx = gx[(slice(None), slice(None), *(slice(0, n) for n in size))]
     return gx
+
+
+def _kind(plan):
+    """``(name, input_grad)`` of a plan's op: ``"conv"`` or ``"conv_transpose"`` (its
+    array ops in :mod:`sandbox.array.conv`, looked up at each call, and its
+    :class:`_Rank` fields are named after it) and its differentiable input gradient."""
+    if plan.transposed:
+        return "conv_transpose", _transpose_input_grad
+    return "conv", _conv_input_grad
+
+
+class _Bilinear(Function):
+    """``conv`` or ``conv_transpose`` (:class:`ConvNd`, :class:`ConvTransposeNd`) on a
+    validated plan, which says which (:func:`_kind`)."""
+
+    fresh_grads = True  # the array backward allocates every gradient it returns
+    plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, plan):
+        _keep(ctx, x, weight, bias, plan)
+        return getattr(_conv, _kind(plan)[0])(x, weight, bias, plan=plan)
+
+    @staticmethod
+    def backward(ctx, grad):
+        name, input_grad = _kind(ctx.plan)
+        return _backward(ctx, grad, getattr(_conv, f"{name}_backward"), input_grad,
+                         getattr(_RANKS[ctx.plan.nd], f"{name}_weight_grad"))
+
+
+class ConvNd(_Bilinear):
+    """``y = conv(x, w, b)`` on a validated plan; backward through the column kernels."""
+
+
+class ConvTransposeNd(_Bilinear):
+    """``y = conv_transpose(x, w, b)``, the adjoint of the convolution in ``x``."""
+
+
+class _WeightGrad(Function):
+    """The weight gradient of a :class:`_Bilinear` op, bilinear in ``(x, g)``.
+
+    ``weight`` (an array) only gives the kernels the weight's shape; ``plan`` is the
+    convolution's.  Backward, for an incoming ``gg`` shaped like the weight: ``dx``
+    is the op's input gradient of ``(g, gg)`` and ``dg`` the op itself on ``(x, gg)``.
+    """
+
+    @staticmethod
+    def forward(ctx, x, grad, weight, plan):
+        ctx.save_for_backward(x, grad)
+        ctx.plan = plan
+        array_backward = getattr(_conv, f"{_kind(plan)[0]}_backward")
+        return array_backward(grad, x, weight, needs=(False, True, False), plan=plan)[1]
+
+    @staticmethod
+    def backward(ctx, gg):
+        """``dx = input_grad(g, gg)`` and ``dg = op(x, gg)``: the two other bilinear forms."""
+        x, grad = ctx.saved_tensors
+        plan, needs = ctx.plan, ctx.needs_input_grad
+        name, input_grad = _kind(plan)
+        gx = input_grad(grad, gg, x.shape, plan) if needs[0] else None
+        g_grad = getattr(_RANKS[plan.nd], name).apply(x, gg, None, plan) if needs[1] else None
+        return gx, g_grad, None, None
+
+
+class ConvNdWeightGrad(_WeightGrad):
+    """``gw = d/dw <conv(x, w), g>``: ``dx = conv_transpose(g, gg)``, ``dg = conv(x, gg)``."""
+
+
+class ConvTransposeNdWeightGrad(_WeightGrad):
+    """``gw = d/dw <conv_transpose(x, w), g>``: ``dx = conv(g, gg)`` (cropped to ``x``),
+    ``dg = conv_transpose(x, gg)``."""
 
 
 # The graph names of each rank (Conv2dBackward, Conv3dWeightGradBackward ...).
@@ -271,6 +259,15 @@ def _string_padding(input, weight, padding, stride, dilation):
     return input, tuple(reversed(before))
 
 
+def _tensor_conv(input, weight, bias, stride, padding, dilation, groups, nd):
+    """:func:`conv2d` / :func:`conv3d`: Tensor operands, ``padding`` also a string."""
+    check_tensor(input, "input")
+    check_tensor(weight, "weight")
+    if isinstance(padding, str):
+        input, padding = _string_padding(input, weight, padding, stride, dilation)
+    return _apply_conv(input, weight, bias, stride, padding, dilation, groups, nd)
+
+
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution of Tensors, as ``torch.nn.functional.conv2d``.
 
@@ -278,11 +275,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     (C_out,) or None; ``padding`` may also be ``"same"`` or ``"valid"``.  See
     :func:`sandbox.array.conv.conv` for the options.
     """
-    check_tensor(input, "input")
-    check_tensor(weight, "weight")
-    if isinstance(padding, str):
-        input, padding = _string_padding(input, weight, padding, stride, dilation)
-    return _apply_conv(input, weight, bias, stride, padding, dilation, groups, 2)
+    return _tensor_conv(input, weight, bias, stride, padding, dilation, groups, 2)
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -292,11 +285,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     (C_out,) or None; ``padding`` may also be ``"same"`` or ``"valid"``.  See
     :func:`sandbox.array.conv.conv` for the options.
     """
-    check_tensor(input, "input")
-    check_tensor(weight, "weight")
-    if isinstance(padding, str):
-        input, padding = _string_padding(input, weight, padding, stride, dilation)
-    return _apply_conv(input, weight, bias, stride, padding, dilation, groups, 3)
+    return _tensor_conv(input, weight, bias, stride, padding, dilation, groups, 3)
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
@@ -306,10 +295,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     ``input`` (N, C_in, H, W), ``weight`` (C_in, C_out/groups, kh, kw), ``bias``
     (C_out,) or None.  See :func:`sandbox.array.conv.conv_transpose` for the options.
     """
-    check_tensor(input, "input")
-    check_tensor(weight, "weight")
-    return _apply_transpose(input, weight, bias, stride, padding, output_padding, groups,
-                            dilation, 2)
+    return _apply_transpose(check_tensor(input, "input"), check_tensor(weight, "weight"), bias,
+                            stride, padding, output_padding, groups, dilation, 2)
 
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
@@ -319,7 +306,5 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     ``input`` (N, C_in, D, H, W), ``weight`` (C_in, C_out/groups, kd, kh, kw), ``bias``
     (C_out,) or None.  See :func:`sandbox.array.conv.conv_transpose` for the options.
     """
-    check_tensor(input, "input")
-    check_tensor(weight, "weight")
-    return _apply_transpose(input, weight, bias, stride, padding, output_padding, groups,
-                            dilation, 3)
+    return _apply_transpose(check_tensor(input, "input"), check_tensor(weight, "weight"), bias,
+                            stride, padding, output_padding, groups, dilation, 3)

@@ -13,91 +13,97 @@ from ..autograd import Function, Tensor, is_grad_enabled
 __all__ = ["batch_norm", "batch_norm_relu", "group_norm"]
 
 
-class BatchNorm(Function):
-    """Batch norm; running statistics (plain arrays) are updated in the forward."""
+def _keep(ctx, saved, mean, invstd, **options):
+    """Save ``saved`` for backward; note the statistics and ``options`` on ``ctx``."""
+    ctx.save_for_backward(*saved)
+    ctx.stats = (mean, invstd)
+    for name, value in options.items():
+        setattr(ctx, name, value)
+
+
+class _Normalization(Function):
+    """What the normalisation ops share: the forward keeps what the backward needs
+    (:func:`_keep`); a plain backward calls the array kernel (``_kernel_grads``),
+    one under ``create_graph=True`` the Tensor-op formulas (``_graph_grads``).  Both
+    take ``(ctx, grad, saved, needs)`` and return the (input, weight, bias) gradients;
+    the other arguments get None."""
 
     plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        needs = ctx.needs_input_grad[:3]
+        if is_grad_enabled():
+            grads = cls._graph_grads(ctx, grad, ctx.saved_tensors, needs)
+        else:
+            grads = cls._kernel_grads(ctx, grad, ctx.saved_arrays, needs)
+        return (*grads, *(None,) * (len(ctx.needs_input_grad) - 3))
+
+
+class BatchNorm(_Normalization):
+    """Batch norm; running statistics (plain arrays) are updated in the forward."""
 
     @staticmethod
     def forward(ctx, x, weight, bias, running_mean, running_var, training, momentum, eps):
         out, mean, invstd = _norm.batch_norm(x, running_mean, running_var, weight, bias,
                                              training, momentum, eps)
-        ctx.save_for_backward(x, weight)
-        ctx.stats = (mean, invstd)
-        ctx.training = training
-        ctx.eps = eps
+        _keep(ctx, (x, weight), mean, invstd, training=training, eps=eps)
         return out
 
     @staticmethod
-    def backward(ctx, grad):
-        needs = ctx.needs_input_grad[:3]
-        if is_grad_enabled():  # create_graph: the same formulas as Tensor ops
-            x, weight = ctx.saved_tensors
-            gx, gw, gb = _batch_norm_grads(grad, x, weight, ctx, needs)
-        else:
-            x, weight = ctx.saved_arrays
-            gx, gw, gb = _norm.batch_norm_backward(grad, x, *ctx.stats, weight,
-                                                   ctx.training, needs=needs)
-        return gx, gw, gb, None, None, None, None, None
+    def _graph_grads(ctx, grad, saved, needs):
+        return _batch_norm_grads(grad, *saved, ctx, needs)
+
+    @staticmethod
+    def _kernel_grads(ctx, grad, saved, needs):
+        x, weight = saved
+        return _norm.batch_norm_backward(grad, x, *ctx.stats, weight, ctx.training, needs=needs)
 
 
-class BatchNormReLU(Function):
+class BatchNormReLU(_Normalization):
     """Batch norm then ReLU in one kernel pass; saves the input and the output only.
 
     Under ``create_graph=True`` the backward is ReLU's mask times the Tensor-op
     batch-norm gradients, like the unfused pair.
     """
 
-    plain_backward_arrays = True  # outside create_graph, grad is an ndarray
-
     @staticmethod
     def forward(ctx, x, weight, bias, running_mean, running_var, training, momentum, eps):
         out, mean, invstd = _norm.batch_norm_relu(x, running_mean, running_var, weight, bias,
                                                   training, momentum, eps)
-        ctx.save_for_backward(x, weight, out)
-        ctx.stats = (mean, invstd)
-        ctx.training = training
-        ctx.eps = eps
+        _keep(ctx, (x, weight, out), mean, invstd, training=training, eps=eps)
         return out
 
     @staticmethod
-    def backward(ctx, grad):
-        needs = ctx.needs_input_grad[:3]
-        if is_grad_enabled():  # create_graph: ReLU's mask (a constant), then batch norm's
-            x, weight, out = ctx.saved_tensors
-            gx, gw, gb = _batch_norm_grads(grad * (out.numpy() > 0), x, weight, ctx, needs)
-        else:
-            x, weight, out = ctx.saved_arrays
-            gx, gw, gb = _norm.batch_norm_relu_backward(grad, x, out, *ctx.stats, weight,
-                                                        ctx.training, needs=needs)
-        return gx, gw, gb, None, None, None, None, None
+    def _graph_grads(ctx, grad, saved, needs):
+        x, weight, out = saved  # ReLU's mask (a constant), then batch norm's gradients
+        return _batch_norm_grads(grad * (out.numpy() > 0), x, weight, ctx, needs)
+
+    @staticmethod
+    def _kernel_grads(ctx, grad, saved, needs):
+        x, weight, out = saved
+        return _norm.batch_norm_relu_backward(grad, x, out, *ctx.stats, weight, ctx.training,
+                                              needs=needs)
 
 
-class GroupNorm(Function):
+class GroupNorm(_Normalization):
     """Group norm over ``C / num_groups`` channels and space of each sample."""
-
-    plain_backward_arrays = True  # outside create_graph, grad is an ndarray
 
     @staticmethod
     def forward(ctx, x, weight, bias, num_groups, eps):
         out, mean, invstd = _norm.group_norm(x, num_groups, weight, bias, eps)
-        ctx.save_for_backward(x, weight)
-        ctx.stats = (mean, invstd)
-        ctx.num_groups = num_groups
-        ctx.eps = eps
+        _keep(ctx, (x, weight), mean, invstd, num_groups=num_groups, eps=eps)
         return out
 
     @staticmethod
-    def backward(ctx, grad):
-        needs = ctx.needs_input_grad[:3]
-        if is_grad_enabled():  # create_graph: the same formulas as Tensor ops
-            x, weight = ctx.saved_tensors
-            gx, gw, gb = _group_norm_grads(grad, x, weight, ctx.num_groups, ctx.eps, needs)
-        else:
-            x, weight = ctx.saved_arrays
-            gx, gw, gb = _norm.group_norm_backward(grad, x, *ctx.stats, ctx.num_groups,
-                                                   weight, needs=needs)
-        return gx, gw, gb, None, None
+    def _graph_grads(ctx, grad, saved, needs):
+        return _group_norm_grads(grad, *saved, ctx.num_groups, ctx.eps, needs)
+
+    @staticmethod
+    def _kernel_grads(ctx, grad, saved, needs):
+        x, weight = saved
+        return _norm.group_norm_backward(grad, x, *ctx.stats, ctx.num_groups, weight,
+                                         needs=needs)
 
 
 def _normalized_grad(dxhat, xhat, invstd, axes):

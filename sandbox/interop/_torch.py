@@ -36,44 +36,44 @@ def _mode(mode, align_corners, antialias, what):
     return name
 
 
+def _conv_args(m):
+    return (m.in_channels, m.out_channels, m.kernel_size, m.stride, m.padding, m.dilation,
+            m.groups, m.bias is not None, m.padding_mode)
+
+
+def _conv_transpose_args(m):
+    return (m.in_channels, m.out_channels, m.kernel_size, m.stride, m.padding,
+            m.output_padding, m.groups, m.bias is not None, m.dilation)
+
+
+def _max_pool_args(m):
+    return m.kernel_size, m.stride, m.padding, m.dilation, False, m.ceil_mode  # no indices
+
+
+def _avg_pool_args(m):
+    return m.kernel_size, m.stride, m.padding, m.ceil_mode, m.count_include_pad, m.divisor_override
+
+
+# (sandbox layers, arguments of the torch.nn layer of the same name, whether it takes
+# dtype=), tried in order: a subclass (Dropout2d) before its base (Dropout).
+_SAME_NAME = (
+    ((nn.Conv2d, nn.Conv3d), _conv_args, True),
+    ((nn.ConvTranspose2d, nn.ConvTranspose3d), _conv_transpose_args, True),
+    ((nn.Linear,), lambda m: (m.in_features, m.out_features, m.bias is not None), True),
+    ((nn.BatchNorm2d, nn.BatchNorm3d),
+     lambda m: (m.num_features, m.eps, m.momentum, m.affine, m.track_running_stats), True),
+    ((nn.GroupNorm,), lambda m: (m.num_groups, m.num_channels, m.eps, m.affine), True),
+    ((nn.MaxPool2d, nn.MaxPool3d), _max_pool_args, False),
+    ((nn.AvgPool2d, nn.AvgPool3d), _avg_pool_args, False),
+    ((nn.Dropout2d, nn.Dropout), lambda m: (m.p,), False),
+    ((nn.LeakyReLU,), lambda m: (m.negative_slope,), False),
+    ((nn.ReLU,), lambda m: (), False),
+)
+
+
 def _leaf(m, torch, name):
     """A ``torch.nn`` layer for a parameterised or parameter-free sandbox layer."""
     tnn = torch.nn
-    dt = _dtype_of(m, torch)
-    if isinstance(m, nn.Conv2d):
-        return tnn.Conv2d(m.in_channels, m.out_channels, m.kernel_size, m.stride, m.padding,
-                          m.dilation, m.groups, m.bias is not None, m.padding_mode, dtype=dt)
-    if isinstance(m, nn.ConvTranspose2d):
-        return tnn.ConvTranspose2d(m.in_channels, m.out_channels, m.kernel_size, m.stride,
-                                   m.padding, m.output_padding, m.groups, m.bias is not None,
-                                   m.dilation, dtype=dt)
-    if isinstance(m, nn.Conv3d):
-        return tnn.Conv3d(m.in_channels, m.out_channels, m.kernel_size, m.stride, m.padding,
-                          m.dilation, m.groups, m.bias is not None, m.padding_mode, dtype=dt)
-    if isinstance(m, nn.ConvTranspose3d):
-        return tnn.ConvTranspose3d(m.in_channels, m.out_channels, m.kernel_size, m.stride,
-                                   m.padding, m.output_padding, m.groups, m.bias is not None,
-                                   m.dilation, dtype=dt)
-    if isinstance(m, nn.Linear):
-        return tnn.Linear(m.in_features, m.out_features, m.bias is not None, dtype=dt)
-    if isinstance(m, nn.BatchNorm2d):
-        return tnn.BatchNorm2d(m.num_features, m.eps, m.momentum, m.affine,
-                               m.track_running_stats, dtype=dt)
-    if isinstance(m, nn.BatchNorm3d):
-        return tnn.BatchNorm3d(m.num_features, m.eps, m.momentum, m.affine,
-                               m.track_running_stats, dtype=dt)
-    if isinstance(m, nn.GroupNorm):
-        return tnn.GroupNorm(m.num_groups, m.num_channels, m.eps, m.affine, dtype=dt)
-    if isinstance(m, nn.MaxPool2d):
-        return tnn.MaxPool2d(m.kernel_size, m.stride, m.padding, m.dilation, ceil_mode=m.ceil_mode)
-    if isinstance(m, nn.AvgPool2d):
-        return tnn.AvgPool2d(m.kernel_size, m.stride, m.padding, m.ceil_mode,
-                             m.count_include_pad, m.divisor_override)
-    if isinstance(m, nn.MaxPool3d):
-        return tnn.MaxPool3d(m.kernel_size, m.stride, m.padding, m.dilation, ceil_mode=m.ceil_mode)
-    if isinstance(m, nn.AvgPool3d):
-        return tnn.AvgPool3d(m.kernel_size, m.stride, m.padding, m.ceil_mode,
-                             m.count_include_pad, m.divisor_override)
     if isinstance(m, nn.Upsample):
         from ._torch_modules import Interpolate
 
@@ -85,14 +85,11 @@ def _leaf(m, torch, name):
 
         opts = (m.mode, m.padding_mode, m.align_corners)
         return tm.Warp(*opts) if isinstance(m, nn.Warp) else tm.VecInt(m.steps, *opts)
-    if isinstance(m, nn.Dropout2d):
-        return tnn.Dropout2d(m.p)
-    if isinstance(m, nn.Dropout):
-        return tnn.Dropout(m.p)
-    if isinstance(m, nn.LeakyReLU):
-        return tnn.LeakyReLU(m.negative_slope)
-    if isinstance(m, nn.ReLU):
-        return tnn.ReLU()
+    for kinds, args, typed in _SAME_NAME:
+        for kind in kinds:
+            if isinstance(m, kind):
+                options = {"dtype": _dtype_of(m, torch)} if typed else {}
+                return getattr(tnn, kind.__name__)(*args(m), **options)
     return tnn.Identity()
 
 

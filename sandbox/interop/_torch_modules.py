@@ -42,6 +42,8 @@ def _classes() -> dict:
     from torch import nn
     from torch.nn import functional as F
 
+    from ..nn._unet import check_input, encode_decode, pad_widths
+
     def interpolate(x, size, scale_factor, mode, align_corners, antialias, recompute):
         name = _LINEAR.get(x.dim(), "bilinear") if mode == "linear" else mode
         kwargs = {}
@@ -107,12 +109,9 @@ def _classes() -> dict:
             x = self.up(x)
             size = tuple(skip.shape[2:])
             if self.mode == "transposed":
-                missing = [s - n for s, n in zip(size, x.shape[2:], strict=True)]
-                if any(missing):  # odd sizes: pad to the skip's size, as the sandbox does
-                    widths = []
-                    for m in reversed(missing):  # F.pad lists the last axis first
-                        widths += [m // 2, m - m // 2]
-                    x = F.pad(x, tuple(widths))
+                widths = pad_widths(size, x.shape[2:])
+                if widths:  # odd sizes: pad to the skip's size, as the sandbox does
+                    x = F.pad(x, widths)
             else:
                 x = interpolate(x, size, None, self.mode, self.align_corners,
                                 self.antialias, None)
@@ -133,19 +132,8 @@ def _classes() -> dict:
 
         def forward(self, x):
             dims = getattr(self, "spatial_dims", 2)  # models pickled before 3-D support
-            if x.dim() != 2 + dims or x.shape[1] != self.in_channels:
-                axes = "H, W" if dims == 2 else "D, H, W"
-                raise ValueError(
-                    f"UNet expects input of shape (N, {self.in_channels}, {axes}), "
-                    f"got {tuple(x.shape)}"
-                )
-            skips = [self.inc(x)]
-            for down in self.downs:
-                skips.append(down(skips[-1]))
-            x = skips.pop()
-            for up in self.ups:
-                x = up(x, skips.pop())
-            return self.head(x)
+            check_input(tuple(x.shape), self.in_channels, dims)
+            return encode_decode(x, self.inc, self.downs, self.ups, self.head)
 
     class ClassicUp(nn.Module):
         """``sandbox.nn.ClassicUNet``'s decoder step: upsample all channels, concat, ConvBlock."""

@@ -6,18 +6,26 @@ from .. import functional as F
 from ._module import Module
 
 
-class ReLU(Module):
-    """``max(x, 0)``."""
+class _InplaceActivation(Module):
+    """An activation whose only option is ``inplace``: ``F.<_fn>(x, inplace=...)``."""
+
+    _fn = ""  # the name of the functional op (looked up at each call)
 
     def __init__(self, inplace: bool = False):
         super().__init__()
         self.inplace = bool(inplace)
 
     def forward(self, x):
-        return F.relu(x, inplace=self.inplace)
+        return getattr(F, self._fn)(x, inplace=self.inplace)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
+
+
+class ReLU(_InplaceActivation):
+    """``max(x, 0)``."""
+
+    _fn = "relu"
 
 
 class LeakyReLU(Module):
@@ -51,18 +59,10 @@ class GELU(Module):
         return f"approximate='{self.approximate}'"
 
 
-class SiLU(Module):
+class SiLU(_InplaceActivation):
     """SiLU (swish) ``x * sigmoid(x)``, as torch.nn.SiLU."""
 
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = bool(inplace)
-
-    def forward(self, x):
-        return F.silu(x, inplace=self.inplace)
-
-    def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""
+    _fn = "silu"
 
 
 class Sigmoid(Module):

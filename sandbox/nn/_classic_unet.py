@@ -14,7 +14,7 @@ from ..ops import cat
 from ._conv import Conv2d
 from ._layers import ModuleList, Upsample
 from ._module import Module
-from ._unet import ConvBlock, Down
+from ._unet import ConvBlock, Down, encode_decode
 
 
 class ClassicUp(Module):
@@ -112,13 +112,7 @@ class ClassicUNet(Module):
             raise ValueError(f"ClassicUNet needs H and W divisible by 2**depth = {factor}, got "
                              f"{tuple(x.shape[2:])}; pad or crop the input (or use "
                              f"sandbox.nn.UNet, which takes any size)")
-        skips = [self.inc(x)]
-        for down in self.downs:
-            skips.append(down(skips[-1]))
-        x = skips.pop()
-        for up in self.ups:
-            x = up(x, skips.pop())
-        return self.head(x)
+        return encode_decode(x, self.inc, self.downs, self.ups, self.head)
 
     def extra_repr(self) -> str:
         return (f"in_channels={self.in_channels}, num_classes={self.num_classes}, "

@@ -154,6 +154,29 @@ class AvgPool2d(_AvgPoolNd):
     _pool = staticmethod(F.avg_pool2d)
 
 
+def resample_repr(mode, align_corners, antialias) -> str:
+    """``mode=..., align_corners=..., antialias=True`` with the defaults left out.
+
+    Parameters
+    ----------
+    mode : str
+    align_corners : bool or None
+        Shown unless None.
+    antialias : bool
+        Shown when True.
+
+    Returns
+    -------
+    str
+    """
+    s = f"mode={mode!r}"
+    if align_corners is not None:
+        s += f", align_corners={align_corners}"
+    if antialias:
+        s += ", antialias=True"
+    return s
+
+
 class Upsample(Module):
     """Resampling layer for every mode of :func:`sandbox.functional.interpolate`.
 
@@ -196,12 +219,7 @@ class Upsample(Module):
 
     def extra_repr(self) -> str:
         what = f"size={self.size}" if self.size is not None else f"scale_factor={self.scale_factor}"
-        s = f"{what}, mode={self.mode!r}"
-        if self.align_corners is not None:
-            s += f", align_corners={self.align_corners}"
-        if self.antialias:
-            s += ", antialias=True"
-        return s
+        return f"{what}, {resample_repr(self.mode, self.align_corners, self.antialias)}"
 
 
 class Dropout(Module):

@@ -302,9 +302,7 @@ class Module:
         PyTorch's named pair ``IncompatibleKeys(missing_keys, unexpected_keys)``
         (both empty under ``strict``).
         """
-        own = self._state_slots()
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
+        own, missing, unexpected = self._match_keys(state_dict)
         if strict and (missing or unexpected):
             parts = []
             if missing:
@@ -387,6 +385,12 @@ class Module:
                 if b is not None and name not in module._non_persistent:
                     slots[dot + name] = (module, name, "buffer")
         return slots
+
+    def _match_keys(self, names) -> tuple[OrderedDict, list, list]:
+        """``(slots, missing, unexpected)``: :meth:`_state_slots`, its keys not in
+        ``names`` and the ``names`` that are not its keys (loading a state)."""
+        slots = self._state_slots()
+        return slots, [k for k in slots if k not in names], [k for k in names if k not in slots]
 
     # --------------------------------------------------------------- calling
     def forward(self, *args, **kwargs):

@@ -44,9 +44,7 @@ def assign_state(module, arrays: Mapping, strict: bool = True, source: str = "st
     ValueError
         A shape or dtype differs (all such names are listed).
     """
-    slots = module._state_slots()
-    missing = [k for k in slots if k not in arrays]
-    unexpected = [k for k in arrays if k not in slots]
+    slots, missing, unexpected = module._match_keys(arrays)
     if strict and (missing or unexpected):
         parts = []
         if missing:

@@ -11,7 +11,7 @@ import numpy as np
 from .. import functional as F
 from ..ops import cat
 from ._conv import Conv2d, ConvTranspose2d
-from ._layers import Identity, MaxPool2d, ModuleList
+from ._layers import Identity, MaxPool2d, ModuleList, resample_repr
 from ._layers3d import BatchNorm3d, Conv3d, ConvTranspose3d, MaxPool3d
 from ._module import Module
 from ._norm import BatchNorm2d, GroupNorm
@@ -32,6 +32,86 @@ def _norm_layer(kind: str, channels: int, dtype, dims: int = 2) -> Module:
         groups = next(g for g in (8, 4, 2, 1) if channels % g == 0)
         return GroupNorm(groups, channels, dtype=dtype)
     return Identity()
+
+
+def check_input(shape, in_channels: int, dims: int, name: str = "UNet") -> None:
+    """Raise unless ``shape`` is ``(N, in_channels, *spatial)`` with ``dims`` spatial axes
+    (shared with the PyTorch twins in :mod:`sandbox.interop._torch_modules`).
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The input's shape.
+    in_channels : int
+    dims : {2, 3}
+        Spatial axes the input must have.
+    name : str, default "UNet"
+        The model named in the error.
+
+    Raises
+    ------
+    ValueError
+        ``shape`` has another rank or channel count.
+    """
+    if len(shape) != 2 + dims or shape[1] != in_channels:
+        axes = "H, W" if dims == 2 else "D, H, W"
+        raise ValueError(
+            f"{name} expects input of shape (N, {in_channels}, {axes}), got {tuple(shape)}"
+        )
+
+
+def encode_decode(x, inc, downs, ups, head):
+    """The UNet pass: ``inc``, each of ``downs`` (every output kept as a skip), each of
+    ``ups`` with the matching skip (deepest first), then ``head``; shared by the UNets
+    here and their PyTorch twins.
+
+    Parameters
+    ----------
+    x : Tensor (sandbox or torch)
+        The input batch.
+    inc, head : callable
+        The first block and the output layer.
+    downs : iterable of callable
+        Encoder steps, top to bottom.
+    ups : iterable of callable
+        Decoder steps ``up(x, skip)``, bottom to top.
+
+    Returns
+    -------
+    Tensor
+        ``head`` of the last decoder output.
+    """
+    skips = [inc(x)]
+    for down in downs:
+        skips.append(down(skips[-1]))
+    x = skips.pop()
+    for up in ups:
+        x = up(x, skips.pop())
+    return head(x)
+
+
+def pad_widths(target, actual) -> tuple | None:
+    """``F.pad`` widths (last axis first) that pad spatial sizes ``actual`` up to
+    ``target``, the odd cell at the end (the decoder of a transposed-convolution UNet
+    on odd input sizes).
+
+    Parameters
+    ----------
+    target, actual : sequence of int
+        Spatial sizes, one per axis; ``actual <= target``.
+
+    Returns
+    -------
+    tuple of int or None
+        ``(before, after)`` per axis, last axis first; None when the sizes match.
+    """
+    missing = [t - n for t, n in zip(target, actual, strict=True)]
+    if not any(missing):
+        return None
+    widths = []
+    for m in reversed(missing):  # F.pad lists the last axis first
+        widths += [m // 2, m - m // 2]
+    return tuple(widths)
 
 
 class ConvBlock(Module):
@@ -108,12 +188,9 @@ class Up(Module):
         x = self.up(x)
         size = skip.shape[2:]
         if self.mode == "transposed":
-            missing = [s - n for s, n in zip(size, x.shape[2:], strict=True)]
-            if any(missing):  # odd input sizes: pad the upsampled map to the skip's size
-                widths = []
-                for m in reversed(missing):  # F.pad lists the last axis first
-                    widths += [m // 2, m - m // 2]
-                x = F.pad(x, tuple(widths))
+            widths = pad_widths(size, x.shape[2:])
+            if widths:  # odd input sizes: pad the upsampled map to the skip's size
+                x = F.pad(x, widths)
         else:
             x = F.interpolate(
                 x,
@@ -125,12 +202,7 @@ class Up(Module):
         return self.block(cat([skip, x], axis=1))
 
     def extra_repr(self) -> str:
-        s = f"mode={self.mode!r}"
-        if self.align_corners is not None:
-            s += f", align_corners={self.align_corners}"
-        if self.antialias:
-            s += ", antialias=True"
-        return s
+        return resample_repr(self.mode, self.align_corners, self.antialias)
 
 
 class UNet(Module):
@@ -214,19 +286,8 @@ class UNet(Module):
         self.head = _LAYERS[dims][0](widths[0], num_classes, 1, dtype=dtype)
 
     def forward(self, x):
-        if x.ndim != 2 + self.spatial_dims or x.shape[1] != self.in_channels:
-            axes = "H, W" if self.spatial_dims == 2 else "D, H, W"
-            raise ValueError(
-                f"UNet expects input of shape (N, {self.in_channels}, {axes}), "
-                f"got {tuple(x.shape)}"
-            )
-        skips = [self.inc(x)]
-        for down in self.downs:
-            skips.append(down(skips[-1]))
-        x = skips.pop()
-        for up in self.ups:
-            x = up(x, skips.pop())
-        return self.head(x)
+        check_input(x.shape, self.in_channels, self.spatial_dims)
+        return encode_decode(x, self.inc, self.downs, self.ups, self.head)
 
     def extra_repr(self) -> str:
         return (

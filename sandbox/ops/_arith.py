@@ -23,66 +23,68 @@ def _binary(ufunc, name, a, b):
         ) from exc
 
 
+def _binary_forward(ctx, ufunc, name, a, b):
+    """``ufunc(a, b)`` of a broadcasting Function, noting the operand shapes for
+    :func:`_operand_grads`."""
+    ctx.shapes = (shape_of(a), shape_of(b))
+    return _binary(ufunc, name, a, b)
+
+
+def _operand_grads(ctx, grad_a, grad_b, needs=None):
+    """The gradients of a broadcasting binary op, each summed back to its operand's
+    shape; ``grad_a()`` and ``grad_b()`` (full-shape gradients) are called only for an
+    operand that needs one (``needs``, default the first two of ``needs_input_grad``),
+    the other gets None."""
+    sa, sb = ctx.shapes
+    na, nb = ctx.needs_input_grad[:2] if needs is None else needs
+    return (unbroadcast(grad_a(), sa) if na else None, unbroadcast(grad_b(), sb) if nb else None)
+
+
 class Add(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.shapes = (shape_of(a), shape_of(b))
-        return _binary(np.add, "add", a, b)
+    """``a + b``; :class:`Sub` is the same op with ``b``'s gradient negated."""
 
-    @staticmethod
-    def backward(ctx, grad):
-        sa, sb = ctx.shapes
-        na, nb = ctx.needs_input_grad
-        return (unbroadcast(grad, sa) if na else None, unbroadcast(grad, sb) if nb else None)
+    _ufunc, _negate_b = np.add, False
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        return _binary_forward(ctx, cls._ufunc, cls.__name__.lower(), a, b)
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        return _operand_grads(ctx, lambda: grad, lambda: -grad if cls._negate_b else grad)
 
 
-class Sub(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.shapes = (shape_of(a), shape_of(b))
-        return _binary(np.subtract, "sub", a, b)
+class Sub(Add):
+    """``a - b``."""
 
-    @staticmethod
-    def backward(ctx, grad):
-        sa, sb = ctx.shapes
-        na, nb = ctx.needs_input_grad
-        return (unbroadcast(grad, sa) if na else None, unbroadcast(-grad, sb) if nb else None)
+    _ufunc, _negate_b = np.subtract, True
 
 
 class Mul(Function):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = (shape_of(a), shape_of(b))
         na, nb = ctx.needs_input_grad
         ctx.save_for_backward(a if nb else None, b if na else None)
-        return _binary(np.multiply, "mul", a, b)
+        return _binary_forward(ctx, np.multiply, "mul", a, b)
 
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        sa, sb = ctx.shapes
-        na, nb = ctx.needs_input_grad
-        ga = unbroadcast(grad * b, sa) if na else None
-        gb = unbroadcast(grad * a, sb) if nb else None
-        return ga, gb
+        return _operand_grads(ctx, lambda: grad * b, lambda: grad * a)
 
 
 class Div(Function):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = (shape_of(a), shape_of(b))
-        out = _binary(np.true_divide, "div", a, b)
+        out = _binary_forward(ctx, np.true_divide, "div", a, b)
         ctx.save_for_backward(b, out if ctx.needs_input_grad[1] else None)
         return out
 
     @staticmethod
     def backward(ctx, grad):
         b, out = ctx.saved_tensors
-        sa, sb = ctx.shapes
-        na, nb = ctx.needs_input_grad
-        ga = unbroadcast(grad / b, sa) if na else None
-        gb = unbroadcast(-(grad * out) / b, sb) if nb else None  # d(a/b)/db = -(a/b)/b
-        return ga, gb
+        # d(a/b)/db = -(a/b)/b
+        return _operand_grads(ctx, lambda: grad / b, lambda: -(grad * out) / b)
 
 
 class Neg(Function):
@@ -122,70 +124,43 @@ class PowT(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = (shape_of(a), shape_of(b))
-        out = _binary(np.power, "pow", a, b)
+        out = _binary_forward(ctx, np.power, "pow", a, b)
         ctx.save_for_backward(a, b, out)
         return out
 
     @staticmethod
     def backward(ctx, grad):
         a, b, out = ctx.saved_tensors
-        sa, sb = ctx.shapes
-        na, nb = ctx.needs_input_grad
-        ga = unbroadcast(grad * b * a ** (b - 1.0), sa) if na else None
         log_a = a.log() if isinstance(a, Tensor) else float(np.log(a))
-        gb = unbroadcast(grad * out * log_a, sb) if nb else None
-        return ga, gb
+        return _operand_grads(ctx, lambda: grad * b * a ** (b - 1.0), lambda: grad * out * log_a)
 
 
-class Exp(Function):
-    @staticmethod
+def _elementwise(name, fn, derivative, saves="input", module=__name__):
+    """The Function class ``name`` of ``y = fn(x)`` (ndarray to ndarray) whose backward
+    is ``derivative(grad, saved)``: ``saved`` is the input ``x`` (``saves="input"``)
+    or the output ``y`` (``"output"``) as a Tensor, and ``derivative`` uses Tensor ops,
+    so the backward is differentiable again."""
+    keep_output = saves == "output"
+
     def forward(ctx, x):
-        y = np.exp(x)
-        ctx.save_for_backward(y)
+        y = fn(x)
+        ctx.save_for_backward(y if keep_output else x)
         return y
 
-    @staticmethod
     def backward(ctx, grad):
-        (y,) = ctx.saved_tensors
-        return grad * y
+        (saved,) = ctx.saved_tensors
+        return derivative(grad, saved)
+
+    return type(name, (Function,), {
+        "__module__": module, "__qualname__": name,
+        "forward": staticmethod(forward), "backward": staticmethod(backward),
+    })
 
 
-class Log(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return np.log(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return grad / x
-
-
-class Log1p(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return np.log1p(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return grad / (x + 1.0)
-
-
-class Sqrt(Function):
-    @staticmethod
-    def forward(ctx, x):
-        y = np.sqrt(x)
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, grad):
-        (y,) = ctx.saved_tensors
-        return grad / (y * 2.0)
+Exp = _elementwise("Exp", np.exp, lambda grad, y: grad * y, saves="output")
+Log = _elementwise("Log", np.log, lambda grad, x: grad / x)
+Log1p = _elementwise("Log1p", np.log1p, lambda grad, x: grad / (x + 1.0))
+Sqrt = _elementwise("Sqrt", np.sqrt, lambda grad, y: grad / (y * 2.0), saves="output")
 
 
 class Abs(Function):
@@ -233,11 +208,9 @@ class Where(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        sa, sb = ctx.shapes
-        _, na, nb = ctx.needs_input_grad
-        ga = unbroadcast(Where.apply(ctx.cond, grad, 0.0), sa) if na else None
-        gb = unbroadcast(Where.apply(ctx.cond, 0.0, grad), sb) if nb else None
-        return None, ga, gb
+        return None, *_operand_grads(ctx, lambda: Where.apply(ctx.cond, grad, 0.0),
+                                     lambda: Where.apply(ctx.cond, 0.0, grad),
+                                     ctx.needs_input_grad[1:])
 
 
 class Extremum(Function):
@@ -245,8 +218,7 @@ class Extremum(Function):
 
     @staticmethod
     def forward(ctx, a, b, which):
-        ctx.shapes = (shape_of(a), shape_of(b))
-        out = _binary(which, which.__name__, a, b)
+        out = _binary_forward(ctx, which, which.__name__, a, b)
         # 1 where a wins, 0 where b wins, 1/2 on ties (PyTorch's rule).
         pick_a = np.where(a == b, 0.5, (out == a).astype(np.float64))
         ctx.coef = np.asarray(pick_a, dtype=out.dtype)
@@ -254,11 +226,7 @@ class Extremum(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        sa, sb = ctx.shapes
-        na, nb = ctx.needs_input_grad[:2]
-        ga = unbroadcast(grad * ctx.coef, sa) if na else None
-        gb = unbroadcast(grad * (1.0 - ctx.coef), sb) if nb else None
-        return ga, gb, None
+        return *_operand_grads(ctx, lambda: grad * ctx.coef, lambda: grad * (1.0 - ctx.coef)), None
 
 
 class AsType(Function):

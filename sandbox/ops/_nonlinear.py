@@ -8,7 +8,7 @@ import numpy as np
 
 from ..array import activation
 from ..autograd import Function, is_grad_enabled
-from ._arith import to_float, where
+from ._arith import _elementwise, to_float, where
 from ._util import normalize_axes
 
 
@@ -49,30 +49,12 @@ def _sigmoid(x):
     return np.where(x >= 0, 1.0, e) / (1.0 + e)
 
 
-class Sigmoid(Function):
-    @staticmethod
-    def forward(ctx, x):
-        y = _sigmoid(x).astype(x.dtype, copy=False)
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, grad):
-        (y,) = ctx.saved_tensors
-        return grad * (y * (1.0 - y))
-
-
-class Tanh(Function):
-    @staticmethod
-    def forward(ctx, x):
-        y = np.tanh(x)
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, grad):
-        (y,) = ctx.saved_tensors
-        return grad * (1.0 - y * y)
+Sigmoid = _elementwise(
+    "Sigmoid", lambda x: _sigmoid(x).astype(x.dtype, copy=False),
+    lambda grad, y: grad * (y * (1.0 - y)), saves="output", module=__name__,
+)
+Tanh = _elementwise("Tanh", np.tanh, lambda grad, y: grad * (1.0 - y * y), saves="output",
+                    module=__name__)
 
 
 class Softplus(Function):
@@ -210,17 +192,11 @@ def logsumexp(x, dim=None, keepdim=False):
     return LogSumExp.apply(x, normalize_axes(dim, x.ndim, "logsumexp"), bool(keepdim))
 
 
-class Erf(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return activation.erf(x)  # the C library's erf, on every thread
-
-    @staticmethod
-    def backward(ctx, grad):
-        # d erf(x)/dx = 2/sqrt(pi) * exp(-x^2)
-        (x,) = ctx.saved_tensors
-        return grad * ((x * x * -1.0).exp() * (2.0 / math.sqrt(math.pi)))
+# The C library's erf, on every thread; d erf(x)/dx = 2/sqrt(pi) * exp(-x^2).
+Erf = _elementwise(
+    "Erf", activation.erf,
+    lambda grad, x: grad * ((x * x * -1.0).exp() * (2.0 / math.sqrt(math.pi))), module=__name__,
+)
 
 
 def erf(x):

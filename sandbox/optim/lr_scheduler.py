@@ -13,6 +13,23 @@ from collections import Counter
 from ._optimizer import Optimizer
 
 
+def _positive_int(name: str, value) -> int:
+    if not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _per_group(value, optimizer, name: str) -> list:
+    """``value`` for each parameter group: a list or tuple of one per group, else one
+    value for all."""
+    n = len(optimizer.param_groups)
+    if isinstance(value, list | tuple):
+        if len(value) != n:
+            raise ValueError(f"expected {n} {name}s (one per group), got {len(value)}")
+        return list(value)
+    return [value] * n
+
+
 class LRScheduler:
     """Base class: keeps ``last_epoch`` and writes each group's ``lr``."""
 
@@ -55,9 +72,7 @@ class StepLR(LRScheduler):
     """Multiply the learning rate by ``gamma`` every ``step_size`` epochs."""
 
     def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
-        if not isinstance(step_size, int) or step_size < 1:
-            raise ValueError(f"step_size must be a positive integer, got {step_size!r}")
-        self.step_size = step_size
+        self.step_size = _positive_int("step_size", step_size)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
@@ -100,13 +115,7 @@ class LambdaLR(LRScheduler):
     """``lr = initial_lr · lr_lambda(epoch)`` (one function, or one per parameter group)."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
-        n = len(optimizer.param_groups)
-        if isinstance(lr_lambda, list | tuple):
-            if len(lr_lambda) != n:
-                raise ValueError(f"expected {n} lr_lambdas (one per group), got {len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
-        else:
-            self.lr_lambdas = [lr_lambda] * n
+        self.lr_lambdas = _per_group(lr_lambda, optimizer, "lr_lambda")
         if not all(callable(f) for f in self.lr_lambdas):
             raise TypeError("lr_lambda must be a function of the epoch (or a list of them)")
         super().__init__(optimizer, last_epoch)
@@ -141,13 +150,7 @@ class ReduceLROnPlateau:
             raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
         if threshold_mode not in ("rel", "abs"):
             raise ValueError(f"threshold_mode must be 'rel' or 'abs', got {threshold_mode!r}")
-        n = len(optimizer.param_groups)
-        if isinstance(min_lr, list | tuple):
-            if len(min_lr) != n:
-                raise ValueError(f"expected {n} min_lrs (one per group), got {len(min_lr)}")
-            self.min_lrs = list(min_lr)
-        else:
-            self.min_lrs = [min_lr] * n
+        self.min_lrs = _per_group(min_lr, optimizer, "min_lr")
         self.optimizer = optimizer
         self.mode, self.factor, self.patience = mode, factor, patience
         self.threshold, self.threshold_mode = threshold, threshold_mode
@@ -205,9 +208,7 @@ class CosineAnnealingLR(LRScheduler):
     """
 
     def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1):
-        if not isinstance(T_max, int) or T_max < 1:
-            raise ValueError(f"T_max must be a positive integer, got {T_max!r}")
-        self.T_max = T_max
+        self.T_max = _positive_int("T_max", T_max)
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
 
@@ -261,8 +262,7 @@ class OneCycleLR(LRScheduler):
         three_phase: bool = False,
         last_epoch: int = -1,
     ):
-        if not isinstance(total_steps, int) or total_steps < 1:
-            raise ValueError(f"total_steps must be a positive integer, got {total_steps!r}")
+        _positive_int("total_steps", total_steps)
         if not 0.0 <= pct_start <= 1.0:
             raise ValueError(f"pct_start must be in [0, 1], got {pct_start!r}")
         if anneal_strategy not in ("cos", "linear"):

@@ -360,18 +360,21 @@ class Trainer:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         return result
 
+    def _diverged(self, value, where: str = "") -> TrainingDiverged:
+        """The error for a non-finite loss ``value`` at this step (``where``: on which ranks)."""
+        last = self.out / "last.ckpt"
+        return TrainingDiverged(
+            f"loss became {value} at step {self.step + 1} (epoch {self.epoch}, batch "
+            f"{self.batch}){where}; stopped. The last good checkpoint is {last}"
+            + ("" if last.exists() else " (none written yet)") + ". Try a lower --lr."
+        )
+
     def _guarded_step(self, images, masks) -> tuple[float, float]:
         logits = self.model(Tensor(images))
         loss = compute_loss(self.cfg.loss, logits, masks, self.num_classes)
         value = loss.item()
         if not math.isfinite(value):
-            raise TrainingDiverged(
-                f"loss became {value} at step {self.step + 1} (epoch {self.epoch}, batch "
-                f"{self.batch}); stopped. The last good checkpoint is "
-                f"{self.out / 'last.ckpt'}"
-                + ("" if (self.out / "last.ckpt").exists() else " (none written yet)")
-                + ". Try a lower --lr."
-            )
+            raise self._diverged(value)
         self.optimizer.zero_grad()
         loss.backward()
         self.optimizer.step()

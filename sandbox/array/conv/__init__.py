@@ -23,6 +23,8 @@ every result is bitwise identical for any number of threads.
 
 from __future__ import annotations
 
+import inspect
+
 from . import _run2d, _run3d
 from . import _winograd as winograd  # noqa: F401  (the 2-D Winograd path; tests spy on it)
 from ._checks import (
@@ -157,56 +159,37 @@ def conv_transpose_backward(grad_output, input, weight, stride=1, padding=0, out
 
 
 # The rank-fixed names (PyTorch's): the generic ops with ``nd`` set.
+def _rank_fixed(op, nd: int):
+    """``op`` with the spatial rank fixed to ``nd``: the same arguments but the
+    keyword-only ``plan`` and ``nd``, named as PyTorch names it (``conv2d_backward``)."""
+    base, backward = op.__name__.removesuffix("_backward"), op.__name__.endswith("_backward")
+    name = f"{base}{nd}d" + ("_backward" if backward else "")
+    signature = inspect.signature(op)
+    signature = signature.replace(parameters=[
+        p for p in signature.parameters.values() if p.kind is not p.KEYWORD_ONLY
+    ])
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """2-D :func:`conv` of ``(N, C, H, W)`` inputs, as ``torch.nn.functional.conv2d``."""
-    return conv(input, weight, bias, stride, padding, dilation, groups, nd=2)
+    def fixed(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)  # TypeError for plan=, nd= or a typo
+        return op(*bound.args, **bound.kwargs, nd=nd)
 
-
-def conv2d_backward(grad_output, input, weight, stride=1, padding=0, dilation=1, groups=1,
-                    needs=(True, True, True)):
-    """Gradients of :func:`conv2d` with respect to (input, weight, bias) (see
-    :func:`conv_backward`)."""
-    return conv_backward(grad_output, input, weight, stride, padding, dilation, groups, needs,
-                         nd=2)
-
-
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
-                     dilation=1):
-    """2-D :func:`conv_transpose`, as ``torch.nn.functional.conv_transpose2d``."""
-    return conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
-                          dilation, nd=2)
-
-
-def conv_transpose2d_backward(grad_output, input, weight, stride=1, padding=0, output_padding=0,
-                              groups=1, dilation=1, needs=(True, True, True)):
-    """Gradients of :func:`conv_transpose2d` (see :func:`conv_transpose_backward`)."""
-    return conv_transpose_backward(grad_output, input, weight, stride, padding, output_padding,
-                                   groups, dilation, needs, nd=2)
-
-
-def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """3-D :func:`conv` of ``(N, C, D, H, W)`` inputs, as ``torch.nn.functional.conv3d``."""
-    return conv(input, weight, bias, stride, padding, dilation, groups, nd=3)
+    fixed.__name__ = fixed.__qualname__ = name
+    fixed.__signature__ = signature
+    if backward:
+        what = f"Gradients of :func:`{base}{nd}d` with respect to (input, weight, bias)"
+    else:
+        torch_name = f"torch.nn.functional.{name}"
+        what = f"{nd}-D :func:`{base}` of ``{_LAYOUT[nd]}`` inputs, as ``{torch_name}``"
+    fixed.__doc__ = (
+        f"{what}.\n\nThe arguments and results of :func:`{op.__name__}`, without ``plan`` "
+        "and ``nd``.\n"
+    )
+    return fixed
 
 
-def conv3d_backward(grad_output, input, weight, stride=1, padding=0, dilation=1, groups=1,
-                    needs=(True, True, True)):
-    """Gradients of :func:`conv3d` with respect to (input, weight, bias) (see
-    :func:`conv_backward`)."""
-    return conv_backward(grad_output, input, weight, stride, padding, dilation, groups, needs,
-                         nd=3)
-
-
-def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
-                     dilation=1):
-    """3-D :func:`conv_transpose`, as ``torch.nn.functional.conv_transpose3d``."""
-    return conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
-                          dilation, nd=3)
-
-
-def conv_transpose3d_backward(grad_output, input, weight, stride=1, padding=0, output_padding=0,
-                              groups=1, dilation=1, needs=(True, True, True)):
-    """Gradients of :func:`conv_transpose3d` (see :func:`conv_transpose_backward`)."""
-    return conv_transpose_backward(grad_output, input, weight, stride, padding, output_padding,
-                                   groups, dilation, needs, nd=3)
+_LAYOUT = {2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
+conv2d, conv3d = _rank_fixed(conv, 2), _rank_fixed(conv, 3)
+conv2d_backward, conv3d_backward = _rank_fixed(conv_backward, 2), _rank_fixed(conv_backward, 3)
+conv_transpose2d, conv_transpose3d = _rank_fixed(conv_transpose, 2), _rank_fixed(conv_transpose, 3)
+conv_transpose2d_backward = _rank_fixed(conv_transpose_backward, 2)
+conv_transpose3d_backward = _rank_fixed(conv_transpose_backward, 3)

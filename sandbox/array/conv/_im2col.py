@@ -34,6 +34,7 @@ import numpy as np
 from ..._C import _im2col
 from .._gemm import grouped_matmul, lhs
 from .._parallel import OrderedSum, parallel_map, scratch
+from ._chunks import _blocks, _gather, _scatter
 from ._tuning import TUNING, chunk_threads
 
 __all__ = ["fold_loop", "unfold_loop"]
@@ -44,29 +45,6 @@ def _chunk(n: int, plane: int, rows: int, itemsize: int) -> int:
     nb = max(1, min(n, -(-TUNING.target_cols // max(plane, 1))))
     cap = TUNING.max_col_bytes // max(plane * rows * itemsize, 1)
     return max(1, min(nb, cap))
-
-
-def _blocks(n: int, nb: int) -> list[tuple[int, int, int]]:
-    """``(chunk index, first sample, samples)`` for chunks of ``nb`` samples."""
-    return [(i, n0, min(nb, n - n0)) for i, n0 in enumerate(range(0, n, nb))]
-
-
-def _gather(arr, n0, nb, name):
-    """``arr[n0:n0+nb]`` (N, K, ...) as a (K, nb*P) matrix: a view when nb == 1,
-    else a copy into this thread's scratch buffer ``name``."""
-    k = arr.shape[1]
-    plane = arr[0, 0].size
-    if nb == 1:
-        return arr[n0].reshape(k, plane)
-    mat = scratch(name, (k, nb, plane), arr.dtype)
-    np.copyto(mat, arr[n0:n0 + nb].reshape(nb, k, plane).transpose(1, 0, 2))
-    return mat.reshape(k, nb * plane)
-
-
-def _scatter(mat, arr, n0, nb):
-    """Inverse of :func:`_gather`: ``arr[n0:n0+nb] = mat`` (K, nb*P)."""
-    k = arr.shape[1]
-    np.copyto(arr[n0:n0 + nb].reshape(nb, k, -1), mat.reshape(k, nb, -1).transpose(1, 0, 2))
 
 
 def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):

@@ -33,6 +33,7 @@ import numpy as np
 from ..._C import _vol2col
 from .._gemm import grouped_matmul, lhs
 from .._parallel import OrderedSum, parallel_map, scratch
+from ._chunks import _blocks, _gather, _scatter
 from ._tuning import TUNING, chunk_threads
 
 __all__ = ["fold_loop", "unfold_loop"]
@@ -52,23 +53,6 @@ def _plan(n: int, out_size, rows: int, itemsize: int, pointwise: bool):
     return max(1, min(nb, limit // (plane_bytes * do))), do
 
 
-def _blocks(n: int, nb: int) -> list[tuple[int, int, int]]:
-    """``(chunk index, first sample, samples)`` for chunks of ``nb`` samples."""
-    return [(i, n0, min(nb, n - n0)) for i, n0 in enumerate(range(0, n, nb))]
-
-
-def _gather(arr, n0, nb, name):
-    """``arr[n0:n0+nb]`` (N, K, ...) as a (K, nb*V) matrix: a view when nb == 1,
-    else a copy into this thread's scratch buffer ``name``."""
-    k = arr.shape[1]
-    vol = arr[0, 0].size
-    if nb == 1:
-        return arr[n0].reshape(k, vol)
-    mat = scratch(name, (k, nb, vol), arr.dtype)
-    np.copyto(mat, arr[n0:n0 + nb].reshape(nb, k, vol).transpose(1, 0, 2))
-    return mat.reshape(k, nb * vol)
-
-
 def _gather_slab(arr, n0, od0, nd, name):
     """Depth planes ``od0 .. od0+nd-1`` of sample ``n0`` of ``arr`` (N, K, D, H, W) as
     a (K, nd*H*W) matrix (a copy into this thread's scratch buffer ``name``)."""
@@ -83,12 +67,6 @@ def _rows_of(arr, n0, nb, od0, nd, name):
     if nd == arr.shape[2]:
         return _gather(arr, n0, nb, name)
     return _gather_slab(arr, n0, od0, nd, name)
-
-
-def _scatter(mat, arr, n0, nb):
-    """Inverse of :func:`_gather`: ``arr[n0:n0+nb] = mat`` (K, nb*V)."""
-    k = arr.shape[1]
-    np.copyto(arr[n0:n0 + nb].reshape(nb, k, -1), mat.reshape(k, nb, -1).transpose(1, 0, 2))
 
 
 def _is_pointwise(geom) -> bool:

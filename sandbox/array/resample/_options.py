@@ -120,30 +120,38 @@ def _per_axis(value, nsp: int, name: str) -> tuple:
     return (value,) * nsp
 
 
-def _check_size(size, nsp: int) -> tuple:
-    out = _per_axis(size, nsp, "size")
+def _per_axis_numbers(value, nsp: int, name: str, kind, type_message: str, valid,
+                      value_message: str) -> tuple:
+    """``value`` for each of ``nsp`` axes (:func:`_per_axis`), each entry checked in
+    turn: a ``kind`` number and not a bool (else TypeError ``type_message``), then
+    ``valid(entry)`` (else ValueError ``value_message``)."""
+    out = _per_axis(value, nsp, name)
     for s in out:
-        if isinstance(s, bool | np.bool_) or not isinstance(s, numbers.Integral):
-            raise TypeError(
-                f"size must be a positive int or a sequence of {nsp} ints, got {size!r}"
-            )
-        if s < 1:
-            raise ValueError(
-                f"size must be positive (output sizes >= 1) for every spatial axis, got {size!r}"
-            )
+        if isinstance(s, bool | np.bool_) or not isinstance(s, kind):
+            raise TypeError(type_message)
+        if not valid(s):
+            raise ValueError(value_message)
+    return out
+
+
+def _check_size(size, nsp: int) -> tuple:
+    out = _per_axis_numbers(
+        size, nsp, "size", numbers.Integral,
+        f"size must be a positive int or a sequence of {nsp} ints, got {size!r}",
+        lambda s: s >= 1,
+        f"size must be positive (output sizes >= 1) for every spatial axis, got {size!r}",
+    )
     return tuple(int(s) for s in out)
 
 
 def _check_scale(scale_factor, nsp: int) -> tuple:
-    out = _per_axis(scale_factor, nsp, "scale_factor")
-    for s in out:
-        if isinstance(s, bool | np.bool_) or not isinstance(s, numbers.Real):
-            raise TypeError(
-                f"scale_factor must be a positive number or a sequence of {nsp} numbers, "
-                f"got {scale_factor!r}"
-            )
-        if not math.isfinite(float(s)) or s <= 0:
-            raise ValueError(f"scale_factor must be finite and > 0, got {scale_factor!r}")
+    out = _per_axis_numbers(
+        scale_factor, nsp, "scale_factor", numbers.Real,
+        f"scale_factor must be a positive number or a sequence of {nsp} numbers, "
+        f"got {scale_factor!r}",
+        lambda s: math.isfinite(float(s)) and s > 0,
+        f"scale_factor must be finite and > 0, got {scale_factor!r}",
+    )
     return tuple(float(s) for s in out)
 
 
