@@ -170,8 +170,12 @@ def _rank_fixed(op, nd: int):
     ])
 
     def fixed(*args, **kwargs):
-        bound = signature.bind(*args, **kwargs)  # TypeError for plan=, nd= or a typo
-        return op(*bound.args, **bound.kwargs, nd=nd)
+        # plan and nd are op's keyword-only arguments (no positional reaches them); a
+        # typo is op's own TypeError.  No signature binding: this is on the hot path.
+        if "plan" in kwargs or "nd" in kwargs:
+            name_ = "plan" if "plan" in kwargs else "nd"
+            raise TypeError(f"{fixed.__name__}() got an unexpected keyword argument {name_!r}")
+        return op(*args, **kwargs, nd=nd)
 
     fixed.__name__ = fixed.__qualname__ = name
     fixed.__signature__ = signature
