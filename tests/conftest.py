@@ -9,10 +9,15 @@ rule through ``require_module()`` and the fixtures of the same names.
 
 import importlib
 import os
+import tempfile
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
+
+# A calibration of the developer's machine (~/.cache/sandbox) must not change what the
+# tests run: every test process reads an empty cache folder of its own.
+os.environ["SANDBOX_CACHE_DIR"] = tempfile.mkdtemp(prefix="sandbox-test-cache-")
 
 settings.register_profile(
     "ci", deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow]

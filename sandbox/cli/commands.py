@@ -29,7 +29,7 @@ from .errors import (
 from .train_distributed import add_distributed_args
 from .train_options import add_train_args, config_from_args, resume_config
 
-COMMANDS = ("train", "predict", "gradcheck", "bench", "explain", "info", "export")
+COMMANDS = ("train", "predict", "gradcheck", "bench", "explain", "info", "calibrate", "export")
 # The default run's time, as the README states it (1,000 steps at 28-31 steps/s measured on
 # an unshared 2-core AMD EPYC, family 26; tests/project/test_docs.py keeps README, docs/05
 # and this in step).
@@ -133,6 +133,26 @@ def _cmd_info(args) -> int:
     return 0
 
 
+def _cmd_calibrate(args) -> int:
+    from ..runtime import calibration
+
+    previous = calibration.load()
+    cal = calibration.calibrate(write=not args.dry_run)
+    print(f"calibration on {cal.cpu} (1 thread, medians of interleaved runs):")
+    if not cal.choices:
+        print("  nothing to choose on this CPU: it has no AVX-512 kernels (the portable and "
+              "BLAS paths run)")
+    for choice, medians in cal.timings.items():
+        runs = ", ".join(f"{name} {ms:.2f} ms" for name, ms in medians.items())
+        print(f"  {choice + ':':14s}{cal.choices[choice]:9s}({runs})")
+    if args.dry_run:
+        print("not written (--dry-run)")
+    else:
+        was = "replaced this machine's entry" if previous is not None else "written"
+        print(f"{was}: {calibration.cache_file()} (used by processes started from now on)")
+    return 0
+
+
 def _cmd_explain(args) -> int:
     from .explain import explain
 
@@ -208,6 +228,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("info", help="print version, OpenMP, threads and BLAS")
     p.set_defaults(func=_cmd_info)
+
+    p = sub.add_parser(
+        "calibrate", help="measure which kernels are fastest on this machine (about a second)",
+        description="Time the candidates of each kernel choice that depends on the "
+        "microarchitecture (the convolutions' float32 GEMM: AVX-512 kernel or BLAS; the "
+        "grid sampling's AVX-512 gathers or portable loops) and store the winners for "
+        "this machine in calibration.json under $SANDBOX_CACHE_DIR (default "
+        "~/.cache/sandbox). Every candidate gives results that do not depend on the "
+        "thread count.")
+    p.add_argument("--dry-run", action="store_true", help="measure and print, write nothing")
+    p.set_defaults(func=_cmd_calibrate)
 
     from ..interop._cli import add_parser as add_export_parser
 

@@ -66,7 +66,26 @@ def info_dict() -> dict:
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "gomp_spincount": os.environ.get("GOMP_SPINCOUNT"),
         "malloc_tuned": is_tuned(),
+        "calibration": _calibration(),
     }
+
+
+def _calibration() -> dict:
+    from ..runtime import calibration
+
+    cal = calibration.load()
+    return {"file": str(calibration.cache_file()), "when": cal.when if cal else None,
+            "choices": dict(cal.choices) if cal else {}, "timings": cal.timings if cal else {},
+            "grid_gathers": calibration.preferred("grid_gathers")}
+
+
+def _ratio(medians: dict, winner: str) -> str:
+    """``1.26x the speed of blas``: the winner against the best other candidate."""
+    others = {k: v for k, v in medians.items() if k != winner}
+    if not others or not medians.get(winner):
+        return "measured"
+    name = min(others, key=others.get)
+    return f"{others[name] / medians[winner]:.2f}x the speed of {name}"
 
 
 def info(file=None) -> dict:
@@ -104,5 +123,14 @@ def info(file=None) -> dict:
         + ("avx512 (the project's float32 kernel; float64 uses blas)" if d["gemm"] == "avx512"
            else f"blas (${simd.GEMM_ENV_VAR}, the {d['simd_path']} path, or no AVX-512)")
     )
+    cal = d["calibration"]
+    if cal["when"]:
+        picks = ", ".join(f"{k} {v} ({_ratio(cal['timings'].get(k, {}), v)})"
+                          for k, v in cal["choices"].items())
+        lines.append(f"calibration:     {picks or 'nothing to choose'}; measured {cal['when']} "
+                     f"({cal['file']})")
+    else:
+        lines.append("calibration:     none for this machine: AVX-512 kernels where the CPU has "
+                     "them (run 'sandbox calibrate' to measure)")
     print("\n".join(lines), file=file or sys.stdout)
     return d

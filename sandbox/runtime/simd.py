@@ -13,7 +13,9 @@ it.  This module knows what the CPU supports and which path is selected:
   cloned for AVX2 (``SB_CLONES``) are picked by the loader and give identical
   results, so they are not part of the choice.
 * ``SANDBOX_GEMM=auto|avx512|blas`` (default ``auto``): the float32 GEMM of the
-  convolutions; ``blas`` keeps numpy's BLAS even on the ``avx512`` path.
+  convolutions; ``blas`` keeps numpy's BLAS even on the ``avx512`` path, and ``auto``
+  on that path takes the winner measured by ``sandbox calibrate`` on this machine
+  (:mod:`sandbox.runtime.calibration`), else the AVX-512 kernel.
 
 Both variables are read once, at the first :func:`current` call; afterwards
 :func:`using` changes the choice for a block of code.  The choice lives in a
@@ -224,7 +226,14 @@ def resolve(isa: str = "auto", gemm: str = "auto", *, isa_name: str = "isa",
         why = "this CPU has no AVX-512" if "avx512" not in paths else f"{isa_name}={path}"
         raise ValueError(f"{gemm_name}=avx512 needs the avx512 path, but {why} "
                          f"(use auto or blas)")
-    chosen = "avx512" if gemm != "blas" and path == "avx512" else "blas"
+    if gemm == "blas" or path != "avx512":
+        chosen = "blas"
+    elif gemm == "auto":  # the measured winner on this machine, if calibrated
+        from .calibration import preferred
+
+        chosen = preferred("gemm")
+    else:
+        chosen = "avx512"
     return Selection(path, chosen, isa, gemm)
 
 

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ..._C import _grid_sample
-from ...runtime import simd
+from ...runtime import calibration, simd
 from ...runtime.threads import kernel_threads
 
 # Aim for this many slabs per sample, so that a batch of one still fills up to 8
@@ -45,10 +45,13 @@ def push_bytes(grid) -> int:
 
 
 def simd_code() -> int:
-    """2 when the float32 2-D forward runs its AVX-512 pass (the ``avx512`` path of
-    :mod:`sandbox.runtime.simd` on a CPU that has it), else 0.  Both give the same
-    values."""
-    return 2 if simd.current().isa == "avx512" and _grid_sample.isa_available() == 2 else 0
+    """2 when the 2-D float32 nearest/bilinear blocks run their AVX-512 passes (the
+    ``avx512`` path of :mod:`sandbox.runtime.simd` on a CPU that has it, unless
+    ``sandbox calibrate`` measured the portable loops faster here), else 0.  Both
+    give the same values."""
+    if simd.current().isa != "avx512" or _grid_sample.isa_available() != 2:
+        return 0
+    return 2 if calibration.preferred("grid_gathers") == "avx512" else 0
 
 
 def slab_rows(h: int, slab: int, nd: int):
