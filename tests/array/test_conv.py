@@ -501,6 +501,32 @@ def test_generic_ops_name_both_layouts():
         conv.conv2d(np.zeros((1, 2, 3, 3, 3)), np.zeros((1, 2, 1, 1, 1)))
 
 
+def test_small_convolutions_run_on_the_calling_thread(rng, monkeypatch):
+    """Below TUNING.min_parallel_flops the chunks stay on the calling thread (the worker
+    pool's overhead would cost more than the second core gains); the results are the
+    pool's, bit for bit."""
+    from sandbox.array import _parallel
+
+    x = rng.standard_normal((4, 1, 16, 16)).astype(np.float32)
+    w = rng.standard_normal((8, 1, 3, 3)).astype(np.float32)
+    gy = rng.standard_normal((4, 8, 16, 16)).astype(np.float32)
+    seen = []
+    real_map = _parallel.parallel_map
+
+    def spy(fn, chunks, num_threads=None):
+        seen.append(num_threads)
+        return real_map(fn, chunks, num_threads)
+
+    monkeypatch.setattr("sandbox.array.conv._im2col.parallel_map", spy)
+    with sandbox.num_threads(2):
+        small = (conv.conv2d(x, w, padding=1), *conv.conv2d_backward(gy, x, w, padding=1))
+        with conv.tuned(min_parallel_flops=0):
+            pooled = (conv.conv2d(x, w, padding=1), *conv.conv2d_backward(gy, x, w, padding=1))
+    assert seen[:2] == [1, 1] and seen[2:] == [None, None]
+    for a, b in zip(small, pooled, strict=True):
+        assert np.array_equal(a, b)
+
+
 def test_tuned_changes_only_the_calling_thread():
     import threading
 
@@ -978,6 +1004,7 @@ def test_ops_bitwise_equal_across_thread_counts(spatial_dims, case, target, max_
                                                 monkeypatch):
     """Chunks are fixed by the shapes; weight/bias partials are summed in chunk order."""
     monkeypatch.setattr(conv.TUNING, "target_cols", target)
+    monkeypatch.setattr(conv.TUNING, "min_parallel_flops", 0)  # these small convs on the pool
     if max_bytes is not None:
         monkeypatch.setattr(conv.TUNING, "max_slab_bytes", max_bytes)
     nd = spatial_dims

@@ -10,11 +10,24 @@ from __future__ import annotations
 import numpy as np
 
 from .._parallel import scratch
+from ._tuning import TUNING
 
 
 def _blocks(n: int, nb: int) -> list[tuple[int, int, int]]:
     """``(chunk index, first sample, samples)`` for chunks of ``nb`` samples."""
     return [(i, n0, min(nb, n - n0)) for i, n0 in enumerate(range(0, n, nb))]
+
+
+def pool_threads(flops: int) -> int | None:
+    """Worker-pool threads for a loop of chunks whose GEMMs do ``flops`` flops: 1 (the
+    calling thread) below ``TUNING.min_parallel_flops``, else all of them (None).  The
+    chunks and their order of sums do not change, so neither do the results."""
+    return 1 if flops < TUNING.min_parallel_flops else None
+
+
+def gemm_flops(m: int, k: int, cols: int, products: int) -> int:
+    """Flops of ``products`` (m, k) x (k, cols) matrix products."""
+    return 2 * m * k * cols * products
 
 
 def _gather(arr, n0, nb, name):

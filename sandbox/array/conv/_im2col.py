@@ -34,7 +34,7 @@ import numpy as np
 from ..._C import _im2col
 from .._gemm import grouped_matmul, lhs
 from .._parallel import OrderedSum, parallel_map, scratch
-from ._chunks import _blocks, _gather, _scatter
+from ._chunks import _blocks, _gather, _scatter, gemm_flops, pool_threads
 from ._tuning import TUNING, chunk_threads
 
 __all__ = ["fold_loop", "unfold_loop"]
@@ -65,6 +65,7 @@ def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
     pointwise = geom.is_pointwise() and a.shape[2:] == (ho, wo)
     blocks = _blocks(n, _chunk(n, plane, rows, a.itemsize))
     gw = None if b is None else OrderedSum(len(blocks))
+    flops = gemm_flops(o, rows // groups, n * plane, (y is not None) + (b is not None))
 
     def task(block):
         i, n0, nb = block
@@ -85,7 +86,7 @@ def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
             grouped_matmul(_gather(b, n0, nb, "grad"), col, partial, groups, trans_b=True)
             gw.add(i, partial)
 
-    parallel_map(task, blocks)
+    parallel_map(task, blocks, num_threads=pool_threads(flops))
     return None if gw is None else gw.out
 
 
@@ -105,6 +106,7 @@ def fold_loop(b, wmat, geom, h, w, groups, y=None, a=None, bias_grad=False):
     blocks = _blocks(n, _chunk(n, plane, rows, b.itemsize))
     gw = None if a is None else OrderedSum(len(blocks))
     gb = OrderedSum(len(blocks)) if bias_grad else None
+    flops = gemm_flops(o, rows // groups, n * plane, (y is not None) + (a is not None))
 
     def task(block):
         i, n0, nb = block
@@ -128,7 +130,7 @@ def fold_loop(b, wmat, geom, h, w, groups, y=None, a=None, bias_grad=False):
             grouped_matmul(wmat, bmat, col, groups, trans_a=True)
             _im2col.col2im(col, y, n0, nb, *geom.args(), ho, wo, nt)
 
-    parallel_map(task, blocks)
+    parallel_map(task, blocks, num_threads=pool_threads(flops))
     return (None if gw is None else gw.out), (None if gb is None else gb.out)
 
 

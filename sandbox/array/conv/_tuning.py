@@ -109,6 +109,15 @@ class ConvTuning:
     #: this needs the short OpenMP spin that ``import sandbox`` sets.  Either way each
     #: channel and point is computed the same, so results are identical.
     split_in_kernels: bool = True
+    #: an im2col/vol2col loop (a forward, or a backward's products) with fewer GEMM
+    #: flops than this runs its chunks on the calling thread: below it the worker
+    #: pool's Python per chunk (the GIL, lock hand-offs) costs more than the second
+    #: core gains.  Measured on an AMD EPYC family 26 VM (batch 8, Winograd off, ms of
+    #: forward + both gradients at 2 threads, pool -> calling thread, 1 thread in
+    #: brackets; MFLOP of one product): 1->16@64 9.4: 0.56 -> 0.50 (0.51); 2->16@64
+    #: 18.9: 1.13 -> 0.84 (0.84); 16->2@64 1x1 2.1: 0.67 -> 0.33 (0.33); but 4->16@64
+    #: 37.7: 1.31 -> 1.38; 8->8@64 37.7: 1.57 -> 2.22; 8->16@64 75.5: 1.78 -> 2.66.
+    min_parallel_flops: int = 30_000_000
 
 
 _DEFAULTS = ConvTuning()  # in force wherever no tuned() block is

@@ -33,7 +33,7 @@ import numpy as np
 from ..._C import _vol2col
 from .._gemm import grouped_matmul, lhs
 from .._parallel import OrderedSum, parallel_map, scratch
-from ._chunks import _blocks, _gather, _scatter
+from ._chunks import _blocks, _gather, _scatter, gemm_flops, pool_threads
 from ._tuning import TUNING, chunk_threads
 
 __all__ = ["fold_loop", "unfold_loop"]
@@ -113,6 +113,7 @@ def unfold_loop(a, wmat, geom, out_size, groups, y=None, b=None, bias=None):
     nb, nd = _plan(n, out_size, rows, a.itemsize, pointwise)
     blocks = _blocks(n, nb)
     gw = None if b is None else OrderedSum(len(blocks))
+    flops = gemm_flops(o, rows // groups, n * do * ho * wo, (y is not None) + (b is not None))
 
     def task(block):
         i, n0, nb = block
@@ -139,7 +140,7 @@ def unfold_loop(a, wmat, geom, out_size, groups, y=None, b=None, bias=None):
         if b is not None:
             gw.add(i, partial)
 
-    parallel_map(task, blocks)
+    parallel_map(task, blocks, num_threads=pool_threads(flops))
     return None if gw is None else gw.out
 
 
@@ -158,6 +159,8 @@ def fold_loop(b, wmat, geom, groups, y=None, a=None, bias_grad=False):
     blocks = _blocks(n, nb)
     gw = None if a is None else OrderedSum(len(blocks))
     gb = OrderedSum(len(blocks)) if bias_grad else None
+    flops = gemm_flops(wmat.shape[0], rows // groups, n * do * ho * wo,
+                       (y is not None) + (a is not None))
 
     def task(block):
         i, n0, nb = block
@@ -184,5 +187,5 @@ def fold_loop(b, wmat, geom, groups, y=None, a=None, bias_grad=False):
         if gw is not None:
             gw.add(i, partial_w)
 
-    parallel_map(task, blocks)
+    parallel_map(task, blocks, num_threads=pool_threads(flops))
     return (None if gw is None else gw.out), (None if gb is None else gb.out)
