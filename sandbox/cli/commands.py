@@ -134,10 +134,11 @@ def _cmd_info(args) -> int:
 
 
 def _cmd_calibrate(args) -> int:
+    from ..bench.calibrate import calibrate
     from ..runtime import calibration
 
     previous = calibration.load()
-    cal = calibration.calibrate(write=not args.dry_run)
+    cal = calibrate(write=not args.dry_run)
     print(f"calibration on {cal.cpu} (1 thread, medians of interleaved runs):")
     if not cal.choices:
         print("  nothing to choose on this CPU: it has no AVX-512 kernels (the portable and "

@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from sandbox.bench import calibrate as measure
 from sandbox.runtime import calibration, simd
 
 
@@ -34,9 +35,9 @@ def test_without_a_file_the_defaults_hold(cache):
 
 
 def test_calibrate_writes_this_machine_and_the_choices_follow(cache, monkeypatch):
-    monkeypatch.setattr(calibration, "_median_ms",
+    monkeypatch.setattr(measure, "_median_ms",
                         _fake_medians({"gemm": "blas", "grid_gathers": "portable"}))
-    cal = calibration.calibrate(repeat=1)
+    cal = measure.calibrate(repeat=1)
     if "avx512" not in simd.supported_paths():
         assert cal.choices == {} and calibration.preferred("gemm") == "avx512"
         return
@@ -57,8 +58,8 @@ def test_calibrate_writes_this_machine_and_the_choices_follow(cache, monkeypatch
 def test_a_small_gain_keeps_the_default(cache, monkeypatch):
     def medians(calls, repeat, timer):
         return {n: (1.0 if n != "avx512" else 1.05) for n in calls}  # 5 %: within MARGIN
-    monkeypatch.setattr(calibration, "_median_ms", medians)
-    cal = calibration.calibrate(repeat=1)
+    monkeypatch.setattr(measure, "_median_ms", medians)
+    cal = measure.calibrate(repeat=1)
     assert all(v == "avx512" for v in cal.choices.values())
 
 
@@ -66,9 +67,9 @@ def test_other_machines_entries_are_kept_and_bad_files_ignored(cache, monkeypatc
     cache.write_text(json.dumps({"another-machine": {"key": "another-machine",
                                                      "choices": {"gemm": "blas"}}}))
     assert calibration.load() is None  # not this machine's
-    monkeypatch.setattr(calibration, "_median_ms",
+    monkeypatch.setattr(measure, "_median_ms",
                         _fake_medians({"gemm": "avx512", "grid_gathers": "avx512"}))
-    calibration.calibrate(repeat=1)
+    measure.calibrate(repeat=1)
     data = json.loads(cache.read_text())
     assert "another-machine" in data and calibration.machine_key() in data
     for bad in ("{not json", "[1, 2]", json.dumps({calibration.machine_key(): {"x": 1}})):
@@ -79,7 +80,7 @@ def test_other_machines_entries_are_kept_and_bad_files_ignored(cache, monkeypatc
 
 
 def test_real_measurement_gives_valid_choices(cache):
-    cal = calibration.calibrate(repeat=3, write=False)
+    cal = measure.calibrate(repeat=3, write=False)
     assert not cache.exists()
     for choice, winner in cal.choices.items():
         assert winner in cal.timings[choice]
@@ -89,7 +90,7 @@ def test_real_measurement_gives_valid_choices(cache):
 def test_cli_calibrate_and_info(cache, capsys, monkeypatch):
     from sandbox.cli.commands import main
 
-    monkeypatch.setattr(calibration, "_median_ms",
+    monkeypatch.setattr(measure, "_median_ms",
                         _fake_medians({"gemm": "avx512", "grid_gathers": "avx512"}))
     assert main(["info"]) == 0
     assert "calibration:     none for this machine" in capsys.readouterr().out
