@@ -104,6 +104,10 @@ cdef extern from "simd_clones.h":
     void sb_clear_upper_state() noexcept nogil
 
 
+#: the batch size from which the push runs one task per sample (no slabs, no sort)
+per_sample_batch = PER_SAMPLE_MIN
+
+
 def isa_available():
     """The widest instruction set of the explicit-SIMD loops on this CPU: 2 AVX-512F,
     1 AVX2, 0 none (the compiler's loops run)."""
@@ -118,6 +122,10 @@ cdef enum:
     BORDER = 1
     REFLECTION = 2
     MAXTAPS = 64
+    # from this batch size the push runs one task per sample, its points in their own
+    # order (no slabs, no sort): a rule of the shape, so results do not depend on the
+    # thread count
+    PER_SAMPLE_MIN = 4
 
 # Keys' cubic convolution with A = -0.75 (PyTorch's bicubic): near for |d| <= 1,
 # far for 1 < |d| < 2, and their derivatives.  The constants are A + 2, A + 3, 5A,
@@ -1000,8 +1008,9 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
              const int32_t[::1] slab_of_row=None, int isa=0):
     """Push gy into gx (if gx is not empty) and write the grid gradient gg (if not empty).
 
-    gx (N*C*S) and gg (N*P*nd) must be zeroed by the caller.  The push owns input
-    slabs: rows (2-D) or planes (3-D) are cut into ``nslabs`` slabs of ``slab >= 4``;
+    gx (N*C*S) and gg (N*P*nd) must be zeroed by the caller.  A batch of at least
+    PER_SAMPLE_MIN samples runs one task per sample, pushing its points in their order.
+    A smaller one shares each sample among the threads: the push owns input slabs: rows (2-D) or planes (3-D) are cut into ``nslabs`` slabs of ``slab >= 4``;
     each point belongs to the slab of the lowest row its taps touch (``keys``; a
     stable counting sort per sample fills ``order`` and ``starts``, with ``cursor`` as
     scratch), so a slab's points write only its rows and the 3 rows after it.  Even
@@ -1055,6 +1064,32 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
                 p = i - n * P
                 _backward_point(gyb + n * C * P + p, xb + n * CS, gb + i * nd, NULL,
                                 ggb + i * nd, C, S, P, nd, D, H, W, mode, pad, ac)
+        return
+    if N >= PER_SAMPLE_MIN:  # a batch: one task per sample, its points in their order
+        nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
+        with nogil:
+            for n in prange(N, schedule="static", num_threads=nthreads):
+                if blocked:
+                    for it in range(nb):
+                        p = it * SB_GS_BLOCK
+                        if nd == 2:
+                            _backward_block_2d(gyb + n * C * P, xb + n * CS, gb + n * P * 2,
+                                               gxb + n * CS,
+                                               NULL if ggb == NULL else ggb + n * P * 2, NULL,
+                                               p, min(SB_GS_BLOCK, P - p), C, P, H, W, mode,
+                                               pad, ac, isa)
+                        else:
+                            _backward_block_3d(gyb + n * C * P, xb + n * CS, gb + n * P * 3,
+                                               gxb + n * CS,
+                                               NULL if ggb == NULL else ggb + n * P * 3, NULL,
+                                               p, min(SB_GS_BLOCK, P - p), C, P, D, H, W, mode,
+                                               pad, ac)
+                else:
+                    for p in range(P):
+                        _backward_point(gyb + n * C * P + p, xb + n * CS, gb + (n * P + p) * nd,
+                                        gxb + n * CS,
+                                        NULL if ggb == NULL else ggb + (n * P + p) * nd,
+                                        C, S, P, nd, D, H, W, mode, pad, ac)
         return
     with nogil:
         if simd_keys:  # by blocks of points; the far-reflected ones (-2) point by point

@@ -144,12 +144,13 @@ def test_simd_paths_give_the_portable_bits(mode, padding, ac):
     from sandbox.runtime import simd
 
     rng = np.random.default_rng(11 + MODES.index(mode) + 3 * PADDINGS.index(padding) + 9 * ac)
-    x = rng.standard_normal((2, 3, 9, 11)).astype(np.float32)
-    g = rng.uniform(-1.3, 1.3, (2, 25, 23, 2)).astype(np.float32)  # 575 points: 3 blocks
+    n = 2 + 2 * (MODES.index(mode) % 2)  # 2 (the push in slabs) or 4 (a task per sample)
+    x = rng.standard_normal((n, 3, 9, 11)).astype(np.float32)
+    g = rng.uniform(-1.3, 1.3, (n, 25, 23, 2)).astype(np.float32)  # 575 points: 3 blocks
     g[:, :4] = rng.uniform(-6, 6, g[:, :4].shape)  # reflected more than once
     g[0, 5, :3] = [[np.nan, 0.2], [1e30, 0.1], [-0.3, -1e30]]
     g[1, 6, :2] = [[-1.0, 1.0], [1.0, -1.0]]  # on the corners
-    gy = rng.standard_normal((2, 3, 25, 23)).astype(np.float32)
+    gy = rng.standard_normal((n, 3, 25, 23)).astype(np.float32)
     want = reference.grid_sample(x, g, mode, padding, ac)
     paths = [p for p in ("avx512", "avx2", "portable") if p in simd.supported_paths()]
     results = []
@@ -173,13 +174,16 @@ def test_simd_paths_give_the_portable_bits(mode, padding, ac):
 @pytest.mark.parametrize("nd,mode", [(2, "bilinear"), (2, "bicubic"), (2, "nearest"),
                                      (3, "bilinear"), (3, "bicubic")])
 def test_thread_count_does_not_change_any_bit(nd, mode):
-    """Forward, push and grid gradient at 1, 2 and 3 threads, batch 1 and 3 (large enough to
-    run in parallel and with several partial push buffers)."""
+    """Forward, push and grid gradient at 1, 2 and 3 threads, batch 1 and 3 (each sample
+    shared among the threads, in slabs) and 5 (a task per sample)."""
+    from sandbox._C import _grid_sample
+
+    assert 3 < _grid_sample.per_sample_batch <= 5
     from sandbox.array.grid_sample._dispatch import push_slabs
 
     assert push_slabs(np.zeros((1, 2, 12, 13))) == (4, 3)  # 2 even slabs, then 1 odd
     rng = np.random.default_rng(7)
-    for n in (1, 3):
+    for n in (1, 3, 5):  # 5: the push's one-task-per-sample path
         spatial = (12, 13) if nd == 2 else (6, 7, 8)
         out = (70, 90) if nd == 2 else (14, 15, 16)
         x = rng.standard_normal((n, 2, *spatial)).astype(np.float32)

@@ -1,8 +1,10 @@
 """Calls into the kernels (``sandbox._C._grid_sample``): flat contiguous arrays, the
 output allocation, the thread count and the push's slabs.
 
-The push (input gradient) is a scatter.  To run it in parallel over the output
-points of one sample and still be bitwise identical for any thread count, the input
+The push (input gradient) is a scatter.  A batch of at least
+``_grid_sample.per_sample_batch`` samples pushes each sample on one thread, its points in
+their order.  To run a smaller batch in parallel over the output points of one sample
+and still be bitwise identical for any thread count, the input
 rows (2-D) or planes (3-D) are cut into slabs whose height :func:`push_slabs` chooses
 from the shapes alone; each parallel task owns a slab and pushes the points whose
 taps start in it, even slabs first, then odd ones (see pyx/_grid_sample.pyx).
@@ -40,7 +42,11 @@ def push_slabs(input) -> tuple[int, int]:
 
 
 def push_bytes(grid) -> int:
-    """Scratch bytes of the push (for the memory check): two indices per output point."""
+    """Scratch bytes of the push (for the memory check): two indices per output point
+    when the slabs share a sample among the threads (batches under
+    ``_grid_sample.per_sample_batch``), else none."""
+    if grid.shape[0] >= _grid_sample.per_sample_batch:
+        return 0
     return 2 * np.dtype(np.intp).itemsize * math.prod(grid.shape[:-1])
 
 
@@ -80,10 +86,10 @@ def backward(grad_output, input, grid, mode, padding, align_corners, input_grad,
     if (gx is None and not wants_grid) or n * p == 0 or (c == 0):
         return gx, gg
     slab, nslabs = push_slabs(input)
-    count = n * p if input_grad else 0
+    count = n * p if input_grad and n < _grid_sample.per_sample_batch else 0
     keys, order = np.empty(count, np.intp), np.empty(count, np.intp)
-    starts = np.empty(n * (nslabs + 1) if input_grad else 0, np.intp)
-    cursor = np.empty(n * nslabs if input_grad else 0, np.intp)
+    starts = np.empty(n * (nslabs + 1) if count else 0, np.intp)
+    cursor = np.empty(n * nslabs if count else 0, np.intp)
     _grid_sample.backward(np.ascontiguousarray(grad_output).reshape(-1),
                           np.ascontiguousarray(input).reshape(-1),
                           np.ascontiguousarray(grid).reshape(-1),
