@@ -93,8 +93,8 @@ cdef extern from "grid_simd2d.h":
                         float, float, unsigned char*, int*) noexcept nogil
     int sb_gs2d_fused_back_f(int, const float*, const float*, float*, float*, Py_ssize_t,
                              Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, const float*,
-                             const Py_ssize_t*, int, int, float, float, float, float, float,
-                             float, unsigned char*, int*) noexcept nogil
+                             const Py_ssize_t*, Py_ssize_t, int, int, float, float, float,
+                             float, float, float, unsigned char*, int*) noexcept nogil
     int sb_gs2d_keys_f(int, const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, int, int, float,
                        float, float, float, float, float, const int32_t*,
                        Py_ssize_t*) noexcept nogil
@@ -947,15 +947,22 @@ cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real*
     cdef int deriv = ggn != NULL and mode != NEAREST
     cdef bint done = False
     cdef Py_ssize_t j, i
+    if real is float:
+        if pts == NULL:  # consecutive points: read in place
+            done = sb_gs2d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, H, W, P,
+                                        cnt, gn + 2 * p0, NULL, p0, nearest, pad, q.sx, q.sy,
+                                        q.shift, q.lo, q.span_x, q.span_y, ok, &all_ok)
     for j in range(cnt):
         i = pts[j] if pts != NULL else p0 + j
         idx[j] = i
-        gbuf[2 * j] = gn[2 * i]
-        gbuf[2 * j + 1] = gn[2 * i + 1]
+        if not done:
+            gbuf[2 * j] = gn[2 * i]
+            gbuf[2 * j + 1] = gn[2 * i + 1]
     if real is float:
-        done = sb_gs2d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, H, W, P, cnt,
-                                    gbuf, idx, nearest, pad, q.sx, q.sy, q.shift, q.lo,
-                                    q.span_x, q.span_y, ok, &all_ok)
+        if not done:
+            done = sb_gs2d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, H, W, P,
+                                        cnt, gbuf, idx, 0, nearest, pad, q.sx, q.sy, q.shift,
+                                        q.lo, q.span_x, q.span_y, ok, &all_ok)
         if not done:
             all_ok = sb_gs2d_coords_f(gbuf, cnt, H, W, q.sx, q.sy, q.shift, pad, q.lo, q.span_x,
                                       q.span_y, nearest, off, w0, w1, w2, w3, tx, ty, dx, dy,

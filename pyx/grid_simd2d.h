@@ -255,15 +255,15 @@ SB_AVX512 static int sb_gs2d_fused_f_avx512(const float* x, const float* g, floa
 
 /* sb_gs2d_fused_back_f_avx512: the backward of a block's n points (float32, nearest or
  * bilinear), g their grid values in block order and pts their indices into the
- * sample's P points.  For the points with every tap inside (ok[j] = 1; the others are
+ * sample's P points (NULL: the points p0 ... p0 + n - 1).  For the points with every tap inside (ok[j] = 1; the others are
  * the caller's), 16 at a time: the grid gradient's sums over the channels on
  * registers (as sb_gs2d_backward_f forms them: the same values) and, channel by
  * channel, the push in point order; gg (unless NULL, bilinear) gets
  * (sum * du/dg) per point, gx (unless NULL) the push. */
 SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy, float* gx,
         float* gg, Py_ssize_t C, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n,
-        const float* g, const Py_ssize_t* pts, int nearest, const sb_gs2d_k16* k,
-        unsigned char* ok) {
+        const float* g, const Py_ssize_t* pts, Py_ssize_t p0, int nearest,
+        const sb_gs2d_k16* k, unsigned char* ok) {
     const Py_ssize_t HW = H * W;
     const __m512 zero = k->zero, one = k->one;
     const int deriv = gg != 0 && !nearest;
@@ -287,9 +287,11 @@ SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy
             _mm512_mullo_epi32(_mm512_cvttps_epi32(_mm512_maskz_mov_ps(in, fy)), k->vw),
             _mm512_cvttps_epi32(_mm512_maskz_mov_ps(in, fx)));
         const __mmask8 lo8 = (__mmask8)(lanes & 0xFF), hi8 = (__mmask8)(lanes >> 8);
-        const __m512i pidx = _mm512_inserti64x4(
+        const __m512i pidx = pts ? _mm512_inserti64x4(
             _mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64(lo8, pts + j))),
-            _mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64(hi8, pts + j + 8)), 1);
+            _mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64(hi8, pts + j + 8)), 1) : _mm512_setzero_si512();
+        Py_ssize_t ia[16];  /* the points' indices into the sample */
+        for (Py_ssize_t q = 0; q < r; q++) ia[q] = pts ? pts[j + q] : p0 + j + q;
         const __m512 sx1 = _mm512_sub_ps(one, tx), sy1 = _mm512_sub_ps(one, ty);
         _mm512_storeu_si512((void*)oa, off);
         if (!nearest) {
@@ -304,7 +306,7 @@ SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy
                 float* gxp = gx + c * HW;
                 const float* gyp = gy + c * P;
                 for (Py_ssize_t q = 0; q < r; q++)
-                    if ((in >> q) & 1) gxp[oa[q]] = gxp[oa[q]] + gyp[pts[j + q]];
+                    if ((in >> q) & 1) gxp[oa[q]] = gxp[oa[q]] + gyp[ia[q]];
             }
             all &= in == lanes;
             sb_gs2d_ok16(ok + j, r, in);
@@ -312,7 +314,8 @@ SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy
         }
         for (Py_ssize_t c = 0; c < C; c++) {
             const float* xp = x + c * HW;
-            const __m512 gv = _mm512_mask_i32gather_ps(zero, in, pidx, gy + c * P, 4);
+            const __m512 gv = pts ? _mm512_mask_i32gather_ps(zero, in, pidx, gy + c * P, 4)
+                                  : _mm512_maskz_loadu_ps(in, gy + c * P + p0 + j);
             if (deriv) {  /* the interpolant's differences along x and y */
                 const __m512 q0 = _mm512_mask_i32gather_ps(zero, in, off, xp, 4);
                 const __m512 q1 = _mm512_mask_i32gather_ps(zero, in, off, xp + 1, 4);
@@ -344,8 +347,8 @@ SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy
             _mm512_storeu_ps(sa[1], _mm512_mul_ps(ay, dy));
             for (Py_ssize_t q = 0; q < r; q++) {
                 if (!((in >> q) & 1)) continue;
-                gg[2 * pts[j + q]] = sa[0][q];
-                gg[2 * pts[j + q] + 1] = sa[1][q];
+                gg[2 * ia[q]] = sa[0][q];
+                gg[2 * ia[q] + 1] = sa[1][q];
             }
         }
         all &= in == lanes;
@@ -397,15 +400,15 @@ static int sb_gs2d_fused_f(int isa, const float* x, const float* g, float* out, 
 
 static int sb_gs2d_fused_back_f(int isa, const float* x, const float* gy, float* gx,
         float* gg, Py_ssize_t C, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n,
-        const float* g, const Py_ssize_t* pts, int nearest, int pad, float scale_x,
-        float scale_y, float shift, float lo, float span_x, float span_y, unsigned char* ok,
-        int* all) {
+        const float* g, const Py_ssize_t* pts, Py_ssize_t p0, int nearest, int pad,
+        float scale_x, float scale_y, float shift, float lo, float span_x, float span_y,
+        unsigned char* ok, int* all) {
     SB_GS2D_IF_X86(
     if (isa == 2) {
         const sb_gs2d_k16 k = sb_gs2d_k16_make(H, W, scale_x, scale_y, shift, pad, lo, span_x,
                                                span_y);
-        *all = sb_gs2d_fused_back_f_avx512(x, gy, gx, gg, C, H, W, P, n, g, pts, nearest, &k,
-                                           ok);
+        *all = sb_gs2d_fused_back_f_avx512(x, gy, gx, gg, C, H, W, P, n, g, pts, p0, nearest,
+                                           &k, ok);
         return 1;
     })
     return 0;
