@@ -308,8 +308,9 @@ SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy
                 for (Py_ssize_t q = 0; q < r; q++)
                     if ((in >> q) & 1) gxp[oa[q]] = gxp[oa[q]] + gyp[ia[q]];
             }
-            all &= in == lanes;
-            sb_gs2d_ok16(ok + j, r, in);
+            /* a nearest point outside has no tap: nothing to push, done too */
+            all &= far == 0;
+            sb_gs2d_ok16(ok + j, r, (__mmask16)~far);
             continue;
         }
         for (Py_ssize_t c = 0; c < C; c++) {
