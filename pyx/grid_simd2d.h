@@ -190,6 +190,20 @@ SB_AVX512 static inline __mmask16 sb_gs2d_in16(const sb_gs2d_k16* k, __m512 f, _
     return _mm512_cmp_ps_mask(f, k->zero, _CMP_GE_OQ) & _mm512_cmp_ps_mask(f, size, _CMP_LT_OQ);
 }
 
+/* x[off] and x[off + 1] of 16 points whose two taps are both inside (mask m): one
+ * 64-bit gather per 8 points fetches both (half the elements of two 32-bit gathers,
+ * which is what a gather costs), then the pairs are split into two vectors. */
+SB_AVX512 static inline void sb_gs2d_pairs16(const sb_gs2d_k16* k, const float* x, __m512i off,
+        __mmask16 m, __m512* left, __m512* right) {
+    const __m512i none = _mm512_setzero_si512();
+    const __m512 lo = _mm512_castsi512_ps(_mm512_mask_i32gather_epi64(
+        none, (__mmask8)(m & 0xFF), _mm512_castsi512_si256(off), (const void*)x, 4));
+    const __m512 hi = _mm512_castsi512_ps(_mm512_mask_i32gather_epi64(
+        none, (__mmask8)(m >> 8), _mm512_extracti64x4_epi64(off, 1), (const void*)x, 4));
+    *left = _mm512_permutex2var_ps(lo, k->even, hi);
+    *right = _mm512_permutex2var_ps(lo, k->odd, hi);
+}
+
 SB_AVX512 static inline void sb_gs2d_ok16(unsigned char* ok, Py_ssize_t r, __mmask16 m) {
     for (Py_ssize_t q = 0; q < r; q++) ok[q] = (unsigned char)((m >> q) & 1);
 }
@@ -234,15 +248,23 @@ SB_AVX512 static int sb_gs2d_fused_f_avx512(const float* x, const float* g, floa
             const __m512 sx1 = _mm512_sub_ps(k->one, tx), sy1 = _mm512_sub_ps(k->one, ty);
             const __m512 w0 = _mm512_mul_ps(sy1, sx1), w1 = _mm512_mul_ps(sy1, tx);
             const __m512 w2 = _mm512_mul_ps(ty, sx1), w3 = _mm512_mul_ps(ty, tx);
+            /* every point with all four taps inside or none: pairs of taps per gather */
+            const int whole = m01 == m00 && m10 == m00 && m11 == m00;
             for (Py_ssize_t c = 0; c < C; c++) {
                 const float* xp = x + c * HW;
-                __m512 v = _mm512_add_ps(
-                    _mm512_mul_ps(w0, _mm512_mask_i32gather_ps(zero, m00, off, xp, 4)),
-                    _mm512_mul_ps(w1, _mm512_mask_i32gather_ps(zero, m01, off, xp + 1, 4)));
-                v = _mm512_add_ps(v, _mm512_mul_ps(
-                    w2, _mm512_mask_i32gather_ps(zero, m10, off, xp + W, 4)));
-                v = _mm512_add_ps(v, _mm512_mul_ps(
-                    w3, _mm512_mask_i32gather_ps(zero, m11, off, xp + W + 1, 4)));
+                __m512 q0, q1, q2, q3;
+                if (whole) {
+                    sb_gs2d_pairs16(k, xp, off, m00, &q0, &q1);
+                    sb_gs2d_pairs16(k, xp + W, off, m00, &q2, &q3);
+                } else {
+                    q0 = _mm512_mask_i32gather_ps(zero, m00, off, xp, 4);
+                    q1 = _mm512_mask_i32gather_ps(zero, m01, off, xp + 1, 4);
+                    q2 = _mm512_mask_i32gather_ps(zero, m10, off, xp + W, 4);
+                    q3 = _mm512_mask_i32gather_ps(zero, m11, off, xp + W + 1, 4);
+                }
+                __m512 v = _mm512_add_ps(_mm512_mul_ps(w0, q0), _mm512_mul_ps(w1, q1));
+                v = _mm512_add_ps(v, _mm512_mul_ps(w2, q2));
+                v = _mm512_add_ps(v, _mm512_mul_ps(w3, q3));
                 /* no tap inside (NaN or far coordinates, NaN weights): 0 */
                 _mm512_mask_storeu_ps(out + c * P + j, lanes, _mm512_maskz_mov_ps(any, v));
             }
@@ -318,10 +340,9 @@ SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy
             const __m512 gv = pts ? _mm512_mask_i32gather_ps(zero, in, pidx, gy + c * P, 4)
                                   : _mm512_maskz_loadu_ps(in, gy + c * P + p0 + j);
             if (deriv) {  /* the interpolant's differences along x and y */
-                const __m512 q0 = _mm512_mask_i32gather_ps(zero, in, off, xp, 4);
-                const __m512 q1 = _mm512_mask_i32gather_ps(zero, in, off, xp + 1, 4);
-                const __m512 q2 = _mm512_mask_i32gather_ps(zero, in, off, xp + W, 4);
-                const __m512 q3 = _mm512_mask_i32gather_ps(zero, in, off, xp + W + 1, 4);
+                __m512 q0, q1, q2, q3;
+                sb_gs2d_pairs16(k, xp, off, in, &q0, &q1);
+                sb_gs2d_pairs16(k, xp + W, off, in, &q2, &q3);
                 ax = _mm512_add_ps(ax, _mm512_mul_ps(gv, _mm512_add_ps(
                     _mm512_mul_ps(sy1, _mm512_sub_ps(q1, q0)),
                     _mm512_mul_ps(ty, _mm512_sub_ps(q3, q2)))));
