@@ -106,6 +106,8 @@ cdef extern from "simd_clones.h":
 
 #: the batch size from which the push runs one task per sample (no slabs, no sort)
 per_sample_batch = PER_SAMPLE_MIN
+#: chunks of points of the push's sort (its ``cursor`` scratch: N * sort_chunks * nslabs)
+sort_chunks = SORT_CHUNKS
 
 
 def isa_available():
@@ -126,6 +128,8 @@ cdef enum:
     # order (no slabs, no sort): a rule of the shape, so results do not depend on the
     # thread count
     PER_SAMPLE_MIN = 4
+    # the push's sort of one sample's points runs in this many chunks of points
+    SORT_CHUNKS = 8
 
 # Keys' cubic convolution with A = -0.75 (PyTorch's bicubic): near for |d| <= 1,
 # far for 1 < |d| < 2, and their derivatives.  The constants are A + 2, A + 3, 5A,
@@ -986,6 +990,11 @@ cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real*
                                 NULL if ggn == NULL else ggn + 2 * idx[j], C, H * W, P, 2, 1,
                                 H, W, mode, pad, ac)
 
+cdef inline Py_ssize_t _chunk_start(Py_ssize_t P, Py_ssize_t c) noexcept nogil:
+    """The first point of chunk c of the push's sort (c = SORT_CHUNKS: P)."""
+    return (P * c) // SORT_CHUNKS
+
+
 cdef inline Py_ssize_t _min_row(const real* gp, int nd, Py_ssize_t D, Py_ssize_t H, int mode,
                                 int pad, int ac) noexcept nogil:
     """The lowest row (2-D) or plane (3-D) any tap of the point touches, or -1 for none.
@@ -1019,8 +1028,8 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
     PER_SAMPLE_MIN samples runs one task per sample, pushing its points in their order.
     A smaller one shares each sample among the threads: the push owns input slabs: rows (2-D) or planes (3-D) are cut into ``nslabs`` slabs of ``slab >= 4``;
     each point belongs to the slab of the lowest row its taps touch (``keys``; a
-    stable counting sort per sample fills ``order`` and ``starts``, with ``cursor`` as
-    scratch), so a slab's points write only its rows and the 3 rows after it.  Even
+    stable counting sort per sample fills ``order`` and ``starts``, with ``cursor``,
+    N * SORT_CHUNKS * nslabs, as scratch), so a slab's points write only its rows and the 3 rows after it.  Even
     slabs run in parallel, then odd ones: no two concurrent slabs touch the same
     value, and each value sums its contributions in the same order for any thread
     count.  The grid gradient of each point is computed in the same visit.
@@ -1116,19 +1125,37 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
             for i in prange(N * P, schedule="static", num_threads=nthreads):
                 m = _min_row(gb + i * nd, nd, D, H, mode, pad, ac)
                 keys[i] = m // slab if m >= 0 else -1
-        for n in prange(N, schedule="static", num_threads=nthreads):
-            st = &starts[n * (nslabs + 1)]
-            cur = &cursor[n * nslabs]
-            for k in range(nslabs + 1):
-                st[k] = 0
-            for p in range(P):
+        # A stable counting sort of each sample's points by key, in SORT_CHUNKS chunks
+        # of points at once: counts per (chunk, slab), then one scan per sample (slab
+        # by slab, chunk by chunk) turns them into each chunk's write cursors, then
+        # every chunk places its points.  The order is the one a serial stable sort
+        # gives, for any thread count.
+        for it in prange(N * SORT_CHUNKS, schedule="static", num_threads=nthreads):
+            n = it // SORT_CHUNKS
+            cur = &cursor[it * nslabs]
+            for k in range(nslabs):
+                cur[k] = 0
+            for p in range(_chunk_start(P, it - n * SORT_CHUNKS),
+                           _chunk_start(P, it - n * SORT_CHUNKS + 1)):
                 k = keys[n * P + p]
                 if k >= 0:
-                    st[k + 1] = st[k + 1] + 1
+                    cur[k] = cur[k] + 1
+        for n in prange(N, schedule="static", num_threads=nthreads):
+            st = &starts[n * (nslabs + 1)]
+            m = 0
             for k in range(nslabs):
-                st[k + 1] = st[k + 1] + st[k]
-                cur[k] = st[k]
-            for p in range(P):
+                st[k] = m
+                for j in range(SORT_CHUNKS):
+                    cur = &cursor[(n * SORT_CHUNKS + j) * nslabs]
+                    cnt = cur[k]
+                    cur[k] = m
+                    m = m + cnt
+            st[nslabs] = m
+        for it in prange(N * SORT_CHUNKS, schedule="static", num_threads=nthreads):
+            n = it // SORT_CHUNKS
+            cur = &cursor[it * nslabs]
+            for p in range(_chunk_start(P, it - n * SORT_CHUNKS),
+                           _chunk_start(P, it - n * SORT_CHUNKS + 1)):
                 k = keys[n * P + p]
                 if k >= 0:
                     order[n * P + cur[k]] = p

@@ -63,7 +63,6 @@ def _gemm_calls():
 def _grid_calls():
     import numpy as np
 
-    from .._C import _grid_sample
     from ..array.grid_sample import _dispatch
 
     rng = np.random.default_rng(1)
@@ -73,22 +72,12 @@ def _grid_calls():
     gy_, gx_ = np.meshgrid(*axes, indexing="ij")
     grid = np.stack([gx_ + 0.05 * np.sin(3 * gy_), gy_ + 0.05 * np.cos(3 * gx_)], -1)
     grid = np.ascontiguousarray(np.broadcast_to(grid, (n, h, w, 2)), dtype=np.float32)
-    out = np.empty((n, c, h, w), np.float32)
     gyo = rng.standard_normal((n, c, h, w), dtype=np.float32)
-    slab, nslabs = _dispatch.push_slabs(x)
-    rows = _dispatch.slab_rows(h, slab, 2)
-    p = h * w
 
-    def run(isa):
+    def run(isa):  # bilinear, zeros padding, align_corners=False: forward and both gradients
         def call():
-            _grid_sample.forward(x.reshape(-1), grid.reshape(-1), out.reshape(-1), n, c, 1, h, w,
-                                 p, 2, 1, 0, 0, 1, isa)
-            gx, gg = np.zeros_like(x), np.zeros_like(grid)
-            keys, order = np.empty(n * p, np.intp), np.empty(n * p, np.intp)
-            starts, cursor = np.empty(n * (nslabs + 1), np.intp), np.empty(n * nslabs, np.intp)
-            _grid_sample.backward(gyo.reshape(-1), x.reshape(-1), grid.reshape(-1),
-                                  gx.reshape(-1), gg.reshape(-1), keys, order, starts, cursor,
-                                  n, c, 1, h, w, p, 2, 1, 0, 0, slab, nslabs, 1, rows, isa)
+            _dispatch.forward(x, grid, 1, 0, False, isa=isa)
+            _dispatch.backward(gyo, x, grid, 1, 0, False, True, True, isa=isa)
         return call
 
     return {"avx512": run(2), "portable": run(0)}

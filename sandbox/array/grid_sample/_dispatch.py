@@ -65,18 +65,22 @@ def slab_rows(h: int, slab: int, nd: int):
     return (np.arange(h, dtype=np.int32) // slab).astype(np.int32) if nd == 2 else None
 
 
-def forward(input, grid, mode, padding, align_corners):
+def forward(input, grid, mode, padding, align_corners, isa=None):
+    """The kernel's forward; ``isa`` (2 or 0) overrides :func:`simd_code` (calibration)."""
     n, c, d, h, w, p, nd = _sizes(input, grid)
     out = np.empty((n, c, *grid.shape[1:-1]), input.dtype)
     if out.size:
         _grid_sample.forward(np.ascontiguousarray(input).reshape(-1),
                              np.ascontiguousarray(grid).reshape(-1), out.reshape(-1),
                              n, c, d, h, w, p, nd, mode, padding, int(align_corners),
-                             kernel_threads(out.size * 4), simd_code())
+                             kernel_threads(out.size * 4), simd_code() if isa is None else isa)
     return out
 
 
-def backward(grad_output, input, grid, mode, padding, align_corners, input_grad, grid_grad):
+def backward(grad_output, input, grid, mode, padding, align_corners, input_grad, grid_grad,
+             isa=None):
+    """The kernel's gradients (input, grid; None where not asked); ``isa`` as in
+    :func:`forward`."""
     n, c, d, h, w, p, nd = _sizes(input, grid)
     dtype = input.dtype
     empty = np.empty(0, dtype)
@@ -89,7 +93,7 @@ def backward(grad_output, input, grid, mode, padding, align_corners, input_grad,
     count = n * p if input_grad and n < _grid_sample.per_sample_batch else 0
     keys, order = np.empty(count, np.intp), np.empty(count, np.intp)
     starts = np.empty(n * (nslabs + 1) if count else 0, np.intp)
-    cursor = np.empty(n * nslabs if count else 0, np.intp)
+    cursor = np.empty(n * _grid_sample.sort_chunks * nslabs if count else 0, np.intp)
     _grid_sample.backward(np.ascontiguousarray(grad_output).reshape(-1),
                           np.ascontiguousarray(input).reshape(-1),
                           np.ascontiguousarray(grid).reshape(-1),
@@ -97,5 +101,5 @@ def backward(grad_output, input, grid, mode, padding, align_corners, input_grad,
                           gg.reshape(-1) if wants_grid else empty, keys, order, starts, cursor,
                           n, c, d, h, w, p, nd, mode, padding, int(align_corners), slab, nslabs,
                           kernel_threads(n * c * p * 4), slab_rows(h, slab, nd),
-                          simd_code())
+                          simd_code() if isa is None else isa)
     return gx, gg
