@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 
 import numpy as np
 
@@ -82,6 +83,10 @@ class Communicator:
         raise NotImplementedError
 
 
+#: seconds between flushing a rank's output and MPI_Abort (see MPIComm.abort)
+ABORT_GRACE_SECONDS = 0.5
+
+
 class MPIComm(Communicator):
     """:class:`Communicator` on mpi4py's ``COMM_WORLD``."""
 
@@ -128,6 +133,10 @@ class MPIComm(Communicator):
     def abort(self, code=1):
         sys.stdout.flush()
         sys.stderr.flush()
+        # the launcher relays each rank's output through a pipe and kills every rank on
+        # Abort: without a moment between the two, the line that says why was sometimes
+        # lost (2 of 8 runs of the watchdog test)
+        time.sleep(ABORT_GRACE_SECONDS)
         self._world.Abort(code)
         os._exit(code)  # pragma: no cover - Abort does not return
 
