@@ -859,7 +859,9 @@ cdef inline void _backward_block_3d(const real* gyn, const real* xn, const real*
             if ok[j]:
                 for k in range(3):
                     ggn[3 * idx[j] + k] = acc[k * SB_GS_BLOCK + j] * ds[k * SB_GS_BLOCK + j]
-    if not all_ok:
+    # a nearest point that is not inside has no tap (none to push, no grid gradient),
+    # unless it was reflected more than once (reflection: then it needs the general path)
+    if not all_ok and not (nearest and pad != REFLECTION):
         for j in range(cnt):
             if not ok[j]:
                 _backward_point(gyn + idx[j], xn, gn + 3 * idx[j], gxn,
@@ -983,7 +985,7 @@ cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real*
             if ok[j]:
                 ggn[2 * idx[j]] = ax[j] * dx[j]
                 ggn[2 * idx[j] + 1] = ay[j] * dy[j]
-    if not all_ok:
+    if not all_ok and not (nearest and pad != REFLECTION):  # as in _backward_block_3d
         for j in range(cnt):
             if not ok[j]:
                 _backward_point(gyn + idx[j], xn, gn + 2 * idx[j], gxn,
