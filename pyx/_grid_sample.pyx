@@ -100,6 +100,16 @@ cdef extern from "grid_simd2d.h":
                        Py_ssize_t*) noexcept nogil
     int sb_gs2d_isa_available() noexcept nogil
 
+cdef extern from "grid_simd3d.h":
+    int sb_gs3d_fused_f(int, const float*, const float*, float*, Py_ssize_t, Py_ssize_t,
+                        Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, int, int, const float*,
+                        float, float, const float*, unsigned char*, int*) noexcept nogil
+    int sb_gs3d_fused_back_f(int, const float*, const float*, float*, float*, Py_ssize_t,
+                             Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                             const float*, const Py_ssize_t*, Py_ssize_t, int, int,
+                             const float*, float, float, const float*, unsigned char*,
+                             int*) noexcept nogil
+
 cdef extern from "simd_clones.h":
     void sb_clear_upper_state() noexcept nogil
 
@@ -785,8 +795,10 @@ cdef inline void _block_params(int ac, Py_ssize_t size, real* scale, real* span)
 
 cdef inline void _forward_block_3d(const real* xn, const real* gp, real* outp, Py_ssize_t C,
                                    Py_ssize_t P, Py_ssize_t cnt, Py_ssize_t D, Py_ssize_t H,
-                                   Py_ssize_t W, int mode, int pad, int ac) noexcept nogil:
-    """The 3-D twin of _forward_block_2d (D, H, W >= 2)."""
+                                   Py_ssize_t W, int mode, int pad, int ac,
+                                   int isa) noexcept nogil:
+    """The 3-D twin of _forward_block_2d (D, H, W >= 2; float32 with ``isa`` = 2:
+    grid_simd3d.h's AVX-512 pass)."""
     cdef int32_t off[SB_GS_BLOCK]
     cdef real wt[8 * SB_GS_BLOCK]
     cdef real ts[3 * SB_GS_BLOCK]
@@ -802,9 +814,11 @@ cdef inline void _forward_block_3d(const real* xn, const real* gp, real* outp, P
     _block_params(ac, H, &scale[1], &span[1])
     _block_params(ac, D, &scale[2], &span[2])
     if real is float:
-        all_ok = sb_gs3d_coords_f(gp, cnt, D, H, W, scale, shift, pad, lo, span, nearest, off,
-                                  wt, ts, ds, ok)
-        sb_gs3d_gather_f(xn, C, S, H, W, outp, P, cnt, nearest, off, wt)
+        if not sb_gs3d_fused_f(isa, xn, gp, outp, C, D, H, W, P, cnt, nearest, pad, scale,
+                               shift, lo, span, ok, &all_ok):
+            all_ok = sb_gs3d_coords_f(gp, cnt, D, H, W, scale, shift, pad, lo, span, nearest,
+                                      off, wt, ts, ds, ok)
+            sb_gs3d_gather_f(xn, C, S, H, W, outp, P, cnt, nearest, off, wt)
     else:
         all_ok = sb_gs3d_coords_d(gp, cnt, D, H, W, scale, shift, pad, lo, span, nearest, off,
                                   wt, ts, ds, ok)
@@ -819,7 +833,7 @@ cdef inline void _backward_block_3d(const real* gyn, const real* xn, const real*
                                     real* gxn, real* ggn, const Py_ssize_t* pts, Py_ssize_t p0,
                                     Py_ssize_t cnt, Py_ssize_t C, Py_ssize_t P, Py_ssize_t D,
                                     Py_ssize_t H, Py_ssize_t W, int mode, int pad,
-                                    int ac) noexcept nogil:
+                                    int ac, int isa) noexcept nogil:
     """The 3-D twin of _backward_block_2d (D, H, W >= 2)."""
     cdef Py_ssize_t idx[SB_GS_BLOCK]
     cdef real gbuf[3 * SB_GS_BLOCK]
@@ -835,26 +849,38 @@ cdef inline void _backward_block_3d(const real* gyn, const real* xn, const real*
     cdef real lo = 0 if ac else <real>-0.5
     cdef int all_ok, nearest = mode == NEAREST
     cdef int deriv = ggn != NULL and mode != NEAREST
+    cdef bint done = False
     cdef Py_ssize_t j, q, k, S = D * H * W
-    for j in range(cnt):
-        q = pts[j] if pts != NULL else p0 + j
-        idx[j] = q
-        for k in range(3):
-            gbuf[3 * j + k] = gn[3 * q + k]
     _block_params(ac, W, &scale[0], &span[0])
     _block_params(ac, H, &scale[1], &span[1])
     _block_params(ac, D, &scale[2], &span[2])
     if real is float:
-        all_ok = sb_gs3d_coords_f(gbuf, cnt, D, H, W, scale, shift, pad, lo, span, nearest,
-                                  off, wt, ts, ds, ok)
-        sb_gs3d_backward_f(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv, off, wt,
-                           ts, ok)
+        if pts == NULL:  # consecutive points: read in place
+            done = sb_gs3d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, D, H, W,
+                                        P, cnt, gn + 3 * p0, NULL, p0, nearest, pad, scale,
+                                        shift, lo, span, ok, &all_ok)
+    for j in range(cnt):
+        q = pts[j] if pts != NULL else p0 + j
+        idx[j] = q
+        if not done:
+            for k in range(3):
+                gbuf[3 * j + k] = gn[3 * q + k]
+    if real is float:
+        if not done:
+            done = sb_gs3d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, D, H, W,
+                                        P, cnt, gbuf, idx, 0, nearest, pad, scale, shift, lo,
+                                        span, ok, &all_ok)
+        if not done:
+            all_ok = sb_gs3d_coords_f(gbuf, cnt, D, H, W, scale, shift, pad, lo, span, nearest,
+                                      off, wt, ts, ds, ok)
+            sb_gs3d_backward_f(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv, off,
+                               wt, ts, ok)
     else:
         all_ok = sb_gs3d_coords_d(gbuf, cnt, D, H, W, scale, shift, pad, lo, span, nearest,
                                   off, wt, ts, ds, ok)
         sb_gs3d_backward_d(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv, off, wt,
                            ts, ok)
-    if deriv:
+    if deriv and not done:
         for j in range(cnt):
             if ok[j]:
                 for k in range(3):
@@ -914,7 +940,7 @@ def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N
                 n = i // nb
                 p = (i - n * nb) * SB_GS_BLOCK
                 _forward_block_3d(xb + n * C * S, gb + (n * P + p) * 3, ob + n * C * P + p, C,
-                                  P, min(SB_GS_BLOCK, P - p), D, H, W, mode, pad, ac)
+                                  P, min(SB_GS_BLOCK, P - p), D, H, W, mode, pad, ac, isa)
         return
     with nogil:
         for i in prange(N * P, schedule="static", num_threads=nthreads):
@@ -1073,7 +1099,7 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
                 else:
                     _backward_block_3d(gyb + n * C * P, xb + n * CS, gb + n * P * 3, NULL,
                                        ggb + n * P * 3, NULL, p, min(SB_GS_BLOCK, P - p), C, P,
-                                       D, H, W, mode, pad, ac)
+                                       D, H, W, mode, pad, ac, isa)
         return
     if gxb == NULL:  # grid gradient only: one iteration per point
         with nogil:
@@ -1101,7 +1127,7 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
                                                gxb + n * CS,
                                                NULL if ggb == NULL else ggb + n * P * 3, NULL,
                                                p, min(SB_GS_BLOCK, P - p), C, P, D, H, W, mode,
-                                               pad, ac)
+                                               pad, ac, isa)
                 else:
                     for p in range(P):
                         _backward_point(gyb + n * C * P + p, xb + n * CS, gb + (n * P + p) * nd,
@@ -1183,7 +1209,7 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
                                                gxb + n * CS,
                                                NULL if ggb == NULL else ggb + n * P * 3,
                                                &order[n * P + j], 0, cnt, C, P, D, H, W, mode,
-                                               pad, ac)
+                                               pad, ac, isa)
                         j = j + cnt
                     continue
                 for j in range(st[k], st[k + 1]):

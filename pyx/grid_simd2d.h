@@ -277,10 +277,11 @@ SB_AVX512 static int sb_gs2d_fused_f_avx512(const float* x, const float* g, floa
 
 /* sb_gs2d_fused_back_f_avx512: the backward of a block's n points (float32, nearest or
  * bilinear), g their grid values in block order and pts their indices into the
- * sample's P points (NULL: the points p0 ... p0 + n - 1).  For the points with every tap inside (ok[j] = 1; the others are
- * the caller's), 16 at a time: the grid gradient's sums over the channels on
- * registers (as sb_gs2d_backward_f forms them: the same values) and, channel by
- * channel, the push in point order; gg (unless NULL, bilinear) gets
+ * sample's P points (NULL: the points p0 ... p0 + n - 1).  For the points with every
+ * tap inside (ok[j] = 1; the others are the caller's; a nearest point outside has
+ * nothing to push and counts as done), 16 at a time: the grid gradient's sums over the
+ * channels on registers (as sb_gs2d_backward_f forms them: the same values) and,
+ * channel by channel, the push in point order; gg (unless NULL, bilinear) gets
  * (sum * du/dg) per point, gx (unless NULL) the push. */
 SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy, float* gx,
         float* gg, Py_ssize_t C, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n,
@@ -311,7 +312,8 @@ SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy
         const __mmask8 lo8 = (__mmask8)(lanes & 0xFF), hi8 = (__mmask8)(lanes >> 8);
         const __m512i pidx = pts ? _mm512_inserti64x4(
             _mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64(lo8, pts + j))),
-            _mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64(hi8, pts + j + 8)), 1) : _mm512_setzero_si512();
+            _mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64(hi8, pts + j + 8)), 1)
+            : _mm512_setzero_si512();
         Py_ssize_t ia[16];  /* the points' indices into the sample */
         for (Py_ssize_t q = 0; q < r; q++) ia[q] = pts ? pts[j + q] : p0 + j + q;
         const __m512 sx1 = _mm512_sub_ps(one, tx), sy1 = _mm512_sub_ps(one, ty);

@@ -1,0 +1,291 @@
+/* The 3-D twin of grid_simd2d.h's AVX-512 passes (float32, nearest and trilinear):
+ * 16 points a vector, the coordinate rules of sb_gs3d_coords_f (grid_block3d.h) on
+ * registers, masked gathers of every channel (the x-neighbours of a tap as one 64-bit
+ * gather), the grid-gradient sums over channels in registers and the push lane by lane
+ * in point order.  Same operations in the same order as grid_block3d.h and the
+ * per-point code of pyx/_grid_sample.pyx, so every path gives the same bits.
+ *
+ * sb_gs3d_fused_f:      the forward of n consecutive points of one sample; a point with
+ *                       some taps outside sums the others (a dropped tap adds +0); ok[j]
+ *                       = 0 only for points reflected more than once.
+ * sb_gs3d_fused_back_f: the backward of n points (their indices pts, or p0 + j when pts
+ *                       is NULL; g their grid values in that order) whose 8 taps (1 for
+ *                       nearest) are inside; ok[j] = 0 for the others, which the caller
+ *                       recomputes (nearest: only those reflected more than once, as a
+ *                       nearest point outside has nothing to push). */
+#ifndef SANDBOX_GRID_SIMD3D_H
+#define SANDBOX_GRID_SIMD3D_H
+#include "grid_simd2d.h"
+
+#ifdef SB_GS_X86
+typedef struct {
+    sb_gs2d_k16 k;  /* x and y, and the shared constants */
+    __m512 sz, spz, spz2, hz, fd;
+    __m512i vh, ix_ab, iy_ab, iz_ab, ix_c, iy_c, iz_c;
+} sb_gs3d_k16;
+
+SB_AVX512 static inline sb_gs3d_k16 sb_gs3d_k16_make(Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
+        const float* scale, float shift, int pad, float lo, const float* span) {
+    sb_gs3d_k16 q;
+    q.k = sb_gs2d_k16_make(H, W, scale[0], scale[1], shift, pad, lo, span[0], span[1]);
+    q.sz = _mm512_set1_ps(scale[2]);
+    q.spz = _mm512_set1_ps(span[2]);
+    q.spz2 = _mm512_set1_ps(2 * span[2]);
+    q.hz = _mm512_set1_ps((float)(D - 1));
+    q.fd = _mm512_set1_ps((float)D);
+    q.vh = _mm512_set1_epi32((int)H);
+    /* (x, y, z) triples of 16 points in three vectors a, b, c: component k of lane i is
+     * element 3 i + k, in a:b (0-31) for the first lanes, in c for the last ones */
+    q.ix_ab = _mm512_set_epi32(0, 0, 0, 0, 0, 30, 27, 24, 21, 18, 15, 12, 9, 6, 3, 0);
+    q.iy_ab = _mm512_set_epi32(0, 0, 0, 0, 0, 31, 28, 25, 22, 19, 16, 13, 10, 7, 4, 1);
+    q.iz_ab = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 29, 26, 23, 20, 17, 14, 11, 8, 5, 2);
+    q.ix_c = _mm512_set_epi32(13, 10, 7, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    q.iy_c = _mm512_set_epi32(14, 11, 8, 5, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    q.iz_c = _mm512_set_epi32(15, 12, 9, 6, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    return q;
+}
+
+/* The r <= 16 points of g (x, y, z triples) -> padded coordinates, du/dg, far mask. */
+SB_AVX512 static inline void sb_gs3d_coords16(const sb_gs3d_k16* q, const float* g,
+        Py_ssize_t r, __m512* ux, __m512* uy, __m512* uz, __m512* dx, __m512* dy, __m512* dz,
+        __mmask16* far) {
+    const sb_gs2d_k16* k = &q->k;
+    const Py_ssize_t m = 3 * r;  /* values to read */
+    const __m512 a = _mm512_maskz_loadu_ps((__mmask16)(m >= 16 ? 0xFFFF : (1u << m) - 1), g);
+    const __m512 b = _mm512_maskz_loadu_ps(
+        (__mmask16)(m >= 32 ? 0xFFFF : m <= 16 ? 0 : (1u << (m - 16)) - 1), g + 16);
+    const __m512 c = _mm512_maskz_loadu_ps(
+        (__mmask16)(m >= 48 ? 0xFFFF : m <= 32 ? 0 : (1u << (m - 32)) - 1), g + 32);
+    const __m512 gx = _mm512_mask_permutexvar_ps(_mm512_permutex2var_ps(a, q->ix_ab, b),
+                                                 (__mmask16)0xF800, q->ix_c, c);
+    const __m512 gy = _mm512_mask_permutexvar_ps(_mm512_permutex2var_ps(a, q->iy_ab, b),
+                                                 (__mmask16)0xF800, q->iy_c, c);
+    const __m512 gz = _mm512_mask_permutexvar_ps(_mm512_permutex2var_ps(a, q->iz_ab, b),
+                                                 (__mmask16)0xFC00, q->iz_c, c);
+    *far = 0;
+    *ux = sb_gs2d_pad16(k, _mm512_sub_ps(_mm512_mul_ps(_mm512_add_ps(gx, k->one), k->sx),
+                                         k->shift), k->sx, k->spx, k->spx2, k->hx, dx, far);
+    *uy = sb_gs2d_pad16(k, _mm512_sub_ps(_mm512_mul_ps(_mm512_add_ps(gy, k->one), k->sy),
+                                         k->shift), k->sy, k->spy, k->spy2, k->hy, dy, far);
+    *uz = sb_gs2d_pad16(k, _mm512_sub_ps(_mm512_mul_ps(_mm512_add_ps(gz, k->one), q->sz),
+                                         k->shift), q->sz, q->spz, q->spz2, q->hz, dz, far);
+}
+
+/* Flat offset (z H + y) W + x of the first tap (lanes outside m: 0). */
+SB_AVX512 static inline __m512i sb_gs3d_off16(const sb_gs3d_k16* q, __m512 fx, __m512 fy,
+        __m512 fz, __mmask16 m) {
+    const __m512i z = _mm512_cvttps_epi32(_mm512_maskz_mov_ps(m, fz));
+    const __m512i y = _mm512_cvttps_epi32(_mm512_maskz_mov_ps(m, fy));
+    const __m512i x = _mm512_cvttps_epi32(_mm512_maskz_mov_ps(m, fx));
+    return _mm512_add_epi32(_mm512_mullo_epi32(
+        _mm512_add_epi32(_mm512_mullo_epi32(z, q->vh), y), q->k.vw), x);
+}
+
+SB_AVX512 static int sb_gs3d_fused_f_avx512(const float* x, const float* g, float* out,
+        Py_ssize_t C, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n,
+        int nearest, const sb_gs3d_k16* q, unsigned char* ok) {
+    const sb_gs2d_k16* k = &q->k;
+    const Py_ssize_t HW = H * W, S = D * HW;
+    const __m512 zero = k->zero, one = k->one;
+    const Py_ssize_t rows[4] = {0, W, HW, HW + W};  /* (z, y) rows of the 8 taps */
+    int all = 1;
+    for (Py_ssize_t j = 0; j < n; j += 16) {
+        const Py_ssize_t r = n - j < 16 ? n - j : 16;
+        const __mmask16 lanes = (__mmask16)(r == 16 ? 0xFFFF : (1u << r) - 1);
+        __m512 ux, uy, uz, dx, dy, dz;
+        __mmask16 far;
+        sb_gs3d_coords16(q, g + 3 * j, r, &ux, &uy, &uz, &dx, &dy, &dz, &far);
+        const __m512 fx = sb_gs2d_round16(ux, nearest), fy = sb_gs2d_round16(uy, nearest);
+        const __m512 fz = sb_gs2d_round16(uz, nearest);
+        const __mmask16 vx0 = sb_gs2d_in16(k, fx, k->fw), vy0 = sb_gs2d_in16(k, fy, k->fh);
+        const __mmask16 vz0 = sb_gs2d_in16(k, fz, q->fd) & (__mmask16)~far & lanes;
+        const __mmask16 any0 = vx0 & vy0 & vz0;
+        if (nearest) {
+            const __m512i off = sb_gs3d_off16(q, fx, fy, fz, any0);
+            for (Py_ssize_t c = 0; c < C; c++)
+                _mm512_mask_storeu_ps(out + c * P + j, lanes,
+                                      _mm512_mask_i32gather_ps(zero, any0, off, x + c * S, 4));
+        } else {
+            const __mmask16 vx1 = sb_gs2d_in16(k, _mm512_add_ps(fx, one), k->fw);
+            const __mmask16 vy1 = sb_gs2d_in16(k, _mm512_add_ps(fy, one), k->fh);
+            const __mmask16 vz1 = sb_gs2d_in16(k, _mm512_add_ps(fz, one), q->fd)
+                                  & (__mmask16)~far & lanes;
+            /* tap t = 4 dz + 2 dy + dx; a tap's mask is its three axes' */
+            const __mmask16 vy[2] = {vy0, vy1}, vz[2] = {vz0, vz1}, vx[2] = {vx0, vx1};
+            __mmask16 m[8], any = 0, whole = 1;
+            for (int t = 0; t < 8; t++) {
+                m[t] = vz[t >> 2] & vy[(t >> 1) & 1] & vx[t & 1];
+                any |= m[t];
+                whole &= m[t] == m[0];
+            }
+            /* the lanes whose tap 0 may be outside still need in-range offsets */
+            const __mmask16 lane_any = any;
+            const __m512i off = sb_gs3d_off16(q, fx, fy, fz, lane_any);
+            const __m512 tx = _mm512_sub_ps(ux, fx), ty = _mm512_sub_ps(uy, fy);
+            const __m512 tz = _mm512_sub_ps(uz, fz);
+            const __m512 sx1 = _mm512_sub_ps(one, tx), sy1 = _mm512_sub_ps(one, ty);
+            const __m512 sz1 = _mm512_sub_ps(one, tz);
+            const __m512 zy[4] = {_mm512_mul_ps(sz1, sy1), _mm512_mul_ps(sz1, ty),
+                                  _mm512_mul_ps(tz, sy1), _mm512_mul_ps(tz, ty)};
+            __m512 w[8];
+            for (int t = 0; t < 8; t++) w[t] = _mm512_mul_ps(zy[t >> 1], (t & 1) ? tx : sx1);
+            for (Py_ssize_t c = 0; c < C; c++) {
+                const float* xp = x + c * S;
+                __m512 v[8];
+                if (whole) {
+                    for (int rr = 0; rr < 4; rr++)
+                        sb_gs2d_pairs16(k, xp + rows[rr], off, m[0], &v[2 * rr], &v[2 * rr + 1]);
+                } else {
+                    for (int t = 0; t < 8; t++)
+                        v[t] = _mm512_mask_i32gather_ps(zero, m[t], off, xp + rows[t >> 1] + (t & 1), 4);
+                }
+                __m512 s = _mm512_add_ps(_mm512_mul_ps(w[0], v[0]), _mm512_mul_ps(w[1], v[1]));
+                for (int t = 2; t < 8; t++) s = _mm512_add_ps(s, _mm512_mul_ps(w[t], v[t]));
+                _mm512_mask_storeu_ps(out + c * P + j, lanes, _mm512_maskz_mov_ps(any, s));
+            }
+        }
+        all &= far == 0;
+        sb_gs2d_ok16(ok + j, r, (__mmask16)~far);
+    }
+    return all;
+}
+
+SB_AVX512 static int sb_gs3d_fused_back_f_avx512(const float* x, const float* gy, float* gx,
+        float* gg, Py_ssize_t C, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P,
+        Py_ssize_t n, const float* g, const Py_ssize_t* pts, Py_ssize_t p0, int nearest,
+        const sb_gs3d_k16* q, unsigned char* ok) {
+    const sb_gs2d_k16* k = &q->k;
+    const Py_ssize_t HW = H * W, S = D * HW;
+    const __m512 zero = k->zero, one = k->one;
+    const Py_ssize_t rows[4] = {0, W, HW, HW + W};
+    const int deriv = gg != 0 && !nearest;
+    float wa[8][16], ga[16], sa[3][16];
+    int32_t oa[16];
+    Py_ssize_t ia[16];
+    int all = 1;
+    for (Py_ssize_t j = 0; j < n; j += 16) {
+        const Py_ssize_t r = n - j < 16 ? n - j : 16;
+        const __mmask16 lanes = (__mmask16)(r == 16 ? 0xFFFF : (1u << r) - 1);
+        __m512 ux, uy, uz, dx, dy, dz;
+        __mmask16 far;
+        sb_gs3d_coords16(q, g + 3 * j, r, &ux, &uy, &uz, &dx, &dy, &dz, &far);
+        const __m512 fx = sb_gs2d_round16(ux, nearest), fy = sb_gs2d_round16(uy, nearest);
+        const __m512 fz = sb_gs2d_round16(uz, nearest);
+        const __m512 ex = nearest ? fx : _mm512_add_ps(fx, one);
+        const __m512 ey = nearest ? fy : _mm512_add_ps(fy, one);
+        const __m512 ez = nearest ? fz : _mm512_add_ps(fz, one);
+        const __mmask16 in = sb_gs2d_in16(k, fx, k->fw) & sb_gs2d_in16(k, ex, k->fw)
+                             & sb_gs2d_in16(k, fy, k->fh) & sb_gs2d_in16(k, ey, k->fh)
+                             & sb_gs2d_in16(k, fz, q->fd) & sb_gs2d_in16(k, ez, q->fd)
+                             & (__mmask16)~far & lanes;
+        const __m512i off = sb_gs3d_off16(q, fx, fy, fz, in);
+        _mm512_storeu_si512((void*)oa, off);
+        for (Py_ssize_t t = 0; t < r; t++) ia[t] = pts ? pts[j + t] : p0 + j + t;
+        if (nearest) {  /* the push alone; a point outside has nothing to push */
+            for (Py_ssize_t c = 0; c < C && gx; c++) {
+                float* gxp = gx + c * S;
+                const float* gyp = gy + c * P;
+                for (Py_ssize_t t = 0; t < r; t++)
+                    if ((in >> t) & 1) gxp[oa[t]] = gxp[oa[t]] + gyp[ia[t]];
+            }
+            all &= far == 0;
+            sb_gs2d_ok16(ok + j, r, (__mmask16)~far);
+            continue;
+        }
+        const __m512 tx = _mm512_sub_ps(ux, fx), ty = _mm512_sub_ps(uy, fy);
+        const __m512 tz = _mm512_sub_ps(uz, fz);
+        const __m512 sx1 = _mm512_sub_ps(one, tx), sy1 = _mm512_sub_ps(one, ty);
+        const __m512 sz1 = _mm512_sub_ps(one, tz);
+        const __m512 zy[4] = {_mm512_mul_ps(sz1, sy1), _mm512_mul_ps(sz1, ty),
+                              _mm512_mul_ps(tz, sy1), _mm512_mul_ps(tz, ty)};
+        for (int t = 0; t < 8; t++)
+            _mm512_storeu_ps(wa[t], _mm512_mul_ps(zy[t >> 1], (t & 1) ? tx : sx1));
+        __m512i pidx = _mm512_setzero_si512();
+        if (pts) {
+            const __mmask8 lo8 = (__mmask8)(lanes & 0xFF), hi8 = (__mmask8)(lanes >> 8);
+            pidx = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64(lo8, pts + j))),
+                _mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64(hi8, pts + j + 8)), 1);
+        }
+        __m512 ax = zero, ay = zero, az = zero;
+        for (Py_ssize_t c = 0; c < C; c++) {
+            const float* xp = x + c * S;
+            const __m512 gv = pts ? _mm512_mask_i32gather_ps(zero, in, pidx, gy + c * P, 4)
+                                  : _mm512_maskz_loadu_ps(in, gy + c * P + p0 + j);
+            if (deriv) {  /* the interpolant's differences, as sb_gs3d_backward_f forms them */
+                __m512 v[8];
+                for (int rr = 0; rr < 4; rr++)
+                    sb_gs2d_pairs16(k, xp + rows[rr], off, in, &v[2 * rr], &v[2 * rr + 1]);
+                ax = _mm512_add_ps(ax, _mm512_mul_ps(gv, _mm512_add_ps(
+                    _mm512_mul_ps(sz1, _mm512_add_ps(_mm512_mul_ps(sy1, _mm512_sub_ps(v[1], v[0])),
+                                                     _mm512_mul_ps(ty, _mm512_sub_ps(v[3], v[2])))),
+                    _mm512_mul_ps(tz, _mm512_add_ps(_mm512_mul_ps(sy1, _mm512_sub_ps(v[5], v[4])),
+                                                    _mm512_mul_ps(ty, _mm512_sub_ps(v[7], v[6])))))));
+                ay = _mm512_add_ps(ay, _mm512_mul_ps(gv, _mm512_add_ps(
+                    _mm512_mul_ps(sz1, _mm512_add_ps(_mm512_mul_ps(sx1, _mm512_sub_ps(v[2], v[0])),
+                                                     _mm512_mul_ps(tx, _mm512_sub_ps(v[3], v[1])))),
+                    _mm512_mul_ps(tz, _mm512_add_ps(_mm512_mul_ps(sx1, _mm512_sub_ps(v[6], v[4])),
+                                                    _mm512_mul_ps(tx, _mm512_sub_ps(v[7], v[5])))))));
+                az = _mm512_add_ps(az, _mm512_mul_ps(gv, _mm512_add_ps(
+                    _mm512_mul_ps(sy1, _mm512_add_ps(_mm512_mul_ps(sx1, _mm512_sub_ps(v[4], v[0])),
+                                                     _mm512_mul_ps(tx, _mm512_sub_ps(v[5], v[1])))),
+                    _mm512_mul_ps(ty, _mm512_add_ps(_mm512_mul_ps(sx1, _mm512_sub_ps(v[6], v[2])),
+                                                    _mm512_mul_ps(tx, _mm512_sub_ps(v[7], v[3])))))));
+            }
+            if (gx) {  /* the push, point by point */
+                float* gxp = gx + c * S;
+                _mm512_storeu_ps(ga, gv);
+                for (Py_ssize_t t = 0; t < r; t++) {
+                    if (!((in >> t) & 1)) continue;
+                    const Py_ssize_t o = oa[t];
+                    for (int u = 0; u < 8; u++) {
+                        const Py_ssize_t e = o + rows[u >> 1] + (u & 1);
+                        gxp[e] = gxp[e] + wa[u][t] * ga[t];
+                    }
+                }
+            }
+        }
+        if (deriv) {
+            _mm512_storeu_ps(sa[0], _mm512_mul_ps(ax, dx));
+            _mm512_storeu_ps(sa[1], _mm512_mul_ps(ay, dy));
+            _mm512_storeu_ps(sa[2], _mm512_mul_ps(az, dz));
+            for (Py_ssize_t t = 0; t < r; t++) {
+                if (!((in >> t) & 1)) continue;
+                for (int a = 0; a < 3; a++) gg[3 * ia[t] + a] = sa[a][t];
+            }
+        }
+        all &= in == lanes;
+        sb_gs2d_ok16(ok + j, r, in);
+    }
+    return all;
+}
+#endif
+
+static int sb_gs3d_fused_f(int isa, const float* x, const float* g, float* out, Py_ssize_t C,
+        Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n, int nearest,
+        int pad, const float* scale, float shift, float lo, const float* span,
+        unsigned char* ok, int* all) {
+    SB_GS2D_IF_X86(
+    if (isa == 2) {
+        const sb_gs3d_k16 q = sb_gs3d_k16_make(D, H, W, scale, shift, pad, lo, span);
+        *all = sb_gs3d_fused_f_avx512(x, g, out, C, D, H, W, P, n, nearest, &q, ok);
+        return 1;
+    })
+    return 0;
+}
+
+static int sb_gs3d_fused_back_f(int isa, const float* x, const float* gy, float* gx, float* gg,
+        Py_ssize_t C, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n,
+        const float* g, const Py_ssize_t* pts, Py_ssize_t p0, int nearest, int pad,
+        const float* scale, float shift, float lo, const float* span, unsigned char* ok,
+        int* all) {
+    SB_GS2D_IF_X86(
+    if (isa == 2) {
+        const sb_gs3d_k16 q = sb_gs3d_k16_make(D, H, W, scale, shift, pad, lo, span);
+        *all = sb_gs3d_fused_back_f_avx512(x, gy, gx, gg, C, D, H, W, P, n, g, pts, p0, nearest,
+                                           &q, ok);
+        return 1;
+    })
+    return 0;
+}
+#endif
