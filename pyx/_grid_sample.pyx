@@ -109,6 +109,9 @@ cdef extern from "grid_simd3d.h":
                              const float*, const Py_ssize_t*, Py_ssize_t, int, int,
                              const float*, float, float, const float*, unsigned char*,
                              int*) noexcept nogil
+    int sb_gs3d_keys_f(int, const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, int,
+                       int, const float*, float, float, const float*, const int32_t*,
+                       Py_ssize_t*) noexcept nogil
 
 cdef extern from "simd_clones.h":
     void sb_clear_upper_state() noexcept nogil
@@ -1079,12 +1082,19 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
     cdef Py_ssize_t m, nb, cnt
     cdef bint blocked = (mode != BICUBIC and H >= 2 and W >= 2 and S < 2147483647
                          and P < 2147483647 and (nd == 2 or D >= 2))
-    cdef bint simd_keys = (real is float and isa == 2 and blocked and nd == 2
-                           and slab_of_row is not None and slab_of_row.shape[0] == H)
+    cdef bint simd_keys = (real is float and isa == 2 and blocked and slab_of_row is not None
+                           and slab_of_row.shape[0] == (H if nd == 2 else D))
     cdef const int32_t* rows = &slab_of_row[0] if simd_keys else NULL
     cdef Params2d q = _params_2d(H, W, ac)
+    cdef float scale3[3]
+    cdef float span3[3]
+    cdef float shift3 = 0 if ac else 0.5
+    cdef float lo3 = 0 if ac else -0.5
     if N * P == 0:
         return
+    _block_params(ac, W, &scale3[0], &span3[0])
+    _block_params(ac, H, &scale3[1], &span3[1])
+    _block_params(ac, D, &scale3[2], &span3[2])
     sb_clear_upper_state()
     if gxb == NULL and blocked:  # grid gradient only, by blocks of points
         nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
@@ -1142,12 +1152,17 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
                 n = i // nb
                 p = (i - n * nb) * SB_GS_BLOCK
                 cnt = min(SB_GS_BLOCK, P - p)
-                sb_gs2d_keys_f(isa, <const float*>gb + (n * P + p) * 2, cnt, H, W,
-                               mode == NEAREST, pad, q.sx, q.sy, q.shift, q.lo, q.span_x,
-                               q.span_y, rows, &keys[n * P + p])
+                if nd == 2:
+                    sb_gs2d_keys_f(isa, <const float*>gb + (n * P + p) * 2, cnt, H, W,
+                                   mode == NEAREST, pad, q.sx, q.sy, q.shift, q.lo, q.span_x,
+                                   q.span_y, rows, &keys[n * P + p])
+                else:
+                    sb_gs3d_keys_f(isa, <const float*>gb + (n * P + p) * 3, cnt, D, H, W,
+                                   mode == NEAREST, pad, scale3, shift3, lo3, span3, rows,
+                                   &keys[n * P + p])
                 for j in range(n * P + p, n * P + p + cnt):
                     if keys[j] == -2:
-                        m = _min_row(gb + j * 2, 2, 1, H, mode, pad, ac)
+                        m = _min_row(gb + j * nd, nd, D, H, mode, pad, ac)
                         keys[j] = m // slab if m >= 0 else -1
         else:
             for i in prange(N * P, schedule="static", num_threads=nthreads):

@@ -381,9 +381,26 @@ SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy
     return all;
 }
 
-/* sb_gs2d_keys_f_avx512: the push's key of each of a sample's n points: the slab of
- * the lowest row its taps touch (slab_of_row[row]), -1 for none, -2 for a point
- * reflected more than once (the caller computes those). */
+/* The push's keys of r <= 16 points from their padded coordinate u along the slab axis
+ * (y in 2-D, z in 3-D; `size` its length): the slab of the lowest row (plane) its taps
+ * touch (slab_of_row[row]), -1 for none, -2 for a point reflected more than once (the
+ * caller computes those). */
+SB_AVX512 static inline void sb_gs_keys16(const sb_gs2d_k16* k, __m512 u, __m512 size,
+        __mmask16 far, int nearest, const int32_t* slab_of_row, Py_ssize_t r,
+        Py_ssize_t* keys) {
+    const __m512 f = sb_gs2d_round16(u, nearest);
+    const __mmask16 v0 = sb_gs2d_in16(k, f, size);
+    const __mmask16 v1 = nearest ? 0 : sb_gs2d_in16(k, _mm512_add_ps(f, k->one), size);
+    const __m512 row = _mm512_mask_blend_ps(v0, _mm512_add_ps(f, k->one), f);  /* f, else f + 1 */
+    const __m512i s = _mm512_mask_i32gather_epi32(
+        _mm512_set1_epi32(-1), v0 | v1, _mm512_cvttps_epi32(_mm512_maskz_mov_ps(v0 | v1, row)),
+        (const void*)slab_of_row, 4);
+    int32_t ka[16];
+    _mm512_storeu_si512((void*)ka, _mm512_mask_mov_epi32(s, far, _mm512_set1_epi32(-2)));
+    for (Py_ssize_t q = 0; q < r; q++) keys[q] = ka[q];
+}
+
+/* sb_gs2d_keys_f_avx512: the keys of a sample's n points (2-D: by rows). */
 SB_AVX512 static void sb_gs2d_keys_f_avx512(const float* g, Py_ssize_t n, int nearest,
         const sb_gs2d_k16* k, const int32_t* slab_of_row, Py_ssize_t* keys) {
     for (Py_ssize_t j = 0; j < n; j += 16) {
@@ -391,18 +408,7 @@ SB_AVX512 static void sb_gs2d_keys_f_avx512(const float* g, Py_ssize_t n, int ne
         __m512 ux, uy, dx, dy;
         __mmask16 far;
         sb_gs2d_coords16(k, g + 2 * j, r, &ux, &uy, &dx, &dy, &far);
-        const __m512 fy = sb_gs2d_round16(uy, nearest);
-        const __mmask16 v0 = sb_gs2d_in16(k, fy, k->fh);
-        const __mmask16 v1 = nearest ? 0 : sb_gs2d_in16(k, _mm512_add_ps(fy, k->one), k->fh);
-        /* the lowest valid row: fy, else fy + 1 */
-        const __m512 row = _mm512_mask_blend_ps(v0, _mm512_add_ps(fy, k->one), fy);
-        const __m512i s = _mm512_mask_i32gather_epi32(_mm512_set1_epi32(-1), v0 | v1,
-                                                      _mm512_cvttps_epi32(_mm512_maskz_mov_ps(v0 | v1, row)),
-                                                      (const void*)slab_of_row, 4);
-        const __m512i key = _mm512_mask_mov_epi32(s, far, _mm512_set1_epi32(-2));
-        int32_t ka[16];
-        _mm512_storeu_si512((void*)ka, key);
-        for (Py_ssize_t q = 0; q < r; q++) keys[j + q] = ka[q];
+        sb_gs_keys16(k, uy, k->fh, far, nearest, slab_of_row, r, keys + j);
     }
 }
 #endif

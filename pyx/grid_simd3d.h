@@ -259,7 +259,31 @@ SB_AVX512 static int sb_gs3d_fused_back_f_avx512(const float* x, const float* gy
     }
     return all;
 }
+
+/* The push's keys of a sample's n points (3-D: by planes), as sb_gs2d_keys_f_avx512. */
+SB_AVX512 static void sb_gs3d_keys_f_avx512(const float* g, Py_ssize_t n, int nearest,
+        const sb_gs3d_k16* q, const int32_t* slab_of_plane, Py_ssize_t* keys) {
+    for (Py_ssize_t j = 0; j < n; j += 16) {
+        const Py_ssize_t r = n - j < 16 ? n - j : 16;
+        __m512 ux, uy, uz, dx, dy, dz;
+        __mmask16 far;
+        sb_gs3d_coords16(q, g + 3 * j, r, &ux, &uy, &uz, &dx, &dy, &dz, &far);
+        sb_gs_keys16(&q->k, uz, q->fd, far, nearest, slab_of_plane, r, keys + j);
+    }
+}
 #endif
+
+static int sb_gs3d_keys_f(int isa, const float* g, Py_ssize_t n, Py_ssize_t D, Py_ssize_t H,
+        Py_ssize_t W, int nearest, int pad, const float* scale, float shift, float lo,
+        const float* span, const int32_t* slab_of_plane, Py_ssize_t* keys) {
+    SB_GS2D_IF_X86(
+    if (isa == 2) {
+        const sb_gs3d_k16 q = sb_gs3d_k16_make(D, H, W, scale, shift, pad, lo, span);
+        sb_gs3d_keys_f_avx512(g, n, nearest, &q, slab_of_plane, keys);
+        return 1;
+    })
+    return 0;
+}
 
 static int sb_gs3d_fused_f(int isa, const float* x, const float* g, float* out, Py_ssize_t C,
         Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n, int nearest,

@@ -60,9 +60,9 @@ def simd_code() -> int:
     return 2 if calibration.preferred("grid_gathers") == "avx512" else 0
 
 
-def slab_rows(h: int, slab: int, nd: int):
-    """The push slab of each input row (2-D; None in 3-D), for the kernels' key pass."""
-    return (np.arange(h, dtype=np.int32) // slab).astype(np.int32) if nd == 2 else None
+def slab_rows(rows: int, slab: int) -> np.ndarray:
+    """The push slab of each input row (2-D) or plane (3-D), for the kernels' key pass."""
+    return (np.arange(rows, dtype=np.int32) // slab).astype(np.int32)
 
 
 def forward(input, grid, mode, padding, align_corners, isa=None):
@@ -100,6 +100,6 @@ def backward(grad_output, input, grid, mode, padding, align_corners, input_grad,
                           empty if gx is None else gx.reshape(-1),
                           gg.reshape(-1) if wants_grid else empty, keys, order, starts, cursor,
                           n, c, d, h, w, p, nd, mode, padding, int(align_corners), slab, nslabs,
-                          kernel_threads(n * c * p * 4), slab_rows(h, slab, nd),
+                          kernel_threads(n * c * p * 4), slab_rows(input.shape[2], slab),
                           simd_code() if isa is None else isa)
     return gx, gg
