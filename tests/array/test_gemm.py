@@ -118,7 +118,8 @@ def test_backend_env_switch(monkeypatch):
     from sandbox.runtime import simd
 
     assert simd.from_environment({"SANDBOX_GEMM": "blas"}).gemm == "blas"
-    with pytest.raises(ValueError, match="SANDBOX_GEMM must be one of auto, avx512, blas"):
+    with pytest.raises(ValueError, match="SANDBOX_GEMM must be one of auto, avx512, avx2, "
+                                         "blas"):
         simd.from_environment({"SANDBOX_GEMM": "fastest"})
     with simd.using(gemm="blas"):
         assert _gemm.backend() == "blas"
