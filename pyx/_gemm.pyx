@@ -1,3 +1,7 @@
+# Directives: none in this file; setup.py's compiler_directives() sets them for every
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
 # Float32 GEMMs with the AVX-512 micro-kernel of sgemm_avx512.h and the AVX2 + FMA one of
 # sgemm_avx2.h (see there for why and how).  A batch of products may run on several
 # threads (``num_threads``): each product is one thread's, computed exactly as on one
