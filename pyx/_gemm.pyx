@@ -2,13 +2,14 @@
 # kernel.  Bounds, initialisation and None checks are off in a release build and on
 # with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
 # C, in both builds.  So every index must be in range and non-negative.
-# Float32 GEMM with the AVX-512 micro-kernel of sgemm_avx512.h (see there for
-# why and how).  A batch of products may run on several threads (``num_threads``):
-# each product is one thread's, computed exactly as on one thread, so the result
-# does not depend on the thread count.  Kernel contract as in pyx/fused.pxd, except that the operands
-# may be strided views (transposes are free: the packing reads any strides); the
-# output needs a unit column stride.  The wrapper sandbox/array/_gemm.py checks
-# dtypes and shapes and falls back to numpy's BLAS where this kernel cannot run.
+# Float32 GEMMs with the AVX-512 micro-kernel of sgemm_avx512.h and the AVX2 + FMA one of
+# sgemm_avx2.h (see there for why and how).  A batch of products may run on several
+# threads (``num_threads``): each product is one thread's, computed exactly as on one
+# thread, so the result does not depend on the thread count.  Kernel contract as in
+# pyx/fused.pxd, except that the operands may be strided views (transposes are free: the
+# packing reads any strides); the output needs a unit column stride.  The wrapper
+# sandbox/array/_gemm.py checks dtypes and shapes and falls back to numpy's BLAS where
+# these kernels cannot run.
 
 from cython.parallel cimport prange
 
@@ -18,6 +19,19 @@ cdef extern from "sgemm_avx512.h" nogil:
     int sb_sgemm_avx512(int m, int n, int k, const float *a, Py_ssize_t sa0, Py_ssize_t sa1,
                         const float *b, Py_ssize_t sb0, Py_ssize_t sb1, float *c,
                         Py_ssize_t sc0, int accumulate)
+    void sb_sgemm_dot_avx512(int m, int n, int k, const float *a, Py_ssize_t lda,
+                             const float *bt, Py_ssize_t ldb, float *c, Py_ssize_t ldc,
+                             int accumulate)
+
+
+cdef extern from "sgemm_avx2.h" nogil:
+    int sb_sgemm_avx2_available()
+    int sb_sgemm_avx2(int m, int n, int k, const float *a, Py_ssize_t sa0, Py_ssize_t sa1,
+                      const float *b, Py_ssize_t sb0, Py_ssize_t sb1, float *c,
+                      Py_ssize_t sc0, int accumulate)
+    void sb_sgemm_dot_avx2(int m, int n, int k, const float *a, Py_ssize_t lda,
+                           const float *bt, Py_ssize_t ldb, float *c, Py_ssize_t ldc,
+                           int accumulate)
 
 
 def available():
@@ -25,16 +39,17 @@ def available():
     return bool(sb_sgemm_avx512_available())
 
 
-def matmul(const float[:, :, :] a,   # IN  (P, M, K), any strides
-           const float[:, :, :] b,   # IN  (P, K, N), any strides
-           float[:, :, :] out,       # OUT (P, M, N), out.strides[2] == 4 (IN/OUT: accumulate)
-           bint accumulate=False, int num_threads=1):
-    """``out[p] = a[p] @ b[p]`` (or ``+=`` with ``accumulate``) for every p, the products
-    shared among ``num_threads`` threads (each product on one thread).
+def avx2_available():
+    """True when this CPU can run the AVX2 kernel (AVX2 and FMA)."""
+    return bool(sb_sgemm_avx2_available())
 
-    Raises MemoryError when a thread's packing buffers could not be allocated (then
-    some products may be missing: the caller recomputes ``out`` another way).
-    """
+
+cdef int _products(bint avx2, const float[:, :, :] a, const float[:, :, :] b,
+                   float[:, :, :] out, bint accumulate, int num_threads) except -1:
+    """``out[p] = a[p] @ b[p]`` (or ``+=``) on the AVX2 or the AVX-512 kernel, the
+    products shared among ``num_threads`` threads; raises MemoryError when a thread's
+    packing buffers could not be allocated.  Arguments: ``a``, ``b`` (IN), ``out``
+    (OUT; IN/OUT with ``accumulate``)."""
     cdef Py_ssize_t p, count = a.shape[0]
     cdef int m = <int> a.shape[1], k = <int> a.shape[2], n = <int> b.shape[2]
     cdef Py_ssize_t sa0 = a.strides[1] // 4, sa1 = a.strides[2] // 4
@@ -42,28 +57,47 @@ def matmul(const float[:, :, :] a,   # IN  (P, M, K), any strides
     cdef Py_ssize_t sc0 = out.strides[1] // 4
     cdef int failures = 0
     if count == 0 or m == 0 or n == 0:
-        return
+        return 0
     for p in prange(count, nogil=True, schedule="static", num_threads=num_threads):
-        failures += sb_sgemm_avx512(m, n, k, &a[p, 0, 0] if k > 0 else NULL, sa0, sa1,
-                                    &b[p, 0, 0] if k > 0 else NULL, sb0, sb1,
-                                    &out[p, 0, 0], sc0, accumulate) != 0
+        if avx2:
+            failures += sb_sgemm_avx2(m, n, k, &a[p, 0, 0] if k > 0 else NULL, sa0, sa1,
+                                      &b[p, 0, 0] if k > 0 else NULL, sb0, sb1,
+                                      &out[p, 0, 0], sc0, accumulate) != 0
+        else:
+            failures += sb_sgemm_avx512(m, n, k, &a[p, 0, 0] if k > 0 else NULL, sa0, sa1,
+                                        &b[p, 0, 0] if k > 0 else NULL, sb0, sb1,
+                                        &out[p, 0, 0], sc0, accumulate) != 0
     if failures:
         raise MemoryError("matmul: a thread could not allocate its packing buffers")
+    return 0
 
 
-cdef extern from "sgemm_avx512.h" nogil:
-    void sb_sgemm_dot_avx512(int m, int n, int k, const float *a, Py_ssize_t lda,
-                             const float *bt, Py_ssize_t ldb, float *c, Py_ssize_t ldc,
-                             int accumulate)
+def matmul(const float[:, :, :] a,   # IN  (P, M, K), any strides
+           const float[:, :, :] b,   # IN  (P, K, N), any strides
+           float[:, :, :] out,       # OUT (P, M, N), out.strides[2] == 4 (IN/OUT: accumulate)
+           bint accumulate=False, int num_threads=1):
+    """``out[p] = a[p] @ b[p]`` (or ``+=`` with ``accumulate``) for every p on the AVX-512
+    kernel, the products shared among ``num_threads`` threads (each product on one thread).
+
+    Raises MemoryError when a thread's packing buffers could not be allocated (then
+    some products may be missing: the caller recomputes ``out`` another way).
+    """
+    _products(False, a, b, out, accumulate, num_threads)
 
 
-def matmul_dot(const float[:, :, :] a,    # IN  (P, M, K), unit stride along K
-               const float[:, :, :] bt,   # IN  (P, N, K), unit stride along K
-               float[:, :, :] out,        # OUT (P, M, N), out.strides[2] == 4
-               bint accumulate=False, int num_threads=1):
-    """``out[p] = a[p] @ bt[p].T`` (or ``+=``) as dot products along the last axis, the
-    products shared among ``num_threads`` threads.  For long K and small M, N (weight
-    gradients)."""
+def matmul_avx2(const float[:, :, :] a,   # IN  (P, M, K), any strides
+                const float[:, :, :] b,   # IN  (P, K, N), any strides
+                float[:, :, :] out,       # OUT (P, M, N), out.strides[2] == 4 (IN/OUT: accumulate)
+                bint accumulate=False, int num_threads=1):
+    """:func:`matmul` on the AVX2 + FMA kernel (for CPUs without AVX-512): same contract,
+    same MemoryError."""
+    _products(True, a, b, out, accumulate, num_threads)
+
+
+cdef void _dots(bint avx2, const float[:, :, :] a, const float[:, :, :] bt,
+                float[:, :, :] out, bint accumulate, int num_threads) noexcept:
+    """``out[p] = a[p] @ bt[p].T`` (or ``+=``) on the AVX2 or the AVX-512 dot form.
+    Arguments: ``a``, ``bt`` (IN), ``out`` (OUT; IN/OUT with ``accumulate``)."""
     cdef Py_ssize_t p, count = a.shape[0]
     cdef int m = <int> a.shape[1], k = <int> a.shape[2], n = <int> bt.shape[1]
     cdef Py_ssize_t lda = a.strides[1] // 4, ldb = bt.strides[1] // 4
@@ -71,9 +105,32 @@ def matmul_dot(const float[:, :, :] a,    # IN  (P, M, K), unit stride along K
     if count == 0 or m == 0 or n == 0:
         return
     for p in prange(count, nogil=True, schedule="static", num_threads=num_threads):
-        sb_sgemm_dot_avx512(m, n, k, &a[p, 0, 0] if k > 0 else NULL, lda,
-                            &bt[p, 0, 0] if k > 0 else NULL, ldb, &out[p, 0, 0], ldc,
-                            accumulate)
+        if avx2:
+            sb_sgemm_dot_avx2(m, n, k, &a[p, 0, 0] if k > 0 else NULL, lda,
+                              &bt[p, 0, 0] if k > 0 else NULL, ldb, &out[p, 0, 0], ldc,
+                              accumulate)
+        else:
+            sb_sgemm_dot_avx512(m, n, k, &a[p, 0, 0] if k > 0 else NULL, lda,
+                                &bt[p, 0, 0] if k > 0 else NULL, ldb, &out[p, 0, 0], ldc,
+                                accumulate)
+
+
+def matmul_dot(const float[:, :, :] a,    # IN  (P, M, K), unit stride along K
+               const float[:, :, :] bt,   # IN  (P, N, K), unit stride along K
+               float[:, :, :] out,        # OUT (P, M, N), out.strides[2] == 4
+               bint accumulate=False, int num_threads=1):
+    """``out[p] = a[p] @ bt[p].T`` (or ``+=``) as dot products along the last axis on the
+    AVX-512 kernel, the products shared among ``num_threads`` threads.  For long K and
+    small M, N (weight gradients)."""
+    _dots(False, a, bt, out, accumulate, num_threads)
+
+
+def matmul_dot_avx2(const float[:, :, :] a,    # IN  (P, M, K), unit stride along K
+                    const float[:, :, :] bt,   # IN  (P, N, K), unit stride along K
+                    float[:, :, :] out,        # OUT (P, M, N), out.strides[2] == 4
+                    bint accumulate=False, int num_threads=1):
+    """:func:`matmul_dot` on the AVX2 + FMA kernel: same contract."""
+    _dots(True, a, bt, out, accumulate, num_threads)
 
 
 def transpose(const float[:, :, ::1] src, float[:, :, ::1] dst):

@@ -27,9 +27,7 @@
 #ifndef SANDBOX_SGEMM_AVX512_H
 #define SANDBOX_SGEMM_AVX512_H
 
-#include <stddef.h>
-#include <stdlib.h>
-#include <string.h>
+#include "sgemm_pack.h"  /* SB_KC, SB_MC, SB_NC, the buffers and the packing */
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define SB_SGEMM_X86 1
@@ -40,9 +38,8 @@
 
 #define SB_MR 12
 #define SB_NR 32
-#define SB_KC 256
-#define SB_MC 144  /* 12 panels of 12 rows: 144 x 256 x 4 B = 144 KiB of packed A (L2) */
-#define SB_NC 1024 /* columns of B packed at once: 1024 x 256 x 4 B = 1 MiB */
+/* SB_KC 256, SB_MC 144 (12 panels of 12 rows: 144 KiB of packed A, L2), SB_NC 1024
+ * (1 MiB of packed B): sgemm_pack.h */
 
 /* 1 when this CPU can run the AVX-512 kernel. */
 static int sb_sgemm_avx512_available(void)
@@ -56,71 +53,6 @@ static int sb_sgemm_avx512_available(void)
 }
 
 #if SB_SGEMM_X86
-
-/* This thread's packing buffers, allocated on first use and kept (a fresh 1 MiB
- * block per call cost more than a small GEMM: glibc returns such blocks to the
- * kernel on free, so every call paid its page faults again).  At most 1.2 MiB per
- * thread that ever runs a GEMM. */
-static int sb_buffers(float **ap, float **bp)
-{
-    static __thread float *tls_ap = NULL, *tls_bp = NULL;
-    if (tls_ap == NULL) {
-        tls_ap = (float *)aligned_alloc(64, (size_t)SB_MC * SB_KC * sizeof(float));
-        tls_bp = (float *)aligned_alloc(64, (size_t)SB_NC * SB_KC * sizeof(float));
-        if (tls_ap == NULL || tls_bp == NULL) {
-            free(tls_ap);
-            free(tls_bp);
-            tls_ap = tls_bp = NULL;
-            return -1;
-        }
-    }
-    *ap = tls_ap;
-    *bp = tls_bp;
-    return 0;
-}
-
-/* B(k0.., j0..) -> kc x 32 panel, zero beyond nr columns. */
-static void sb_pack_b(const float *b, ptrdiff_t sb0, ptrdiff_t sb1, int kc, int nr, float *bp)
-{
-    int k, j;
-    if (sb1 == 1) {
-        for (k = 0; k < kc; k++) {
-            const float *src = b + k * sb0;
-            float *dst = bp + (ptrdiff_t)k * SB_NR;
-            memcpy(dst, src, (size_t)nr * sizeof(float));
-            for (j = nr; j < SB_NR; j++) dst[j] = 0.0f;
-        }
-    } else {
-        for (j = 0; j < nr; j++) {
-            const float *src = b + j * sb1;
-            for (k = 0; k < kc; k++) bp[(ptrdiff_t)k * SB_NR + j] = src[k * sb0];
-        }
-        for (j = nr; j < SB_NR; j++)
-            for (k = 0; k < kc; k++) bp[(ptrdiff_t)k * SB_NR + j] = 0.0f;
-    }
-}
-
-/* A(i0.., k0..) -> kc x MR panel (MR = 12 or 8 rows), zero beyond mr rows. */
-static void sb_pack_a(const float *a, ptrdiff_t sa0, ptrdiff_t sa1, int mr, int kc, int MR,
-                      float *ap)
-{
-    int k, r;
-    if (sa0 == 1) {
-        for (k = 0; k < kc; k++) {
-            const float *src = a + k * sa1;
-            float *dst = ap + (ptrdiff_t)k * MR;
-            for (r = 0; r < mr; r++) dst[r] = src[r];
-            for (r = mr; r < MR; r++) dst[r] = 0.0f;
-        }
-    } else {
-        for (r = 0; r < mr; r++) {
-            const float *src = a + r * sa0;
-            for (k = 0; k < kc; k++) ap[(ptrdiff_t)k * MR + r] = src[k * sa1];
-        }
-        for (r = mr; r < MR; r++)
-            for (k = 0; k < kc; k++) ap[(ptrdiff_t)k * MR + r] = 0.0f;
-    }
-}
 
 /* The micro-kernels: C[0:R, 0:32] (row stride ldc) = or += A Bp for R = 12 or 8, where
  * A(r, k) = ap[k*ask + r] (a packed panel: ask = R; or, unpacked, a transposed
@@ -184,14 +116,9 @@ static int sb_sgemm_avx512(int m, int n, int kdim,
     int b_direct = sb1 == 1 && m <= 2 * MR;
     float *bp, *ap;
     float tile[SB_MR * SB_NR] __attribute__((aligned(64)));
-    int jc, pc, ic, jr, ir, i, j;
+    int jc, pc, ic, jr, ir;
 
-    if (m <= 0 || n <= 0) return 0;
-    if (kdim <= 0) {
-        if (!accumulate)
-            for (i = 0; i < m; i++) memset(c + i * sc0, 0, (size_t)n * sizeof(float));
-        return 0;
-    }
+    if (sb_gemm_trivial(m, n, kdim, c, sc0, accumulate)) return 0;
     if (sb_buffers(&ap, &bp) != 0) return -1;
     for (jc = 0; jc < n; jc += SB_NC) {
       int nc = n - jc < SB_NC ? n - jc : SB_NC;
@@ -203,7 +130,7 @@ static int sb_sgemm_avx512(int m, int n, int kdim,
             int nr = nc - jr * SB_NR < SB_NR ? nc - jr * SB_NR : SB_NR;
             if (b_direct && nr == SB_NR) continue;  /* read in place, below */
             sb_pack_b(b + pc * sb0 + (ptrdiff_t)(jc + jr * SB_NR) * sb1, sb0, sb1, kc, nr,
-                      bp + (ptrdiff_t)jr * SB_NR * kc);
+                      SB_NR, bp + (ptrdiff_t)jr * SB_NR * kc);
         }
         for (ic = 0; ic < m; ic += MC) {
             int mc = m - ic < MC ? m - ic : MC;
@@ -243,13 +170,7 @@ static int sb_sgemm_avx512(int m, int n, int kdim,
                             sb_kernel_8x32(kc, apanel, ask, bpanel, bsk, tile, SB_NR, 0, 0xFFFF, 0xFFFF);
                         else
                             sb_kernel_12x32(kc, apanel, ask, bpanel, bsk, tile, SB_NR, 0, 0xFFFF, 0xFFFF);
-                        for (i = 0; i < mr; i++) {
-                            float *row = ctile + i * sc0;
-                            if (acc)
-                                for (j = 0; j < nr; j++) row[j] += tile[i * SB_NR + j];
-                            else
-                                for (j = 0; j < nr; j++) row[j] = tile[i * SB_NR + j];
-                        }
+                        sb_tile_out(tile, SB_NR, mr, nr, ctile, sc0, acc);
                     }
                 }
             }
@@ -271,11 +192,7 @@ static inline float sb_hsum(__m512 v)
     /* fixed tree: 16 -> 8 -> 4 -> 2 -> 1 */
     __m256 lo = _mm512_castps512_ps256(v);
     __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-    __m256 s8 = _mm256_add_ps(lo, hi);
-    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-    __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-    __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
-    return _mm_cvtss_f32(s1);
+    return sb_hsum8(_mm256_add_ps(lo, hi));  /* then 8 -> 4 -> 2 -> 1 */
 }
 
 __attribute__((target("avx512f")))
@@ -337,23 +254,7 @@ static void sb_sgemm_dot_avx512(int m, int n, int kdim, const float *a, ptrdiff_
 
 #else  /* not x86 with GCC-compatible intrinsics */
 
-static void sb_sgemm_dot_avx512(int m, int n, int kdim, const float *a, ptrdiff_t lda,
-                                const float *bt, ptrdiff_t ldb, float *c, ptrdiff_t ldc,
-                                int accumulate)
-{
-    (void)m; (void)n; (void)kdim; (void)a; (void)lda; (void)bt; (void)ldb; (void)c;
-    (void)ldc; (void)accumulate;
-}
-
-
-static int sb_sgemm_avx512(int m, int n, int kdim, const float *a, ptrdiff_t sa0,
-                           ptrdiff_t sa1, const float *b, ptrdiff_t sb0, ptrdiff_t sb1,
-                           float *c, ptrdiff_t sc0, int accumulate)
-{
-    (void)m; (void)n; (void)kdim; (void)a; (void)sa0; (void)sa1; (void)b; (void)sb0;
-    (void)sb1; (void)c; (void)sc0; (void)accumulate;
-    return -1;
-}
+SB_SGEMM_STUBS(sb_sgemm_avx512, sb_sgemm_dot_avx512)
 
 #endif
 #endif

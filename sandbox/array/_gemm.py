@@ -1,14 +1,18 @@
-"""The matrix products of the convolutions: the project's AVX-512 float32 GEMM, or BLAS.
+"""The matrix products of the convolutions: the project's float32 GEMMs, or BLAS.
 
 numpy's OpenBLAS chooses its kernels when it loads, and a machine may pin it to an
 older core (``OPENBLAS_CORETYPE=Haswell`` on this project's Zen 5 machines: AVX2
 kernels, half of what the FMA units can do).  ``pyx/sgemm_avx512.h`` is a float32
 GEMM that uses 512-bit FMAs whenever the CPU has them (measured, 1 thread:
 170-240 against OpenBLAS-Haswell's 110-130 GFLOP/s on the convolutions' shapes;
-docs/convolution.md has the table, from ``benchmarks/bench_gemm.py``).  Float64,
-other CPUs, the ``avx2`` and ``portable`` paths and ``SANDBOX_GEMM=blas`` use numpy: the
-choice is :func:`sandbox.runtime.simd.current`, read at every call (``simd.using(...)``
-changes it for a block).
+docs/convolution.md has the table, from ``benchmarks/bench_gemm.py``).  CPUs without
+AVX-512 (the ``avx2`` path) run its AVX2 + FMA counterpart, ``pyx/sgemm_avx2.h``, same
+interface and guarantees (measured here, 1 thread, against OpenBLAS-Haswell on the same
+shapes: 0.7-1.0x of its speed; faster AVX2 BLAS builds exist, slower ones too: it makes
+the products the project's own on any x86 CPU with AVX2).  Float64, the ``portable``
+path and ``SANDBOX_GEMM=blas`` use numpy: the choice is
+:func:`sandbox.runtime.simd.current`, read at every call (``simd.using(...)`` changes it
+for a block).
 
 Both paths compute each product in an order fixed by the shapes, so the
 convolutions stay bitwise reproducible for any thread count.
@@ -24,9 +28,14 @@ from ..runtime import simd
 __all__ = ["backend", "grouped_matmul", "lhs", "matmul"]
 
 
+#: the project's kernels by ``Selection.gemm``: the packed form and the dot form
+_KERNELS = {"avx512": (_gemm.matmul, _gemm.matmul_dot),
+            "avx2": (_gemm.matmul_avx2, _gemm.matmul_dot_avx2)}
+
+
 def backend() -> str:
-    """``"avx512"`` when float32 products use the project's kernel, else ``"blas"``
-    (the SIMD selection in force: :func:`sandbox.runtime.simd.current`)."""
+    """``"avx512"`` or ``"avx2"`` when float32 products use one of the project's kernels,
+    else ``"blas"`` (the SIMD selection in force: :func:`sandbox.runtime.simd.current`)."""
     return simd.current().gemm
 
 
@@ -35,7 +44,8 @@ def lhs(a: np.ndarray) -> np.ndarray:
     kernel, a view of a transposed copy, whose rows are adjacent in memory, so the
     kernel reads it in place instead of packing it for every product (measured, 1
     thread: 162-203 -> 225-251 GFLOP/s on the convolutions' shapes, ``benchmarks/
-    bench_gemm.py``).  Else ``a``."""
+    bench_gemm.py``).  Else ``a`` (the AVX2 kernel's 4-row panels gained nothing
+    measurable from it: within 3 % either way on the same shapes)."""
     if (simd.current().gemm != "avx512" or a.dtype != np.float32 or a.ndim < 2
             or a.strides[-2] == a.itemsize):
         return a
@@ -60,13 +70,16 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = Fal
     """``out = a @ b`` (or ``out += a @ b``) for 2-D or equally batched 3-D operands.
 
     ``a`` and ``b`` may be transposed views; ``out`` is written in place.  Float32
-    runs the AVX-512 kernel when the CPU has it, everything else ``np.matmul``.
+    runs the project's kernel that the selection names (AVX-512 or AVX2), everything
+    else ``np.matmul``.
     ``num_threads`` shares a batch's products among threads inside the kernel (each
     product on one thread, so the result is the same for any count); it returns
     False where the products are not this kernel's (the caller parallelises them
     its own way), True otherwise.
     """
-    if simd.current().gemm == "avx512" and _fits(a, b, out):
+    kernels = _KERNELS.get(simd.current().gemm)
+    if kernels is not None and _fits(a, b, out):
+        packed, dot = kernels
         if a.ndim == 2:
             a, b, out = a[None], b[None], out[None]
         m, k = a.shape[1:]
@@ -77,15 +90,18 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = Fal
             # long K, contiguous on both sides (weight gradients): dot products, no
             # packing.  Measured (1 thread, GFLOP/s dot vs packed): 147 vs 36 at
             # 16x16, K=256; 133 vs 77 at 32x32, K=128; 136 vs 115 at 64x64, K=128;
-            # but 117 vs 150 at 64x192, K=128, and slower wherever K is short.
-            _gemm.matmul_dot(a, b.transpose(0, 2, 1), out, accumulate, num_threads)
+            # but 117 vs 150 at 64x192, K=128, and slower wherever K is short.  The
+            # AVX2 kernel's (same rule): 58 vs 29, 69 vs 45, 91 vs 78, and 97 vs 99.
+            dot(a, b.transpose(0, 2, 1), out, accumulate, num_threads)
             return True
         # fewer than 8 rows or a depth under 8 fill too little of a 12x32 or 8x32
         # register tile: BLAS is faster there (measured: 2x16x4096 40 vs 24 GFLOP/s,
-        # 32x4x1024 53 vs 39)
+        # 32x4x1024 53 vs 39).  The same rule for the AVX2 kernel's 4x24 tile (26 vs
+        # 12 at 2x16x4096, 50 vs 37 at 32x4x1024; against OpenBLAS-Haswell, which also
+        # wins just above: 63 vs 41 at 8x16x4096, 71 vs 38 at 32x8x1024).
         if m >= 8 and k >= 8:
             try:
-                _gemm.matmul(a, b, out, accumulate, num_threads)
+                packed(a, b, out, accumulate, num_threads)
                 return True
             except MemoryError:  # a thread had no packing buffers: recompute another way
                 if accumulate:

@@ -104,8 +104,8 @@ def sgemm_peak(threads: int, n: int = 2048, repeat: int = 5) -> float:
     The best of ``repeat`` products of two ``n × n`` float32 matrices (``2·n³``
     FLOPs each), by numpy's BLAS (limited to ``threads`` threads for the
     measurement only; the sandbox pins it to one thread otherwise) and, where the
-    CPU has AVX-512, by the project's own kernel (the rows split among ``threads``
-    worker threads): the faster of the two is the roofline that convolution
+    selection runs one (AVX-512 or AVX2), by the project's own kernel (the rows split
+    among ``threads`` worker threads): the faster of the two is the roofline that convolution
     GFLOP/s are compared against.  (A BLAS pinned to older kernels, e.g. by
     ``OPENBLAS_CORETYPE``, would otherwise understate what the machine can do.)
     """
@@ -130,7 +130,7 @@ def sgemm_peak(threads: int, n: int = 2048, repeat: int = 5) -> float:
 
     with threadpool_limits(limits=threads, user_api="blas"):
         best = best_of(lambda: np.matmul(a, b, out=out))
-    if _gemm.backend() == "avx512":
+    if _gemm.backend() != "blas":
         bounds = [n * i // threads for i in range(threads + 1)]
         rows = [(bounds[i], bounds[i + 1]) for i in range(threads)]
         best = min(best, best_of(lambda: parallel_map(

@@ -120,8 +120,9 @@ def info(file=None) -> dict:
         lines.append("blas:            none found by threadpoolctl")
     lines.append(
         "conv gemm:       "
-        + ("avx512 (the project's float32 kernel; float64 uses blas)" if d["gemm"] == "avx512"
-           else f"blas (${simd.GEMM_ENV_VAR}, the {d['simd_path']} path, or no AVX-512)")
+        + (f"{d['gemm']} (the project's float32 kernel; float64 uses blas)"
+           if d["gemm"] in ("avx512", "avx2")
+           else f"blas (${simd.GEMM_ENV_VAR}, the {d['simd_path']} path, or no AVX2/AVX-512)")
     )
     cal = d["calibration"]
     if cal["when"]:

@@ -1,21 +1,25 @@
 """Which SIMD path the kernels take: one object for the whole package.
 
-The project's explicit SIMD kernels are the float32 AVX-512 GEMM of the
-convolutions (``pyx/sgemm_avx512.h``) and the AVX-512 Winograd transforms
-(``pyx/wino2_avx512.h``, ``pyx/wino4_avx512.h``), each with a portable path beside
-it.  This module knows what the CPU supports and which path is selected:
+The project's explicit SIMD kernels are the float32 GEMMs of the convolutions
+(AVX-512: ``pyx/sgemm_avx512.h``; AVX2 + FMA: ``pyx/sgemm_avx2.h``) and the AVX-512
+Winograd transforms (``pyx/wino2_avx512.h``, ``pyx/wino4_avx512.h``), each with a
+portable path beside it.  This module knows what the CPU supports and which path is
+selected:
 
 * ``SANDBOX_ISA=auto|avx512|avx2|portable`` (default ``auto``: the best the CPU
   has).  ``avx512`` runs the project's AVX-512 kernels; ``avx2`` turns them off
-  (numpy's BLAS does the float32 products, the portable Winograd transforms run:
-  what a CPU without AVX-512 executes); ``portable`` does the same and is
-  accepted on every CPU (ARM included).  The small loops that the compiler
-  cloned for AVX2 (``SB_CLONES``) are picked by the loader and give identical
-  results, so they are not part of the choice.
-* ``SANDBOX_GEMM=auto|avx512|blas`` (default ``auto``): the float32 GEMM of the
-  convolutions; ``blas`` keeps numpy's BLAS even on the ``avx512`` path, and ``auto``
-  on that path takes the winner measured by ``sandbox calibrate`` on this machine
-  (:mod:`sandbox.runtime.calibration`), else the AVX-512 kernel.
+  (the float32 products run the project's AVX2 GEMM, the portable Winograd
+  transforms run: what a CPU without AVX-512 executes); ``portable`` uses numpy's
+  BLAS for the products and is accepted on every CPU (ARM included).  The small
+  loops that the compiler cloned for AVX2 (``SB_CLONES``) are picked by the loader
+  and give identical results, so they are not part of the choice.
+* ``SANDBOX_GEMM=auto|avx512|avx2|blas`` (default ``auto``): the float32 GEMM of the
+  convolutions.  ``blas`` keeps numpy's BLAS on any path; ``avx512`` needs the
+  ``avx512`` path; ``avx2`` (the AVX2 + FMA kernel) runs on the ``avx512`` and
+  ``avx2`` paths of a CPU with AVX2 and FMA.  ``auto`` on the ``avx512`` path takes
+  the winner measured by ``sandbox calibrate`` on this machine
+  (:mod:`sandbox.runtime.calibration`), else the AVX-512 kernel; on the ``avx2``
+  path the AVX2 kernel (BLAS if the build lacks it); on ``portable``, BLAS.
 
 Both variables are read once, at the first :func:`current` call; afterwards
 :func:`using` changes the choice for a block of code.  The choice lives in a
@@ -41,12 +45,12 @@ from dataclasses import dataclass
 ISA_ENV_VAR = "SANDBOX_ISA"
 GEMM_ENV_VAR = "SANDBOX_GEMM"
 ISAS = ("auto", "avx512", "avx2", "portable")
-GEMMS = ("auto", "avx512", "blas")
+GEMMS = ("auto", "avx512", "avx2", "blas")
 #: the AVX-512 subsets a CPU must have for the ``avx512`` path
 AVX512_FLAGS = ("avx512f", "avx512bw", "avx512dq", "avx512vl")
 
-__all__ = ["CPUInfo", "Selection", "cpu", "current", "from_environment", "resolve",
-           "supported_paths", "using"]
+__all__ = ["CPUInfo", "Selection", "avx2_gemm_available", "cpu", "current",
+           "from_environment", "resolve", "supported_paths", "using"]
 
 
 @dataclass(frozen=True)
@@ -155,6 +159,15 @@ def _kernels_have_avx512() -> bool:
 
 
 @functools.cache
+def avx2_gemm_available() -> bool:
+    """Whether the project's AVX2 GEMM can run: the CPU has AVX2 and FMA, and the
+    kernel's own run-time check agrees."""
+    from .._C import _gemm
+
+    return cpu().avx2 and bool(_gemm.avx2_available())
+
+
+@functools.cache
 def supported_paths() -> tuple[str, ...]:
     """The paths this CPU and build can run, best first (``portable`` always)."""
     c = cpu()
@@ -174,8 +187,8 @@ class Selection:
     ----------
     isa : {"avx512", "avx2", "portable"}
         The path in force.
-    gemm : {"avx512", "blas"}
-        The float32 GEMM of the convolutions.
+    gemm : {"avx512", "avx2", "blas"}
+        The float32 GEMM of the convolutions: one of the project's kernels or BLAS.
     requested_isa, requested_gemm : str
         What was asked for (``auto`` included), for reports.
     """
@@ -195,6 +208,12 @@ class Selection:
         """Whether float32 convolution products run the project's AVX-512 GEMM."""
         return self.gemm == "avx512"
 
+    @property
+    def gemm_own(self) -> bool:
+        """Whether float32 convolution products run one of the project's GEMMs (AVX-512
+        or AVX2), not BLAS: such products may share their threads inside the kernel."""
+        return self.gemm in ("avx512", "avx2")
+
 
 def _check(value, choices, what):
     if not isinstance(value, str) or value.strip().lower() not in choices:
@@ -209,8 +228,9 @@ def resolve(isa: str = "auto", gemm: str = "auto", *, isa_name: str = "isa",
     Raises
     ------
     ValueError
-        An unknown name, a path the CPU (or the build) lacks, or ``gemm="avx512"``
-        off the ``avx512`` path; the message names ``isa_name`` / ``gemm_name``.
+        An unknown name, a path the CPU (or the build) lacks, ``gemm="avx512"`` off
+        the ``avx512`` path, or ``gemm="avx2"`` on the ``portable`` path or without
+        the AVX2 kernel; the message names ``isa_name`` / ``gemm_name``.
     """
     isa = _check(isa, ISAS, isa_name)
     gemm = _check(gemm, GEMMS, gemm_name)
@@ -226,8 +246,17 @@ def resolve(isa: str = "auto", gemm: str = "auto", *, isa_name: str = "isa",
         why = "this CPU has no AVX-512" if "avx512" not in paths else f"{isa_name}={path}"
         raise ValueError(f"{gemm_name}=avx512 needs the avx512 path, but {why} "
                          f"(use auto or blas)")
-    if gemm == "blas" or path != "avx512":
+    if gemm == "avx2" and (path == "portable" or not avx2_gemm_available()):
+        why = f"{isa_name}=portable" if path == "portable" else \
+            "this CPU (or build) has no AVX2+FMA kernel"
+        raise ValueError(f"{gemm_name}=avx2 needs the avx512 or avx2 path of a CPU with "
+                         f"AVX2+FMA, but {why} (use auto or blas)")
+    if gemm == "blas" or path == "portable":
         chosen = "blas"
+    elif gemm == "avx2":
+        chosen = "avx2"
+    elif path == "avx2":  # auto: the AVX2 kernel where it runs
+        chosen = "avx2" if avx2_gemm_available() else "blas"
     elif gemm == "auto":  # the measured winner on this machine, if calibrated
         from .calibration import preferred
 
@@ -274,9 +303,10 @@ def using(isa: str | None = None, gemm: str | None = None):
     ----------
     isa : {"auto", "avx512", "avx2", "portable"}, optional
         The path (None keeps the one in force).
-    gemm : {"auto", "avx512", "blas"}, optional
+    gemm : {"auto", "avx512", "avx2", "blas"}, optional
         The convolutions' float32 GEMM (None keeps the request in force, or ``auto``
-        when that request was ``avx512`` and the new path is not).
+        when that request was ``avx512`` and the new path is not, or ``avx2`` and the
+        new path is ``portable``).
 
     Yields
     ------
@@ -300,7 +330,8 @@ def using(isa: str | None = None, gemm: str | None = None):
         isa = base.requested_isa
     if gemm is None:
         gemm = base.requested_gemm
-        if gemm == "avx512" and isa not in ("avx512", "auto"):
+        if gemm == "avx512" and isa not in ("avx512", "auto") or \
+                gemm == "avx2" and isa == "portable":
             gemm = "auto"
     token = _current.set(resolve(isa, gemm))
     try:

@@ -46,7 +46,8 @@ def test_cpuinfo_is_parsed_for_x86_and_arm():
 def test_environment_names_and_defaults():
     sel = simd.from_environment({})
     assert sel.isa == simd.supported_paths()[0] and sel.requested_isa == "auto"
-    assert sel.gemm == ("avx512" if sel.isa == "avx512" else "blas")
+    assert sel.gemm == {"avx512": "avx512", "portable": "blas"}.get(
+        sel.isa, "avx2" if simd.avx2_gemm_available() else "blas")
     assert simd.from_environment({"SANDBOX_ISA": "portable"}) == simd.Selection(
         "portable", "blas", "portable", "auto")
     with pytest.raises(ValueError, match="SANDBOX_ISA must be one of auto, avx512, avx2, "
@@ -57,6 +58,7 @@ def test_environment_names_and_defaults():
 
 
 def test_a_path_the_cpu_lacks_is_refused(monkeypatch):
+    simd.current()  # the default is read once: before the CPU is faked, not inside
     monkeypatch.setattr(simd, "supported_paths", lambda: ("avx2", "portable"))
     with pytest.raises(ValueError, match="isa=avx512, but this CPU .* cannot run it; it runs "
                                          "avx2, portable"):
@@ -64,10 +66,44 @@ def test_a_path_the_cpu_lacks_is_refused(monkeypatch):
     with pytest.raises(ValueError, match="gemm=avx512 needs the avx512 path, but this CPU has "
                                          "no AVX-512"):
         simd.resolve(gemm="avx512")
-    assert simd.resolve() == simd.Selection("avx2", "blas", "auto", "auto")
+    assert simd.resolve() == simd.Selection(
+        "avx2", "avx2" if simd.avx2_gemm_available() else "blas", "auto", "auto")
     with pytest.raises(ValueError, match="isa"):
         with simd.using(isa="avx512"):
             pass
+
+
+needs_avx2_gemm = pytest.mark.skipif(not simd.avx2_gemm_available(),
+                                     reason="CPU without AVX2+FMA (or no AVX2 kernel)")
+
+
+@needs_avx2_gemm
+def test_the_avx2_gemm_choice(monkeypatch):
+    """``gemm="avx2"`` runs on the avx512 and avx2 paths, ``auto`` takes it on the avx2
+    path; the portable path keeps BLAS; without the kernel, auto falls back to BLAS."""
+    assert simd.resolve("avx2") == simd.Selection("avx2", "avx2", "avx2", "auto")
+    assert simd.resolve("avx2", "avx2").gemm == "avx2"
+    assert simd.resolve("avx2", "blas").gemm == "blas"
+    assert simd.resolve("portable").gemm == "blas"
+    assert simd.from_environment({"SANDBOX_ISA": "avx2"}).gemm_own
+    with pytest.raises(ValueError, match="SANDBOX_GEMM=avx2 needs the avx512 or avx2 path of "
+                                         "a CPU with AVX2.FMA, but SANDBOX_ISA=portable"):
+        simd.from_environment({"SANDBOX_ISA": "portable", "SANDBOX_GEMM": "avx2"})
+    with pytest.raises(ValueError, match="gemm=avx512 needs the avx512 path"):
+        simd.resolve("avx2", "avx512")
+    if "avx512" in simd.supported_paths():
+        sel = simd.resolve("avx512", "avx2")
+        assert (sel.isa, sel.gemm, sel.winograd_avx512, sel.gemm_avx512) == (
+            "avx512", "avx2", True, False)
+    with simd.using(gemm="avx2"):
+        with simd.using(isa="portable") as sel:  # the request falls back to auto there
+            assert (sel.gemm, sel.requested_gemm) == ("blas", "auto")
+        with simd.using(isa="avx2") as sel:
+            assert sel.gemm == "avx2" and sel.requested_gemm == "avx2"
+    monkeypatch.setattr(simd, "avx2_gemm_available", lambda: False)
+    assert simd.resolve("avx2").gemm == "blas"
+    with pytest.raises(ValueError, match="has no AVX2.FMA kernel"):
+        simd.resolve("avx2", "avx2")
 
 
 def test_using_nests_restores_and_keeps_to_its_thread():
@@ -131,7 +167,46 @@ def test_paths_agree_to_rounding(rng):
     x = rng.standard_normal((2, 64, 16, 16)).astype(np.float32)
     w = (rng.standard_normal((64, 64, 3, 3)) / 24).astype(np.float32)
     results = {}
-    for isa in dict.fromkeys(["auto", "portable"]):
+    paths = ["auto", *(p for p in ("avx2",) if p in simd.supported_paths()), "portable"]
+    for isa in dict.fromkeys(paths):
         with simd.using(isa=isa):
             results[isa] = conv.conv2d(x, w, None, 1, 1)
-    np.testing.assert_allclose(results["auto"], results["portable"], rtol=1e-4, atol=1e-4)
+    for isa in results:
+        np.testing.assert_allclose(results[isa], results["portable"], rtol=1e-4, atol=1e-4)
+
+
+@needs_avx2_gemm
+@pytest.mark.parametrize("winograd", [True, False])
+def test_avx2_path_convolutions_match_float64_for_any_thread_count(winograd, rng):
+    """The avx2 path (AVX2 GEMM, portable Winograd transforms): 2-D and 3-D forward and
+    backward passes against float64 (BLAS), bitwise equal on 1 and 2 threads (the Winograd
+    chunks then run one after another, the point GEMMs' threads inside the kernel)."""
+    x = rng.standard_normal((3, 24, 12, 12)).astype(np.float32)
+    w = (rng.standard_normal((32, 24, 3, 3)) / 12).astype(np.float32)
+    x3 = rng.standard_normal((2, 8, 5, 6, 6)).astype(np.float32)
+    w3 = (rng.standard_normal((8, 8, 3, 3, 3)) / 12).astype(np.float32)
+    force = dict(winograd_min_pixels=1, winograd_min_pixels_input_grad=1,
+                 winograd_min_pixels_weight_grad=1, winograd_min_channels=1,
+                 winograd_min_channels_weight_grad=1) if winograd else dict(
+        winograd_min_pixels=10**9, winograd_min_pixels_input_grad=10**9,
+        winograd_min_pixels_weight_grad=10**9)
+
+    def passes(x, w, x3, w3):
+        y = conv.conv2d(x, w, None, 1, 1)
+        y3 = conv_3d.conv3d(x3, w3, None, 1, 1)
+        return (y, *conv.conv2d_backward(y, x, w, 1, 1), y3,
+                *conv_3d.conv3d_backward(y3, x3, w3, 1, 1))
+
+    runs = []
+    with conv.tuned(**force):
+        for threads in (1, 2):
+            with simd.using(isa="avx2") as sel, sandbox.num_threads(threads):
+                assert sel.gemm == "avx2"
+                runs.append(passes(x, w, x3, w3))
+        exact = passes(*(t.astype(np.float64) for t in (x, w, x3, w3)))
+    for got, other, want in zip(*runs, exact, strict=True):
+        if got is None:
+            continue
+        assert got.dtype == np.float32 and np.array_equal(got, other)
+        scale = max(1.0, float(np.abs(want).max()))
+        np.testing.assert_allclose(got, want, rtol=0, atol=2e-4 * scale)

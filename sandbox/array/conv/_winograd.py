@@ -155,17 +155,18 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
 def _run_blocks(task, blocks, dtype) -> None:
     """Run ``task(block, split)`` for every chunk of samples.
 
-    When the point GEMMs run on the project's kernel (float32 on the AVX-512 path) and
-    ``TUNING.split_in_kernels`` is on: one chunk after another, each step shared among
-    the threads inside its kernel, so the threads meet in OpenMP regions that spin
-    briefly instead of the worker pool's locks.  Otherwise the chunks go to the worker
+    When the point GEMMs run on one of the project's kernels (float32 with the AVX-512
+    or the AVX2 GEMM: ``Selection.gemm_own``) and ``TUNING.split_in_kernels`` is on:
+    one chunk after another, each step shared among the threads inside its kernel, so
+    the threads meet in OpenMP regions that spin briefly instead of the worker pool's
+    locks.  Otherwise the chunks go to the worker
     pool, where BLAS runs each chunk's GEMMs (a BLAS call cannot run inside a
     ``prange``); a single chunk then shares its steps there.  Measured with
     ``benchmarks/bench_conv_passes.py --threads 2`` (see ``ConvTuning.split_in_kernels``;
     on the AVX2 path, ``SANDBOX_ISA=avx2``, 0.71x against 0.62x of PyTorch's speed
     with the knob off).  Every chunk
     is computed the same way in each case."""
-    in_kernels = (TUNING.split_in_kernels and backend() == "avx512"
+    in_kernels = (TUNING.split_in_kernels and simd.current().gemm_own
                   and np.dtype(dtype) == np.float32)
     if in_kernels or len(blocks) == 1:
         for block in blocks:

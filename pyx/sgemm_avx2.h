@@ -1,0 +1,247 @@
+/* Single-precision GEMM with AVX2 + FMA register blocking:  C = op(A) @ op(B) (+ C).
+ *
+ * The AVX-512 kernel's counterpart (sgemm_avx512.h: why the project has a GEMM of its
+ * own) for CPUs without AVX-512: most laptops, AMD before Zen 4, Intel client cores.
+ * Same interface, same guarantees; the blocking sizes along K and N, the packing and
+ * the thread-local buffers are sgemm_pack.h's, shared with the AVX-512 kernel.
+ *
+ * Layout (the classic Goto/BLIS blocking, written from the published scheme):
+ *   for each block of NC = 1008 columns of B, and each block of KC = 256 rows of B
+ *   (k loop, summed in order):
+ *     pack B[k-block, n-block] into panels of NR = 24 columns, k-major (Bp[k][24])
+ *     (when m fits one block of rows, each panel right before its micro-kernels, into
+ *     one slot still in L1 when they read it: measured 1 thread, GFLOP/s, 85 -> 98 at
+ *     36 x 16x16x2048, 57 -> 68 at 16x144x32768, 80 -> 89 at 16x64x4096);
+ *     for each block of MC = 96 rows of A:
+ *       pack A[m-block, k-block] into panels of MR = 4 rows, k-major (Ap[k][4]);
+ *       for each 4 x 24 tile of C: the micro-kernel keeps the tile in 12 ymm
+ *       registers and, per k, does 3 vector loads of B, 4 broadcasts of A and
+ *       12 fused multiply-adds (all 16 ymm registers: 12 + 3 + 1 to broadcast into).
+ * Why 4 x 24 rather than the classic 6 x 16 (also 12 accumulators): the convolutions'
+ * row counts are channel counts, multiples of 4 but rarely of 6 (16 rows are 3 panels
+ * of 6, 18 rows computed), and it loads 7 values per 12 FMAs instead of 8.  Measured
+ * (1 thread, GFLOP/s, 6x16 -> 4x24): 51 -> 73 at 16x144x32768, 93 -> 110 at
+ * 32x288x8192, 116 -> 120 at 64x576x2048, 115 -> 122 at 64x64x1152.
+ * Why these blocks: a 256 x 24 panel of B (24 KiB) and a 4 x 256 panel of A (4 KiB)
+ * stay in a 32 KiB L1d while a micro-kernel runs; the 96 x 256 block of packed A
+ * (96 KiB) stays in L2 (256 KiB on Haswell, 512 KiB and more since) while the 24-wide
+ * B panels are used against all of it; the 1 MiB block of packed B lives in L3.  KC is
+ * the AVX-512 kernel's, so the packed form sums every element in the same order as
+ * that kernel (one FMA chain per KC block), and the results of the two are equal.
+ * Edge tiles (fewer than 4 rows or 24 columns) are packed with zeros, computed into a
+ * local tile and copied out, so the micro-kernel has no branches and no masks.
+ *
+ * Every C element is the sum over k in a fixed order (KC blocks in order, k in order
+ * within a block, one FMA chain from zero per block, then added to C): results do not
+ * depend on threads or on where a tile starts.  Strides are in elements; A(i, k) =
+ * a[i*sa0 + k*sa1], B(k, j) = b[k*sb0 + j*sb1], C(i, j) = c[i*sc0 + j] (unit column
+ * stride).  The dot form below sums in 8 lanes, not 16: its results may differ from the
+ * AVX-512 dot form's in the last bits.
+ */
+#ifndef SANDBOX_SGEMM_AVX2_H
+#define SANDBOX_SGEMM_AVX2_H
+
+#include "sgemm_pack.h"
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define SB_SGEMM_AVX2_X86 1
+#include <immintrin.h>
+#else
+#define SB_SGEMM_AVX2_X86 0
+#endif
+
+#define SB2_MR 4
+#define SB2_NR 24
+#define SB2_MC 96   /* 24 panels of 4 rows: 96 x 256 x 4 B = 96 KiB of packed A (L2) */
+#define SB2_NC 1008 /* 42 panels of 24 columns (SB_NC = 1024 is not a multiple of 24) */
+
+/* 1 when this CPU can run the AVX2 kernel (AVX2 and FMA). */
+static int sb_sgemm_avx2_available(void)
+{
+#if SB_SGEMM_AVX2_X86
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
+#else
+    return 0;
+#endif
+}
+
+#if SB_SGEMM_AVX2_X86
+
+/* The micro-kernel: C[0:4, 0:24] (row stride ldc) = or += A Bp, where A(r, k) =
+ * ap[k*ask + r] (a packed panel: ask = 4; or, unpacked, a transposed operand whose 4
+ * rows are adjacent in memory) and B(k, j) = bp[k*24 + j] (a packed panel). */
+#define SB2_ROWS(X) X(0) X(1) X(2) X(3)
+#define SB2_VECS(X, r) X(r, 0) X(r, 1) X(r, 2)
+#define SB2_DECL1(r, v) __m256 c##r##_##v = _mm256_setzero_ps();
+#define SB2_DECL(r) SB2_VECS(SB2_DECL1, r)
+#define SB2_FMA1(r, v) c##r##_##v = _mm256_fmadd_ps(av, b##v, c##r##_##v);
+#define SB2_FMA(r) { __m256 av = _mm256_broadcast_ss(ap + (r)); SB2_VECS(SB2_FMA1, r) }
+#define SB2_LOADB(r, v) __m256 b##v = _mm256_load_ps(bp + 8 * (v));
+#define SB2_ADD1(r, v) c##r##_##v = _mm256_add_ps(_mm256_loadu_ps(row + 8 * (v)), c##r##_##v);
+#define SB2_STORE1(r, v) _mm256_storeu_ps(row + 8 * (v), c##r##_##v);
+#define SB2_STORE(r) { float *row = c + (r) * ldc;                  \
+                       if (accumulate) { SB2_VECS(SB2_ADD1, r) }   \
+                       SB2_VECS(SB2_STORE1, r) }
+__attribute__((target("avx2,fma")))
+static void sb_kernel_4x24(int kc, const float *ap, ptrdiff_t ask, const float *bp, float *c,
+                           ptrdiff_t ldc, int accumulate)
+{
+    SB2_ROWS(SB2_DECL)
+    int k;
+    for (k = 0; k < kc; k++) {
+        SB2_VECS(SB2_LOADB, 0)
+        SB2_ROWS(SB2_FMA)
+        ap += ask;
+        bp += SB2_NR;
+    }
+    SB2_ROWS(SB2_STORE)
+}
+#undef SB2_STORE
+#undef SB2_STORE1
+#undef SB2_ADD1
+#undef SB2_LOADB
+#undef SB2_FMA
+#undef SB2_FMA1
+#undef SB2_DECL
+#undef SB2_DECL1
+#undef SB2_VECS
+#undef SB2_ROWS
+
+/* C (m x n) = op(A) (m x k) @ op(B) (k x n), or += when accumulate.  Returns 0, or -1
+ * when the packing buffers cannot be allocated (C is then untouched). */
+__attribute__((target("avx2,fma")))
+static int sb_sgemm_avx2(int m, int n, int kdim,
+                         const float *a, ptrdiff_t sa0, ptrdiff_t sa1,
+                         const float *b, ptrdiff_t sb0, ptrdiff_t sb1,
+                         float *c, ptrdiff_t sc0, int accumulate)
+{
+    float *bp, *ap;
+    float tile[SB2_MR * SB2_NR] __attribute__((aligned(32)));
+    int jc, pc, ic, jr, ir;
+    /* with one block of rows, each B panel is packed right before its micro-kernels run
+     * (into one slot, still in L1 when they read it) instead of all panels first */
+    int fused = m <= SB2_MC;
+
+    if (sb_gemm_trivial(m, n, kdim, c, sc0, accumulate)) return 0;
+    if (sb_buffers(&ap, &bp) != 0) return -1;
+    for (jc = 0; jc < n; jc += SB2_NC) {
+      int nc = n - jc < SB2_NC ? n - jc : SB2_NC;
+      int n_panels = (nc + SB2_NR - 1) / SB2_NR;
+      for (pc = 0; pc < kdim; pc += SB_KC) {
+        int kc = kdim - pc < SB_KC ? kdim - pc : SB_KC;
+        int acc = accumulate || pc > 0;
+        for (jr = 0; jr < n_panels && !fused; jr++) {
+            int nr = nc - jr * SB2_NR < SB2_NR ? nc - jr * SB2_NR : SB2_NR;
+            sb_pack_b(b + pc * sb0 + (ptrdiff_t)(jc + jr * SB2_NR) * sb1, sb0, sb1, kc, nr,
+                      SB2_NR, bp + (ptrdiff_t)jr * SB2_NR * kc);
+        }
+        for (ic = 0; ic < m; ic += SB2_MC) {
+            int mc = m - ic < SB2_MC ? m - ic : SB2_MC;
+            int m_panels = (mc + SB2_MR - 1) / SB2_MR;
+            for (ir = 0; ir < m_panels; ir++) {
+                int mr = mc - ir * SB2_MR < SB2_MR ? mc - ir * SB2_MR : SB2_MR;
+                if (mr == SB2_MR && sa0 == 1) continue;  /* read in place, below */
+                sb_pack_a(a + (ptrdiff_t)(ic + ir * SB2_MR) * sa0 + pc * sa1, sa0, sa1, mr, kc,
+                          SB2_MR, ap + (ptrdiff_t)ir * SB2_MR * kc);
+            }
+            for (jr = 0; jr < n_panels; jr++) {
+                int nr = nc - jr * SB2_NR < SB2_NR ? nc - jr * SB2_NR : SB2_NR;
+                const float *bpanel = fused ? bp : bp + (ptrdiff_t)jr * SB2_NR * kc;
+                if (fused)
+                    sb_pack_b(b + pc * sb0 + (ptrdiff_t)(jc + jr * SB2_NR) * sb1, sb0, sb1, kc,
+                              nr, SB2_NR, bp);
+                for (ir = 0; ir < m_panels; ir++) {
+                    int mr = mc - ir * SB2_MR < SB2_MR ? mc - ir * SB2_MR : SB2_MR;
+                    const float *apanel = ap + (ptrdiff_t)ir * SB2_MR * kc;
+                    ptrdiff_t ask = SB2_MR;
+                    float *ctile = c + (ptrdiff_t)(ic + ir * SB2_MR) * sc0 + jc
+                                   + (ptrdiff_t)jr * SB2_NR;
+                    if (mr == SB2_MR && sa0 == 1) {  /* 4 adjacent rows: no packing needed */
+                        apanel = a + (ptrdiff_t)(ic + ir * SB2_MR) + pc * sa1;
+                        ask = sa1;
+                    }
+                    if (mr == SB2_MR && nr == SB2_NR) {
+                        sb_kernel_4x24(kc, apanel, ask, bpanel, ctile, sc0, acc);
+                    } else {  /* an edge: the full tile computed locally, then copied */
+                        sb_kernel_4x24(kc, apanel, ask, bpanel, tile, SB2_NR, 0);
+                        sb_tile_out(tile, SB2_NR, mr, nr, ctile, sc0, acc);
+                    }
+                }
+            }
+        }
+      }
+    }
+    return 0;
+}
+
+/* Dot-product form for long K and few rows and columns (the weight gradients):
+ * C = A @ Bt^T with A (m x k) and Bt (n x k) both contiguous along k.  No packing:
+ * 3 x 4 blocks of C keep 12 vector accumulators along k (8 lanes each; with 3 loads
+ * of A and one of B, the 16 ymm registers), reduced at the end.  Every element is
+ * computed the same way whatever block it falls in (same lanes, same tail mask, same
+ * reduction tree), so results do not depend on the blocking. */
+__attribute__((target("avx2,fma")))
+static void sb_dot_block_avx2(int rows, int cols, int kdim, const float *a, ptrdiff_t lda,
+                              const float *bt, ptrdiff_t ldb, float *c, ptrdiff_t ldc,
+                              int accumulate)
+{
+    /* rows <= 3, cols <= 4 */
+    __m256 acc[3][4];
+    int i, j, k;
+    int full = kdim & ~7;
+    __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32(kdim - full),
+                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    for (i = 0; i < 3; i++)
+        for (j = 0; j < 4; j++) acc[i][j] = _mm256_setzero_ps();
+    if (rows == 3 && cols == 4) {
+        for (k = 0; k < full; k += 8) {
+            __m256 a0 = _mm256_loadu_ps(a + k), a1 = _mm256_loadu_ps(a + lda + k);
+            __m256 a2 = _mm256_loadu_ps(a + 2 * lda + k);
+            for (j = 0; j < 4; j++) {
+                __m256 b = _mm256_loadu_ps(bt + j * ldb + k);
+                acc[0][j] = _mm256_fmadd_ps(a0, b, acc[0][j]);
+                acc[1][j] = _mm256_fmadd_ps(a1, b, acc[1][j]);
+                acc[2][j] = _mm256_fmadd_ps(a2, b, acc[2][j]);
+            }
+        }
+    } else {
+        for (k = 0; k < full; k += 8)
+            for (i = 0; i < rows; i++) {
+                __m256 av = _mm256_loadu_ps(a + i * lda + k);
+                for (j = 0; j < cols; j++)
+                    acc[i][j] = _mm256_fmadd_ps(av, _mm256_loadu_ps(bt + j * ldb + k), acc[i][j]);
+            }
+    }
+    if (kdim > full)
+        for (i = 0; i < rows; i++) {
+            __m256 av = _mm256_maskload_ps(a + i * lda + full, tail);
+            for (j = 0; j < cols; j++)
+                acc[i][j] = _mm256_fmadd_ps(av, _mm256_maskload_ps(bt + j * ldb + full, tail),
+                                            acc[i][j]);
+        }
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++) {
+            float s = sb_hsum8(acc[i][j]);
+            c[i * ldc + j] = accumulate ? c[i * ldc + j] + s : s;
+        }
+}
+
+__attribute__((target("avx2,fma")))
+static void sb_sgemm_dot_avx2(int m, int n, int kdim, const float *a, ptrdiff_t lda,
+                              const float *bt, ptrdiff_t ldb, float *c, ptrdiff_t ldc,
+                              int accumulate)
+{
+    int i, j;
+    for (i = 0; i < m; i += 3)
+        for (j = 0; j < n; j += 4)
+            sb_dot_block_avx2(m - i < 3 ? m - i : 3, n - j < 4 ? n - j : 4, kdim, a + i * lda,
+                              lda, bt + j * ldb, ldb, c + i * ldc + j, ldc, accumulate);
+}
+
+#else  /* not x86 with GCC-compatible intrinsics */
+
+SB_SGEMM_STUBS(sb_sgemm_avx2, sb_sgemm_dot_avx2)
+
+#endif
+#endif
