@@ -12,10 +12,15 @@ from sandbox.runtime import calibration, simd
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
+    """An empty calibration folder of this test's own.  The process's default SIMD
+    selection is read first (from the session's empty cache) and kept, so that a fake
+    winner written here does not become the default of the tests that follow."""
+    default = simd.default()
     monkeypatch.setenv(calibration.CACHE_ENV_VAR, str(tmp_path))
     calibration._loaded.clear()
     yield tmp_path / "calibration.json"
     calibration._loaded.clear()
+    assert simd.default() is default
 
 
 def _fake_medians(winners):
