@@ -113,10 +113,13 @@ def load(path: Path | None = None) -> Calibration | None:
 
 def preferred(choice: str) -> str:
     """The calibrated winner of ``choice`` (``gemm``, ``grid_gathers``) on this machine,
-    else its default (``avx512``)."""
-    cal = load()
-    value = cal.choices.get(choice) if cal is not None else None
-    return value if value in ("avx512", "blas", "portable") else DEFAULTS[choice]
+    else its default (``avx512``).  Read once per process (kernels ask on every call)."""
+    key = ("preferred", choice)
+    if key not in _loaded:
+        cal = load()
+        value = cal.choices.get(choice) if cal is not None else None
+        _loaded[key] = value if value in ("avx512", "blas", "portable") else DEFAULTS[choice]
+    return _loaded[key]
 
 
 def save(cal: Calibration, path: Path | None = None) -> Path:
