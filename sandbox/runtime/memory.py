@@ -14,6 +14,7 @@ suffix, e.g. ``64G``); else ``DEFAULT_FRACTION`` of the machine's physical memor
 from __future__ import annotations
 
 import math
+import functools
 import os
 import re
 
@@ -31,8 +32,10 @@ class ResampleSizeError(MemoryError, ValueError):
     """A resampling request that would need more memory than the limit allows."""
 
 
+@functools.lru_cache(maxsize=1)
 def total_memory() -> int | None:
-    """Physical memory of this machine in bytes (None when it cannot be read)."""
+    """Physical memory of this machine in bytes (None when it cannot be read); read once
+    (every kernel wrapper's size check asks)."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):  # pragma: no cover - non-POSIX
