@@ -13,8 +13,8 @@ suffix, e.g. ``64G``); else ``DEFAULT_FRACTION`` of the machine's physical memor
 
 from __future__ import annotations
 
-import math
 import functools
+import math
 import os
 import re
 
