@@ -70,9 +70,6 @@ SB_GS2D_CUBIC_COORDS(double, d, floor)
 
 /* The scalar sums of a point's taps. */
 #define SB_GS2D_SCALAR(T, S)                                                                 \
-static inline T sb_gs2d_bilinear1_##S(const T* q, Py_ssize_t W, T w0, T w1, T w2, T w3) {   \
-    return ((w0 * q[0] + w1 * q[1]) + w2 * q[W]) + w3 * q[W + 1];                            \
-}                                                                                            \
 static inline T sb_gs2d_cubic1_##S(const T* q, Py_ssize_t W, const T* wt, Py_ssize_t j) {    \
     T acc = 0;                                                                               \
     for (int b = 0; b < 4; b++)                                                              \
@@ -204,6 +201,45 @@ SB_AVX512 static inline void sb_gs2d_pairs16(const sb_gs2d_k16* k, const float* 
     *right = _mm512_permutex2var_ps(lo, k->odd, hi);
 }
 
+/* The lanes of the r <= 16 points a vector holds. */
+static inline __mmask16 sb_gs_lanes(Py_ssize_t r) {
+    return (__mmask16)(r == 16 ? 0xFFFF : (1u << r) - 1);
+}
+
+/* The r points' indices into their sample: ia[t] = pts[j + t], or p0 + j + t when pts
+ * is NULL; returns them as 16 int32 lanes for gathers (zeros when pts is NULL). */
+SB_AVX512 static inline __m512i sb_gs_points16(const Py_ssize_t* pts, Py_ssize_t p0,
+        Py_ssize_t j, Py_ssize_t r, Py_ssize_t* ia) {
+    for (Py_ssize_t t = 0; t < r; t++) ia[t] = pts ? pts[j + t] : p0 + j + t;
+    if (!pts) return _mm512_setzero_si512();
+    const __mmask16 lanes = sb_gs_lanes(r);
+    return _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm512_cvtepi64_epi32(
+            _mm512_maskz_loadu_epi64((__mmask8)(lanes & 0xFF), pts + j))),
+        _mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64((__mmask8)(lanes >> 8), pts + j + 8)),
+        1);
+}
+
+/* grad_y of the points of one channel (lanes in m): gathered by index, or loaded when
+ * the points are consecutive. */
+SB_AVX512 static inline __m512 sb_gs_grad16(const float* gyp, const Py_ssize_t* pts,
+        __m512i pidx, Py_ssize_t p0, Py_ssize_t j, __mmask16 m) {
+    return pts ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, pidx, gyp, 4)
+               : _mm512_maskz_loadu_ps(m, gyp + p0 + j);
+}
+
+/* The nearest push of r points whose tap is inside (mask in): gx[c, oa[t]] += gy[c, ia[t]]
+ * channel by channel, in point order.  S: a channel's input size. */
+static inline void sb_gs_push_nearest(float* gx, const float* gy, Py_ssize_t C, Py_ssize_t S,
+        Py_ssize_t P, Py_ssize_t r, __mmask16 in, const int32_t* oa, const Py_ssize_t* ia) {
+    for (Py_ssize_t c = 0; c < C && gx; c++) {
+        float* gxp = gx + c * S;
+        const float* gyp = gy + c * P;
+        for (Py_ssize_t t = 0; t < r; t++)
+            if ((in >> t) & 1) gxp[oa[t]] = gxp[oa[t]] + gyp[ia[t]];
+    }
+}
+
 SB_AVX512 static inline void sb_gs2d_ok16(unsigned char* ok, Py_ssize_t r, __mmask16 m) {
     for (Py_ssize_t q = 0; q < r; q++) ok[q] = (unsigned char)((m >> q) & 1);
 }
@@ -224,7 +260,7 @@ SB_AVX512 static int sb_gs2d_fused_f_avx512(const float* x, const float* g, floa
     int all = 1;
     for (Py_ssize_t j = 0; j < n; j += 16) {
         const Py_ssize_t r = n - j < 16 ? n - j : 16;
-        const __mmask16 lanes = (__mmask16)(r == 16 ? 0xFFFF : (1u << r) - 1);
+        const __mmask16 lanes = sb_gs_lanes(r);
         __m512 ux, uy, dx, dy;
         __mmask16 far;
         sb_gs2d_coords16(k, g + 2 * j, r, &ux, &uy, &dx, &dy, &far);
@@ -295,7 +331,7 @@ SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy
     int all = 1;
     for (Py_ssize_t j = 0; j < n; j += 16) {
         const Py_ssize_t r = n - j < 16 ? n - j : 16;
-        const __mmask16 lanes = (__mmask16)(r == 16 ? 0xFFFF : (1u << r) - 1);
+        const __mmask16 lanes = sb_gs_lanes(r);
         __m512 ux, uy, dx, dy;
         __mmask16 far;
         sb_gs2d_coords16(k, g + 2 * j, r, &ux, &uy, &dx, &dy, &far);
@@ -309,13 +345,8 @@ SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy
         const __m512i off = _mm512_add_epi32(
             _mm512_mullo_epi32(_mm512_cvttps_epi32(_mm512_maskz_mov_ps(in, fy)), k->vw),
             _mm512_cvttps_epi32(_mm512_maskz_mov_ps(in, fx)));
-        const __mmask8 lo8 = (__mmask8)(lanes & 0xFF), hi8 = (__mmask8)(lanes >> 8);
-        const __m512i pidx = pts ? _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64(lo8, pts + j))),
-            _mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64(hi8, pts + j + 8)), 1)
-            : _mm512_setzero_si512();
         Py_ssize_t ia[16];  /* the points' indices into the sample */
-        for (Py_ssize_t q = 0; q < r; q++) ia[q] = pts ? pts[j + q] : p0 + j + q;
+        const __m512i pidx = sb_gs_points16(pts, p0, j, r, ia);
         const __m512 sx1 = _mm512_sub_ps(one, tx), sy1 = _mm512_sub_ps(one, ty);
         _mm512_storeu_si512((void*)oa, off);
         if (!nearest) {
@@ -326,12 +357,7 @@ SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy
         }
         __m512 ax = zero, ay = zero;
         if (nearest) {  /* the push alone: plain loads of grad_y, no gather */
-            for (Py_ssize_t c = 0; c < C && gx; c++) {
-                float* gxp = gx + c * HW;
-                const float* gyp = gy + c * P;
-                for (Py_ssize_t q = 0; q < r; q++)
-                    if ((in >> q) & 1) gxp[oa[q]] = gxp[oa[q]] + gyp[ia[q]];
-            }
+            sb_gs_push_nearest(gx, gy, C, HW, P, r, in, oa, ia);
             /* a nearest point outside has no tap: nothing to push, done too */
             all &= far == 0;
             sb_gs2d_ok16(ok + j, r, (__mmask16)~far);
@@ -339,8 +365,7 @@ SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy
         }
         for (Py_ssize_t c = 0; c < C; c++) {
             const float* xp = x + c * HW;
-            const __m512 gv = pts ? _mm512_mask_i32gather_ps(zero, in, pidx, gy + c * P, 4)
-                                  : _mm512_maskz_loadu_ps(in, gy + c * P + p0 + j);
+            const __m512 gv = sb_gs_grad16(gy + c * P, pts, pidx, p0, j, in);
             if (deriv) {  /* the interpolant's differences along x and y */
                 __m512 q0, q1, q2, q3;
                 sb_gs2d_pairs16(k, xp, off, in, &q0, &q1);

@@ -91,7 +91,7 @@ SB_AVX512 static int sb_gs3d_fused_f_avx512(const float* x, const float* g, floa
     int all = 1;
     for (Py_ssize_t j = 0; j < n; j += 16) {
         const Py_ssize_t r = n - j < 16 ? n - j : 16;
-        const __mmask16 lanes = (__mmask16)(r == 16 ? 0xFFFF : (1u << r) - 1);
+        const __mmask16 lanes = sb_gs_lanes(r);
         __m512 ux, uy, uz, dx, dy, dz;
         __mmask16 far;
         sb_gs3d_coords16(q, g + 3 * j, r, &ux, &uy, &uz, &dx, &dy, &dz, &far);
@@ -165,7 +165,7 @@ SB_AVX512 static int sb_gs3d_fused_back_f_avx512(const float* x, const float* gy
     int all = 1;
     for (Py_ssize_t j = 0; j < n; j += 16) {
         const Py_ssize_t r = n - j < 16 ? n - j : 16;
-        const __mmask16 lanes = (__mmask16)(r == 16 ? 0xFFFF : (1u << r) - 1);
+        const __mmask16 lanes = sb_gs_lanes(r);
         __m512 ux, uy, uz, dx, dy, dz;
         __mmask16 far;
         sb_gs3d_coords16(q, g + 3 * j, r, &ux, &uy, &uz, &dx, &dy, &dz, &far);
@@ -180,14 +180,9 @@ SB_AVX512 static int sb_gs3d_fused_back_f_avx512(const float* x, const float* gy
                              & (__mmask16)~far & lanes;
         const __m512i off = sb_gs3d_off16(q, fx, fy, fz, in);
         _mm512_storeu_si512((void*)oa, off);
-        for (Py_ssize_t t = 0; t < r; t++) ia[t] = pts ? pts[j + t] : p0 + j + t;
+        const __m512i pidx = sb_gs_points16(pts, p0, j, r, ia);
         if (nearest) {  /* the push alone; a point outside has nothing to push */
-            for (Py_ssize_t c = 0; c < C && gx; c++) {
-                float* gxp = gx + c * S;
-                const float* gyp = gy + c * P;
-                for (Py_ssize_t t = 0; t < r; t++)
-                    if ((in >> t) & 1) gxp[oa[t]] = gxp[oa[t]] + gyp[ia[t]];
-            }
+            sb_gs_push_nearest(gx, gy, C, S, P, r, in, oa, ia);
             all &= far == 0;
             sb_gs2d_ok16(ok + j, r, (__mmask16)~far);
             continue;
@@ -200,18 +195,10 @@ SB_AVX512 static int sb_gs3d_fused_back_f_avx512(const float* x, const float* gy
                               _mm512_mul_ps(tz, sy1), _mm512_mul_ps(tz, ty)};
         for (int t = 0; t < 8; t++)
             _mm512_storeu_ps(wa[t], _mm512_mul_ps(zy[t >> 1], (t & 1) ? tx : sx1));
-        __m512i pidx = _mm512_setzero_si512();
-        if (pts) {
-            const __mmask8 lo8 = (__mmask8)(lanes & 0xFF), hi8 = (__mmask8)(lanes >> 8);
-            pidx = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64(lo8, pts + j))),
-                _mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64(hi8, pts + j + 8)), 1);
-        }
         __m512 ax = zero, ay = zero, az = zero;
         for (Py_ssize_t c = 0; c < C; c++) {
             const float* xp = x + c * S;
-            const __m512 gv = pts ? _mm512_mask_i32gather_ps(zero, in, pidx, gy + c * P, 4)
-                                  : _mm512_maskz_loadu_ps(in, gy + c * P + p0 + j);
+            const __m512 gv = sb_gs_grad16(gy + c * P, pts, pidx, p0, j, in);
             if (deriv) {  /* the interpolant's differences, as sb_gs3d_backward_f forms them */
                 __m512 v[8];
                 for (int rr = 0; rr < 4; rr++)

@@ -403,25 +403,11 @@ TINY3D = ["--image-size", "16", "--depth", "2", "--width", "4", "--batch-size", 
 
 
 def tiny3d(out, **overrides):
-    values = dict(
-        data="shapes3d",
-        image_size=16,
-        depth=2,
-        width=4,
-        train_samples=6,
-        val_samples=2,
-        batch_size=2,
-        epochs=2,
-        lr=1e-2,
-        loss="ce+dice",
-        log_every=1,
-        progress=False,
-        plots=False,
-        out=str(out),
-        threads=2,
-    )
-    values.update(overrides)
-    return TrainConfig(**values)
+    """tiny_config for volumes: 6 + 2 synthetic 3-D samples, batch 2, CE + Dice."""
+    settings = dict(data="shapes3d", train_samples=6, val_samples=2, batch_size=2, lr=1e-2,
+                    loss="ce+dice")
+    settings.update(overrides)
+    return tiny_config(out, **settings)
 
 
 def test_shapes3d_trains_a_3d_unet_and_stores_it(tmp_path):
