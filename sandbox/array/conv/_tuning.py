@@ -112,11 +112,14 @@ class ConvTuning:
     #: an im2col/vol2col loop (a forward, or a backward's products) with fewer GEMM
     #: flops than this runs its chunks on the calling thread: below it the worker
     #: pool's Python per chunk (the GIL, lock hand-offs) costs more than the second
-    #: core gains.  Measured on an AMD EPYC family 26 VM (batch 8, Winograd off, ms of
-    #: forward + both gradients at 2 threads, pool -> calling thread, 1 thread in
-    #: brackets; MFLOP of one product): 1->16@64 9.4: 0.56 -> 0.50 (0.51); 2->16@64
-    #: 18.9: 1.13 -> 0.84 (0.84); 16->2@64 1x1 2.1: 0.67 -> 0.33 (0.33); but 4->16@64
-    #: 37.7: 1.31 -> 1.38; 8->8@64 37.7: 1.57 -> 2.22; 8->16@64 75.5: 1.78 -> 2.66.
+    #: core gains.  Measured on an AMD EPYC family 26 VM, ``python
+    #: benchmarks/bench_conv_passes.py --threads 1 2 --layers 1-16-64 2-16-64 4-16-64
+    #: 8-8-64 8-16-64 --head --repeat 9 --tuned winograd=False`` with and without
+    #: ``min_parallel_flops=0`` (ms of forward + both gradients, batch 8, 2 threads,
+    #: this threshold -> always the pool; 1 thread in brackets): 1->16@64 0.85 -> 1.39
+    #: (1.08), 2->16@64 1.36 -> 1.62 (1.16), 16->2@64 1x1 0.45 -> 0.99 (0.57); the
+    #: larger layers use the pool in both runs (4->16@64 2.09 / 1.91, 8->8@64 2.08 /
+    #: 2.21, 8->16@64 2.83 / 3.11: the run's noise).
     min_parallel_flops: int = 30_000_000
 
 
