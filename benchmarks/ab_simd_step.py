@@ -1,6 +1,7 @@
 """A/B of the user-written UNet step under two SIMD selections, interleaved in one process.
 
-Each round takes one Adam step under every selection in turn (``sandbox.runtime.simd.using``),
+Each round takes one Adam step (the bench's ``unet-user`` step) under every selection in
+turn (``sandbox.runtime.simd.using``),
 after two untimed steps each; the medians are printed.  Selections are ``isa:gemm`` pairs,
 e.g. the AVX2 path with its AVX2 GEMM against the same path with numpy's BLAS:
 
@@ -26,24 +27,16 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
 
     import sandbox
-    from sandbox.bench._cases_user import user_unet
+    from sandbox.bench._cases_user import user_step, user_unet
     from sandbox.runtime import simd
 
     sandbox.set_num_threads(args.threads)
     sandbox.manual_seed(0)
-    model = user_unet(sandbox, mode=args.mode)
     rng = np.random.default_rng(0)
     batch = 4 if args.size >= 256 else 8
-    x = sandbox.from_numpy(rng.standard_normal((batch, 1, args.size, args.size),
-                                               dtype=np.float32))
-    y = sandbox.from_numpy(rng.integers(0, 2, (batch, args.size, args.size)))
-    opt = sandbox.optim.Adam(model.parameters(), lr=1e-3)
-    loss_fn = sandbox.nn.CrossEntropyLoss()
-
-    def step():
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        opt.step()
+    x = rng.standard_normal((batch, 1, args.size, args.size), dtype=np.float32)
+    y = rng.integers(0, 2, (batch, args.size, args.size))
+    step = user_step(sandbox, user_unet(sandbox, mode=args.mode), x, y)
 
     selections = {s: dict(zip(("isa", "gemm"), s.split(":"), strict=True))
                   for s in args.selections}
