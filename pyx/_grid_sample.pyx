@@ -113,6 +113,11 @@ cdef extern from "grid_simd3d.h":
                        int, const float*, float, float, const float*, const int32_t*,
                        Py_ssize_t*) noexcept nogil
 
+cdef extern from "grid_nearest.h":
+    int sb_gs_near_offsets_f(int, int, const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                             Py_ssize_t, int, const float*, float, float, const float*,
+                             Py_ssize_t*) noexcept nogil
+
 cdef extern from "simd_clones.h":
     void sb_clear_upper_state() noexcept nogil
 
@@ -1047,6 +1052,63 @@ cdef inline Py_ssize_t _min_row(const real* gp, int nd, Py_ssize_t D, Py_ssize_t
     return m
 
 
+cdef inline Py_ssize_t _nearest_offset(const real* gp, int nd, Py_ssize_t D, Py_ssize_t H,
+                                       Py_ssize_t W, int pad, int ac) noexcept nogil:
+    """The flat offset of a nearest point's one tap in its channel plane, -1 for none."""
+    cdef Py_ssize_t ix, iy, iz = 0
+    cdef real w, dw
+    _axis(gp[0], W, NEAREST, pad, ac, &ix, &w, &dw)
+    _axis(gp[1], H, NEAREST, pad, ac, &iy, &w, &dw)
+    if nd == 3:
+        _axis(gp[2], D, NEAREST, pad, ac, &iz, &w, &dw)
+    if ix < 0 or iy < 0 or iz < 0:
+        return -1
+    return (iz * H + iy) * W + ix
+
+
+cdef void _nearest_push(const real* gyb, const real* gb, real* gxb, Py_ssize_t* offs,
+                        Py_ssize_t N, Py_ssize_t C, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
+                        Py_ssize_t P, int nd, int pad, int ac, int nthreads,
+                        int isa) noexcept nogil:
+    """The nearest push, one task per (sample, channel): each point's tap offset first
+    (``offs``, N * P), then every channel plane takes its points' gradients in point
+    order.  A nearest point has one tap, so this gives the slab path's bits."""
+    cdef Py_ssize_t i, n, p, j, cnt, o, t
+    cdef Py_ssize_t nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
+    cdef Py_ssize_t S = D * H * W
+    cdef float scale[3]
+    cdef float span[3]
+    cdef real* gxp
+    cdef const real* gyp
+    cdef const Py_ssize_t* op
+    _block_params(ac, W, &scale[0], &span[0])
+    _block_params(ac, H, &scale[1], &span[1])
+    _block_params(ac, D, &scale[2], &span[2])
+    for i in prange(N * nb, schedule="static", num_threads=nthreads):
+        n = i // nb
+        p = (i - n * nb) * SB_GS_BLOCK
+        cnt = min(SB_GS_BLOCK, P - p)
+        if real is float:
+            if sb_gs_near_offsets_f(isa, nd, <const float*>gb + (n * P + p) * nd, cnt, D, H, W,
+                                    pad, scale, <float>(0 if ac else 0.5),
+                                    <float>(0 if ac else -0.5), span, &offs[n * P + p]):
+                for j in range(n * P + p, n * P + p + cnt):
+                    if offs[j] == -2:  # reflected more than once
+                        offs[j] = _nearest_offset(gb + j * nd, nd, D, H, W, pad, ac)
+                continue
+        for j in range(n * P + p, n * P + p + cnt):
+            offs[j] = _nearest_offset(gb + j * nd, nd, D, H, W, pad, ac)
+    for t in prange(N * C, schedule="static", num_threads=nthreads):
+        n = t // C
+        gxp = gxb + t * S
+        gyp = gyb + t * P
+        op = &offs[n * P]
+        for p in range(P):
+            o = op[p]
+            if o >= 0:
+                gxp[o] = gxp[o] + gyp[p]
+
+
 def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[::1] gx,
              real[::1] gg, Py_ssize_t[::1] keys, Py_ssize_t[::1] order,
              Py_ssize_t[::1] starts, Py_ssize_t[::1] cursor, Py_ssize_t N, Py_ssize_t C,
@@ -1057,6 +1119,8 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
 
     gx (N*C*S) and gg (N*P*nd) must be zeroed by the caller.  A batch of at least
     PER_SAMPLE_MIN samples runs one task per sample, pushing its points in their order.
+    A nearest push with at least ``nthreads`` (sample, channel) planes runs one task per
+    plane on its points' tap offsets (``keys``, N * P; see _nearest_push).
     A smaller one shares each sample among the threads: the push owns input slabs: rows (2-D) or planes (3-D) are cut into ``nslabs`` slabs of ``slab >= 4``;
     each point belongs to the slab of the lowest row its taps touch (``keys``; a
     stable counting sort per sample fills ``order`` and ``starts``, with ``cursor``,
@@ -1118,6 +1182,11 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
                 p = i - n * P
                 _backward_point(gyb + n * C * P + p, xb + n * CS, gb + i * nd, NULL,
                                 ggb + i * nd, C, S, P, nd, D, H, W, mode, pad, ac)
+        return
+    if mode == NEAREST and N * C >= nthreads:  # one task per (sample, channel)
+        with nogil:
+            _nearest_push(gyb, gb, gxb, &keys[0], N, C, D, H, W, P, nd, pad, ac, nthreads,
+                          isa if blocked else 0)
         return
     if N >= PER_SAMPLE_MIN:  # a batch: one task per sample, its points in their order
         nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK

@@ -203,10 +203,12 @@ def test_simd_paths_give_the_portable_bits_3d(mode, padding, ac):
 
 
 @pytest.mark.parametrize("nd,mode", [(2, "bilinear"), (2, "bicubic"), (2, "nearest"),
-                                     (3, "bilinear"), (3, "bicubic")])
+                                     (3, "bilinear"), (3, "bicubic"), (3, "nearest")])
 def test_thread_count_does_not_change_any_bit(nd, mode):
     """Forward, push and grid gradient at 1, 2 and 3 threads, batch 1 and 3 (each sample
-    shared among the threads, in slabs) and 5 (a task per sample)."""
+    shared among the threads, in slabs) and 5 (a task per sample).  The nearest push runs
+    by (sample, channel) planes where there are at least as many as threads, else in
+    slabs (batch 1 at 3 threads): both must give the same bits."""
     from sandbox._C import _grid_sample
 
     assert 3 < _grid_sample.per_sample_batch <= 5

@@ -83,7 +83,7 @@ def grid_sample_backward(grad_output, input, grid, *, mode="bilinear", padding_m
     if not (input_grad or grid_grad):
         return None, None
     check_memory(input, grid, 1 if input_grad else 0,
-                 _dispatch.push_bytes(grid) if input_grad else 0)
+                 _dispatch.push_bytes(grid, codes[0]) if input_grad else 0)
     if not input_grad and codes[0] == 0:  # nearest: the grid gradient is zero
         return None, np.zeros_like(grid)
     return _dispatch.backward(grad_output, input, grid, *codes, bool(input_grad),

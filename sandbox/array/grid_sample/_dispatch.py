@@ -41,13 +41,18 @@ def push_slabs(input) -> tuple[int, int]:
     return slab, -(-rows // slab)
 
 
-def push_bytes(grid) -> int:
-    """Scratch bytes of the push (for the memory check): two indices per output point
-    when the slabs share a sample among the threads (batches under
-    ``_grid_sample.per_sample_batch``), else none."""
-    if grid.shape[0] >= _grid_sample.per_sample_batch:
-        return 0
-    return 2 * np.dtype(np.intp).itemsize * math.prod(grid.shape[:-1])
+def _push_indices(grid, mode) -> int:
+    """Indices per output point of the push's scratch: two (key, order) when the slabs
+    share a sample among the threads (batches under ``_grid_sample.per_sample_batch``),
+    one (the tap offset) for a nearest push by channel planes, else none."""
+    if grid.shape[0] < _grid_sample.per_sample_batch:
+        return 2
+    return 1 if mode == 0 else 0
+
+
+def push_bytes(grid, mode) -> int:
+    """Scratch bytes of the push (for the memory check); ``mode`` is the mode code."""
+    return _push_indices(grid, mode) * np.dtype(np.intp).itemsize * math.prod(grid.shape[:-1])
 
 
 def simd_code() -> int:
@@ -90,8 +95,9 @@ def backward(grad_output, input, grid, mode, padding, align_corners, input_grad,
     if (gx is None and not wants_grid) or n * p == 0 or (c == 0):
         return gx, gg
     slab, nslabs = push_slabs(input)
-    count = n * p if input_grad and n < _grid_sample.per_sample_batch else 0
-    keys, order = np.empty(count, np.intp), np.empty(count, np.intp)
+    indices = _push_indices(grid, mode) if input_grad else 0
+    count = n * p if indices else 0
+    keys, order = np.empty(count, np.intp), np.empty(count if indices == 2 else 0, np.intp)
     starts = np.empty(n * (nslabs + 1) if count else 0, np.intp)
     cursor = np.empty(n * _grid_sample.sort_chunks * nslabs if count else 0, np.intp)
     _grid_sample.backward(np.ascontiguousarray(grad_output).reshape(-1),

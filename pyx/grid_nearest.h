@@ -1,0 +1,77 @@
+/* The nearest push's offsets (pyx/_grid_sample.pyx, `_nearest_push`): for each point the
+ * flat offset (z H + y) W + x of its one tap in its sample's channel plane, -1 when the
+ * tap lies outside (nothing to push), -2 for a point reflected more than once (the
+ * caller computes those with the general rules).  AVX-512, float32, 16 points a
+ * vector, on the coordinate rules of grid_simd2d.h / grid_simd3d.h.
+ *
+ * A nearest point has one tap, so each input value receives the gradients of the
+ * points that pick it in point order whatever way the work is cut: the push can run
+ * one task per (sample, channel) and give the bits of the slab-sorted push. */
+#ifndef SANDBOX_GRID_NEAREST_H
+#define SANDBOX_GRID_NEAREST_H
+#include "grid_simd3d.h"
+
+#ifdef SB_GS_X86
+/* Lanes in `in`: their offset; other lanes -1, or -2 where `far`. */
+SB_AVX512 static inline void sb_gs_store_offsets16(__m512i off, __mmask16 in, __mmask16 far,
+        Py_ssize_t r, Py_ssize_t* offs) {
+    const __m512i v = _mm512_mask_mov_epi32(
+        _mm512_mask_mov_epi32(_mm512_set1_epi32(-1), far, _mm512_set1_epi32(-2)), in, off);
+    int32_t a[16];
+    _mm512_storeu_si512((void*)a, v);
+    for (Py_ssize_t q = 0; q < r; q++) offs[q] = a[q];
+}
+
+SB_AVX512 static void sb_gs2d_near_offsets_f_avx512(const float* g, Py_ssize_t n,
+        const sb_gs2d_k16* k, Py_ssize_t* offs) {
+    for (Py_ssize_t j = 0; j < n; j += 16) {
+        const Py_ssize_t r = n - j < 16 ? n - j : 16;
+        __m512 ux, uy, dx, dy;
+        __mmask16 far;
+        sb_gs2d_coords16(k, g + 2 * j, r, &ux, &uy, &dx, &dy, &far);
+        const __m512 fx = sb_gs2d_round16(ux, 1), fy = sb_gs2d_round16(uy, 1);
+        const __mmask16 in = sb_gs2d_in16(k, fx, k->fw) & sb_gs2d_in16(k, fy, k->fh)
+                             & (__mmask16)~far & sb_gs_lanes(r);
+        const __m512i off = _mm512_add_epi32(
+            _mm512_mullo_epi32(_mm512_cvttps_epi32(_mm512_maskz_mov_ps(in, fy)), k->vw),
+            _mm512_cvttps_epi32(_mm512_maskz_mov_ps(in, fx)));
+        sb_gs_store_offsets16(off, in, far, r, offs + j);
+    }
+}
+
+SB_AVX512 static void sb_gs3d_near_offsets_f_avx512(const float* g, Py_ssize_t n,
+        const sb_gs3d_k16* q, Py_ssize_t* offs) {
+    const sb_gs2d_k16* k = &q->k;
+    for (Py_ssize_t j = 0; j < n; j += 16) {
+        const Py_ssize_t r = n - j < 16 ? n - j : 16;
+        __m512 ux, uy, uz, dx, dy, dz;
+        __mmask16 far;
+        sb_gs3d_coords16(q, g + 3 * j, r, &ux, &uy, &uz, &dx, &dy, &dz, &far);
+        const __m512 fx = sb_gs2d_round16(ux, 1), fy = sb_gs2d_round16(uy, 1);
+        const __m512 fz = sb_gs2d_round16(uz, 1);
+        const __mmask16 in = sb_gs2d_in16(k, fx, k->fw) & sb_gs2d_in16(k, fy, k->fh)
+                             & sb_gs2d_in16(k, fz, q->fd) & (__mmask16)~far & sb_gs_lanes(r);
+        sb_gs_store_offsets16(sb_gs3d_off16(q, fx, fy, fz, in), in, far, r, offs + j);
+    }
+}
+#endif
+
+/* Dispatch: 0 (nothing done) unless isa == 2 on an x86-64 build.  scale, span: x, y(, z). */
+static int sb_gs_near_offsets_f(int isa, int nd, const float* g, Py_ssize_t n, Py_ssize_t D,
+        Py_ssize_t H, Py_ssize_t W, int pad, const float* scale, float shift, float lo,
+        const float* span, Py_ssize_t* offs) {
+    SB_GS2D_IF_X86(
+    if (isa == 2 && nd == 2) {
+        const sb_gs2d_k16 k = sb_gs2d_k16_make(H, W, scale[0], scale[1], shift, pad, lo,
+                                               span[0], span[1]);
+        sb_gs2d_near_offsets_f_avx512(g, n, &k, offs);
+        return 1;
+    }
+    if (isa == 2 && nd == 3) {
+        const sb_gs3d_k16 q = sb_gs3d_k16_make(D, H, W, scale, shift, pad, lo, span);
+        sb_gs3d_near_offsets_f_avx512(g, n, &q, offs);
+        return 1;
+    })
+    return 0;
+}
+#endif
