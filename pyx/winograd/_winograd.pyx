@@ -24,7 +24,9 @@ are bitwise identical for any thread count.
 
 The ``avx512`` argument of every transform (IN) selects the float32 AVX-512 form
 (the choice of :mod:`sandbox.runtime.simd`, passed by the wrapper); it is ignored
-on a CPU without AVX-512 and for float64.
+on a CPU without AVX-512 and for float64.  Every transform does only the channels
+``ch_begin .. ch_end - 1`` (default: all), so that several calls can share one
+chunk's channels.
 """
 
 from cython.parallel cimport parallel, prange
@@ -32,7 +34,8 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
 from fused cimport real
-from wino_planes cimport run_out_planes, run_planes
+from wino_planes cimport planes_fit, run_out_planes, run_planes
+from wino_rows cimport data_cols, pad_row
 
 cdef extern from "wino2_avx512.h" nogil:
     void sb_w2_grad_plane_f32(const float* pad, Py_ssize_t wp, const int* off, int ntiles,
@@ -107,34 +110,27 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
 
     Per tile row: the four zero-padded input rows are combined with ``B^T`` over
     the whole row width first, then ``B`` runs along the row (stride-2 patches).
-    
-
-    Only the channels ``ch_begin .. ch_end - 1`` (default: all) are done, so that
-    several calls can share one chunk's channels.
     """
     cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef Py_ssize_t c1 = C if ch_end < 0 else ch_end
     cdef Py_ssize_t pitch = V.strides[0] // sizeof(real)   # between points (may be padded)
     cdef Py_ssize_t wp = 2 * tiles_w + 2          # padded row width covered by the tiles
-    cdef Py_ssize_t lo = pw, hi                   # columns [lo, hi) of the padded row hold data
-    cdef Py_ssize_t c, s, th, i, k, ih, t0, n_data
+    cdef Py_ssize_t n_data = data_cols(W, pw, wp)   # from column pw of the padded row
+    cdef Py_ssize_t c, s, th, i, k, ih, t0
     cdef real* buf
     cdef real* p
     cdef real* r
-    hi = pw + W
-    if hi > wp:
-        hi = wp
-    n_data = hi - lo
     cdef int[1] failed
     failed[0] = 0
     if real is float:
-        if avx512 and _HAVE_AVX512 and nb * (2 * tiles_h + 2) * (2 * tiles_w + 2) < 2**31:
-            run_planes(x, V, n0, nb, ch_begin, C if ch_end < 0 else ch_end, ph, pw, 2,
-                       tiles_h, tiles_w, 2, sb_w2_in_plane_f32, num_threads)
+        if avx512 and _HAVE_AVX512 and planes_fit(nb, 2, tiles_h, tiles_w, 2):
+            run_planes(x, V, n0, nb, ch_begin, c1, ph, pw, 2, tiles_h, tiles_w, 2,
+                       sb_w2_in_plane_f32, num_threads)
             return
     with nogil, parallel(num_threads=num_threads):
         buf = <real*> malloc(8 * wp * sizeof(real))   # 4 padded rows + 4 combined rows
         if buf != NULL:
-            for c in prange(ch_begin, C if ch_end < 0 else ch_end, schedule="static"):
+            for c in prange(ch_begin, c1, schedule="static"):
                 for s in range(nb):
                     for th in range(tiles_h):
                         for i in range(4):
@@ -143,11 +139,7 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
                             if ih < 0 or ih >= H or n_data <= 0:
                                 memset(p, 0, wp * sizeof(real))
                             else:
-                                if lo > 0:
-                                    memset(p, 0, lo * sizeof(real))
-                                memcpy(p + lo, &x[n0 + s, c, ih, 0], n_data * sizeof(real))
-                                if hi < wp:
-                                    memset(p + hi, 0, (wp - hi) * sizeof(real))
+                                pad_row(p, wp, &x[n0 + s, c, ih, 0], pw, n_data)
                         r = buf + 4 * wp
                         _in_rows(buf, wp, r)   # rows: r = B^T d
                         t0 = (s * tiles_h + th) * tiles_w
@@ -186,8 +178,9 @@ def output_transform(const real[:, :, :] M,       # IN  (16, O, nb*tiles_h*tiles
                      Py_ssize_t n0, Py_ssize_t nb,
                      Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads,
         bint avx512, Py_ssize_t ch_begin=0, Py_ssize_t ch_end=-1):
-    """``y = A^T M A`` per tile (outputs past ``Ho``/``Wo`` dropped).  Only channels ``ch_begin .. ch_end - 1`` (default all)."""
+    """``y = A^T M A`` per tile (outputs past ``Ho``/``Wo`` dropped)."""
     cdef Py_ssize_t O = y.shape[1], Ho = y.shape[2], Wo = y.shape[3]
+    cdef Py_ssize_t c1 = O if ch_end < 0 else ch_end
     cdef Py_ssize_t OT = M.strides[0] // sizeof(real)   # between points (may be padded)
     cdef Py_ssize_t o, s, th, i, t0, oh
     cdef const real* m
@@ -199,13 +192,13 @@ def output_transform(const real[:, :, :] M,       # IN  (16, O, nb*tiles_h*tiles
     failed[0] = 0
     if real is float:
         if avx512 and _HAVE_AVX512:
-            run_out_planes(M, y, n0, nb, ch_begin, O if ch_end < 0 else ch_end, 2, tiles_h,
-                           tiles_w, sb_w2_out_plane_f32, num_threads)
+            run_out_planes(M, y, n0, nb, ch_begin, c1, 2, tiles_h, tiles_w, sb_w2_out_plane_f32,
+                           num_threads)
             return
     with nogil, parallel(num_threads=num_threads):
         buf = <real*> malloc((8 * tiles_w + 2 * wt) * sizeof(real))  # a[2][4] rows + 2 out rows
         if buf != NULL:
-            for o in prange(ch_begin, O if ch_end < 0 else ch_end, schedule="static"):
+            for o in prange(ch_begin, c1, schedule="static"):
                 for s in range(nb):
                     for th in range(tiles_h):
                         t0 = (s * tiles_h + th) * tiles_w
@@ -260,12 +253,9 @@ def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
     ``A = [[1, 0], [1, 1], [1, -1], [0, -1]]``.  Per tile row, as in
     :func:`input_transform`: the two (zero-padded) gradient rows are combined with
     ``A`` over the whole width, then ``A^T`` runs along the row.
-    
-
-    Only the channels ``ch_begin .. ch_end - 1`` (default: all) are done, so that
-    several calls can share one chunk's channels.
     """
     cdef Py_ssize_t O = g.shape[1], Ho = g.shape[2], Wo = g.shape[3]
+    cdef Py_ssize_t c1 = O if ch_end < 0 else ch_end
     cdef Py_ssize_t pitch = Gt.strides[0] // sizeof(real)
     cdef Py_ssize_t wt = 2 * tiles_w
     cdef Py_ssize_t o, s, th, i, k, oh, t0
@@ -275,14 +265,14 @@ def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
     cdef int[1] failed
     failed[0] = 0
     if real is float:
-        if avx512 and _HAVE_AVX512 and nb * 4 * tiles_h * tiles_w < 2**31:
-            run_planes(g, Gt, n0, nb, ch_begin, O if ch_end < 0 else ch_end, 0, 0, 2,
-                       tiles_h, tiles_w, 0, sb_w2_grad_plane_f32, num_threads)
+        if avx512 and _HAVE_AVX512 and planes_fit(nb, 2, tiles_h, tiles_w, 0):
+            run_planes(g, Gt, n0, nb, ch_begin, c1, 0, 0, 2, tiles_h, tiles_w, 0,
+                       sb_w2_grad_plane_f32, num_threads)
             return
     with nogil, parallel(num_threads=num_threads):
         buf = <real*> malloc(6 * wt * sizeof(real))   # 2 padded rows + 4 combined rows
         if buf != NULL:
-            for o in prange(ch_begin, O if ch_end < 0 else ch_end, schedule="static"):
+            for o in prange(ch_begin, c1, schedule="static"):
                 for s in range(nb):
                     for th in range(tiles_h):
                         for i in range(2):
@@ -291,9 +281,7 @@ def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
                             if oh >= Ho:
                                 memset(p, 0, wt * sizeof(real))
                             else:
-                                memcpy(p, &g[n0 + s, o, oh, 0], Wo * sizeof(real))
-                                if Wo < wt:
-                                    memset(p + Wo, 0, (wt - Wo) * sizeof(real))
+                                pad_row(p, wt, &g[n0 + s, o, oh, 0], 0, Wo)
                         r = buf + 2 * wt
                         _grad_rows(buf, wt, r)   # rows: r = A q
                         t0 = (s * tiles_h + th) * tiles_w

@@ -28,9 +28,8 @@ iteration owns one channel or one output channel: results are bitwise identical
 for any thread count.  The 36 point planes may lie a padded pitch apart
 (``strides[0]``, see ``_winograd.pyx``); each point plane is C-contiguous.
 
-The ``avx512`` argument of every transform (IN) selects the float32 AVX-512 form
-(the choice of :mod:`sandbox.runtime.simd`, passed by the wrapper); it is ignored
-on a CPU without AVX-512 and for float64.
+The transforms' ``avx512``, ``ch_begin`` and ``ch_end`` arguments are those of
+``_winograd.pyx``.
 """
 
 from cython.parallel cimport parallel, prange
@@ -38,7 +37,8 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
 from fused cimport real
-from wino_planes cimport run_out_planes, run_planes
+from wino_planes cimport planes_fit, run_out_planes, run_planes
+from wino_rows cimport data_cols, pad_row
 
 cdef extern from "wino4_avx512.h" nogil:
     void sb_w4_in_plane_f32(const float* pad, Py_ssize_t wp, const int* off, int ntiles,
@@ -54,9 +54,8 @@ cdef bint _HAVE_AVX512 = sb_w4_avx512_available()   # the CPU can run them
 
 
 def avx512_available():
-    """Whether the float32 AVX-512 transforms are built and this CPU runs them.  The
-    wrappers choose per call (``avx512`` argument, from :mod:`sandbox.runtime.simd`);
-    on a CPU without AVX-512 the argument is ignored."""
+    """Whether this module's float32 AVX-512 transforms are built and this CPU runs them
+    (as ``_winograd.avx512_available``)."""
     return bool(_HAVE_AVX512)
 
 # The portable row and column loops, in C (see the header for why).
@@ -158,41 +157,33 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
     column phases ``D[i][l][tw] = row_i[4*tw + l]`` (the one strided pass), ``B^T``
     combines the rows, then ``B`` combines phases (``row[4*tw + 4]`` is phase 0
     at ``tw + 1``).
-    
-
-    Only the channels ``ch_begin .. ch_end - 1`` (default: all) are done, so that
-    several calls can share one chunk's channels.
     """
     cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef Py_ssize_t c1 = C if ch_end < 0 else ch_end
     cdef Py_ssize_t pitch = V.strides[0] // sizeof(real)
     cdef Py_ssize_t L = tiles_w + 1                 # phase length (one extra for the tail)
     cdef Py_ssize_t wp = 4 * L                      # padded row width
-    cdef Py_ssize_t lo = pw, hi
-    cdef Py_ssize_t c, s, th, i, k, ih, t0, n_data
+    cdef Py_ssize_t n_data = data_cols(W, pw, wp)
+    cdef Py_ssize_t c, s, th, i, k, ih, t0
     cdef real* buf
-    cdef real* p
     cdef real* dph
-    hi = pw + W
-    if hi > wp:
-        hi = wp
-    n_data = hi - lo
     cdef int[1] failed
     failed[0] = 0
     if real is float:
         if avx512 and _HAVE_AVX512 and tiles_w >= 16:
             _input_transform_avx512(x, V, n0, nb, ph, pw, tiles_h, tiles_w, num_threads,
-                                    ch_begin, C if ch_end < 0 else ch_end)
+                                    ch_begin, c1)
             return
-        if avx512 and _HAVE_AVX512 and nb * (4 * tiles_h + 2) * (4 * tiles_w + 2) < 2**31:
+        if avx512 and _HAVE_AVX512 and planes_fit(nb, 4, tiles_h, tiles_w, 2):
             # short tile rows: 16 tiles across rows, gathered from a padded plane
-            run_planes(x, V, n0, nb, ch_begin, C if ch_end < 0 else ch_end, ph, pw, 4,
-                       tiles_h, tiles_w, 2, sb_w4_in_plane_f32, num_threads)
+            run_planes(x, V, n0, nb, ch_begin, c1, ph, pw, 4, tiles_h, tiles_w, 2,
+                       sb_w4_in_plane_f32, num_threads)
             return
     with nogil, parallel(num_threads=num_threads):
         # one padded row + D (6 rows x 4 phases x L) + R (6 rows x 4 phases x L)
         buf = <real*> malloc((wp + 48 * L) * sizeof(real))
         if buf != NULL:
-            for c in prange(ch_begin, C if ch_end < 0 else ch_end, schedule="static"):
+            for c in prange(ch_begin, c1, schedule="static"):
                 for s in range(nb):
                     for th in range(tiles_h):
                         for i in range(6):
@@ -201,13 +192,8 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
                             if ih < 0 or ih >= H or n_data <= 0:
                                 memset(dph, 0, wp * sizeof(real))
                                 continue
-                            p = buf
-                            if lo > 0:
-                                memset(p, 0, lo * sizeof(real))
-                            memcpy(p + lo, &x[n0 + s, c, ih, 0], n_data * sizeof(real))
-                            if hi < wp:
-                                memset(p + hi, 0, (wp - hi) * sizeof(real))
-                            _split(p, dph, L)   # the one strided pass
+                            pad_row(buf, wp, &x[n0 + s, c, ih, 0], pw, n_data)
+                            _split(buf, dph, L)   # the one strided pass
                         _in_rows(buf + wp, buf + wp + 24 * L, wp)   # rows: R = B^T D
                         t0 = (s * tiles_h + th) * tiles_w
                         for k in range(6):    # columns: V = R B, over the phases
@@ -233,14 +219,12 @@ cdef void _input_transform_avx512(const float[:, :, :, ::1] x, float[:, :, :] V,
     cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef Py_ssize_t pitch = V.strides[0] // sizeof(float)
     cdef Py_ssize_t rs = 4 * (tiles_w + 16) + 80     # readable length of a padded row
-    cdef Py_ssize_t lo = pw, n_data = W
+    cdef Py_ssize_t n_data = data_cols(W, pw, rs)
     cdef Py_ssize_t c, s, th, i, ih
     cdef float* buf
     cdef const float** rows
     cdef int[1] failed
     failed[0] = 0
-    if lo + n_data > rs:
-        n_data = rs - lo
     with nogil, parallel(num_threads=num_threads):
         buf = <float*> malloc(7 * rs * sizeof(float))   # six row buffers + a zero row
         rows = <const float**> malloc(6 * sizeof(float*))   # per thread, like buf
@@ -254,7 +238,7 @@ cdef void _input_transform_avx512(const float[:, :, :, ::1] x, float[:, :, :] V,
                             if ih < 0 or ih >= H:
                                 rows[i] = buf + 6 * rs
                             else:
-                                memcpy(buf + i * rs + lo, &x[n0 + s, c, ih, 0],
+                                memcpy(buf + i * rs + pw, &x[n0 + s, c, ih, 0],
                                        n_data * sizeof(float))
                                 rows[i] = buf + i * rs
                         sb_w4_in_tilerow_f32(rows, <int> tiles_w,
@@ -274,8 +258,9 @@ def output_transform(const real[:, :, :] M,       # IN  (36, O, nb*tiles_h*tiles
                      Py_ssize_t n0, Py_ssize_t nb,
                      Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads,
         bint avx512, Py_ssize_t ch_begin=0, Py_ssize_t ch_end=-1):
-    """``y = A^T M A`` per tile (outputs past ``Ho``/``Wo`` dropped).  Only channels ``ch_begin .. ch_end - 1`` (default all)."""
+    """``y = A^T M A`` per tile (outputs past ``Ho``/``Wo`` dropped)."""
     cdef Py_ssize_t O = y.shape[1], Ho = y.shape[2], Wo = y.shape[3]
+    cdef Py_ssize_t c1 = O if ch_end < 0 else ch_end
     cdef Py_ssize_t OT = M.strides[0] // sizeof(real)
     cdef Py_ssize_t o, s, th, i, j, t0, oh
     cdef const real* m
@@ -287,13 +272,13 @@ def output_transform(const real[:, :, :] M,       # IN  (36, O, nb*tiles_h*tiles
     failed[0] = 0
     if real is float:
         if avx512 and _HAVE_AVX512:
-            run_out_planes(M, y, n0, nb, ch_begin, O if ch_end < 0 else ch_end, 4, tiles_h,
-                           tiles_w, sb_w4_out_plane_f32, num_threads)
+            run_out_planes(M, y, n0, nb, ch_begin, c1, 4, tiles_h, tiles_w, sb_w4_out_plane_f32,
+                           num_threads)
             return
     with nogil, parallel(num_threads=num_threads):
         buf = <real*> malloc((24 * tiles_w + 4 * wt) * sizeof(real))  # a[4][6] rows + 4 rows
         if buf != NULL:
-            for o in prange(ch_begin, O if ch_end < 0 else ch_end, schedule="static"):
+            for o in prange(ch_begin, c1, schedule="static"):
                 for s in range(nb):
                     for th in range(tiles_h):
                         t0 = (s * tiles_h + th) * tiles_w
@@ -324,33 +309,30 @@ def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
         bint avx512, Py_ssize_t ch_begin=0, Py_ssize_t ch_end=-1):
     """``Gt = A q A^T`` for every 4x4 output-gradient tile ``q`` (zero past ``Ho``/``Wo``),
     ``A`` = the transpose of ``A^T`` above: with ``V`` from :func:`input_transform`,
-    ``dW = G^T (sum_t Gt[:, :, t] V[:, :, t]^T) G`` (see :func:`weight_grad_fold`).
+    ``dW = G^T (sum_t Gt[:, :, t] V[:, :, t]^T) G`` (see
+    ``_winograd_weights.weight_grad_fold``).
 
     Per tile row: the four gradient rows are split into column phases, ``A``
     combines the rows, then ``A`` again combines the phases of each row.
-    
-
-    Only the channels ``ch_begin .. ch_end - 1`` (default: all) are done, so that
-    several calls can share one chunk's channels.
     """
     cdef Py_ssize_t O = g.shape[1], Ho = g.shape[2], Wo = g.shape[3]
+    cdef Py_ssize_t c1 = O if ch_end < 0 else ch_end
     cdef Py_ssize_t pitch = Gt.strides[0] // sizeof(real)
     cdef Py_ssize_t wt = 4 * tiles_w
     cdef Py_ssize_t o, s, th, i, k, oh, t0
     cdef real* buf
-    cdef real* p
     cdef real* r
     cdef int[1] failed
     failed[0] = 0
     if real is float:
-        if avx512 and _HAVE_AVX512 and nb * 16 * tiles_h * tiles_w < 2**31:
-            run_planes(g, Gt, n0, nb, ch_begin, O if ch_end < 0 else ch_end, 0, 0, 4,
-                       tiles_h, tiles_w, 0, sb_w4_grad_plane_f32, num_threads)
+        if avx512 and _HAVE_AVX512 and planes_fit(nb, 4, tiles_h, tiles_w, 0):
+            run_planes(g, Gt, n0, nb, ch_begin, c1, 0, 0, 4, tiles_h, tiles_w, 0,
+                       sb_w4_grad_plane_f32, num_threads)
             return
     with nogil, parallel(num_threads=num_threads):
         buf = <real*> malloc(11 * wt * sizeof(real))   # 1 padded row + 4 split + 6 combined
         if buf != NULL:
-            for o in prange(ch_begin, O if ch_end < 0 else ch_end, schedule="static"):
+            for o in prange(ch_begin, c1, schedule="static"):
                 for s in range(nb):
                     for th in range(tiles_h):
                         for i in range(4):
@@ -358,9 +340,7 @@ def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
                             if oh >= Ho:
                                 memset(buf + (1 + i) * wt, 0, wt * sizeof(real))
                                 continue
-                            memcpy(buf, &g[n0 + s, o, oh, 0], Wo * sizeof(real))
-                            if Wo < wt:
-                                memset(buf + Wo, 0, (wt - Wo) * sizeof(real))
+                            pad_row(buf, wt, &g[n0 + s, o, oh, 0], 0, Wo)
                             _split(buf, buf + (1 + i) * wt, tiles_w)
                         r = buf + 5 * wt
                         _a_rows(buf + wt, wt, r, wt)       # rows: R = A Q (all phases)

@@ -1,6 +1,8 @@
 # The plane driver of the gathered Winograd transforms (wino_planes.h), shared by
 # _winograd.pyx and _winograd4.pyx.
 
+from libc.limits cimport INT_MAX
+
 cdef extern from "wino_planes.h" nogil:
     ctypedef void (*sb_plane_fn)(const float*, Py_ssize_t, const int*, int, float*,
                                  Py_ssize_t) noexcept nogil
@@ -33,6 +35,12 @@ cdef inline int run_planes(const float[:, :, :, ::1] x, float[:, :, :] V, Py_ssi
     if status != 0:
         raise MemoryError("winograd transform: could not allocate a plane buffer")
     return 0
+
+
+cdef inline bint planes_fit(Py_ssize_t nb, int tile, Py_ssize_t tiles_h, Py_ssize_t tiles_w,
+                            int halo) noexcept nogil:
+    """Whether :func:`run_planes` can take these blocks: its tile offsets are ``int``."""
+    return nb * (tile * tiles_h + halo) * (tile * tiles_w + halo) <= INT_MAX
 
 
 cdef inline int run_out_planes(const float[:, :, :] M, float[:, :, :, ::1] y, Py_ssize_t n0,
