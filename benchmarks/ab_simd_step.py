@@ -1,11 +1,14 @@
-"""A/B of the user-written UNet step under two SIMD selections, interleaved in one process.
+"""A/B of the user-written UNet step under several configurations, interleaved in one process.
 
-Each round takes one Adam step (the bench's ``unet-user`` step) under every selection in
-turn (``sandbox.runtime.simd.using``),
-after two untimed steps each; the medians are printed.  Selections are ``isa:gemm`` pairs,
-e.g. the AVX2 path with its AVX2 GEMM against the same path with numpy's BLAS:
+Each round takes one Adam step (the bench's ``unet-user`` step) under every
+configuration in turn, after two untimed steps each; the medians are printed.  A
+configuration is an ``isa:gemm`` pair (``sandbox.runtime.simd.using``), optionally
+followed by ``+KNOB=VALUE`` convolution settings (``sandbox.array.conv.tuned``), e.g.
+the AVX2 path with its AVX2 GEMM against the same path with numpy's BLAS, or the
+Winograd passes with and without their chunks on one thread each:
 
     python benchmarks/ab_simd_step.py --threads 2 --size 64 avx2:avx2 avx2:blas
+    python benchmarks/ab_simd_step.py --threads 2 avx512:avx512 avx512:avx512+winograd_fused=0
 """
 
 from __future__ import annotations
@@ -19,14 +22,19 @@ import numpy as np
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("selections", nargs="+", help="isa:gemm, e.g. avx2:blas")
+    parser.add_argument("selections", nargs="+",
+                        help="isa:gemm[+KNOB=VALUE...], e.g. avx2:blas or "
+                             "avx512:avx512+winograd_fused=0")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--mode", default="bilinear")
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args(argv)
 
+    import contextlib
+
     import sandbox
+    from sandbox.array import conv
     from sandbox.bench._cases_user import user_step, user_unet
     from sandbox.runtime import simd
 
@@ -38,23 +46,37 @@ def main(argv=None) -> None:
     y = rng.integers(0, 2, (batch, args.size, args.size))
     step = user_step(sandbox, user_unet(sandbox, mode=args.mode), x, y)
 
-    selections = {s: dict(zip(("isa", "gemm"), s.split(":"), strict=True))
-                  for s in args.selections}
+    def parse(text):
+        pair, *knobs = text.split("+")
+        settings = {}
+        for item in knobs:
+            key, value = item.split("=", 1)
+            kind = type(getattr(conv.TUNING, key))
+            settings[key] = (value.lower() in ("1", "true", "on") if kind is bool
+                             else kind(value))
+        return dict(zip(("isa", "gemm"), pair.split(":"), strict=True)), settings
+
+    @contextlib.contextmanager
+    def configured(sel):
+        with simd.using(**sel[0]), conv.tuned(**sel[1]):
+            yield
+
+    selections = {s: parse(s) for s in args.selections}
     for sel in selections.values():
-        with simd.using(**sel):
+        with configured(sel):
             step()
             step()
     times = {name: [] for name in selections}
     for _ in range(args.rounds):
         for name, sel in selections.items():
-            with simd.using(**sel):
+            with configured(sel):
                 start = time.perf_counter()
                 step()
                 times[name].append(time.perf_counter() - start)
     print(f"cpu: {simd.cpu().describe()}; {args.threads} thread(s), {args.size}^2, batch "
           f"{batch}, {args.mode}; median ms per step of {args.rounds} interleaved rounds")
     for name, t in times.items():
-        print(f"  {name:16s} {1e3 * statistics.median(t):8.1f}")
+        print(f"  {name:36s} {1e3 * statistics.median(t):8.1f}")
 
 
 if __name__ == "__main__":

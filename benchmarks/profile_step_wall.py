@@ -12,6 +12,7 @@ Wall times: run it on a quiet machine (``profile_step_threads.py`` measures CPU 
 thread instead, which holds on a loaded one).
 
     python benchmarks/profile_step_wall.py --size 64 --mode bilinear
+    python benchmarks/profile_step_wall.py --size 32 --batch 2 --widths 2-2-2-2-2  # fixed costs
 """
 
 from __future__ import annotations
@@ -54,12 +55,14 @@ def _hook_ops(wall: dict, depth: list) -> None:
     _engine._Walk.visit = timed_visit
 
 
-def _measure(sandbox, threads: int, size: int, batch: int, mode: str, steps: int, wall: dict):
+def _measure(sandbox, threads: int, size: int, batch: int, mode: str, steps: int, wall: dict,
+             widths=None):
     from sandbox.bench._cases_user import user_unet
 
     sandbox.set_num_threads(threads)
     sandbox.manual_seed(0)
-    model = user_unet(sandbox, mode=mode)
+    model = user_unet(sandbox, mode=mode) if widths is None else user_unet(
+        sandbox, mode=mode, widths=widths)
     rng = np.random.default_rng(0)
     x = sandbox.from_numpy(rng.standard_normal((batch, 1, size, size), dtype=np.float32))
     y = sandbox.from_numpy(rng.integers(0, 2, (batch, size, size)))
@@ -100,6 +103,9 @@ def main(argv=None) -> None:
     parser.add_argument("--mode", default="bilinear")
     parser.add_argument("--steps", type=int, default=15)
     parser.add_argument("--rows", type=int, default=14)
+    parser.add_argument("--widths", type=lambda v: tuple(map(int, v.split("-"))), default=None,
+                        help="channels per level, e.g. 2-2-2-2-2: with tiny widths the "
+                             "times are the fixed costs of each op (Python, dispatch)")
     args = parser.parse_args(argv)
 
     import sandbox
@@ -107,7 +113,8 @@ def main(argv=None) -> None:
 
     wall, depth = collections.defaultdict(float), [0]
     _hook_ops(wall, depth)
-    runs = {t: _measure(sandbox, t, args.size, args.batch, args.mode, args.steps, wall)
+    runs = {t: _measure(sandbox, t, args.size, args.batch, args.mode, args.steps, wall,
+                         args.widths)
             for t in (1, 2)}
     (ops1, whole1), (ops2, whole2) = runs[1], runs[2]
     cpu = simd.cpu()

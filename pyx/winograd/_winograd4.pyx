@@ -49,6 +49,10 @@ cdef extern from "wino4_avx512.h" nogil:
     void sb_w4_in_tilerow_f32(const float* const* rows, int ntiles, float* v, Py_ssize_t pitch)
     void sb_w4_out_plane_f32(const float* m, Py_ssize_t pitch, int tiles_h, int tiles_w,
                              float* ypl, Py_ssize_t w4)
+    Py_ssize_t SB_W4_ROW_FLOATS(Py_ssize_t tiles_w)
+    void sb_w4_in_rows_channel(const float* x, Py_ssize_t sn, int H, int W, int nb, int ph,
+                               int pw, int n_data, int tiles_h, int tiles_w, float* buf,
+                               Py_ssize_t rs, float* v, Py_ssize_t pitch)
 
 cdef bint _HAVE_AVX512 = sb_w4_avx512_available()   # the CPU can run them
 
@@ -213,40 +217,29 @@ cdef void _input_transform_avx512(const float[:, :, :, ::1] x, float[:, :, :] V,
                                   Py_ssize_t tiles_h, Py_ssize_t tiles_w, int num_threads,
                                   Py_ssize_t ch_begin, Py_ssize_t ch_end):
     """:func:`input_transform` for float32 on AVX-512: one call of
-    ``sb_w4_in_tilerow_f32`` (wino4_avx512.h) per tile row.  Each thread keeps six
-    zero-padded row buffers (their padding is zeroed once: only the data columns
-    are ever rewritten) and one zero row for rows outside the image."""
+    ``sb_w4_in_tilerow_f32`` (wino4_avx512.h) per tile row, by
+    ``sb_w4_in_rows_channel``.  Each thread keeps six zero-padded row buffers (their
+    padding is zeroed once: only the data columns are ever rewritten) and one zero row
+    for rows outside the image."""
     cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef Py_ssize_t pitch = V.strides[0] // sizeof(float)
-    cdef Py_ssize_t rs = 4 * (tiles_w + 16) + 80     # readable length of a padded row
+    cdef Py_ssize_t rs = SB_W4_ROW_FLOATS(tiles_w)     # readable length of a padded row
     cdef Py_ssize_t n_data = data_cols(W, pw, rs)
-    cdef Py_ssize_t c, s, th, i, ih
+    cdef Py_ssize_t c
     cdef float* buf
-    cdef const float** rows
     cdef int[1] failed
     failed[0] = 0
     with nogil, parallel(num_threads=num_threads):
         buf = <float*> malloc(7 * rs * sizeof(float))   # six row buffers + a zero row
-        rows = <const float**> malloc(6 * sizeof(float*))   # per thread, like buf
-        if buf != NULL and rows != NULL:
+        if buf != NULL:
             memset(buf, 0, 7 * rs * sizeof(float))
             for c in prange(ch_begin, ch_end, schedule="static"):
-                for s in range(nb):
-                    for th in range(tiles_h):
-                        for i in range(6):
-                            ih = 4 * th - ph + i
-                            if ih < 0 or ih >= H:
-                                rows[i] = buf + 6 * rs
-                            else:
-                                memcpy(buf + i * rs + pw, &x[n0 + s, c, ih, 0],
-                                       n_data * sizeof(float))
-                                rows[i] = buf + i * rs
-                        sb_w4_in_tilerow_f32(rows, <int> tiles_w,
-                                             &V[0, c, (s * tiles_h + th) * tiles_w], pitch)
+                sb_w4_in_rows_channel(&x[n0, c, 0, 0], x.strides[0] // sizeof(float), <int> H,
+                                      <int> W, <int> nb, ph, pw, <int> n_data, <int> tiles_h,
+                                      <int> tiles_w, buf, rs, &V[0, c, 0], pitch)
         else:
             failed[0] = 1
         free(buf)
-        free(rows)
     if failed[0]:
         raise MemoryError("winograd transform: could not allocate a row buffer")
 

@@ -20,6 +20,37 @@
 typedef void (*sb_plane_fn)(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
                             float *v, ptrdiff_t pitch);
 
+/* One channel of nb samples (x: its plane in the first sample, samples sn apart): each
+ * plane into its block of pad (data rows only: the margins stay as they are, zero), then
+ * fn over the nb * tiles_h * tiles_w tiles at off into v. */
+static inline void sb_wino_in_channel(const float *x, ptrdiff_t sn, int cols, int nb,
+                                      int copy_rows, int copy_cols, int ph, int pw,
+                                      ptrdiff_t hp, ptrdiff_t wp, float *pad, sb_plane_fn fn,
+                                      const int *off, int ntiles, float *v, ptrdiff_t pitch)
+{
+    int s, r;
+    for (s = 0; s < nb; s++) {
+        const float *src = x + (ptrdiff_t)s * sn;
+        float *block = pad + (ptrdiff_t)s * hp * wp;
+        for (r = 0; r < copy_rows; r++)
+            memcpy(block + (r + ph) * wp + pw, src + (ptrdiff_t)r * cols,
+                   (size_t)copy_cols * sizeof(float));
+    }
+    fn(pad, wp, off, ntiles, v, pitch);
+}
+
+/* The tile offsets of sb_wino_in_channel's pad blocks: off[t] for the ntiles tiles of
+ * consecutive samples, per_plane tiles (tiles_w a row) each. */
+static inline void sb_wino_offsets(int *off, int ntiles, int per_plane, int tile, int tiles_w,
+                                   ptrdiff_t hp, ptrdiff_t wp)
+{
+    int t;
+    for (t = 0; t < ntiles; t++) {
+        int s = t / per_plane, u = t % per_plane;
+        off[t] = (int)((s * hp + tile * (u / tiles_w)) * wp + tile * (u % tiles_w));
+    }
+}
+
 /* For samples n0 .. n0+nb-1 and channels c0 .. c1-1 of x (row-major (N, C, rows, cols),
  * strides in elements sn, sc): copy each sample's plane to rows ph.. and columns pw..
  * of its own (tile*tiles_h + halo) x (tile*tiles_w + halo) zero block, the nb blocks
@@ -38,17 +69,13 @@ static int sb_wino_planes(const float *x, ptrdiff_t sn, ptrdiff_t sc, int rows, 
     int copy_rows = rows < hp - ph ? rows : (int)(hp - ph);
     int copy_cols = cols < wp - pw ? cols : (int)(wp - pw);
     int failed = 0;
-    int t;
     int *off = (int *)malloc((size_t)(ntiles > 0 ? ntiles : 1) * sizeof(int));
     if (off == NULL) return -1;
-    for (t = 0; t < ntiles; t++) {
-        int s = t / per_plane, u = t % per_plane;
-        off[t] = (int)((s * hp + tile * (u / tiles_w)) * wp + tile * (u % tiles_w));
-    }
+    sb_wino_offsets(off, ntiles, per_plane, tile, tiles_w, hp, wp);
     #pragma omp parallel num_threads(num_threads)
     {
         float *pad = (float *)malloc((size_t)(nb * hp * wp) * sizeof(float));
-        int c, s, r;
+        int c;
         if (pad == NULL) {
             #pragma omp atomic write
             failed = 1;
@@ -58,14 +85,9 @@ static int sb_wino_planes(const float *x, ptrdiff_t sn, ptrdiff_t sc, int rows, 
         #pragma omp for schedule(static)
         for (c = c0; c < c1; c++) {
             if (pad == NULL) continue;   /* every thread still meets the worksharing loop */
-            for (s = 0; s < nb; s++) {
-                const float *src = x + (ptrdiff_t)(n0 + s) * sn + (ptrdiff_t)c * sc;
-                float *block = pad + (ptrdiff_t)s * hp * wp;
-                for (r = 0; r < copy_rows; r++)
-                    memcpy(block + (r + ph) * wp + pw, src + (ptrdiff_t)r * cols,
-                           (size_t)copy_cols * sizeof(float));
-            }
-            fn(pad, wp, off, ntiles, v + (ptrdiff_t)c * vc, pitch);
+            sb_wino_in_channel(x + (ptrdiff_t)n0 * sn + (ptrdiff_t)c * sc, sn, cols, nb,
+                               copy_rows, copy_cols, ph, pw, hp, wp, pad, fn, off, ntiles,
+                               v + (ptrdiff_t)c * vc, pitch);
         }
         free(pad);
     }
@@ -76,6 +98,27 @@ static int sb_wino_planes(const float *x, ptrdiff_t sn, ptrdiff_t sc, int rows, 
 /* Write one output plane (row length w, tile*tiles_h rows) from M[xi] = m[xi*pitch + t]. */
 typedef void (*sb_out_plane_fn)(const float *m, ptrdiff_t pitch, int tiles_h, int tiles_w,
                                 float *ypl, ptrdiff_t w);
+
+/* One output channel of nb samples (m: its row of M in the first sample's tiles; y: its
+ * plane in the first sample, samples sn apart): fn straight into y, or, when buf is not
+ * NULL, into buf (whole tiles, row length wp) and clipped from there. */
+static inline void sb_wino_out_channel(const float *m, ptrdiff_t pitch, float *y, ptrdiff_t sn,
+                                       int rows, int cols, int nb, int tiles_h, int tiles_w,
+                                       ptrdiff_t wp, float *buf, sb_out_plane_fn fn)
+{
+    int s, r, ntiles = tiles_h * tiles_w;
+    for (s = 0; s < nb; s++) {
+        const float *ms = m + (ptrdiff_t)s * ntiles;
+        float *dst = y + (ptrdiff_t)s * sn;
+        if (buf == NULL) {
+            fn(ms, pitch, tiles_h, tiles_w, dst, cols);
+        } else {
+            fn(ms, pitch, tiles_h, tiles_w, buf, wp);
+            for (r = 0; r < rows; r++)
+                memcpy(dst + (ptrdiff_t)r * cols, buf + r * wp, (size_t)cols * sizeof(float));
+        }
+    }
+}
 
 /* The output transforms' plane loop: for samples n0 .. n0+nb-1 and channels c0 .. c1-1,
  * fn writes the plane of y (row-major (N, C, rows, cols), strides sn, sc) from
@@ -89,12 +132,11 @@ static int sb_wino_out_planes(const float *m, ptrdiff_t mc, ptrdiff_t pitch, flo
 {
     ptrdiff_t hp = (ptrdiff_t)tile * tiles_h, wp = (ptrdiff_t)tile * tiles_w;
     int exact = rows == hp && cols == wp;
-    int ntiles = tiles_h * tiles_w;
     int failed = 0;
     #pragma omp parallel num_threads(num_threads)
     {
         float *buf = exact ? NULL : (float *)malloc((size_t)(hp * wp) * sizeof(float));
-        int c, s, r;
+        int c;
         if (!exact && buf == NULL) {
             #pragma omp atomic write
             failed = 1;
@@ -102,18 +144,9 @@ static int sb_wino_out_planes(const float *m, ptrdiff_t mc, ptrdiff_t pitch, flo
         #pragma omp for schedule(static)
         for (c = c0; c < c1; c++) {
             if (!exact && buf == NULL) continue;   /* still meet the worksharing loop */
-            for (s = 0; s < nb; s++) {
-                const float *ms = m + (ptrdiff_t)c * mc + (ptrdiff_t)s * ntiles;
-                float *dst = y + (ptrdiff_t)(n0 + s) * sn + (ptrdiff_t)c * sc;
-                if (exact) {
-                    fn(ms, pitch, tiles_h, tiles_w, dst, cols);
-                } else {
-                    fn(ms, pitch, tiles_h, tiles_w, buf, wp);
-                    for (r = 0; r < rows; r++)
-                        memcpy(dst + (ptrdiff_t)r * cols, buf + r * wp,
-                               (size_t)cols * sizeof(float));
-                }
-            }
+            sb_wino_out_channel(m + (ptrdiff_t)c * mc, pitch, y + (ptrdiff_t)n0 * sn
+                                + (ptrdiff_t)c * sc, sn, rows, cols, nb, tiles_h, tiles_w,
+                                wp, buf, fn);
         }
         free(buf);
     }

@@ -25,7 +25,7 @@ import numpy as np
 from .._C import _gemm
 from ..runtime import simd
 
-__all__ = ["backend", "grouped_matmul", "lhs", "matmul"]
+__all__ = ["backend", "grouped_matmul", "lhs", "matmul", "product_form"]
 
 
 #: the project's kernels by ``Selection.gemm``: the packed form and the dot form
@@ -65,6 +65,27 @@ def _fits(*arrays) -> bool:
     return arrays[-1].strides[-1] == 4 or arrays[-1].shape[-1] <= 1
 
 
+def product_form(m: int, n: int, k: int, unit_k: bool) -> str:
+    """Which of the project's kernels computes an (m x k) @ (k x n) product: ``"dot"``
+    (the dot-product form), ``"packed"`` or ``"blas"`` (numpy); ``unit_k``: both
+    operands contiguous along k.  A rule of the shapes, so a product's bits do not
+    depend on how its caller cut the work."""
+    small, large = min(m, n), max(m, n)
+    if k >= 2 * small and unit_k and not (small >= 64 and large >= 3 * small):
+        # long K, contiguous on both sides (weight gradients): dot products, no
+        # packing.  Measured (1 thread, GFLOP/s dot vs packed): 147 vs 36 at
+        # 16x16, K=256; 133 vs 77 at 32x32, K=128; 136 vs 115 at 64x64, K=128;
+        # but 117 vs 150 at 64x192, K=128, and slower wherever K is short.  The
+        # AVX2 kernel's (same rule): 58 vs 29, 69 vs 45, 91 vs 78, and 97 vs 99.
+        return "dot"
+    # fewer than 8 rows or a depth under 8 fill too little of a 12x32 or 8x32
+    # register tile: BLAS is faster there (measured: 2x16x4096 40 vs 24 GFLOP/s,
+    # 32x4x1024 53 vs 39).  The same rule for the AVX2 kernel's 4x24 tile (26 vs
+    # 12 at 2x16x4096, 50 vs 37 at 32x4x1024; against OpenBLAS-Haswell, which also
+    # wins just above: 63 vs 41 at 8x16x4096, 71 vs 38 at 32x8x1024).
+    return "packed" if m >= 8 and k >= 8 else "blas"
+
+
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = False,
            num_threads: int = 1) -> bool:
     """``out = a @ b`` (or ``out += a @ b``) for 2-D or equally batched 3-D operands.
@@ -84,22 +105,11 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = Fal
             a, b, out = a[None], b[None], out[None]
         m, k = a.shape[1:]
         n = b.shape[2]
-        small, large = min(m, n), max(m, n)
-        if (k >= 2 * small and a.strides[2] == 4 and b.strides[1] == 4
-                and not (small >= 64 and large >= 3 * small)):
-            # long K, contiguous on both sides (weight gradients): dot products, no
-            # packing.  Measured (1 thread, GFLOP/s dot vs packed): 147 vs 36 at
-            # 16x16, K=256; 133 vs 77 at 32x32, K=128; 136 vs 115 at 64x64, K=128;
-            # but 117 vs 150 at 64x192, K=128, and slower wherever K is short.  The
-            # AVX2 kernel's (same rule): 58 vs 29, 69 vs 45, 91 vs 78, and 97 vs 99.
+        form = product_form(m, n, k, a.strides[2] == 4 and b.strides[1] == 4)
+        if form == "dot":
             dot(a, b.transpose(0, 2, 1), out, accumulate, num_threads)
             return True
-        # fewer than 8 rows or a depth under 8 fill too little of a 12x32 or 8x32
-        # register tile: BLAS is faster there (measured: 2x16x4096 40 vs 24 GFLOP/s,
-        # 32x4x1024 53 vs 39).  The same rule for the AVX2 kernel's 4x24 tile (26 vs
-        # 12 at 2x16x4096, 50 vs 37 at 32x4x1024; against OpenBLAS-Haswell, which also
-        # wins just above: 63 vs 41 at 8x16x4096, 71 vs 38 at 32x8x1024).
-        if m >= 8 and k >= 8:
+        if form == "packed":
             try:
                 packed(a, b, out, accumulate, num_threads)
                 return True

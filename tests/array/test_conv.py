@@ -455,6 +455,48 @@ def test_winograd_is_the_same_in_kernels_or_on_the_pool(c_in, c_out, size):
             np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("gemm", ["avx512", "avx2"])
+@pytest.mark.parametrize("n,c_in,c_out,h,w,pad", [
+    (8, 16, 16, 64, 64, 1),   # F(4x4) by tile rows, exact tiles
+    (5, 16, 24, 33, 70, 1),   # tile rows, partial tiles, a short last chunk
+    (4, 32, 16, 31, 29, 0),   # F(4x4) gathered planes, no padding
+    (6, 16, 16, 16, 16, 2),   # F(2x2), padding 2 (the input gradient's)
+    (3, 17, 19, 9, 13, 1),    # odd channel counts and sizes
+])
+def test_winograd_fused_chunks_give_the_split_bits(gemm, n, c_in, c_out, h, w, pad, monkeypatch):
+    """The forward and the weight gradient with every chunk on one thread
+    (pyx/winograd/wino_fused.h) equal the split form (each chunk's steps shared among
+    the threads) bit for bit, at 1-3 threads, F(2x2) and F(4x4), with a bias, on the
+    AVX-512 and the AVX2 GEMM."""
+    from sandbox.runtime import simd
+
+    if "avx512" not in simd.supported_paths():
+        pytest.skip("the fused form runs the AVX-512 transforms")
+    calls = _spy(monkeypatch, conv.winograd._winograd_fused, "conv")
+    wgrad_calls = _spy(monkeypatch, conv.winograd._winograd_fused, "weight_grad")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((n, c_in, h, w)).astype(np.float32)
+    wt = rng.standard_normal((c_out, c_in, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(c_out).astype(np.float32)
+    ho, wo = h + 2 * pad - 2, w + 2 * pad - 2
+    gy = rng.standard_normal((n, c_out, ho, wo)).astype(np.float32)
+    for tile in (2, 4):
+        with simd.using(gemm=gemm):
+            u = conv.winograd.weight_transform(wt, tile=tile)
+            runs = []
+            for fused, threads in ((False, 1), (True, 1), (True, 2), (True, 3), (False, 2)):
+                y = np.empty((n, c_out, ho, wo), np.float32)
+                with conv.tuned(winograd_fused=fused, winograd_target_tiles=8), \
+                        sandbox.num_threads(threads):
+                    conv.winograd.winograd_conv3x3(x, u, y, pad, pad, 1, b)
+                    gw = conv.winograd.winograd_weight_grad(x, gy, pad, pad, 1, tile)
+                runs.append((y, gw))
+        for run in runs[1:]:
+            for a, e in zip(run, runs[0], strict=True):
+                np.testing.assert_array_equal(a, e)
+    assert calls and wgrad_calls, "the fused paths were not taken"
+
+
 @pytest.mark.parametrize("xs, ws, kwargs", [
     ((2, 4, 7, 6), (6, 2, 3, 2), dict(stride=(2, 1), padding=1, dilation=(1, 2), groups=2)),
     ((2, 3, 5, 6, 4), (4, 3, 2, 3, 2), dict(stride=(1, 2, 1), padding=(1, 0, 1))),

@@ -109,6 +109,11 @@ class ConvTuning:
     #: this needs the short OpenMP spin that ``import sandbox`` sets.  Either way each
     #: channel and point is computed the same, so results are identical.
     split_in_kernels: bool = True
+    #: the Winograd forward and input gradient with each chunk on one thread (transform,
+    #: point GEMMs and output transform in one OpenMP region, pyx/winograd/wino_fused.h)
+    #: when the float32 AVX-512 transforms and the project's GEMM run and there are at
+    #: least two chunks a thread (or one thread).  Same bits as the split form.
+    winograd_fused: bool = True
     #: an im2col/vol2col loop (a forward, or a backward's products) with fewer GEMM
     #: flops than this runs its chunks on the calling thread: below it the worker
     #: pool's Python per chunk (the GIL, lock hand-offs) costs more than the second

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._C import _winograd, _winograd4, _winograd_weights
+from ..._C import _winograd, _winograd4, _winograd_fused, _winograd_weights
 from ...runtime import simd
 from ...runtime.threads import get_num_threads
-from .._gemm import backend, lhs, matmul
+from .._gemm import backend, lhs, matmul, product_form
 from .._parallel import OrderedSum, parallel_map, scratch
 from ._tuning import TUNING
 
@@ -134,7 +134,19 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
     kernels = _KERNELS[tile][1]
     th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, x.itemsize, tile)
     u = lhs(u)  # read in place by the GEMMs of every chunk
-    avx = simd.current().winograd_avx512  # read here, in the caller's thread
+    selection = simd.current()
+    avx = selection.winograd_avx512  # read here, in the caller's thread
+    # the point GEMMs' kernel per chunk size (full chunks, a shorter last one), as matmul
+    # picks it: the dot form only for one-tile chunks, where V's columns are contiguous
+    forms = [product_form(o, cnt * tiles, c, u.strides[2] == 4 and cnt * tiles == 1)
+             for cnt in (blocks[0][2], blocks[-1][2])]
+    if _fused(x, avx, selection, len(blocks), forms):
+        _winograd_fused.conv(x, u, y, ph, pw, tile, th, tw, blocks[0][2],
+                             selection.gemm == "avx2", forms[0] == "dot", forms[1] == "dot",
+                             get_num_threads())
+        if bias is not None:
+            y += bias.reshape(-1, 1, 1)
+        return
 
     def task(block, split=False):
         _, n0, cnt = block
@@ -150,6 +162,19 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
             y[n0:n0 + cnt] += bias.reshape(-1, 1, 1)
 
     _run_blocks(task, blocks, x.dtype)
+
+
+def _fused(x, avx: bool, selection, chunks: int, forms) -> bool:
+    """Whether the Winograd passes run their chunks each on one thread
+    (``_winograd_fused``; ``TUNING.winograd_fused``): float32 with the AVX-512
+    transforms and the project's GEMM for every product (``forms``, from
+    :func:`~sandbox.array._gemm.product_form`), and at least two chunks a thread (a
+    single chunk, the 8x8 and 4x4 maps of a UNet at batch 8, runs faster with its
+    steps shared: ``python benchmarks/bench_conv_passes.py --tuned winograd_fused=...``).
+    Either way the results are the same."""
+    return (TUNING.winograd_fused and avx and x.dtype == np.float32
+            and selection.gemm_own and x.size < 2**31 and "blas" not in forms
+            and chunks >= 2 * get_num_threads())
 
 
 def _run_blocks(task, blocks, dtype) -> None:
@@ -231,8 +256,20 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
     o, ho, wo = g.shape[1:]
     count, kernels = _KERNELS[tile]
     th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, x.itemsize, tile)
+    selection = simd.current()
+    avx = selection.winograd_avx512
+    gw = np.empty((o, c, 3, 3), dtype=x.dtype)
+    forms = [product_form(o, c, cnt * tiles, True) for cnt in (blocks[0][2], blocks[-1][2])]
+    if _fused(x, avx, selection, len(blocks), forms) and g.size < 2**31:
+        total = np.empty((count, o, c), dtype=x.dtype)
+        partial = np.empty((len(blocks), count, o, c), dtype=x.dtype)
+        _winograd_fused.weight_grad(np.ascontiguousarray(x), np.ascontiguousarray(g), partial,
+                                    total, ph, pw, tile, th, tw, blocks[0][2],
+                                    selection.gemm == "avx2", forms[0] == "dot",
+                                    forms[1] == "dot", get_num_threads())
+        _winograd_weights.weight_grad_fold(total, gw, get_num_threads())
+        return gw
     total = OrderedSum(len(blocks))
-    avx = simd.current().winograd_avx512
 
     def task(block, split=False):
         i, n0, cnt = block
@@ -259,7 +296,6 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
         total.add(i, partial)
 
     _run_blocks(task, blocks, x.dtype)
-    gw = np.empty((o, c, 3, 3), dtype=x.dtype)
     # dW = G^T P G per (o, c); after the chunks, so every thread may help
     _winograd_weights.weight_grad_fold(total.out, gw, get_num_threads())
     return gw

@@ -1,0 +1,66 @@
+# Directives: none in this file; setup.py's compiler_directives() sets them for every
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
+"""The Winograd convolution (forward or input gradient) and its weight gradient with each
+chunk of samples on one thread: the transforms and the point GEMMs of a chunk in one
+OpenMP region (wino_fused.h).  Float32 with the AVX-512 transforms of wino2_avx512.h / wino4_avx512.h
+and the project's GEMM (AVX-512 or AVX2); the same bits as the split form of
+sandbox/array/conv/_winograd.py for any chunking and thread count.  Kernel contract as
+in pyx/fused.pxd: the wrapper checks shapes and chooses the path."""
+
+cdef extern from "wino_fused.h" nogil:
+    int sb_wino_conv_f32(const float* x, int N, int C, int H, int W, int ph, int pw,
+                         const float* u, Py_ssize_t up, Py_ssize_t uo, Py_ssize_t uc,
+                         float* y, int O, int Ho, int Wo, int tile, int tiles_h, int tiles_w,
+                         int chunk, int gemm, int dot_full, int dot_last, int num_threads)
+    int sb_wino_wgrad_f32(const float* x, int N, int C, int H, int W, int ph, int pw,
+                          const float* g, int O, int Ho, int Wo, int tile, int tiles_h,
+                          int tiles_w, int chunk, int gemm, int dot_full, int dot_last,
+                          float* partial, float* total, int num_threads)
+
+
+def conv(const float[:, :, :, ::1] x,   # IN  (N, C, H, W)
+         const float[:, :, :] u,         # IN  (P, O, C): the transformed kernels, any strides
+         float[:, :, :, ::1] y,          # OUT (N, O, Ho, Wo), overwritten
+         int ph, int pw, int tile, int tiles_h, int tiles_w, int chunk, bint avx2_gemm,
+         bint dot_full, bint dot_last, int num_threads):
+    """``y = conv2d(x, w, padding=(ph, pw))`` by F(tile x tile, 3x3) with ``u`` the
+    transformed kernels, ``chunk`` samples a task; ``avx2_gemm`` runs the AVX2 GEMM
+    instead of the AVX-512 one; ``dot_full`` / ``dot_last`` as for
+    :func:`weight_grad`."""
+    cdef int status
+    if x.shape[0] == 0 or y.shape[1] == 0:
+        return
+    with nogil:
+        status = sb_wino_conv_f32(&x[0, 0, 0, 0], <int> x.shape[0], <int> x.shape[1],
+                                  <int> x.shape[2], <int> x.shape[3], ph, pw, &u[0, 0, 0],
+                                  u.strides[0] // sizeof(float), u.strides[1] // sizeof(float),
+                                  u.strides[2] // sizeof(float), &y[0, 0, 0, 0],
+                                  <int> y.shape[1], <int> y.shape[2], <int> y.shape[3], tile,
+                                  tiles_h, tiles_w, chunk, 2 if avx2_gemm else 1, dot_full,
+                                  dot_last, num_threads)
+    if status != 0:
+        raise MemoryError("winograd convolution: could not allocate a thread's buffers")
+
+
+def weight_grad(const float[:, :, :, ::1] x,      # IN  (N, C, H, W)
+                const float[:, :, :, ::1] g,      # IN  (N, O, Ho, Wo)
+                float[:, :, :, ::1] partial,      # OUT (chunks, P, O, C): scratch
+                float[:, :, ::1] total,           # OUT (P, O, C)
+                int ph, int pw, int tile, int tiles_h, int tiles_w, int chunk,
+                bint avx2_gemm, bint dot_full, bint dot_last, int num_threads):
+    """``total[p] = sum_chunks Gt[p] @ V[p]^T`` in chunk order: the point sums of the
+    weight gradient before the fold (``_winograd_weights.weight_grad_fold``).
+    ``dot_full`` / ``dot_last``: the dot-product GEMM for full chunks / a shorter last
+    one (else the packed one)."""
+    cdef int status
+    with nogil:
+        status = sb_wino_wgrad_f32(&x[0, 0, 0, 0], <int> x.shape[0], <int> x.shape[1],
+                                   <int> x.shape[2], <int> x.shape[3], ph, pw, &g[0, 0, 0, 0],
+                                   <int> g.shape[1], <int> g.shape[2], <int> g.shape[3], tile,
+                                   tiles_h, tiles_w, chunk, 2 if avx2_gemm else 1, dot_full,
+                                   dot_last, &partial[0, 0, 0, 0], &total[0, 0, 0],
+                                   num_threads)
+    if status != 0:
+        raise MemoryError("winograd weight gradient: could not allocate a thread's buffers")

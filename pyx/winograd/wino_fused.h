@@ -1,0 +1,264 @@
+/* The Winograd convolution with every chunk of samples on one thread (float32, AVX-512
+ * transforms; pyx/winograd/_winograd_fused.pyx): the forward (or input gradient) and the
+ * weight gradient.
+ *
+ * The split form (sandbox/array/conv/_winograd.py) runs one chunk after another and
+ * shares each of its steps (the transforms, the point GEMMs) among the threads: three
+ * OpenMP regions a chunk, each transformed chunk written by one core and read by the
+ * other.  Here each thread takes whole chunks: it transforms one into its own buffers
+ * (the chunk's data still in its cache), multiplies the points and writes the chunk's
+ * outputs (forward) or its partial sums (weight gradient), with no barrier between
+ * chunks.  Each tile is transformed by the same code, each point GEMM computes every
+ * output from the same K blocks whatever columns it is given (sgemm_avx512.h,
+ * sgemm_avx2.h), and the weight gradient's partials are added in chunk order, so the
+ * results are the split form's, bit for bit, for any thread count.
+ *
+ * Chunk k covers samples k*chunk .. min(N, (k+1)*chunk) - 1; its tiles are numbered as
+ * in the split form, t = (s * tiles_h + th) * tiles_w + tw.
+ */
+#ifndef SANDBOX_WINO_FUSED_H
+#define SANDBOX_WINO_FUSED_H
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sgemm_avx2.h"
+#include "sgemm_avx512.h"
+#include "wino2_avx512.h"
+#include "wino4_avx512.h"
+#include "wino_planes.h"
+
+/* How one array (N, C, H, W) of a chunk becomes its points V[p][c][t] (v + p*pitch +
+ * c*t for the chunk's t tiles): the same transform the split form runs (F(4x4) input on
+ * rows of 16 tiles or more by tile rows, else gathered planes). */
+typedef struct {
+    int C, H, W, ph, pw, tiles_h, tiles_w, by_rows, copy_rows, copy_cols, n_rows;
+    ptrdiff_t hp, wp, rs, sample;
+    sb_plane_fn fn;
+    int *off;  /* the tile offsets in a chunk's plane blocks (planes only) */
+} sb_wf_source;
+
+/* halo 2: an input (padding ph, pw); 0: an output gradient (sb_w*_grad_plane_f32). */
+static int sb_wf_source_init(sb_wf_source *q, int C, int H, int W, int ph, int pw, int tile,
+                             int tiles_h, int tiles_w, int halo, int chunk)
+{
+    q->C = C; q->H = H; q->W = W; q->ph = ph; q->pw = pw;
+    q->tiles_h = tiles_h; q->tiles_w = tiles_w;
+    q->by_rows = halo == 2 && tile == 4 && tiles_w >= 16;
+    q->fn = halo == 2 ? (tile == 4 ? sb_w4_in_plane_f32 : sb_w2_in_plane_f32)
+                      : (tile == 4 ? sb_w4_grad_plane_f32 : sb_w2_grad_plane_f32);
+    q->hp = (ptrdiff_t)tile * tiles_h + halo;
+    q->wp = (ptrdiff_t)tile * tiles_w + halo;
+    q->rs = SB_W4_ROW_FLOATS(tiles_w);
+    q->copy_rows = H < q->hp - ph ? H : (int)(q->hp - ph);
+    q->copy_cols = W < q->wp - pw ? W : (int)(q->wp - pw);
+    q->n_rows = W < q->rs - pw ? W : (int)(q->rs - pw);
+    q->sample = (ptrdiff_t)C * H * W;
+    q->off = NULL;
+    if (q->by_rows) return 0;
+    q->off = (int *)malloc((size_t)chunk * tiles_h * tiles_w * sizeof(int));
+    if (q->off == NULL) return -1;
+    sb_wino_offsets(q->off, chunk * tiles_h * tiles_w, tiles_h * tiles_w, tile, tiles_w,
+                    q->hp, q->wp);
+    return 0;
+}
+
+/* Floats of a thread's staging buffer (zeroed once: only data rows are ever written). */
+static size_t sb_wf_source_floats(const sb_wf_source *q, int chunk)
+{
+    return q->by_rows ? (size_t)(7 * q->rs) : (size_t)chunk * (size_t)(q->hp * q->wp);
+}
+
+/* The points of samples n0 .. n0+nb-1 of x into v (planes `pitch` apart). */
+static void sb_wf_source_chunk(const sb_wf_source *q, const float *x, int n0, int nb,
+                               float *buf, float *v, ptrdiff_t pitch)
+{
+    const ptrdiff_t t = (ptrdiff_t)nb * q->tiles_h * q->tiles_w;
+    int c;
+    for (c = 0; c < q->C; c++) {
+        const float *xc = x + (ptrdiff_t)n0 * q->sample + (ptrdiff_t)c * q->H * q->W;
+        if (q->by_rows)
+            sb_w4_in_rows_channel(xc, q->sample, q->H, q->W, nb, q->ph, q->pw, q->n_rows,
+                                  q->tiles_h, q->tiles_w, buf, q->rs, v + (ptrdiff_t)c * t,
+                                  pitch);
+        else
+            sb_wino_in_channel(xc, q->sample, q->W, nb, q->copy_rows, q->copy_cols, q->ph,
+                               q->pw, q->hp, q->wp, buf, q->fn, q->off, (int)t,
+                               v + (ptrdiff_t)c * t, pitch);
+    }
+}
+
+/* A thread's point planes lie one cache line more than a plane apart (as _winograd.py's
+ * _points: planes a multiple of 4 KiB apart alias in the cache). */
+static inline ptrdiff_t sb_wf_pitch(ptrdiff_t plane) { return plane + 16; }
+
+/* c (m x n, rows ldc apart) = a @ b with element (i, j) of a at a + i*sa0 + j*sa1 and of
+ * b at b + i*sb0 + j*sb1: packed, or (dot) by the dot-product kernel, which needs sa1 ==
+ * sb0 == 1 (rows of a and columns of b contiguous along k).  Returns the kernel's
+ * status. */
+static inline int sb_wf_gemm(int gemm, int dot, int m, int n, int k, const float *a,
+                             ptrdiff_t sa0, ptrdiff_t sa1, const float *b, ptrdiff_t sb0,
+                             ptrdiff_t sb1, float *c, ptrdiff_t ldc)
+{
+    if (dot) {  /* b given as its transpose, rows sb1 apart */
+        if (gemm == 2)
+            sb_sgemm_dot_avx2(m, n, k, a, sa0, b, sb1, c, ldc, 0);
+        else
+            sb_sgemm_dot_avx512(m, n, k, a, sa0, b, sb1, c, ldc, 0);
+        return 0;
+    }
+    if (gemm == 2) return sb_sgemm_avx2(m, n, k, a, sa0, sa1, b, sb0, sb1, c, ldc, 0);
+    return sb_sgemm_avx512(m, n, k, a, sa0, sa1, b, sb0, sb1, c, ldc, 0);
+}
+
+/* y (N, O, Ho, Wo) = the convolution of x (N, C, H, W; padding ph, pw) whose transformed
+ * kernels are U[p] (O x C, element (o, c) at u + p*up + o*uo + c*uc), by F(tile x tile,
+ * 3x3) (tile 2 or 4), in chunks of `chunk` samples shared among num_threads threads.
+ * gemm: 1 the AVX-512 kernel, 2 the AVX2 one; the dot-product kernel for full chunks
+ * when dot_full, for a shorter last one when dot_last (sandbox/array/_gemm.py's rule).
+ * Returns 0, or -1 when a buffer could not be allocated (y is then incomplete). */
+static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, int pw,
+                            const float *u, ptrdiff_t up, ptrdiff_t uo, ptrdiff_t uc,
+                            float *y, int O, int Ho, int Wo, int tile, int tiles_h,
+                            int tiles_w, int chunk, int gemm, int dot_full, int dot_last,
+                            int num_threads)
+{
+    const int points = (tile + 2) * (tile + 2), per_plane = tiles_h * tiles_w;
+    const int nchunks = (N + chunk - 1) / chunk;
+    const ptrdiff_t tmax = (ptrdiff_t)chunk * per_plane;
+    const ptrdiff_t pv = sb_wf_pitch((ptrdiff_t)C * tmax), pm = sb_wf_pitch((ptrdiff_t)O * tmax);
+    const sb_out_plane_fn out_fn = tile == 4 ? sb_w4_out_plane_f32 : sb_w2_out_plane_f32;
+    const int exact = Ho == tile * tiles_h && Wo == tile * tiles_w;
+    const ptrdiff_t ys = (ptrdiff_t)O * Ho * Wo;
+    sb_wf_source in;
+    int failed = 0;
+    if (sb_wf_source_init(&in, C, H, W, ph, pw, tile, tiles_h, tiles_w, 2, chunk) != 0)
+        return -1;
+    #pragma omp parallel num_threads(num_threads)
+    {
+        const size_t in_floats = sb_wf_source_floats(&in, chunk);
+        float *v = (float *)malloc((size_t)(points * pv) * sizeof(float));
+        float *m = (float *)malloc((size_t)(points * pm) * sizeof(float));
+        float *in_buf = (float *)malloc(in_floats * sizeof(float));
+        float *out_buf = exact ? NULL : (float *)malloc(
+            (size_t)(tile * tiles_h) * (size_t)(tile * tiles_w) * sizeof(float));
+        int ok = v != NULL && m != NULL && in_buf != NULL && (exact || out_buf != NULL);
+        int k, p, o;
+        if (!ok) {
+            #pragma omp atomic write
+            failed = 1;
+        } else {
+            memset(in_buf, 0, in_floats * sizeof(float));
+        }
+        #pragma omp for schedule(dynamic, 1)
+        for (k = 0; k < nchunks; k++) {
+            const int n0 = k * chunk, nb = N - n0 < chunk ? N - n0 : chunk;
+            const ptrdiff_t t = (ptrdiff_t)nb * per_plane;
+            const int dot = nb == chunk ? dot_full : dot_last;
+            int bad = 0;
+            if (!ok) continue;   /* every thread still meets the worksharing loop */
+            sb_wf_source_chunk(&in, x, n0, nb, in_buf, v, pv);
+            for (p = 0; p < points; p++)  /* M[p] = U[p] @ V[p] */
+                bad |= sb_wf_gemm(gemm, dot, O, (int)t, C, u + p * up, uo, uc, v + p * pv, t, 1,
+                                  m + p * pm, t);
+            if (bad) {
+                #pragma omp atomic write
+                failed = 1;
+                continue;
+            }
+            for (o = 0; o < O; o++)
+                sb_wino_out_channel(m + (ptrdiff_t)o * t, pm,
+                                    y + (ptrdiff_t)n0 * ys + (ptrdiff_t)o * Ho * Wo, ys, Ho,
+                                    Wo, nb, tiles_h, tiles_w, (ptrdiff_t)tile * tiles_w,
+                                    out_buf, out_fn);
+        }
+        free(v);
+        free(m);
+        free(in_buf);
+        free(out_buf);
+    }
+    free(in.off);
+    return failed ? -1 : 0;
+}
+
+/* The weight gradient's point sums of a 3x3 stride-1 convolution of x (N, C, H, W;
+ * padding ph, pw) with output gradient g (N, O, Ho, Wo): total[p] (O x C, contiguous,
+ * planes O*C apart) = sum over chunks, in chunk order, of Gt[p] @ V[p]^T (the chunk's
+ * transformed gradient and input, F(tile x tile, 3x3)).  Each chunk's product goes to
+ * its own plane of `partial` (nchunks x points x O x C); the dot-product kernel runs for
+ * full chunks when dot_full, for a shorter last one when dot_last (the rule of
+ * sandbox/array/_gemm.py, from the shapes).  Returns 0, or -1 when a buffer could not
+ * be allocated. */
+static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph, int pw,
+                             const float *g, int O, int Ho, int Wo, int tile, int tiles_h,
+                             int tiles_w, int chunk, int gemm, int dot_full, int dot_last,
+                             float *partial, float *total, int num_threads)
+{
+    const int points = (tile + 2) * (tile + 2), per_plane = tiles_h * tiles_w;
+    const int nchunks = (N + chunk - 1) / chunk;
+    const ptrdiff_t tmax = (ptrdiff_t)chunk * per_plane, oc = (ptrdiff_t)O * C;
+    const ptrdiff_t pv = sb_wf_pitch((ptrdiff_t)C * tmax), pg = sb_wf_pitch((ptrdiff_t)O * tmax);
+    const ptrdiff_t size = points * oc;
+    sb_wf_source in, grad;
+    int failed = 0;
+    if (sb_wf_source_init(&in, C, H, W, ph, pw, tile, tiles_h, tiles_w, 2, chunk) != 0)
+        return -1;
+    if (sb_wf_source_init(&grad, O, Ho, Wo, 0, 0, tile, tiles_h, tiles_w, 0, chunk) != 0) {
+        free(in.off);
+        return -1;
+    }
+    #pragma omp parallel num_threads(num_threads)
+    {
+        const size_t in_floats = sb_wf_source_floats(&in, chunk);
+        const size_t g_floats = sb_wf_source_floats(&grad, chunk);
+        float *v = (float *)malloc((size_t)(points * pv) * sizeof(float));
+        float *gt = (float *)malloc((size_t)(points * pg) * sizeof(float));
+        float *in_buf = (float *)malloc(in_floats * sizeof(float));
+        float *g_buf = (float *)malloc(g_floats * sizeof(float));
+        int ok = v != NULL && gt != NULL && in_buf != NULL && g_buf != NULL;
+        int k, p;
+        ptrdiff_t e;
+        if (!ok) {
+            #pragma omp atomic write
+            failed = 1;
+        } else {
+            memset(in_buf, 0, in_floats * sizeof(float));
+            memset(g_buf, 0, g_floats * sizeof(float));
+        }
+        #pragma omp for schedule(dynamic, 1)
+        for (k = 0; k < nchunks; k++) {
+            const int n0 = k * chunk, nb = N - n0 < chunk ? N - n0 : chunk;
+            const ptrdiff_t t = (ptrdiff_t)nb * per_plane;
+            const int dot = nb == chunk ? dot_full : dot_last;
+            float *part = partial + (ptrdiff_t)k * size;
+            int bad = 0;
+            if (!ok) continue;
+            sb_wf_source_chunk(&in, x, n0, nb, in_buf, v, pv);
+            sb_wf_source_chunk(&grad, g, n0, nb, g_buf, gt, pg);
+            for (p = 0; p < points; p++)  /* partial[p] = Gt[p] @ V[p]^T */
+                bad |= sb_wf_gemm(gemm, dot, O, C, (int)t, gt + p * pg, t, 1, v + p * pv, 1,
+                                  t, part + p * oc, C);
+            if (bad) {
+                #pragma omp atomic write
+                failed = 1;
+            }
+        }
+        free(v);
+        free(gt);
+        free(in_buf);
+        free(g_buf);
+        /* ((p0 + p1) + p2) + ...: the split form's order (OrderedSum) */
+        #pragma omp for schedule(static)
+        for (e = 0; e < size; e++) {
+            float s = partial[e];
+            for (k = 1; k < nchunks; k++) s += partial[(ptrdiff_t)k * size + e];
+            total[e] = s;
+        }
+    }
+    free(in.off);
+    free(grad.off);
+    return failed ? -1 : 0;
+}
+
+#endif
