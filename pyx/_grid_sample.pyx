@@ -728,6 +728,124 @@ cdef inline Params2d _params_2d(Py_ssize_t H, Py_ssize_t W, int ac) noexcept nog
     return q
 
 
+# The blocked paths (grid_block2d.h, grid_block3d.h) work on up to SB_GS_BLOCK points of
+# one sample at a time, with their scratch on the stack in one layout for both ranks:
+# off[j] is the flat offset of point j's first tap, wt[k * SB_GS_BLOCK + j] the weight
+# of its corner k, ts and ds its fractions and du/dg per axis the same way, ok[j]
+# whether all its taps are inside (the others get weight 0 and take the general path).
+
+cdef inline int _coords_2d(const real* g, Py_ssize_t cnt, Py_ssize_t H, Py_ssize_t W,
+                           Params2d q, int pad, int nearest, int32_t* off, real* wt, real* ts,
+                           real* ds, unsigned char* ok) noexcept nogil:
+    """grid_block2d.h's coordinate pass; returns whether every point is ok."""
+    if real is float:
+        return sb_gs2d_coords_f(g, cnt, H, W, q.sx, q.sy, q.shift, pad, q.lo, q.span_x,
+                                q.span_y, nearest, off, wt, wt + SB_GS_BLOCK,
+                                wt + 2 * SB_GS_BLOCK, wt + 3 * SB_GS_BLOCK, ts,
+                                ts + SB_GS_BLOCK, ds, ds + SB_GS_BLOCK, ok)
+    else:
+        return sb_gs2d_coords_d(g, cnt, H, W, q.sx, q.sy, q.shift, pad, q.lo, q.span_x,
+                                q.span_y, nearest, off, wt, wt + SB_GS_BLOCK,
+                                wt + 2 * SB_GS_BLOCK, wt + 3 * SB_GS_BLOCK, ts,
+                                ts + SB_GS_BLOCK, ds, ds + SB_GS_BLOCK, ok)
+
+
+cdef inline void _gather_2d(const real* xn, Py_ssize_t C, Py_ssize_t H, Py_ssize_t W,
+                            real* outp, Py_ssize_t P, Py_ssize_t cnt, int nearest,
+                            const int32_t* off, const real* wt) noexcept nogil:
+    """grid_block2d.h's gather of the ok points."""
+    if real is float:
+        sb_gs2d_gather_f(xn, C, H * W, W, outp, P, cnt, nearest, off, wt, wt + SB_GS_BLOCK,
+                         wt + 2 * SB_GS_BLOCK, wt + 3 * SB_GS_BLOCK)
+    else:
+        sb_gs2d_gather_d(xn, C, H * W, W, outp, P, cnt, nearest, off, wt, wt + SB_GS_BLOCK,
+                         wt + 2 * SB_GS_BLOCK, wt + 3 * SB_GS_BLOCK)
+
+
+cdef inline void _push_2d(const real* xn, const real* gyn, real* gxn, real* acc, Py_ssize_t C,
+                          Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t cnt,
+                          const Py_ssize_t* idx, int nearest, int deriv, const int32_t* off,
+                          const real* wt, const real* ts, const unsigned char* ok) noexcept nogil:
+    """grid_block2d.h's backward of the ok points: the push, and acc (as ds) with deriv."""
+    if real is float:
+        sb_gs2d_backward_f(xn, gyn, gxn, acc, acc + SB_GS_BLOCK, C, H * W, W, P, cnt, idx,
+                           nearest, deriv, off, wt, wt + SB_GS_BLOCK, wt + 2 * SB_GS_BLOCK,
+                           wt + 3 * SB_GS_BLOCK, ts, ts + SB_GS_BLOCK, ok)
+    else:
+        sb_gs2d_backward_d(xn, gyn, gxn, acc, acc + SB_GS_BLOCK, C, H * W, W, P, cnt, idx,
+                           nearest, deriv, off, wt, wt + SB_GS_BLOCK, wt + 2 * SB_GS_BLOCK,
+                           wt + 3 * SB_GS_BLOCK, ts, ts + SB_GS_BLOCK, ok)
+
+
+cdef inline void _block_params(int ac, Py_ssize_t size, real* scale, real* span) noexcept nogil:
+    """Unnormalisation scale and reflection span of one axis (as _coord and _reflect)."""
+    if ac:
+        scale[0] = <real>(size - 1) * <real>0.5
+        span[0] = <real>(size - 1)
+    else:
+        scale[0] = <real>size * <real>0.5
+        span[0] = <real>size
+
+
+cdef inline void _params_3d(int ac, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, real* scale,
+                            real* span, real* shift, real* lo) noexcept nogil:
+    """_params_2d for x, y and z: the scale and reflection span per axis, shift and lo."""
+    _block_params(ac, W, &scale[0], &span[0])
+    _block_params(ac, H, &scale[1], &span[1])
+    _block_params(ac, D, &scale[2], &span[2])
+    shift[0] = 0 if ac else <real>0.5
+    lo[0] = 0 if ac else <real>-0.5
+
+
+cdef inline int _coords_3d(const real* g, Py_ssize_t cnt, Py_ssize_t D, Py_ssize_t H,
+                           Py_ssize_t W, const real* scale, real shift, int pad, real lo,
+                           const real* span, int nearest, int32_t* off, real* wt, real* ts,
+                           real* ds, unsigned char* ok) noexcept nogil:
+    """grid_block3d.h's coordinate pass; returns whether every point is ok."""
+    if real is float:
+        return sb_gs3d_coords_f(g, cnt, D, H, W, scale, shift, pad, lo, span, nearest, off, wt,
+                                ts, ds, ok)
+    else:
+        return sb_gs3d_coords_d(g, cnt, D, H, W, scale, shift, pad, lo, span, nearest, off, wt,
+                                ts, ds, ok)
+
+
+cdef inline void _gather_3d(const real* xn, Py_ssize_t C, Py_ssize_t S, Py_ssize_t H,
+                            Py_ssize_t W, real* outp, Py_ssize_t P, Py_ssize_t cnt, int nearest,
+                            const int32_t* off, const real* wt) noexcept nogil:
+    """grid_block3d.h's gather of the ok points."""
+    if real is float:
+        sb_gs3d_gather_f(xn, C, S, H, W, outp, P, cnt, nearest, off, wt)
+    else:
+        sb_gs3d_gather_d(xn, C, S, H, W, outp, P, cnt, nearest, off, wt)
+
+
+cdef inline void _push_3d(const real* xn, const real* gyn, real* gxn, real* acc, Py_ssize_t C,
+                          Py_ssize_t S, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P,
+                          Py_ssize_t cnt, const Py_ssize_t* idx, int nearest, int deriv,
+                          const int32_t* off, const real* wt, const real* ts,
+                          const unsigned char* ok) noexcept nogil:
+    """grid_block3d.h's backward of the ok points: the push, and acc (as ds) with deriv."""
+    if real is float:
+        sb_gs3d_backward_f(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv, off, wt,
+                           ts, ok)
+    else:
+        sb_gs3d_backward_d(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv, off, wt,
+                           ts, ok)
+
+
+cdef inline void _grid_grad_block(real* ggn, const Py_ssize_t* idx, Py_ssize_t cnt, int nd,
+                                  const real* acc, const real* ds,
+                                  const unsigned char* ok) noexcept nogil:
+    """The grid gradient of the ok points: per axis, acc (d loss / du) times du/dg."""
+    cdef Py_ssize_t j
+    cdef int k
+    for j in range(cnt):
+        if ok[j]:
+            for k in range(nd):
+                ggn[nd * idx[j] + k] = acc[k * SB_GS_BLOCK + j] * ds[k * SB_GS_BLOCK + j]
+
+
 cdef inline void _forward_block_2d(const real* xn, const real* gp, real* outp, Py_ssize_t C,
                                    Py_ssize_t P, Py_ssize_t cnt, Py_ssize_t H, Py_ssize_t W,
                                    int mode, int pad, int ac, int isa) noexcept nogil:
@@ -736,34 +854,26 @@ cdef inline void _forward_block_2d(const real* xn, const real* gp, real* outp, P
     grid_simd2d.h's AVX-512 pass), then the general path for the points with a tap
     outside (or reflected more than once)."""
     cdef int32_t off[SB_GS_BLOCK]
-    cdef real w0[SB_GS_BLOCK]
-    cdef real w1[SB_GS_BLOCK]
-    cdef real w2[SB_GS_BLOCK]
-    cdef real w3[SB_GS_BLOCK]
-    cdef real tx[SB_GS_BLOCK]
-    cdef real ty[SB_GS_BLOCK]
-    cdef real dx[SB_GS_BLOCK]
-    cdef real dy[SB_GS_BLOCK]
+    cdef real wt[4 * SB_GS_BLOCK]
+    cdef real ts[2 * SB_GS_BLOCK]
+    cdef real ds[2 * SB_GS_BLOCK]
     cdef unsigned char ok[SB_GS_BLOCK]
     cdef Params2d q = _params_2d(H, W, ac)
     cdef int all_ok, nearest = mode == NEAREST
+    cdef bint done = False
     cdef Py_ssize_t j
     if real is float:
-        if not sb_gs2d_fused_f(isa, xn, gp, outp, C, H, W, P, cnt, nearest, pad, q.sx, q.sy,
-                               q.shift, q.lo, q.span_x, q.span_y, ok, &all_ok):
-            all_ok = sb_gs2d_coords_f(gp, cnt, H, W, q.sx, q.sy, q.shift, pad, q.lo, q.span_x,
-                                      q.span_y, nearest, off, w0, w1, w2, w3, tx, ty, dx, dy,
-                                      ok)
-            sb_gs2d_gather_f(xn, C, H * W, W, outp, P, cnt, nearest, off, w0, w1, w2, w3)
-    else:
-        all_ok = sb_gs2d_coords_d(gp, cnt, H, W, q.sx, q.sy, q.shift, pad, q.lo, q.span_x,
-                                  q.span_y, nearest, off, w0, w1, w2, w3, tx, ty, dx, dy, ok)
-        sb_gs2d_gather_d(xn, C, H * W, W, outp, P, cnt, nearest, off, w0, w1, w2, w3)
+        done = sb_gs2d_fused_f(isa, xn, gp, outp, C, H, W, P, cnt, nearest, pad, q.sx, q.sy,
+                               q.shift, q.lo, q.span_x, q.span_y, ok, &all_ok)
+    if not done:
+        all_ok = _coords_2d(gp, cnt, H, W, q, pad, nearest, off, wt, ts, ds, ok)
+        _gather_2d(xn, C, H, W, outp, P, cnt, nearest, off, wt)
     if not all_ok:
         for j in range(cnt):
             if not ok[j]:
                 _forward_point(xn, gp + 2 * j, outp + j, C, H * W, P, 2, 1, H, W, mode, pad,
                                ac)
+
 
 cdef inline void _forward_block_2d_cubic(const real* xn, const real* gp, real* outp,
                                          Py_ssize_t C, Py_ssize_t P, Py_ssize_t cnt,
@@ -791,14 +901,56 @@ cdef inline void _forward_block_2d_cubic(const real* xn, const real* gp, real* o
                                ac)
 
 
-cdef inline void _block_params(int ac, Py_ssize_t size, real* scale, real* span) noexcept nogil:
-    """Unnormalisation scale and reflection span of one axis (as _coord and _reflect)."""
-    if ac:
-        scale[0] = <real>(size - 1) * <real>0.5
-        span[0] = <real>(size - 1)
-    else:
-        scale[0] = <real>size * <real>0.5
-        span[0] = <real>size
+cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real* gn,
+                                    real* gxn, real* ggn, const Py_ssize_t* pts, Py_ssize_t p0,
+                                    Py_ssize_t cnt, Py_ssize_t C, Py_ssize_t P, Py_ssize_t H,
+                                    Py_ssize_t W, int mode, int pad, int ac,
+                                    int isa) noexcept nogil:
+    """The backward of ``cnt`` <= SB_GS_BLOCK points of one sample (2-D, nearest or bilinear;
+    H, W >= 2): points pts[0..cnt) of the sample, or p0 ... p0 + cnt - 1 when pts is
+    NULL.  Pushes into gxn and writes the grid gradient into ggn (each unless NULL);
+    the points with a tap outside go through _backward_point afterwards.  Float32 with
+    ``isa`` = 2 runs grid_simd2d.h's AVX-512 pass (the same values)."""
+    cdef Py_ssize_t idx[SB_GS_BLOCK]
+    cdef real gbuf[2 * SB_GS_BLOCK]
+    cdef int32_t off[SB_GS_BLOCK]
+    cdef real wt[4 * SB_GS_BLOCK]
+    cdef real ts[2 * SB_GS_BLOCK]
+    cdef real ds[2 * SB_GS_BLOCK]
+    cdef real acc[2 * SB_GS_BLOCK]
+    cdef unsigned char ok[SB_GS_BLOCK]
+    cdef Params2d q = _params_2d(H, W, ac)
+    cdef int all_ok, nearest = mode == NEAREST
+    cdef int deriv = ggn != NULL and mode != NEAREST
+    cdef bint done = False
+    cdef Py_ssize_t j, i
+    if real is float:
+        if pts == NULL:  # consecutive points: read in place
+            done = sb_gs2d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, H, W, P,
+                                        cnt, gn + 2 * p0, NULL, p0, nearest, pad, q.sx, q.sy,
+                                        q.shift, q.lo, q.span_x, q.span_y, ok, &all_ok)
+    for j in range(cnt):
+        i = pts[j] if pts != NULL else p0 + j
+        idx[j] = i
+        if not done:
+            gbuf[2 * j] = gn[2 * i]
+            gbuf[2 * j + 1] = gn[2 * i + 1]
+    if real is float:
+        if not done:
+            done = sb_gs2d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, H, W, P,
+                                        cnt, gbuf, idx, 0, nearest, pad, q.sx, q.sy, q.shift,
+                                        q.lo, q.span_x, q.span_y, ok, &all_ok)
+    if not done:
+        all_ok = _coords_2d(gbuf, cnt, H, W, q, pad, nearest, off, wt, ts, ds, ok)
+        _push_2d(xn, gyn, gxn, acc, C, H, W, P, cnt, idx, nearest, deriv, off, wt, ts, ok)
+        if deriv:
+            _grid_grad_block(ggn, idx, cnt, 2, acc, ds, ok)
+    if not all_ok and not (nearest and pad != REFLECTION):  # as in _backward_block_3d
+        for j in range(cnt):
+            if not ok[j]:
+                _backward_point(gyn + idx[j], xn, gn + 2 * idx[j], gxn,
+                                NULL if ggn == NULL else ggn + 2 * idx[j], C, H * W, P, 2, 1,
+                                H, W, mode, pad, ac)
 
 
 cdef inline void _forward_block_3d(const real* xn, const real* gp, real* outp, Py_ssize_t C,
@@ -814,23 +966,18 @@ cdef inline void _forward_block_3d(const real* xn, const real* gp, real* outp, P
     cdef unsigned char ok[SB_GS_BLOCK]
     cdef real scale[3]
     cdef real span[3]
-    cdef real shift = 0 if ac else <real>0.5
-    cdef real lo = 0 if ac else <real>-0.5
+    cdef real shift, lo
     cdef int all_ok, nearest = mode == NEAREST
+    cdef bint done = False
     cdef Py_ssize_t j, S = D * H * W
-    _block_params(ac, W, &scale[0], &span[0])
-    _block_params(ac, H, &scale[1], &span[1])
-    _block_params(ac, D, &scale[2], &span[2])
+    _params_3d(ac, D, H, W, scale, span, &shift, &lo)
     if real is float:
-        if not sb_gs3d_fused_f(isa, xn, gp, outp, C, D, H, W, P, cnt, nearest, pad, scale,
-                               shift, lo, span, ok, &all_ok):
-            all_ok = sb_gs3d_coords_f(gp, cnt, D, H, W, scale, shift, pad, lo, span, nearest,
-                                      off, wt, ts, ds, ok)
-            sb_gs3d_gather_f(xn, C, S, H, W, outp, P, cnt, nearest, off, wt)
-    else:
-        all_ok = sb_gs3d_coords_d(gp, cnt, D, H, W, scale, shift, pad, lo, span, nearest, off,
-                                  wt, ts, ds, ok)
-        sb_gs3d_gather_d(xn, C, S, H, W, outp, P, cnt, nearest, off, wt)
+        done = sb_gs3d_fused_f(isa, xn, gp, outp, C, D, H, W, P, cnt, nearest, pad, scale,
+                               shift, lo, span, ok, &all_ok)
+    if not done:
+        all_ok = _coords_3d(gp, cnt, D, H, W, scale, shift, pad, lo, span, nearest, off, wt,
+                            ts, ds, ok)
+        _gather_3d(xn, C, S, H, W, outp, P, cnt, nearest, off, wt)
     if not all_ok:
         for j in range(cnt):
             if not ok[j]:
@@ -853,15 +1000,12 @@ cdef inline void _backward_block_3d(const real* gyn, const real* xn, const real*
     cdef unsigned char ok[SB_GS_BLOCK]
     cdef real scale[3]
     cdef real span[3]
-    cdef real shift = 0 if ac else <real>0.5
-    cdef real lo = 0 if ac else <real>-0.5
+    cdef real shift, lo
     cdef int all_ok, nearest = mode == NEAREST
     cdef int deriv = ggn != NULL and mode != NEAREST
     cdef bint done = False
     cdef Py_ssize_t j, q, k, S = D * H * W
-    _block_params(ac, W, &scale[0], &span[0])
-    _block_params(ac, H, &scale[1], &span[1])
-    _block_params(ac, D, &scale[2], &span[2])
+    _params_3d(ac, D, H, W, scale, span, &shift, &lo)
     if real is float:
         if pts == NULL:  # consecutive points: read in place
             done = sb_gs3d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, D, H, W,
@@ -878,21 +1022,12 @@ cdef inline void _backward_block_3d(const real* gyn, const real* xn, const real*
             done = sb_gs3d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, D, H, W,
                                         P, cnt, gbuf, idx, 0, nearest, pad, scale, shift, lo,
                                         span, ok, &all_ok)
-        if not done:
-            all_ok = sb_gs3d_coords_f(gbuf, cnt, D, H, W, scale, shift, pad, lo, span, nearest,
-                                      off, wt, ts, ds, ok)
-            sb_gs3d_backward_f(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv, off,
-                               wt, ts, ok)
-    else:
-        all_ok = sb_gs3d_coords_d(gbuf, cnt, D, H, W, scale, shift, pad, lo, span, nearest,
-                                  off, wt, ts, ds, ok)
-        sb_gs3d_backward_d(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv, off, wt,
-                           ts, ok)
-    if deriv and not done:
-        for j in range(cnt):
-            if ok[j]:
-                for k in range(3):
-                    ggn[3 * idx[j] + k] = acc[k * SB_GS_BLOCK + j] * ds[k * SB_GS_BLOCK + j]
+    if not done:
+        all_ok = _coords_3d(gbuf, cnt, D, H, W, scale, shift, pad, lo, span, nearest, off, wt,
+                            ts, ds, ok)
+        _push_3d(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv, off, wt, ts, ok)
+        if deriv:
+            _grid_grad_block(ggn, idx, cnt, 3, acc, ds, ok)
     # a nearest point that is not inside has no tap (none to push, no grid gradient),
     # unless it was reflected more than once (reflection: then it needs the general path)
     if not all_ok and not (nearest and pad != REFLECTION):
@@ -957,74 +1092,6 @@ def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N
             _forward_point(xb + n * C * S, gb + i * nd, ob + n * C * P + p, C, S, P, nd,
                            D, H, W, mode, pad, ac)
 
-
-cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real* gn,
-                                    real* gxn, real* ggn, const Py_ssize_t* pts, Py_ssize_t p0,
-                                    Py_ssize_t cnt, Py_ssize_t C, Py_ssize_t P, Py_ssize_t H,
-                                    Py_ssize_t W, int mode, int pad, int ac,
-                                    int isa) noexcept nogil:
-    """The backward of ``cnt`` <= SB_GS_BLOCK points of one sample (2-D, nearest or bilinear;
-    H, W >= 2): points pts[0..cnt) of the sample, or p0 ... p0 + cnt - 1 when pts is
-    NULL.  Pushes into gxn and writes the grid gradient into ggn (each unless NULL);
-    the points with a tap outside go through _backward_point afterwards.  Float32 with
-    ``isa`` = 2 runs grid_simd2d.h's AVX-512 pass (the same values)."""
-    cdef Py_ssize_t idx[SB_GS_BLOCK]
-    cdef real gbuf[2 * SB_GS_BLOCK]
-    cdef int32_t off[SB_GS_BLOCK]
-    cdef real w0[SB_GS_BLOCK]
-    cdef real w1[SB_GS_BLOCK]
-    cdef real w2[SB_GS_BLOCK]
-    cdef real w3[SB_GS_BLOCK]
-    cdef real tx[SB_GS_BLOCK]
-    cdef real ty[SB_GS_BLOCK]
-    cdef real dx[SB_GS_BLOCK]
-    cdef real dy[SB_GS_BLOCK]
-    cdef real ax[SB_GS_BLOCK]
-    cdef real ay[SB_GS_BLOCK]
-    cdef unsigned char ok[SB_GS_BLOCK]
-    cdef Params2d q = _params_2d(H, W, ac)
-    cdef int all_ok, nearest = mode == NEAREST
-    cdef int deriv = ggn != NULL and mode != NEAREST
-    cdef bint done = False
-    cdef Py_ssize_t j, i
-    if real is float:
-        if pts == NULL:  # consecutive points: read in place
-            done = sb_gs2d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, H, W, P,
-                                        cnt, gn + 2 * p0, NULL, p0, nearest, pad, q.sx, q.sy,
-                                        q.shift, q.lo, q.span_x, q.span_y, ok, &all_ok)
-    for j in range(cnt):
-        i = pts[j] if pts != NULL else p0 + j
-        idx[j] = i
-        if not done:
-            gbuf[2 * j] = gn[2 * i]
-            gbuf[2 * j + 1] = gn[2 * i + 1]
-    if real is float:
-        if not done:
-            done = sb_gs2d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, H, W, P,
-                                        cnt, gbuf, idx, 0, nearest, pad, q.sx, q.sy, q.shift,
-                                        q.lo, q.span_x, q.span_y, ok, &all_ok)
-        if not done:
-            all_ok = sb_gs2d_coords_f(gbuf, cnt, H, W, q.sx, q.sy, q.shift, pad, q.lo, q.span_x,
-                                      q.span_y, nearest, off, w0, w1, w2, w3, tx, ty, dx, dy,
-                                      ok)
-            sb_gs2d_backward_f(xn, gyn, gxn, ax, ay, C, H * W, W, P, cnt, idx, nearest, deriv,
-                               off, w0, w1, w2, w3, tx, ty, ok)
-    else:
-        all_ok = sb_gs2d_coords_d(gbuf, cnt, H, W, q.sx, q.sy, q.shift, pad, q.lo, q.span_x,
-                                  q.span_y, nearest, off, w0, w1, w2, w3, tx, ty, dx, dy, ok)
-        sb_gs2d_backward_d(xn, gyn, gxn, ax, ay, C, H * W, W, P, cnt, idx, nearest, deriv, off,
-                           w0, w1, w2, w3, tx, ty, ok)
-    if deriv and not done:
-        for j in range(cnt):
-            if ok[j]:
-                ggn[2 * idx[j]] = ax[j] * dx[j]
-                ggn[2 * idx[j] + 1] = ay[j] * dy[j]
-    if not all_ok and not (nearest and pad != REFLECTION):  # as in _backward_block_3d
-        for j in range(cnt):
-            if not ok[j]:
-                _backward_point(gyn + idx[j], xn, gn + 2 * idx[j], gxn,
-                                NULL if ggn == NULL else ggn + 2 * idx[j], C, H * W, P, 2, 1,
-                                H, W, mode, pad, ac)
 
 cdef inline Py_ssize_t _chunk_start(Py_ssize_t P, Py_ssize_t c) noexcept nogil:
     """The first point of chunk c of the push's sort (c = SORT_CHUNKS: P)."""
@@ -1152,13 +1219,10 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
     cdef Params2d q = _params_2d(H, W, ac)
     cdef float scale3[3]
     cdef float span3[3]
-    cdef float shift3 = 0 if ac else 0.5
-    cdef float lo3 = 0 if ac else -0.5
+    cdef float shift3, lo3
     if N * P == 0:
         return
-    _block_params(ac, W, &scale3[0], &span3[0])
-    _block_params(ac, H, &scale3[1], &span3[1])
-    _block_params(ac, D, &scale3[2], &span3[2])
+    _params_3d(ac, D, H, W, scale3, span3, &shift3, &lo3)
     sb_clear_upper_state()
     if gxb == NULL and blocked:  # grid gradient only, by blocks of points
         nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
