@@ -20,9 +20,9 @@ with respect to the input is ``col2im(weight.T @ grad_cols)``.
 """
 
 from cython.parallel cimport prange
-from libc.string cimport memcpy, memset
+from libc.string cimport memset
 
-from cols cimport _valid_hi, _valid_lo
+from cols cimport _fold_row, _unfold_row, _valid_hi, _valid_lo
 from fused cimport real
 
 
@@ -52,8 +52,7 @@ def im2col(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
     """
     cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef Py_ssize_t rows = C * kh * kw, plane = ho * wo
-    cdef Py_ssize_t r, c, ki, kj, s, oh, ow, ih, off, lo, hi
-    cdef const real* src
+    cdef Py_ssize_t r, c, ki, kj, s, oh, ih, off, lo, hi
     cdef real* dst
     with nogil:
         for r in prange(rows, schedule="static", num_threads=num_threads):
@@ -70,16 +69,7 @@ def im2col(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
                     if ih < 0 or ih >= H or lo >= hi:
                         memset(dst, 0, wo * sizeof(real))
                     else:
-                        src = &x[n0 + s, c, ih, 0]
-                        if lo > 0:
-                            memset(dst, 0, lo * sizeof(real))
-                        if sw == 1:
-                            memcpy(dst + lo, src + lo - off, (hi - lo) * sizeof(real))
-                        else:
-                            for ow in range(lo, hi):
-                                dst[ow] = src[ow * sw - off]
-                        if hi < wo:
-                            memset(dst + hi, 0, (wo - hi) * sizeof(real))
+                        _unfold_row(&x[n0 + s, c, ih, 0], dst, off, sw, lo, hi, wo)
                     dst = dst + wo
 
 
@@ -96,10 +86,9 @@ def col2im(const real[:, ::1] col,       # IN  (C*kh*kw, nb*ho*wo)
     """
     cdef Py_ssize_t C = out.shape[1], H = out.shape[2], W = out.shape[3]
     cdef Py_ssize_t plane = ho * wo
-    cdef Py_ssize_t p, c, s, ki, kj, oh, ow, ih, off, lo, hi
+    cdef Py_ssize_t p, c, s, ki, kj, oh, ih, off, lo, hi
     cdef const real* src
     cdef real* dst
-    cdef real* row
     with nogil:
         for p in prange(nb * C, schedule="static", num_threads=num_threads):
             s = p // C
@@ -118,10 +107,4 @@ def col2im(const real[:, ::1] col,       # IN  (C*kh*kw, nb*ho*wo)
                         ih = oh * sh - ph + ki * dh
                         if ih < 0 or ih >= H:
                             continue
-                        row = dst + ih * W - off
-                        if sw == 1:
-                            for ow in range(lo, hi):
-                                row[ow] = row[ow] + src[oh * wo + ow]
-                        else:
-                            for ow in range(lo, hi):
-                                row[ow * sw] = row[ow * sw] + src[oh * wo + ow]
+                        _fold_row(src + oh * wo, dst + ih * W - off, sw, lo, hi)

@@ -159,94 +159,81 @@ def channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x, double[::1] s
             sum_gx[c] = sgx
 
 
+cdef inline void _affine(const real* x, real* out, real a, real b, Py_ssize_t n,
+                         bint relu) noexcept nogil:
+    """``out = x * a + b``; with ``relu``, ``max(., 0)`` of it (NaN propagates)."""
+    if real is float:
+        if relu:
+            sb_affine_relu_f(x, out, a, b, n)
+        else:
+            sb_affine_f(x, out, a, b, n)
+    else:
+        if relu:
+            sb_affine_relu_d(x, out, a, b, n)
+        else:
+            sb_affine_d(x, out, a, b, n)
+
+
 def affine(const real[:, :, ::1] x, const real[::1] scale, const real[::1] shift,
-           real[:, :, ::1] out, int num_threads):
-    """``out[n, c, l] = x[n, c, l] * scale[c] + shift[c]``, parallel over (n, c) planes.
+           real[:, :, ::1] out, int num_threads, bint relu=False):
+    """``out[n, c, l] = x[n, c, l] * scale[c] + shift[c]``, parallel over (n, c) planes;
+    with ``relu``, ``max(., 0)`` of it (batch norm + ReLU, below).
 
     Arguments: ``x`` (IN), ``scale`` (IN), ``shift`` (IN), ``out`` (OUT), ``num_threads``
-    (IN).
+    (IN), ``relu`` (IN).
     """
     cdef Py_ssize_t n_chan = x.shape[1], length = x.shape[2]
     cdef Py_ssize_t plane, n, c
-    cdef real a, b
-    cdef const real* src
-    cdef real* dst
     with nogil:
         for plane in prange(x.shape[0] * n_chan, schedule="static", num_threads=num_threads):
             n = plane // n_chan
             c = plane - n * n_chan
-            a = scale[c]
-            b = shift[c]
-            src = &x[n, c, 0]
-            dst = &out[n, c, 0]
-            if real is float:
-                sb_affine_f(src, dst, a, b, length)
-            else:
-                sb_affine_d(src, dst, a, b, length)
+            _affine(&x[n, c, 0], &out[n, c, 0], scale[c], shift[c], length, relu)
 
 
-def affine2(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[::1] a,
-            const real[::1] b, const real[::1] shift, real[:, :, ::1] out, int num_threads):
-    """``out = a[c] * g + b[c] * x + shift[c]`` (the batch-norm input gradient), per plane.
+cdef inline void _affine2(const real* g, const real* x, const real* y, real* out, real a,
+                          real b, real c, Py_ssize_t n, bint masked) noexcept nogil:
+    """``out = a * g + b * x + c``; with ``masked``, ``g * (y > 0)`` in place of ``g``."""
+    if real is float:
+        if masked:
+            sb_masked_affine2_f(g, x, y, out, a, b, c, n)
+        else:
+            sb_affine2_f(g, x, out, a, b, c, n)
+    else:
+        if masked:
+            sb_masked_affine2_d(g, x, y, out, a, b, c, n)
+        else:
+            sb_affine2_d(g, x, out, a, b, c, n)
 
-    Arguments: ``g`` (IN), ``x`` (IN), ``a`` (IN), ``b`` (IN), ``shift`` (IN), ``out``
-    (OUT), ``num_threads`` (IN).
+
+def affine2(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[:, :, ::1] y,
+            const real[::1] a, const real[::1] b, const real[::1] shift, real[:, :, ::1] out,
+            int num_threads):
+    """``out = a[c] * g + b[c] * x + shift[c]`` (the batch-norm input gradient), per plane;
+    with ``y`` (not None), ``g * (y > 0)`` in place of ``g`` (batch norm + ReLU, below).
+
+    Arguments: ``g`` (IN), ``x`` (IN), ``y`` (IN, or None), ``a`` (IN), ``b`` (IN),
+    ``shift`` (IN), ``out`` (OUT), ``num_threads`` (IN).
     """
     cdef Py_ssize_t n_chan = g.shape[1], length = g.shape[2]
     cdef Py_ssize_t plane, n, c
-    cdef real ac, bc, sc
-    cdef const real* gp
-    cdef const real* xp
-    cdef real* dst
+    cdef bint masked = y is not None
     with nogil:
         for plane in prange(g.shape[0] * n_chan, schedule="static", num_threads=num_threads):
             n = plane // n_chan
             c = plane - n * n_chan
-            ac = a[c]
-            bc = b[c]
-            sc = shift[c]
-            gp = &g[n, c, 0]
-            xp = &x[n, c, 0]
-            dst = &out[n, c, 0]
-            if real is float:
-                sb_affine2_f(gp, xp, dst, ac, bc, sc, length)
-            else:
-                sb_affine2_d(gp, xp, dst, ac, bc, sc, length)
+            _affine2(&g[n, c, 0], &x[n, c, 0], &y[n, c, 0] if masked else NULL,
+                     &out[n, c, 0], a[c], b[c], shift[c], length, masked)
 
 
 # ---------------------------------------------------------------- batch norm + ReLU
 #
-# The fused kernels compute exactly what the unfused sequence computes (affine,
-# then max(., 0); ReLU backward as g * (y > 0), then the sums and affine2 above),
-# with the same accumulation order, so the results are bitwise identical to it.
-# The mask is a multiplication, not a branch: about half the signs are random,
-# and a mispredicted branch per element made the backward several times slower.
-
-
-def affine_relu(const real[:, :, ::1] x, const real[::1] scale, const real[::1] shift,
-                real[:, :, ::1] out, int num_threads):
-    """``out = max(x * scale[c] + shift[c], 0)`` (NaN propagates), parallel over planes.
-
-    Arguments: ``x`` (IN), ``scale`` (IN), ``shift`` (IN), ``out`` (OUT), ``num_threads``
-    (IN).
-    """
-    cdef Py_ssize_t n_chan = x.shape[1], length = x.shape[2]
-    cdef Py_ssize_t plane, n, c
-    cdef real a, b
-    cdef const real* src
-    cdef real* dst
-    with nogil:
-        for plane in prange(x.shape[0] * n_chan, schedule="static", num_threads=num_threads):
-            n = plane // n_chan
-            c = plane - n * n_chan
-            a = scale[c]
-            b = shift[c]
-            src = &x[n, c, 0]
-            dst = &out[n, c, 0]
-            if real is float:
-                sb_affine_relu_f(src, dst, a, b, length)
-            else:
-                sb_affine_relu_d(src, dst, a, b, length)
+# The fused kernels (affine with ``relu``, affine2 with ``y``, masked_channel_sums)
+# compute exactly what the unfused sequence computes (affine, then max(., 0); ReLU
+# backward as g * (y > 0), then the sums and affine2), with the same accumulation
+# order, so the results are bitwise identical to it.  The mask is a multiplication,
+# not a branch: about half the signs are random, and a mispredicted branch per
+# element made the backward several times slower.
 
 
 cdef inline void _mask(const real* g, const real* y, real* out, Py_ssize_t n) noexcept nogil:
@@ -293,35 +280,3 @@ def masked_channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x,
         free(buf)
     if failed[0]:
         raise MemoryError("masked_channel_sums: could not allocate a row buffer")
-
-
-def masked_affine2(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[:, :, ::1] y,
-                   const real[::1] a, const real[::1] b, const real[::1] shift,
-                   real[:, :, ::1] out, int num_threads):
-    """``out = a[c] * gm + b[c] * x + shift[c]`` with ``gm = g * (y > 0)``, per plane.
-
-    Arguments: ``g`` (IN), ``x`` (IN), ``y`` (IN), ``a`` (IN), ``b`` (IN), ``shift`` (IN),
-    ``out`` (OUT), ``num_threads`` (IN).
-    """
-    cdef Py_ssize_t n_chan = g.shape[1], length = g.shape[2]
-    cdef Py_ssize_t plane, n, c
-    cdef real ac, bc, sc
-    cdef const real* gp
-    cdef const real* xp
-    cdef const real* yp
-    cdef real* dst
-    with nogil:
-        for plane in prange(g.shape[0] * n_chan, schedule="static", num_threads=num_threads):
-            n = plane // n_chan
-            c = plane - n * n_chan
-            ac = a[c]
-            bc = b[c]
-            sc = shift[c]
-            gp = &g[n, c, 0]
-            xp = &x[n, c, 0]
-            yp = &y[n, c, 0]
-            dst = &out[n, c, 0]
-            if real is float:
-                sb_masked_affine2_f(gp, xp, yp, dst, ac, bc, sc, length)
-            else:
-                sb_masked_affine2_d(gp, xp, yp, dst, ac, bc, sc, length)

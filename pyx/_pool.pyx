@@ -25,7 +25,8 @@ from libc.stdint cimport int64_t
 from libc.string cimport memset
 
 from fused cimport real
-from pool_windows cimport _avg_divisor, _win_padded, _win_start, _win_stop
+from pool_windows cimport (Window, _avg_divisor, _avg_window, _dilated_stop, _first_inside,
+                           _scatter_plane)
 
 # The 2x2 max of one output row, in C: written with selects on restrict pointers, the
 # compiler vectorises it (compare masks and blends; an AVX2 clone chosen at load time,
@@ -79,19 +80,11 @@ def maxpool2d_forward(const real[:, :, ::1] x,     # IN  (P, H, W)
         for p in prange(P, schedule="static", num_threads=num_threads):
             plane = &x[p, 0, 0]
             for oh in range(ho):
-                ih0 = oh * sh - ph
-                ih1 = ih0 + (kh - 1) * dh + 1
-                if ih1 > H:
-                    ih1 = H
-                while ih0 < 0:
-                    ih0 = ih0 + dh
+                ih1 = _dilated_stop(oh * sh - ph, kh, dh, H)
+                ih0 = _first_inside(oh * sh - ph, dh)
                 for ow in range(wo):
-                    iw0 = ow * sw - pw
-                    iw1 = iw0 + (kw - 1) * dw + 1
-                    if iw1 > W:
-                        iw1 = W
-                    while iw0 < 0:
-                        iw0 = iw0 + dw
+                    iw1 = _dilated_stop(ow * sw - pw, kw, dw, W)
+                    iw0 = _first_inside(ow * sw - pw, dw)
                     best = ih0 * W + iw0
                     vmax = -INFINITY
                     ih = ih0
@@ -115,20 +108,10 @@ def maxpool2d_backward(const real[:, :, ::1] grad_out,    # IN  (P, ho, wo)
     """Scatter ``grad_out`` to the saved argmax positions, one plane per iteration."""
     cdef Py_ssize_t P = grad_in.shape[0], HW = grad_in.shape[1] * grad_in.shape[2]
     cdef Py_ssize_t n_out = grad_out.shape[1] * grad_out.shape[2]
-    cdef Py_ssize_t p, k, j
-    cdef real* dst
-    cdef const real* g
-    cdef const int64_t* idx
+    cdef Py_ssize_t p
     with nogil:
         for p in prange(P, schedule="static", num_threads=num_threads):
-            dst = &grad_in[p, 0, 0]
-            g = &grad_out[p, 0, 0]
-            idx = &indices[p, 0, 0]
-            memset(dst, 0, HW * sizeof(real))
-            for k in range(n_out):
-                j = idx[k]
-                if 0 <= j < HW:
-                    dst[j] = dst[j] + g[k]
+            _scatter_plane(&grad_out[p, 0, 0], &indices[p, 0, 0], n_out, &grad_in[p, 0, 0], HW)
 
 
 # Note: window bounds are assigned directly (not through pointers) inside the
@@ -142,28 +125,25 @@ def avgpool2d_forward(const real[:, :, ::1] x,   # IN  (P, H, W)
     """Average pooling of every plane (``divisor`` > 0 overrides the window size)."""
     cdef Py_ssize_t P = x.shape[0], H = x.shape[1], W = x.shape[2]
     cdef Py_ssize_t ho = out.shape[1], wo = out.shape[2]
-    cdef Py_ssize_t p, oh, ow, ih0, ih1, iw0, iw1, ih, iw, ph_size, pw_size, div
+    cdef Py_ssize_t p, oh, ow, ih, iw, div
+    cdef Window wh, ww
     cdef real acc
     cdef const real* plane
     with nogil:
         for p in prange(P, schedule="static", num_threads=num_threads):
             plane = &x[p, 0, 0]
             for oh in range(ho):
-                ih0 = _win_start(oh, sh, ph)
-                ih1 = _win_stop(oh, kh, sh, ph, H)
-                ph_size = _win_padded(oh, kh, sh, ph, H)
+                wh = _avg_window(oh, kh, sh, ph, H)
                 for ow in range(wo):
-                    iw0 = _win_start(ow, sw, pw)
-                    iw1 = _win_stop(ow, kw, sw, pw, W)
-                    pw_size = _win_padded(ow, kw, sw, pw, W)
-                    if ih0 >= ih1 or iw0 >= iw1:
+                    ww = _avg_window(ow, kw, sw, pw, W)
+                    if wh.start >= wh.stop or ww.start >= ww.stop:
                         out[p, oh, ow] = 0
                         continue
-                    div = _avg_divisor(divisor, count_include_pad, ph_size * pw_size,
-                                       (ih1 - ih0) * (iw1 - iw0))
+                    div = _avg_divisor(divisor, count_include_pad, wh.padded * ww.padded,
+                                       (wh.stop - wh.start) * (ww.stop - ww.start))
                     acc = 0
-                    for ih in range(ih0, ih1):
-                        for iw in range(iw0, iw1):
+                    for ih in range(wh.start, wh.stop):
+                        for iw in range(ww.start, ww.stop):
                             acc = acc + plane[ih * W + iw]
                     out[p, oh, ow] = acc / <real>div
 
@@ -175,7 +155,8 @@ def avgpool2d_backward(const real[:, :, ::1] grad_out,   # IN  (P, ho, wo)
     """Adjoint of :func:`avgpool2d_forward`, one input-gradient plane per iteration."""
     cdef Py_ssize_t P = grad_in.shape[0], H = grad_in.shape[1], W = grad_in.shape[2]
     cdef Py_ssize_t ho = grad_out.shape[1], wo = grad_out.shape[2]
-    cdef Py_ssize_t p, oh, ow, ih0, ih1, iw0, iw1, ih, iw, ph_size, pw_size, div
+    cdef Py_ssize_t p, oh, ow, ih, iw, div
+    cdef Window wh, ww
     cdef real g
     cdef real* plane
     with nogil:
@@ -183,20 +164,16 @@ def avgpool2d_backward(const real[:, :, ::1] grad_out,   # IN  (P, ho, wo)
             plane = &grad_in[p, 0, 0]
             memset(plane, 0, H * W * sizeof(real))
             for oh in range(ho):
-                ih0 = _win_start(oh, sh, ph)
-                ih1 = _win_stop(oh, kh, sh, ph, H)
-                ph_size = _win_padded(oh, kh, sh, ph, H)
+                wh = _avg_window(oh, kh, sh, ph, H)
                 for ow in range(wo):
-                    iw0 = _win_start(ow, sw, pw)
-                    iw1 = _win_stop(ow, kw, sw, pw, W)
-                    pw_size = _win_padded(ow, kw, sw, pw, W)
-                    if ih0 >= ih1 or iw0 >= iw1:
+                    ww = _avg_window(ow, kw, sw, pw, W)
+                    if wh.start >= wh.stop or ww.start >= ww.stop:
                         continue
-                    div = _avg_divisor(divisor, count_include_pad, ph_size * pw_size,
-                                       (ih1 - ih0) * (iw1 - iw0))
+                    div = _avg_divisor(divisor, count_include_pad, wh.padded * ww.padded,
+                                       (wh.stop - wh.start) * (ww.stop - ww.start))
                     g = grad_out[p, oh, ow] / <real>div
-                    for ih in range(ih0, ih1):
-                        for iw in range(iw0, iw1):
+                    for ih in range(wh.start, wh.stop):
+                        for iw in range(ww.start, ww.stop):
                             plane[ih * W + iw] = plane[ih * W + iw] + g
 
 

@@ -26,7 +26,8 @@ from libc.stdint cimport int64_t
 from libc.string cimport memset
 
 from fused cimport real
-from pool_windows cimport _avg_divisor, _win_padded, _win_start, _win_stop
+from pool_windows cimport (Window, _avg_divisor, _avg_window, _dilated_stop, _first_inside,
+                           _scatter_plane)
 
 # The 2x2x2 max of one output row in C, with selects and an AVX2 clone (gcc
 # target_clones), as the 2x2 row in _pool.pyx: the Cython loop branched on every
@@ -64,19 +65,6 @@ cdef extern from *:
                            Py_ssize_t) noexcept nogil
     void sb_max2x2x2_row_d(const double*, int64_t, Py_ssize_t, Py_ssize_t, double*, int64_t*,
                            Py_ssize_t) noexcept nogil
-
-
-cdef inline Py_ssize_t _first_inside(Py_ssize_t start, int d) noexcept nogil:
-    """First tap ``start + i * d`` (i >= 0) that is not negative."""
-    while start < 0:
-        start = start + d
-    return start
-
-
-cdef inline Py_ssize_t _dilated_stop(Py_ssize_t start, int k, int d, Py_ssize_t size) noexcept nogil:
-    """One past the last tap of a dilated window starting at ``start``, clipped at ``size``."""
-    cdef Py_ssize_t b = start + (k - 1) * d + 1
-    return b if b < size else size
 
 
 def maxpool3d_forward(const real[:, :, :, ::1] x,     # IN  (P, D, H, W)
@@ -128,20 +116,10 @@ def maxpool3d_backward(const real[:, ::1] grad_out,      # IN  (P, do*ho*wo)
                        int num_threads):
     """Scatter ``grad_out`` to the saved argmax positions, one volume per iteration."""
     cdef Py_ssize_t P = grad_in.shape[0], DHW = grad_in.shape[1], n_out = grad_out.shape[1]
-    cdef Py_ssize_t p, k, j
-    cdef real* dst
-    cdef const real* g
-    cdef const int64_t* idx
+    cdef Py_ssize_t p
     with nogil:
         for p in prange(P, schedule="static", num_threads=num_threads):
-            dst = &grad_in[p, 0]
-            g = &grad_out[p, 0]
-            idx = &indices[p, 0]
-            memset(dst, 0, DHW * sizeof(real))
-            for k in range(n_out):
-                j = idx[k]
-                if 0 <= j < DHW:
-                    dst[j] = dst[j] + g[k]
+            _scatter_plane(&grad_out[p, 0], &indices[p, 0], n_out, &grad_in[p, 0], DHW)
 
 
 def avgpool3d_forward(const real[:, :, :, ::1] x,   # IN  (P, D, H, W)
@@ -151,34 +129,30 @@ def avgpool3d_forward(const real[:, :, :, ::1] x,   # IN  (P, D, H, W)
     """Average pooling of every volume (``divisor`` > 0 overrides the window size)."""
     cdef Py_ssize_t P = x.shape[0], D = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef Py_ssize_t do = out.shape[1], ho = out.shape[2], wo = out.shape[3]
-    cdef Py_ssize_t p, od, oh, ow, z0, z1, h0, h1, w0, w1, iz, ih, iw
-    cdef Py_ssize_t pz, phh, pww, div
+    cdef Py_ssize_t p, od, oh, ow, iz, ih, iw, div
+    cdef Window wz, wh, ww
     cdef real acc
     cdef const real* vol
     with nogil:
         for p in prange(P, schedule="static", num_threads=num_threads):
             vol = &x[p, 0, 0, 0]
             for od in range(do):
-                z0 = _win_start(od, sd, pd)
-                z1 = _win_stop(od, kd, sd, pd, D)
-                pz = _win_padded(od, kd, sd, pd, D)
+                wz = _avg_window(od, kd, sd, pd, D)
                 for oh in range(ho):
-                    h0 = _win_start(oh, sh, ph)
-                    h1 = _win_stop(oh, kh, sh, ph, H)
-                    phh = _win_padded(oh, kh, sh, ph, H)
+                    wh = _avg_window(oh, kh, sh, ph, H)
                     for ow in range(wo):
-                        w0 = _win_start(ow, sw, pw)
-                        w1 = _win_stop(ow, kw, sw, pw, W)
-                        pww = _win_padded(ow, kw, sw, pw, W)
-                        if z0 >= z1 or h0 >= h1 or w0 >= w1:
+                        ww = _avg_window(ow, kw, sw, pw, W)
+                        if wz.start >= wz.stop or wh.start >= wh.stop or ww.start >= ww.stop:
                             out[p, od, oh, ow] = 0
                             continue
-                        div = _avg_divisor(divisor, count_include_pad, pz * phh * pww,
-                                           (z1 - z0) * (h1 - h0) * (w1 - w0))
+                        div = _avg_divisor(divisor, count_include_pad,
+                                           wz.padded * wh.padded * ww.padded,
+                                           (wz.stop - wz.start) * (wh.stop - wh.start)
+                                           * (ww.stop - ww.start))
                         acc = 0
-                        for iz in range(z0, z1):
-                            for ih in range(h0, h1):
-                                for iw in range(w0, w1):
+                        for iz in range(wz.start, wz.stop):
+                            for ih in range(wh.start, wh.stop):
+                                for iw in range(ww.start, ww.stop):
                                     acc = acc + vol[(iz * H + ih) * W + iw]
                         out[p, od, oh, ow] = acc / <real>div
 
@@ -191,8 +165,8 @@ def avgpool3d_backward(const real[:, :, :, ::1] grad_out,   # IN  (P, do, ho, wo
     cdef Py_ssize_t P = grad_in.shape[0], D = grad_in.shape[1]
     cdef Py_ssize_t H = grad_in.shape[2], W = grad_in.shape[3]
     cdef Py_ssize_t do = grad_out.shape[1], ho = grad_out.shape[2], wo = grad_out.shape[3]
-    cdef Py_ssize_t p, od, oh, ow, z0, z1, h0, h1, w0, w1, iz, ih, iw
-    cdef Py_ssize_t pz, phh, pww, div
+    cdef Py_ssize_t p, od, oh, ow, iz, ih, iw, div
+    cdef Window wz, wh, ww
     cdef real g
     cdef real* vol
     with nogil:
@@ -200,25 +174,21 @@ def avgpool3d_backward(const real[:, :, :, ::1] grad_out,   # IN  (P, do, ho, wo
             vol = &grad_in[p, 0, 0, 0]
             memset(vol, 0, D * H * W * sizeof(real))
             for od in range(do):
-                z0 = _win_start(od, sd, pd)
-                z1 = _win_stop(od, kd, sd, pd, D)
-                pz = _win_padded(od, kd, sd, pd, D)
+                wz = _avg_window(od, kd, sd, pd, D)
                 for oh in range(ho):
-                    h0 = _win_start(oh, sh, ph)
-                    h1 = _win_stop(oh, kh, sh, ph, H)
-                    phh = _win_padded(oh, kh, sh, ph, H)
+                    wh = _avg_window(oh, kh, sh, ph, H)
                     for ow in range(wo):
-                        w0 = _win_start(ow, sw, pw)
-                        w1 = _win_stop(ow, kw, sw, pw, W)
-                        pww = _win_padded(ow, kw, sw, pw, W)
-                        if z0 >= z1 or h0 >= h1 or w0 >= w1:
+                        ww = _avg_window(ow, kw, sw, pw, W)
+                        if wz.start >= wz.stop or wh.start >= wh.stop or ww.start >= ww.stop:
                             continue
-                        div = _avg_divisor(divisor, count_include_pad, pz * phh * pww,
-                                           (z1 - z0) * (h1 - h0) * (w1 - w0))
+                        div = _avg_divisor(divisor, count_include_pad,
+                                           wz.padded * wh.padded * ww.padded,
+                                           (wz.stop - wz.start) * (wh.stop - wh.start)
+                                           * (ww.stop - ww.start))
                         g = grad_out[p, od, oh, ow] / <real>div
-                        for iz in range(z0, z1):
-                            for ih in range(h0, h1):
-                                for iw in range(w0, w1):
+                        for iz in range(wz.start, wz.stop):
+                            for ih in range(wh.start, wh.stop):
+                                for iw in range(ww.start, ww.stop):
                                     vol[(iz * H + ih) * W + iw] = vol[(iz * H + ih) * W + iw] + g
 
 
@@ -235,20 +205,8 @@ def maxpool2x2x2_forward(const real[:, :, :, ::1] x,     # IN  (P, D, H, W)
     """
     cdef Py_ssize_t P = x.shape[0], D = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef Py_ssize_t do = out.shape[1], ho = out.shape[2], wo = out.shape[3]
-    cdef Py_ssize_t row, p, od, oh, ow, k, best
-    cdef Py_ssize_t offs[8]
-    cdef real vmax, v
+    cdef Py_ssize_t row, p, od, oh, i0
     cdef const real* base
-    cdef Py_ssize_t i0
-    # flat offsets of the 8 taps from the window's first voxel (read-only in the loop)
-    offs[0] = 0
-    offs[1] = 1
-    offs[2] = W
-    offs[3] = W + 1
-    offs[4] = H * W
-    offs[5] = H * W + 1
-    offs[6] = H * W + W
-    offs[7] = H * W + W + 1
     with nogil:
         for row in prange(P * do * ho, schedule="static", num_threads=num_threads):
             p = row // (do * ho)

@@ -24,9 +24,9 @@ and ``t = od - od0``::
 """
 
 from cython.parallel cimport prange
-from libc.string cimport memcpy, memset
+from libc.string cimport memset
 
-from cols cimport _valid_hi, _valid_lo
+from cols cimport _fold_row, _unfold_row, _valid_hi, _valid_lo
 from fused cimport real
 
 
@@ -56,8 +56,7 @@ def vol2col(const real[:, :, :, :, ::1] x,   # IN  (N, C, D, H, W)
     """
     cdef Py_ssize_t C = x.shape[1], D = x.shape[2], H = x.shape[3], W = x.shape[4]
     cdef Py_ssize_t taps = kd * kh * kw, rows = C * taps, vol = nd * ho * wo
-    cdef Py_ssize_t r, c, kz, ki, kj, s, od, oh, ow, iz, ih, off, lo, hi
-    cdef const real* src
+    cdef Py_ssize_t r, c, kz, ki, kj, s, od, oh, iz, ih, off, lo, hi
     cdef real* dst
     with nogil:
         for r in prange(rows, schedule="static", num_threads=num_threads):
@@ -81,16 +80,7 @@ def vol2col(const real[:, :, :, :, ::1] x,   # IN  (N, C, D, H, W)
                         if ih < 0 or ih >= H:
                             memset(dst, 0, wo * sizeof(real))
                         else:
-                            src = &x[n0 + s, c, iz, ih, 0]
-                            if lo > 0:
-                                memset(dst, 0, lo * sizeof(real))
-                            if sw == 1:
-                                memcpy(dst + lo, src + lo - off, (hi - lo) * sizeof(real))
-                            else:
-                                for ow in range(lo, hi):
-                                    dst[ow] = src[ow * sw - off]
-                            if hi < wo:
-                                memset(dst + hi, 0, (wo - hi) * sizeof(real))
+                            _unfold_row(&x[n0 + s, c, iz, ih, 0], dst, off, sw, lo, hi, wo)
                         dst = dst + wo
 
 
@@ -109,10 +99,9 @@ def col2vol(const real[:, ::1] col,           # IN  (C*kd*kh*kw, nb*nd*ho*wo)
     """
     cdef Py_ssize_t C = out.shape[1], D = out.shape[2], H = out.shape[3], W = out.shape[4]
     cdef Py_ssize_t vol = nd * ho * wo
-    cdef Py_ssize_t p, c, s, kz, ki, kj, od, oh, ow, iz, ih, off, lo, hi, j
+    cdef Py_ssize_t p, c, s, kz, ki, kj, od, oh, iz, ih, off, lo, hi, j
     cdef const real* src
     cdef real* dst
-    cdef real* row
     with nogil:
         for p in prange(nb * C, schedule="static", num_threads=num_threads):
             s = p // C
@@ -137,11 +126,5 @@ def col2vol(const real[:, ::1] col,           # IN  (C*kd*kh*kw, nb*nd*ho*wo)
                                 ih = oh * sh - ph + ki * dh
                                 if ih < 0 or ih >= H:
                                     continue
-                                row = dst + (iz * H + ih) * W - off
                                 j = ((od - od0) * ho + oh) * wo
-                                if sw == 1:
-                                    for ow in range(lo, hi):
-                                        row[ow] = row[ow] + src[j + ow]
-                                else:
-                                    for ow in range(lo, hi):
-                                        row[ow * sw] = row[ow * sw] + src[j + ow]
+                                _fold_row(src + j, dst + (iz * H + ih) * W - off, sw, lo, hi)

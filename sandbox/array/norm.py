@@ -159,7 +159,7 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
     scale = invstd if weight is None else invstd * weight
     shift = -mean * scale if bias is None else bias - mean * scale
     out = np.empty_like(x)
-    (kernels.affine_relu if relu else kernels.affine)(x, scale, shift, out, threads)
+    kernels.affine(x, scale, shift, out, threads, relu)
     return out.reshape(input.shape), mean, invstd
 
 
@@ -228,10 +228,7 @@ def _batch_norm_backward(grad_output, input, output, mean, invstd, weight, train
             shift = np.zeros_like(a)
         gx = np.empty_like(g)
         coeffs = (a.astype(dtype), b.astype(dtype), shift.astype(dtype))
-        if y is None:
-            kernels.affine2(g, x, *coeffs, gx, threads)
-        else:
-            kernels.masked_affine2(g, x, y, *coeffs, gx, threads)
+        kernels.affine2(g, x, y, *coeffs, gx, threads)
         gx = gx.reshape(input.shape)
     gw = sum_gxhat if needs[1] else None
     gb = sum_g if needs[2] else None
