@@ -129,8 +129,8 @@ sort_chunks = SORT_CHUNKS
 
 
 def isa_available():
-    """The widest instruction set of the explicit-SIMD loops on this CPU: 2 AVX-512F,
-    1 AVX2, 0 none (the compiler's loops run)."""
+    """The ``isa`` code of the explicit-SIMD passes this CPU runs: 2 when it has AVX-512F
+    (grid_simd2d.h, grid_simd3d.h), else 0 (none: the portable loops run)."""
     return sb_gs2d_isa_available()
 
 

@@ -132,6 +132,15 @@ def test_blocked_paths_match_reference(nd, padding, ac):
                     np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
+def test_isa_available_reports_only_the_avx512_pass():
+    """2 (the ``isa`` code of the AVX-512F passes) on a CPU with AVX-512F, else 0: no
+    other level exists."""
+    from sandbox._C import _grid_sample
+    from sandbox.runtime import simd
+
+    assert _grid_sample.isa_available() == (2 if "avx512f" in simd.cpu().flags else 0)
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("padding", PADDINGS)
 @pytest.mark.parametrize("ac", [False, True])
