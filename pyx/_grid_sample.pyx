@@ -1145,20 +1145,18 @@ cdef void _nearest_push(const real* gyb, const real* gb, real* gxb, Py_ssize_t* 
     cdef Py_ssize_t S = D * H * W
     cdef float scale[3]
     cdef float span[3]
+    cdef float shift, lo
     cdef real* gxp
     cdef const real* gyp
     cdef const Py_ssize_t* op
-    _block_params(ac, W, &scale[0], &span[0])
-    _block_params(ac, H, &scale[1], &span[1])
-    _block_params(ac, D, &scale[2], &span[2])
+    _params_3d(ac, D, H, W, scale, span, &shift, &lo)
     for i in prange(N * nb, schedule="static", num_threads=nthreads):
         n = i // nb
         p = (i - n * nb) * SB_GS_BLOCK
         cnt = min(SB_GS_BLOCK, P - p)
         if real is float:
             if sb_gs_near_offsets_f(isa, nd, <const float*>gb + (n * P + p) * nd, cnt, D, H, W,
-                                    pad, scale, <float>(0 if ac else 0.5),
-                                    <float>(0 if ac else -0.5), span, &offs[n * P + p]):
+                                    pad, scale, shift, lo, span, &offs[n * P + p]):
                 for j in range(n * P + p, n * P + p + cnt):
                     if offs[j] == -2:  # reflected more than once
                         offs[j] = _nearest_offset(gb + j * nd, nd, D, H, W, pad, ac)
