@@ -114,6 +114,13 @@ class ConvTuning:
     #: when the float32 AVX-512 transforms and the project's GEMM run and there are at
     #: least two chunks a thread (or one thread).  Same bits as the split form.
     winograd_fused: bool = True
+    #: ... when a chunk's points (input and output planes, C + O channels) take at most
+    #: this many bytes: a thread then works in its own caches.  Beyond, two threads'
+    #: chunks crowd each other out, and sharing one chunk wins.  Measured on an AMD EPYC
+    #: family 26 VM, user UNet step, 2 threads (``python benchmarks/ab_simd_step.py
+    #: avx512:avx512 avx512:avx512+winograd_fused=0``): 64^2 (chunks of 1.2-2.4 MB)
+    #: 43.5 -> 39.9 ms fused; 128^2 (4.7-7 MB) 155 -> 171 ms fused.
+    winograd_fused_max_bytes: int = 5 * 2**19
     #: an im2col/vol2col loop (a forward, or a backward's products) with fewer GEMM
     #: flops than this runs its chunks on the calling thread: below it the worker
     #: pool's Python per chunk (the GIL, lock hand-offs) costs more than the second

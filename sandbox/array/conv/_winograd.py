@@ -140,7 +140,8 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
     # picks it: the dot form only for one-tile chunks, where V's columns are contiguous
     forms = [product_form(o, cnt * tiles, c, u.strides[2] == 4 and cnt * tiles == 1)
              for cnt in (blocks[0][2], blocks[-1][2])]
-    if _fused(x, avx, selection, len(blocks), forms):
+    if _fused(x, avx, selection, len(blocks), forms,
+              count * (c + o) * blocks[0][2] * tiles * x.itemsize):
         _winograd_fused.conv(x, u, y, ph, pw, tile, th, tw, blocks[0][2],
                              selection.gemm == "avx2", forms[0] == "dot", forms[1] == "dot",
                              get_num_threads())
@@ -164,17 +165,19 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
     _run_blocks(task, blocks, x.dtype)
 
 
-def _fused(x, avx: bool, selection, chunks: int, forms) -> bool:
+def _fused(x, avx: bool, selection, chunks: int, forms, chunk_bytes: int) -> bool:
     """Whether the Winograd passes run their chunks each on one thread
     (``_winograd_fused``; ``TUNING.winograd_fused``): float32 with the AVX-512
     transforms and the project's GEMM for every product (``forms``, from
-    :func:`~sandbox.array._gemm.product_form`), and at least two chunks a thread (a
+    :func:`~sandbox.array._gemm.product_form`), chunks of points within
+    ``TUNING.winograd_fused_max_bytes``, and at least two chunks a thread (a
     single chunk, the 8x8 and 4x4 maps of a UNet at batch 8, runs faster with its
     steps shared: ``python benchmarks/bench_conv_passes.py --tuned winograd_fused=...``).
     Either way the results are the same."""
     return (TUNING.winograd_fused and avx and x.dtype == np.float32
             and selection.gemm_own and x.size < 2**31 and "blas" not in forms
-            and chunks >= 2 * get_num_threads())
+            and chunks >= 2 * get_num_threads()
+            and chunk_bytes <= TUNING.winograd_fused_max_bytes)
 
 
 def _run_blocks(task, blocks, dtype) -> None:
@@ -260,7 +263,8 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
     avx = selection.winograd_avx512
     gw = np.empty((o, c, 3, 3), dtype=x.dtype)
     forms = [product_form(o, c, cnt * tiles, True) for cnt in (blocks[0][2], blocks[-1][2])]
-    if _fused(x, avx, selection, len(blocks), forms) and g.size < 2**31:
+    if _fused(x, avx, selection, len(blocks), forms,
+              count * (c + o) * blocks[0][2] * tiles * x.itemsize) and g.size < 2**31:
         total = np.empty((count, o, c), dtype=x.dtype)
         partial = np.empty((len(blocks), count, o, c), dtype=x.dtype)
         _winograd_fused.weight_grad(np.ascontiguousarray(x), np.ascontiguousarray(g), partial,
