@@ -51,7 +51,7 @@ cdef extern from "wino4_avx512.h" nogil:
                              float* ypl, Py_ssize_t w4)
     Py_ssize_t SB_W4_ROW_FLOATS(Py_ssize_t tiles_w)
     void sb_w4_in_rows_channel(const float* x, Py_ssize_t sn, int H, int W, int nb, int ph,
-                               int pw, int n_data, int tiles_h, int tiles_w, float* buf,
+                               int pw, int n_data, int th0, int th1, int tiles_w, float* buf,
                                Py_ssize_t rs, float* v, Py_ssize_t pitch)
 
 cdef bint _HAVE_AVX512 = sb_w4_avx512_available()   # the CPU can run them
@@ -235,8 +235,9 @@ cdef void _input_transform_avx512(const float[:, :, :, ::1] x, float[:, :, :] V,
             memset(buf, 0, 7 * rs * sizeof(float))
             for c in prange(ch_begin, ch_end, schedule="static"):
                 sb_w4_in_rows_channel(&x[n0, c, 0, 0], x.strides[0] // sizeof(float), <int> H,
-                                      <int> W, <int> nb, ph, pw, <int> n_data, <int> tiles_h,
-                                      <int> tiles_w, buf, rs, &V[0, c, 0], pitch)
+                                      <int> W, <int> nb, ph, pw, <int> n_data, 0,
+                                      <int> tiles_h, <int> tiles_w, buf, rs, &V[0, c, 0],
+                                      pitch)
         else:
             failed[0] = 1
         free(buf)

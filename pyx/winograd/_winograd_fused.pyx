@@ -13,7 +13,8 @@ cdef extern from "wino_fused.h" nogil:
     int sb_wino_conv_f32(const float* x, int N, int C, int H, int W, int ph, int pw,
                          const float* u, Py_ssize_t up, Py_ssize_t uo, Py_ssize_t uc,
                          float* y, int O, int Ho, int Wo, int tile, int tiles_h, int tiles_w,
-                         int chunk, int gemm, int dot_full, int dot_last, int num_threads)
+                         int chunk, int band, int gemm, int dot_full, int dot_last,
+                         int num_threads)
     int sb_wino_wgrad_f32(const float* x, int N, int C, int H, int W, int ph, int pw,
                           const float* g, int O, int Ho, int Wo, int tile, int tiles_h,
                           int tiles_w, int chunk, int gemm, int dot_full, int dot_last,
@@ -23,12 +24,12 @@ cdef extern from "wino_fused.h" nogil:
 def conv(const float[:, :, :, ::1] x,   # IN  (N, C, H, W)
          const float[:, :, :] u,         # IN  (P, O, C): the transformed kernels, any strides
          float[:, :, :, ::1] y,          # OUT (N, O, Ho, Wo), overwritten
-         int ph, int pw, int tile, int tiles_h, int tiles_w, int chunk, bint avx2_gemm,
-         bint dot_full, bint dot_last, int num_threads):
+         int ph, int pw, int tile, int tiles_h, int tiles_w, int chunk, int band,
+         bint avx2_gemm, bint dot_full, bint dot_last, int num_threads):
     """``y = conv2d(x, w, padding=(ph, pw))`` by F(tile x tile, 3x3) with ``u`` the
-    transformed kernels, ``chunk`` samples a task; ``avx2_gemm`` runs the AVX2 GEMM
-    instead of the AVX-512 one; ``dot_full`` / ``dot_last`` as for
-    :func:`weight_grad`."""
+    transformed kernels, ``chunk`` samples a task, or (``band`` > 0) ``band`` tile rows
+    of one sample; ``avx2_gemm`` runs the AVX2 GEMM instead of the AVX-512 one;
+    ``dot_full`` / ``dot_last``: the dot-product GEMM for full chunks / shorter ones."""
     cdef int status
     if x.shape[0] == 0 or y.shape[1] == 0:
         return
@@ -38,8 +39,8 @@ def conv(const float[:, :, :, ::1] x,   # IN  (N, C, H, W)
                                   u.strides[0] // sizeof(float), u.strides[1] // sizeof(float),
                                   u.strides[2] // sizeof(float), &y[0, 0, 0, 0],
                                   <int> y.shape[1], <int> y.shape[2], <int> y.shape[3], tile,
-                                  tiles_h, tiles_w, chunk, 2 if avx2_gemm else 1, dot_full,
-                                  dot_last, num_threads)
+                                  tiles_h, tiles_w, chunk, band, 2 if avx2_gemm else 1,
+                                  dot_full, dot_last, num_threads)
     if status != 0:
         raise MemoryError("winograd convolution: could not allocate a thread's buffers")
 

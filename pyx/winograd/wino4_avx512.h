@@ -269,20 +269,20 @@ static void sb_w4_in_plane_f32(const float *pad, ptrdiff_t wp, const int *off, i
 
 #endif
 
-/* One channel of nb samples by tile rows (x: its plane in the first sample, samples sn
- * apart, H rows of W values): the six input rows of each tile row copied to buf's row
- * buffers (rs floats apart; from padded column pw, n_data values; the zero margins are
- * kept), buf + 6 rs the zero row for rows outside, then sb_w4_in_tilerow_f32 into v
- * (V[xi] at v + xi * pitch, tiles in order). */
+/* One channel of nb samples by tile rows th0 .. th1-1 (x: its plane in the first sample,
+ * samples sn apart, H rows of W values): the six input rows of each tile row copied to
+ * buf's row buffers (rs floats apart; from padded column pw, n_data values; the zero
+ * margins are kept), buf + 6 rs the zero row for rows outside, then
+ * sb_w4_in_tilerow_f32 into v (V[xi] at v + xi * pitch, the tiles in order). */
 static inline void sb_w4_in_rows_channel(const float *x, ptrdiff_t sn, int H, int W, int nb,
-                                         int ph, int pw, int n_data, int tiles_h,
+                                         int ph, int pw, int n_data, int th0, int th1,
                                          int tiles_w, float *buf, ptrdiff_t rs, float *v,
                                          ptrdiff_t pitch)
 {
     const float *rows[6];
     int s, th, i;
     for (s = 0; s < nb; s++) {
-        for (th = 0; th < tiles_h; th++) {
+        for (th = th0; th < th1; th++) {
             for (i = 0; i < 6; i++) {
                 int ih = 4 * th - ph + i;
                 if (ih < 0 || ih >= H) {
@@ -293,8 +293,8 @@ static inline void sb_w4_in_rows_channel(const float *x, ptrdiff_t sn, int H, in
                     rows[i] = buf + i * rs;
                 }
             }
-            sb_w4_in_tilerow_f32(rows, tiles_w, v + (ptrdiff_t)(s * tiles_h + th) * tiles_w,
-                                 pitch);
+            sb_w4_in_tilerow_f32(rows, tiles_w,
+                                 v + (ptrdiff_t)(s * (th1 - th0) + th - th0) * tiles_w, pitch);
         }
     }
 }

@@ -13,8 +13,10 @@
  * sgemm_avx2.h), and the weight gradient's partials are added in chunk order, so the
  * results are the split form's, bit for bit, for any thread count.
  *
- * Chunk k covers samples k*chunk .. min(N, (k+1)*chunk) - 1; its tiles are numbered as
- * in the split form, t = (s * tiles_h + th) * tiles_w + tw.
+ * A chunk is `chunk` samples (the last may have fewer), or, for the forward on large
+ * maps, a band of `band` tile rows of one sample (the last band of a sample may have
+ * fewer), so that a chunk's points stay in a thread's caches; its tiles are numbered
+ * in order, t = (s * rows + th - th0) * tiles_w + tw.
  */
 #ifndef SANDBOX_WINO_FUSED_H
 #define SANDBOX_WINO_FUSED_H
@@ -33,7 +35,7 @@
  * c*t for the chunk's t tiles): the same transform the split form runs (F(4x4) input on
  * rows of 16 tiles or more by tile rows, else gathered planes). */
 typedef struct {
-    int C, H, W, ph, pw, tiles_h, tiles_w, by_rows, copy_rows, copy_cols, n_rows;
+    int C, H, W, ph, pw, tile, halo, tiles_h, tiles_w, by_rows, copy_rows, copy_cols, n_rows;
     ptrdiff_t hp, wp, rs, sample;
     sb_plane_fn fn;
     int *off;  /* the tile offsets in a chunk's plane blocks (planes only) */
@@ -43,7 +45,7 @@ typedef struct {
 static int sb_wf_source_init(sb_wf_source *q, int C, int H, int W, int ph, int pw, int tile,
                              int tiles_h, int tiles_w, int halo, int chunk)
 {
-    q->C = C; q->H = H; q->W = W; q->ph = ph; q->pw = pw;
+    q->C = C; q->H = H; q->W = W; q->ph = ph; q->pw = pw; q->tile = tile; q->halo = halo;
     q->tiles_h = tiles_h; q->tiles_w = tiles_w;
     q->by_rows = halo == 2 && tile == 4 && tiles_w >= 16;
     q->fn = halo == 2 ? (tile == 4 ? sb_w4_in_plane_f32 : sb_w2_in_plane_f32)
@@ -70,22 +72,27 @@ static size_t sb_wf_source_floats(const sb_wf_source *q, int chunk)
     return q->by_rows ? (size_t)(7 * q->rs) : (size_t)chunk * (size_t)(q->hp * q->wp);
 }
 
-/* The points of samples n0 .. n0+nb-1 of x into v (planes `pitch` apart). */
+/* The points of tile rows th0 .. th1-1 of samples n0 .. n0+nb-1 of x into v (planes
+ * `pitch` apart); a band of rows (th0 > 0 or th1 < tiles_h) only with nb = 1. */
 static void sb_wf_source_chunk(const sb_wf_source *q, const float *x, int n0, int nb,
-                               float *buf, float *v, ptrdiff_t pitch)
+                               int th0, int th1, float *buf, float *v, ptrdiff_t pitch)
 {
-    const ptrdiff_t t = (ptrdiff_t)nb * q->tiles_h * q->tiles_w;
+    const ptrdiff_t t = (ptrdiff_t)nb * (th1 - th0) * q->tiles_w;
+    /* the input rows the tiles read: padded rows th0*tile .. th1*tile + halo - 1 */
+    int row0 = th0 * q->tile - q->ph, row1 = th1 * q->tile + q->halo - q->ph;
     int c;
+    if (row0 < 0) row0 = 0;
+    if (row1 > q->copy_rows) row1 = q->copy_rows;
     for (c = 0; c < q->C; c++) {
         const float *xc = x + (ptrdiff_t)n0 * q->sample + (ptrdiff_t)c * q->H * q->W;
         if (q->by_rows)
             sb_w4_in_rows_channel(xc, q->sample, q->H, q->W, nb, q->ph, q->pw, q->n_rows,
-                                  q->tiles_h, q->tiles_w, buf, q->rs, v + (ptrdiff_t)c * t,
+                                  th0, th1, q->tiles_w, buf, q->rs, v + (ptrdiff_t)c * t,
                                   pitch);
         else
-            sb_wino_in_channel(xc, q->sample, q->W, nb, q->copy_rows, q->copy_cols, q->ph,
-                               q->pw, q->hp, q->wp, buf, q->fn, q->off, (int)t,
-                               v + (ptrdiff_t)c * t, pitch);
+            sb_wino_in_channel(xc, q->sample, q->W, nb, row0, row1, q->copy_cols, q->ph,
+                               q->pw, q->hp, q->wp, buf, q->fn, q->off + th0 * q->tiles_w,
+                               (int)t, v + (ptrdiff_t)c * t, pitch);
     }
 }
 
@@ -114,36 +121,38 @@ static inline int sb_wf_gemm(int gemm, int dot, int m, int n, int k, const float
 
 /* y (N, O, Ho, Wo) = the convolution of x (N, C, H, W; padding ph, pw) whose transformed
  * kernels are U[p] (O x C, element (o, c) at u + p*up + o*uo + c*uc), by F(tile x tile,
- * 3x3) (tile 2 or 4), in chunks of `chunk` samples shared among num_threads threads.
- * gemm: 1 the AVX-512 kernel, 2 the AVX2 one; the dot-product kernel for full chunks
- * when dot_full, for a shorter last one when dot_last (sandbox/array/_gemm.py's rule).
- * Returns 0, or -1 when a buffer could not be allocated (y is then incomplete). */
+ * 3x3) (tile 2 or 4), in chunks of `chunk` samples, or (band > 0) of `band` tile rows of
+ * one sample, shared among num_threads threads.  gemm: 1 the AVX-512 kernel, 2 the AVX2
+ * one; the dot-product kernel for full chunks when dot_full, for shorter ones when
+ * dot_last (sandbox/array/_gemm.py's rule).  Returns 0, or -1 when a buffer could not be
+ * allocated (y is then incomplete). */
 static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, int pw,
                             const float *u, ptrdiff_t up, ptrdiff_t uo, ptrdiff_t uc,
                             float *y, int O, int Ho, int Wo, int tile, int tiles_h,
-                            int tiles_w, int chunk, int gemm, int dot_full, int dot_last,
-                            int num_threads)
+                            int tiles_w, int chunk, int band, int gemm, int dot_full,
+                            int dot_last, int num_threads)
 {
     const int points = (tile + 2) * (tile + 2), per_plane = tiles_h * tiles_w;
-    const int nchunks = (N + chunk - 1) / chunk;
-    const ptrdiff_t tmax = (ptrdiff_t)chunk * per_plane;
+    const int bands = band > 0 ? (tiles_h + band - 1) / band : 1;
+    const int nchunks = band > 0 ? N * bands : (N + chunk - 1) / chunk;
+    const ptrdiff_t tmax = band > 0 ? (ptrdiff_t)band * tiles_w : (ptrdiff_t)chunk * per_plane;
     const ptrdiff_t pv = sb_wf_pitch((ptrdiff_t)C * tmax), pm = sb_wf_pitch((ptrdiff_t)O * tmax);
     const sb_out_plane_fn out_fn = tile == 4 ? sb_w4_out_plane_f32 : sb_w2_out_plane_f32;
-    const int exact = Ho == tile * tiles_h && Wo == tile * tiles_w;
-    const ptrdiff_t ys = (ptrdiff_t)O * Ho * Wo;
+    const ptrdiff_t ys = (ptrdiff_t)O * Ho * Wo, wt = (ptrdiff_t)tile * tiles_w;
     sb_wf_source in;
     int failed = 0;
-    if (sb_wf_source_init(&in, C, H, W, ph, pw, tile, tiles_h, tiles_w, 2, chunk) != 0)
+    if (sb_wf_source_init(&in, C, H, W, ph, pw, tile, tiles_h, tiles_w, 2,
+                          band > 0 ? 1 : chunk) != 0)
         return -1;
     #pragma omp parallel num_threads(num_threads)
     {
-        const size_t in_floats = sb_wf_source_floats(&in, chunk);
+        const size_t in_floats = sb_wf_source_floats(&in, band > 0 ? 1 : chunk);
         float *v = (float *)malloc((size_t)(points * pv) * sizeof(float));
         float *m = (float *)malloc((size_t)(points * pm) * sizeof(float));
         float *in_buf = (float *)malloc(in_floats * sizeof(float));
-        float *out_buf = exact ? NULL : (float *)malloc(
-            (size_t)(tile * tiles_h) * (size_t)(tile * tiles_w) * sizeof(float));
-        int ok = v != NULL && m != NULL && in_buf != NULL && (exact || out_buf != NULL);
+        float *out_buf = (float *)malloc((size_t)((band > 0 ? band : tiles_h) * tile)
+                                         * (size_t)wt * sizeof(float));
+        int ok = v != NULL && m != NULL && in_buf != NULL && out_buf != NULL;
         int k, p, o;
         if (!ok) {
             #pragma omp atomic write
@@ -153,15 +162,22 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
         }
         #pragma omp for schedule(dynamic, 1)
         for (k = 0; k < nchunks; k++) {
-            const int n0 = k * chunk, nb = N - n0 < chunk ? N - n0 : chunk;
-            const ptrdiff_t t = (ptrdiff_t)nb * per_plane;
-            const int dot = nb == chunk ? dot_full : dot_last;
+            const int n0 = band > 0 ? k / bands : k * chunk;
+            const int nb = band > 0 ? 1 : (N - n0 < chunk ? N - n0 : chunk);
+            const int th0 = band > 0 ? (k % bands) * band : 0;
+            const int th1 = band > 0 && th0 + band < tiles_h ? th0 + band : tiles_h;
+            const ptrdiff_t t = (ptrdiff_t)nb * (th1 - th0) * tiles_w;
+            const int dot = t == tmax ? dot_full : dot_last;
+            /* output rows of the chunk: those of its tiles, clipped to Ho */
+            const int row0 = th0 * tile;
+            const int rows = (th1 * tile < Ho ? th1 * tile : Ho) - row0;
+            const int exact = rows == (th1 - th0) * tile && Wo == wt;
             int bad = 0;
             if (!ok) continue;   /* every thread still meets the worksharing loop */
-            sb_wf_source_chunk(&in, x, n0, nb, in_buf, v, pv);
+            sb_wf_source_chunk(&in, x, n0, nb, th0, th1, in_buf, v, pv);
             for (p = 0; p < points; p++)  /* M[p] = U[p] @ V[p] */
-                bad |= sb_wf_gemm(gemm, dot, O, (int)t, C, u + p * up, uo, uc, v + p * pv, t, 1,
-                                  m + p * pm, t);
+                bad |= sb_wf_gemm(gemm, dot, O, (int)t, C, u + p * up, uo, uc, v + p * pv, t,
+                                  1, m + p * pm, t);
             if (bad) {
                 #pragma omp atomic write
                 failed = 1;
@@ -169,9 +185,9 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
             }
             for (o = 0; o < O; o++)
                 sb_wino_out_channel(m + (ptrdiff_t)o * t, pm,
-                                    y + (ptrdiff_t)n0 * ys + (ptrdiff_t)o * Ho * Wo, ys, Ho,
-                                    Wo, nb, tiles_h, tiles_w, (ptrdiff_t)tile * tiles_w,
-                                    out_buf, out_fn);
+                                    y + (ptrdiff_t)n0 * ys + (ptrdiff_t)o * Ho * Wo
+                                    + (ptrdiff_t)row0 * Wo, ys, rows, Wo, nb, th1 - th0,
+                                    tiles_w, wt, exact ? NULL : out_buf, out_fn);
         }
         free(v);
         free(m);
@@ -234,8 +250,8 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
             float *part = partial + (ptrdiff_t)k * size;
             int bad = 0;
             if (!ok) continue;
-            sb_wf_source_chunk(&in, x, n0, nb, in_buf, v, pv);
-            sb_wf_source_chunk(&grad, g, n0, nb, g_buf, gt, pg);
+            sb_wf_source_chunk(&in, x, n0, nb, 0, tiles_h, in_buf, v, pv);
+            sb_wf_source_chunk(&grad, g, n0, nb, 0, tiles_h, g_buf, gt, pg);
             for (p = 0; p < points; p++)  /* partial[p] = Gt[p] @ V[p]^T */
                 bad |= sb_wf_gemm(gemm, dot, O, C, (int)t, gt + p * pg, t, 1, v + p * pv, 1,
                                   t, part + p * oc, C);

@@ -20,11 +20,12 @@
 typedef void (*sb_plane_fn)(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
                             float *v, ptrdiff_t pitch);
 
-/* One channel of nb samples (x: its plane in the first sample, samples sn apart): each
- * plane into its block of pad (data rows only: the margins stay as they are, zero), then
- * fn over the nb * tiles_h * tiles_w tiles at off into v. */
+/* One channel of nb samples (x: its plane in the first sample, samples sn apart): rows
+ * row0 .. row1-1 of each plane into its block of pad (data rows only: the margins stay
+ * as they are, zero; other data rows keep what they hold, for tiles that do not read
+ * them), then fn over the ntiles tiles at off into v. */
 static inline void sb_wino_in_channel(const float *x, ptrdiff_t sn, int cols, int nb,
-                                      int copy_rows, int copy_cols, int ph, int pw,
+                                      int row0, int row1, int copy_cols, int ph, int pw,
                                       ptrdiff_t hp, ptrdiff_t wp, float *pad, sb_plane_fn fn,
                                       const int *off, int ntiles, float *v, ptrdiff_t pitch)
 {
@@ -32,7 +33,7 @@ static inline void sb_wino_in_channel(const float *x, ptrdiff_t sn, int cols, in
     for (s = 0; s < nb; s++) {
         const float *src = x + (ptrdiff_t)s * sn;
         float *block = pad + (ptrdiff_t)s * hp * wp;
-        for (r = 0; r < copy_rows; r++)
+        for (r = row0; r < row1; r++)
             memcpy(block + (r + ph) * wp + pw, src + (ptrdiff_t)r * cols,
                    (size_t)copy_cols * sizeof(float));
     }
@@ -86,7 +87,7 @@ static int sb_wino_planes(const float *x, ptrdiff_t sn, ptrdiff_t sc, int rows, 
         for (c = c0; c < c1; c++) {
             if (pad == NULL) continue;   /* every thread still meets the worksharing loop */
             sb_wino_in_channel(x + (ptrdiff_t)n0 * sn + (ptrdiff_t)c * sc, sn, cols, nb,
-                               copy_rows, copy_cols, ph, pw, hp, wp, pad, fn, off, ntiles,
+                               0, copy_rows, copy_cols, ph, pw, hp, wp, pad, fn, off, ntiles,
                                v + (ptrdiff_t)c * vc, pitch);
         }
         free(pad);

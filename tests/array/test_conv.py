@@ -466,13 +466,16 @@ def test_winograd_is_the_same_in_kernels_or_on_the_pool(c_in, c_out, size):
 def test_winograd_fused_chunks_give_the_split_bits(gemm, n, c_in, c_out, h, w, pad, monkeypatch):
     """The forward and the weight gradient with every chunk on one thread
     (pyx/winograd/wino_fused.h) equal the split form (each chunk's steps shared among
-    the threads) bit for bit, at 1-3 threads, F(2x2) and F(4x4), with a bias, on the
-    AVX-512 and the AVX2 GEMM."""
+    the threads) bit for bit, at 1-3 threads, F(2x2) and F(4x4), chunks of samples and
+    bands of tile rows, with a bias, on the AVX-512 and the AVX2 GEMM."""
     from sandbox.runtime import simd
 
     if "avx512" not in simd.supported_paths():
         pytest.skip("the fused form runs the AVX-512 transforms")
-    calls = _spy(monkeypatch, conv.winograd._winograd_fused, "conv")
+    calls = []
+    fused_conv = conv.winograd._winograd_fused.conv
+    monkeypatch.setattr(conv.winograd._winograd_fused, "conv",
+                        lambda *a: calls.append(a[9]) or fused_conv(*a))  # a[9]: band
     wgrad_calls = _spy(monkeypatch, conv.winograd._winograd_fused, "weight_grad")
     rng = np.random.default_rng(5)
     x = rng.standard_normal((n, c_in, h, w)).astype(np.float32)
@@ -484,9 +487,13 @@ def test_winograd_fused_chunks_give_the_split_bits(gemm, n, c_in, c_out, h, w, p
         with simd.using(gemm=gemm):
             u = conv.winograd.weight_transform(wt, tile=tile)
             runs = []
-            for fused, threads in ((False, 1), (True, 1), (True, 2), (True, 3), (False, 2)):
+            # 20 kB: the forward's chunks become bands of tile rows of one sample
+            for fused, threads, cap in ((False, 1, None), (True, 1, None), (True, 2, None),
+                                        (True, 3, None), (False, 2, None), (True, 2, 20_000),
+                                        (True, 1, 20_000)):
                 y = np.empty((n, c_out, ho, wo), np.float32)
-                with conv.tuned(winograd_fused=fused, winograd_target_tiles=8), \
+                knobs = {} if cap is None else {"winograd_fused_max_bytes": cap}
+                with conv.tuned(winograd_fused=fused, winograd_target_tiles=8, **knobs), \
                         sandbox.num_threads(threads):
                     conv.winograd.winograd_conv3x3(x, u, y, pad, pad, 1, b)
                     gw = conv.winograd.winograd_weight_grad(x, gy, pad, pad, 1, tile)
@@ -495,6 +502,7 @@ def test_winograd_fused_chunks_give_the_split_bits(gemm, n, c_in, c_out, h, w, p
             for a, e in zip(run, runs[0], strict=True):
                 np.testing.assert_array_equal(a, e)
     assert calls and wgrad_calls, "the fused paths were not taken"
+    assert any(calls) and not all(calls), "bands and whole samples were not both taken"
 
 
 @pytest.mark.parametrize("xs, ws, kwargs", [

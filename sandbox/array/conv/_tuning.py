@@ -114,12 +114,16 @@ class ConvTuning:
     #: when the float32 AVX-512 transforms and the project's GEMM run and there are at
     #: least two chunks a thread (or one thread).  Same bits as the split form.
     winograd_fused: bool = True
-    #: ... when a chunk's points (input and output planes, C + O channels) take at most
-    #: this many bytes: a thread then works in its own caches.  Beyond, two threads'
-    #: chunks crowd each other out, and sharing one chunk wins.  Measured on an AMD EPYC
-    #: family 26 VM, user UNet step, 2 threads (``python benchmarks/ab_simd_step.py
-    #: avx512:avx512 avx512:avx512+winograd_fused=0``): 64^2 (chunks of 1.2-2.4 MB)
-    #: 43.5 -> 39.9 ms fused; 128^2 (4.7-7 MB) 155 -> 171 ms fused.
+    #: ... with chunks whose points (input and output planes, C + O channels) take at
+    #: most this many bytes, so that a thread works in its own caches: the forward cuts
+    #: a larger sample into bands of tile rows; the weight gradient (whose chunks fix
+    #: the order of its sums) then runs split.  Measured on an AMD EPYC family 26 VM,
+    #: user UNet step, 2 threads, ms (``python benchmarks/ab_simd_step.py --size S
+    #: avx512:avx512 avx512:avx512+winograd_fused=0``, then with
+    #: ``+winograd_fused_max_bytes=...``): fused vs split 64^2 39.9 vs 43.5, 128^2 139.2
+    #: vs 148.3, 256^2 (batch 4) 268.7 vs 285.2; whole samples of 5-7 MB at 128^2 had
+    #: been slower than split (171 vs 155); 1 MiB and 5 MiB gave the same as 2.5 within
+    #: the run's noise (140.9 / 152.1 vs 143.3 at 128^2, 41.8 / 41.5 vs 42.3 at 64^2).
     winograd_fused_max_bytes: int = 5 * 2**19
     #: an im2col/vol2col loop (a forward, or a backward's products) with fewer GEMM
     #: flops than this runs its chunks on the calling thread: below it the worker

@@ -136,13 +136,13 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
     u = lhs(u)  # read in place by the GEMMs of every chunk
     selection = simd.current()
     avx = selection.winograd_avx512  # read here, in the caller's thread
-    # the point GEMMs' kernel per chunk size (full chunks, a shorter last one), as matmul
-    # picks it: the dot form only for one-tile chunks, where V's columns are contiguous
-    forms = [product_form(o, cnt * tiles, c, u.strides[2] == 4 and cnt * tiles == 1)
-             for cnt in (blocks[0][2], blocks[-1][2])]
-    if _fused(x, avx, selection, len(blocks), forms,
-              count * (c + o) * blocks[0][2] * tiles * x.itemsize):
-        _winograd_fused.conv(x, u, y, ph, pw, tile, th, tw, blocks[0][2],
+    chunk, band, chunks, sizes = _fused_chunks(n, th, tw, blocks[0][2],
+                                               count * (c + o) * x.itemsize)
+    # the point GEMMs' kernel per chunk size (full chunks, shorter ones), as matmul picks
+    # it: the dot form only for one-tile chunks, where V's columns are contiguous
+    forms = [product_form(o, t, c, u.strides[2] == 4 and t == 1) for t in sizes]
+    if _fused(x, avx, selection, chunks, forms, 0):
+        _winograd_fused.conv(x, u, y, ph, pw, tile, th, tw, chunk, band,
                              selection.gemm == "avx2", forms[0] == "dot", forms[1] == "dot",
                              get_num_threads())
         if bias is not None:
@@ -163,6 +163,24 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
             y[n0:n0 + cnt] += bias.reshape(-1, 1, 1)
 
     _run_blocks(task, blocks, x.dtype)
+
+
+def _fused_chunks(n: int, th: int, tw: int, samples: int, tile_bytes: int):
+    """The chunks of the fused forward: ``(chunk, band, count, (tiles, shorter tiles))``.
+
+    The split form's chunks of ``samples`` samples where their points (``tile_bytes`` a
+    tile, input and output) fit ``TUNING.winograd_fused_max_bytes``; else as many
+    samples as fit; else (large maps) bands of ``band`` tile rows of one sample.  The
+    forward's bits do not depend on the chunks, only its speed."""
+    fit = max(TUNING.winograd_fused_max_bytes // tile_bytes, 1)
+    tiles = th * tw
+    if tiles <= fit:
+        chunk = samples if samples * tiles <= fit else fit // tiles
+        rest = n % chunk
+        return chunk, 0, -(-n // chunk), (chunk * tiles, (rest or chunk) * tiles)
+    band = max(fit // tw, 1)
+    rest = th % band
+    return 1, band, n * -(-th // band), (band * tw, (rest or band) * tw)
 
 
 def _fused(x, avx: bool, selection, chunks: int, forms, chunk_bytes: int) -> bool:
