@@ -17,8 +17,8 @@ cdef extern from "wino_fused.h" nogil:
                          int num_threads)
     int sb_wino_wgrad_f32(const float* x, int N, int C, int H, int W, int ph, int pw,
                           const float* g, int O, int Ho, int Wo, int tile, int tiles_h,
-                          int tiles_w, int chunk, int gemm, int dot_full, int dot_last,
-                          float* partial, float* total, int num_threads)
+                          int tiles_w, int chunk, int band, int gemm, int dot_full,
+                          int dot_last, float* partial, float* total, int num_threads)
 
 
 def conv(const float[:, :, :, ::1] x,   # IN  (N, C, H, W)
@@ -49,19 +49,20 @@ def weight_grad(const float[:, :, :, ::1] x,      # IN  (N, C, H, W)
                 const float[:, :, :, ::1] g,      # IN  (N, O, Ho, Wo)
                 float[:, :, :, ::1] partial,      # OUT (chunks, P, O, C): scratch
                 float[:, :, ::1] total,           # OUT (P, O, C)
-                int ph, int pw, int tile, int tiles_h, int tiles_w, int chunk,
+                int ph, int pw, int tile, int tiles_h, int tiles_w, int chunk, int band,
                 bint avx2_gemm, bint dot_full, bint dot_last, int num_threads):
     """``total[p] = sum_chunks Gt[p] @ V[p]^T`` in chunk order: the point sums of the
-    weight gradient before the fold (``_winograd_weights.weight_grad_fold``).
-    ``dot_full`` / ``dot_last``: the dot-product GEMM for full chunks / a shorter last
-    one (else the packed one)."""
+    weight gradient before the fold (``_winograd_weights.weight_grad_fold``); chunks
+    of ``chunk`` samples or (``band`` > 0) of ``band`` tile rows of one sample.
+    ``dot_full`` / ``dot_last``: the dot-product GEMM for full chunks / shorter ones
+    (else the packed one)."""
     cdef int status
     with nogil:
         status = sb_wino_wgrad_f32(&x[0, 0, 0, 0], <int> x.shape[0], <int> x.shape[1],
                                    <int> x.shape[2], <int> x.shape[3], ph, pw, &g[0, 0, 0, 0],
                                    <int> g.shape[1], <int> g.shape[2], <int> g.shape[3], tile,
-                                   tiles_h, tiles_w, chunk, 2 if avx2_gemm else 1, dot_full,
-                                   dot_last, &partial[0, 0, 0, 0], &total[0, 0, 0],
+                                   tiles_h, tiles_w, chunk, band, 2 if avx2_gemm else 1,
+                                   dot_full, dot_last, &partial[0, 0, 0, 0], &total[0, 0, 0],
                                    num_threads)
     if status != 0:
         raise MemoryError("winograd weight gradient: could not allocate a thread's buffers")

@@ -201,33 +201,37 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
 /* The weight gradient's point sums of a 3x3 stride-1 convolution of x (N, C, H, W;
  * padding ph, pw) with output gradient g (N, O, Ho, Wo): total[p] (O x C, contiguous,
  * planes O*C apart) = sum over chunks, in chunk order, of Gt[p] @ V[p]^T (the chunk's
- * transformed gradient and input, F(tile x tile, 3x3)).  Each chunk's product goes to
- * its own plane of `partial` (nchunks x points x O x C); the dot-product kernel runs for
- * full chunks when dot_full, for a shorter last one when dot_last (the rule of
+ * transformed gradient and input, F(tile x tile, 3x3)); chunks of `chunk` samples or
+ * (band > 0) bands of `band` tile rows, as for sb_wino_conv_f32.  Each chunk's product
+ * goes to its own plane of `partial` (nchunks x points x O x C); the dot-product kernel
+ * runs for full chunks when dot_full, for shorter ones when dot_last (the rule of
  * sandbox/array/_gemm.py, from the shapes).  Returns 0, or -1 when a buffer could not
  * be allocated. */
 static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph, int pw,
                              const float *g, int O, int Ho, int Wo, int tile, int tiles_h,
-                             int tiles_w, int chunk, int gemm, int dot_full, int dot_last,
-                             float *partial, float *total, int num_threads)
+                             int tiles_w, int chunk, int band, int gemm, int dot_full,
+                             int dot_last, float *partial, float *total, int num_threads)
 {
     const int points = (tile + 2) * (tile + 2), per_plane = tiles_h * tiles_w;
-    const int nchunks = (N + chunk - 1) / chunk;
-    const ptrdiff_t tmax = (ptrdiff_t)chunk * per_plane, oc = (ptrdiff_t)O * C;
+    const int bands = band > 0 ? (tiles_h + band - 1) / band : 1;
+    const int nchunks = band > 0 ? N * bands : (N + chunk - 1) / chunk;
+    const ptrdiff_t tmax = band > 0 ? (ptrdiff_t)band * tiles_w : (ptrdiff_t)chunk * per_plane;
+    const ptrdiff_t oc = (ptrdiff_t)O * C;
     const ptrdiff_t pv = sb_wf_pitch((ptrdiff_t)C * tmax), pg = sb_wf_pitch((ptrdiff_t)O * tmax);
     const ptrdiff_t size = points * oc;
     sb_wf_source in, grad;
     int failed = 0;
-    if (sb_wf_source_init(&in, C, H, W, ph, pw, tile, tiles_h, tiles_w, 2, chunk) != 0)
+    const int samples = band > 0 ? 1 : chunk;  /* per chunk */
+    if (sb_wf_source_init(&in, C, H, W, ph, pw, tile, tiles_h, tiles_w, 2, samples) != 0)
         return -1;
-    if (sb_wf_source_init(&grad, O, Ho, Wo, 0, 0, tile, tiles_h, tiles_w, 0, chunk) != 0) {
+    if (sb_wf_source_init(&grad, O, Ho, Wo, 0, 0, tile, tiles_h, tiles_w, 0, samples) != 0) {
         free(in.off);
         return -1;
     }
     #pragma omp parallel num_threads(num_threads)
     {
-        const size_t in_floats = sb_wf_source_floats(&in, chunk);
-        const size_t g_floats = sb_wf_source_floats(&grad, chunk);
+        const size_t in_floats = sb_wf_source_floats(&in, samples);
+        const size_t g_floats = sb_wf_source_floats(&grad, samples);
         float *v = (float *)malloc((size_t)(points * pv) * sizeof(float));
         float *gt = (float *)malloc((size_t)(points * pg) * sizeof(float));
         float *in_buf = (float *)malloc(in_floats * sizeof(float));
@@ -244,14 +248,17 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
         }
         #pragma omp for schedule(dynamic, 1)
         for (k = 0; k < nchunks; k++) {
-            const int n0 = k * chunk, nb = N - n0 < chunk ? N - n0 : chunk;
-            const ptrdiff_t t = (ptrdiff_t)nb * per_plane;
-            const int dot = nb == chunk ? dot_full : dot_last;
+            const int n0 = band > 0 ? k / bands : k * chunk;
+            const int nb = band > 0 ? 1 : (N - n0 < chunk ? N - n0 : chunk);
+            const int th0 = band > 0 ? (k % bands) * band : 0;
+            const int th1 = band > 0 && th0 + band < tiles_h ? th0 + band : tiles_h;
+            const ptrdiff_t t = (ptrdiff_t)nb * (th1 - th0) * tiles_w;
+            const int dot = t == tmax ? dot_full : dot_last;
             float *part = partial + (ptrdiff_t)k * size;
             int bad = 0;
             if (!ok) continue;
-            sb_wf_source_chunk(&in, x, n0, nb, 0, tiles_h, in_buf, v, pv);
-            sb_wf_source_chunk(&grad, g, n0, nb, 0, tiles_h, g_buf, gt, pg);
+            sb_wf_source_chunk(&in, x, n0, nb, th0, th1, in_buf, v, pv);
+            sb_wf_source_chunk(&grad, g, n0, nb, th0, th1, g_buf, gt, pg);
             for (p = 0; p < points; p++)  /* partial[p] = Gt[p] @ V[p]^T */
                 bad |= sb_wf_gemm(gemm, dot, O, C, (int)t, gt + p * pg, t, 1, v + p * pv, 1,
                                   t, part + p * oc, C);

@@ -466,8 +466,9 @@ def test_winograd_is_the_same_in_kernels_or_on_the_pool(c_in, c_out, size):
 def test_winograd_fused_chunks_give_the_split_bits(gemm, n, c_in, c_out, h, w, pad, monkeypatch):
     """The forward and the weight gradient with every chunk on one thread
     (pyx/winograd/wino_fused.h) equal the split form (each chunk's steps shared among
-    the threads) bit for bit, at 1-3 threads, F(2x2) and F(4x4), chunks of samples and
-    bands of tile rows, with a bias, on the AVX-512 and the AVX2 GEMM."""
+    the threads) bit for bit, at 1-3 threads, F(2x2) and F(4x4), with a bias, on the
+    AVX-512 and the AVX2 GEMM; the forward also in bands of tile rows.  The weight
+    gradient in bands (its sums in another order) is the same for any thread count."""
     from sandbox.runtime import simd
 
     if "avx512" not in simd.supported_paths():
@@ -486,21 +487,28 @@ def test_winograd_fused_chunks_give_the_split_bits(gemm, n, c_in, c_out, h, w, p
     for tile in (2, 4):
         with simd.using(gemm=gemm):
             u = conv.winograd.weight_transform(wt, tile=tile)
-            runs = []
-            # 20 kB: the forward's chunks become bands of tile rows of one sample
+            runs = {}
+            # 20 kB: the chunks become bands of tile rows of one sample; the weight
+            # gradient's sums then run in another order (the same for any thread count)
             for fused, threads, cap in ((False, 1, None), (True, 1, None), (True, 2, None),
                                         (True, 3, None), (False, 2, None), (True, 2, 20_000),
-                                        (True, 1, 20_000)):
+                                        (True, 1, 20_000), (True, 3, 20_000)):
                 y = np.empty((n, c_out, ho, wo), np.float32)
                 knobs = {} if cap is None else {"winograd_fused_max_bytes": cap}
                 with conv.tuned(winograd_fused=fused, winograd_target_tiles=8, **knobs), \
                         sandbox.num_threads(threads):
                     conv.winograd.winograd_conv3x3(x, u, y, pad, pad, 1, b)
                     gw = conv.winograd.winograd_weight_grad(x, gy, pad, pad, 1, tile)
-                runs.append((y, gw))
-        for run in runs[1:]:
-            for a, e in zip(run, runs[0], strict=True):
-                np.testing.assert_array_equal(a, e)
+                runs.setdefault(cap, []).append((y, gw))
+        split, banded = runs[None][0], runs[20_000][0]
+        for run in runs[None][1:] + runs[20_000]:
+            np.testing.assert_array_equal(run[0], split[0])  # the forward: always the same
+        for run in runs[None][1:]:
+            np.testing.assert_array_equal(run[1], split[1])
+        for run in runs[20_000][1:]:
+            np.testing.assert_array_equal(run[1], banded[1])
+        np.testing.assert_allclose(banded[1], split[1], rtol=2e-5, atol=2e-5 * np.abs(
+            split[1]).max())
     assert calls and wgrad_calls, "the fused paths were not taken"
     assert any(calls) and not all(calls), "bands and whole samples were not both taken"
 

@@ -141,7 +141,7 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
     # the point GEMMs' kernel per chunk size (full chunks, shorter ones), as matmul picks
     # it: the dot form only for one-tile chunks, where V's columns are contiguous
     forms = [product_form(o, t, c, u.strides[2] == 4 and t == 1) for t in sizes]
-    if _fused(x, avx, selection, chunks, forms, 0):
+    if _fusable(x, avx, selection, forms) and chunks >= 2 * get_num_threads():
         _winograd_fused.conv(x, u, y, ph, pw, tile, th, tw, chunk, band,
                              selection.gemm == "avx2", forms[0] == "dot", forms[1] == "dot",
                              get_num_threads())
@@ -165,17 +165,20 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
     _run_blocks(task, blocks, x.dtype)
 
 
-def _fused_chunks(n: int, th: int, tw: int, samples: int, tile_bytes: int):
-    """The chunks of the fused forward: ``(chunk, band, count, (tiles, shorter tiles))``.
+def _fused_chunks(n: int, th: int, tw: int, samples: int, tile_bytes: int,
+                  keep_samples: bool = False):
+    """The chunks of the fused form: ``(chunk, band, count, (tiles, shorter tiles))``.
 
-    The split form's chunks of ``samples`` samples where their points (``tile_bytes`` a
-    tile, input and output) fit ``TUNING.winograd_fused_max_bytes``; else as many
-    samples as fit; else (large maps) bands of ``band`` tile rows of one sample.  The
-    forward's bits do not depend on the chunks, only its speed."""
+    Chunks of ``samples`` samples (the split form's) where their points (``tile_bytes``
+    a tile, input and output) fit ``TUNING.winograd_fused_max_bytes``; else, unless
+    ``keep_samples``, as many samples as fit; and where one sample does not fit (large
+    maps), bands of ``band`` tile rows of one sample.  The forward's bits do not depend
+    on its chunks; the weight gradient's do (they fix the order of its sums), so it
+    keeps the split form's samples unless it takes bands."""
     fit = max(TUNING.winograd_fused_max_bytes // tile_bytes, 1)
     tiles = th * tw
     if tiles <= fit:
-        chunk = samples if samples * tiles <= fit else fit // tiles
+        chunk = samples if keep_samples or samples * tiles <= fit else fit // tiles
         rest = n % chunk
         return chunk, 0, -(-n // chunk), (chunk * tiles, (rest or chunk) * tiles)
     band = max(fit // tw, 1)
@@ -183,19 +186,15 @@ def _fused_chunks(n: int, th: int, tw: int, samples: int, tile_bytes: int):
     return 1, band, n * -(-th // band), (band * tw, (rest or band) * tw)
 
 
-def _fused(x, avx: bool, selection, chunks: int, forms, chunk_bytes: int) -> bool:
-    """Whether the Winograd passes run their chunks each on one thread
-    (``_winograd_fused``; ``TUNING.winograd_fused``): float32 with the AVX-512
-    transforms and the project's GEMM for every product (``forms``, from
-    :func:`~sandbox.array._gemm.product_form`), chunks of points within
-    ``TUNING.winograd_fused_max_bytes``, and at least two chunks a thread (a
-    single chunk, the 8x8 and 4x4 maps of a UNet at batch 8, runs faster with its
-    steps shared: ``python benchmarks/bench_conv_passes.py --tuned winograd_fused=...``).
-    Either way the results are the same."""
+def _fusable(x, avx: bool, selection, forms) -> bool:
+    """Whether the fused form (``_winograd_fused``; ``TUNING.winograd_fused``) can run:
+    float32 with the AVX-512 transforms and the project's GEMM for every product
+    (``forms``, from :func:`~sandbox.array._gemm.product_form`).  Whether it does also
+    takes two chunks a thread (a single chunk, the 8x8 and 4x4 maps of a UNet at batch
+    8, runs faster with its steps shared: ``python benchmarks/ab_simd_step.py``).  A
+    rule of the shapes and the SIMD selection, never of the thread count."""
     return (TUNING.winograd_fused and avx and x.dtype == np.float32
-            and selection.gemm_own and x.size < 2**31 and "blas" not in forms
-            and chunks >= 2 * get_num_threads()
-            and chunk_bytes <= TUNING.winograd_fused_max_bytes)
+            and selection.gemm_own and x.size < 2**31 and "blas" not in forms)
 
 
 def _run_blocks(task, blocks, dtype) -> None:
@@ -280,13 +279,19 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
     selection = simd.current()
     avx = selection.winograd_avx512
     gw = np.empty((o, c, 3, 3), dtype=x.dtype)
-    forms = [product_form(o, c, cnt * tiles, True) for cnt in (blocks[0][2], blocks[-1][2])]
-    if _fused(x, avx, selection, len(blocks), forms,
-              count * (c + o) * blocks[0][2] * tiles * x.itemsize) and g.size < 2**31:
+    tile_bytes = count * (c + o) * x.itemsize
+    chunk, band, chunks, sizes = _fused_chunks(n, th, tw, blocks[0][2], tile_bytes,
+                                               keep_samples=True)
+    forms = [product_form(o, c, t, True) for t in sizes]
+    # bands (a sample's points beyond the cap) only exist in the fused form; chunks of
+    # samples run fused where they fit and there are two a thread, else split
+    fits = chunk * th * tw * tile_bytes <= TUNING.winograd_fused_max_bytes
+    if (_fusable(x, avx, selection, forms) and g.size < 2**31
+            and (band or (fits and chunks >= 2 * get_num_threads()))):
         total = np.empty((count, o, c), dtype=x.dtype)
-        partial = np.empty((len(blocks), count, o, c), dtype=x.dtype)
+        partial = np.empty((chunks, count, o, c), dtype=x.dtype)
         _winograd_fused.weight_grad(np.ascontiguousarray(x), np.ascontiguousarray(g), partial,
-                                    total, ph, pw, tile, th, tw, blocks[0][2],
+                                    total, ph, pw, tile, th, tw, chunk, band,
                                     selection.gemm == "avx2", forms[0] == "dot",
                                     forms[1] == "dot", get_num_threads())
         _winograd_weights.weight_grad_fold(total, gw, get_num_threads())
