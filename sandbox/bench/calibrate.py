@@ -2,8 +2,8 @@
 
 The choices, their defaults and the file that keeps the winners per machine are
 :mod:`sandbox.runtime.calibration`; this module holds the workloads that measure them
-(the products of a classic UNet step's convolutions, and a 2-D grid sampling forward
-and backward), on 1 thread, interleaved, by medians.
+(the products of a classic UNet step's convolutions, some of its convolution layers on
+the avx2 path, and a 2-D grid sampling forward and backward), interleaved, by medians.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 
 from ..runtime import calibration
 
-__all__ = ["GEMM_SHAPES", "MARGIN", "calibrate"]
+__all__ = ["CONV_LAYERS", "GEMM_SHAPES", "MARGIN", "calibrate"]
 
 #: a candidate replaces the default only when it is at least this much faster
 MARGIN = 1.10
@@ -60,6 +60,38 @@ def _gemm_calls():
     return {"avx512": run("avx512"), "blas": run("blas")}
 
 
+# Convolution layers of a classic UNet step (batch 8; in, out channels, pixels): the
+# first layer, a Winograd layer at each of three levels and the 1x1 head.
+CONV_LAYERS = ((1, 16, 64, 3), (16, 16, 64, 3), (64, 64, 16, 3), (128, 128, 8, 3),
+               (16, 2, 64, 1))
+
+
+def _conv_calls():
+    """Forward and both gradients of CONV_LAYERS on the avx2 path, by its AVX2 kernel or
+    by BLAS: the GEMMs as a step runs them, with the step's threads."""
+    import numpy as np
+
+    from ..array import conv
+    from ..runtime.simd import using
+
+    rng = np.random.default_rng(2)
+    layers = []
+    for cin, cout, px, k in CONV_LAYERS:
+        x = rng.standard_normal((8, cin, px, px), dtype=np.float32)
+        w = rng.standard_normal((cout, cin, k, k), dtype=np.float32)
+        layers.append((x, w, rng.standard_normal((8, cout, px, px), dtype=np.float32), k // 2))
+
+    def run(gemm):
+        def call():
+            with using(isa="avx2", gemm=gemm):
+                for x, w, g, pad in layers:
+                    conv.conv2d(x, w, None, 1, pad)
+                    conv.conv2d_backward(g, x, w, 1, pad)
+        return call
+
+    return {"avx2": run("avx2"), "blas": run("blas")}
+
+
 def _grid_calls():
     import numpy as np
 
@@ -94,16 +126,20 @@ def calibrate(repeat: int = 25, timer=time.perf_counter,
     ``write``) store them as this machine's entry of the calibration file
     (:func:`sandbox.runtime.calibration.cache_file`).
 
-    A choice whose AVX-512 candidate the CPU cannot run keeps its portable one and is
-    not timed.  A candidate replaces the default only when it is at least ``MARGIN``
-    times faster.  Runs on 1 thread, for about a second.  The choice takes effect in
-    processes started afterwards (a running one keeps what it read first).
+    A choice whose candidates the CPU cannot run keeps its default and is not timed.
+    A candidate replaces the default only when it is at least ``MARGIN`` times faster.
+    The products and gathers run on 1 thread, the avx2 path's convolutions on the
+    process's threads; a few seconds in all.  The choice takes effect in processes
+    started afterwards (a running one keeps what it read first).
     """
     from .._C import _gemm, _grid_sample
     from ..runtime.simd import cpu, supported_paths
     from ..runtime.threads import get_num_threads, set_num_threads
 
     choices, timings = {}, {}
+    if "avx2" in supported_paths() and _gemm.avx2_available():
+        timings["gemm_avx2"] = _median_ms(_conv_calls(), max(3, repeat // 5), timer)
+        choices["gemm_avx2"] = _winner(timings["gemm_avx2"], "avx2")
     previous = get_num_threads()
     set_num_threads(1)
     try:

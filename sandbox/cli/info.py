@@ -76,7 +76,8 @@ def _calibration() -> dict:
     cal = calibration.load()
     return {"file": str(calibration.cache_file()), "when": cal.when if cal else None,
             "choices": dict(cal.choices) if cal else {}, "timings": cal.timings if cal else {},
-            "grid_gathers": calibration.preferred("grid_gathers")}
+            "grid_gathers": calibration.preferred("grid_gathers"),
+            "gemm_avx2": calibration.preferred("gemm_avx2")}
 
 
 def _ratio(medians: dict, winner: str) -> str:

@@ -8,13 +8,18 @@ so a flag in ``/proc/cpuinfo`` cannot make them:
   (``OPENBLAS_CORETYPE``), and a CPU whose AVX-512 units are 256 bits wide (Zen 4)
   gains less from 512-bit FMAs than one with full-width units (Zen 5, Intel server
   cores).
+* ``gemm_avx2``: the same products on the ``avx2`` path (a CPU without AVX-512, or
+  ``SANDBOX_ISA=avx2``): the project's AVX2+FMA kernel or BLAS.  Some AVX2 BLAS builds
+  beat the kernel product for product, but the kernel shares a layer's products among
+  the threads inside one parallel region where BLAS calls go through the worker pool,
+  so this one is timed on convolution layers at the process's thread count.
 * ``grid_gathers``: the 2-D float32 grid sampling's AVX-512 pass, which reads the
   input with gather instructions, or the portable loops.  Gathers are fast on Zen 5
   and Intel's AVX-512 cores and much slower on others (microcoded on Zen 4).
 
 ``sandbox calibrate`` (:func:`sandbox.bench.calibrate.calibrate`) times both
-candidates of each choice on the workloads the UNet runs (1 thread, interleaved,
-medians) and stores the winners with :func:`save` in ``calibration.json`` under
+candidates of each choice on the workloads the UNet runs (interleaved, medians; 1
+thread but for ``gemm_avx2``) and stores the winners with :func:`save` in ``calibration.json`` under
 :func:`cache_dir`, keyed by the machine
 (:func:`machine_key`: CPU, flags, BLAS and its core type, sandbox version), so a home
 directory shared by different machines keeps one entry each.  Without an entry for
@@ -36,7 +41,10 @@ __all__ = ["Calibration", "cache_dir", "cache_file", "load", "machine_key", "pre
            "save"]
 
 CACHE_ENV_VAR = "SANDBOX_CACHE_DIR"
-DEFAULTS = {"gemm": "avx512", "grid_gathers": "avx512"}
+DEFAULTS = {"gemm": "avx512", "gemm_avx2": "avx2", "grid_gathers": "avx512"}
+#: the candidates each choice may name
+CANDIDATES = {"gemm": ("avx512", "blas"), "gemm_avx2": ("avx2", "blas"),
+              "grid_gathers": ("avx512", "portable")}
 
 
 @dataclass
@@ -112,13 +120,14 @@ def load(path: Path | None = None) -> Calibration | None:
 
 
 def preferred(choice: str) -> str:
-    """The calibrated winner of ``choice`` (``gemm``, ``grid_gathers``) on this machine,
-    else its default (``avx512``).  Read once per process (kernels ask on every call)."""
+    """The calibrated winner of ``choice`` (``gemm``, ``gemm_avx2``, ``grid_gathers``) on
+    this machine, else its default (:data:`DEFAULTS`: the project's kernel).  Read once
+    per process (kernels ask on every call)."""
     key = ("preferred", choice)
     if key not in _loaded:
         cal = load()
         value = cal.choices.get(choice) if cal is not None else None
-        _loaded[key] = value if value in ("avx512", "blas", "portable") else DEFAULTS[choice]
+        _loaded[key] = value if value in CANDIDATES[choice] else DEFAULTS[choice]
     return _loaded[key]
 
 

@@ -255,8 +255,10 @@ def resolve(isa: str = "auto", gemm: str = "auto", *, isa_name: str = "isa",
         chosen = "blas"
     elif gemm == "avx2":
         chosen = "avx2"
-    elif path == "avx2":  # auto: the AVX2 kernel where it runs
-        chosen = "avx2" if avx2_gemm_available() else "blas"
+    elif path == "avx2":  # auto: the AVX2 kernel where it runs, unless measured slower
+        from .calibration import preferred
+
+        chosen = preferred("gemm_avx2") if avx2_gemm_available() else "blas"
     elif gemm == "auto":  # the measured winner on this machine, if calibrated
         from .calibration import preferred
 
