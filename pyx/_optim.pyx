@@ -11,7 +11,9 @@
 # two paths give bitwise identical parameters and moments.  setup.py compiles
 # this file with -ffp-contract=off: a fused multiply-add would round differently.
 
+cimport numpy as cnp
 from cython.parallel cimport prange
+from libc.stdlib cimport free, malloc
 
 from fused cimport real
 
@@ -97,3 +99,74 @@ def adam_step(real[::1] p, const real[::1] grad, real[::1] m, real[::1] v, doubl
             else:
                 sb_adam_d(&p[start], &grad[start], &m[start], &v[start], count, b1c, b2, b2c,
                           lr_t, bc2, e, wd, decay, sign, use_l2)
+
+
+def adam_step_many(list params, list grads, list exp_avgs, list exp_avg_sqs, double beta1,
+                   double beta2, double step_size, double bias_correction2_sqrt,
+                   double eps, double weight_decay, bint decoupled, bint maximize,
+                   int num_threads):
+    """:func:`adam_step` on several parameters at once (one step number, one dtype; the
+    four lists hold flat C-contiguous ndarrays, pairwise of one size): every parameter's
+    BLOCK-element blocks in one parallel loop, each block the same call as
+    :func:`adam_step` makes, so the bits are the same; one parallel region instead of one
+    a parameter.
+
+    Arguments: ``params`` (IN/OUT), ``grads`` (IN), ``exp_avgs`` (IN/OUT),
+    ``exp_avg_sqs`` (IN/OUT), the rest as for :func:`adam_step` (IN).
+    """
+    cdef Py_ssize_t count = len(params), k, blk, total = 0, start, n
+    if count == 0:
+        return
+    cdef bint f64 = cnp.PyArray_ITEMSIZE(<cnp.ndarray> params[0]) == 8
+    # per parameter: its first block and size, and the four data pointers
+    cdef Py_ssize_t* first = <Py_ssize_t*> malloc((count + 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* sizes = <Py_ssize_t*> malloc(count * sizeof(Py_ssize_t))
+    cdef char** data = <char**> malloc(4 * count * sizeof(char*))
+    cdef Py_ssize_t* owner = NULL
+    if first == NULL or sizes == NULL or data == NULL:
+        free(first)
+        free(sizes)
+        free(data)
+        raise MemoryError("adam_step_many: could not allocate its tables")
+    for k in range(count):
+        first[k] = total
+        sizes[k] = cnp.PyArray_SIZE(<cnp.ndarray> params[k])
+        total += (sizes[k] + BLOCK - 1) // BLOCK
+        data[4 * k] = cnp.PyArray_BYTES(<cnp.ndarray> params[k])
+        data[4 * k + 1] = cnp.PyArray_BYTES(<cnp.ndarray> grads[k])
+        data[4 * k + 2] = cnp.PyArray_BYTES(<cnp.ndarray> exp_avgs[k])
+        data[4 * k + 3] = cnp.PyArray_BYTES(<cnp.ndarray> exp_avg_sqs[k])
+    first[count] = total
+    owner = <Py_ssize_t*> malloc((total if total > 0 else 1) * sizeof(Py_ssize_t))
+    if owner == NULL:
+        free(first)
+        free(sizes)
+        free(data)
+        raise MemoryError("adam_step_many: could not allocate its tables")
+    for k in range(count):   # block -> parameter
+        for blk in range(first[k], first[k + 1]):
+            owner[blk] = k
+    cdef bint use_l2 = weight_decay != 0 and not decoupled
+    cdef bint use_decay = weight_decay != 0 and decoupled
+    cdef double decay = (1 - weight_decay) if use_decay else 1
+    cdef double sign = -1 if maximize else 1
+    with nogil:
+        for blk in prange(total, schedule="static", num_threads=num_threads):
+            k = owner[blk]
+            start = (blk - first[k]) * BLOCK
+            n = sizes[k] - start if sizes[k] - start < BLOCK else BLOCK
+            if f64:
+                sb_adam_d(<double*> data[4 * k] + start, <const double*> data[4 * k + 1] + start,
+                          <double*> data[4 * k + 2] + start, <double*> data[4 * k + 3] + start,
+                          n, 1 - beta1, beta2, 1 - beta2, step_size, bias_correction2_sqrt,
+                          eps, weight_decay, decay, sign, use_l2)
+            else:
+                sb_adam_f(<float*> data[4 * k] + start, <const float*> data[4 * k + 1] + start,
+                          <float*> data[4 * k + 2] + start, <float*> data[4 * k + 3] + start,
+                          n, <float> (1 - beta1), <float> beta2, <float> (1 - beta2),
+                          <float> step_size, <float> bias_correction2_sqrt, <float> eps,
+                          <float> weight_decay, <float> decay, <float> sign, use_l2)
+    free(first)
+    free(sizes)
+    free(data)
+    free(owner)

@@ -8,18 +8,24 @@ import numpy as np
 
 from ..runtime.threads import kernel_threads
 
-__all__ = ["adam_update", "fits_adam_kernel"]
+__all__ = ["adam_update", "adam_update_many", "fits_adam_kernel"]
+
+
+_KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def fits_adam_kernel(param, grad, exp_avg, exp_avg_sq) -> bool:
     """Whether :func:`adam_update` takes these arrays (float32/float64, one dtype and shape,
-    C-contiguous, the updated ones writeable)."""
-    arrays = (param, grad, exp_avg, exp_avg_sq)
-    return (all(isinstance(a, np.ndarray) for a in arrays)
-            and param.dtype in (np.float32, np.float64)
-            and all(a.dtype == param.dtype and a.shape == param.shape
-                    and a.flags.c_contiguous for a in arrays)
-            and all(a.flags.writeable for a in (param, exp_avg, exp_avg_sq)))
+    C-contiguous, the updated ones writeable).  Called per parameter and step: plain
+    loops, no generators."""
+    if not isinstance(param, np.ndarray) or param.dtype not in _KERNEL_DTYPES:
+        return False
+    dtype, shape = param.dtype, param.shape
+    for a in (param, grad, exp_avg, exp_avg_sq):
+        if (not isinstance(a, np.ndarray) or a.dtype != dtype or a.shape != shape
+                or not a.flags.c_contiguous):
+            return False
+    return param.flags.writeable and exp_avg.flags.writeable and exp_avg_sq.flags.writeable
 
 
 def adam_update(param, grad, exp_avg, exp_avg_sq, *, step, lr, beta1, beta2, eps,
@@ -53,3 +59,34 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, *, step, lr, beta1, beta2, eps
                      math.sqrt(1 - beta2**step), eps, lr * weight_decay if decoupled
                      else weight_decay, bool(decoupled), bool(maximize),
                      kernel_threads(param.size))
+
+
+def adam_update_many(params, grads, exp_avgs, exp_avg_sqs, *, step, lr, beta1, beta2, eps,
+                     weight_decay=0.0, decoupled=False, maximize=False) -> None:
+    """:func:`adam_update` of several parameters of one dtype at one step number, in one
+    kernel call: the same bits, one parallel loop over all their elements.
+
+    Parameters
+    ----------
+    params, grads, exp_avgs, exp_avg_sqs : sequences of ndarray
+        Each quadruple as for :func:`adam_update`; every array of one dtype.
+    step, lr, beta1, beta2, eps, weight_decay, decoupled, maximize
+        As for :func:`adam_update`.
+    """
+    quads = list(zip(params, grads, exp_avgs, exp_avg_sqs, strict=True))
+    if not quads:
+        return
+    dtype = quads[0][0].dtype
+    for quad in quads:
+        if not fits_adam_kernel(*quad) or quad[0].dtype != dtype:
+            raise ValueError("adam_update_many needs quadruples as adam_update takes them, "
+                             "all of one dtype")
+    if isinstance(step, bool) or not isinstance(step, int | np.integer) or step < 1:
+        raise ValueError(f"step must be a positive integer, got {step!r}")
+    from .._C import _optim
+
+    flat = [[a.reshape(-1) for a in column] for column in zip(*quads, strict=True)]
+    _optim.adam_step_many(*flat, beta1, beta2, lr / (1 - beta1**step),
+                          math.sqrt(1 - beta2**step), eps,
+                          lr * weight_decay if decoupled else weight_decay, bool(decoupled),
+                          bool(maximize), kernel_threads(sum(q[0].size for q in quads)))

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ..array.optim import adam_update_many, fits_adam_kernel
 from ..autograd import Tensor
 
 
@@ -267,6 +268,8 @@ class Adam(Optimizer):
                 group["eps"],
                 group["weight_decay"],
             )
+            # the one-pass kernel's parameters, by (step number, dtype): one call each
+            batches = {}
             for p, grad in self._params_with_grad(group):
                 g = -grad if group["maximize"] else grad
                 state = self.state.setdefault(id(p), {})
@@ -279,8 +282,9 @@ class Adam(Optimizer):
                 state["step"] += 1
                 t = state["step"]
                 m, v = state["exp_avg"], state["exp_avg_sq"]
-                if not group["amsgrad"] and _fused_adam(p.numpy(), grad, m, v, t, group,
-                                                        self.decoupled):
+                quad = (p.numpy(), grad, m, v)
+                if not group["amsgrad"] and _kernel_takes(*quad):
+                    batches.setdefault((t, quad[0].dtype), []).append(quad)
                     continue
                 if wd:
                     if self.decoupled:
@@ -298,25 +302,30 @@ class Adam(Optimizer):
                     v = state["max_exp_avg_sq"]
                 denom = np.sqrt(v) / bias_correction2_sqrt + eps
                 p.data -= (lr / bias_correction1) * (m / denom)
+            for (t, _), quads in batches.items():
+                _fused_adam(quads, t, group, self.decoupled)
         return loss
 
 
-def _fused_adam(p, grad, m, v, t, group, decoupled) -> bool:
-    """One Adam update by the one-pass kernel; False (nothing done) when it does not apply.
+def _kernel_takes(param, grad, exp_avg, exp_avg_sq) -> bool:
+    """Whether the one-pass kernel updates this parameter (else the numpy code of
+    :meth:`Adam.step` does): :func:`~sandbox.array.optim.fits_adam_kernel`."""
+    return fits_adam_kernel(param, grad, exp_avg, exp_avg_sq)
 
-    The kernel takes C-contiguous float32/float64 arrays of one dtype and gives
-    bitwise the same result as the numpy code in :meth:`Adam.step` (one pass, no
-    temporaries instead of about ten).
+
+def _fused_adam(quads, t, group, decoupled) -> None:
+    """Adam updates of ``quads`` (param, grad, exp_avg, exp_avg_sq; one dtype, step ``t``)
+    by the one-pass kernel, all in one call.
+
+    The kernel takes C-contiguous float32/float64 arrays of one dtype
+    (:func:`~sandbox.array.optim.fits_adam_kernel`) and gives bitwise the same result
+    as the numpy code in :meth:`Adam.step` (one pass, no temporaries instead of about
+    ten).
     """
-    from ..array.optim import adam_update, fits_adam_kernel
-
-    if not fits_adam_kernel(p, grad, m, v):
-        return False
     beta1, beta2 = group["betas"]
-    adam_update(p, grad, m, v, step=t, lr=group["lr"], beta1=beta1, beta2=beta2,
-                eps=group["eps"], weight_decay=group["weight_decay"], decoupled=decoupled,
-                maximize=group["maximize"])
-    return True
+    adam_update_many(*zip(*quads, strict=True), step=t, lr=group["lr"], beta1=beta1,
+                     beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
+                     decoupled=decoupled, maximize=group["maximize"])
 
 
 class AdamW(Adam):

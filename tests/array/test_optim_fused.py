@@ -23,7 +23,7 @@ def _run(cls, kwargs, dtype, fused, monkeypatch, threads=2, steps=3):
     opt = cls(params, **kwargs)
     with monkeypatch.context() as mp:
         if not fused:
-            mp.setattr(_optimizer, "_fused_adam", lambda *a: False)
+            mp.setattr(_optimizer, "_kernel_takes", lambda *a: False)
         with sandbox.num_threads(threads):
             for _ in range(steps):
                 for p in params:
@@ -76,8 +76,7 @@ def test_non_contiguous_or_amsgrad_falls_back_to_numpy(monkeypatch):
     grad = p.grad.numpy().astype(np.float32, copy=False)
     state = {"step": 1, "exp_avg": np.zeros((4, 6), np.float32),
              "exp_avg_sq": np.zeros((4, 6), np.float32)}
-    assert not _optimizer._fused_adam(p.numpy(), grad, state["exp_avg"], state["exp_avg_sq"], 1,
-                                      opt.param_groups[0], False)
+    assert not _optimizer._kernel_takes(p.numpy(), grad, state["exp_avg"], state["exp_avg_sq"])
     opt.step()
     np.testing.assert_allclose(p.numpy(), 1 - 0.1, rtol=1e-6)  # first Adam step moves by lr
     q = nn.Parameter(np.ones(3))
@@ -102,3 +101,31 @@ def test_adam_update_validates_its_arrays():
     p, g = np.ones(4, np.float32), np.ones(4, np.float32)
     adam_update(p, g, np.zeros(4, np.float32), np.zeros(4, np.float32), **kw)
     np.testing.assert_allclose(p, 0.9, rtol=1e-6)  # the first step moves by lr
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_adam_update_many_is_adam_update_on_each(dtype):
+    """One call over several parameters (blocks of all of them in one parallel loop)
+    gives each the bits of its own adam_update; mixed dtypes and bad arrays are refused."""
+    from sandbox.array.optim import adam_update, adam_update_many
+
+    rng = np.random.default_rng(3)
+    sizes = (7, 16384, 40000, 1)  # blocks of 16384: parameters end mid-block and on one
+    arrays = [[rng.standard_normal(n).astype(dtype) for _ in range(4)] for n in sizes]
+    for quad in arrays:
+        quad[3] = np.abs(quad[3])
+    kw = dict(step=3, lr=1e-2, beta1=0.9, beta2=0.99, eps=1e-6, weight_decay=0.05,
+              decoupled=True, maximize=True)
+    one = [[a.copy() for a in quad] for quad in arrays]
+    for quad in one:
+        adam_update(*quad, **kw)
+    many = [[a.copy() for a in quad] for quad in arrays]
+    with sandbox.num_threads(3):
+        adam_update_many(*zip(*many, strict=True), **kw)
+    for a, b in zip(sum(many, []), sum(one, []), strict=True):
+        np.testing.assert_array_equal(a, b)
+    other = [a.astype(np.float32 if dtype == np.float64 else np.float64) for a in arrays[0]]
+    with pytest.raises(ValueError, match="all of one dtype"):
+        adam_update_many(*zip(arrays[1], other, strict=True), **kw)
+    with pytest.raises(ValueError, match="step must be a positive integer"):
+        adam_update_many(*zip(*arrays, strict=True), **{**kw, "step": 0})
