@@ -157,14 +157,26 @@ class _InForce:
 
     __slots__ = ()
 
-    def __getattr__(self, name):
-        return getattr(_current(), name)
-
     def __setattr__(self, name, value):
+        if name not in _FIELDS:
+            raise AttributeError(f"ConvTuning has no setting {name!r}")
         setattr(_current(), name, value)
 
     def __repr__(self) -> str:
         return repr(_current())
+
+
+def _reader(name: str) -> property:
+    # a property per setting: a read costs one call, not __getattr__'s failed lookup
+    # first (convolutions read a few dozen settings a call)
+    return property(lambda self: getattr(_settings.get() or _DEFAULTS, name),
+                    doc=f"``ConvTuning.{name}`` in force")
+
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(ConvTuning))
+for _name in _FIELDS:
+    setattr(_InForce, _name, _reader(_name))
+del _name
 
 
 #: the settings in force (see :class:`_InForce`)
