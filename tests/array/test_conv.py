@@ -509,6 +509,15 @@ def test_winograd_fused_chunks_give_the_split_bits(gemm, n, c_in, c_out, h, w, p
             np.testing.assert_array_equal(run[1], banded[1])
         np.testing.assert_allclose(banded[1], split[1], rtol=2e-5, atol=2e-5 * np.abs(
             split[1]).max())
+        # bands whose partial sums would pass winograd_max_chunk_bytes: the split form
+        with conv.tuned(winograd_target_tiles=8, winograd_fused_max_bytes=20_000,
+                        winograd_max_chunk_bytes=1000), sandbox.num_threads(2), \
+                simd.using(gemm=gemm):
+            gw = conv.winograd.winograd_weight_grad(x, gy, pad, pad, 1, tile)
+        with conv.tuned(winograd_target_tiles=8, winograd_max_chunk_bytes=1000,
+                        winograd_fused=False), simd.using(gemm=gemm):
+            np.testing.assert_array_equal(
+                gw, conv.winograd.winograd_weight_grad(x, gy, pad, pad, 1, tile))
     assert calls and wgrad_calls, "the fused paths were not taken"
     assert any(calls) and not all(calls), "bands and whole samples were not both taken"
 

@@ -283,9 +283,14 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
     chunk, band, chunks, sizes = _fused_chunks(n, th, tw, blocks[0][2], tile_bytes,
                                                keep_samples=True)
     forms = [product_form(o, c, t, True) for t in sizes]
-    # bands (a sample's points beyond the cap) only exist in the fused form; chunks of
-    # samples run fused where they fit and there are two a thread, else split
+    # bands (a sample's points beyond the cap) only exist in the fused form, and only
+    # while their partial sums (one (P, O, C) a chunk) stay small; chunks of samples run
+    # fused where they fit and there are two a thread, else split.  Both rules are of the
+    # shapes alone.
     fits = chunk * th * tw * tile_bytes <= TUNING.winograd_fused_max_bytes
+    partials = chunks * count * o * c * x.itemsize
+    if band and partials > TUNING.winograd_max_chunk_bytes:
+        band, fits = 0, False  # the split form's chunks of samples
     if (_fusable(x, avx, selection, forms) and g.size < 2**31
             and (band or (fits and chunks >= 2 * get_num_threads()))):
         total = np.empty((count, o, c), dtype=x.dtype)
