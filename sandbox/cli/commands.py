@@ -136,13 +136,15 @@ def _cmd_info(args) -> int:
 def _cmd_calibrate(args) -> int:
     from ..bench.calibrate import calibrate
     from ..runtime import calibration
+    from ..runtime.threads import get_num_threads
 
     previous = calibration.load()
     cal = calibrate(write=not args.dry_run)
-    print(f"calibration on {cal.cpu} (1 thread, medians of interleaved runs):")
+    print(f"calibration on {cal.cpu} (medians of interleaved runs; products and gathers on "
+          f"1 thread, the avx2 path's convolutions on {get_num_threads()}):")
     if not cal.choices:
-        print("  nothing to choose on this CPU: it has no AVX-512 kernels (the portable and "
-              "BLAS paths run)")
+        print("  nothing to choose on this CPU: it has neither AVX-512 nor AVX2+FMA kernels "
+              "(the portable and BLAS paths run)")
     for choice, medians in cal.timings.items():
         runs = ", ".join(f"{name} {ms:.2f} ms" for name, ms in medians.items())
         print(f"  {choice + ':':14s}{cal.choices[choice]:9s}({runs})")
