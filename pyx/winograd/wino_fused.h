@@ -96,6 +96,25 @@ static void sb_wf_source_chunk(const sb_wf_source *q, const float *x, int n0, in
     }
 }
 
+/* Chunk k: samples n0 .. n0+nb-1, tile rows th0 .. th1-1 (chunks of `chunk` samples, or
+ * with band > 0 bands of `band` tile rows of one sample, the last ones shorter). */
+static inline void sb_wf_chunk(int k, int N, int chunk, int band, int tiles_h, int *n0,
+                               int *nb, int *th0, int *th1)
+{
+    if (band > 0) {
+        const int bands = (tiles_h + band - 1) / band;
+        *n0 = k / bands;
+        *nb = 1;
+        *th0 = (k % bands) * band;
+        *th1 = *th0 + band < tiles_h ? *th0 + band : tiles_h;
+    } else {
+        *n0 = k * chunk;
+        *nb = N - *n0 < chunk ? N - *n0 : chunk;
+        *th0 = 0;
+        *th1 = tiles_h;
+    }
+}
+
 /* A thread's point planes lie one cache line more than a plane apart (as _winograd.py's
  * _points: planes a multiple of 4 KiB apart alias in the cache). */
 static inline ptrdiff_t sb_wf_pitch(ptrdiff_t plane) { return plane + 16; }
@@ -162,10 +181,8 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
         }
         #pragma omp for schedule(dynamic, 1)
         for (k = 0; k < nchunks; k++) {
-            const int n0 = band > 0 ? k / bands : k * chunk;
-            const int nb = band > 0 ? 1 : (N - n0 < chunk ? N - n0 : chunk);
-            const int th0 = band > 0 ? (k % bands) * band : 0;
-            const int th1 = band > 0 && th0 + band < tiles_h ? th0 + band : tiles_h;
+            int n0, nb, th0, th1;
+            sb_wf_chunk(k, N, chunk, band, tiles_h, &n0, &nb, &th0, &th1);
             const ptrdiff_t t = (ptrdiff_t)nb * (th1 - th0) * tiles_w;
             const int dot = t == tmax ? dot_full : dot_last;
             /* output rows of the chunk: those of its tiles, clipped to Ho */
@@ -248,10 +265,8 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
         }
         #pragma omp for schedule(dynamic, 1)
         for (k = 0; k < nchunks; k++) {
-            const int n0 = band > 0 ? k / bands : k * chunk;
-            const int nb = band > 0 ? 1 : (N - n0 < chunk ? N - n0 : chunk);
-            const int th0 = band > 0 ? (k % bands) * band : 0;
-            const int th1 = band > 0 && th0 + band < tiles_h ? th0 + band : tiles_h;
+            int n0, nb, th0, th1;
+            sb_wf_chunk(k, N, chunk, band, tiles_h, &n0, &nb, &th0, &th1);
             const ptrdiff_t t = (ptrdiff_t)nb * (th1 - th0) * tiles_w;
             const int dot = t == tmax ? dot_full : dot_last;
             float *part = partial + (ptrdiff_t)k * size;
