@@ -25,6 +25,7 @@
 
 from cython.parallel cimport prange
 from libc.math cimport floor, fmod, rint
+from libc.string cimport memset
 from libc.stdint cimport int32_t
 from fused cimport real
 
@@ -1135,11 +1136,12 @@ cdef inline Py_ssize_t _nearest_offset(const real* gp, int nd, Py_ssize_t D, Py_
 
 cdef void _nearest_push(const real* gyb, const real* gb, real* gxb, Py_ssize_t* offs,
                         Py_ssize_t N, Py_ssize_t C, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
-                        Py_ssize_t P, int nd, int pad, int ac, int nthreads,
-                        int isa) noexcept nogil:
+                        Py_ssize_t P, int nd, int pad, int ac, int nthreads, int isa,
+                        bint zero) noexcept nogil:
     """The nearest push, one task per (sample, channel): each point's tap offset first
-    (``offs``, N * P), then every channel plane takes its points' gradients in point
-    order.  A nearest point has one tap, so this gives the slab path's bits."""
+    (``offs``, N * P), then every channel plane (zeroed first when ``zero``) takes its
+    points' gradients in point order.  A nearest point has one tap, so this gives the
+    slab path's bits."""
     cdef Py_ssize_t i, n, p, j, cnt, o, t
     cdef Py_ssize_t nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
     cdef Py_ssize_t S = D * H * W
@@ -1168,6 +1170,8 @@ cdef void _nearest_push(const real* gyb, const real* gb, real* gxb, Py_ssize_t* 
         gxp = gxb + t * S
         gyp = gyb + t * P
         op = &offs[n * P]
+        if zero:
+            memset(gxp, 0, S * sizeof(real))
         for p in range(P):
             o = op[p]
             if o >= 0:
@@ -1179,10 +1183,12 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
              Py_ssize_t[::1] starts, Py_ssize_t[::1] cursor, Py_ssize_t N, Py_ssize_t C,
              Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, int nd, int mode, int pad,
              int ac, Py_ssize_t slab, Py_ssize_t nslabs, int nthreads,
-             const int32_t[::1] slab_of_row=None, int isa=0):
+             const int32_t[::1] slab_of_row=None, int isa=0, bint zero_gx=False):
     """Push gy into gx (if gx is not empty) and write the grid gradient gg (if not empty).
 
-    gx (N*C*S) and gg (N*P*nd) must be zeroed by the caller.  A batch of at least
+    gx (N*C*S) must be zeroed by the caller, or ``zero_gx`` has the kernel zero it (each
+    plane on the thread that pushes into it where it can); gg (N*P*nd) must be zeroed
+    by the caller.  A batch of at least
     PER_SAMPLE_MIN samples runs one task per sample, pushing its points in their order.
     A nearest push with at least ``nthreads`` (sample, channel) planes runs one task per
     plane on its points' tap offsets (``keys``, N * P; see _nearest_push).
@@ -1248,8 +1254,12 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
     if mode == NEAREST and N * C >= nthreads:  # one task per (sample, channel)
         with nogil:
             _nearest_push(gyb, gb, gxb, &keys[0], N, C, D, H, W, P, nd, pad, ac, nthreads,
-                          isa if blocked else 0)
+                          isa if blocked else 0, zero_gx)
         return
+    if zero_gx:  # a plane per task, before any push
+        with nogil:
+            for it in prange(N * C, schedule="static", num_threads=nthreads):
+                memset(gxb + it * S, 0, S * sizeof(real))
     if N >= PER_SAMPLE_MIN:  # a batch: one task per sample, its points in their order
         nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
         with nogil:

@@ -89,11 +89,13 @@ def backward(grad_output, input, grid, mode, padding, align_corners, input_grad,
     n, c, d, h, w, p, nd = _sizes(input, grid)
     dtype = input.dtype
     empty = np.empty(0, dtype)
-    gx = np.zeros(input.shape, dtype) if input_grad else None
     gg = np.zeros(grid.shape, dtype) if grid_grad else None
     wants_grid = grid_grad and mode != 0  # nearest: the grid gradient is zero
-    if (gx is None and not wants_grid) or n * p == 0 or (c == 0):
-        return gx, gg
+    if (not input_grad and not wants_grid) or n * p == 0 or (c == 0):
+        return (np.zeros(input.shape, dtype) if input_grad else None), gg
+    # the kernel zeroes the input gradient, plane by plane on every thread (a serial
+    # np.zeros of it had cost as much as a small push)
+    gx = np.empty(input.shape, dtype) if input_grad else None
     slab, nslabs = push_slabs(input)
     indices = _push_indices(grid, mode) if input_grad else 0
     count = n * p if indices else 0
@@ -107,5 +109,5 @@ def backward(grad_output, input, grid, mode, padding, align_corners, input_grad,
                           gg.reshape(-1) if wants_grid else empty, keys, order, starts, cursor,
                           n, c, d, h, w, p, nd, mode, padding, int(align_corners), slab, nslabs,
                           kernel_threads(n * c * p * 4), slab_rows(input.shape[2], slab),
-                          simd_code() if isa is None else isa)
+                          simd_code() if isa is None else isa, zero_gx=True)
     return gx, gg
