@@ -14,10 +14,13 @@ reaches about half of oneDNN's direct-convolution throughput on this machine
 batch 8, one thread), so fewer GEMM flops is the lever we have.
 
 Chunks are fixed by the shapes (samples per chunk so that a chunk has at least
-``TUNING.winograd_target_tiles`` tiles), run on
-:func:`sandbox.array._parallel.parallel_map`, and each
-chunk writes only its own samples: results are bitwise identical for any thread
-count.  Accuracy: the F(2x2) transforms use only 0, +-1 and +-1/2, the float32
+``TUNING.winograd_target_tiles`` tiles), and each chunk writes only its own samples (the
+weight gradient: its own partial, summed in chunk order), so results are bitwise
+identical for any thread count.  With two chunks a thread or more, each thread takes
+whole chunks in one OpenMP region (``_winograd_fused``, pyx/winograd/wino_fused.h; large
+maps in bands of tile rows); otherwise the chunks run one after another, each step
+shared among the threads inside its kernel (:func:`_run_blocks`).  Both forms give the
+same bits.  Accuracy: the F(2x2) transforms use only 0, +-1 and +-1/2, the float32
 error is a few ulps of the sum magnitude; F(4x4)'s factors (up to 8 and 1/24)
 give about 10x more (tests compare both with the direct float64 reference).
 """
