@@ -14,6 +14,7 @@
 # to break the add dependency chain.
 
 from cython.parallel cimport parallel, prange
+from libc.math cimport sqrt
 from libc.stdlib cimport free, malloc
 from fused cimport real
 
@@ -280,3 +281,61 @@ def masked_channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x,
         free(buf)
     if failed[0]:
         raise MemoryError("masked_channel_sums: could not allocate a row buffer")
+
+
+# The per-channel scalars of batch norm, each a few float operations on C values: in numpy
+# they were about 15 calls of a microsecond each per layer and pass.  These replay the
+# numpy expressions of sandbox/array/norm.py operation by operation, in the same types
+# (a Python float meets a float32 array as float32: NEP 50; float32 meets float64 as
+# float64), so the results are the same bits.  setup.py builds this file with
+# -ffp-contract=off: a fused multiply-add would round differently.
+
+
+def train_coefficients(const double[::1] mean64, const double[::1] var64, double eps,
+                       const real[::1] weight, const real[::1] bias, real[::1] running_mean,
+                       real[::1] running_var, double momentum, Py_ssize_t m,
+                       real[::1] mean, real[::1] invstd, real[::1] scale, real[::1] shift,
+                       bint has_weight, bint has_bias, bint has_running_mean,
+                       bint has_running_var):
+    """Batch norm in training, after :func:`channel_moments`: ``mean``, ``invstd`` (OUT),
+    the affine ``scale``, ``shift`` (OUT) and the running statistics updated in place
+    (IN/OUT) with ``momentum`` over ``m`` values a channel.  Each of ``weight``,
+    ``bias`` (IN), ``running_mean`` and ``running_var`` is used only when its flag says
+    it is given."""
+    cdef Py_ssize_t c
+    cdef real keep = <real> (1 - momentum), mom = <real> momentum
+    cdef real unbias = <real> (momentum * m / (m - 1))
+    for c in range(mean64.shape[0]):
+        mean[c] = <real> mean64[c]
+        invstd[c] = <real> (1 / sqrt(var64[c] + eps))
+        if has_running_mean:
+            running_mean[c] = running_mean[c] * keep
+            running_mean[c] = running_mean[c] + mom * mean[c]
+        if has_running_var:
+            running_var[c] = running_var[c] * keep
+            running_var[c] = running_var[c] + unbias * <real> var64[c]
+        scale[c] = invstd[c] * weight[c] if has_weight else invstd[c]
+        shift[c] = bias[c] - mean[c] * scale[c] if has_bias else -mean[c] * scale[c]
+
+
+def backward_coefficients(const double[::1] sum_g64, const double[::1] sum_gx64,
+                          const real[::1] mean, const real[::1] invstd,
+                          const real[::1] weight, Py_ssize_t m, bint has_weight,
+                          bint training, real[::1] sum_g, real[::1] sum_gxhat, real[::1] a,
+                          real[::1] b, real[::1] shift):
+    """Batch norm's backward, after :func:`channel_sums`: ``sum_g``, ``sum_gxhat`` (the
+    bias and weight gradients) and the coefficients of ``dx = a*g + b*x + shift`` (all
+    OUT); ``b`` and ``shift`` are 0 outside ``training`` (constant statistics)."""
+    cdef Py_ssize_t c
+    cdef real fm = <real> m
+    for c in range(sum_g64.shape[0]):
+        sum_g[c] = <real> sum_g64[c]
+        # sum(g * xhat) = invstd * (sum(g * x) - mean * sum(g)), in float64
+        sum_gxhat[c] = <real> (<double> invstd[c] * (sum_gx64[c] - <double> mean[c] * sum_g64[c]))
+        a[c] = invstd[c] * weight[c] if has_weight else invstd[c]
+        if training:
+            b[c] = -a[c] * invstd[c] * sum_gxhat[c] / fm
+            shift[c] = -a[c] * sum_g[c] / fm - b[c] * mean[c]
+        else:
+            b[c] = 0
+            shift[c] = 0

@@ -120,6 +120,14 @@ def batch_norm_relu(input, running_mean, running_var, weight=None, bias=None, tr
                        relu=True)
 
 
+def _scalars_in_kernel(dtype, *arrays) -> bool:
+    """Whether the per-channel scalars go to the kernels' ``*_coefficients`` (which replay
+    the numpy expressions below bit for bit): every given array of the input's dtype and
+    contiguous (running statistics of another dtype take the numpy path)."""
+    return all(a is None or (isinstance(a, np.ndarray) and a.dtype == dtype
+                             and a.flags.c_contiguous) for a in arrays)
+
+
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, relu):
     _check_input(input)
     _check_eps(eps)
@@ -142,6 +150,19 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
                              f"got input of shape {input.shape}")
         mean64, var64 = np.empty(c), np.empty(c)
         kernels.channel_moments(x, mean64, var64, threads)
+        if _scalars_in_kernel(x.dtype, running_mean, running_var):
+            mean, invstd, scale, shift = (np.empty(c, x.dtype) for _ in range(4))
+            empty = mean[:0]
+            kernels.train_coefficients(
+                mean64, var64, eps, empty if weight is None else weight,
+                empty if bias is None else bias,
+                empty if running_mean is None else running_mean,
+                empty if running_var is None else running_var, momentum, m, mean, invstd,
+                scale, shift, weight is not None, bias is not None, running_mean is not None,
+                running_var is not None)
+            out = np.empty_like(x)
+            kernels.affine(x, scale, shift, out, threads, relu)
+            return out.reshape(input.shape), mean, invstd
         mean = mean64.astype(dtype)
         invstd = (1 / np.sqrt(var64 + eps)).astype(dtype)
         if running_mean is not None:
@@ -213,6 +234,18 @@ def _batch_norm_backward(grad_output, input, output, mean, invstd, weight, train
         kernels.channel_sums(g, x, sum_g64, sum_gx64, threads)
     else:
         kernels.masked_channel_sums(g, x, y, sum_g64, sum_gx64, threads)
+    if mean is not None and invstd is not None and _scalars_in_kernel(x.dtype, mean, invstd,
+                                                                      weight):
+        sum_g, sum_gxhat, *coeffs = (np.empty(c, x.dtype) for _ in range(5))
+        kernels.backward_coefficients(sum_g64, sum_gx64, mean, invstd,
+                                      mean if weight is None else weight, m,
+                                      weight is not None, training, sum_g, sum_gxhat, *coeffs)
+        gx = None
+        if needs[0]:
+            gx = np.empty_like(g)
+            kernels.affine2(g, x, y, *coeffs, gx, threads)
+            gx = gx.reshape(input.shape)
+        return (gx, sum_gxhat if needs[1] else None, sum_g if needs[2] else None)
     sum_g = sum_g64.astype(dtype)
     # sum(g * xhat) = invstd * (sum(g * x) - mean * sum(g))
     sum_gxhat = (invstd * (sum_gx64 - mean * sum_g64)).astype(dtype)

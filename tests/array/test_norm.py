@@ -227,3 +227,51 @@ def test_5d_bitwise_identical_for_any_thread_count(rng):
     for other in results[1:]:
         for u, v in zip(results[0], other, strict=True):
             assert np.array_equal(u, v)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("affine", [False, True])
+@pytest.mark.parametrize("running", ["none", "mean", "both"])
+@pytest.mark.parametrize("relu", [False, True])
+def test_per_channel_scalars_in_the_kernel_are_numpys_bits(dtype, affine, running, relu,
+                                                           monkeypatch):
+    """train_coefficients / backward_coefficients (pyx/_norm.pyx) replay the numpy
+    expressions of sandbox/array/norm.py: outputs, statistics, running statistics and
+    all three gradients are the same bits either way, training and eval."""
+    rng = np.random.default_rng(17)
+    x = (rng.standard_normal((3, 5, 4, 6)) * 3 + 1).astype(dtype)
+    g = rng.standard_normal(x.shape).astype(dtype)
+    w = rng.uniform(0.5, 2, 5).astype(dtype) if affine else None
+    b = rng.standard_normal(5).astype(dtype) if affine else None
+
+    def run():
+        rm = rng_state[0].standard_normal(5).astype(dtype) if running != "none" else None
+        rv = rng_state[0].uniform(0.5, 2, 5).astype(dtype) if running == "both" else None
+        fwd = norm.batch_norm_relu if relu else norm.batch_norm
+        out, mean, invstd = fwd(x, rm, rv, w, b, True, 0.1, 1e-5)
+        if relu:
+            grads = norm.batch_norm_relu_backward(g, x, out, mean, invstd, w, True)
+        else:
+            grads = norm.batch_norm_backward(g, x, mean, invstd, w, True)
+        evals = norm.batch_norm_backward(g, x, mean, invstd, w, False)
+        return [out, mean, invstd, rm, rv, *grads, *evals]
+
+    kernels, calls = norm._kernels(), []
+
+    def spy(f):
+        return lambda *a: calls.append(1) or f(*a)
+
+    for name in ("train_coefficients", "backward_coefficients"):
+        monkeypatch.setattr(kernels, name, spy(getattr(kernels, name)))
+    rng_state = [np.random.default_rng(3)]
+    fast = run()
+    assert len(calls) == 3  # the forward, the backward in training and in eval
+    monkeypatch.setattr(norm, "_scalars_in_kernel", lambda *a: False)
+    rng_state = [np.random.default_rng(3)]
+    slow = run()
+    for a, e in zip(fast, slow, strict=True):
+        if e is None:
+            assert a is None
+        else:
+            assert a.dtype == e.dtype
+            np.testing.assert_array_equal(a, e)
