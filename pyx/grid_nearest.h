@@ -32,10 +32,7 @@ SB_AVX512 static void sb_gs2d_near_offsets_f_avx512(const float* g, Py_ssize_t n
         const __m512 fx = sb_gs2d_round16(ux, 1), fy = sb_gs2d_round16(uy, 1);
         const __mmask16 in = sb_gs2d_in16(k, fx, k->fw) & sb_gs2d_in16(k, fy, k->fh)
                              & (__mmask16)~far & sb_gs_lanes(r);
-        const __m512i off = _mm512_add_epi32(
-            _mm512_mullo_epi32(_mm512_cvttps_epi32(_mm512_maskz_mov_ps(in, fy)), k->vw),
-            _mm512_cvttps_epi32(_mm512_maskz_mov_ps(in, fx)));
-        sb_gs_store_offsets16(off, in, far, r, offs + j);
+        sb_gs_store_offsets16(sb_gs2d_off16(k, fx, fy, in), in, far, r, offs + j);
     }
 }
 

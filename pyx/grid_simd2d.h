@@ -187,6 +187,14 @@ SB_AVX512 static inline __mmask16 sb_gs2d_in16(const sb_gs2d_k16* k, __m512 f, _
     return _mm512_cmp_ps_mask(f, k->zero, _CMP_GE_OQ) & _mm512_cmp_ps_mask(f, size, _CMP_LT_OQ);
 }
 
+/* Flat offset y W + x of the first tap (lanes outside m: 0). */
+SB_AVX512 static inline __m512i sb_gs2d_off16(const sb_gs2d_k16* k, __m512 fx, __m512 fy,
+        __mmask16 m) {
+    return _mm512_add_epi32(
+        _mm512_mullo_epi32(_mm512_cvttps_epi32(_mm512_maskz_mov_ps(m, fy)), k->vw),
+        _mm512_cvttps_epi32(_mm512_maskz_mov_ps(m, fx)));
+}
+
 /* x[off] and x[off + 1] of 16 points whose two taps are both inside (mask m): one
  * 64-bit gather per 8 points fetches both (half the elements of two 32-bit gathers,
  * which is what a gather costs), then the pairs are split into two vectors. */
@@ -342,9 +350,7 @@ SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy
                              & sb_gs2d_in16(k, fy, k->fh) & sb_gs2d_in16(k, ey, k->fh)
                              & (__mmask16)~far & lanes;
         const __m512 tx = _mm512_sub_ps(ux, fx), ty = _mm512_sub_ps(uy, fy);
-        const __m512i off = _mm512_add_epi32(
-            _mm512_mullo_epi32(_mm512_cvttps_epi32(_mm512_maskz_mov_ps(in, fy)), k->vw),
-            _mm512_cvttps_epi32(_mm512_maskz_mov_ps(in, fx)));
+        const __m512i off = sb_gs2d_off16(k, fx, fy, in);
         Py_ssize_t ia[16];  /* the points' indices into the sample */
         const __m512i pidx = sb_gs_points16(pts, p0, j, r, ia);
         const __m512 sx1 = _mm512_sub_ps(one, tx), sy1 = _mm512_sub_ps(one, ty);
