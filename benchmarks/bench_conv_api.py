@@ -3,6 +3,7 @@
 process (batch 8, 3x3, padding 1, the input and weight gradients; medians).
 
     python benchmarks/bench_conv_api.py --threads 1 2
+    python benchmarks/bench_conv_api.py --threads 1 2 --split   # forward and backward apart
 """
 
 from __future__ import annotations
@@ -35,10 +36,45 @@ def _calls(sandbox, F, conv2d, conv2d_backward, x, w, g):
     return array_api, public_api
 
 
+def _split_medians(sandbox, F, conv2d, conv2d_backward, x, w, g, repeat):
+    """Medians (ms) of the array forward, array backward, public forward and public
+    backward (``y.backward``), timed apart in interleaved rounds."""
+    sx = sandbox.from_numpy(x).requires_grad_()
+    sw = sandbox.from_numpy(w).requires_grad_()
+    sg = sandbox.from_numpy(g)
+    times = [[], [], [], []]
+    for r in range(repeat + 2):  # two untimed rounds
+        t0 = time.perf_counter()
+        conv2d(x, w, padding=1)
+        t1 = time.perf_counter()
+        conv2d_backward(g, x, w, padding=1, needs=(True, True, False))
+        t2 = time.perf_counter()
+        sx.grad = sw.grad = None
+        t3 = time.perf_counter()
+        y = F.conv2d(sx, sw, padding=1)
+        t4 = time.perf_counter()
+        y.backward(sg)
+        t5 = time.perf_counter()
+        if r >= 2:
+            for acc, dt in zip(times, (t1 - t0, t2 - t1, t4 - t3, t5 - t4), strict=True):
+                acc.append(dt)
+    return [statistics.median(v) * 1e3 for v in times]
+
+
+def _print_split(threads, c, o, s, medians):
+    af, ab, pf, pb = medians
+    print(f"{threads} thread(s) {c:3d}->{o:3d}@{s:<3d} forward array {af:6.3f} public {pf:6.3f}"
+          f" ({1e3 * (pf - af):+4.0f} us)  backward array {ab:6.3f} public {pb:6.3f}"
+          f" ({1e3 * (pb - ab):+4.0f} us)")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeat", type=int, default=25)
+    parser.add_argument("--split", action="store_true",
+                        help="time the forward and the backward apart (what each API adds "
+                             "to each)")
     args = parser.parse_args(argv)
 
     import sandbox.nn.functional as F
@@ -55,6 +91,11 @@ def main(argv=None) -> None:
             x = rng.standard_normal((8, c, s, s), dtype=np.float32)
             w = rng.standard_normal((o, c, 3, 3), dtype=np.float32)
             g = rng.standard_normal((8, o, s, s), dtype=np.float32)
+            if args.split:
+                _print_split(threads, c, o, s, _split_medians(sandbox, F, conv2d,
+                                                              conv2d_backward, x, w, g,
+                                                              args.repeat))
+                continue
             array_api, public_api = _calls(sandbox, F, conv2d, conv2d_backward, x, w, g)
             array_api()
             public_api()
