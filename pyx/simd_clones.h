@@ -8,7 +8,7 @@
 #ifndef SANDBOX_SIMD_CLONES_H
 #define SANDBOX_SIMD_CLONES_H
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define SB_CLONES __attribute__((target_clones("avx2", "default")))
+#define SB_CLONES __attribute__((target_clones("avx2", "default"), unused))
 #else
 #define SB_CLONES
 #endif

@@ -31,11 +31,9 @@ chunk's channels.
 
 from cython.parallel cimport parallel, prange
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy, memset
 
 from fused cimport real
 from wino_planes cimport planes_fit, run_out_planes, run_planes
-from wino_rows cimport data_cols, pad_row
 
 cdef extern from "wino2_avx512.h" nogil:
     void sb_w2_grad_plane_f32(const float* pad, Py_ssize_t wp, const int* off, int ntiles,
@@ -55,50 +53,28 @@ def avx512_available():
     on a CPU without AVX-512 the argument is ignored."""
     return bool(_HAVE_AVX512)
 
-# The portable inner loops live in C with ``restrict`` pointers (wino2_rows.h): written
-# in Cython, GCC could not rule out that the row buffers overlap and left every loop
-# scalar (measured: the 16-channel 64x64 input transform, batch 8, 1.76 ms).
-cdef extern from "wino2_rows.h":
-    void sb_w2_in_rows_f(const float*, const float*, const float*, const float*,
-                         float*, float*, float*, float*, Py_ssize_t) noexcept nogil
-    void sb_w2_in_rows_d(const double*, const double*, const double*, const double*,
-                         double*, double*, double*, double*, Py_ssize_t) noexcept nogil
-    void sb_w2_in_cols_f(const float*, float*, float*, float*, float*, Py_ssize_t) noexcept nogil
-    void sb_w2_in_cols_d(const double*, double*, double*, double*, double*,
-                         Py_ssize_t) noexcept nogil
-    void sb_w2_out_cols_f(const float*, const float*, const float*, const float*,
-                          float*, float*, Py_ssize_t) noexcept nogil
-    void sb_w2_out_cols_d(const double*, const double*, const double*, const double*,
-                          double*, double*, Py_ssize_t) noexcept nogil
-    void sb_w2_out_row_f(const float*, const float*, const float*, const float*,
-                         float*, Py_ssize_t) noexcept nogil
-    void sb_w2_out_row_d(const double*, const double*, const double*, const double*,
-                         double*, Py_ssize_t) noexcept nogil
-    void sb_w2_grad_rows_f(const float*, const float*, float*, float*, float*, float*,
-                           Py_ssize_t) noexcept nogil
-    void sb_w2_grad_rows_d(const double*, const double*, double*, double*, double*, double*,
-                           Py_ssize_t) noexcept nogil
-    void sb_w2_grad_cols_f(const float*, float*, float*, float*, float*,
-                           Py_ssize_t) noexcept nogil
-    void sb_w2_grad_cols_d(const double*, double*, double*, double*, double*,
-                           Py_ssize_t) noexcept nogil
-
-
-cdef inline void _in_rows(const real* d, Py_ssize_t wp, real* r) noexcept nogil:
-    """``r = B^T d`` for four rows of ``wp`` values (row k at ``d + k * wp``)."""
-    if real is float:
-        sb_w2_in_rows_f(d, d + wp, d + 2 * wp, d + 3 * wp, r, r + wp, r + 2 * wp, r + 3 * wp, wp)
-    else:
-        sb_w2_in_rows_d(d, d + wp, d + 2 * wp, d + 3 * wp, r, r + wp, r + 2 * wp, r + 3 * wp, wp)
-
-
-cdef inline void _in_cols(const real* p, real* v, Py_ssize_t pitch, Py_ssize_t n) noexcept nogil:
-    """``v[j * pitch + t] = (p B)[t][j]``: the four points of ``n`` stride-2 patches."""
-    if real is float:
-        sb_w2_in_cols_f(p, v, v + pitch, v + 2 * pitch, v + 3 * pitch, n)
-    else:
-        sb_w2_in_cols_d(p, v, v + pitch, v + 2 * pitch, v + 3 * pitch, n)
-
+# The portable transforms of one channel live in C (wino_portable.h), shared with the
+# fused form (wino_fused.h); their inner loops have restrict pointers (wino2_rows.h):
+# written in Cython, GCC could not rule out that the row buffers overlap and left every
+# loop scalar (measured: the 16-channel 64x64 input transform, batch 8, 1.76 ms).
+cdef extern from "wino_portable.h" nogil:
+    size_t sb_wp_in_floats(int tile, int tiles_w)
+    size_t sb_wp_grad_floats(int tile, int tiles_w)
+    size_t sb_wp_out_floats(int tile, int tiles_w)
+    void sb_w2_in_channel_f(const float* x, Py_ssize_t sn, int H, int W, int nb, int ph,
+                            int pw, int th0, int th1, int tiles_w, float* buf, float* v,
+                            Py_ssize_t pitch)
+    void sb_w2_in_channel_d(const double* x, Py_ssize_t sn, int H, int W, int nb, int ph,
+                            int pw, int th0, int th1, int tiles_w, double* buf, double* v,
+                            Py_ssize_t pitch)
+    void sb_w2_grad_channel_f(const float* g, Py_ssize_t sn, int Ho, int Wo, int nb, int th0,
+                              int th1, int tiles_w, float* buf, float* v, Py_ssize_t pitch)
+    void sb_w2_grad_channel_d(const double* g, Py_ssize_t sn, int Ho, int Wo, int nb, int th0,
+                              int th1, int tiles_w, double* buf, double* v, Py_ssize_t pitch)
+    void sb_w2_out_channel_f(const float* m, Py_ssize_t pitch, float* y, Py_ssize_t sn, int Ho,
+                             int Wo, int nb, int th0, int th1, int tiles_w, float* buf)
+    void sb_w2_out_channel_d(const double* m, Py_ssize_t pitch, double* y, Py_ssize_t sn,
+                             int Ho, int Wo, int nb, int th0, int th1, int tiles_w, double* buf)
 
 
 def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
@@ -114,12 +90,9 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
     cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef Py_ssize_t c1 = C if ch_end < 0 else ch_end
     cdef Py_ssize_t pitch = V.strides[0] // sizeof(real)   # between points (may be padded)
-    cdef Py_ssize_t wp = 2 * tiles_w + 2          # padded row width covered by the tiles
-    cdef Py_ssize_t n_data = data_cols(W, pw, wp)   # from column pw of the padded row
-    cdef Py_ssize_t c, s, th, i, k, ih, t0
+    cdef Py_ssize_t sn = x.strides[0] // sizeof(real)
+    cdef Py_ssize_t c
     cdef real* buf
-    cdef real* p
-    cdef real* r
     cdef int[1] failed
     failed[0] = 0
     if real is float:
@@ -128,47 +101,20 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
                        sb_w2_in_plane_f32, num_threads)
             return
     with nogil, parallel(num_threads=num_threads):
-        buf = <real*> malloc(8 * wp * sizeof(real))   # 4 padded rows + 4 combined rows
+        buf = <real*> malloc(sb_wp_in_floats(2, <int> tiles_w) * sizeof(real))
         if buf != NULL:
             for c in prange(ch_begin, c1, schedule="static"):
-                for s in range(nb):
-                    for th in range(tiles_h):
-                        for i in range(4):
-                            p = buf + i * wp
-                            ih = 2 * th - ph + i
-                            if ih < 0 or ih >= H or n_data <= 0:
-                                memset(p, 0, wp * sizeof(real))
-                            else:
-                                pad_row(p, wp, &x[n0 + s, c, ih, 0], pw, n_data)
-                        r = buf + 4 * wp
-                        _in_rows(buf, wp, r)   # rows: r = B^T d
-                        t0 = (s * tiles_h + th) * tiles_w
-                        for k in range(4):     # columns: V = r B
-                            _in_cols(r + k * wp, &V[4 * k, c, t0], pitch, tiles_w)
+                if real is float:
+                    sb_w2_in_channel_f(&x[n0, c, 0, 0], sn, <int> H, <int> W, <int> nb, ph, pw,
+                                       0, <int> tiles_h, <int> tiles_w, buf, &V[0, c, 0], pitch)
+                else:
+                    sb_w2_in_channel_d(&x[n0, c, 0, 0], sn, <int> H, <int> W, <int> nb, ph, pw,
+                                       0, <int> tiles_h, <int> tiles_w, buf, &V[0, c, 0], pitch)
         else:
             failed[0] = 1
         free(buf)
     if failed[0]:
         raise MemoryError("winograd transform: could not allocate a row buffer")
-
-
-
-
-cdef inline void _out_cols(const real* m, Py_ssize_t pitch, real* a0, real* a1,
-                           Py_ssize_t n) noexcept nogil:
-    """``a0 = m0 + m1 + m2``, ``a1 = m1 - m2 - m3`` with ``mk = m + 4 * k * pitch``."""
-    if real is float:
-        sb_w2_out_cols_f(m, m + 4 * pitch, m + 8 * pitch, m + 12 * pitch, a0, a1, n)
-    else:
-        sb_w2_out_cols_d(m, m + 4 * pitch, m + 8 * pitch, m + 12 * pitch, a0, a1, n)
-
-
-cdef inline void _out_row(const real* a, Py_ssize_t n, real* row) noexcept nogil:
-    """``row[2t] = a0 + a1 + a2``, ``row[2t+1] = a1 - a2 - a3`` (``ak = a + k * n``)."""
-    if real is float:
-        sb_w2_out_row_f(a, a + n, a + 2 * n, a + 3 * n, row, n)
-    else:
-        sb_w2_out_row_d(a, a + n, a + 2 * n, a + 3 * n, row, n)
 
 
 
@@ -182,12 +128,9 @@ def output_transform(const real[:, :, :] M,       # IN  (16, O, nb*tiles_h*tiles
     cdef Py_ssize_t O = y.shape[1], Ho = y.shape[2], Wo = y.shape[3]
     cdef Py_ssize_t c1 = O if ch_end < 0 else ch_end
     cdef Py_ssize_t OT = M.strides[0] // sizeof(real)   # between points (may be padded)
-    cdef Py_ssize_t o, s, th, i, t0, oh
-    cdef const real* m
+    cdef Py_ssize_t sn = y.strides[0] // sizeof(real)
+    cdef Py_ssize_t o
     cdef real* buf
-    cdef real* a
-    cdef real* row
-    cdef Py_ssize_t wt = 2 * tiles_w
     cdef int[1] failed
     failed[0] = 0
     if real is float:
@@ -196,48 +139,20 @@ def output_transform(const real[:, :, :] M,       # IN  (16, O, nb*tiles_h*tiles
                            num_threads)
             return
     with nogil, parallel(num_threads=num_threads):
-        buf = <real*> malloc((8 * tiles_w + 2 * wt) * sizeof(real))  # a[2][4] rows + 2 out rows
+        buf = <real*> malloc(sb_wp_out_floats(2, <int> tiles_w) * sizeof(real))
         if buf != NULL:
             for o in prange(ch_begin, c1, schedule="static"):
-                for s in range(nb):
-                    for th in range(tiles_h):
-                        t0 = (s * tiles_h + th) * tiles_w
-                        m = &M[0, o, t0]
-                        a = buf
-                        # a[0][i] = m0i + m1i + m2i,  a[1][i] = m1i - m2i - m3i  (rows of A^T)
-                        for i in range(4):
-                            _out_cols(m + i * OT, OT, a + i * tiles_w, a + (4 + i) * tiles_w,
-                                      tiles_w)
-                        row = buf + 8 * tiles_w
-                        for i in range(2):   # columns: row = a A
-                            _out_row(a + 4 * i * tiles_w, tiles_w, row + i * wt)
-                        oh = 2 * th
-                        memcpy(&y[n0 + s, o, oh, 0], row, Wo * sizeof(real))
-                        if oh + 1 < Ho:
-                            memcpy(&y[n0 + s, o, oh + 1, 0], row + wt, Wo * sizeof(real))
+                if real is float:
+                    sb_w2_out_channel_f(&M[0, o, 0], OT, &y[n0, o, 0, 0], sn, <int> Ho, <int> Wo,
+                                        <int> nb, 0, <int> tiles_h, <int> tiles_w, buf)
+                else:
+                    sb_w2_out_channel_d(&M[0, o, 0], OT, &y[n0, o, 0, 0], sn, <int> Ho, <int> Wo,
+                                        <int> nb, 0, <int> tiles_h, <int> tiles_w, buf)
         else:
             failed[0] = 1
         free(buf)
     if failed[0]:
         raise MemoryError("winograd transform: could not allocate a row buffer")
-
-
-cdef inline void _grad_rows(const real* q, Py_ssize_t n, real* r) noexcept nogil:
-    """``r = A q`` for two rows of ``n`` values (row k at ``q + k * n``)."""
-    if real is float:
-        sb_w2_grad_rows_f(q, q + n, r, r + n, r + 2 * n, r + 3 * n, n)
-    else:
-        sb_w2_grad_rows_d(q, q + n, r, r + n, r + 2 * n, r + 3 * n, n)
-
-
-cdef inline void _grad_cols(const real* p, real* v, Py_ssize_t pitch, Py_ssize_t n) noexcept nogil:
-    """``v[j * pitch + t] = (p A^T)[t][j]`` for ``n`` stride-2 pairs."""
-    if real is float:
-        sb_w2_grad_cols_f(p, v, v + pitch, v + 2 * pitch, v + 3 * pitch, n)
-    else:
-        sb_w2_grad_cols_d(p, v, v + pitch, v + 2 * pitch, v + 3 * pitch, n)
-
-
 
 
 def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
@@ -257,11 +172,9 @@ def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
     cdef Py_ssize_t O = g.shape[1], Ho = g.shape[2], Wo = g.shape[3]
     cdef Py_ssize_t c1 = O if ch_end < 0 else ch_end
     cdef Py_ssize_t pitch = Gt.strides[0] // sizeof(real)
-    cdef Py_ssize_t wt = 2 * tiles_w
-    cdef Py_ssize_t o, s, th, i, k, oh, t0
+    cdef Py_ssize_t sn = g.strides[0] // sizeof(real)
+    cdef Py_ssize_t o
     cdef real* buf
-    cdef real* p
-    cdef real* r
     cdef int[1] failed
     failed[0] = 0
     if real is float:
@@ -270,23 +183,15 @@ def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
                        sb_w2_grad_plane_f32, num_threads)
             return
     with nogil, parallel(num_threads=num_threads):
-        buf = <real*> malloc(6 * wt * sizeof(real))   # 2 padded rows + 4 combined rows
+        buf = <real*> malloc(sb_wp_grad_floats(2, <int> tiles_w) * sizeof(real))
         if buf != NULL:
             for o in prange(ch_begin, c1, schedule="static"):
-                for s in range(nb):
-                    for th in range(tiles_h):
-                        for i in range(2):
-                            p = buf + i * wt
-                            oh = 2 * th + i
-                            if oh >= Ho:
-                                memset(p, 0, wt * sizeof(real))
-                            else:
-                                pad_row(p, wt, &g[n0 + s, o, oh, 0], 0, Wo)
-                        r = buf + 2 * wt
-                        _grad_rows(buf, wt, r)   # rows: r = A q
-                        t0 = (s * tiles_h + th) * tiles_w
-                        for k in range(4):       # columns: Gt = r A^T
-                            _grad_cols(r + k * wt, &Gt[4 * k, o, t0], pitch, tiles_w)
+                if real is float:
+                    sb_w2_grad_channel_f(&g[n0, o, 0, 0], sn, <int> Ho, <int> Wo, <int> nb, 0,
+                                         <int> tiles_h, <int> tiles_w, buf, &Gt[0, o, 0], pitch)
+                else:
+                    sb_w2_grad_channel_d(&g[n0, o, 0, 0], sn, <int> Ho, <int> Wo, <int> nb, 0,
+                                         <int> tiles_h, <int> tiles_w, buf, &Gt[0, o, 0], pitch)
         else:
             failed[0] = 1
         free(buf)

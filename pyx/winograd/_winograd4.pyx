@@ -34,11 +34,11 @@ The transforms' ``avx512``, ``ch_begin`` and ``ch_end`` arguments are those of
 
 from cython.parallel cimport parallel, prange
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memset
 
 from fused cimport real
 from wino_planes cimport planes_fit, run_out_planes, run_planes
-from wino_rows cimport data_cols, pad_row
+from wino_rows cimport data_cols
 
 cdef extern from "wino4_avx512.h" nogil:
     void sb_w4_in_plane_f32(const float* pad, Py_ssize_t wp, const int* off, int ntiles,
@@ -62,91 +62,26 @@ def avx512_available():
     (as ``_winograd.avx512_available``)."""
     return bool(_HAVE_AVX512)
 
-# The portable row and column loops, in C (see the header for why).
-cdef extern from "wino4_rows.h":
-    void sb_w4_a_f(const float*, const float*, const float*, const float*, float*, float*,
-                   float*, float*, float*, float*, Py_ssize_t) noexcept nogil
-    void sb_w4_a_d(const double*, const double*, const double*, const double*, double*,
-                   double*, double*, double*, double*, double*, Py_ssize_t) noexcept nogil
-    void sb_w4_split_f(const float*, float*, float*, float*, float*, Py_ssize_t) noexcept nogil
-    void sb_w4_split_d(const double*, double*, double*, double*, double*,
-                       Py_ssize_t) noexcept nogil
-    void sb_w4_in_rows_f(const float*, const float*, const float*, const float*, const float*,
-                         const float*, float*, float*, float*, float*, float*, float*,
-                         Py_ssize_t) noexcept nogil
-    void sb_w4_in_rows_d(const double*, const double*, const double*, const double*,
-                         const double*, const double*, double*, double*, double*, double*,
-                         double*, double*, Py_ssize_t) noexcept nogil
-    void sb_w4_in_cols_f(const float*, const float*, const float*, const float*, float*, float*,
-                         float*, float*, float*, float*, Py_ssize_t) noexcept nogil
-    void sb_w4_in_cols_d(const double*, const double*, const double*, const double*, double*,
-                         double*, double*, double*, double*, double*, Py_ssize_t) noexcept nogil
-    void sb_w4_out_cols_f(const float*, const float*, const float*, const float*, const float*,
-                          const float*, float*, float*, float*, float*, Py_ssize_t) noexcept nogil
-    void sb_w4_out_cols_d(const double*, const double*, const double*, const double*,
-                          const double*, const double*, double*, double*, double*, double*,
-                          Py_ssize_t) noexcept nogil
-    void sb_w4_out_row_f(const float*, const float*, const float*, const float*, const float*,
-                         const float*, float*, Py_ssize_t) noexcept nogil
-    void sb_w4_out_row_d(const double*, const double*, const double*, const double*,
-                         const double*, const double*, double*, Py_ssize_t) noexcept nogil
-
-
-cdef inline void _split(const real* p, real* q, Py_ssize_t L) noexcept nogil:
-    """``q[l * L + t] = p[4 * t + l]``: the four column phases of a padded row."""
-    if real is float:
-        sb_w4_split_f(p, q, q + L, q + 2 * L, q + 3 * L, L)
-    else:
-        sb_w4_split_d(p, q, q + L, q + 2 * L, q + 3 * L, L)
-
-
-cdef inline void _in_rows(const real* d, real* r, Py_ssize_t n) noexcept nogil:
-    """``r = B^T d`` over six rows of ``n`` values (row k at ``+ k * n``)."""
-    if real is float:
-        sb_w4_in_rows_f(d, d + n, d + 2 * n, d + 3 * n, d + 4 * n, d + 5 * n,
-                        r, r + n, r + 2 * n, r + 3 * n, r + 4 * n, r + 5 * n, n)
-    else:
-        sb_w4_in_rows_d(d, d + n, d + 2 * n, d + 3 * n, d + 4 * n, d + 5 * n,
-                        r, r + n, r + 2 * n, r + 3 * n, r + 4 * n, r + 5 * n, n)
-
-
-cdef inline void _in_cols(const real* q, Py_ssize_t L, real* v, Py_ssize_t pitch,
-                          Py_ssize_t n) noexcept nogil:
-    """``v[j * pitch + t] = (row B)[t][j]`` from the phases ``q`` of one combined row."""
-    if real is float:
-        sb_w4_in_cols_f(q, q + L, q + 2 * L, q + 3 * L, v, v + pitch, v + 2 * pitch,
-                        v + 3 * pitch, v + 4 * pitch, v + 5 * pitch, n)
-    else:
-        sb_w4_in_cols_d(q, q + L, q + 2 * L, q + 3 * L, v, v + pitch, v + 2 * pitch,
-                        v + 3 * pitch, v + 4 * pitch, v + 5 * pitch, n)
-
-
-cdef inline void _out_cols(const real* m, Py_ssize_t p, real* a, Py_ssize_t n) noexcept nogil:
-    """``a[i * 6 * n + t] = sum_k A^T[i][k] m[6 * k * p + t]`` for i < 4."""
-    if real is float:
-        sb_w4_out_cols_f(m, m + 6 * p, m + 12 * p, m + 18 * p, m + 24 * p, m + 30 * p,
-                         a, a + 6 * n, a + 12 * n, a + 18 * n, n)
-    else:
-        sb_w4_out_cols_d(m, m + 6 * p, m + 12 * p, m + 18 * p, m + 24 * p, m + 30 * p,
-                         a, a + 6 * n, a + 12 * n, a + 18 * n, n)
-
-
-cdef inline void _out_row(const real* a, Py_ssize_t n, real* row) noexcept nogil:
-    """``row[4 * t + q] = sum_j A^T[q][j] a[j * n + t]``."""
-    if real is float:
-        sb_w4_out_row_f(a, a + n, a + 2 * n, a + 3 * n, a + 4 * n, a + 5 * n, row, n)
-    else:
-        sb_w4_out_row_d(a, a + n, a + 2 * n, a + 3 * n, a + 4 * n, a + 5 * n, row, n)
-
-
-cdef inline void _a_rows(const real* q, Py_ssize_t n, real* r, Py_ssize_t rs) noexcept nogil:
-    """``r[k * rs + j] = sum_i A[k][i] q[i * n + j]`` for ``j < n`` (six output rows)."""
-    if real is float:
-        sb_w4_a_f(q, q + n, q + 2 * n, q + 3 * n, r, r + rs, r + 2 * rs, r + 3 * rs,
-                  r + 4 * rs, r + 5 * rs, n)
-    else:
-        sb_w4_a_d(q, q + n, q + 2 * n, q + 3 * n, r, r + rs, r + 2 * rs, r + 3 * rs,
-                  r + 4 * rs, r + 5 * rs, n)
+# The portable transforms of one channel, in C (wino_portable.h, shared with the fused
+# form; see _winograd.pyx for why C).
+cdef extern from "wino_portable.h" nogil:
+    size_t sb_wp_in_floats(int tile, int tiles_w)
+    size_t sb_wp_grad_floats(int tile, int tiles_w)
+    size_t sb_wp_out_floats(int tile, int tiles_w)
+    void sb_w4_in_channel_f(const float* x, Py_ssize_t sn, int H, int W, int nb, int ph,
+                            int pw, int th0, int th1, int tiles_w, float* buf, float* v,
+                            Py_ssize_t pitch)
+    void sb_w4_in_channel_d(const double* x, Py_ssize_t sn, int H, int W, int nb, int ph,
+                            int pw, int th0, int th1, int tiles_w, double* buf, double* v,
+                            Py_ssize_t pitch)
+    void sb_w4_grad_channel_f(const float* g, Py_ssize_t sn, int Ho, int Wo, int nb, int th0,
+                              int th1, int tiles_w, float* buf, float* v, Py_ssize_t pitch)
+    void sb_w4_grad_channel_d(const double* g, Py_ssize_t sn, int Ho, int Wo, int nb, int th0,
+                              int th1, int tiles_w, double* buf, double* v, Py_ssize_t pitch)
+    void sb_w4_out_channel_f(const float* m, Py_ssize_t pitch, float* y, Py_ssize_t sn, int Ho,
+                             int Wo, int nb, int th0, int th1, int tiles_w, float* buf)
+    void sb_w4_out_channel_d(const double* m, Py_ssize_t pitch, double* y, Py_ssize_t sn,
+                             int Ho, int Wo, int nb, int th0, int th1, int tiles_w, double* buf)
 
 
 def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
@@ -165,12 +100,9 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
     cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef Py_ssize_t c1 = C if ch_end < 0 else ch_end
     cdef Py_ssize_t pitch = V.strides[0] // sizeof(real)
-    cdef Py_ssize_t L = tiles_w + 1                 # phase length (one extra for the tail)
-    cdef Py_ssize_t wp = 4 * L                      # padded row width
-    cdef Py_ssize_t n_data = data_cols(W, pw, wp)
-    cdef Py_ssize_t c, s, th, i, k, ih, t0
+    cdef Py_ssize_t sn = x.strides[0] // sizeof(real)
+    cdef Py_ssize_t c
     cdef real* buf
-    cdef real* dph
     cdef int[1] failed
     failed[0] = 0
     if real is float:
@@ -184,25 +116,15 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
                        sb_w4_in_plane_f32, num_threads)
             return
     with nogil, parallel(num_threads=num_threads):
-        # one padded row + D (6 rows x 4 phases x L) + R (6 rows x 4 phases x L)
-        buf = <real*> malloc((wp + 48 * L) * sizeof(real))
+        buf = <real*> malloc(sb_wp_in_floats(4, <int> tiles_w) * sizeof(real))
         if buf != NULL:
             for c in prange(ch_begin, c1, schedule="static"):
-                for s in range(nb):
-                    for th in range(tiles_h):
-                        for i in range(6):
-                            dph = buf + wp + i * wp          # D[i]: 4 phases of L
-                            ih = 4 * th - ph + i
-                            if ih < 0 or ih >= H or n_data <= 0:
-                                memset(dph, 0, wp * sizeof(real))
-                                continue
-                            pad_row(buf, wp, &x[n0 + s, c, ih, 0], pw, n_data)
-                            _split(buf, dph, L)   # the one strided pass
-                        _in_rows(buf + wp, buf + wp + 24 * L, wp)   # rows: R = B^T D
-                        t0 = (s * tiles_h + th) * tiles_w
-                        for k in range(6):    # columns: V = R B, over the phases
-                            _in_cols(buf + wp + 24 * L + k * wp, L, &V[6 * k, c, t0], pitch,
-                                     tiles_w)
+                if real is float:
+                    sb_w4_in_channel_f(&x[n0, c, 0, 0], sn, <int> H, <int> W, <int> nb, ph, pw,
+                                       0, <int> tiles_h, <int> tiles_w, buf, &V[0, c, 0], pitch)
+                else:
+                    sb_w4_in_channel_d(&x[n0, c, 0, 0], sn, <int> H, <int> W, <int> nb, ph, pw,
+                                       0, <int> tiles_h, <int> tiles_w, buf, &V[0, c, 0], pitch)
         else:
             failed[0] = 1
         free(buf)
@@ -256,12 +178,9 @@ def output_transform(const real[:, :, :] M,       # IN  (36, O, nb*tiles_h*tiles
     cdef Py_ssize_t O = y.shape[1], Ho = y.shape[2], Wo = y.shape[3]
     cdef Py_ssize_t c1 = O if ch_end < 0 else ch_end
     cdef Py_ssize_t OT = M.strides[0] // sizeof(real)
-    cdef Py_ssize_t o, s, th, i, j, t0, oh
-    cdef const real* m
+    cdef Py_ssize_t sn = y.strides[0] // sizeof(real)
+    cdef Py_ssize_t o
     cdef real* buf
-    cdef real* a
-    cdef real* row
-    cdef Py_ssize_t wt = 4 * tiles_w
     cdef int[1] failed
     failed[0] = 0
     if real is float:
@@ -270,24 +189,15 @@ def output_transform(const real[:, :, :] M,       # IN  (36, O, nb*tiles_h*tiles
                            num_threads)
             return
     with nogil, parallel(num_threads=num_threads):
-        buf = <real*> malloc((24 * tiles_w + 4 * wt) * sizeof(real))  # a[4][6] rows + 4 rows
+        buf = <real*> malloc(sb_wp_out_floats(4, <int> tiles_w) * sizeof(real))
         if buf != NULL:
             for o in prange(ch_begin, c1, schedule="static"):
-                for s in range(nb):
-                    for th in range(tiles_h):
-                        t0 = (s * tiles_h + th) * tiles_w
-                        m = &M[0, o, t0]
-                        a = buf
-                        # a[i][j] = sum_k A^T[i][k] M[6k + j]: rows of A^T over the 6 point rows
-                        for j in range(6):
-                            _out_cols(m + j * OT, OT, a + j * tiles_w, tiles_w)
-                        row = buf + 24 * tiles_w
-                        for i in range(4):   # columns: row = a A
-                            _out_row(a + 6 * i * tiles_w, tiles_w, row + i * wt)
-                        for i in range(4):
-                            oh = 4 * th + i
-                            if oh < Ho:
-                                memcpy(&y[n0 + s, o, oh, 0], row + i * wt, Wo * sizeof(real))
+                if real is float:
+                    sb_w4_out_channel_f(&M[0, o, 0], OT, &y[n0, o, 0, 0], sn, <int> Ho, <int> Wo,
+                                        <int> nb, 0, <int> tiles_h, <int> tiles_w, buf)
+                else:
+                    sb_w4_out_channel_d(&M[0, o, 0], OT, &y[n0, o, 0, 0], sn, <int> Ho, <int> Wo,
+                                        <int> nb, 0, <int> tiles_h, <int> tiles_w, buf)
         else:
             failed[0] = 1
         free(buf)
@@ -312,10 +222,9 @@ def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
     cdef Py_ssize_t O = g.shape[1], Ho = g.shape[2], Wo = g.shape[3]
     cdef Py_ssize_t c1 = O if ch_end < 0 else ch_end
     cdef Py_ssize_t pitch = Gt.strides[0] // sizeof(real)
-    cdef Py_ssize_t wt = 4 * tiles_w
-    cdef Py_ssize_t o, s, th, i, k, oh, t0
+    cdef Py_ssize_t sn = g.strides[0] // sizeof(real)
+    cdef Py_ssize_t o
     cdef real* buf
-    cdef real* r
     cdef int[1] failed
     failed[0] = 0
     if real is float:
@@ -324,23 +233,15 @@ def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
                        sb_w4_grad_plane_f32, num_threads)
             return
     with nogil, parallel(num_threads=num_threads):
-        buf = <real*> malloc(11 * wt * sizeof(real))   # 1 padded row + 4 split + 6 combined
+        buf = <real*> malloc(sb_wp_grad_floats(4, <int> tiles_w) * sizeof(real))
         if buf != NULL:
             for o in prange(ch_begin, c1, schedule="static"):
-                for s in range(nb):
-                    for th in range(tiles_h):
-                        for i in range(4):
-                            oh = 4 * th + i
-                            if oh >= Ho:
-                                memset(buf + (1 + i) * wt, 0, wt * sizeof(real))
-                                continue
-                            pad_row(buf, wt, &g[n0 + s, o, oh, 0], 0, Wo)
-                            _split(buf, buf + (1 + i) * wt, tiles_w)
-                        r = buf + 5 * wt
-                        _a_rows(buf + wt, wt, r, wt)       # rows: R = A Q (all phases)
-                        t0 = (s * tiles_h + th) * tiles_w
-                        for k in range(6):                 # columns: Gt = R A^T
-                            _a_rows(r + k * wt, tiles_w, &Gt[6 * k, o, t0], pitch)
+                if real is float:
+                    sb_w4_grad_channel_f(&g[n0, o, 0, 0], sn, <int> Ho, <int> Wo, <int> nb, 0,
+                                         <int> tiles_h, <int> tiles_w, buf, &Gt[0, o, 0], pitch)
+                else:
+                    sb_w4_grad_channel_d(&g[n0, o, 0, 0], sn, <int> Ho, <int> Wo, <int> nb, 0,
+                                         <int> tiles_h, <int> tiles_w, buf, &Gt[0, o, 0], pitch)
         else:
             failed[0] = 1
         free(buf)

@@ -4,8 +4,9 @@
 # C, in both builds.  So every index must be in range and non-negative.
 """The Winograd convolution (forward or input gradient) and its weight gradient with each
 chunk of samples on one thread: the transforms and the point GEMMs of a chunk in one
-OpenMP region (wino_fused.h).  Float32 with the AVX-512 transforms of wino2_avx512.h / wino4_avx512.h
-and the project's GEMM (AVX-512 or AVX2); the same bits as the split form of
+OpenMP region (wino_fused.h).  Float32 with the AVX-512 transforms of wino2_avx512.h /
+wino4_avx512.h or the portable ones of wino_portable.h, and the project's GEMM (AVX-512 or
+AVX2); the same bits as the split form of
 sandbox/array/conv/_winograd.py for any chunking and thread count.  Kernel contract as
 in pyx/fused.pxd: the wrapper checks shapes and chooses the path."""
 
@@ -14,23 +15,32 @@ cdef extern from "wino_fused.h" nogil:
                          const float* u, Py_ssize_t up, Py_ssize_t uo, Py_ssize_t uc,
                          float* y, int O, int Ho, int Wo, int tile, int tiles_h, int tiles_w,
                          int chunk, int band, int gemm, int dot_full, int dot_last,
-                         int num_threads)
+                         int portable, int num_threads)
     int sb_wino_wgrad_f32(const float* x, int N, int C, int H, int W, int ph, int pw,
                           const float* g, int O, int Ho, int Wo, int tile, int tiles_h,
                           int tiles_w, int chunk, int band, int gemm, int dot_full,
-                          int dot_last, float* partial, float* total, int num_threads)
+                          int dot_last, int portable, float* partial, float* total,
+                          int num_threads)
+
+cdef extern from "wino2_avx512.h" nogil:
+    int sb_w2_avx512_available()
+
+cdef bint _HAVE_AVX512 = sb_w2_avx512_available()   # the CPU can run the AVX-512 transforms
 
 
 def conv(const float[:, :, :, ::1] x,   # IN  (N, C, H, W)
          const float[:, :, :] u,         # IN  (P, O, C): the transformed kernels, any strides
          float[:, :, :, ::1] y,          # OUT (N, O, Ho, Wo), overwritten
          int ph, int pw, int tile, int tiles_h, int tiles_w, int chunk, int band,
-         bint avx2_gemm, bint dot_full, bint dot_last, int num_threads):
+         bint avx2_gemm, bint dot_full, bint dot_last, bint avx512, int num_threads):
     """``y = conv2d(x, w, padding=(ph, pw))`` by F(tile x tile, 3x3) with ``u`` the
     transformed kernels, ``chunk`` samples a task, or (``band`` > 0) ``band`` tile rows
     of one sample; ``avx2_gemm`` runs the AVX2 GEMM instead of the AVX-512 one;
-    ``dot_full`` / ``dot_last``: the dot-product GEMM for full chunks / shorter ones."""
+    ``dot_full`` / ``dot_last``: the dot-product GEMM for full chunks / shorter ones;
+    ``avx512``: the AVX-512 transforms (ignored on a CPU without them), else the portable
+    ones, as the split form's ``avx512`` argument."""
     cdef int status
+    cdef bint portable = not (avx512 and _HAVE_AVX512)
     if x.shape[0] == 0 or y.shape[1] == 0:
         return
     with nogil:
@@ -40,7 +50,7 @@ def conv(const float[:, :, :, ::1] x,   # IN  (N, C, H, W)
                                   u.strides[2] // sizeof(float), &y[0, 0, 0, 0],
                                   <int> y.shape[1], <int> y.shape[2], <int> y.shape[3], tile,
                                   tiles_h, tiles_w, chunk, band, 2 if avx2_gemm else 1,
-                                  dot_full, dot_last, num_threads)
+                                  dot_full, dot_last, portable, num_threads)
     if status != 0:
         raise MemoryError("winograd convolution: could not allocate a thread's buffers")
 
@@ -50,19 +60,21 @@ def weight_grad(const float[:, :, :, ::1] x,      # IN  (N, C, H, W)
                 float[:, :, :, ::1] partial,      # OUT (chunks, P, O, C): scratch
                 float[:, :, ::1] total,           # OUT (P, O, C)
                 int ph, int pw, int tile, int tiles_h, int tiles_w, int chunk, int band,
-                bint avx2_gemm, bint dot_full, bint dot_last, int num_threads):
+                bint avx2_gemm, bint dot_full, bint dot_last, bint avx512, int num_threads):
     """``total[p] = sum_chunks Gt[p] @ V[p]^T`` in chunk order: the point sums of the
     weight gradient before the fold (``_winograd_weights.weight_grad_fold``); chunks
     of ``chunk`` samples or (``band`` > 0) of ``band`` tile rows of one sample.
     ``dot_full`` / ``dot_last``: the dot-product GEMM for full chunks / shorter ones
-    (else the packed one)."""
+    (else the packed one); ``avx512`` as for :func:`conv`."""
     cdef int status
+    cdef bint portable = not (avx512 and _HAVE_AVX512)
     with nogil:
         status = sb_wino_wgrad_f32(&x[0, 0, 0, 0], <int> x.shape[0], <int> x.shape[1],
                                    <int> x.shape[2], <int> x.shape[3], ph, pw, &g[0, 0, 0, 0],
                                    <int> g.shape[1], <int> g.shape[2], <int> g.shape[3], tile,
                                    tiles_h, tiles_w, chunk, band, 2 if avx2_gemm else 1,
-                                   dot_full, dot_last, &partial[0, 0, 0, 0], &total[0, 0, 0],
+                                   dot_full, dot_last, portable, &partial[0, 0, 0, 0],
+                                   &total[0, 0, 0],
                                    num_threads)
     if status != 0:
         raise MemoryError("winograd weight gradient: could not allocate a thread's buffers")

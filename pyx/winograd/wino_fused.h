@@ -30,24 +30,50 @@
 #include "wino2_avx512.h"
 #include "wino4_avx512.h"
 #include "wino_planes.h"
+#include "wino_portable.h"
+
+/* The portable transform of one channel (wino_portable.h): an input's (padding ph, pw)
+ * or an output gradient's (ph, pw unused), under one signature. */
+typedef void (*sb_channel_fn)(const float *x, ptrdiff_t sn, int H, int W, int nb, int ph,
+                              int pw, int th0, int th1, int tiles_w, float *buf, float *v,
+                              ptrdiff_t pitch);
+
+static void sb_wf_w2_grad(const float *g, ptrdiff_t sn, int H, int W, int nb, int ph, int pw,
+                          int th0, int th1, int tiles_w, float *buf, float *v, ptrdiff_t pitch)
+{
+    (void)ph; (void)pw;
+    sb_w2_grad_channel_f(g, sn, H, W, nb, th0, th1, tiles_w, buf, v, pitch);
+}
+
+static void sb_wf_w4_grad(const float *g, ptrdiff_t sn, int H, int W, int nb, int ph, int pw,
+                          int th0, int th1, int tiles_w, float *buf, float *v, ptrdiff_t pitch)
+{
+    (void)ph; (void)pw;
+    sb_w4_grad_channel_f(g, sn, H, W, nb, th0, th1, tiles_w, buf, v, pitch);
+}
 
 /* How one array (N, C, H, W) of a chunk becomes its points V[p][c][t] (v + p*pitch +
- * c*t for the chunk's t tiles): the same transform the split form runs (F(4x4) input on
- * rows of 16 tiles or more by tile rows, else gathered planes). */
+ * c*t for the chunk's t tiles): the same transform the split form runs (portable: the
+ * row loops of wino_portable.h; else AVX-512: F(4x4) input on rows of 16 tiles or more
+ * by tile rows, else gathered planes). */
 typedef struct {
     int C, H, W, ph, pw, tile, halo, tiles_h, tiles_w, by_rows, copy_rows, copy_cols, n_rows;
     ptrdiff_t hp, wp, rs, sample;
     sb_plane_fn fn;
-    int *off;  /* the tile offsets in a chunk's plane blocks (planes only) */
+    sb_channel_fn portable;  /* the portable transform, or NULL */
+    int *off;  /* the tile offsets in a chunk's plane blocks (AVX-512 planes only) */
 } sb_wf_source;
 
 /* halo 2: an input (padding ph, pw); 0: an output gradient (sb_w*_grad_plane_f32). */
 static int sb_wf_source_init(sb_wf_source *q, int C, int H, int W, int ph, int pw, int tile,
-                             int tiles_h, int tiles_w, int halo, int chunk)
+                             int tiles_h, int tiles_w, int halo, int chunk, int portable)
 {
     q->C = C; q->H = H; q->W = W; q->ph = ph; q->pw = pw; q->tile = tile; q->halo = halo;
     q->tiles_h = tiles_h; q->tiles_w = tiles_w;
-    q->by_rows = halo == 2 && tile == 4 && tiles_w >= 16;
+    q->portable = !portable ? NULL
+                  : halo == 2 ? (tile == 4 ? sb_w4_in_channel_f : sb_w2_in_channel_f)
+                              : (tile == 4 ? sb_wf_w4_grad : sb_wf_w2_grad);
+    q->by_rows = !portable && halo == 2 && tile == 4 && tiles_w >= 16;
     q->fn = halo == 2 ? (tile == 4 ? sb_w4_in_plane_f32 : sb_w2_in_plane_f32)
                       : (tile == 4 ? sb_w4_grad_plane_f32 : sb_w2_grad_plane_f32);
     q->hp = (ptrdiff_t)tile * tiles_h + halo;
@@ -58,7 +84,7 @@ static int sb_wf_source_init(sb_wf_source *q, int C, int H, int W, int ph, int p
     q->n_rows = W < q->rs - pw ? W : (int)(q->rs - pw);
     q->sample = (ptrdiff_t)C * H * W;
     q->off = NULL;
-    if (q->by_rows) return 0;
+    if (q->by_rows || portable) return 0;
     q->off = (int *)malloc((size_t)chunk * tiles_h * tiles_w * sizeof(int));
     if (q->off == NULL) return -1;
     sb_wino_offsets(q->off, chunk * tiles_h * tiles_w, tiles_h * tiles_w, tile, tiles_w,
@@ -69,6 +95,9 @@ static int sb_wf_source_init(sb_wf_source *q, int C, int H, int W, int ph, int p
 /* Floats of a thread's staging buffer (zeroed once: only data rows are ever written). */
 static size_t sb_wf_source_floats(const sb_wf_source *q, int chunk)
 {
+    if (q->portable != NULL)
+        return q->halo == 2 ? sb_wp_in_floats(q->tile, q->tiles_w)
+                            : sb_wp_grad_floats(q->tile, q->tiles_w);
     return q->by_rows ? (size_t)(7 * q->rs) : (size_t)chunk * (size_t)(q->hp * q->wp);
 }
 
@@ -85,7 +114,10 @@ static void sb_wf_source_chunk(const sb_wf_source *q, const float *x, int n0, in
     if (row1 > q->copy_rows) row1 = q->copy_rows;
     for (c = 0; c < q->C; c++) {
         const float *xc = x + (ptrdiff_t)n0 * q->sample + (ptrdiff_t)c * q->H * q->W;
-        if (q->by_rows)
+        if (q->portable != NULL)
+            q->portable(xc, q->sample, q->H, q->W, nb, q->ph, q->pw, th0, th1, q->tiles_w, buf,
+                        v + (ptrdiff_t)c * t, pitch);
+        else if (q->by_rows)
             sb_w4_in_rows_channel(xc, q->sample, q->H, q->W, nb, q->ph, q->pw, q->n_rows,
                                   th0, th1, q->tiles_w, buf, q->rs, v + (ptrdiff_t)c * t,
                                   pitch);
@@ -143,13 +175,14 @@ static inline int sb_wf_gemm(int gemm, int dot, int m, int n, int k, const float
  * 3x3) (tile 2 or 4), in chunks of `chunk` samples, or (band > 0) of `band` tile rows of
  * one sample, shared among num_threads threads.  gemm: 1 the AVX-512 kernel, 2 the AVX2
  * one; the dot-product kernel for full chunks when dot_full, for shorter ones when
- * dot_last (sandbox/array/_gemm.py's rule).  Returns 0, or -1 when a buffer could not be
- * allocated (y is then incomplete). */
+ * dot_last (sandbox/array/_gemm.py's rule); portable: the portable transforms instead of
+ * the AVX-512 ones.  Returns 0, or -1 when a buffer could not be allocated (y is then
+ * incomplete). */
 static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, int pw,
                             const float *u, ptrdiff_t up, ptrdiff_t uo, ptrdiff_t uc,
                             float *y, int O, int Ho, int Wo, int tile, int tiles_h,
                             int tiles_w, int chunk, int band, int gemm, int dot_full,
-                            int dot_last, int num_threads)
+                            int dot_last, int portable, int num_threads)
 {
     const int points = (tile + 2) * (tile + 2), per_plane = tiles_h * tiles_w;
     const int bands = band > 0 ? (tiles_h + band - 1) / band : 1;
@@ -160,8 +193,10 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
     const ptrdiff_t ys = (ptrdiff_t)O * Ho * Wo, wt = (ptrdiff_t)tile * tiles_w;
     sb_wf_source in;
     int failed = 0;
+    const size_t out_floats = portable ? sb_wp_out_floats(tile, tiles_w)
+                              : (size_t)((band > 0 ? band : tiles_h) * tile) * (size_t)wt;
     if (sb_wf_source_init(&in, C, H, W, ph, pw, tile, tiles_h, tiles_w, 2,
-                          band > 0 ? 1 : chunk) != 0)
+                          band > 0 ? 1 : chunk, portable) != 0)
         return -1;
     #pragma omp parallel num_threads(num_threads)
     {
@@ -169,8 +204,7 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
         float *v = (float *)malloc((size_t)(points * pv) * sizeof(float));
         float *m = (float *)malloc((size_t)(points * pm) * sizeof(float));
         float *in_buf = (float *)malloc(in_floats * sizeof(float));
-        float *out_buf = (float *)malloc((size_t)((band > 0 ? band : tiles_h) * tile)
-                                         * (size_t)wt * sizeof(float));
+        float *out_buf = (float *)malloc(out_floats * sizeof(float));
         int ok = v != NULL && m != NULL && in_buf != NULL && out_buf != NULL;
         int k, p, o;
         if (!ok) {
@@ -200,11 +234,16 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
                 failed = 1;
                 continue;
             }
-            for (o = 0; o < O; o++)
-                sb_wino_out_channel(m + (ptrdiff_t)o * t, pm,
-                                    y + (ptrdiff_t)n0 * ys + (ptrdiff_t)o * Ho * Wo
-                                    + (ptrdiff_t)row0 * Wo, ys, rows, Wo, nb, th1 - th0,
-                                    tiles_w, wt, exact ? NULL : out_buf, out_fn);
+            for (o = 0; o < O; o++) {
+                float *yo = y + (ptrdiff_t)n0 * ys + (ptrdiff_t)o * Ho * Wo;
+                if (portable)
+                    (tile == 4 ? sb_w4_out_channel_f : sb_w2_out_channel_f)(
+                        m + (ptrdiff_t)o * t, pm, yo, ys, Ho, Wo, nb, th0, th1, tiles_w, out_buf);
+                else
+                    sb_wino_out_channel(m + (ptrdiff_t)o * t, pm, yo + (ptrdiff_t)row0 * Wo, ys,
+                                        rows, Wo, nb, th1 - th0, tiles_w, wt,
+                                        exact ? NULL : out_buf, out_fn);
+            }
         }
         free(v);
         free(m);
@@ -222,12 +261,13 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
  * (band > 0) bands of `band` tile rows, as for sb_wino_conv_f32.  Each chunk's product
  * goes to its own plane of `partial` (nchunks x points x O x C); the dot-product kernel
  * runs for full chunks when dot_full, for shorter ones when dot_last (the rule of
- * sandbox/array/_gemm.py, from the shapes).  Returns 0, or -1 when a buffer could not
- * be allocated. */
+ * sandbox/array/_gemm.py, from the shapes); portable: the portable transforms.  Returns
+ * 0, or -1 when a buffer could not be allocated. */
 static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph, int pw,
                              const float *g, int O, int Ho, int Wo, int tile, int tiles_h,
                              int tiles_w, int chunk, int band, int gemm, int dot_full,
-                             int dot_last, float *partial, float *total, int num_threads)
+                             int dot_last, int portable, float *partial, float *total,
+                             int num_threads)
 {
     const int points = (tile + 2) * (tile + 2), per_plane = tiles_h * tiles_w;
     const int bands = band > 0 ? (tiles_h + band - 1) / band : 1;
@@ -239,9 +279,11 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
     sb_wf_source in, grad;
     int failed = 0;
     const int samples = band > 0 ? 1 : chunk;  /* per chunk */
-    if (sb_wf_source_init(&in, C, H, W, ph, pw, tile, tiles_h, tiles_w, 2, samples) != 0)
+    if (sb_wf_source_init(&in, C, H, W, ph, pw, tile, tiles_h, tiles_w, 2, samples,
+                          portable) != 0)
         return -1;
-    if (sb_wf_source_init(&grad, O, Ho, Wo, 0, 0, tile, tiles_h, tiles_w, 0, samples) != 0) {
+    if (sb_wf_source_init(&grad, O, Ho, Wo, 0, 0, tile, tiles_h, tiles_w, 0, samples,
+                          portable) != 0) {
         free(in.off);
         return -1;
     }

@@ -455,7 +455,8 @@ def test_winograd_is_the_same_in_kernels_or_on_the_pool(c_in, c_out, size):
             np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("gemm", ["avx512", "avx2"])
+@pytest.mark.parametrize("isa,gemm", [("avx512", "avx512"), ("avx512", "avx2"),
+                                      ("avx2", "avx2")])
 @pytest.mark.parametrize("n,c_in,c_out,h,w,pad", [
     (8, 16, 16, 64, 64, 1),   # F(4x4) by tile rows, exact tiles
     (5, 16, 24, 33, 70, 1),   # tile rows, partial tiles, a short last chunk
@@ -463,16 +464,19 @@ def test_winograd_is_the_same_in_kernels_or_on_the_pool(c_in, c_out, size):
     (6, 16, 16, 16, 16, 2),   # F(2x2), padding 2 (the input gradient's)
     (3, 17, 19, 9, 13, 1),    # odd channel counts and sizes
 ])
-def test_winograd_fused_chunks_give_the_split_bits(gemm, n, c_in, c_out, h, w, pad, monkeypatch):
+def test_winograd_fused_chunks_give_the_split_bits(isa, gemm, n, c_in, c_out, h, w, pad,
+                                                   monkeypatch):
     """The forward and the weight gradient with every chunk on one thread
     (pyx/winograd/wino_fused.h) equal the split form (each chunk's steps shared among
-    the threads) bit for bit, at 1-3 threads, F(2x2) and F(4x4), with a bias, on the
-    AVX-512 and the AVX2 GEMM; the forward also in bands of tile rows.  The weight
-    gradient in bands (its sums in another order) is the same for any thread count."""
+    the threads) bit for bit, at 1-3 threads, F(2x2) and F(4x4), with a bias, with the
+    AVX-512 transforms on the AVX-512 and the AVX2 GEMM and with the portable transforms
+    (wino_portable.h) on the AVX2 path; the forward also in bands of tile rows.  The
+    weight gradient in bands (its sums in another order) is the same for any thread
+    count."""
     from sandbox.runtime import simd
 
-    if "avx512" not in simd.supported_paths():
-        pytest.skip("the fused form runs the AVX-512 transforms")
+    if isa not in simd.supported_paths():
+        pytest.skip(f"this CPU does not run the {isa} path")
     calls = []
     fused_conv = conv.winograd._winograd_fused.conv
     monkeypatch.setattr(conv.winograd._winograd_fused, "conv",
@@ -485,7 +489,8 @@ def test_winograd_fused_chunks_give_the_split_bits(gemm, n, c_in, c_out, h, w, p
     ho, wo = h + 2 * pad - 2, w + 2 * pad - 2
     gy = rng.standard_normal((n, c_out, ho, wo)).astype(np.float32)
     for tile in (2, 4):
-        with simd.using(gemm=gemm):
+        with simd.using(isa=isa, gemm=gemm) as selection:
+            assert selection.winograd_avx512 == (isa == "avx512")
             u = conv.winograd.weight_transform(wt, tile=tile)
             runs = {}
             # 20 kB: the chunks become bands of tile rows of one sample; the weight
@@ -512,10 +517,10 @@ def test_winograd_fused_chunks_give_the_split_bits(gemm, n, c_in, c_out, h, w, p
         # bands whose partial sums would pass winograd_max_chunk_bytes: the split form
         with conv.tuned(winograd_target_tiles=8, winograd_fused_max_bytes=20_000,
                         winograd_max_chunk_bytes=1000), sandbox.num_threads(2), \
-                simd.using(gemm=gemm):
+                simd.using(isa=isa, gemm=gemm):
             gw = conv.winograd.winograd_weight_grad(x, gy, pad, pad, 1, tile)
         with conv.tuned(winograd_target_tiles=8, winograd_max_chunk_bytes=1000,
-                        winograd_fused=False), simd.using(gemm=gemm):
+                        winograd_fused=False), simd.using(isa=isa, gemm=gemm):
             np.testing.assert_array_equal(
                 gw, conv.winograd.winograd_weight_grad(x, gy, pad, pad, 1, tile))
     assert calls and wgrad_calls, "the fused paths were not taken"

@@ -144,10 +144,10 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
     # the point GEMMs' kernel per chunk size (full chunks, shorter ones), as matmul picks
     # it: the dot form only for one-tile chunks, where V's columns are contiguous
     forms = [product_form(o, t, c, u.strides[2] == 4 and t == 1) for t in sizes]
-    if _fusable(x, avx, selection, forms) and chunks >= 2 * get_num_threads():
+    if _fusable(x, selection, forms) and chunks >= 2 * get_num_threads():
         _winograd_fused.conv(x, u, y, ph, pw, tile, th, tw, chunk, band,
                              selection.gemm == "avx2", forms[0] == "dot", forms[1] == "dot",
-                             get_num_threads())
+                             avx, get_num_threads())
         if bias is not None:
             y += bias.reshape(-1, 1, 1)
         return
@@ -189,14 +189,16 @@ def _fused_chunks(n: int, th: int, tw: int, samples: int, tile_bytes: int,
     return 1, band, n * -(-th // band), (band * tw, (rest or band) * tw)
 
 
-def _fusable(x, avx: bool, selection, forms) -> bool:
+def _fusable(x, selection, forms) -> bool:
     """Whether the fused form (``_winograd_fused``; ``TUNING.winograd_fused``) can run:
-    float32 with the AVX-512 transforms and the project's GEMM for every product
-    (``forms``, from :func:`~sandbox.array._gemm.product_form`).  Whether it does also
-    takes two chunks a thread (a single chunk, the 8x8 and 4x4 maps of a UNet at batch
-    8, runs faster with its steps shared: ``python benchmarks/ab_simd_step.py``).  A
-    rule of the shapes and the SIMD selection, never of the thread count."""
-    return (TUNING.winograd_fused and avx and x.dtype == np.float32
+    float32 with the project's GEMM for every product (``forms``, from
+    :func:`~sandbox.array._gemm.product_form`), with the AVX-512 transforms or the
+    portable ones, as the split form would run them (``Selection.winograd_avx512``).
+    Whether it does also takes two chunks a thread (a single chunk, the 8x8 and 4x4
+    maps of a UNet at batch 8, runs faster with its steps shared:
+    ``python benchmarks/ab_simd_step.py``).  A rule of the shapes and the SIMD
+    selection, never of the thread count."""
+    return (TUNING.winograd_fused and x.dtype == np.float32
             and selection.gemm_own and x.size < 2**31 and "blas" not in forms)
 
 
@@ -294,14 +296,14 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
     partials = chunks * count * o * c * x.itemsize
     if band and partials > TUNING.winograd_max_chunk_bytes:
         band, fits = 0, False  # the split form's chunks of samples
-    if (_fusable(x, avx, selection, forms) and g.size < 2**31
+    if (_fusable(x, selection, forms) and g.size < 2**31
             and (band or (fits and chunks >= 2 * get_num_threads()))):
         total = np.empty((count, o, c), dtype=x.dtype)
         partial = np.empty((chunks, count, o, c), dtype=x.dtype)
         _winograd_fused.weight_grad(np.ascontiguousarray(x), np.ascontiguousarray(g), partial,
                                     total, ph, pw, tile, th, tw, chunk, band,
                                     selection.gemm == "avx2", forms[0] == "dot",
-                                    forms[1] == "dot", get_num_threads())
+                                    forms[1] == "dot", avx, get_num_threads())
         _winograd_weights.weight_grad_fold(total, gw, get_num_threads())
         return gw
     total = OrderedSum(len(blocks))
