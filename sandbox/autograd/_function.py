@@ -100,20 +100,21 @@ class Context:
 
     def save_for_backward(self, *items) -> None:
         """Save arrays, Tensors or None for backward (call at most once, in forward)."""
-        inputs = self._inputs
-        saved = []
+        saved = list(items)
         versions = None  # noted for the in-place check (see _check_versions)
         for k, item in enumerate(items):
             if isinstance(item, np.ndarray):  # an input's array comes back as that input
-                for arg in inputs:
+                for arg in self._inputs:
                     if isinstance(arg, Tensor) and arg._data is item:
-                        item = arg
+                        saved[k] = item = arg
                         break
-            if isinstance(item, Tensor):
-                if versions is None:
-                    versions = [None] * len(items)
-                versions[k] = item._version
-            saved.append(item)
+                else:
+                    continue
+            elif not isinstance(item, Tensor):
+                continue
+            if versions is None:
+                versions = [None] * len(items)
+            versions[k] = 0 if item._ver is None else item._ver.value  # item._version
         self._saved = saved
         self._versions = versions
 
@@ -142,8 +143,10 @@ class Context:
             ]
         )
 
-    def _mark_outputs(self, outputs) -> None:
-        """Once forward has returned: a saved array that is an output is noted as one."""
+    def _mark_outputs(self, outputs) -> bool:
+        """Once forward has returned: a saved array that is an output is noted as one.
+        Returns whether any was."""
+        marked = False
         for i, item in enumerate(self._saved):
             if isinstance(item, np.ndarray):
                 for j, o in enumerate(outputs):
@@ -152,9 +155,11 @@ class Context:
                         if self._versions is None:
                             self._versions = [None] * len(self._saved)
                         self._versions[i] = 0
+                        marked = True
                         break
             elif isinstance(item, np.generic):  # a saved 0-d constant: keep it an array
                 self._saved[i] = as_ndarray(item)
+        return marked
 
     def _rebase_output(self, index, tensor) -> None:
         """An in-place op wrote this node's output ``index`` into ``tensor`` (which now
@@ -195,11 +200,12 @@ class Context:
 
 
 def _record(fn, ctx, args, needs, outputs):
-    """The graph node of one op call, once forward has returned ``outputs``."""
+    """The graph node of one op call, once forward has returned ``outputs``, and the
+    output Tensors (floating outputs attached to it)."""
     edges = []
     consts = None
-    for k, (a, need) in enumerate(zip(args, needs, strict=True)):
-        if need:  # a leaf is its own edge; a non-leaf input is (its node, its output nr)
+    for k, a in enumerate(args):
+        if needs[k]:  # a leaf is its own edge; a non-leaf input is (its node, its output nr)
             edges.append(a if a.grad_fn is None else Edge(a.grad_fn, a._output_nr))
         else:
             edges.append(None)
@@ -210,9 +216,15 @@ def _record(fn, ctx, args, needs, outputs):
     node = Node(fn, ctx, edges, [(o.shape, o.dtype) for o in outputs])
     if consts is not None:
         node._consts = consts
-    if ctx._saved:
-        ctx._mark_outputs(outputs)
-    return node
+    if _anomaly._flag.enabled:
+        node._trace = _anomaly.capture_stack()
+    results = [Tensor._make(o, node, i) if o.dtype.kind == "f" else Tensor._make(o)
+               for i, o in enumerate(outputs)]
+    if ctx._saved and ctx._mark_outputs(outputs):
+        for item in ctx._saved:  # a saved output shares the output's version counter
+            if isinstance(item, _SavedOutput):
+                results[item.index]._ver = item.ver
+    return results
 
 
 _FREED_MESSAGE = (
@@ -275,27 +287,20 @@ class Function:
                 arrays.append(a._data)
                 need = grad_on and a._requires_grad
                 record = record or need
+                needs.append(need)
             else:
                 arrays.append(a)
-                need = False
-            needs.append(need)
+                needs.append(False)
         ctx = Context(cls, args, tuple(needs))
         out = cls.forward(ctx, *arrays, **kwargs)
         single = not isinstance(out, tuple)
-        outs = [out] if single else out
-        outs = [o if isinstance(o, np.ndarray) else _as_output(ctx, o) for o in outs]
+        outs = [out] if single else list(out)
+        for i, o in enumerate(outs):
+            if not isinstance(o, np.ndarray):
+                outs[i] = _as_output(ctx, o)
         ctx._inputs = None
         if record:
-            node = _record(cls, ctx, args, needs, outs)
-            if _anomaly._flag.enabled:
-                node._trace = _anomaly.capture_stack()
-            results = [
-                Tensor._make(o, node, i) if o.dtype.kind == "f" else Tensor._make(o)
-                for i, o in enumerate(outs)
-            ]
-            for item in ctx._saved:  # a saved output shares the output's version counter
-                if isinstance(item, _SavedOutput):
-                    results[item.index]._ver = item.ver
+            results = _record(cls, ctx, args, ctx.needs_input_grad, outs)
         else:
             results = [Tensor._make(o) for o in outs]
         for r in results:

@@ -294,7 +294,9 @@ def default() -> Selection:
 def current() -> Selection:
     """The selection in force in this context (a :func:`using` block, else the default)."""
     sel = _current.get()
-    return default() if sel is None else sel
+    if sel is not None:
+        return sel
+    return _default if _default is not None else default()  # read at every kernel call
 
 
 @contextmanager

@@ -8,20 +8,39 @@ as the adjoint of the same two loops.  Nothing here validates.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ...runtime.threads import get_num_threads
 from . import _winograd as winograd
 from ._im2col import fold_loop, unfold_loop
-from ._tuning import TUNING, chunk_threads
+from ._tuning import TUNING, chunk_threads, settings_stamp
 
 __all__ = ["conv_backward", "conv_forward", "transpose_backward", "transpose_forward"]
 
 
-def _use_winograd(geom, groups, weight, height, width, input_grad=False) -> bool:
+@functools.lru_cache(maxsize=1024)
+def _winograd_tiles(geom, groups, c_in, c_out, h, w, ho, wo, stamp) -> tuple[int, int, int]:
+    """The Winograd tile (2 or 4) of the forward, the input gradient and the weight
+    gradient of a 2-D convolution (input h x w, output ho x wo), 0 for each that runs
+    im2col: the rules of ``_winograd`` under the settings in force, whose
+    :func:`~._tuning.settings_stamp` is ``stamp`` (decided once, then cached)."""
+    if not TUNING.winograd:
+        return 0, 0, 0
+    fwd = (winograd.tile_size(c_in, c_out, ho, wo)
+           if winograd.eligible(geom, groups, c_in, c_out, h, w) else 0)
+    dx = (winograd.tile_size(c_out, c_in, h, w)
+          if winograd.eligible(geom, groups, c_in, c_out, h, w, True) else 0)
+    dw = (winograd.tile_size_weight_grad(ho, wo)
+          if winograd.eligible_weight_grad(geom, groups, c_in, c_out, h, w) else 0)
+    return fwd, dx, dw
+
+
+def _tiles(plan, input, weight):
     c_out, c_in = weight.shape[:2]
-    return TUNING.winograd and winograd.eligible(geom, groups, c_in, c_out, height, width,
-                                                 input_grad)
+    (h, w), (ho, wo) = input.shape[2:], plan.out_size
+    return _winograd_tiles(plan.geom, plan.groups, c_in, c_out, h, w, ho, wo, settings_stamp())
 
 
 def _wmat(weight):
@@ -30,14 +49,13 @@ def _wmat(weight):
 
 def conv_forward(input, weight, bias, plan):
     geom, groups, (ho, wo) = plan.geom, plan.groups, plan.out_size
-    n, _, h, w = input.shape
     x = np.ascontiguousarray(input)
-    y = np.empty((n, weight.shape[0], ho, wo), dtype=input.dtype)
-    if _use_winograd(geom, groups, weight, h, w):
+    y = np.empty((input.shape[0], weight.shape[0], ho, wo), dtype=input.dtype)
+    tile = _tiles(plan, input, weight)[0]
+    if tile:
         # the weight transform runs before any chunk: all threads may share it (each
         # kernel is one thread's, so the result does not depend on their number)
-        u = winograd.weight_transform(weight, kernel_threads=get_num_threads(),
-                                      tile=winograd.tile_size(*weight.shape[:2], ho, wo))
+        u = winograd.weight_transform(weight, kernel_threads=get_num_threads(), tile=tile)
         winograd.winograd_conv3x3(x, u, y, geom.ph, geom.pw, chunk_threads(), bias)
     else:
         unfold_loop(x, _wmat(weight), geom, ho, wo, groups, y=y, bias=bias)
@@ -51,19 +69,17 @@ def conv_backward(grad_output, input, weight, plan, needs):
     gx = np.empty(input.shape, dtype=input.dtype) if needs[0] else None
     a = np.ascontiguousarray(input) if needs[1] else None
     gw, gb = None, None
-    c_out, c_in = weight.shape[:2]
-    wino = needs[0] and _use_winograd(geom, groups, weight, h, w, input_grad=True)
-    wino_dw = needs[1] and TUNING.winograd and winograd.eligible_weight_grad(
-        geom, groups, c_in, c_out, h, w)
+    _, tile_dx, tile_dw = _tiles(plan, input, weight)
+    wino = needs[0] and tile_dx
+    wino_dw = needs[1] and tile_dw
     if wino:
         # dx = conv2d(dy, flip(w)^T, padding=2-p): a 3x3 stride-1 conv again
         u = winograd.weight_transform(weight, flip_transpose=True,
-                                      kernel_threads=get_num_threads(),
-                                      tile=winograd.tile_size(c_out, c_in, h, w))
+                                      kernel_threads=get_num_threads(), tile=tile_dx)
         winograd.winograd_conv3x3(gout, u, gx, 2 - geom.ph, 2 - geom.pw, chunk_threads())
     if wino_dw:
         gw = winograd.winograd_weight_grad(a, gout, geom.ph, geom.pw, chunk_threads(),
-                                           tile=winograd.tile_size_weight_grad(*gout.shape[2:]))
+                                           tile=tile_dw)
         gb = gout.sum(axis=(0, 2, 3)) if needs[2] else None
     fold_dx = needs[0] and not wino
     fold_dw = needs[1] and not wino_dw

@@ -16,10 +16,15 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import itertools
 
+from ...runtime import simd
 from ...runtime.threads import get_num_threads
 
-__all__ = ["TUNING", "ConvTuning", "chunk_threads", "tuned"]
+__all__ = ["TUNING", "ConvTuning", "chunk_threads", "settings_stamp", "state", "tuned"]
+
+#: a fresh number for every ConvTuning made or changed (see ConvTuning.stamp)
+_STAMPS = itertools.count()
 
 
 @dataclasses.dataclass
@@ -138,6 +143,16 @@ class ConvTuning:
     #: 2.21, 8->16@64 2.83 / 3.11: the run's noise).
     min_parallel_flops: int = 30_000_000
 
+    def __post_init__(self):
+        object.__setattr__(self, "stamp", next(_STAMPS))
+
+    def __setattr__(self, name, value):
+        # every change of a setting gives these settings a new stamp, so what was
+        # decided and cached under the old values (conv routes, Winograd schedules)
+        # is not reused
+        object.__setattr__(self, name, value)
+        object.__setattr__(self, "stamp", next(_STAMPS))
+
 
 _DEFAULTS = ConvTuning()  # in force wherever no tuned() block is
 _settings: contextvars.ContextVar[ConvTuning | None] = contextvars.ContextVar(
@@ -181,6 +196,20 @@ del _name
 
 #: the settings in force (see :class:`_InForce`)
 TUNING = _InForce()
+
+
+def settings_stamp() -> int:
+    """The stamp of the settings in force (:attr:`ConvTuning.stamp`): a new number at
+    every change and in every :func:`tuned` block."""
+    return (_settings.get() or _DEFAULTS).stamp
+
+
+def state() -> tuple:
+    """What the convolutions decide from besides the shapes, as a hashable key for their
+    cached routes and schedules: the settings in force (their stamp, new at every
+    change and in every :func:`tuned` block), the SIMD selection
+    (:func:`sandbox.runtime.simd.current`) and the thread count."""
+    return ((_settings.get() or _DEFAULTS).stamp, simd.current(), get_num_threads())
 
 
 def chunk_threads() -> int:

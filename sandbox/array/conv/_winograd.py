@@ -27,6 +27,9 @@ give about 10x more (tests compare both with the direct float64 reference).
 
 from __future__ import annotations
 
+import functools
+from typing import NamedTuple
+
 import numpy as np
 
 from ..._C import _winograd, _winograd4, _winograd_fused, _winograd_weights
@@ -34,7 +37,7 @@ from ...runtime import simd
 from ...runtime.threads import get_num_threads
 from .._gemm import backend, lhs, matmul, product_form
 from .._parallel import OrderedSum, parallel_map, scratch
-from ._tuning import TUNING
+from ._tuning import TUNING, state
 
 __all__ = [
     "eligible",
@@ -123,34 +126,67 @@ def weight_transform(weight: np.ndarray, flip_transpose: bool = False,
     return u.transpose(0, 2, 1) if rows_adjacent else u
 
 
+class _Pass(NamedTuple):
+    """How one Winograd pass (a forward or input gradient, or a weight gradient) runs:
+    decided from the shapes and :func:`~._tuning.state` once, then cached."""
+
+    tile: int
+    count: int  # points per tile: 16 or 36
+    th: int
+    tw: int
+    tiles: int  # per sample
+    blocks: tuple  # the split form's chunks (index, first sample, samples)
+    avx: bool  # the AVX-512 transforms (else the portable ones)
+    fused: bool  # each chunk on one thread (_winograd_fused), else split
+    chunk: int  # the fused form's samples a chunk, or 1 with bands
+    band: int  # its tile rows a chunk (0: whole samples)
+    chunks: int
+    gemm_avx2: bool
+    dot_full: bool  # the dot-product GEMM for full chunks
+    dot_last: bool  # and for a shorter last one
+    threads: int
+
+
+@functools.lru_cache(maxsize=1024)
+def _conv_pass(n, c, o, ho, wo, itemsize, small, tile, u_unit, key) -> _Pass:
+    """The :class:`_Pass` of :func:`winograd_conv3x3` for these shapes (``small``: the
+    input has fewer than 2**31 elements; ``u_unit``: the transformed kernels' columns
+    are contiguous) under ``key`` (:func:`~._tuning.state`, whose settings are the ones
+    in force)."""
+    _, selection, threads = key
+    count = (tile + 2) ** 2
+    th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, itemsize, tile)
+    chunk, band, chunks, sizes = _fused_chunks(n, th, tw, blocks[0][2], count * (c + o) * itemsize)
+    # the point GEMMs' kernel per chunk size (full chunks, shorter ones), as matmul picks
+    # it: the dot form only for one-tile chunks, where V's columns are contiguous
+    forms = [product_form(o, t, c, u_unit and t == 1) for t in sizes]
+    fused = _fusable(itemsize == 4 and small, selection, forms) and chunks >= 2 * threads
+    return _Pass(tile, count, th, tw, tiles, tuple(blocks), selection.winograd_avx512, fused,
+                 chunk, band, chunks, selection.gemm == "avx2", forms[0] == "dot",
+                 forms[1] == "dot", threads)
+
+
 def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=None) -> None:
     """``y = conv2d(x, w, bias, stride=1, padding=(ph, pw))`` with
     ``u = weight_transform(w, tile=m)``; the tile size follows from ``u`` (16 or 36 points).
 
     ``x`` (N, C, H, W) and ``y`` (N, O, H + 2*ph - 2, W + 2*pw - 2), C-contiguous,
-    same dtype; ``y`` is overwritten.
+    same dtype (float32 or float64); ``y`` is overwritten.
     """
     n, c = x.shape[:2]
     o, ho, wo = y.shape[1:]
-    count = u.shape[0]
-    tile = _TILE_OF_POINTS[count]
-    kernels = _KERNELS[tile][1]
-    th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, x.itemsize, tile)
     u = lhs(u)  # read in place by the GEMMs of every chunk
-    selection = simd.current()
-    avx = selection.winograd_avx512  # read here, in the caller's thread
-    chunk, band, chunks, sizes = _fused_chunks(n, th, tw, blocks[0][2],
-                                               count * (c + o) * x.itemsize)
-    # the point GEMMs' kernel per chunk size (full chunks, shorter ones), as matmul picks
-    # it: the dot form only for one-tile chunks, where V's columns are contiguous
-    forms = [product_form(o, t, c, u.strides[2] == 4 and t == 1) for t in sizes]
-    if _fusable(x, selection, forms) and chunks >= 2 * get_num_threads():
-        _winograd_fused.conv(x, u, y, ph, pw, tile, th, tw, chunk, band,
-                             selection.gemm == "avx2", forms[0] == "dot", forms[1] == "dot",
-                             avx, get_num_threads())
+    plan = _conv_pass(n, c, o, ho, wo, x.itemsize, x.size < 2**31,
+                      _TILE_OF_POINTS[u.shape[0]], u.strides[2] == u.itemsize, state())
+    if plan.fused:
+        _winograd_fused.conv(x, u, y, ph, pw, plan.tile, plan.th, plan.tw, plan.chunk,
+                             plan.band, plan.gemm_avx2, plan.dot_full, plan.dot_last, plan.avx,
+                             plan.threads)
         if bias is not None:
             y += bias.reshape(-1, 1, 1)
         return
+    count, th, tw, tiles, avx = plan.count, plan.th, plan.tw, plan.tiles, plan.avx
+    kernels = _KERNELS[plan.tile][1]
 
     def task(block, split=False):
         _, n0, cnt = block
@@ -165,7 +201,7 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
         if bias is not None:
             y[n0:n0 + cnt] += bias.reshape(-1, 1, 1)
 
-    _run_blocks(task, blocks, x.dtype)
+    _run_blocks(task, plan.blocks, x.dtype)
 
 
 def _fused_chunks(n: int, th: int, tw: int, samples: int, tile_bytes: int,
@@ -189,17 +225,17 @@ def _fused_chunks(n: int, th: int, tw: int, samples: int, tile_bytes: int,
     return 1, band, n * -(-th // band), (band * tw, (rest or band) * tw)
 
 
-def _fusable(x, selection, forms) -> bool:
+def _fusable(float32: bool, selection, forms) -> bool:
     """Whether the fused form (``_winograd_fused``; ``TUNING.winograd_fused``) can run:
-    float32 with the project's GEMM for every product (``forms``, from
+    float32 arrays of fewer than 2**31 elements (``float32``) with the project's GEMM
+    for every product (``forms``, from
     :func:`~sandbox.array._gemm.product_form`), with the AVX-512 transforms or the
     portable ones, as the split form would run them (``Selection.winograd_avx512``).
     Whether it does also takes two chunks a thread (a single chunk, the 8x8 and 4x4
     maps of a UNet at batch 8, runs faster with its steps shared:
     ``python benchmarks/ab_simd_step.py``).  A rule of the shapes and the SIMD
     selection, never of the thread count."""
-    return (TUNING.winograd_fused and x.dtype == np.float32
-            and selection.gemm_own and x.size < 2**31 and "blas" not in forms)
+    return TUNING.winograd_fused and float32 and selection.gemm_own and "blas" not in forms
 
 
 def _run_blocks(task, blocks, dtype) -> None:
@@ -269,6 +305,32 @@ def _tiling(n, c, o, ho, wo, itemsize, tile=2):
     return th, tw, tiles, [(i, n0, min(nb, n - n0)) for i, n0 in enumerate(range(0, n, nb))]
 
 
+@functools.lru_cache(maxsize=1024)
+def _weight_grad_pass(n, c, o, ho, wo, itemsize, small, tile, key) -> _Pass:
+    """The :class:`_Pass` of :func:`winograd_weight_grad` (``small``: input and output
+    gradient have fewer than 2**31 elements each), as :func:`_conv_pass`."""
+    _, selection, threads = key
+    count = (tile + 2) ** 2
+    th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, itemsize, tile)
+    tile_bytes = count * (c + o) * itemsize
+    chunk, band, chunks, sizes = _fused_chunks(n, th, tw, blocks[0][2], tile_bytes,
+                                               keep_samples=True)
+    forms = [product_form(o, c, t, True) for t in sizes]
+    # bands (a sample's points beyond the cap) only exist in the fused form, and only
+    # while their partial sums (one (P, O, C) a chunk) stay small; chunks of samples run
+    # fused where they fit and there are two a thread, else split.  Both rules are of the
+    # shapes alone.
+    fits = chunk * th * tw * tile_bytes <= TUNING.winograd_fused_max_bytes
+    partials = chunks * count * o * c * itemsize
+    if band and partials > TUNING.winograd_max_chunk_bytes:
+        band, fits = 0, False  # the split form's chunks of samples
+    fused = (_fusable(itemsize == 4 and small, selection, forms)
+             and bool(band or (fits and chunks >= 2 * threads)))
+    return _Pass(tile, count, th, tw, tiles, tuple(blocks), selection.winograd_avx512, fused,
+                 chunk, band, chunks, selection.gemm == "avx2", forms[0] == "dot",
+                 forms[1] == "dot", threads)
+
+
 def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
                          tile: int = 2) -> np.ndarray:
     """Weight gradient (O, C, 3, 3) of a 3x3 stride-1 conv of ``x`` with output gradient ``g``,
@@ -279,32 +341,20 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
     """
     n, c = x.shape[:2]
     o, ho, wo = g.shape[1:]
-    count, kernels = _KERNELS[tile]
-    th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, x.itemsize, tile)
-    selection = simd.current()
-    avx = selection.winograd_avx512
+    plan = _weight_grad_pass(n, c, o, ho, wo, x.itemsize, x.size < 2**31 and g.size < 2**31,
+                             tile, state())
+    count, th, tw, tiles, avx, blocks = (plan.count, plan.th, plan.tw, plan.tiles, plan.avx,
+                                         plan.blocks)
+    kernels = _KERNELS[tile][1]
     gw = np.empty((o, c, 3, 3), dtype=x.dtype)
-    tile_bytes = count * (c + o) * x.itemsize
-    chunk, band, chunks, sizes = _fused_chunks(n, th, tw, blocks[0][2], tile_bytes,
-                                               keep_samples=True)
-    forms = [product_form(o, c, t, True) for t in sizes]
-    # bands (a sample's points beyond the cap) only exist in the fused form, and only
-    # while their partial sums (one (P, O, C) a chunk) stay small; chunks of samples run
-    # fused where they fit and there are two a thread, else split.  Both rules are of the
-    # shapes alone.
-    fits = chunk * th * tw * tile_bytes <= TUNING.winograd_fused_max_bytes
-    partials = chunks * count * o * c * x.itemsize
-    if band and partials > TUNING.winograd_max_chunk_bytes:
-        band, fits = 0, False  # the split form's chunks of samples
-    if (_fusable(x, selection, forms) and g.size < 2**31
-            and (band or (fits and chunks >= 2 * get_num_threads()))):
+    if plan.fused:
         total = np.empty((count, o, c), dtype=x.dtype)
-        partial = np.empty((chunks, count, o, c), dtype=x.dtype)
+        partial = np.empty((plan.chunks, count, o, c), dtype=x.dtype)
         _winograd_fused.weight_grad(np.ascontiguousarray(x), np.ascontiguousarray(g), partial,
-                                    total, ph, pw, tile, th, tw, chunk, band,
-                                    selection.gemm == "avx2", forms[0] == "dot",
-                                    forms[1] == "dot", avx, get_num_threads())
-        _winograd_weights.weight_grad_fold(total, gw, get_num_threads())
+                                    total, ph, pw, tile, th, tw, plan.chunk, plan.band,
+                                    plan.gemm_avx2, plan.dot_full, plan.dot_last, avx,
+                                    plan.threads)
+        _winograd_weights.weight_grad_fold(total, gw, plan.threads)
         return gw
     total = OrderedSum(len(blocks))
 
