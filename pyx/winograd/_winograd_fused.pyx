@@ -2,9 +2,10 @@
 # kernel.  Bounds, initialisation and None checks are off in a release build and on
 # with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
 # C, in both builds.  So every index must be in range and non-negative.
-"""The Winograd convolution (forward or input gradient) and its weight gradient with each
-chunk of samples on one thread: the transforms and the point GEMMs of a chunk in one
-OpenMP region (wino_fused.h).  Float32 with the AVX-512 transforms of wino2_avx512.h /
+"""The Winograd convolution (forward or input gradient) and its weight gradient in one
+OpenMP region (wino_fused.h): with each chunk of samples on one thread (the transforms
+and the point GEMMs of a chunk on one core), or (``split``) chunk after chunk with each
+step shared among the threads.  Float32 with the AVX-512 transforms of wino2_avx512.h /
 wino4_avx512.h or the portable ones of wino_portable.h, and the project's GEMM (AVX-512 or
 AVX2); the same bits as the split form of
 sandbox/array/conv/_winograd.py for any chunking and thread count.  Kernel contract as
@@ -22,6 +23,16 @@ cdef extern from "wino_fused.h" nogil:
                           int dot_last, int portable, float* partial, float* total,
                           int num_threads)
 
+    int sb_wino_conv_split_f32(const float* x, int N, int C, int H, int W, int ph, int pw,
+                               const float* u, Py_ssize_t up, Py_ssize_t uo, Py_ssize_t uc,
+                               float* y, int O, int Ho, int Wo, int tile, int tiles_h,
+                               int tiles_w, int chunk, int gemm, int dot_full, int dot_last,
+                               int portable, int num_threads)
+    int sb_wino_wgrad_split_f32(const float* x, int N, int C, int H, int W, int ph, int pw,
+                                const float* g, int O, int Ho, int Wo, int tile, int tiles_h,
+                                int tiles_w, int chunk, int gemm, int dot_full, int dot_last,
+                                int portable, float* partial, float* total, int num_threads)
+
 cdef extern from "wino2_avx512.h" nogil:
     int sb_w2_avx512_available()
 
@@ -32,16 +43,30 @@ def conv(const float[:, :, :, ::1] x,   # IN  (N, C, H, W)
          const float[:, :, :] u,         # IN  (P, O, C): the transformed kernels, any strides
          float[:, :, :, ::1] y,          # OUT (N, O, Ho, Wo), overwritten
          int ph, int pw, int tile, int tiles_h, int tiles_w, int chunk, int band,
-         bint avx2_gemm, bint dot_full, bint dot_last, bint avx512, int num_threads):
+         bint avx2_gemm, bint dot_full, bint dot_last, bint avx512, int num_threads,
+         bint split=False):
     """``y = conv2d(x, w, padding=(ph, pw))`` by F(tile x tile, 3x3) with ``u`` the
     transformed kernels, ``chunk`` samples a task, or (``band`` > 0) ``band`` tile rows
-    of one sample; ``avx2_gemm`` runs the AVX2 GEMM instead of the AVX-512 one;
+    of one sample; with ``split``, chunks of ``chunk`` samples one after another, each
+    step shared among the threads (``band`` ignored); ``avx2_gemm`` runs the AVX2 GEMM
+    instead of the AVX-512 one;
     ``dot_full`` / ``dot_last``: the dot-product GEMM for full chunks / shorter ones;
     ``avx512``: the AVX-512 transforms (ignored on a CPU without them), else the portable
     ones, as the split form's ``avx512`` argument."""
     cdef int status
     cdef bint portable = not (avx512 and _HAVE_AVX512)
     if x.shape[0] == 0 or y.shape[1] == 0:
+        return
+    if split:
+        with nogil:
+            status = sb_wino_conv_split_f32(
+                &x[0, 0, 0, 0], <int> x.shape[0], <int> x.shape[1], <int> x.shape[2],
+                <int> x.shape[3], ph, pw, &u[0, 0, 0], u.strides[0] // sizeof(float),
+                u.strides[1] // sizeof(float), u.strides[2] // sizeof(float), &y[0, 0, 0, 0],
+                <int> y.shape[1], <int> y.shape[2], <int> y.shape[3], tile, tiles_h, tiles_w,
+                chunk, 2 if avx2_gemm else 1, dot_full, dot_last, portable, num_threads)
+        if status != 0:
+            raise MemoryError("winograd convolution: could not allocate its buffers")
         return
     with nogil:
         status = sb_wino_conv_f32(&x[0, 0, 0, 0], <int> x.shape[0], <int> x.shape[1],
@@ -57,17 +82,30 @@ def conv(const float[:, :, :, ::1] x,   # IN  (N, C, H, W)
 
 def weight_grad(const float[:, :, :, ::1] x,      # IN  (N, C, H, W)
                 const float[:, :, :, ::1] g,      # IN  (N, O, Ho, Wo)
-                float[:, :, :, ::1] partial,      # OUT (chunks, P, O, C): scratch
+                float[:, :, :, ::1] partial,      # OUT (chunks or 1, P, O, C): scratch
                 float[:, :, ::1] total,           # OUT (P, O, C)
                 int ph, int pw, int tile, int tiles_h, int tiles_w, int chunk, int band,
-                bint avx2_gemm, bint dot_full, bint dot_last, bint avx512, int num_threads):
+                bint avx2_gemm, bint dot_full, bint dot_last, bint avx512, int num_threads,
+                bint split=False):
     """``total[p] = sum_chunks Gt[p] @ V[p]^T`` in chunk order: the point sums of the
     weight gradient before the fold (``_winograd_weights.weight_grad_fold``); chunks
     of ``chunk`` samples or (``band`` > 0) of ``band`` tile rows of one sample.
     ``dot_full`` / ``dot_last``: the dot-product GEMM for full chunks / shorter ones
-    (else the packed one); ``avx512`` as for :func:`conv`."""
+    (else the packed one); ``avx512`` and ``split`` as for :func:`conv` (split: the
+    partials summed in chunk order into ``total`` as they come)."""
     cdef int status
     cdef bint portable = not (avx512 and _HAVE_AVX512)
+    if split:
+        with nogil:
+            status = sb_wino_wgrad_split_f32(
+                &x[0, 0, 0, 0], <int> x.shape[0], <int> x.shape[1], <int> x.shape[2],
+                <int> x.shape[3], ph, pw, &g[0, 0, 0, 0], <int> g.shape[1], <int> g.shape[2],
+                <int> g.shape[3], tile, tiles_h, tiles_w, chunk, 2 if avx2_gemm else 1,
+                dot_full, dot_last, portable, &partial[0, 0, 0, 0], &total[0, 0, 0],
+                num_threads)
+        if status != 0:
+            raise MemoryError("winograd weight gradient: could not allocate its buffers")
+        return
     with nogil:
         status = sb_wino_wgrad_f32(&x[0, 0, 0, 0], <int> x.shape[0], <int> x.shape[1],
                                    <int> x.shape[2], <int> x.shape[3], ph, pw, &g[0, 0, 0, 0],

@@ -101,31 +101,38 @@ static size_t sb_wf_source_floats(const sb_wf_source *q, int chunk)
     return q->by_rows ? (size_t)(7 * q->rs) : (size_t)chunk * (size_t)(q->hp * q->wp);
 }
 
-/* The points of tile rows th0 .. th1-1 of samples n0 .. n0+nb-1 of x into v (planes
- * `pitch` apart); a band of rows (th0 > 0 or th1 < tiles_h) only with nb = 1. */
+/* The points of channel c of tile rows th0 .. th1-1 of samples n0 .. n0+nb-1 of x into
+ * v + c*t (the chunk's points, planes `pitch` apart; t its tiles); a band of rows (th0 >
+ * 0 or th1 < tiles_h) only with nb = 1. */
+static void sb_wf_source_channel(const sb_wf_source *q, const float *x, int c, int n0, int nb,
+                                 int th0, int th1, float *buf, float *v, ptrdiff_t pitch)
+{
+    const ptrdiff_t t = (ptrdiff_t)nb * (th1 - th0) * q->tiles_w;
+    const float *xc = x + (ptrdiff_t)n0 * q->sample + (ptrdiff_t)c * q->H * q->W;
+    if (q->portable != NULL) {
+        q->portable(xc, q->sample, q->H, q->W, nb, q->ph, q->pw, th0, th1, q->tiles_w, buf,
+                    v + (ptrdiff_t)c * t, pitch);
+    } else if (q->by_rows) {
+        sb_w4_in_rows_channel(xc, q->sample, q->H, q->W, nb, q->ph, q->pw, q->n_rows, th0, th1,
+                              q->tiles_w, buf, q->rs, v + (ptrdiff_t)c * t, pitch);
+    } else {
+        /* the input rows the tiles read: padded rows th0*tile .. th1*tile + halo - 1 */
+        int row0 = th0 * q->tile - q->ph, row1 = th1 * q->tile + q->halo - q->ph;
+        if (row0 < 0) row0 = 0;
+        if (row1 > q->copy_rows) row1 = q->copy_rows;
+        sb_wino_in_channel(xc, q->sample, q->W, nb, row0, row1, q->copy_cols, q->ph, q->pw,
+                           q->hp, q->wp, buf, q->fn, q->off + th0 * q->tiles_w, (int)t,
+                           v + (ptrdiff_t)c * t, pitch);
+    }
+}
+
+/* Every channel of sb_wf_source_channel. */
 static void sb_wf_source_chunk(const sb_wf_source *q, const float *x, int n0, int nb,
                                int th0, int th1, float *buf, float *v, ptrdiff_t pitch)
 {
-    const ptrdiff_t t = (ptrdiff_t)nb * (th1 - th0) * q->tiles_w;
-    /* the input rows the tiles read: padded rows th0*tile .. th1*tile + halo - 1 */
-    int row0 = th0 * q->tile - q->ph, row1 = th1 * q->tile + q->halo - q->ph;
     int c;
-    if (row0 < 0) row0 = 0;
-    if (row1 > q->copy_rows) row1 = q->copy_rows;
-    for (c = 0; c < q->C; c++) {
-        const float *xc = x + (ptrdiff_t)n0 * q->sample + (ptrdiff_t)c * q->H * q->W;
-        if (q->portable != NULL)
-            q->portable(xc, q->sample, q->H, q->W, nb, q->ph, q->pw, th0, th1, q->tiles_w, buf,
-                        v + (ptrdiff_t)c * t, pitch);
-        else if (q->by_rows)
-            sb_w4_in_rows_channel(xc, q->sample, q->H, q->W, nb, q->ph, q->pw, q->n_rows,
-                                  th0, th1, q->tiles_w, buf, q->rs, v + (ptrdiff_t)c * t,
-                                  pitch);
-        else
-            sb_wino_in_channel(xc, q->sample, q->W, nb, row0, row1, q->copy_cols, q->ph,
-                               q->pw, q->hp, q->wp, buf, q->fn, q->off + th0 * q->tiles_w,
-                               (int)t, v + (ptrdiff_t)c * t, pitch);
-    }
+    for (c = 0; c < q->C; c++)
+        sb_wf_source_channel(q, x, c, n0, nb, th0, th1, buf, v, pitch);
 }
 
 /* Chunk k: samples n0 .. n0+nb-1, tile rows th0 .. th1-1 (chunks of `chunk` samples, or
@@ -170,6 +177,36 @@ static inline int sb_wf_gemm(int gemm, int dot, int m, int n, int k, const float
     return sb_sgemm_avx512(m, n, k, a, sa0, sa1, b, sb0, sb1, c, ldc, 0);
 }
 
+/* Output channel o of a chunk (samples n0 .. n0+nb-1, tile rows th0 .. th1-1) from its
+ * products m (planes pm apart, t tiles a plane): y's rows of those tiles, clipped to Ho
+ * and Wo, by the portable transform or the AVX-512 one (through buf where the tiles
+ * overhang the output). */
+static void sb_wf_out_channel(const float *m, ptrdiff_t pm, ptrdiff_t t, int o, float *y,
+                              int O, int Ho, int Wo, int n0, int nb, int th0, int th1, int tile,
+                              int tiles_w, int portable, float *buf)
+{
+    const ptrdiff_t ys = (ptrdiff_t)O * Ho * Wo, wt = (ptrdiff_t)tile * tiles_w;
+    float *yo = y + (ptrdiff_t)n0 * ys + (ptrdiff_t)o * Ho * Wo;
+    if (portable) {
+        (tile == 4 ? sb_w4_out_channel_f : sb_w2_out_channel_f)(
+            m + (ptrdiff_t)o * t, pm, yo, ys, Ho, Wo, nb, th0, th1, tiles_w, buf);
+    } else {
+        const int row0 = th0 * tile;  /* output rows of the chunk's tiles, clipped to Ho */
+        const int rows = (th1 * tile < Ho ? th1 * tile : Ho) - row0;
+        const int exact = rows == (th1 - th0) * tile && Wo == wt;
+        sb_wino_out_channel(m + (ptrdiff_t)o * t, pm, yo + (ptrdiff_t)row0 * Wo, ys, rows, Wo,
+                            nb, th1 - th0, tiles_w, wt, exact ? NULL : buf,
+                            tile == 4 ? sb_w4_out_plane_f32 : sb_w2_out_plane_f32);
+    }
+}
+
+/* The per-thread output buffer of sb_wf_out_channel, in floats. */
+static size_t sb_wf_out_floats(int tile, int rows, int tiles_w, int portable)
+{
+    return portable ? sb_wp_out_floats(tile, tiles_w)
+                    : (size_t)rows * tile * (size_t)tile * tiles_w;
+}
+
 /* y (N, O, Ho, Wo) = the convolution of x (N, C, H, W; padding ph, pw) whose transformed
  * kernels are U[p] (O x C, element (o, c) at u + p*up + o*uo + c*uc), by F(tile x tile,
  * 3x3) (tile 2 or 4), in chunks of `chunk` samples, or (band > 0) of `band` tile rows of
@@ -189,12 +226,10 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
     const int nchunks = band > 0 ? N * bands : (N + chunk - 1) / chunk;
     const ptrdiff_t tmax = band > 0 ? (ptrdiff_t)band * tiles_w : (ptrdiff_t)chunk * per_plane;
     const ptrdiff_t pv = sb_wf_pitch((ptrdiff_t)C * tmax), pm = sb_wf_pitch((ptrdiff_t)O * tmax);
-    const sb_out_plane_fn out_fn = tile == 4 ? sb_w4_out_plane_f32 : sb_w2_out_plane_f32;
-    const ptrdiff_t ys = (ptrdiff_t)O * Ho * Wo, wt = (ptrdiff_t)tile * tiles_w;
+    const size_t out_floats = sb_wf_out_floats(tile, band > 0 ? band : tiles_h, tiles_w,
+                                               portable);
     sb_wf_source in;
     int failed = 0;
-    const size_t out_floats = portable ? sb_wp_out_floats(tile, tiles_w)
-                              : (size_t)((band > 0 ? band : tiles_h) * tile) * (size_t)wt;
     if (sb_wf_source_init(&in, C, H, W, ph, pw, tile, tiles_h, tiles_w, 2,
                           band > 0 ? 1 : chunk, portable) != 0)
         return -1;
@@ -219,10 +254,6 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
             sb_wf_chunk(k, N, chunk, band, tiles_h, &n0, &nb, &th0, &th1);
             const ptrdiff_t t = (ptrdiff_t)nb * (th1 - th0) * tiles_w;
             const int dot = t == tmax ? dot_full : dot_last;
-            /* output rows of the chunk: those of its tiles, clipped to Ho */
-            const int row0 = th0 * tile;
-            const int rows = (th1 * tile < Ho ? th1 * tile : Ho) - row0;
-            const int exact = rows == (th1 - th0) * tile && Wo == wt;
             int bad = 0;
             if (!ok) continue;   /* every thread still meets the worksharing loop */
             sb_wf_source_chunk(&in, x, n0, nb, th0, th1, in_buf, v, pv);
@@ -234,16 +265,9 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
                 failed = 1;
                 continue;
             }
-            for (o = 0; o < O; o++) {
-                float *yo = y + (ptrdiff_t)n0 * ys + (ptrdiff_t)o * Ho * Wo;
-                if (portable)
-                    (tile == 4 ? sb_w4_out_channel_f : sb_w2_out_channel_f)(
-                        m + (ptrdiff_t)o * t, pm, yo, ys, Ho, Wo, nb, th0, th1, tiles_w, out_buf);
-                else
-                    sb_wino_out_channel(m + (ptrdiff_t)o * t, pm, yo + (ptrdiff_t)row0 * Wo, ys,
-                                        rows, Wo, nb, th1 - th0, tiles_w, wt,
-                                        exact ? NULL : out_buf, out_fn);
-            }
+            for (o = 0; o < O; o++)
+                sb_wf_out_channel(m, pm, t, o, y, O, Ho, Wo, n0, nb, th0, th1, tile, tiles_w,
+                                  portable, out_buf);
         }
         free(v);
         free(m);
@@ -251,6 +275,78 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
         free(out_buf);
     }
     free(in.off);
+    return failed ? -1 : 0;
+}
+
+/* sb_wino_conv_f32's convolution in the split form, in one OpenMP region: chunks of
+ * `chunk` samples one after another, each step of a chunk shared among the threads (the
+ * input transform by channels, the point GEMMs by points, the output transform by
+ * output channels, a barrier between), as _winograd.py's split form runs them from
+ * Python in three regions a chunk, with the same code for every tile and product: the
+ * same bits.  For few chunks (the 8x8 and 4x4 maps of a UNet at batch 8), where whole
+ * chunks per thread would leave a thread idle.  Returns 0, or -1 when a buffer could not
+ * be allocated (y is then incomplete). */
+static int sb_wino_conv_split_f32(const float *x, int N, int C, int H, int W, int ph, int pw,
+                                  const float *u, ptrdiff_t up, ptrdiff_t uo, ptrdiff_t uc,
+                                  float *y, int O, int Ho, int Wo, int tile, int tiles_h,
+                                  int tiles_w, int chunk, int gemm, int dot_full, int dot_last,
+                                  int portable, int num_threads)
+{
+    const int points = (tile + 2) * (tile + 2), per_plane = tiles_h * tiles_w;
+    const int nchunks = (N + chunk - 1) / chunk;
+    const ptrdiff_t tmax = (ptrdiff_t)chunk * per_plane;
+    const ptrdiff_t pv = sb_wf_pitch((ptrdiff_t)C * tmax), pm = sb_wf_pitch((ptrdiff_t)O * tmax);
+    const size_t out_floats = sb_wf_out_floats(tile, tiles_h, tiles_w, portable);
+    float *v = (float *)malloc((size_t)(points * pv) * sizeof(float));
+    float *m = (float *)malloc((size_t)(points * pm) * sizeof(float));
+    sb_wf_source in;
+    int failed = 0;
+    if (v == NULL || m == NULL
+        || sb_wf_source_init(&in, C, H, W, ph, pw, tile, tiles_h, tiles_w, 2, chunk,
+                             portable) != 0) {
+        free(v);
+        free(m);
+        return -1;
+    }
+    #pragma omp parallel num_threads(num_threads)
+    {
+        const size_t in_floats = sb_wf_source_floats(&in, chunk);
+        float *in_buf = (float *)malloc(in_floats * sizeof(float));
+        float *out_buf = (float *)malloc(out_floats * sizeof(float));
+        const int ok = in_buf != NULL && out_buf != NULL;
+        int k, c, p, o;
+        if (!ok) {
+            #pragma omp atomic write
+            failed = 1;
+        } else {
+            memset(in_buf, 0, in_floats * sizeof(float));
+        }
+        for (k = 0; k < nchunks; k++) {   /* every thread meets every worksharing loop */
+            int n0, nb, th0, th1;
+            sb_wf_chunk(k, N, chunk, 0, tiles_h, &n0, &nb, &th0, &th1);
+            const ptrdiff_t t = (ptrdiff_t)nb * per_plane;
+            const int dot = t == tmax ? dot_full : dot_last;
+            #pragma omp for schedule(static)
+            for (c = 0; c < C; c++)
+                if (ok) sb_wf_source_channel(&in, x, c, n0, nb, 0, tiles_h, in_buf, v, pv);
+            #pragma omp for schedule(static)
+            for (p = 0; p < points; p++)  /* M[p] = U[p] @ V[p] */
+                if (sb_wf_gemm(gemm, dot, O, (int)t, C, u + p * up, uo, uc, v + p * pv, t, 1,
+                               m + p * pm, t) != 0) {
+                    #pragma omp atomic write
+                    failed = 1;
+                }
+            #pragma omp for schedule(static)
+            for (o = 0; o < O; o++)
+                if (ok) sb_wf_out_channel(m, pm, t, o, y, O, Ho, Wo, n0, nb, 0, tiles_h, tile,
+                                          tiles_w, portable, out_buf);
+        }
+        free(in_buf);
+        free(out_buf);
+    }
+    free(in.off);
+    free(v);
+    free(m);
     return failed ? -1 : 0;
 }
 
@@ -338,6 +434,92 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
     }
     free(in.off);
     free(grad.off);
+    return failed ? -1 : 0;
+}
+
+/* sb_wino_wgrad_f32's point sums in the split form, in one OpenMP region: chunks of
+ * `chunk` samples one after another, each step shared among the threads (both
+ * transforms by channels, the point GEMMs by points, then the chunk's products added
+ * into total by elements), as _winograd.py's split form runs them from Python: total =
+ * ((p0 + p1) + p2) + ..., the partials of the chunks in order (its OrderedSum), the
+ * same bits.  `partial` (points x O x C) is scratch.  Returns 0, or -1 when a buffer
+ * could not be allocated. */
+static int sb_wino_wgrad_split_f32(const float *x, int N, int C, int H, int W, int ph, int pw,
+                                   const float *g, int O, int Ho, int Wo, int tile,
+                                   int tiles_h, int tiles_w, int chunk, int gemm,
+                                   int dot_full, int dot_last, int portable, float *partial,
+                                   float *total, int num_threads)
+{
+    const int points = (tile + 2) * (tile + 2), per_plane = tiles_h * tiles_w;
+    const int nchunks = (N + chunk - 1) / chunk;
+    const ptrdiff_t tmax = (ptrdiff_t)chunk * per_plane, oc = (ptrdiff_t)O * C;
+    const ptrdiff_t pv = sb_wf_pitch((ptrdiff_t)C * tmax), pg = sb_wf_pitch((ptrdiff_t)O * tmax);
+    const ptrdiff_t size = points * oc;
+    float *v = (float *)malloc((size_t)(points * pv) * sizeof(float));
+    float *gt = (float *)malloc((size_t)(points * pg) * sizeof(float));
+    sb_wf_source in, grad;
+    int failed = 0;
+    in.off = grad.off = NULL;
+    if (v == NULL || gt == NULL
+        || sb_wf_source_init(&in, C, H, W, ph, pw, tile, tiles_h, tiles_w, 2, chunk,
+                             portable) != 0
+        || sb_wf_source_init(&grad, O, Ho, Wo, 0, 0, tile, tiles_h, tiles_w, 0, chunk,
+                             portable) != 0) {
+        free(in.off);
+        free(v);
+        free(gt);
+        return -1;
+    }
+    #pragma omp parallel num_threads(num_threads)
+    {
+        const size_t in_floats = sb_wf_source_floats(&in, chunk);
+        const size_t g_floats = sb_wf_source_floats(&grad, chunk);
+        float *in_buf = (float *)malloc(in_floats * sizeof(float));
+        float *g_buf = (float *)malloc(g_floats * sizeof(float));
+        const int ok = in_buf != NULL && g_buf != NULL;
+        int k, c, p;
+        ptrdiff_t e;
+        if (!ok) {
+            #pragma omp atomic write
+            failed = 1;
+        } else {
+            memset(in_buf, 0, in_floats * sizeof(float));
+            memset(g_buf, 0, g_floats * sizeof(float));
+        }
+        for (k = 0; k < nchunks; k++) {   /* every thread meets every worksharing loop */
+            int n0, nb, th0, th1;
+            sb_wf_chunk(k, N, chunk, 0, tiles_h, &n0, &nb, &th0, &th1);
+            const ptrdiff_t t = (ptrdiff_t)nb * per_plane;
+            const int dot = t == tmax ? dot_full : dot_last;
+            float *out = k == 0 ? total : partial;
+            #pragma omp for schedule(static)
+            for (c = 0; c < C + O; c++) {
+                if (!ok) continue;
+                if (c < C)
+                    sb_wf_source_channel(&in, x, c, n0, nb, 0, tiles_h, in_buf, v, pv);
+                else
+                    sb_wf_source_channel(&grad, g, c - C, n0, nb, 0, tiles_h, g_buf, gt, pg);
+            }
+            #pragma omp for schedule(static)
+            for (p = 0; p < points; p++)  /* out[p] = Gt[p] @ V[p]^T */
+                if (sb_wf_gemm(gemm, dot, O, C, (int)t, gt + p * pg, t, 1, v + p * pv, 1, t,
+                               out + p * oc, C) != 0) {
+                    #pragma omp atomic write
+                    failed = 1;
+                }
+            if (k > 0) {
+                #pragma omp for schedule(static)
+                for (e = 0; e < size; e++)
+                    total[e] += partial[e];
+            }
+        }
+        free(in_buf);
+        free(g_buf);
+    }
+    free(in.off);
+    free(grad.off);
+    free(v);
+    free(gt);
     return failed ? -1 : 0;
 }
 

@@ -374,15 +374,17 @@ def _spy(monkeypatch, module, name):
 def test_winograd_f4_matches_reference(shape, dtype, rng, monkeypatch, transforms):
     """F(4x4, 3x3) (forward, input and weight gradient) against the float64 direct reference;
     its float32 error is larger than F(2x2, 3x3)'s but inside the tests' tolerance."""
-    from sandbox._C import _winograd4
-
     monkeypatch.setattr(conv.TUNING, "winograd_min_pixels", 1)
     monkeypatch.setattr(conv.TUNING, "winograd_min_pixels_input_grad", 1)
     monkeypatch.setattr(conv.TUNING, "winograd_f4_min_pixels", 1)
     monkeypatch.setattr(conv.TUNING, "winograd_min_pixels_weight_grad", 1)
     monkeypatch.setattr(conv.TUNING, "winograd_f4_min_pixels_weight_grad", 1)
-    calls = _spy(monkeypatch, _winograd4, "input_transform")
-    grad_calls = _spy(monkeypatch, _winograd4, "grad_transform")
+    calls, grad_calls = [], []  # the tiles of the Winograd passes that ran
+    conv3x3, weight_grad = conv.winograd.winograd_conv3x3, conv.winograd.winograd_weight_grad
+    monkeypatch.setattr(conv.winograd, "winograd_conv3x3", lambda x_, u, *a, **k: calls.append(
+        u.shape[0] == 36) or conv3x3(x_, u, *a, **k))
+    monkeypatch.setattr(conv.winograd, "winograd_weight_grad", lambda *a, tile=2, **k: (
+        grad_calls.append(tile == 4) or weight_grad(*a, tile=tile, **k)))
     n, c, h, w, o, p = shape
     x = rng.standard_normal((n, c, h, w)).astype(dtype)
     wt = (rng.standard_normal((o, c, 3, 3)) / np.sqrt(9 * c)).astype(dtype)
@@ -390,7 +392,7 @@ def test_winograd_f4_matches_reference(shape, dtype, rng, monkeypatch, transform
     y = conv.conv2d(x, wt, b, 1, p)
     gy = rng.standard_normal(y.shape).astype(dtype)
     gx, gw, gb = conv.conv2d_backward(gy, x, wt, 1, p)
-    assert len(calls) >= 3 and grad_calls, "the F(4x4, 3x3) paths were not taken"
+    assert sum(calls) >= 2 and any(grad_calls), "the F(4x4, 3x3) paths were not taken"
     x64, w64, gy64 = (a.astype(np.float64) for a in (x, wt, gy))
     np.testing.assert_allclose(y, ref_conv2d(x64, w64, b, 1, p, 1, 1), **_tol(dtype))
     with conv.tuned(winograd=False):
@@ -477,10 +479,16 @@ def test_winograd_fused_chunks_give_the_split_bits(isa, gemm, n, c_in, c_out, h,
 
     if isa not in simd.supported_paths():
         pytest.skip(f"this CPU does not run the {isa} path")
-    calls = []
+    calls, one_region = [], []
     fused_conv = conv.winograd._winograd_fused.conv
-    monkeypatch.setattr(conv.winograd._winograd_fused, "conv",
-                        lambda *a: calls.append(a[9]) or fused_conv(*a))  # a[9]: band
+
+    def spy_conv(*a):
+        one_region.append(a[-1])  # split, the last argument: the split form in one region
+        if not a[-1]:
+            calls.append(a[9])  # the fused form's band
+        return fused_conv(*a)
+
+    monkeypatch.setattr(conv.winograd._winograd_fused, "conv", spy_conv)
     wgrad_calls = _spy(monkeypatch, conv.winograd._winograd_fused, "weight_grad")
     rng = np.random.default_rng(5)
     x = rng.standard_normal((n, c_in, h, w)).astype(np.float32)
@@ -494,13 +502,18 @@ def test_winograd_fused_chunks_give_the_split_bits(isa, gemm, n, c_in, c_out, h,
             u = conv.winograd.weight_transform(wt, tile=tile)
             runs = {}
             # 20 kB: the chunks become bands of tile rows of one sample; the weight
-            # gradient's sums then run in another order (the same for any thread count)
-            for fused, threads, cap in ((False, 1, None), (True, 1, None), (True, 2, None),
-                                        (True, 3, None), (False, 2, None), (True, 2, 20_000),
-                                        (True, 1, 20_000), (True, 3, 20_000)):
+            # gradient's sums then run in another order (the same for any thread count).
+            # The reference is the split form from Python (one_region off); with
+            # fused off and one_region on, the split form runs in one OpenMP region.
+            for fused, one, threads, cap in (
+                    (False, False, 1, None), (True, True, 1, None), (True, True, 2, None),
+                    (True, True, 3, None), (False, False, 2, None), (False, True, 1, None),
+                    (False, True, 2, None), (False, True, 3, None), (True, True, 2, 20_000),
+                    (True, True, 1, 20_000), (True, True, 3, 20_000)):
                 y = np.empty((n, c_out, ho, wo), np.float32)
                 knobs = {} if cap is None else {"winograd_fused_max_bytes": cap}
-                with conv.tuned(winograd_fused=fused, winograd_target_tiles=8, **knobs), \
+                with conv.tuned(winograd_fused=fused, winograd_one_region=one,
+                                winograd_target_tiles=8, **knobs), \
                         sandbox.num_threads(threads):
                     conv.winograd.winograd_conv3x3(x, u, y, pad, pad, 1, b)
                     gw = conv.winograd.winograd_weight_grad(x, gy, pad, pad, 1, tile)
@@ -525,6 +538,7 @@ def test_winograd_fused_chunks_give_the_split_bits(isa, gemm, n, c_in, c_out, h,
                 gw, conv.winograd.winograd_weight_grad(x, gy, pad, pad, 1, tile))
     assert calls and wgrad_calls, "the fused paths were not taken"
     assert any(calls) and not all(calls), "bands and whole samples were not both taken"
+    assert any(one_region), "the split form in one region was not taken"
 
 
 @pytest.mark.parametrize("xs, ws, kwargs", [

@@ -116,9 +116,14 @@ class ConvTuning:
     split_in_kernels: bool = True
     #: the Winograd forward and input gradient with each chunk on one thread (transform,
     #: point GEMMs and output transform in one OpenMP region, pyx/winograd/wino_fused.h)
-    #: when the float32 AVX-512 transforms and the project's GEMM run and there are at
-    #: least two chunks a thread (or one thread).  Same bits as the split form.
+    #: when float32 runs on the project's GEMM and there are at least two chunks a
+    #: thread (or one thread).  Same bits as the split form.
     winograd_fused: bool = True
+    #: the Winograd split form (fewer chunks than that; with ``split_in_kernels``) in one
+    #: OpenMP region per pass (wino_fused.h), its steps separated by barriers, instead
+    #: of three kernel calls a chunk from Python: no Python between the steps and no
+    #: thread woken again for each.  Same bits.
+    winograd_one_region: bool = True
     #: ... with chunks whose points (input and output planes, C + O channels) take at
     #: most this many bytes, so that a thread works in its own caches: the forward cuts
     #: a larger sample into bands of tile rows; the weight gradient (whose chunks fix

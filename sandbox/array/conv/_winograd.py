@@ -137,14 +137,35 @@ class _Pass(NamedTuple):
     tiles: int  # per sample
     blocks: tuple  # the split form's chunks (index, first sample, samples)
     avx: bool  # the AVX-512 transforms (else the portable ones)
-    fused: bool  # each chunk on one thread (_winograd_fused), else split
-    chunk: int  # the fused form's samples a chunk, or 1 with bands
-    band: int  # its tile rows a chunk (0: whole samples)
+    fused: bool  # each chunk on one thread (_winograd_fused)
+    one_region: bool  # else the split form in one OpenMP region (_winograd_fused, split)
+    chunk: int  # samples a chunk of those two forms, or 1 with bands
+    band: int  # the fused form's tile rows a chunk (0: whole samples)
     chunks: int
     gemm_avx2: bool
     dot_full: bool  # the dot-product GEMM for full chunks
     dot_last: bool  # and for a shorter last one
     threads: int
+
+
+def _pass(tile, count, th, tw, tiles, blocks, selection, threads, fused_chunks, many,
+          forms_of, float32) -> _Pass:
+    """The :class:`_Pass` from the chunks of both forms: ``fused_chunks`` (chunk, band,
+    count, (tiles, shorter tiles)) of the fused form, which runs where ``many`` (its
+    rule of the chunk count) holds, ``blocks`` of the split form; ``forms_of(tiles)``
+    the GEMM form of a chunk of so many tiles."""
+    chunk, band, chunks, sizes = fused_chunks
+    forms = [forms_of(t) for t in sizes]
+    fused = many and TUNING.winograd_fused and _in_one_region(float32, selection, forms)
+    one_region = False
+    if not fused:  # the split form's chunks: (index, first sample, samples)
+        chunk, band, chunks = blocks[0][2], 0, len(blocks)
+        forms = [forms_of(chunk * tiles), forms_of(blocks[-1][2] * tiles)]
+        one_region = (TUNING.winograd_one_region and TUNING.split_in_kernels
+                      and _in_one_region(float32, selection, forms))
+    return _Pass(tile, count, th, tw, tiles, tuple(blocks), selection.winograd_avx512, fused,
+                 one_region, chunk, band, chunks, selection.gemm == "avx2", forms[0] == "dot",
+                 forms[1] == "dot", threads)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -156,14 +177,12 @@ def _conv_pass(n, c, o, ho, wo, itemsize, small, tile, u_unit, key) -> _Pass:
     _, selection, threads = key
     count = (tile + 2) ** 2
     th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, itemsize, tile)
-    chunk, band, chunks, sizes = _fused_chunks(n, th, tw, blocks[0][2], count * (c + o) * itemsize)
-    # the point GEMMs' kernel per chunk size (full chunks, shorter ones), as matmul picks
-    # it: the dot form only for one-tile chunks, where V's columns are contiguous
-    forms = [product_form(o, t, c, u_unit and t == 1) for t in sizes]
-    fused = _fusable(itemsize == 4 and small, selection, forms) and chunks >= 2 * threads
-    return _Pass(tile, count, th, tw, tiles, tuple(blocks), selection.winograd_avx512, fused,
-                 chunk, band, chunks, selection.gemm == "avx2", forms[0] == "dot",
-                 forms[1] == "dot", threads)
+    # the point GEMMs' kernel for a chunk of t tiles, as matmul picks it: the dot form
+    # only for one-tile chunks, where V's columns are contiguous
+    fused_chunks = _fused_chunks(n, th, tw, blocks[0][2], count * (c + o) * itemsize)
+    return _pass(tile, count, th, tw, tiles, blocks, selection, threads, fused_chunks,
+                 fused_chunks[2] >= 2 * threads,
+                 lambda t: product_form(o, t, c, u_unit and t == 1), itemsize == 4 and small)
 
 
 def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=None) -> None:
@@ -178,10 +197,10 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
     u = lhs(u)  # read in place by the GEMMs of every chunk
     plan = _conv_pass(n, c, o, ho, wo, x.itemsize, x.size < 2**31,
                       _TILE_OF_POINTS[u.shape[0]], u.strides[2] == u.itemsize, state())
-    if plan.fused:
+    if plan.fused or plan.one_region:
         _winograd_fused.conv(x, u, y, ph, pw, plan.tile, plan.th, plan.tw, plan.chunk,
                              plan.band, plan.gemm_avx2, plan.dot_full, plan.dot_last, plan.avx,
-                             plan.threads)
+                             plan.threads, plan.one_region)
         if bias is not None:
             y += bias.reshape(-1, 1, 1)
         return
@@ -225,17 +244,17 @@ def _fused_chunks(n: int, th: int, tw: int, samples: int, tile_bytes: int,
     return 1, band, n * -(-th // band), (band * tw, (rest or band) * tw)
 
 
-def _fusable(float32: bool, selection, forms) -> bool:
-    """Whether the fused form (``_winograd_fused``; ``TUNING.winograd_fused``) can run:
-    float32 arrays of fewer than 2**31 elements (``float32``) with the project's GEMM
-    for every product (``forms``, from
+def _in_one_region(float32: bool, selection, forms) -> bool:
+    """Whether a Winograd pass can run in one OpenMP region (``_winograd_fused``, fused
+    or split): float32 arrays of fewer than 2**31 elements (``float32``) with the
+    project's GEMM for every product (``forms``, from
     :func:`~sandbox.array._gemm.product_form`), with the AVX-512 transforms or the
-    portable ones, as the split form would run them (``Selection.winograd_avx512``).
-    Whether it does also takes two chunks a thread (a single chunk, the 8x8 and 4x4
-    maps of a UNet at batch 8, runs faster with its steps shared:
-    ``python benchmarks/ab_simd_step.py``).  A rule of the shapes and the SIMD
-    selection, never of the thread count."""
-    return TUNING.winograd_fused and float32 and selection.gemm_own and "blas" not in forms
+    portable ones, as the split form from Python would run them
+    (``Selection.winograd_avx512``).  The fused form also takes two chunks a thread (a
+    single chunk, the 8x8 and 4x4 maps of a UNet at batch 8, runs faster with its steps
+    shared: ``python benchmarks/ab_simd_step.py``).  Rules of the shapes and the SIMD
+    selection; the thread count only chooses between forms that give the same bits."""
+    return float32 and selection.gemm_own and "blas" not in forms
 
 
 def _run_blocks(task, blocks, dtype) -> None:
@@ -315,7 +334,6 @@ def _weight_grad_pass(n, c, o, ho, wo, itemsize, small, tile, key) -> _Pass:
     tile_bytes = count * (c + o) * itemsize
     chunk, band, chunks, sizes = _fused_chunks(n, th, tw, blocks[0][2], tile_bytes,
                                                keep_samples=True)
-    forms = [product_form(o, c, t, True) for t in sizes]
     # bands (a sample's points beyond the cap) only exist in the fused form, and only
     # while their partial sums (one (P, O, C) a chunk) stay small; chunks of samples run
     # fused where they fit and there are two a thread, else split.  Both rules are of the
@@ -324,11 +342,9 @@ def _weight_grad_pass(n, c, o, ho, wo, itemsize, small, tile, key) -> _Pass:
     partials = chunks * count * o * c * itemsize
     if band and partials > TUNING.winograd_max_chunk_bytes:
         band, fits = 0, False  # the split form's chunks of samples
-    fused = (_fusable(itemsize == 4 and small, selection, forms)
-             and bool(band or (fits and chunks >= 2 * threads)))
-    return _Pass(tile, count, th, tw, tiles, tuple(blocks), selection.winograd_avx512, fused,
-                 chunk, band, chunks, selection.gemm == "avx2", forms[0] == "dot",
-                 forms[1] == "dot", threads)
+    return _pass(tile, count, th, tw, tiles, blocks, selection, threads,
+                 (chunk, band, chunks, sizes), bool(band or (fits and chunks >= 2 * threads)),
+                 lambda t: product_form(o, c, t, True), itemsize == 4 and small)
 
 
 def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
@@ -347,13 +363,13 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
                                          plan.blocks)
     kernels = _KERNELS[tile][1]
     gw = np.empty((o, c, 3, 3), dtype=x.dtype)
-    if plan.fused:
+    if plan.fused or plan.one_region:
         total = np.empty((count, o, c), dtype=x.dtype)
-        partial = np.empty((plan.chunks, count, o, c), dtype=x.dtype)
+        partial = np.empty((1 if plan.one_region else plan.chunks, count, o, c), dtype=x.dtype)
         _winograd_fused.weight_grad(np.ascontiguousarray(x), np.ascontiguousarray(g), partial,
                                     total, ph, pw, tile, th, tw, plan.chunk, plan.band,
                                     plan.gemm_avx2, plan.dot_full, plan.dot_last, avx,
-                                    plan.threads)
+                                    plan.threads, plan.one_region)
         _winograd_weights.weight_grad_fold(total, gw, plan.threads)
         return gw
     total = OrderedSum(len(blocks))
