@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_float", "check_same_dtype", "check_ndim", "check_groups", "ntuple", "pair",
-           "triple"]
+__all__ = ["FLOAT_DTYPES", "check_float", "check_same_dtype", "check_ndim", "check_groups",
+           "ntuple", "pair", "triple"]
 
 _WHAT = {2: "pair", 3: "triple"}
+
+#: the dtypes the kernels take; ``dtype in FLOAT_DTYPES`` is an identity test for
+#: the usual (native) dtypes, cheaper than comparing with ``np.float32`` (a type)
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def ntuple(value, name: str, minimum: int, n: int, what: str | None = None) -> tuple[int, ...]:
@@ -20,8 +24,14 @@ def ntuple(value, name: str, minimum: int, n: int, what: str | None = None) -> t
     The one tuple helper of the project (the layers above use it too).  ``what`` names
     the sequence in the error; by default "pair" for 2, "triple" for 3.
     """
-    if type(value) is int and value >= minimum:  # the common case, first (no bool)
+    if type(value) is int and value >= minimum:  # the common cases, first (no bool)
         return (value,) * n
+    if type(value) is tuple and len(value) == n:
+        for v in value:
+            if type(v) is not int or v < minimum:
+                break
+        else:
+            return value
     what = what or _WHAT.get(n, f"sequence of {n}")
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         result = (int(value),) * n
@@ -65,7 +75,7 @@ def check_float(arr, name: str) -> np.ndarray:
     """Return ``arr``, raising TypeError unless it is a float32/float64 ndarray."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"{name} must be a numpy.ndarray, got {type(arr).__name__}")
-    if arr.dtype not in (np.float32, np.float64):
+    if arr.dtype not in FLOAT_DTYPES:
         raise TypeError(f"{name} must have dtype float32 or float64, got {arr.dtype}")
     return arr
 

@@ -22,6 +22,23 @@ __all__ = ["concatenate"]
 _PARALLEL_MIN_BYTES = 1 << 20
 
 
+def _takes(arrays, axis: int) -> bool:
+    """Whether the row copy takes ``arrays``: C-contiguous ndarrays of one dtype and rank
+    that match except along ``axis`` (a non-negative axis of theirs).  Plain loops: this
+    runs at every ``cat``."""
+    if not arrays or axis < 0:
+        return False
+    first = arrays[0]
+    if first.ndim <= axis:
+        return False
+    dtype, ndim, lead, tail = first.dtype, first.ndim, first.shape[:axis], first.shape[axis + 1:]
+    for a in arrays:
+        if (a.dtype != dtype or a.ndim != ndim or not a.flags.c_contiguous
+                or a.shape[:axis] != lead or a.shape[axis + 1:] != tail):
+            return False
+    return True
+
+
 def concatenate(arrays, axis: int) -> np.ndarray:
     """``np.concatenate(arrays, axis)`` (same result, same errors) on every thread.
 
@@ -35,12 +52,9 @@ def concatenate(arrays, axis: int) -> np.ndarray:
     -------
     ndarray
     """
-    first = arrays[0] if arrays else None
-    if (first is None or axis < 0 or first.ndim <= axis
-            or any(a.dtype != first.dtype or a.ndim != first.ndim or not a.flags.c_contiguous
-                   or a.shape[:axis] != first.shape[:axis]
-                   or a.shape[axis + 1:] != first.shape[axis + 1:] for a in arrays)):
+    if not _takes(arrays, axis):
         return np.concatenate(arrays, axis=axis)
+    first = arrays[0]
     shape = list(first.shape)
     shape[axis] = sum(a.shape[axis] for a in arrays)
     out = np.empty(shape, dtype=first.dtype)

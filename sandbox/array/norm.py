@@ -20,17 +20,12 @@ import math
 
 import numpy as np
 
+from .._C import _norm as _kernels
 from ..runtime.threads import kernel_threads
-from ._validate import check_float, check_same_dtype
+from ._validate import FLOAT_DTYPES, check_float, check_same_dtype
 
 __all__ = ["batch_norm", "batch_norm_backward", "batch_norm_relu", "batch_norm_relu_backward",
            "group_norm", "group_norm_backward"]
-
-
-def _kernels():
-    from .._C import _norm
-
-    return _norm
 
 
 def _check_input(input, name="input"):
@@ -40,14 +35,17 @@ def _check_input(input, name="input"):
                          f"got shape {input.shape}")
 
 
-def _check_param(arr, name, channels, ref):
-    if arr is None:
-        return None
+def _check_param(arr, name, channels, ref=None):
+    """``arr`` (None, or a float ndarray of shape ``(channels,)`` and, given ``ref``, of
+    its dtype), else the TypeError or ValueError naming ``name``."""
+    if arr is None or (isinstance(arr, np.ndarray) and arr.shape == (channels,)
+                       and (arr.dtype in FLOAT_DTYPES if ref is None
+                            else arr.dtype == ref.dtype)):
+        return arr  # the common case, in one test (ref is a float array)
     check_float(arr, name)
-    check_same_dtype(arr, ref, name)
-    if arr.shape != (channels,):
-        raise ValueError(f"{name} must have shape ({channels},), got {arr.shape}")
-    return arr
+    if ref is not None:
+        check_same_dtype(arr, ref, name)
+    raise ValueError(f"{name} must have shape ({channels},), got {arr.shape}")
 
 
 def _check_eps(eps):
@@ -124,8 +122,11 @@ def _scalars_in_kernel(dtype, *arrays) -> bool:
     """Whether the per-channel scalars go to the kernels' ``*_coefficients`` (which replay
     the numpy expressions below bit for bit): every given array of the input's dtype and
     contiguous (running statistics of another dtype take the numpy path)."""
-    return all(a is None or (isinstance(a, np.ndarray) and a.dtype == dtype
-                             and a.flags.c_contiguous) for a in arrays)
+    for a in arrays:
+        if a is not None and not (isinstance(a, np.ndarray) and a.dtype == dtype
+                                  and a.flags.c_contiguous):
+            return False
+    return True
 
 
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, relu):
@@ -134,26 +135,24 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
     c = input.shape[1]
     weight = _check_param(weight, "weight", c, input)
     bias = _check_param(bias, "bias", c, input)
-    for name, arr in (("running_mean", running_mean), ("running_var", running_var)):
-        if arr is not None:
-            check_float(arr, name)
-            if arr.shape != (c,):
-                raise ValueError(f"{name} must have shape ({c},), got {arr.shape}")
+    _check_param(running_mean, "running_mean", c)
+    _check_param(running_var, "running_var", c)
     x = _view3(input)
     n, c, length = x.shape
     m = n * length
     dtype = x.dtype.type
-    kernels, threads = _kernels(), kernel_threads(x.size)
+    threads = kernel_threads(x.size)
     if training:
         if m <= 1:
             raise ValueError(f"batch_norm in training needs more than 1 value per channel, "
                              f"got input of shape {input.shape}")
         mean64, var64 = np.empty(c), np.empty(c)
-        kernels.channel_moments(x, mean64, var64, threads)
+        _kernels.channel_moments(x, mean64, var64, threads)
         if _scalars_in_kernel(x.dtype, running_mean, running_var):
-            mean, invstd, scale, shift = (np.empty(c, x.dtype) for _ in range(4))
+            mean, invstd = np.empty(c, x.dtype), np.empty(c, x.dtype)
+            scale, shift = np.empty(c, x.dtype), np.empty(c, x.dtype)
             empty = mean[:0]
-            kernels.train_coefficients(
+            _kernels.train_coefficients(
                 mean64, var64, eps, empty if weight is None else weight,
                 empty if bias is None else bias,
                 empty if running_mean is None else running_mean,
@@ -161,7 +160,7 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
                 scale, shift, weight is not None, bias is not None, running_mean is not None,
                 running_var is not None)
             out = np.empty_like(x)
-            kernels.affine(x, scale, shift, out, threads, relu)
+            _kernels.affine(x, scale, shift, out, threads, relu)
             return out.reshape(input.shape), mean, invstd
         mean = mean64.astype(dtype)
         invstd = (1 / np.sqrt(var64 + eps)).astype(dtype)
@@ -180,7 +179,7 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
     scale = invstd if weight is None else invstd * weight
     shift = -mean * scale if bias is None else bias - mean * scale
     out = np.empty_like(x)
-    kernels.affine(x, scale, shift, out, threads, relu)
+    _kernels.affine(x, scale, shift, out, threads, relu)
     return out.reshape(input.shape), mean, invstd
 
 
@@ -228,22 +227,23 @@ def _batch_norm_backward(grad_output, input, output, mean, invstd, weight, train
     n, c, length = x.shape
     m = n * length
     dtype = x.dtype.type
-    kernels, threads = _kernels(), kernel_threads(x.size)
+    threads = kernel_threads(x.size)
     sum_g64, sum_gx64 = np.empty(c), np.empty(c)
     if y is None:
-        kernels.channel_sums(g, x, sum_g64, sum_gx64, threads)
+        _kernels.channel_sums(g, x, sum_g64, sum_gx64, threads)
     else:
-        kernels.masked_channel_sums(g, x, y, sum_g64, sum_gx64, threads)
+        _kernels.masked_channel_sums(g, x, y, sum_g64, sum_gx64, threads)
     if mean is not None and invstd is not None and _scalars_in_kernel(x.dtype, mean, invstd,
                                                                       weight):
-        sum_g, sum_gxhat, *coeffs = (np.empty(c, x.dtype) for _ in range(5))
-        kernels.backward_coefficients(sum_g64, sum_gx64, mean, invstd,
+        sum_g, sum_gxhat = np.empty(c, x.dtype), np.empty(c, x.dtype)
+        coeffs = (np.empty(c, x.dtype), np.empty(c, x.dtype), np.empty(c, x.dtype))
+        _kernels.backward_coefficients(sum_g64, sum_gx64, mean, invstd,
                                       mean if weight is None else weight, m,
                                       weight is not None, training, sum_g, sum_gxhat, *coeffs)
         gx = None
         if needs[0]:
             gx = np.empty_like(g)
-            kernels.affine2(g, x, y, *coeffs, gx, threads)
+            _kernels.affine2(g, x, y, *coeffs, gx, threads)
             gx = gx.reshape(input.shape)
         return (gx, sum_gxhat if needs[1] else None, sum_g if needs[2] else None)
     sum_g = sum_g64.astype(dtype)
@@ -261,7 +261,7 @@ def _batch_norm_backward(grad_output, input, output, mean, invstd, weight, train
             shift = np.zeros_like(a)
         gx = np.empty_like(g)
         coeffs = (a.astype(dtype), b.astype(dtype), shift.astype(dtype))
-        kernels.affine2(g, x, y, *coeffs, gx, threads)
+        _kernels.affine2(g, x, y, *coeffs, gx, threads)
         gx = gx.reshape(input.shape)
     gw = sum_gxhat if needs[1] else None
     gb = sum_g if needs[2] else None

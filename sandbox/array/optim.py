@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from .._C import _optim
 from ..runtime.threads import kernel_threads
 
 __all__ = ["adam_update", "adam_update_many", "fits_adam_kernel"]
@@ -16,16 +17,25 @@ _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 def fits_adam_kernel(param, grad, exp_avg, exp_avg_sq) -> bool:
     """Whether :func:`adam_update` takes these arrays (float32/float64, one dtype and shape,
-    C-contiguous, the updated ones writeable).  Called per parameter and step: plain
-    loops, no generators."""
-    if not isinstance(param, np.ndarray) or param.dtype not in _KERNEL_DTYPES:
+    C-contiguous, the updated ones writeable).  Called per parameter and step: one
+    expression, no loops or generators."""
+    if not (isinstance(param, np.ndarray) and isinstance(grad, np.ndarray)
+            and isinstance(exp_avg, np.ndarray) and isinstance(exp_avg_sq, np.ndarray)):
         return False
     dtype, shape = param.dtype, param.shape
-    for a in (param, grad, exp_avg, exp_avg_sq):
-        if (not isinstance(a, np.ndarray) or a.dtype != dtype or a.shape != shape
-                or not a.flags.c_contiguous):
-            return False
-    return param.flags.writeable and exp_avg.flags.writeable and exp_avg_sq.flags.writeable
+    return (dtype in _KERNEL_DTYPES
+            and grad.dtype == dtype and exp_avg.dtype == dtype and exp_avg_sq.dtype == dtype
+            and grad.shape == shape and exp_avg.shape == shape and exp_avg_sq.shape == shape
+            and param.flags.c_contiguous and grad.flags.c_contiguous
+            and exp_avg.flags.c_contiguous and exp_avg_sq.flags.c_contiguous
+            and param.flags.writeable and exp_avg.flags.writeable
+            and exp_avg_sq.flags.writeable)
+
+
+def _check_step(step) -> None:
+    """ValueError unless ``step`` is a positive int (the Adam step number)."""
+    if isinstance(step, bool) or not isinstance(step, int | np.integer) or step < 1:
+        raise ValueError(f"step must be a positive integer, got {step!r}")
 
 
 def adam_update(param, grad, exp_avg, exp_avg_sq, *, step, lr, beta1, beta2, eps,
@@ -50,10 +60,7 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, *, step, lr, beta1, beta2, eps
     if not fits_adam_kernel(param, grad, exp_avg, exp_avg_sq):
         raise ValueError("adam_update needs param, grad, exp_avg and exp_avg_sq of one float "
                          "dtype and shape, C-contiguous (and the updated ones writeable)")
-    if isinstance(step, bool) or not isinstance(step, int | np.integer) or step < 1:
-        raise ValueError(f"step must be a positive integer, got {step!r}")
-    from .._C import _optim
-
+    _check_step(step)
     _optim.adam_step(param.reshape(-1), grad.reshape(-1), exp_avg.reshape(-1),
                      exp_avg_sq.reshape(-1), beta1, beta2, lr / (1 - beta1**step),
                      math.sqrt(1 - beta2**step), eps, lr * weight_decay if decoupled
@@ -81,10 +88,27 @@ def adam_update_many(params, grads, exp_avgs, exp_avg_sqs, *, step, lr, beta1, b
         if not fits_adam_kernel(*quad) or quad[0].dtype != dtype:
             raise ValueError("adam_update_many needs quadruples as adam_update takes them, "
                              "all of one dtype")
-    if isinstance(step, bool) or not isinstance(step, int | np.integer) or step < 1:
-        raise ValueError(f"step must be a positive integer, got {step!r}")
-    from .._C import _optim
+    _adam_update_quads(quads, step=step, lr=lr, beta1=beta1, beta2=beta2, eps=eps,
+                       weight_decay=weight_decay, decoupled=decoupled, maximize=maximize)
 
+
+def _adam_update_quads(quads, *, step, lr, beta1, beta2, eps, weight_decay, decoupled,
+                       maximize) -> None:
+    """:func:`adam_update_many` of quadruples the caller has checked already.
+
+    For the optimiser, which asks :func:`fits_adam_kernel` of each parameter anyway to
+    choose between the kernel and numpy: the arrays are not checked again (only
+    ``step``).
+
+    Parameters
+    ----------
+    quads : list of tuple
+        Non-empty; ``(param, grad, exp_avg, exp_avg_sq)`` each, every one accepted by
+        :func:`fits_adam_kernel`, all of one dtype.
+    step, lr, beta1, beta2, eps, weight_decay, decoupled, maximize
+        As for :func:`adam_update`.
+    """
+    _check_step(step)
     flat = [[a.reshape(-1) for a in column] for column in zip(*quads, strict=True)]
     _optim.adam_step_many(*flat, beta1, beta2, lr / (1 - beta1**step),
                           math.sqrt(1 - beta2**step), eps,

@@ -70,11 +70,13 @@ def check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, name, n
     s = k if stride is None or stride == () else ntuple(stride, "stride", 1, nd)
     p = ntuple(padding, "padding", 0, nd)
     d = ntuple(dilation, "dilation", 1, nd)
-    if any(p[i] > k[i] // 2 for i in range(nd)):
-        raise ValueError(f"padding {p} must be at most half of kernel_size {k}")
-    size = tuple(input.shape[-nd:])
-    out = tuple(pool_output_size(size[i], k[i], s[i], p[i], d[i], bool(ceil_mode))
-                for i in range(nd))
+    for i in range(nd):
+        if p[i] > k[i] // 2:
+            raise ValueError(f"padding {p} must be at most half of kernel_size {k}")
+    size = input.shape[-nd:]
+    ceil_mode = bool(ceil_mode)
+    out = tuple([pool_output_size(size[i], k[i], s[i], p[i], d[i], ceil_mode)
+                 for i in range(nd)])
     if min(out) <= 0:
         raise ValueError(
             f"{name}: output size {out} is not positive: input spatial size {size} is too "
@@ -115,8 +117,8 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
     out = np.empty((x.shape[0], *out_size), dtype=input.dtype)
     idx = np.empty((x.shape[0], *out_size), dtype=np.int64)
     # the unrolled 2x2(x2) stride-2 kernel needs full windows (not so with ceil_mode)
-    full = all(2 * o <= n for o, n in zip(out_size, x.shape[1:], strict=True))
-    unrolled = geom == (2,) * 2 * nd + (0,) * nd + (1,) * nd and full
+    unrolled = geom == (2,) * 2 * nd + (0,) * nd + (1,) * nd and all(
+        [2 * o <= n for o, n in zip(out_size, x.shape[1:], strict=True)])
     threads = kernel_threads(x.size)
     if nd == 2:
         if unrolled:

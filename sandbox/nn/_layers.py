@@ -291,16 +291,18 @@ class Sequential(_ModuleSequence):
 
     def forward(self, x):
         modules = list(self._modules.values())
+        last = len(modules) - 1
         i = 0
-        while i < len(modules):
+        while i <= last:
             m = modules[i]
-            fuses = getattr(m, "fuses_relu", None)  # batch norms: see _BatchNorm
-            if i + 1 < len(modules) and type(modules[i + 1]) is ReLU and fuses and fuses():
-                x = m.forward_relu(x)
-                i += 2
-            else:
-                x = m(x)
-                i += 1
+            if i < last and type(modules[i + 1]) is ReLU:
+                fuses = getattr(m, "fuses_relu", None)  # batch norms: see _BatchNorm
+                if fuses and fuses():
+                    x = m.forward_relu(x)
+                    i += 2
+                    continue
+            x = m(x)
+            i += 1
         return x
 
 

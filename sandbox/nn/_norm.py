@@ -49,8 +49,10 @@ class _BatchNorm(Module):
         """Whether :class:`Sequential` may run this module and a following ``ReLU`` as
         :meth:`forward_relu`: only when the class that defines ``forward`` defines
         ``forward_relu`` too (a subclass that changes ``forward`` alone is not fused)."""
-        owner = next(c for c in type(self).__mro__ if "forward" in c.__dict__)
-        return "forward_relu" in owner.__dict__
+        for owner in type(self).__mro__:  # Module defines forward: the loop returns
+            if "forward" in owner.__dict__:
+                return "forward_relu" in owner.__dict__
+        return False
 
     def forward_relu(self, x):
         """``relu(self(x))`` in one fused pass, forward and backward (bitwise the same result).
@@ -62,9 +64,10 @@ class _BatchNorm(Module):
     def _apply_norm(self, fn, x):
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
-            self.num_batches_tracked += 1
+            tracked = self.num_batches_tracked
+            tracked += 1  # in place: the buffer is a 0-d array
             if self.momentum is None:  # cumulative moving average
-                momentum = 1.0 / float(self.num_batches_tracked)
+                momentum = 1.0 / float(tracked)
         return fn(
             x,
             self.running_mean,

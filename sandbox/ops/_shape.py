@@ -335,10 +335,12 @@ def _tensors(seq, op):
     if isinstance(seq, Tensor) or not len(seq):
         raise TypeError(f"{op}: expected a non-empty sequence of tensors")
     ts = [t if isinstance(t, Tensor) else np.asarray(t) for t in seq]
-    if len({t.dtype for t in ts}) > 1:
-        from ._promote import promote
+    dtype = ts[0].dtype
+    for t in ts:
+        if t.dtype != dtype:  # mixed dtypes
+            from ._promote import promote
 
-        ts = list(promote(*ts)[1])
+            return list(promote(*ts)[1])
     return ts
 
 

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..array.optim import adam_update_many, fits_adam_kernel
+from ..array.optim import _adam_update_quads, fits_adam_kernel
 from ..autograd import Tensor
 
 
@@ -66,21 +66,28 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every parameter."""
         for group in self.param_groups:
-            for p in group["params"]:
-                if set_to_none or p.grad is None:
+            if set_to_none:
+                for p in group["params"]:
                     p.grad = None
-                else:
-                    p.grad.numpy()[...] = 0
+            else:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        p.grad.numpy()[...] = 0
 
     def _params_with_grad(self, group):
+        """``(p, grad)`` of each parameter of ``group`` that has a gradient, ``grad`` an
+        ndarray of the parameter's dtype (ValueError if its shape is not the parameter's)."""
         for p in group["params"]:
-            if p.grad is not None:
-                grad = p.grad.numpy() if isinstance(p.grad, Tensor) else np.asarray(p.grad)
-                if grad.shape != p.shape:
-                    raise ValueError(
-                        f"gradient shape {grad.shape} does not match parameter shape {p.shape}"
-                    )
-                yield p, grad.astype(p.dtype, copy=False)
+            grad = p.grad
+            if grad is None:
+                continue
+            grad = grad.numpy() if isinstance(grad, Tensor) else np.asarray(grad)
+            data = p.numpy()
+            if grad.shape != data.shape:
+                raise ValueError(
+                    f"gradient shape {grad.shape} does not match parameter shape {p.shape}"
+                )
+            yield p, grad.astype(data.dtype, copy=False)
 
     def step(self, closure=None):
         raise NotImplementedError
@@ -268,24 +275,25 @@ class Adam(Optimizer):
                 group["eps"],
                 group["weight_decay"],
             )
+            amsgrad = group["amsgrad"]
             # the one-pass kernel's parameters, by (step number, dtype): one call each
             batches = {}
             for p, grad in self._params_with_grad(group):
-                g = -grad if group["maximize"] else grad
+                data = p.numpy()
                 state = self.state.setdefault(id(p), {})
                 if not state:
                     state["step"] = 0
-                    state["exp_avg"] = np.zeros_like(p.numpy())
-                    state["exp_avg_sq"] = np.zeros_like(p.numpy())
-                    if group["amsgrad"]:
-                        state["max_exp_avg_sq"] = np.zeros_like(p.numpy())
+                    state["exp_avg"] = np.zeros_like(data)
+                    state["exp_avg_sq"] = np.zeros_like(data)
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = np.zeros_like(data)
                 state["step"] += 1
                 t = state["step"]
                 m, v = state["exp_avg"], state["exp_avg_sq"]
-                quad = (p.numpy(), grad, m, v)
-                if not group["amsgrad"] and _kernel_takes(*quad):
-                    batches.setdefault((t, quad[0].dtype), []).append(quad)
+                if not amsgrad and _kernel_takes(data, grad, m, v):
+                    batches.setdefault((t, data.dtype), []).append((data, grad, m, v))
                     continue
+                g = -grad if group["maximize"] else grad
                 if wd:
                     if self.decoupled:
                         p.data *= 1 - lr * wd
@@ -297,7 +305,7 @@ class Adam(Optimizer):
                 v += (1 - beta2) * g * g
                 bias_correction1 = 1 - beta1**t
                 bias_correction2_sqrt = math.sqrt(1 - beta2**t)
-                if group["amsgrad"]:
+                if amsgrad:
                     np.maximum(state["max_exp_avg_sq"], v, out=state["max_exp_avg_sq"])
                     v = state["max_exp_avg_sq"]
                 denom = np.sqrt(v) / bias_correction2_sqrt + eps
@@ -307,10 +315,10 @@ class Adam(Optimizer):
         return loss
 
 
-def _kernel_takes(param, grad, exp_avg, exp_avg_sq) -> bool:
-    """Whether the one-pass kernel updates this parameter (else the numpy code of
-    :meth:`Adam.step` does): :func:`~sandbox.array.optim.fits_adam_kernel`."""
-    return fits_adam_kernel(param, grad, exp_avg, exp_avg_sq)
+#: ``_kernel_takes(param, grad, exp_avg, exp_avg_sq)``: whether the one-pass kernel
+#: updates this parameter (else the numpy code of :meth:`Adam.step` does); a module name
+#: of its own so a test can send every parameter to the numpy code
+_kernel_takes = fits_adam_kernel
 
 
 def _fused_adam(quads, t, group, decoupled) -> None:
@@ -318,14 +326,15 @@ def _fused_adam(quads, t, group, decoupled) -> None:
     by the one-pass kernel, all in one call.
 
     The kernel takes C-contiguous float32/float64 arrays of one dtype
-    (:func:`~sandbox.array.optim.fits_adam_kernel`) and gives bitwise the same result
+    (:func:`~sandbox.array.optim.fits_adam_kernel`, which :meth:`Adam.step` asked of
+    each quadruple, so they are not checked again) and gives bitwise the same result
     as the numpy code in :meth:`Adam.step` (one pass, no temporaries instead of about
     ten).
     """
     beta1, beta2 = group["betas"]
-    adam_update_many(*zip(*quads, strict=True), step=t, lr=group["lr"], beta1=beta1,
-                     beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
-                     decoupled=decoupled, maximize=group["maximize"])
+    _adam_update_quads(quads, step=t, lr=group["lr"], beta1=beta1, beta2=beta2,
+                       eps=group["eps"], weight_decay=group["weight_decay"],
+                       decoupled=decoupled, maximize=group["maximize"])
 
 
 class AdamW(Adam):

@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...runtime.memory import check_memory
+from .._validate import FLOAT_DTYPES
 
 # Public mode name -> canonical mode used by the weight tables.
 MODE_ALIASES = {
@@ -64,7 +65,7 @@ def check_array(x, name: str) -> np.ndarray:
     """Type/dtype/ndim checks shared by the forward input and the gradient."""
     if not isinstance(x, np.ndarray):
         raise TypeError(f"{name} must be a numpy.ndarray, got {type(x).__name__}")
-    if x.dtype not in (np.float32, np.float64):
+    if x.dtype not in FLOAT_DTYPES:
         raise TypeError(
             f"{name} must have dtype float32 or float64, got {x.dtype} "
             "(cast integer/bool/complex/float16 data with .astype(np.float32) first)"
@@ -121,13 +122,15 @@ def _per_axis(value, nsp: int, name: str) -> tuple:
 
 
 def _per_axis_numbers(value, nsp: int, name: str, kind, type_message: str, valid,
-                      value_message: str) -> tuple:
+                      value_message: str, plain=()) -> tuple:
     """``value`` for each of ``nsp`` axes (:func:`_per_axis`), each entry checked in
     turn: a ``kind`` number and not a bool (else TypeError ``type_message``), then
-    ``valid(entry)`` (else ValueError ``value_message``)."""
+    ``valid(entry)`` (else ValueError ``value_message``).  Entries whose type is one of
+    ``plain`` (builtin types that are ``kind`` numbers) skip the slow ABC test."""
     out = _per_axis(value, nsp, name)
     for s in out:
-        if isinstance(s, bool | np.bool_) or not isinstance(s, kind):
+        if type(s) not in plain and (isinstance(s, bool | np.bool_)
+                                     or not isinstance(s, kind)):
             raise TypeError(type_message)
         if not valid(s):
             raise ValueError(value_message)
@@ -140,6 +143,7 @@ def _check_size(size, nsp: int) -> tuple:
         f"size must be a positive int or a sequence of {nsp} ints, got {size!r}",
         lambda s: s >= 1,
         f"size must be positive (output sizes >= 1) for every spatial axis, got {size!r}",
+        (int,),
     )
     return tuple(int(s) for s in out)
 
@@ -151,6 +155,7 @@ def _check_scale(scale_factor, nsp: int) -> tuple:
         f"got {scale_factor!r}",
         lambda s: math.isfinite(float(s)) and s > 0,
         f"scale_factor must be finite and > 0, got {scale_factor!r}",
+        (int, float),
     )
     return tuple(float(s) for s in out)
 

@@ -31,6 +31,7 @@ import math
 
 import numpy as np
 
+from ..._C import _resample as _kernels
 from ...runtime.threads import kernel_threads
 from ._options import Plan, make_plan
 from ._weights import Table, get_table
@@ -47,12 +48,6 @@ __all__ = [
 ]
 
 
-def _kernels():
-    from ..._C import _resample
-
-    return _resample
-
-
 def tables_for(plan: Plan, dtype: np.dtype, adjoint: bool) -> list[Table]:
     return [
         get_table(
@@ -63,7 +58,18 @@ def tables_for(plan: Plan, dtype: np.dtype, adjoint: bool) -> list[Table]:
 
 
 def _taps(t: Table) -> float:
-    return float(t.ntap.mean())
+    """Mean taps per output: ``ntap.mean()`` (exact: a sum of small ints, one division),
+    without ``ndarray.mean``'s Python wrappers, as this runs at every resize."""
+    n = t.ntap.size
+    if not n:  # no outputs: numpy's nan (and its warning), as ever
+        return float(t.ntap.mean())
+    return int(np.add.reduce(t.ntap)) / n
+
+
+def _max_taps(t: Table) -> int:
+    """Most taps of any output (0 for an empty table): ``ntap.max(initial=0)`` without
+    its Python wrapper."""
+    return np.maximum.reduce(t.ntap, initial=0)
 
 
 def _gather_cost(k: float) -> float:
@@ -80,7 +86,7 @@ def _hw_plan(h, w, th: Table, tw: Table) -> str:
     """Pick 'w-first' (two passes), 'h-first' (two passes) or 'fused' for the last two axes."""
     ho, wo = th.start.shape[0], tw.start.shape[0]
     g, c = _gather_cost(_taps(tw)), _combine_cost(_taps(th))
-    if th.ntap.max(initial=0) <= 1:
+    if _max_taps(th) <= 1:
         # single-tap rows are gathered in place: one pass, no intermediate
         return "fused"
     costs = {
@@ -163,10 +169,9 @@ def apply_nearest(x: np.ndarray, plan: Plan, adjoint: bool):
         return None
     tables = tables_for(plan, x.dtype, adjoint=False)
     rows, cols = index_maps(tables)
-    kernels = _kernels()
     if not adjoint:
         out = np.empty((*x.shape[:2], *plan.out_sizes), dtype=x.dtype)
-        kernels.nearest_forward(
+        _kernels.nearest_forward(
             x.reshape(planes, -1, x.shape[-1]),
             out.reshape(planes, rows.size, cols.size),
             rows,
@@ -188,7 +193,7 @@ def apply_nearest(x: np.ndarray, plan: Plan, adjoint: bool):
     k = int(last.ntap[0])
     uniform = k if k in (1, 2) and np.array_equal(last.start, k * np.arange(last.start.size)) \
         and np.all(last.ntap == k) else 0
-    kernels.nearest_adjoint(
+    _kernels.nearest_adjoint(
         x.reshape(planes, rows.size, -1),
         out.reshape(planes, -1, plan.in_sizes[-1]),
         rows,
@@ -206,8 +211,9 @@ def apply_single_tap(x: np.ndarray, tables: list[Table]):
     The same products as the separable passes (up to the order of the axes); it needs
     a few (n, c) planes per thread because it parallelises over planes.
     """
-    if any(t.identity or t.ntap.max(initial=0) > 1 for t in tables):
-        return None
+    for t in tables:
+        if t.identity or _max_taps(t) > 1:
+            return None
     threads = kernel_threads(x.size)
     planes = x.shape[0] * x.shape[1]
     if planes < 2 * threads:
@@ -215,7 +221,7 @@ def apply_single_tap(x: np.ndarray, tables: list[Table]):
     rows, row_w, row_empty = _fold_rows(tables, x.dtype)
     last = tables[-1]
     out = np.empty((*x.shape[:2], *(t.start.shape[0] for t in tables)), dtype=x.dtype)
-    _kernels().weighted_gather(
+    _kernels.weighted_gather(
         x.reshape(planes, -1, x.shape[-1]),
         out.reshape(planes, rows.size, last.start.size),
         rows,
@@ -252,7 +258,6 @@ def apply_tables(x: np.ndarray, tables: list[Table]) -> np.ndarray:
     passes = _plan_passes(shape, tables)
     if not passes:
         return x.copy()
-    kernels = _kernels()
     cur = x
     for op in passes:
         before = list(shape)
@@ -262,7 +267,7 @@ def apply_tables(x: np.ndarray, tables: list[Table]) -> np.ndarray:
             outer = math.prod(shape[:-2])
             shape[-2:] = [th.start.shape[0], tw.start.shape[0]]
             out = np.empty(math.prod(shape), dtype=x.dtype)
-            kernels.apply_hw(
+            _kernels.apply_hw(
                 cur.reshape(outer, *before[-2:]),
                 out.reshape(outer, *shape[-2:]),
                 th.start,
@@ -281,7 +286,7 @@ def apply_tables(x: np.ndarray, tables: list[Table]) -> np.ndarray:
             shape[a + 1] = t.start.shape[0]
             out = np.empty(math.prod(shape), dtype=x.dtype)
             if inner == 1:
-                kernels.apply_last(
+                _kernels.apply_last(
                     cur.reshape(outer, -1),
                     out.reshape(outer, -1),
                     t.start,
@@ -290,7 +295,7 @@ def apply_tables(x: np.ndarray, tables: list[Table]) -> np.ndarray:
                     threads,
                 )
             else:
-                kernels.apply_mid(
+                _kernels.apply_mid(
                     cur.reshape(outer, -1, inner),
                     out.reshape(outer, -1, inner),
                     t.start,
