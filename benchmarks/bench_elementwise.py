@@ -83,19 +83,17 @@ def adam_ops(torch, rng):
     for p in params:
         p.grad = sandbox.Tensor(rng.standard_normal(p.shape, dtype=np.float32))
     opt = optim.Adam(params, lr=1e-3)
-    kernel = getattr(_optimizer, "_fused_adam", None)  # None: a build without the kernel
+    kernel_takes = _optimizer._kernel_takes
 
     def fused():
         opt.step()
 
-    def numpy_update():
-        if kernel is None:
-            return opt.step()
-        _optimizer._fused_adam = lambda *args: False
+    def numpy_update():  # the optimiser's numpy code for every parameter
+        _optimizer._kernel_takes = lambda *args: False
         try:
             opt.step()
         finally:
-            _optimizer._fused_adam = kernel
+            _optimizer._kernel_takes = kernel_takes
 
     tparams = [torch.nn.Parameter(torch.from_numpy(p.numpy().copy())) for p in params]
     for tp in tparams:
