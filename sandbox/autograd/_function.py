@@ -287,10 +287,10 @@ class Function:
                 arrays.append(a._data)
                 need = grad_on and a._requires_grad
                 record = record or need
-                needs.append(need)
             else:
                 arrays.append(a)
-                needs.append(False)
+                need = False
+            needs.append(need)
         ctx = Context(cls, args, tuple(needs))
         out = cls.forward(ctx, *arrays, **kwargs)
         single = not isinstance(out, tuple)
@@ -300,7 +300,7 @@ class Function:
                 outs[i] = _as_output(ctx, o)
         ctx._inputs = None
         if record:
-            results = _record(cls, ctx, args, ctx.needs_input_grad, outs)
+            results = _record(cls, ctx, args, needs, outs)
         else:
             results = [Tensor._make(o) for o in outs]
         for r in results:
