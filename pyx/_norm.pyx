@@ -117,26 +117,53 @@ cdef inline double _dot(const real* a, const real* b, Py_ssize_t n) noexcept nog
         return sb_dot_d(a, b, n)
 
 
+cdef inline double _moments(const real[:, :, ::1] x, Py_ssize_t c, double* var) noexcept nogil:
+    """Mean (returned) and biased variance (``var``) of channel ``c`` of ``x``, two passes."""
+    cdef Py_ssize_t n_batch = x.shape[0], length = x.shape[2]
+    cdef Py_ssize_t n
+    cdef double s = 0, mu, count = <double> (n_batch * length)
+    for n in range(n_batch):
+        s = s + _sum(&x[n, c, 0], length)
+    mu = s / count
+    s = 0
+    for n in range(n_batch):
+        s = s + _sq_dev(&x[n, c, 0], length, mu)
+    var[0] = s / count
+    return mu
+
+
 def channel_moments(const real[:, :, ::1] x, double[::1] mean, double[::1] var,
                     int num_threads):
     """Per-channel mean and biased variance of ``x`` (N, C, L), two passes, parallel over C.
 
     Arguments: ``x`` (IN), ``mean`` (OUT), ``var`` (OUT), ``num_threads`` (IN).
     """
-    cdef Py_ssize_t n_batch = x.shape[0], n_chan = x.shape[1], length = x.shape[2]
-    cdef Py_ssize_t c, n
-    cdef double s, mu, count = <double> (n_batch * length)
+    cdef Py_ssize_t c
+    cdef double v
     with nogil:
-        for c in prange(n_chan, schedule="static", num_threads=num_threads):
-            s = 0
-            for n in range(n_batch):
-                s = s + _sum(&x[n, c, 0], length)
-            mu = s / count
-            s = 0
-            for n in range(n_batch):
-                s = s + _sq_dev(&x[n, c, 0], length, mu)
-            mean[c] = mu
-            var[c] = s / count
+        for c in prange(x.shape[1], schedule="static", num_threads=num_threads):
+            v = 0  # assigned in the loop: private to each thread
+            mean[c] = _moments(x, c, &v)
+            var[c] = v
+
+
+cdef inline double _sums(const real[:, :, ::1] g, const real[:, :, ::1] x,
+                         const real[:, :, ::1] y, bint masked, Py_ssize_t c, real* buf,
+                         double* sum_gx) noexcept nogil:
+    """``sum(gm)`` (returned) and ``sum(gm * x)`` (``sum_gx``) of channel ``c``, with ``gm =
+    g * (y > 0)`` through the plane buffer ``buf`` when ``masked``, else ``g``."""
+    cdef Py_ssize_t n, length = g.shape[2]
+    cdef double sg = 0, sgx = 0
+    cdef const real* gp
+    for n in range(g.shape[0]):
+        gp = &g[n, c, 0]
+        if masked:
+            _mask(gp, &y[n, c, 0], buf, length)
+            gp = buf
+        sg = sg + _sum(gp, length)
+        sgx = sgx + _dot(gp, &x[n, c, 0], length)
+    sum_gx[0] = sgx
+    return sg
 
 
 def channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x, double[::1] sum_g,
@@ -146,17 +173,12 @@ def channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x, double[::1] s
     Arguments: ``g`` (IN), ``x`` (IN), ``sum_g`` (OUT), ``sum_gx`` (OUT), ``num_threads``
     (IN).
     """
-    cdef Py_ssize_t n_batch = g.shape[0], n_chan = g.shape[1], length = g.shape[2]
-    cdef Py_ssize_t c, n
-    cdef double sg, sgx
+    cdef Py_ssize_t c
+    cdef double sgx
     with nogil:
-        for c in prange(n_chan, schedule="static", num_threads=num_threads):
-            sg = 0
-            sgx = 0
-            for n in range(n_batch):
-                sg = sg + _sum(&g[n, c, 0], length)
-                sgx = sgx + _dot(&g[n, c, 0], &x[n, c, 0], length)
-            sum_g[c] = sg
+        for c in prange(g.shape[1], schedule="static", num_threads=num_threads):
+            sgx = 0  # assigned in the loop: private to each thread
+            sum_g[c] = _sums(g, x, x, False, c, NULL, &sgx)
             sum_gx[c] = sgx
 
 
@@ -256,27 +278,21 @@ def masked_channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x,
     Arguments: ``g`` (IN), ``x`` (IN), ``y`` (IN), ``sum_g`` (OUT), ``sum_gx`` (OUT),
     ``num_threads`` (IN).
     """
-    cdef Py_ssize_t n_batch = g.shape[0], n_chan = g.shape[1], length = g.shape[2]
-    cdef Py_ssize_t c, n
-    cdef double sg, sgx
+    cdef Py_ssize_t c
+    cdef double sgx
     cdef real* buf
     cdef int failed[1]
     cdef int* failed_flag = &failed[0]
     failed[0] = 0
     with nogil, parallel(num_threads=num_threads):
-        buf = <real*> malloc(length * sizeof(real))
+        buf = <real*> malloc(g.shape[2] * sizeof(real))
         if buf == NULL:
             failed_flag[0] = 1  # shared write through a pointer
-        for c in prange(n_chan, schedule="static"):
+        for c in prange(g.shape[1], schedule="static"):
             if buf == NULL:
                 continue
-            sg = 0
             sgx = 0
-            for n in range(n_batch):
-                _mask(&g[n, c, 0], &y[n, c, 0], buf, length)
-                sg = sg + _sum(buf, length)
-                sgx = sgx + _dot(buf, &x[n, c, 0], length)
-            sum_g[c] = sg
+            sum_g[c] = _sums(g, x, y, True, c, buf, &sgx)
             sum_gx[c] = sgx
         free(buf)
     if failed[0]:
@@ -284,58 +300,125 @@ def masked_channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x,
 
 
 # The per-channel scalars of batch norm, each a few float operations on C values: in numpy
-# they were about 15 calls of a microsecond each per layer and pass.  These replay the
+# they were about 15 calls of a microsecond each per layer and pass.  Computed in the
+# same parallel iteration as the channel's moments or sums, the whole forward or
+# backward is one parallel region (two loops, one barrier) instead of three kernels.  These replay the
 # numpy expressions of sandbox/array/norm.py operation by operation, in the same types
 # (a Python float meets a float32 array as float32: NEP 50; float32 meets float64 as
 # float64), so the results are the same bits.  setup.py builds this file with
 # -ffp-contract=off: a fused multiply-add would round differently.
 
 
-def train_coefficients(const double[::1] mean64, const double[::1] var64, double eps,
-                       const real[::1] weight, const real[::1] bias, real[::1] running_mean,
-                       real[::1] running_var, double momentum, Py_ssize_t m,
-                       real[::1] mean, real[::1] invstd, real[::1] scale, real[::1] shift,
-                       bint has_weight, bint has_bias, bint has_running_mean,
-                       bint has_running_var):
-    """Batch norm in training, after :func:`channel_moments`: ``mean``, ``invstd`` (OUT),
-    the affine ``scale``, ``shift`` (OUT) and the running statistics updated in place
-    (IN/OUT) with ``momentum`` over ``m`` values a channel.  Each of ``weight``,
-    ``bias`` (IN), ``running_mean`` and ``running_var`` is used only when its flag says
-    it is given."""
-    cdef Py_ssize_t c
+cdef inline void _train_scalars(Py_ssize_t c, double mean64, double var64, double eps,
+                                const real[::1] weight, const real[::1] bias,
+                                real[::1] running_mean, real[::1] running_var, real keep,
+                                real mom, real unbias, real[::1] mean, real[::1] invstd,
+                                real[::1] scale, real[::1] shift, bint has_weight,
+                                bint has_bias, bint has_running_mean,
+                                bint has_running_var) noexcept nogil:
+    """Batch norm in training, channel ``c`` from its moments: ``mean``, ``invstd``, the
+    affine ``scale`` and ``shift`` (OUT) and the running statistics updated in place
+    (IN/OUT) with ``momentum`` (``keep = 1 - momentum``, ``mom``, ``unbias = momentum *
+    m / (m - 1)`` over ``m`` values a channel).  Each of ``weight``, ``bias``,
+    ``running_mean`` and ``running_var`` is used only when its flag says it is given."""
+    mean[c] = <real> mean64
+    invstd[c] = <real> (1 / sqrt(var64 + eps))
+    if has_running_mean:
+        running_mean[c] = running_mean[c] * keep
+        running_mean[c] = running_mean[c] + mom * mean[c]
+    if has_running_var:
+        running_var[c] = running_var[c] * keep
+        running_var[c] = running_var[c] + unbias * <real> var64
+    scale[c] = invstd[c] * weight[c] if has_weight else invstd[c]
+    shift[c] = bias[c] - mean[c] * scale[c] if has_bias else -mean[c] * scale[c]
+
+
+def train_forward(const real[:, :, ::1] x, double eps, const real[::1] weight,
+                  const real[::1] bias, real[::1] running_mean, real[::1] running_var,
+                  double momentum, real[::1] mean, real[::1] invstd, real[::1] scale,
+                  real[::1] shift, bint has_weight, bint has_bias, bint has_running_mean,
+                  bint has_running_var, real[:, :, ::1] out, int num_threads, bint relu):
+    """Batch norm (with ``relu``, + ReLU) in training in one parallel region: each
+    channel's moments (:func:`channel_moments`' operations) and scalars
+    (``_train_scalars``) in one iteration, then, after the barrier, ``out`` =
+    :func:`affine` of ``x`` over its planes.  ``x`` (IN), ``out`` (OUT), the others as
+    for ``_train_scalars``."""
+    cdef Py_ssize_t n_chan = x.shape[1], length = x.shape[2]
+    cdef Py_ssize_t m = x.shape[0] * length
+    cdef Py_ssize_t c, plane, n
+    cdef double mu, v
     cdef real keep = <real> (1 - momentum), mom = <real> momentum
     cdef real unbias = <real> (momentum * m / (m - 1))
-    for c in range(mean64.shape[0]):
-        mean[c] = <real> mean64[c]
-        invstd[c] = <real> (1 / sqrt(var64[c] + eps))
-        if has_running_mean:
-            running_mean[c] = running_mean[c] * keep
-            running_mean[c] = running_mean[c] + mom * mean[c]
-        if has_running_var:
-            running_var[c] = running_var[c] * keep
-            running_var[c] = running_var[c] + unbias * <real> var64[c]
-        scale[c] = invstd[c] * weight[c] if has_weight else invstd[c]
-        shift[c] = bias[c] - mean[c] * scale[c] if has_bias else -mean[c] * scale[c]
+    with nogil, parallel(num_threads=num_threads):
+        for c in prange(n_chan, schedule="static"):
+            v = 0  # assigned in the loop: private to each thread
+            mu = _moments(x, c, &v)
+            _train_scalars(c, mu, v, eps, weight, bias, running_mean, running_var, keep, mom,
+                           unbias, mean, invstd, scale, shift, has_weight, has_bias,
+                           has_running_mean, has_running_var)
+        for plane in prange(x.shape[0] * n_chan, schedule="static"):
+            n = plane // n_chan
+            c = plane - n * n_chan
+            _affine(&x[n, c, 0], &out[n, c, 0], scale[c], shift[c], length, relu)
 
 
-def backward_coefficients(const double[::1] sum_g64, const double[::1] sum_gx64,
-                          const real[::1] mean, const real[::1] invstd,
-                          const real[::1] weight, Py_ssize_t m, bint has_weight,
-                          bint training, real[::1] sum_g, real[::1] sum_gxhat, real[::1] a,
-                          real[::1] b, real[::1] shift):
-    """Batch norm's backward, after :func:`channel_sums`: ``sum_g``, ``sum_gxhat`` (the
+cdef inline void _backward_scalars(Py_ssize_t c, double sum_g64, double sum_gx64,
+                                   const real[::1] mean, const real[::1] invstd,
+                                   const real[::1] weight, real fm, bint has_weight,
+                                   bint training, real[::1] sum_g, real[::1] sum_gxhat,
+                                   real[::1] a, real[::1] b, real[::1] shift) noexcept nogil:
+    """Batch norm's backward, channel ``c`` from its sums: ``sum_g``, ``sum_gxhat`` (the
     bias and weight gradients) and the coefficients of ``dx = a*g + b*x + shift`` (all
     OUT); ``b`` and ``shift`` are 0 outside ``training`` (constant statistics)."""
-    cdef Py_ssize_t c
-    cdef real fm = <real> m
-    for c in range(sum_g64.shape[0]):
-        sum_g[c] = <real> sum_g64[c]
-        # sum(g * xhat) = invstd * (sum(g * x) - mean * sum(g)), in float64
-        sum_gxhat[c] = <real> (<double> invstd[c] * (sum_gx64[c] - <double> mean[c] * sum_g64[c]))
-        a[c] = invstd[c] * weight[c] if has_weight else invstd[c]
-        if training:
-            b[c] = -a[c] * invstd[c] * sum_gxhat[c] / fm
-            shift[c] = -a[c] * sum_g[c] / fm - b[c] * mean[c]
-        else:
-            b[c] = 0
-            shift[c] = 0
+    sum_g[c] = <real> sum_g64
+    # sum(g * xhat) = invstd * (sum(g * x) - mean * sum(g)), in float64
+    sum_gxhat[c] = <real> (<double> invstd[c] * (sum_gx64 - <double> mean[c] * sum_g64))
+    a[c] = invstd[c] * weight[c] if has_weight else invstd[c]
+    if training:
+        b[c] = -a[c] * invstd[c] * sum_gxhat[c] / fm
+        shift[c] = -a[c] * sum_g[c] / fm - b[c] * mean[c]
+    else:
+        b[c] = 0
+        shift[c] = 0
+
+
+def backward_fused(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[:, :, ::1] y,
+                   const real[::1] mean, const real[::1] invstd, const real[::1] weight,
+                   bint has_weight, bint training, real[::1] sum_g, real[::1] sum_gxhat,
+                   real[::1] a, real[::1] b, real[::1] shift, real[:, :, ::1] gx,
+                   int num_threads):
+    """Batch norm's backward (with ``y``, not None, of batch norm + ReLU) in one parallel
+    region: each channel's sums (:func:`channel_sums` or :func:`masked_channel_sums`'
+    operations) and scalars (``_backward_scalars``) in one iteration, then, after the
+    barrier and when ``gx`` is not None, ``gx`` = :func:`affine2` over the planes.
+    ``g``, ``x``, ``y`` (IN), ``gx`` (OUT), the others as for ``_backward_scalars``."""
+    cdef Py_ssize_t n_chan = g.shape[1], length = g.shape[2]
+    cdef Py_ssize_t c, plane, n
+    cdef double sg, sgx
+    cdef bint masked = y is not None, grad_input = gx is not None
+    cdef const real[:, :, ::1] mask_of = y if masked else x  # read only when masked
+    cdef real fm = <real> (g.shape[0] * length)
+    cdef real* buf
+    cdef int failed[1]
+    cdef int* failed_flag = &failed[0]
+    failed[0] = 0
+    with nogil, parallel(num_threads=num_threads):
+        buf = <real*> malloc(length * sizeof(real)) if masked else NULL
+        if masked and buf == NULL:
+            failed_flag[0] = 1  # shared write through a pointer
+        for c in prange(n_chan, schedule="static"):
+            if masked and buf == NULL:
+                continue
+            sgx = 0  # assigned in the loop: private to each thread
+            sg = _sums(g, x, mask_of, masked, c, buf, &sgx)
+            _backward_scalars(c, sg, sgx, mean, invstd, weight, fm, has_weight, training,
+                              sum_g, sum_gxhat, a, b, shift)
+        free(buf)
+        if grad_input:
+            for plane in prange(g.shape[0] * n_chan, schedule="static"):
+                n = plane // n_chan
+                c = plane - n * n_chan
+                _affine2(&g[n, c, 0], &x[n, c, 0], &y[n, c, 0] if masked else NULL,
+                         &gx[n, c, 0], a[c], b[c], shift[c], length, masked)
+    if failed[0]:
+        raise MemoryError("batch norm backward: could not allocate a row buffer")

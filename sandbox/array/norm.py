@@ -146,22 +146,21 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         if m <= 1:
             raise ValueError(f"batch_norm in training needs more than 1 value per channel, "
                              f"got input of shape {input.shape}")
-        mean64, var64 = np.empty(c), np.empty(c)
-        _kernels.channel_moments(x, mean64, var64, threads)
         if _scalars_in_kernel(x.dtype, running_mean, running_var):
+            # moments, scalars and the affine pass in one parallel region (same bits)
             mean, invstd = np.empty(c, x.dtype), np.empty(c, x.dtype)
             scale, shift = np.empty(c, x.dtype), np.empty(c, x.dtype)
             empty = mean[:0]
-            _kernels.train_coefficients(
-                mean64, var64, eps, empty if weight is None else weight,
-                empty if bias is None else bias,
-                empty if running_mean is None else running_mean,
-                empty if running_var is None else running_var, momentum, m, mean, invstd,
-                scale, shift, weight is not None, bias is not None, running_mean is not None,
-                running_var is not None)
             out = np.empty_like(x)
-            _kernels.affine(x, scale, shift, out, threads, relu)
+            _kernels.train_forward(
+                x, eps, empty if weight is None else weight, empty if bias is None else bias,
+                empty if running_mean is None else running_mean,
+                empty if running_var is None else running_var, momentum, mean, invstd, scale,
+                shift, weight is not None, bias is not None, running_mean is not None,
+                running_var is not None, out, threads, relu)
             return out.reshape(input.shape), mean, invstd
+        mean64, var64 = np.empty(c), np.empty(c)
+        _kernels.channel_moments(x, mean64, var64, threads)
         mean = mean64.astype(dtype)
         invstd = (1 / np.sqrt(var64 + eps)).astype(dtype)
         if running_mean is not None:
@@ -228,24 +227,22 @@ def _batch_norm_backward(grad_output, input, output, mean, invstd, weight, train
     m = n * length
     dtype = x.dtype.type
     threads = kernel_threads(x.size)
+    if mean is not None and invstd is not None and _scalars_in_kernel(x.dtype, mean, invstd,
+                                                                      weight):
+        # sums, scalars and the input gradient in one parallel region (same bits)
+        sum_g, sum_gxhat = np.empty(c, x.dtype), np.empty(c, x.dtype)
+        coeffs = (np.empty(c, x.dtype), np.empty(c, x.dtype), np.empty(c, x.dtype))
+        gx = np.empty_like(g) if needs[0] else None
+        _kernels.backward_fused(g, x, y, mean, invstd, mean if weight is None else weight,
+                                weight is not None, training, sum_g, sum_gxhat, *coeffs, gx,
+                                threads)
+        return (None if gx is None else gx.reshape(input.shape),
+                sum_gxhat if needs[1] else None, sum_g if needs[2] else None)
     sum_g64, sum_gx64 = np.empty(c), np.empty(c)
     if y is None:
         _kernels.channel_sums(g, x, sum_g64, sum_gx64, threads)
     else:
         _kernels.masked_channel_sums(g, x, y, sum_g64, sum_gx64, threads)
-    if mean is not None and invstd is not None and _scalars_in_kernel(x.dtype, mean, invstd,
-                                                                      weight):
-        sum_g, sum_gxhat = np.empty(c, x.dtype), np.empty(c, x.dtype)
-        coeffs = (np.empty(c, x.dtype), np.empty(c, x.dtype), np.empty(c, x.dtype))
-        _kernels.backward_coefficients(sum_g64, sum_gx64, mean, invstd,
-                                      mean if weight is None else weight, m,
-                                      weight is not None, training, sum_g, sum_gxhat, *coeffs)
-        gx = None
-        if needs[0]:
-            gx = np.empty_like(g)
-            _kernels.affine2(g, x, y, *coeffs, gx, threads)
-            gx = gx.reshape(input.shape)
-        return (gx, sum_gxhat if needs[1] else None, sum_g if needs[2] else None)
     sum_g = sum_g64.astype(dtype)
     # sum(g * xhat) = invstd * (sum(g * x) - mean * sum(g))
     sum_gxhat = (invstd * (sum_gx64 - mean * sum_g64)).astype(dtype)

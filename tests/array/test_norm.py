@@ -235,9 +235,10 @@ def test_5d_bitwise_identical_for_any_thread_count(rng):
 @pytest.mark.parametrize("relu", [False, True])
 def test_per_channel_scalars_in_the_kernel_are_numpys_bits(dtype, affine, running, relu,
                                                            monkeypatch):
-    """train_coefficients / backward_coefficients (pyx/_norm.pyx) replay the numpy
-    expressions of sandbox/array/norm.py: outputs, statistics, running statistics and
-    all three gradients are the same bits either way, training and eval."""
+    """train_forward / backward_fused (pyx/_norm.pyx: the moments or sums, the
+    per-channel scalars and the pass over the data in one parallel region) replay the
+    numpy expressions of sandbox/array/norm.py: outputs, statistics, running statistics
+    and all three gradients are the same bits either way, training and eval."""
     rng = np.random.default_rng(17)
     x = (rng.standard_normal((3, 5, 4, 6)) * 3 + 1).astype(dtype)
     g = rng.standard_normal(x.shape).astype(dtype)
@@ -261,7 +262,7 @@ def test_per_channel_scalars_in_the_kernel_are_numpys_bits(dtype, affine, runnin
     def spy(f):
         return lambda *a: calls.append(1) or f(*a)
 
-    for name in ("train_coefficients", "backward_coefficients"):
+    for name in ("train_forward", "backward_fused"):
         monkeypatch.setattr(kernels, name, spy(getattr(kernels, name)))
     rng_state = [np.random.default_rng(3)]
     fast = run()
