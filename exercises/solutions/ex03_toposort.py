@@ -6,8 +6,11 @@ topological sort.  Kahn's algorithm (count each node's consumers, release a node
 when its count reaches zero) does it with an explicit stack, so a 50,000-op
 chain cannot hit Python's recursion limit.
 
-Compare with: ``sandbox.autograd._engine._toposort`` (the same algorithm on
-graph nodes, whose parents are ``e.node`` for each ``Edge`` in ``node._next``).
+Compare with: ``sandbox.autograd._engine._toposort``, which needs no counts: its
+graph nodes are numbered as they are made (``node._seq``), a node after the nodes
+it was computed from (``e.node`` for each ``Edge`` in ``node._next``), so it
+collects the reachable nodes with a stack and sorts them by decreasing number,
+PyTorch's order.  Kahn's algorithm orders any DAG, numbered or not.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@
 
 1. **seed** the gradient of each output (:meth:`_Walk.add`);
 2. **order** the nodes so each comes after all of its consumers (:func:`_toposort`:
-   Kahn's algorithm with explicit stacks, so a graph of any depth works);
+   the nodes reachable from the outputs, by an explicit stack so a graph of any depth
+   works, in decreasing sequence number: a node is made after its inputs' nodes);
 3. **visit** each node (:meth:`_Walk.visit`): pop the summed gradient of each of
    its outputs, call the op's ``backward``, **free** the node unless
    ``retain_graph=True``, and **send** each returned gradient on: added into the
@@ -20,6 +21,8 @@ the core calls it only for a node that has hooks, retains or is captured.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import numpy as np
 
 from . import _anomaly
@@ -32,28 +35,23 @@ from ._tensor import Tensor, as_ndarray
 def _toposort(roots):
     """Nodes reachable from ``roots``, each listed after all of its consumers.
 
-    Kahn's algorithm with explicit stacks: no recursion, so any depth works.
+    A node is made after the nodes of its inputs (``Node._seq`` counts up), so the
+    reachable nodes in decreasing sequence number are such an order; the same order
+    as PyTorch's engine, which runs the ready node of highest sequence number first,
+    and so the same order of sums where a tensor feeds several ops.  The search uses
+    an explicit stack: no recursion, so any depth works.
     """
-    consumers = dict.fromkeys(roots, 0)  # node -> edges into it from its consumers
-    stack = list(consumers)
+    seen = set(roots)
+    stack = list(seen)
     while stack:
         for e in stack.pop()._next or ():
-            if type(e) is Edge:  # leaves and None have no node to visit
-                n = consumers.get(e.node)
-                if n is None:
-                    stack.append(e.node)
-                consumers[e.node] = 1 if n is None else n + 1
-    ready = [node for node, n in consumers.items() if n == 0]
-    order = []
-    while ready:
-        node = ready.pop()
-        order.append(node)
-        for e in node._next or ():
-            if type(e) is Edge:
-                consumers[e.node] -= 1
-                if consumers[e.node] == 0:
-                    ready.append(e.node)
-    return order
+            if type(e) is Edge and e.node not in seen:  # leaves and None have no node
+                seen.add(e.node)
+                stack.append(e.node)
+    return sorted(seen, key=_seq, reverse=True)
+
+
+_seq = attrgetter("_seq")
 
 
 def _run(walk, roots, seeds):

@@ -16,6 +16,10 @@ walk reads, and nothing of the op's own state (that is the op's
 ``_consts``
     None, or per argument the ``(shape, dtype)`` of a Tensor needing no grad (for
     :func:`~sandbox.autograd.graph`);
+``_seq``
+    the node's sequence number: nodes are numbered as they are made, and a node's
+    inputs are made before it, so a node comes after every node whose input it is
+    (its consumers) in decreasing ``_seq`` order (the backward walk's order);
 ``_hooks``, ``_retained``, ``_trace``
     non-leaf hooks, ``retain_grad()`` weakrefs and the forward stack under
     ``detect_anomaly()`` (class-level None unless set).
@@ -26,6 +30,7 @@ soon as the forward moves on.
 
 from __future__ import annotations
 
+import itertools
 from typing import NamedTuple
 
 __all__ = ["Edge", "Node"]
@@ -48,6 +53,10 @@ class Edge(NamedTuple):
     requires_grad = property(lambda self: True)
 
 
+#: the sequence numbers of nodes (Node._seq)
+_SEQUENCE = itertools.count()
+
+
 class Node:
     """A recorded op: its Function, its context, the edges to its inputs (see module doc)."""
 
@@ -62,6 +71,7 @@ class Node:
         self._ctx = ctx
         self._next = edges
         self._out_meta = out_meta
+        self._seq = next(_SEQUENCE)
 
     def name(self) -> str:
         return f"{self._fn.__name__}Backward"

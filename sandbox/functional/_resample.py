@@ -12,13 +12,16 @@ import numpy as np
 
 from ..array import resample as _resample
 from ..array.resample import check_array
-from ..autograd import Function, Tensor
+from ..autograd import Function, Tensor, is_grad_enabled
 
 __all__ = ["interpolate"]
 
 
 class Resize(Function):
-    """y = resize(x); backward: ResizeAdjoint (itself differentiable)."""
+    """y = resize(x); backward: ResizeAdjoint (itself differentiable), or under a plain
+    backward (``create_graph=False``) the adjoint on the array."""
+
+    plain_backward_arrays = True  # outside create_graph, grad is an ndarray
 
     @staticmethod
     def forward(ctx, x, **opts):
@@ -29,6 +32,8 @@ class Resize(Function):
     @staticmethod
     def backward(ctx, grad):
         # one gradient per positional forward argument (x)
+        if not is_grad_enabled():
+            return _resample.resize_adjoint(grad, ctx.input_size, **ctx.opts)
         return ResizeAdjoint.apply(grad, ctx.input_size, **ctx.opts)
 
 
