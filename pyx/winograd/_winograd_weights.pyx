@@ -21,6 +21,10 @@ cdef extern from "wino2_rows.h":
     void sb_w2_wt_f(const float*, float*, Py_ssize_t) noexcept nogil
     void sb_w2_wt_d(const double*, double*, Py_ssize_t) noexcept nogil
 
+cdef extern from "wino4_rows.h":
+    void sb_w4_wt_f(const float*, float*, Py_ssize_t) noexcept nogil
+    void sb_w4_wt_d(const double*, double*, Py_ssize_t) noexcept nogil
+
 
 # ------------------------------------------------------------------ F(2x2, 3x3)
 
@@ -105,49 +109,28 @@ cdef inline void w2_fold_run(const real* p, Py_ssize_t sp, Py_ssize_t count,
 
 # ------------------------------------------------------------------ F(4x4, 3x3)
 
-cdef inline void w4_transform_kernel(const real* w, Py_ssize_t sk, Py_ssize_t si,
-                                   real* u, Py_ssize_t su) noexcept nogil:
-    """``u[xi * su] = (G a G^T)[xi]`` for ``a[k][i] = w[k * sk + i * si]``, in double."""
-    cdef double b[6][3]
-    cdef double w0, w1, w2
-    cdef Py_ssize_t i, k
-    for i in range(3):   # b = G a (columns)
-        w0 = w[i * si]
-        w1 = w[sk + i * si]
-        w2 = w[2 * sk + i * si]
-        b[0][i] = w0 / 4
-        b[1][i] = -(w0 + w1 + w2) / 6
-        b[2][i] = -(w0 - w1 + w2) / 6
-        b[3][i] = w0 / 24 + w1 / 12 + w2 / 6
-        b[4][i] = w0 / 24 - w1 / 12 + w2 / 6
-        b[5][i] = w2
-    for k in range(6):   # u = b G^T (rows)
-        w0 = b[k][0]
-        w1 = b[k][1]
-        w2 = b[k][2]
-        u[(6 * k) * su] = <real> (w0 / 4)
-        u[(6 * k + 1) * su] = <real> (-(w0 + w1 + w2) / 6)
-        u[(6 * k + 2) * su] = <real> (-(w0 - w1 + w2) / 6)
-        u[(6 * k + 3) * su] = <real> (w0 / 24 + w1 / 12 + w2 / 6)
-        u[(6 * k + 4) * su] = <real> (w0 / 24 - w1 / 12 + w2 / 6)
-        u[(6 * k + 5) * su] = <real> w2
-
-
 cdef inline void w4_transform_run(const real* w, Py_ssize_t step, bint flip, Py_ssize_t count,
                                 real* u, Py_ssize_t su) noexcept nogil:
-    """Transform ``count`` kernels ``w + j * step`` (flipped if ``flip``) into
-    ``u[xi * su + j]`` through a local block (contiguous runs per point)."""
-    cdef real blk[36 * 32]
-    cdef Py_ssize_t j0, j, nb, xi
-    for j0 in range(0, count, 32):
-        nb = count - j0 if count - j0 < 32 else 32
+    """Transform ``count`` kernels ``w + j * step`` (flipped if ``flip``: ``w[2-k, 2-l]``)
+    into ``u[xi * su + j]``, 64 kernels at a time as :func:`w2_transform_run` does: their
+    taps gathered into nine contiguous planes, ``U = G a G^T`` in double across the
+    kernels (``sb_w4_wt``, wino4_rows.h: vector divisions, each kernel the scalar
+    sequence of operations, so the same bits), then the 36 output rows copied out as
+    contiguous runs."""
+    cdef real taps[9 * 64]
+    cdef real blk[36 * 64]
+    cdef Py_ssize_t j0, j, t, nb, xi
+    for j0 in range(0, count, 64):
+        nb = count - j0 if count - j0 < 64 else 64
         for j in range(nb):
-            if flip:   # start at w[2, 2] and walk backwards
-                w4_transform_kernel(w + (j0 + j) * step + 8, -3, -1, blk + j, 32)
-            else:
-                w4_transform_kernel(w + (j0 + j) * step, 3, 1, blk + j, 32)
+            for t in range(9):
+                taps[t * 64 + j] = w[(j0 + j) * step + (8 - t if flip else t)]
+        if real is float:
+            sb_w4_wt_f(taps, blk, nb)
+        else:
+            sb_w4_wt_d(taps, blk, nb)
         for xi in range(36):
-            memcpy(u + xi * su + j0, blk + xi * 32, nb * sizeof(real))
+            memcpy(u + xi * su + j0, blk + xi * 64, nb * sizeof(real))
 
 
 

@@ -66,5 +66,32 @@ SB_CLONES static void sb_w4_a_##S(SB_C(T) q0, SB_C(T) q1, SB_C(T) q2, SB_C(T) q3
         r3[j] = e4 + o8; r4[j] = e4 - o8; r5[j] = q3[j]; } }
 SB_WINO4G(float, f)
 SB_WINO4G(double, d)
+/* U = G a G^T of F(4x4, 3x3), in double and rounded once, for n kernels held as 9 tap
+ * planes a[t * 64 + j] (t = 3 * row + column) -> 36 planes u[xi * 64 + j]; G is in
+ * _winograd4.pyx.  Each lane runs the scalar sequence of operations (the divisions
+ * included: no reciprocals), so vectorised across kernels it gives the same bits. */
+#define SB_WT4(T, S)                                                               \
+SB_CLONES static void sb_w4_wt_##S(const T* restrict a, T* restrict u, Py_ssize_t n) { \
+    for (Py_ssize_t j = 0; j < n; j++) {                                            \
+        double b[6][3];                                                             \
+        for (int i = 0; i < 3; i++) {   /* b = G a (columns) */                     \
+            double w0 = a[i * 64 + j], w1 = a[(3 + i) * 64 + j];                    \
+            double w2 = a[(6 + i) * 64 + j];                                        \
+            b[0][i] = w0 / 4.0;                                                     \
+            b[1][i] = (-((w0 + w1) + w2)) / 6.0;                                    \
+            b[2][i] = (-((w0 - w1) + w2)) / 6.0;                                    \
+            b[3][i] = ((w0 / 24.0) + (w1 / 12.0)) + (w2 / 6.0);                     \
+            b[4][i] = ((w0 / 24.0) - (w1 / 12.0)) + (w2 / 6.0);                     \
+            b[5][i] = w2; }                                                         \
+        for (int k = 0; k < 6; k++) {   /* u = b G^T (rows) */                      \
+            double w0 = b[k][0], w1 = b[k][1], w2 = b[k][2];                        \
+            u[(6 * k) * 64 + j] = (T)(w0 / 4.0);                                    \
+            u[(6 * k + 1) * 64 + j] = (T)((-((w0 + w1) + w2)) / 6.0);               \
+            u[(6 * k + 2) * 64 + j] = (T)((-((w0 - w1) + w2)) / 6.0);               \
+            u[(6 * k + 3) * 64 + j] = (T)(((w0 / 24.0) + (w1 / 12.0)) + (w2 / 6.0)); \
+            u[(6 * k + 4) * 64 + j] = (T)(((w0 / 24.0) - (w1 / 12.0)) + (w2 / 6.0)); \
+            u[(6 * k + 5) * 64 + j] = (T)w2; } } }
+SB_WT4(float, f)
+SB_WT4(double, d)
 
 #endif
