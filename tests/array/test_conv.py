@@ -359,6 +359,35 @@ def _spy(monkeypatch, module, name):
     return calls
 
 
+def _g4_apply(a):
+    """``G a`` over the first axis of ``a`` (3, ...) in float64, with the operations in
+    the order of pyx/winograd/wino4_rows.h (sb_w4_wt): the F(4x4, 3x3) weight transform's
+    reference."""
+    w0, w1, w2 = a[0], a[1], a[2]
+    return np.stack([w0 / 4.0, (-((w0 + w1) + w2)) / 6.0, (-((w0 - w1) + w2)) / 6.0,
+                     ((w0 / 24.0) + (w1 / 12.0)) + (w2 / 6.0),
+                     ((w0 / 24.0) - (w1 / 12.0)) + (w2 / 6.0), w2])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("flip", [False, True])
+def test_winograd_f4_weight_transform_is_the_formula_rounded_once(dtype, flip, rng):
+    """U = G w G^T of F(4x4, 3x3), computed across kernels with vector divisions, equals the
+    formula evaluated in float64 numpy and rounded once, bit for bit (flipped kernels too),
+    for kernel counts around the 64-kernel blocks."""
+    from sandbox._C import _winograd_weights
+
+    for o, c in ((1, 1), (3, 70), (65, 2), (16, 16)):
+        w = (rng.standard_normal((o, c, 3, 3)) * 3).astype(dtype)
+        a = (w[:, :, ::-1, ::-1] if flip else w).astype(np.float64)
+        b = _g4_apply(a.transpose(2, 3, 0, 1))          # (6, 3, O, C): G a
+        ref = _g4_apply(b.transpose(1, 0, 2, 3))        # (6, 6, O, C): (G a) G^T
+        u = np.empty((36, o, c), dtype)
+        _winograd_weights.weight_transform(np.ascontiguousarray(w), u, flip, False, 2)
+        expected = ref.transpose(1, 0, 2, 3).reshape(36, o, c).astype(dtype)
+        np.testing.assert_array_equal(u, expected)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize(
     "shape",
