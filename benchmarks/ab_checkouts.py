@@ -1,0 +1,103 @@
+"""A/B of the user-written UNet step between two checkouts, in alternating processes.
+
+For changes that no setting switches (Python paths, rebuilt kernels), the two versions
+cannot share a process: each round runs one short process per checkout, in turn, each
+timing a few Adam steps of the bench's ``unet-user`` model after warm-up steps, and the
+medians over rounds are printed with the loss each checkout reached (the same value when
+the change keeps the bits).  A checkout is a source tree with its extensions built in
+place, e.g. a worktree of the older commit with the current build's ``.so`` files copied
+in when no ``.pyx`` changed:
+
+    git worktree add /tmp/before HEAD~3
+    (cd /tmp/before && python setup.py build_ext --inplace)   # or copy sandbox/_C/*.so
+    python benchmarks/ab_checkouts.py /tmp/before . --threads 2 --rounds 10
+
+Alternate rounds, not blocks of runs: the VM this project is measured on has slow and
+fast phases of minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+#: the child: times ``steps`` steps after ``warmup`` and prints "forward backward
+#: optimiser" medians in ms and the final loss
+_CHILD = """
+import statistics, sys, time
+import numpy as np
+import sandbox
+from sandbox.bench._cases_user import user_unet
+threads, size, batch, warmup, steps = (int(v) for v in sys.argv[1:6])
+mode = sys.argv[6]
+sandbox.set_num_threads(threads)
+sandbox.manual_seed(0)
+model = user_unet(sandbox, mode=mode)
+rng = np.random.default_rng(0)
+x = sandbox.from_numpy(rng.standard_normal((batch, 1, size, size)).astype(np.float32))
+y = sandbox.from_numpy(rng.integers(0, 2, size=(batch, size, size)))
+opt = sandbox.optim.Adam(model.parameters(), lr=1e-3)
+F = sandbox.nn.functional
+times = [[], [], []]
+for r in range(warmup + steps):
+    t0 = time.perf_counter()
+    opt.zero_grad()
+    loss = F.cross_entropy(model(x), y)
+    t1 = time.perf_counter()
+    loss.backward()
+    t2 = time.perf_counter()
+    opt.step()
+    t3 = time.perf_counter()
+    if r >= warmup:
+        for acc, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2)):
+            acc.append(dt * 1e3)
+print(*(f"{statistics.median(t):.3f}" for t in times), f"{float(loss.item()):.9g}")
+"""
+
+
+def _run(tree: str, args) -> list[str]:
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(args.threads), str(args.size), str(args.batch),
+         str(args.warmup), str(args.steps), args.mode],
+        env=env, cwd=os.path.abspath(tree), capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkouts", nargs=2, help="two source trees with built extensions")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--size", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--mode", default="bilinear")
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=6)
+    args = parser.parse_args(argv)
+
+    from sandbox.runtime import simd
+
+    print(f"cpu: {simd.cpu().describe()}; {args.threads} thread(s), {args.size}^2, batch "
+          f"{args.batch}, {args.mode}; medians of {args.rounds} alternating rounds of "
+          f"{args.steps} steps each, ms")
+    results = {tree: [] for tree in args.checkouts}
+    start = time.perf_counter()
+    for _ in range(args.rounds):
+        for tree in args.checkouts:
+            results[tree].append(_run(tree, args))
+    for tree, rows in results.items():
+        step = statistics.median(sum(float(v) for v in r[:3]) for r in rows)
+        fwd, bwd, opt = (statistics.median(float(r[i]) for r in rows) for i in range(3))
+        losses = sorted({r[3] for r in rows})
+        print(f"  {tree:30s} step {step:7.1f}  (forward {fwd:.1f}, backward {bwd:.1f}, "
+              f"optimiser {opt:.2f})  loss {', '.join(losses)}")
+    print(f"({time.perf_counter() - start:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
