@@ -34,6 +34,8 @@ from libc.stdlib cimport free, malloc
 
 from fused cimport real
 from wino_planes cimport planes_fit, run_out_planes, run_planes
+from wino_portable cimport (grad_channel, in_channel, out_channel, sb_wp_grad_floats,
+                             sb_wp_in_floats, sb_wp_out_floats)
 
 cdef extern from "wino2_avx512.h" nogil:
     void sb_w2_grad_plane_f32(const float* pad, Py_ssize_t wp, const int* off, int ntiles,
@@ -53,28 +55,11 @@ def avx512_available():
     on a CPU without AVX-512 the argument is ignored."""
     return bool(_HAVE_AVX512)
 
-# The portable transforms of one channel live in C (wino_portable.h), shared with the
-# fused form (wino_fused.h); their inner loops have restrict pointers (wino2_rows.h):
-# written in Cython, GCC could not rule out that the row buffers overlap and left every
-# loop scalar (measured: the 16-channel 64x64 input transform, batch 8, 1.76 ms).
-cdef extern from "wino_portable.h" nogil:
-    size_t sb_wp_in_floats(int tile, int tiles_w)
-    size_t sb_wp_grad_floats(int tile, int tiles_w)
-    size_t sb_wp_out_floats(int tile, int tiles_w)
-    void sb_w2_in_channel_f(const float* x, Py_ssize_t sn, int H, int W, int nb, int ph,
-                            int pw, int th0, int th1, int tiles_w, float* buf, float* v,
-                            Py_ssize_t pitch)
-    void sb_w2_in_channel_d(const double* x, Py_ssize_t sn, int H, int W, int nb, int ph,
-                            int pw, int th0, int th1, int tiles_w, double* buf, double* v,
-                            Py_ssize_t pitch)
-    void sb_w2_grad_channel_f(const float* g, Py_ssize_t sn, int Ho, int Wo, int nb, int th0,
-                              int th1, int tiles_w, float* buf, float* v, Py_ssize_t pitch)
-    void sb_w2_grad_channel_d(const double* g, Py_ssize_t sn, int Ho, int Wo, int nb, int th0,
-                              int th1, int tiles_w, double* buf, double* v, Py_ssize_t pitch)
-    void sb_w2_out_channel_f(const float* m, Py_ssize_t pitch, float* y, Py_ssize_t sn, int Ho,
-                             int Wo, int nb, int th0, int th1, int tiles_w, float* buf)
-    void sb_w2_out_channel_d(const double* m, Py_ssize_t pitch, double* y, Py_ssize_t sn,
-                             int Ho, int Wo, int nb, int th0, int th1, int tiles_w, double* buf)
+# The portable transforms of one channel live in C (wino_portable.h, declared and
+# dispatched in wino_portable.pxd), shared with the fused form (wino_fused.h); their inner
+# loops have restrict pointers (wino2_rows.h): written in Cython, GCC could not rule out
+# that the row buffers overlap and left every loop scalar (measured: the 16-channel 64x64
+# input transform, batch 8, 1.76 ms).
 
 
 def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
@@ -104,12 +89,8 @@ def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
         buf = <real*> malloc(sb_wp_in_floats(2, <int> tiles_w) * sizeof(real))
         if buf != NULL:
             for c in prange(ch_begin, c1, schedule="static"):
-                if real is float:
-                    sb_w2_in_channel_f(&x[n0, c, 0, 0], sn, <int> H, <int> W, <int> nb, ph, pw,
-                                       0, <int> tiles_h, <int> tiles_w, buf, &V[0, c, 0], pitch)
-                else:
-                    sb_w2_in_channel_d(&x[n0, c, 0, 0], sn, <int> H, <int> W, <int> nb, ph, pw,
-                                       0, <int> tiles_h, <int> tiles_w, buf, &V[0, c, 0], pitch)
+                in_channel(2, &x[n0, c, 0, 0], sn, <int> H, <int> W, <int> nb, ph, pw,
+                           <int> tiles_h, <int> tiles_w, buf, &V[0, c, 0], pitch)
         else:
             failed[0] = 1
         free(buf)
@@ -142,12 +123,8 @@ def output_transform(const real[:, :, :] M,       # IN  (16, O, nb*tiles_h*tiles
         buf = <real*> malloc(sb_wp_out_floats(2, <int> tiles_w) * sizeof(real))
         if buf != NULL:
             for o in prange(ch_begin, c1, schedule="static"):
-                if real is float:
-                    sb_w2_out_channel_f(&M[0, o, 0], OT, &y[n0, o, 0, 0], sn, <int> Ho, <int> Wo,
-                                        <int> nb, 0, <int> tiles_h, <int> tiles_w, buf)
-                else:
-                    sb_w2_out_channel_d(&M[0, o, 0], OT, &y[n0, o, 0, 0], sn, <int> Ho, <int> Wo,
-                                        <int> nb, 0, <int> tiles_h, <int> tiles_w, buf)
+                out_channel(2, &M[0, o, 0], OT, &y[n0, o, 0, 0], sn, <int> Ho, <int> Wo, <int> nb,
+                            <int> tiles_h, <int> tiles_w, buf)
         else:
             failed[0] = 1
         free(buf)
@@ -186,12 +163,8 @@ def grad_transform(const real[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
         buf = <real*> malloc(sb_wp_grad_floats(2, <int> tiles_w) * sizeof(real))
         if buf != NULL:
             for o in prange(ch_begin, c1, schedule="static"):
-                if real is float:
-                    sb_w2_grad_channel_f(&g[n0, o, 0, 0], sn, <int> Ho, <int> Wo, <int> nb, 0,
-                                         <int> tiles_h, <int> tiles_w, buf, &Gt[0, o, 0], pitch)
-                else:
-                    sb_w2_grad_channel_d(&g[n0, o, 0, 0], sn, <int> Ho, <int> Wo, <int> nb, 0,
-                                         <int> tiles_h, <int> tiles_w, buf, &Gt[0, o, 0], pitch)
+                grad_channel(2, &g[n0, o, 0, 0], sn, <int> Ho, <int> Wo, <int> nb, <int> tiles_h,
+                             <int> tiles_w, buf, &Gt[0, o, 0], pitch)
         else:
             failed[0] = 1
         free(buf)
