@@ -12,11 +12,16 @@ sandbox/array/conv/_winograd.py for any chunking and thread count.  Kernel contr
 in pyx/fused.pxd: the wrapper checks shapes and chooses the path."""
 
 cdef extern from "wino_fused.h" nogil:
+    ctypedef struct sb_wf_weights:
+        const float* w
+        int wo, wc, flip, c_major
+        float* ut
+        Py_ssize_t sp, sr
     int sb_wino_conv_f32(const float* x, int N, int C, int H, int W, int ph, int pw,
                          const float* u, Py_ssize_t up, Py_ssize_t uo, Py_ssize_t uc,
                          float* y, int O, int Ho, int Wo, int tile, int tiles_h, int tiles_w,
                          int chunk, int band, int gemm, int dot_full, int dot_last,
-                         int portable, int num_threads)
+                         int portable, const sb_wf_weights* wt, int num_threads)
     int sb_wino_wgrad_f32(const float* x, int N, int C, int H, int W, int ph, int pw,
                           const float* g, int O, int Ho, int Wo, int tile, int tiles_h,
                           int tiles_w, int chunk, int band, int gemm, int dot_full,
@@ -27,7 +32,7 @@ cdef extern from "wino_fused.h" nogil:
                                const float* u, Py_ssize_t up, Py_ssize_t uo, Py_ssize_t uc,
                                float* y, int O, int Ho, int Wo, int tile, int tiles_h,
                                int tiles_w, int chunk, int gemm, int dot_full, int dot_last,
-                               int portable, int num_threads)
+                               int portable, const sb_wf_weights* wt, int num_threads)
     int sb_wino_wgrad_split_f32(const float* x, int N, int C, int H, int W, int ph, int pw,
                                 const float* g, int O, int Ho, int Wo, int tile, int tiles_h,
                                 int tiles_w, int chunk, int gemm, int dot_full, int dot_last,
@@ -44,7 +49,10 @@ def conv(const float[:, :, :, ::1] x,   # IN  (N, C, H, W)
          float[:, :, :, ::1] y,          # OUT (N, O, Ho, Wo), overwritten
          int ph, int pw, int tile, int tiles_h, int tiles_w, int chunk, int band,
          bint avx2_gemm, bint dot_full, bint dot_last, bint avx512, int num_threads,
-         bint split=False):
+         bint split=False,
+         const float[:, :, :, ::1] weight=None,   # IN  (Ow, Cw, 3, 3), or None
+         float[:, :, ::1] store=None,             # OUT (P, ., .): u's memory, stored
+         bint flip=False, bint c_major=False):
     """``y = conv2d(x, w, padding=(ph, pw))`` by F(tile x tile, 3x3) with ``u`` the
     transformed kernels, ``chunk`` samples a task, or (``band`` > 0) ``band`` tile rows
     of one sample; with ``split``, chunks of ``chunk`` samples one after another, each
@@ -52,9 +60,20 @@ def conv(const float[:, :, :, ::1] x,   # IN  (N, C, H, W)
     instead of the AVX-512 one;
     ``dot_full`` / ``dot_last``: the dot-product GEMM for full chunks / shorter ones;
     ``avx512``: the AVX-512 transforms (ignored on a CPU without them), else the portable
-    ones, as the split form's ``avx512`` argument."""
+    ones, as the split form's ``avx512`` argument.  With ``weight``, ``u`` is computed
+    here first, in the same region: the weight transform of ``weight`` (``flip``,
+    ``c_major`` as for ``_winograd_weights.weight_transform``) into ``store``, the
+    memory ``u`` views."""
     cdef int status
     cdef bint portable = not (avx512 and _HAVE_AVX512)
+    cdef sb_wf_weights wt
+    wt.w = NULL
+    if weight is not None:
+        wt.w = &weight[0, 0, 0, 0]
+        wt.wo, wt.wc = <int> weight.shape[0], <int> weight.shape[1]
+        wt.flip, wt.c_major = flip, c_major
+        wt.ut = &store[0, 0, 0]
+        wt.sp, wt.sr = store.strides[0] // sizeof(float), store.strides[1] // sizeof(float)
     if x.shape[0] == 0 or y.shape[1] == 0:
         return
     if split:
@@ -64,7 +83,7 @@ def conv(const float[:, :, :, ::1] x,   # IN  (N, C, H, W)
                 <int> x.shape[3], ph, pw, &u[0, 0, 0], u.strides[0] // sizeof(float),
                 u.strides[1] // sizeof(float), u.strides[2] // sizeof(float), &y[0, 0, 0, 0],
                 <int> y.shape[1], <int> y.shape[2], <int> y.shape[3], tile, tiles_h, tiles_w,
-                chunk, 2 if avx2_gemm else 1, dot_full, dot_last, portable, num_threads)
+                chunk, 2 if avx2_gemm else 1, dot_full, dot_last, portable, &wt, num_threads)
         if status != 0:
             raise MemoryError("winograd convolution: could not allocate its buffers")
         return
@@ -75,7 +94,7 @@ def conv(const float[:, :, :, ::1] x,   # IN  (N, C, H, W)
                                   u.strides[2] // sizeof(float), &y[0, 0, 0, 0],
                                   <int> y.shape[1], <int> y.shape[2], <int> y.shape[3], tile,
                                   tiles_h, tiles_w, chunk, band, 2 if avx2_gemm else 1,
-                                  dot_full, dot_last, portable, num_threads)
+                                  dot_full, dot_last, portable, &wt, num_threads)
     if status != 0:
         raise MemoryError("winograd convolution: could not allocate a thread's buffers")
 

@@ -13,17 +13,16 @@ any thread count.
 """
 
 from cython.parallel cimport prange
-from libc.string cimport memcpy
 
 from fused cimport real
 
-cdef extern from "wino2_rows.h":
-    void sb_w2_wt_f(const float*, float*, Py_ssize_t) noexcept nogil
-    void sb_w2_wt_d(const double*, double*, Py_ssize_t) noexcept nogil
-
-cdef extern from "wino4_rows.h":
-    void sb_w4_wt_f(const float*, float*, Py_ssize_t) noexcept nogil
-    void sb_w4_wt_d(const double*, double*, Py_ssize_t) noexcept nogil
+# The transform itself is in C (wino_weights.h), shared with the convolutions that run it
+# inside their own OpenMP region (wino_fused.h).
+cdef extern from "wino_weights.h" nogil:
+    void sb_weight_run_f(const float* w, Py_ssize_t O, Py_ssize_t C, int tile, int flip,
+                         int c_major, Py_ssize_t k, float* u, Py_ssize_t su, Py_ssize_t sr)
+    void sb_weight_run_d(const double* w, Py_ssize_t O, Py_ssize_t C, int tile, int flip,
+                         int c_major, Py_ssize_t k, double* u, Py_ssize_t su, Py_ssize_t sr)
 
 
 # ------------------------------------------------------------------ F(2x2, 3x3)
@@ -41,44 +40,6 @@ cdef inline void w2_fold_kernel(const real* p, Py_ssize_t sp, real* d) noexcept 
         d[3 * k] = b[k][0] + (b[k][1] + b[k][2]) * half
         d[3 * k + 1] = (b[k][1] - b[k][2]) * half
         d[3 * k + 2] = (b[k][1] + b[k][2]) * half + b[k][3]
-
-
-cdef inline Py_ssize_t w2_flip_point(Py_ssize_t xi) noexcept nogil:
-    """The point of the flipped kernel's transform that holds point ``xi`` of the
-    kernel's: ``G J = P G`` (``J`` reverses the 3 taps, ``P`` swaps rows 0 and 3), so
-    ``G (J a J) G^T = P (G a G^T) P^T``: a flip is a permutation of the 16 points."""
-    cdef Py_ssize_t i = xi // 4, j = xi % 4
-    i = 3 - i if i == 0 or i == 3 else i
-    j = 3 - j if j == 0 or j == 3 else j
-    return 4 * i + j
-
-
-cdef inline void w2_transform_run(const real* w, Py_ssize_t step, Py_ssize_t count, bint flip,
-                                real* u, Py_ssize_t su) noexcept nogil:
-    """Transform ``count`` kernels ``w + step * j`` into ``u[xi * su + j]``
-    (with ``flip``: the transforms of the flipped kernels, by :func:`w2_flip_point`),
-    64 kernels at a time: their taps are gathered into nine contiguous planes (so
-    the arithmetic vectorises), transformed into a local block, and the 16 output
-    rows copied out as contiguous runs (16 single-float streams ``su`` apart alias
-    in the cache when ``su`` is a multiple of 4 KiB: measured 11.8 ms instead of
-    0.6 ms for 128x384 kernels)."""
-    cdef real taps[9 * 64]
-    cdef real blk[16 * 64]
-    cdef Py_ssize_t j0, j, t, nb, xi, dst
-    for j0 in range(0, count, 64):
-        nb = count - j0 if count - j0 < 64 else 64
-        for j in range(nb):
-            for t in range(9):
-                taps[t * 64 + j] = w[(j0 + j) * step + t]
-        if real is float:
-            sb_w2_wt_f(taps, blk, nb)
-        else:
-            sb_w2_wt_d(taps, blk, nb)
-        for xi in range(16):
-            dst = w2_flip_point(xi) if flip else xi
-            memcpy(u + dst * su + j0, blk + xi * 64, nb * sizeof(real))
-
-
 
 
 cdef inline void w2_fold_run(const real* p, Py_ssize_t sp, Py_ssize_t count,
@@ -108,32 +69,6 @@ cdef inline void w2_fold_run(const real* p, Py_ssize_t sp, Py_ssize_t count,
 
 
 # ------------------------------------------------------------------ F(4x4, 3x3)
-
-cdef inline void w4_transform_run(const real* w, Py_ssize_t step, bint flip, Py_ssize_t count,
-                                real* u, Py_ssize_t su) noexcept nogil:
-    """Transform ``count`` kernels ``w + j * step`` (flipped if ``flip``: ``w[2-k, 2-l]``)
-    into ``u[xi * su + j]``, 64 kernels at a time as :func:`w2_transform_run` does: their
-    taps gathered into nine contiguous planes, ``U = G a G^T`` in double across the
-    kernels (``sb_w4_wt``, wino4_rows.h: vector divisions, each kernel the scalar
-    sequence of operations, so the same bits), then the 36 output rows copied out as
-    contiguous runs."""
-    cdef real taps[9 * 64]
-    cdef real blk[36 * 64]
-    cdef Py_ssize_t j0, j, t, nb, xi
-    for j0 in range(0, count, 64):
-        nb = count - j0 if count - j0 < 64 else 64
-        for j in range(nb):
-            for t in range(9):
-                taps[t * 64 + j] = w[(j0 + j) * step + (8 - t if flip else t)]
-        if real is float:
-            sb_w4_wt_f(taps, blk, nb)
-        else:
-            sb_w4_wt_d(taps, blk, nb)
-        for xi in range(36):
-            memcpy(u + xi * su + j0, blk + xi * 64, nb * sizeof(real))
-
-
-
 
 cdef inline void w4_fold_gt(double v0, double v1, double v2, double v3, double v4, double v5,
                           double* t) noexcept nogil:
@@ -204,21 +139,17 @@ def weight_transform(const real[:, :, :, ::1] w,   # IN  (O, C, 3, 3)
     """
     cdef Py_ssize_t O = w.shape[0], C = w.shape[1]
     cdef Py_ssize_t su = U.strides[0] // sizeof(real)   # between points (may be padded)
-    cdef Py_ssize_t o, c
-    cdef bint f4 = U.shape[0] == 36
+    cdef Py_ssize_t sr = U.strides[1] // sizeof(real)   # between runs
+    cdef Py_ssize_t k
+    cdef int tile = 4 if U.shape[0] == 36 else 2
     with nogil:
-        if c_major:   # runs of kernels w[:, c] (9*C apart) into U[:, c, :]
-            for c in prange(C, schedule="static", num_threads=num_threads):
-                if f4:
-                    w4_transform_run(&w[0, c, 0, 0], 9 * C, flip, O, &U[0, c, 0], su)
-                else:
-                    w2_transform_run(&w[0, c, 0, 0], 9 * C, O, flip, &U[0, c, 0], su)
-        else:         # runs of kernels w[o, :] (consecutive) into U[:, o, :]
-            for o in prange(O, schedule="static", num_threads=num_threads):
-                if f4:
-                    w4_transform_run(&w[o, 0, 0, 0], 9, flip, C, &U[0, o, 0], su)
-                else:
-                    w2_transform_run(&w[o, 0, 0, 0], 9, C, flip, &U[0, o, 0], su)
+        for k in prange(C if c_major else O, schedule="static", num_threads=num_threads):
+            if real is float:
+                sb_weight_run_f(&w[0, 0, 0, 0], O, C, tile, flip, c_major, k, &U[0, 0, 0], su,
+                                sr)
+            else:
+                sb_weight_run_d(&w[0, 0, 0, 0], O, C, tile, flip, c_major, k, &U[0, 0, 0], su,
+                                sr)
 
 
 def weight_grad_fold(const real[:, :, :] P,     # IN  (16 or 36, O, C)

@@ -31,6 +31,7 @@
 #include "wino4_avx512.h"
 #include "wino_planes.h"
 #include "wino_portable.h"
+#include "wino_weights.h"
 
 /* The portable transform of one channel (wino_portable.h): an input's (padding ph, pw)
  * or an output gradient's (ph, pw unused), under one signature. */
@@ -135,6 +136,27 @@ static void sb_wf_source_chunk(const sb_wf_source *q, const float *x, int n0, in
         sb_wf_source_channel(q, x, c, n0, nb, th0, th1, buf, v, pitch);
 }
 
+/* The weight transform a convolution runs in its own region before its chunks (w NULL:
+ * U is given): U of the weights w (wo x wc x 3 x 3) into ut (points sp apart, runs sr
+ * apart; flip and c_major as for sb_weight_run_f), the same memory the products read. */
+typedef struct {
+    const float *w;
+    int wo, wc, flip, c_major;
+    float *ut;
+    ptrdiff_t sp, sr;
+} sb_wf_weights;
+
+/* Inside a parallel region: the transform's runs shared among the threads (every thread
+ * must call it; the worksharing loop ends in a barrier, so U is complete after). */
+static inline void sb_wf_transform_weights(const sb_wf_weights *q, int tile)
+{
+    int r;
+    if (q->w == NULL) return;
+    #pragma omp for schedule(static)
+    for (r = 0; r < (q->c_major ? q->wc : q->wo); r++)
+        sb_weight_run_f(q->w, q->wo, q->wc, tile, q->flip, q->c_major, r, q->ut, q->sp, q->sr);
+}
+
 /* Chunk k: samples n0 .. n0+nb-1, tile rows th0 .. th1-1 (chunks of `chunk` samples, or
  * with band > 0 bands of `band` tile rows of one sample, the last ones shorter). */
 static inline void sb_wf_chunk(int k, int N, int chunk, int band, int tiles_h, int *n0,
@@ -213,13 +235,15 @@ static size_t sb_wf_out_floats(int tile, int rows, int tiles_w, int portable)
  * one sample, shared among num_threads threads.  gemm: 1 the AVX-512 kernel, 2 the AVX2
  * one; the dot-product kernel for full chunks when dot_full, for shorter ones when
  * dot_last (sandbox/array/_gemm.py's rule); portable: the portable transforms instead of
- * the AVX-512 ones.  Returns 0, or -1 when a buffer could not be allocated (y is then
+ * the AVX-512 ones; wt: the weight transform to run first in the region (wt->w NULL:
+ * none, u is given).  Returns 0, or -1 when a buffer could not be allocated (y is then
  * incomplete). */
 static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, int pw,
                             const float *u, ptrdiff_t up, ptrdiff_t uo, ptrdiff_t uc,
                             float *y, int O, int Ho, int Wo, int tile, int tiles_h,
                             int tiles_w, int chunk, int band, int gemm, int dot_full,
-                            int dot_last, int portable, int num_threads)
+                            int dot_last, int portable, const sb_wf_weights *wt,
+                            int num_threads)
 {
     const int points = (tile + 2) * (tile + 2), per_plane = tiles_h * tiles_w;
     const int bands = band > 0 ? (tiles_h + band - 1) / band : 1;
@@ -248,6 +272,7 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
         } else {
             memset(in_buf, 0, in_floats * sizeof(float));
         }
+        sb_wf_transform_weights(wt, tile);
         #pragma omp for schedule(dynamic, 1)
         for (k = 0; k < nchunks; k++) {
             int n0, nb, th0, th1;
@@ -290,7 +315,7 @@ static int sb_wino_conv_split_f32(const float *x, int N, int C, int H, int W, in
                                   const float *u, ptrdiff_t up, ptrdiff_t uo, ptrdiff_t uc,
                                   float *y, int O, int Ho, int Wo, int tile, int tiles_h,
                                   int tiles_w, int chunk, int gemm, int dot_full, int dot_last,
-                                  int portable, int num_threads)
+                                  int portable, const sb_wf_weights *wt, int num_threads)
 {
     const int points = (tile + 2) * (tile + 2), per_plane = tiles_h * tiles_w;
     const int nchunks = (N + chunk - 1) / chunk;
@@ -321,6 +346,7 @@ static int sb_wino_conv_split_f32(const float *x, int N, int C, int H, int W, in
         } else {
             memset(in_buf, 0, in_floats * sizeof(float));
         }
+        sb_wf_transform_weights(wt, tile);
         for (k = 0; k < nchunks; k++) {   /* every thread meets every worksharing loop */
             int n0, nb, th0, th1;
             sb_wf_chunk(k, N, chunk, 0, tiles_h, &n0, &nb, &th0, &th1);

@@ -410,8 +410,9 @@ def test_winograd_f4_matches_reference(shape, dtype, rng, monkeypatch, transform
     monkeypatch.setattr(conv.TUNING, "winograd_f4_min_pixels_weight_grad", 1)
     calls, grad_calls = [], []  # the tiles of the Winograd passes that ran
     conv3x3, weight_grad = conv.winograd.winograd_conv3x3, conv.winograd.winograd_weight_grad
+    pending = conv.winograd.PendingWeights
     monkeypatch.setattr(conv.winograd, "winograd_conv3x3", lambda x_, u, *a, **k: calls.append(
-        u.shape[0] == 36) or conv3x3(x_, u, *a, **k))
+        (u.view if isinstance(u, pending) else u).shape[0] == 36) or conv3x3(x_, u, *a, **k))
     monkeypatch.setattr(conv.winograd, "winograd_weight_grad", lambda *a, tile=2, **k: (
         grad_calls.append(tile == 4) or weight_grad(*a, tile=tile, **k)))
     n, c, h, w, o, p = shape
@@ -546,6 +547,21 @@ def test_winograd_fused_chunks_give_the_split_bits(isa, gemm, n, c_in, c_out, h,
                         sandbox.num_threads(threads):
                     conv.winograd.winograd_conv3x3(x, u, y, pad, pad, 1, b)
                     gw = conv.winograd.winograd_weight_grad(x, gy, pad, pad, 1, tile)
+                    # the weight transform left to the convolution (in its own region
+                    # where it runs in one): the same bits, flipped kernels too
+                    y_pending = np.empty_like(y)
+                    conv.winograd.winograd_conv3x3(
+                        x, conv.winograd.pending_transform(wt, tile=tile), y_pending, pad,
+                        pad, 1, b)
+                    np.testing.assert_array_equal(y_pending, y)
+                    if c_in == c_out:
+                        flipped = conv.winograd.weight_transform(wt, True, tile=tile)
+                        y_flip, y_flip_pending = np.empty_like(y), np.empty_like(y)
+                        conv.winograd.winograd_conv3x3(x, flipped, y_flip, pad, pad, 1)
+                        conv.winograd.winograd_conv3x3(
+                            x, conv.winograd.pending_transform(wt, True, tile=tile),
+                            y_flip_pending, pad, pad, 1)
+                        np.testing.assert_array_equal(y_flip_pending, y_flip)
                 runs.setdefault(cap, []).append((y, gw))
         split, banded = runs[None][0], runs[20_000][0]
         for run in runs[None][1:] + runs[20_000]:

@@ -12,7 +12,6 @@ import functools
 
 import numpy as np
 
-from ...runtime.threads import get_num_threads
 from . import _winograd as winograd
 from ._im2col import fold_loop, unfold_loop
 from ._tuning import TUNING, chunk_threads, settings_stamp
@@ -53,9 +52,10 @@ def conv_forward(input, weight, bias, plan):
     y = np.empty((input.shape[0], weight.shape[0], ho, wo), dtype=input.dtype)
     tile = _tiles(plan, input, weight)[0]
     if tile:
-        # the weight transform runs before any chunk: all threads may share it (each
-        # kernel is one thread's, so the result does not depend on their number)
-        u = winograd.weight_transform(weight, kernel_threads=get_num_threads(), tile=tile)
+        # the weight transform runs before any chunk, on all threads (each kernel is one
+        # thread's, so the result does not depend on their number): in the convolution's
+        # region when it runs in one
+        u = winograd.pending_transform(weight, tile=tile)
         winograd.winograd_conv3x3(x, u, y, geom.ph, geom.pw, chunk_threads(), bias)
     else:
         unfold_loop(x, _wmat(weight), geom, ho, wo, groups, y=y, bias=bias)
@@ -74,8 +74,7 @@ def conv_backward(grad_output, input, weight, plan, needs):
     wino_dw = needs[1] and tile_dw
     if wino:
         # dx = conv2d(dy, flip(w)^T, padding=2-p): a 3x3 stride-1 conv again
-        u = winograd.weight_transform(weight, flip_transpose=True,
-                                      kernel_threads=get_num_threads(), tile=tile_dx)
+        u = winograd.pending_transform(weight, flip_transpose=True, tile=tile_dx)
         winograd.winograd_conv3x3(gout, u, gx, 2 - geom.ph, 2 - geom.pw, chunk_threads())
     if wino_dw:
         gw = winograd.winograd_weight_grad(a, gout, geom.ph, geom.pw, chunk_threads(),

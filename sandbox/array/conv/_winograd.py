@@ -103,6 +103,45 @@ def _points(name: str, count: int, rows: int, cols: int, dtype) -> np.ndarray:
     return flat[:, :rows * cols].reshape(count, rows, cols)
 
 
+class PendingWeights(NamedTuple):
+    """A weight transform not run yet (:func:`pending_transform`): ``view`` is ``U`` as the
+    point products read it, ``store`` the same memory as the transform writes it.  A
+    convolution in one OpenMP region runs it there, before its chunks; else
+    :meth:`run` does."""
+
+    weight: np.ndarray
+    store: np.ndarray
+    view: np.ndarray
+    flip: bool
+    c_major: bool
+
+    def run(self, kernel_threads: int = 1) -> np.ndarray:
+        """Compute ``U`` (the weight transform kernel, ``kernel_threads`` threads); returns
+        ``view``."""
+        _winograd_weights.weight_transform(self.weight, self.store, self.flip, self.c_major,
+                                           kernel_threads)
+        return self.view
+
+
+def pending_transform(weight: np.ndarray, flip_transpose: bool = False,
+                      tile: int = 2) -> PendingWeights:
+    """The storage of :func:`weight_transform`'s result, not computed yet.
+
+    Its storage suits the GEMM in use: rows adjacent in memory for the AVX-512 kernel,
+    which then reads it without packing (:func:`sandbox.array._gemm.lhs`), row-major for
+    BLAS.  The matrix is (O, C) without flip, (C, O) with it; ``c_major`` stores it
+    (P, C, O).
+    """
+    o, c = weight.shape[:2]
+    count = _KERNELS[tile][0]
+    weight = np.ascontiguousarray(weight)
+    rows_adjacent = backend() == "avx512" and weight.dtype == np.float32
+    c_major = rows_adjacent != flip_transpose
+    store = np.empty((count, c, o) if c_major else (count, o, c), dtype=weight.dtype)
+    return PendingWeights(weight, store, store.transpose(0, 2, 1) if rows_adjacent else store,
+                          flip_transpose, c_major)
+
+
 def weight_transform(weight: np.ndarray, flip_transpose: bool = False,
                      kernel_threads: int = 1, tile: int = 2) -> np.ndarray:
     """``U[xi, o, c] = (G w[o, c] G^T)[xi]`` for ``weight`` (O, C, 3, 3) -> (P, O, C),
@@ -111,19 +150,10 @@ def weight_transform(weight: np.ndarray, flip_transpose: bool = False,
     With ``flip_transpose``: the transform of the input gradient's kernel
     ``w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]``, shape (P, C, O).
 
-    The result is the left operand of the point GEMMs.  Its storage suits the GEMM
-    in use: rows adjacent in memory for the AVX-512 kernel, which then reads it
-    without packing (:func:`sandbox.array._gemm.lhs`), row-major for BLAS.
+    The result is the left operand of the point GEMMs, stored as
+    :func:`pending_transform` says.
     """
-    o, c = weight.shape[:2]
-    count = _KERNELS[tile][0]
-    weight = np.ascontiguousarray(weight)
-    rows_adjacent = backend() == "avx512" and weight.dtype == np.float32
-    # the matrix is (O, C) without flip, (C, O) with it; "c_major" stores (P, C, O)
-    c_major = rows_adjacent != flip_transpose
-    u = np.empty((count, c, o) if c_major else (count, o, c), dtype=weight.dtype)
-    _winograd_weights.weight_transform(weight, u, flip_transpose, c_major, kernel_threads)
-    return u.transpose(0, 2, 1) if rows_adjacent else u
+    return pending_transform(weight, flip_transpose, tile).run(kernel_threads)
 
 
 class _Pass(NamedTuple):
@@ -188,22 +218,31 @@ def _conv_pass(n, c, o, ho, wo, itemsize, small, tile, u_unit, key) -> _Pass:
 def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=None) -> None:
     """``y = conv2d(x, w, bias, stride=1, padding=(ph, pw))`` with
     ``u = weight_transform(w, tile=m)``; the tile size follows from ``u`` (16 or 36 points).
+    ``u`` may also be :func:`pending_transform`'s, computed here: in the convolution's
+    own OpenMP region where it runs in one, else first (all threads).
 
     ``x`` (N, C, H, W) and ``y`` (N, O, H + 2*ph - 2, W + 2*pw - 2), C-contiguous,
     same dtype (float32 or float64); ``y`` is overwritten.
     """
     n, c = x.shape[:2]
     o, ho, wo = y.shape[1:]
-    u = lhs(u)  # read in place by the GEMMs of every chunk
+    pending = u if isinstance(u, PendingWeights) else None
+    # read in place by the GEMMs of every chunk (a pending transform's storage already
+    # suits them: lhs would copy nothing)
+    u = pending.view if pending is not None else lhs(u)
     plan = _conv_pass(n, c, o, ho, wo, x.itemsize, x.size < 2**31,
                       _TILE_OF_POINTS[u.shape[0]], u.strides[2] == u.itemsize, state())
     if plan.fused or plan.one_region:
+        transform = () if pending is None else (pending.weight, pending.store, pending.flip,
+                                                pending.c_major)
         _winograd_fused.conv(x, u, y, ph, pw, plan.tile, plan.th, plan.tw, plan.chunk,
                              plan.band, plan.gemm_avx2, plan.dot_full, plan.dot_last, plan.avx,
-                             plan.threads, plan.one_region)
+                             plan.threads, plan.one_region, *transform)
         if bias is not None:
             y += bias.reshape(-1, 1, 1)
         return
+    if pending is not None:
+        pending.run(get_num_threads())
     count, th, tw, tiles, avx = plan.count, plan.th, plan.tw, plan.tiles, plan.avx
     kernels = _KERNELS[plan.tile][1]
 
