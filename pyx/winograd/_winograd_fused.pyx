@@ -26,7 +26,7 @@ cdef extern from "wino_fused.h" nogil:
                           const float* g, int O, int Ho, int Wo, int tile, int tiles_h,
                           int tiles_w, int chunk, int band, int gemm, int dot_full,
                           int dot_last, int portable, float* partial, float* total,
-                          int num_threads)
+                          float* dw, int num_threads)
 
     int sb_wino_conv_split_f32(const float* x, int N, int C, int H, int W, int ph, int pw,
                                const float* u, Py_ssize_t up, Py_ssize_t uo, Py_ssize_t uc,
@@ -36,7 +36,8 @@ cdef extern from "wino_fused.h" nogil:
     int sb_wino_wgrad_split_f32(const float* x, int N, int C, int H, int W, int ph, int pw,
                                 const float* g, int O, int Ho, int Wo, int tile, int tiles_h,
                                 int tiles_w, int chunk, int gemm, int dot_full, int dot_last,
-                                int portable, float* partial, float* total, int num_threads)
+                                int portable, float* partial, float* total, float* dw,
+                                int num_threads)
 
 cdef extern from "wino2_avx512.h" nogil:
     int sb_w2_avx512_available()
@@ -105,22 +106,25 @@ def weight_grad(const float[:, :, :, ::1] x,      # IN  (N, C, H, W)
                 float[:, :, ::1] total,           # OUT (P, O, C)
                 int ph, int pw, int tile, int tiles_h, int tiles_w, int chunk, int band,
                 bint avx2_gemm, bint dot_full, bint dot_last, bint avx512, int num_threads,
-                bint split=False):
+                bint split=False,
+                float[:, :, :, ::1] dw=None):     # OUT (O, C, 3, 3), or None
     """``total[p] = sum_chunks Gt[p] @ V[p]^T`` in chunk order: the point sums of the
     weight gradient before the fold (``_winograd_weights.weight_grad_fold``); chunks
     of ``chunk`` samples or (``band`` > 0) of ``band`` tile rows of one sample.
     ``dot_full`` / ``dot_last``: the dot-product GEMM for full chunks / shorter ones
     (else the packed one); ``avx512`` and ``split`` as for :func:`conv` (split: the
-    partials summed in chunk order into ``total`` as they come)."""
+    partials summed in chunk order into ``total`` as they come).  With ``dw``, the fold
+    ``dW = G^T total G`` too, in the same region."""
     cdef int status
     cdef bint portable = not (avx512 and _HAVE_AVX512)
+    cdef float* dwp = NULL if dw is None else &dw[0, 0, 0, 0]
     if split:
         with nogil:
             status = sb_wino_wgrad_split_f32(
                 &x[0, 0, 0, 0], <int> x.shape[0], <int> x.shape[1], <int> x.shape[2],
                 <int> x.shape[3], ph, pw, &g[0, 0, 0, 0], <int> g.shape[1], <int> g.shape[2],
                 <int> g.shape[3], tile, tiles_h, tiles_w, chunk, 2 if avx2_gemm else 1,
-                dot_full, dot_last, portable, &partial[0, 0, 0, 0], &total[0, 0, 0],
+                dot_full, dot_last, portable, &partial[0, 0, 0, 0], &total[0, 0, 0], dwp,
                 num_threads)
         if status != 0:
             raise MemoryError("winograd weight gradient: could not allocate its buffers")
@@ -131,7 +135,6 @@ def weight_grad(const float[:, :, :, ::1] x,      # IN  (N, C, H, W)
                                    <int> g.shape[1], <int> g.shape[2], <int> g.shape[3], tile,
                                    tiles_h, tiles_w, chunk, band, 2 if avx2_gemm else 1,
                                    dot_full, dot_last, portable, &partial[0, 0, 0, 0],
-                                   &total[0, 0, 0],
-                                   num_threads)
+                                   &total[0, 0, 0], dwp, num_threads)
     if status != 0:
         raise MemoryError("winograd weight gradient: could not allocate a thread's buffers")

@@ -157,6 +157,18 @@ static inline void sb_wf_transform_weights(const sb_wf_weights *q, int tile)
         sb_weight_run_f(q->w, q->wo, q->wc, tile, q->flip, q->c_major, r, q->ut, q->sp, q->sr);
 }
 
+/* Inside a parallel region, after the point sums total (P x O x C) are complete: the fold
+ * dW = G^T total G into dw (O x C x 3 x 3), shared among the threads by output channel
+ * (dw NULL: none, the caller folds). */
+static inline void sb_wf_fold(const float *total, int O, int C, int tile, float *dw)
+{
+    int o;
+    if (dw == NULL) return;
+    #pragma omp for schedule(static)
+    for (o = 0; o < O; o++)
+        sb_fold_row_f(total, (ptrdiff_t)O * C, C, 1, C, tile, o, dw);
+}
+
 /* Chunk k: samples n0 .. n0+nb-1, tile rows th0 .. th1-1 (chunks of `chunk` samples, or
  * with band > 0 bands of `band` tile rows of one sample, the last ones shorter). */
 static inline void sb_wf_chunk(int k, int N, int chunk, int band, int tiles_h, int *n0,
@@ -383,13 +395,14 @@ static int sb_wino_conv_split_f32(const float *x, int N, int C, int H, int W, in
  * (band > 0) bands of `band` tile rows, as for sb_wino_conv_f32.  Each chunk's product
  * goes to its own plane of `partial` (nchunks x points x O x C); the dot-product kernel
  * runs for full chunks when dot_full, for shorter ones when dot_last (the rule of
- * sandbox/array/_gemm.py, from the shapes); portable: the portable transforms.  Returns
+ * sandbox/array/_gemm.py, from the shapes); portable: the portable transforms; dw (not
+ * NULL): the fold of total into the weight gradient too, in the same region.  Returns
  * 0, or -1 when a buffer could not be allocated. */
 static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph, int pw,
                              const float *g, int O, int Ho, int Wo, int tile, int tiles_h,
                              int tiles_w, int chunk, int band, int gemm, int dot_full,
                              int dot_last, int portable, float *partial, float *total,
-                             int num_threads)
+                             float *dw, int num_threads)
 {
     const int points = (tile + 2) * (tile + 2), per_plane = tiles_h * tiles_w;
     const int bands = band > 0 ? (tiles_h + band - 1) / band : 1;
@@ -457,6 +470,7 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
             for (k = 1; k < nchunks; k++) s += partial[(ptrdiff_t)k * size + e];
             total[e] = s;
         }
+        sb_wf_fold(total, O, C, tile, dw);
     }
     free(in.off);
     free(grad.off);
@@ -474,7 +488,7 @@ static int sb_wino_wgrad_split_f32(const float *x, int N, int C, int H, int W, i
                                    const float *g, int O, int Ho, int Wo, int tile,
                                    int tiles_h, int tiles_w, int chunk, int gemm,
                                    int dot_full, int dot_last, int portable, float *partial,
-                                   float *total, int num_threads)
+                                   float *total, float *dw, int num_threads)
 {
     const int points = (tile + 2) * (tile + 2), per_plane = tiles_h * tiles_w;
     const int nchunks = (N + chunk - 1) / chunk;
@@ -539,6 +553,7 @@ static int sb_wino_wgrad_split_f32(const float *x, int N, int C, int H, int W, i
                     total[e] += partial[e];
             }
         }
+        sb_wf_fold(total, O, C, tile, dw);
         free(in_buf);
         free(g_buf);
     }

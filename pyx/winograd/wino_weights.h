@@ -1,4 +1,5 @@
-/* The Winograd weight transform, U = G w G^T, of runs of 3x3 kernels, float and double:
+/* The Winograd weight transform, U = G w G^T, of runs of 3x3 kernels, and its adjoint,
+ * the weight gradient's fold (below), float and double:
  * F(2x2, 3x3) (16 points) and F(4x4, 3x3) (36 points).  One home for the weight
  * transform of _winograd_weights.pyx (its prange over runs) and of the convolutions in
  * one OpenMP region (wino_fused.h, which transform the weights in the region before the
@@ -81,5 +82,126 @@ static inline void sb_weight_run_##S(const T *w, ptrdiff_t O, ptrdiff_t C, int t
 
 SB_WINO_WEIGHTS(float, f)
 SB_WINO_WEIGHTS(double, d)
+
+/* The weight gradient's fold, dW = G^T P G: the adjoint of the transform, the 16 or 36
+ * points P[xi] = p[xi * sp] of each (o, c) back onto its 3x3 taps d (row-major), the G of
+ * F(2x2) in the float type, of F(4x4) in double (rounded once). */
+static inline void sb_w4_fold_gt(double v0, double v1, double v2, double v3, double v4,
+                                 double v5, double *t)
+{
+    /* t = G^T v for one column of 6 points */
+    t[0] = ((v0 / 4.0) - ((v1 + v2) / 6.0)) + ((v3 + v4) / 24.0);
+    t[1] = ((v2 - v1) / 6.0) + ((v3 - v4) / 12.0);
+    t[2] = ((((v3 + v4) - v1) - v2) / 6.0) + v5;
+}
+
+#define SB_WINO_FOLD(T, S)                                                             \
+/* One tile: d (3x3) from P[xi] = p[xi * sp]. */                                        \
+static inline void sb_w2_fold_kernel_##S(const T *p, ptrdiff_t sp, T *d)                \
+{                                                                                       \
+    const T half = (T)0.5;                                                              \
+    T b[3][4];                                                                          \
+    for (int i = 0; i < 4; i++) {   /* b = G^T P (3 x 4) */                             \
+        b[0][i] = p[i * sp] + (p[(4 + i) * sp] + p[(8 + i) * sp]) * half;               \
+        b[1][i] = (p[(4 + i) * sp] - p[(8 + i) * sp]) * half;                           \
+        b[2][i] = (p[(4 + i) * sp] + p[(8 + i) * sp]) * half + p[(12 + i) * sp];        \
+    }                                                                                   \
+    for (int k = 0; k < 3; k++) {   /* d = b G */                                       \
+        d[3 * k] = b[k][0] + (b[k][1] + b[k][2]) * half;                                \
+        d[3 * k + 1] = (b[k][1] - b[k][2]) * half;                                      \
+        d[3 * k + 2] = (b[k][1] + b[k][2]) * half + b[k][3];                            \
+    }                                                                                   \
+}                                                                                       \
+                                                                                        \
+/* count consecutive tiles p + j into d + 9j, 16 at a time with the tiles innermost      \
+ * (contiguous vector operations, each tile the arithmetic of the kernel above). */     \
+static inline void sb_w2_fold_run_##S(const T *p, ptrdiff_t sp, ptrdiff_t count, T *d)  \
+{                                                                                       \
+    const T half = (T)0.5;                                                              \
+    T b[3][4][16];                                                                      \
+    for (ptrdiff_t j0 = 0; j0 < count; j0 += 16) {                                      \
+        const ptrdiff_t nb = count - j0 < 16 ? count - j0 : 16;                         \
+        const T *q = p + j0;                                                            \
+        for (int i = 0; i < 4; i++)                                                     \
+            for (ptrdiff_t l = 0; l < nb; l++) {                                        \
+                b[0][i][l] = q[i * sp + l] + (q[(4 + i) * sp + l] + q[(8 + i) * sp + l]) * half; \
+                b[1][i][l] = (q[(4 + i) * sp + l] - q[(8 + i) * sp + l]) * half;        \
+                b[2][i][l] = (q[(4 + i) * sp + l] + q[(8 + i) * sp + l]) * half         \
+                             + q[(12 + i) * sp + l];                                    \
+            }                                                                           \
+        for (int k = 0; k < 3; k++)                                                     \
+            for (ptrdiff_t l = 0; l < nb; l++) {                                        \
+                d[9 * (j0 + l) + 3 * k] = b[k][0][l] + (b[k][1][l] + b[k][2][l]) * half; \
+                d[9 * (j0 + l) + 3 * k + 1] = (b[k][1][l] - b[k][2][l]) * half;         \
+                d[9 * (j0 + l) + 3 * k + 2] = (b[k][1][l] + b[k][2][l]) * half + b[k][3][l]; \
+            }                                                                           \
+    }                                                                                   \
+}                                                                                       \
+                                                                                        \
+static inline void sb_w4_fold_kernel_##S(const T *p, ptrdiff_t sp, T *d)                \
+{                                                                                       \
+    double b[6][3], t[3];                                                               \
+    for (int j = 0; j < 6; j++)   /* b[j] = G^T P[:, j] */                              \
+        sb_w4_fold_gt(p[j * sp], p[(6 + j) * sp], p[(12 + j) * sp], p[(18 + j) * sp],   \
+                      p[(24 + j) * sp], p[(30 + j) * sp], b[j]);                        \
+    for (int k = 0; k < 3; k++) {   /* d[k] = b[:, k] G */                              \
+        sb_w4_fold_gt(b[0][k], b[1][k], b[2][k], b[3][k], b[4][k], b[5][k], t);         \
+        d[3 * k] = (T)t[0];                                                             \
+        d[3 * k + 1] = (T)t[1];                                                         \
+        d[3 * k + 2] = (T)t[2];                                                         \
+    }                                                                                   \
+}                                                                                       \
+                                                                                        \
+static inline void sb_w4_fold_run_##S(const T *p, ptrdiff_t sp, ptrdiff_t count, T *d)  \
+{                                                                                       \
+    double b[6][3][16], v[6][16];                                                       \
+    for (ptrdiff_t j0 = 0; j0 < count; j0 += 16) {                                      \
+        const ptrdiff_t nb = count - j0 < 16 ? count - j0 : 16;                         \
+        for (int j = 0; j < 6; j++) {   /* b[j] = G^T P[:, j] */                        \
+            for (int i = 0; i < 6; i++)                                                 \
+                for (ptrdiff_t l = 0; l < nb; l++)                                      \
+                    v[i][l] = p[(6 * i + j) * sp + j0 + l];                             \
+            for (ptrdiff_t l = 0; l < nb; l++) {                                        \
+                b[j][0][l] = ((v[0][l] / 4.0) - ((v[1][l] + v[2][l]) / 6.0))            \
+                             + ((v[3][l] + v[4][l]) / 24.0);                            \
+                b[j][1][l] = ((v[2][l] - v[1][l]) / 6.0) + ((v[3][l] - v[4][l]) / 12.0); \
+                b[j][2][l] = ((((v[3][l] + v[4][l]) - v[1][l]) - v[2][l]) / 6.0) + v[5][l]; \
+            }                                                                           \
+        }                                                                               \
+        for (int k = 0; k < 3; k++)   /* d[k] = b[:, k] G */                            \
+            for (ptrdiff_t l = 0; l < nb; l++) {                                        \
+                const double t0 = ((b[0][k][l] / 4.0) - ((b[1][k][l] + b[2][k][l]) / 6.0)) \
+                                  + ((b[3][k][l] + b[4][k][l]) / 24.0);                 \
+                const double t1 = ((b[2][k][l] - b[1][k][l]) / 6.0)                     \
+                                  + ((b[3][k][l] - b[4][k][l]) / 12.0);                 \
+                const double t2 = ((((b[3][k][l] + b[4][k][l]) - b[1][k][l]) - b[2][k][l]) \
+                                   / 6.0) + b[5][k][l];                                 \
+                d[9 * (j0 + l) + 3 * k] = (T)t0;                                        \
+                d[9 * (j0 + l) + 3 * k + 1] = (T)t1;                                    \
+                d[9 * (j0 + l) + 3 * k + 2] = (T)t2;                                    \
+            }                                                                           \
+    }                                                                                   \
+}                                                                                       \
+                                                                                        \
+/* Output channel o of the fold of P (points sp apart, rows so apart, channels sc apart: \
+ * runs of contiguous channels where sc == 1) into dW (O x C x 3 x 3, contiguous). */    \
+static inline void sb_fold_row_##S(const T *p, ptrdiff_t sp, ptrdiff_t so, ptrdiff_t sc, \
+                                   ptrdiff_t C, int tile, ptrdiff_t o, T *dw)           \
+{                                                                                       \
+    const T *po = p + o * so;                                                           \
+    T *d = dw + 9 * C * o;                                                              \
+    if (sc == 1) {                                                                      \
+        if (tile == 4) sb_w4_fold_run_##S(po, sp, C, d);                                \
+        else sb_w2_fold_run_##S(po, sp, C, d);                                          \
+        return;                                                                         \
+    }                                                                                   \
+    for (ptrdiff_t c = 0; c < C; c++) {                                                 \
+        if (tile == 4) sb_w4_fold_kernel_##S(po + c * sc, sp, d + 9 * c);               \
+        else sb_w2_fold_kernel_##S(po + c * sc, sp, d + 9 * c);                         \
+    }                                                                                   \
+}
+
+SB_WINO_FOLD(float, f)
+SB_WINO_FOLD(double, d)
 
 #endif

@@ -405,11 +405,11 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
     if plan.fused or plan.one_region:
         total = np.empty((count, o, c), dtype=x.dtype)
         partial = np.empty((1 if plan.one_region else plan.chunks, count, o, c), dtype=x.dtype)
+        # the fold dW = G^T total G in the same region, after the sums
         _winograd_fused.weight_grad(np.ascontiguousarray(x), np.ascontiguousarray(g), partial,
                                     total, ph, pw, tile, th, tw, plan.chunk, plan.band,
                                     plan.gemm_avx2, plan.dot_full, plan.dot_last, avx,
-                                    plan.threads, plan.one_region)
-        _winograd_weights.weight_grad_fold(total, gw, plan.threads)
+                                    plan.threads, plan.one_region, gw)
         return gw
     total = OrderedSum(len(blocks))
 
