@@ -34,34 +34,25 @@ static inline int sb_w2_flip_point(int xi)
 }
 
 #define SB_WINO_WEIGHTS(T, S)                                                          \
-static void sb_w2_transform_run_##S(const T *w, ptrdiff_t step, ptrdiff_t count, int flip, \
-                                    T *u, ptrdiff_t su)                                 \
+/* U of the run (tile 2: F(2x2), 4: F(4x4)) into u[xi * su + j]. */                     \
+static void sb_transform_run_##S(const T *w, ptrdiff_t step, ptrdiff_t count, int tile, \
+                                 int flip, T *u, ptrdiff_t su)                          \
 {                                                                                       \
-    T taps[9 * 64], blk[16 * 64];                                                       \
-    for (ptrdiff_t j0 = 0; j0 < count; j0 += 64) {                                      \
-        const ptrdiff_t nb = count - j0 < 64 ? count - j0 : 64;                         \
-        for (ptrdiff_t j = 0; j < nb; j++)                                              \
-            for (int t = 0; t < 9; t++)                                                 \
-                taps[t * 64 + j] = w[(j0 + j) * step + t];                              \
-        sb_w2_wt_##S(taps, blk, nb);                                                    \
-        for (int xi = 0; xi < 16; xi++)                                                 \
-            memcpy(u + (ptrdiff_t)(flip ? sb_w2_flip_point(xi) : xi) * su + j0,         \
-                   blk + xi * 64, (size_t)nb * sizeof(T));                              \
-    }                                                                                   \
-}                                                                                       \
-                                                                                        \
-static void sb_w4_transform_run_##S(const T *w, ptrdiff_t step, ptrdiff_t count, int flip, \
-                                    T *u, ptrdiff_t su)                                 \
-{                                                                                       \
+    const int points = tile == 4 ? 36 : 16;                                             \
+    const int reverse = flip && tile == 4, permute = flip && tile != 4;                 \
     T taps[9 * 64], blk[36 * 64];                                                       \
     for (ptrdiff_t j0 = 0; j0 < count; j0 += 64) {                                      \
         const ptrdiff_t nb = count - j0 < 64 ? count - j0 : 64;                         \
         for (ptrdiff_t j = 0; j < nb; j++)                                              \
             for (int t = 0; t < 9; t++)                                                 \
-                taps[t * 64 + j] = w[(j0 + j) * step + (flip ? 8 - t : t)];             \
-        sb_w4_wt_##S(taps, blk, nb);                                                    \
-        for (int xi = 0; xi < 36; xi++)                                                 \
-            memcpy(u + (ptrdiff_t)xi * su + j0, blk + xi * 64, (size_t)nb * sizeof(T)); \
+                taps[t * 64 + j] = w[(j0 + j) * step + (reverse ? 8 - t : t)];          \
+        if (tile == 4)                                                                  \
+            sb_w4_wt_##S(taps, blk, nb);                                                \
+        else                                                                            \
+            sb_w2_wt_##S(taps, blk, nb);                                                \
+        for (int xi = 0; xi < points; xi++)                                             \
+            memcpy(u + (ptrdiff_t)(permute ? sb_w2_flip_point(xi) : xi) * su + j0,      \
+                   blk + xi * 64, (size_t)nb * sizeof(T));                              \
     }                                                                                   \
 }                                                                                       \
                                                                                         \
@@ -72,12 +63,8 @@ static inline void sb_weight_run_##S(const T *w, ptrdiff_t O, ptrdiff_t C, int t
                                      int flip, int c_major, ptrdiff_t k, T *u,           \
                                      ptrdiff_t su, ptrdiff_t sr)                         \
 {                                                                                       \
-    const T *wk = c_major ? w + 9 * k : w + 9 * C * k;                                  \
-    T *uk = u + sr * k;                                                                 \
-    if (tile == 4)                                                                      \
-        sb_w4_transform_run_##S(wk, c_major ? 9 * C : 9, c_major ? O : C, flip, uk, su); \
-    else                                                                                \
-        sb_w2_transform_run_##S(wk, c_major ? 9 * C : 9, c_major ? O : C, flip, uk, su); \
+    sb_transform_run_##S(c_major ? w + 9 * k : w + 9 * C * k, c_major ? 9 * C : 9,       \
+                         c_major ? O : C, tile, flip, u + sr * k, su);                  \
 }
 
 SB_WINO_WEIGHTS(float, f)
