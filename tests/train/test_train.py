@@ -147,10 +147,11 @@ def test_ctrl_c_saves_a_checkpoint_then_stops(tmp_path):
             os.kill(os.getpid(), signal.SIGINT)
 
     trainer.optimizer.step = step_and_interrupt
+    before = signal.getsignal(signal.SIGINT)  # Python's default, or SIG_IGN if inherited
     with pytest.raises(TrainingInterrupted, match="interrupted at step 2"):
         trainer.fit()
     assert checkpoint.load(tmp_path / "last.ckpt")["position"]["step"] == 2
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is before  # the handler put back as it was
 
 
 def test_early_stopping_and_best_checkpoint(tmp_path, monkeypatch):
