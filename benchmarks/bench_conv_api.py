@@ -1,9 +1,10 @@
 """What the public API costs over the array API: ``F.conv2d`` + backward against
 ``sandbox.array.conv.conv2d`` + ``conv2d_backward``, interleaved call by call in one
-process (batch 8, 3x3, padding 1, the input and weight gradients; medians).
+process (batch 8 unless --batch, 3x3, padding 1, the input and weight gradients; medians).
 
     python benchmarks/bench_conv_api.py --threads 1 2
     python benchmarks/bench_conv_api.py --threads 1 2 --split   # forward and backward apart
+    python benchmarks/bench_conv_api.py --threads 1 --split --batch 1 --layers 16-16-8
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeat", type=int, default=25)
+    parser.add_argument("--layers", nargs="+", metavar="CIN-COUT-SIZE",
+                        help="layers to time instead of the classic UNet's (e.g. 16-16-8)")
+    parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--split", action="store_true",
                         help="time the forward and the backward apart (what each API adds "
                              "to each)")
@@ -84,13 +88,16 @@ def main(argv=None) -> None:
     from sandbox.runtime import simd
 
     rng = np.random.default_rng(0)
-    print(f"cpu: {simd.cpu().describe()}; ms per forward + backward, median of {args.repeat}")
+    layers = ([tuple(int(v) for v in spec.split("-")) for spec in args.layers] if args.layers
+              else LAYERS)
+    print(f"cpu: {simd.cpu().describe()}; batch {args.batch}; ms per forward + backward, "
+          f"median of {args.repeat}")
     for threads in args.threads:
         sandbox.set_num_threads(threads)
-        for c, o, s in LAYERS:
-            x = rng.standard_normal((8, c, s, s), dtype=np.float32)
+        for c, o, s in layers:
+            x = rng.standard_normal((args.batch, c, s, s), dtype=np.float32)
             w = rng.standard_normal((o, c, 3, 3), dtype=np.float32)
-            g = rng.standard_normal((8, o, s, s), dtype=np.float32)
+            g = rng.standard_normal((args.batch, o, s, s), dtype=np.float32)
             if args.split:
                 _print_split(threads, c, o, s, _split_medians(sandbox, F, conv2d,
                                                               conv2d_backward, x, w, g,

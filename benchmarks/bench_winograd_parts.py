@@ -3,7 +3,9 @@
 For each layer (``c_in-c_out-size``, batch 8, padding 1, float32, forward), the pieces
 of ``sandbox.array.conv._winograd.winograd_conv3x3`` are timed one at a time over all of
 the layer's chunks, with the tile size the layer uses, and the whole call for
-comparison (it overlaps the pieces, so it is less than their sum).  CPU time at
+comparison (it overlaps the pieces, so it is less than their sum).  The last two
+columns time the layer's weight transform (``weight_transform``) for F(2x2) and F(4x4),
+whichever the layer uses.  CPU time at
 ``--threads`` (default 1), minimum of ``--repeat`` calls.  The per-part table of
 docs/convolution.md comes from this script; run it with ``PYTHONPATH`` at an older
 checkout for the "before" figures.
@@ -49,7 +51,8 @@ def best_ms(fn, repeat):
 
 
 def parts(ci, co, s, repeat):
-    """(tile, whole, input transform, GEMMs, output transform) in ms."""
+    """(tile, whole, input transform, GEMMs, output transform, weight transform F(2x2),
+    weight transform F(4x4)) in ms."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((8, ci, s, s), dtype=np.float32)
     w = rng.standard_normal((co, ci, 3, 3), dtype=np.float32)
@@ -70,7 +73,8 @@ def parts(ci, co, s, repeat):
                                                              *extra), repeat),
             chunks * best_ms(lambda: matmul(u_lhs, v, m), repeat),
             chunks * best_ms(lambda: kernels.output_transform(m, y, n0, cnt, th, tw, 1, *extra),
-                             repeat))
+                             repeat),
+            *(best_ms(lambda t=t: W.weight_transform(w, tile=t), repeat) for t in (2, 4)))
 
 
 def main(argv=None):
@@ -81,12 +85,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     sandbox.set_num_threads(args.threads)
     print(f"{'layer':>12}  {'tile':>6}  {'whole':>6}  {'input tr':>8}  {'GEMMs':>6}  "
-          f"{'output tr':>9}   (ms, forward, batch 8)")
+          f"{'output tr':>9}  {'U F(2x2)':>8}  {'U F(4x4)':>8}   (ms, forward, batch 8)")
     for spec in args.layers:
         ci, co, s = map(int, spec.split("-"))
-        tile, whole, tin, gemm, tout = parts(ci, co, s, args.repeat)
+        tile, whole, tin, gemm, tout, u2, u4 = parts(ci, co, s, args.repeat)
         print(f"{f'{ci}->{co}@{s}':>12}  {f'F({tile}x{tile})':>6}  {whole:6.2f}  {tin:8.2f}  "
-              f"{gemm:6.2f}  {tout:9.2f}")
+              f"{gemm:6.2f}  {tout:9.2f}  {u2:8.3f}  {u4:8.3f}")
 
 
 if __name__ == "__main__":

@@ -136,6 +136,20 @@ static void sb_wf_source_chunk(const sb_wf_source *q, const float *x, int n0, in
         sb_wf_source_channel(q, x, c, n0, nb, th0, th1, buf, v, pitch);
 }
 
+/* A thread's buffer of `floats` floats, zeroed when `zero` (the staging buffers, whose
+ * margins must be zero), or NULL after setting *failed (the region's shared flag). */
+static inline float *sb_wf_buffer(size_t floats, int zero, int *failed)
+{
+    float *b = (float *)malloc((floats > 0 ? floats : 1) * sizeof(float));
+    if (b == NULL) {
+        #pragma omp atomic write
+        *failed = 1;
+    } else if (zero) {
+        memset(b, 0, floats * sizeof(float));
+    }
+    return b;
+}
+
 /* The weight transform a convolution runs in its own region before its chunks (w NULL:
  * U is given): U of the weights w (wo x wc x 3 x 3) into ut (points sp apart, runs sr
  * apart; flip and c_major as for sb_weight_run_f), the same memory the products read. */
@@ -272,18 +286,12 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
     #pragma omp parallel num_threads(num_threads)
     {
         const size_t in_floats = sb_wf_source_floats(&in, band > 0 ? 1 : chunk);
-        float *v = (float *)malloc((size_t)(points * pv) * sizeof(float));
-        float *m = (float *)malloc((size_t)(points * pm) * sizeof(float));
-        float *in_buf = (float *)malloc(in_floats * sizeof(float));
-        float *out_buf = (float *)malloc(out_floats * sizeof(float));
-        int ok = v != NULL && m != NULL && in_buf != NULL && out_buf != NULL;
+        float *v = sb_wf_buffer((size_t)(points * pv), 0, &failed);
+        float *m = sb_wf_buffer((size_t)(points * pm), 0, &failed);
+        float *in_buf = sb_wf_buffer(in_floats, 1, &failed);
+        float *out_buf = sb_wf_buffer(out_floats, 0, &failed);
+        const int ok = v != NULL && m != NULL && in_buf != NULL && out_buf != NULL;
         int k, p, o;
-        if (!ok) {
-            #pragma omp atomic write
-            failed = 1;
-        } else {
-            memset(in_buf, 0, in_floats * sizeof(float));
-        }
         sb_wf_transform_weights(wt, tile);
         #pragma omp for schedule(dynamic, 1)
         for (k = 0; k < nchunks; k++) {
@@ -348,16 +356,10 @@ static int sb_wino_conv_split_f32(const float *x, int N, int C, int H, int W, in
     #pragma omp parallel num_threads(num_threads)
     {
         const size_t in_floats = sb_wf_source_floats(&in, chunk);
-        float *in_buf = (float *)malloc(in_floats * sizeof(float));
-        float *out_buf = (float *)malloc(out_floats * sizeof(float));
+        float *in_buf = sb_wf_buffer(in_floats, 1, &failed);
+        float *out_buf = sb_wf_buffer(out_floats, 0, &failed);
         const int ok = in_buf != NULL && out_buf != NULL;
         int k, c, p, o;
-        if (!ok) {
-            #pragma omp atomic write
-            failed = 1;
-        } else {
-            memset(in_buf, 0, in_floats * sizeof(float));
-        }
         sb_wf_transform_weights(wt, tile);
         for (k = 0; k < nchunks; k++) {   /* every thread meets every worksharing loop */
             int n0, nb, th0, th1;
@@ -426,20 +428,13 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
     {
         const size_t in_floats = sb_wf_source_floats(&in, samples);
         const size_t g_floats = sb_wf_source_floats(&grad, samples);
-        float *v = (float *)malloc((size_t)(points * pv) * sizeof(float));
-        float *gt = (float *)malloc((size_t)(points * pg) * sizeof(float));
-        float *in_buf = (float *)malloc(in_floats * sizeof(float));
-        float *g_buf = (float *)malloc(g_floats * sizeof(float));
-        int ok = v != NULL && gt != NULL && in_buf != NULL && g_buf != NULL;
+        float *v = sb_wf_buffer((size_t)(points * pv), 0, &failed);
+        float *gt = sb_wf_buffer((size_t)(points * pg), 0, &failed);
+        float *in_buf = sb_wf_buffer(in_floats, 1, &failed);
+        float *g_buf = sb_wf_buffer(g_floats, 1, &failed);
+        const int ok = v != NULL && gt != NULL && in_buf != NULL && g_buf != NULL;
         int k, p;
         ptrdiff_t e;
-        if (!ok) {
-            #pragma omp atomic write
-            failed = 1;
-        } else {
-            memset(in_buf, 0, in_floats * sizeof(float));
-            memset(g_buf, 0, g_floats * sizeof(float));
-        }
         #pragma omp for schedule(dynamic, 1)
         for (k = 0; k < nchunks; k++) {
             int n0, nb, th0, th1;
@@ -514,18 +509,11 @@ static int sb_wino_wgrad_split_f32(const float *x, int N, int C, int H, int W, i
     {
         const size_t in_floats = sb_wf_source_floats(&in, chunk);
         const size_t g_floats = sb_wf_source_floats(&grad, chunk);
-        float *in_buf = (float *)malloc(in_floats * sizeof(float));
-        float *g_buf = (float *)malloc(g_floats * sizeof(float));
+        float *in_buf = sb_wf_buffer(in_floats, 1, &failed);
+        float *g_buf = sb_wf_buffer(g_floats, 1, &failed);
         const int ok = in_buf != NULL && g_buf != NULL;
         int k, c, p;
         ptrdiff_t e;
-        if (!ok) {
-            #pragma omp atomic write
-            failed = 1;
-        } else {
-            memset(in_buf, 0, in_floats * sizeof(float));
-            memset(g_buf, 0, g_floats * sizeof(float));
-        }
         for (k = 0; k < nchunks; k++) {   /* every thread meets every worksharing loop */
             int n0, nb, th0, th1;
             sb_wf_chunk(k, N, chunk, 0, tiles_h, &n0, &nb, &th0, &th1);

@@ -119,9 +119,10 @@ def batch_norm_relu(input, running_mean, running_var, weight=None, bias=None, tr
 
 
 def _scalars_in_kernel(dtype, *arrays) -> bool:
-    """Whether the per-channel scalars go to the kernels' ``*_coefficients`` (which replay
-    the numpy expressions below bit for bit): every given array of the input's dtype and
-    contiguous (running statistics of another dtype take the numpy path)."""
+    """Whether batch norm runs in the one-region kernels ``train_forward`` /
+    ``backward_fused``, whose per-channel scalars replay the numpy expressions below bit
+    for bit: every given array of the input's dtype and contiguous (running statistics
+    of another dtype take the numpy path)."""
     for a in arrays:
         if a is not None and not (isinstance(a, np.ndarray) and a.dtype == dtype
                                   and a.flags.c_contiguous):

@@ -206,7 +206,7 @@ TUNING = _InForce()
 def settings_stamp() -> int:
     """The stamp of the settings in force (:attr:`ConvTuning.stamp`): a new number at
     every change and in every :func:`tuned` block."""
-    return (_settings.get() or _DEFAULTS).stamp
+    return _current().stamp
 
 
 def state() -> tuple:
@@ -214,7 +214,7 @@ def state() -> tuple:
     cached routes and schedules: the settings in force (their stamp, new at every
     change and in every :func:`tuned` block), the SIMD selection
     (:func:`sandbox.runtime.simd.current`) and the thread count."""
-    return ((_settings.get() or _DEFAULTS).stamp, simd.current(), get_num_threads())
+    return (_current().stamp, simd.current(), get_num_threads())
 
 
 def chunk_threads() -> int:

@@ -205,7 +205,7 @@ def _conv_pass(n, c, o, ho, wo, itemsize, small, tile, u_unit, key) -> _Pass:
     are contiguous) under ``key`` (:func:`~._tuning.state`, whose settings are the ones
     in force)."""
     _, selection, threads = key
-    count = (tile + 2) ** 2
+    count = _KERNELS[tile][0]
     th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, itemsize, tile)
     # the point GEMMs' kernel for a chunk of t tiles, as matmul picks it: the dot form
     # only for one-tile chunks, where V's columns are contiguous
@@ -368,7 +368,7 @@ def _weight_grad_pass(n, c, o, ho, wo, itemsize, small, tile, key) -> _Pass:
     """The :class:`_Pass` of :func:`winograd_weight_grad` (``small``: input and output
     gradient have fewer than 2**31 elements each), as :func:`_conv_pass`."""
     _, selection, threads = key
-    count = (tile + 2) ** 2
+    count = _KERNELS[tile][0]
     th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, itemsize, tile)
     tile_bytes = count * (c + o) * itemsize
     chunk, band, chunks, sizes = _fused_chunks(n, th, tw, blocks[0][2], tile_bytes,
