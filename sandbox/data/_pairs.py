@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._cache import SampleCache
 from ._checks import _check_index, _check_int
 
 
@@ -55,7 +56,7 @@ class PairedFolder:
         self.num_classes = _check_int("num_classes", num_classes, 1)
         self.ignore_index = None if ignore_index is None else int(ignore_index)
         self.cache = bool(cache)
-        self._cache = {}
+        self._cache = SampleCache(self.cache)
         self._noticed_255 = False
         image_dir, mask_dir = self.root / "images", self.root / "masks"
         for d in (image_dir, mask_dir):
@@ -146,14 +147,7 @@ class PairedFolder:
 
     def __getitem__(self, index):
         index = _check_index(index, len(self))
-        if index in self._cache:
-            image, mask = self._cache[index]
-            return image.copy(), mask.copy()
-        image, mask = self._read(*self.pairs[index])
-        if self.cache:
-            self._cache[index] = (image, mask)
-            return image.copy(), mask.copy()
-        return image, mask
+        return self._cache.get(index, lambda: self._read(*self.pairs[index]))
 
     def _read(self, image_path, mask_path):
         raise NotImplementedError

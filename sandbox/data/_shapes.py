@@ -110,6 +110,10 @@ class Shapes(_ShapeSet):
         Range of the standard deviation of the additive Gaussian noise.
     max_occlusion : float, default 0.25
         Largest fraction of an instance that later instances may cover.
+    cache : bool, default False
+        Keep every sample in memory once generated (:meth:`cache_bytes` says how
+        much that takes), so that later epochs read instead of drawing it again;
+        reads hand out copies.
 
     Notes
     -----
@@ -137,9 +141,10 @@ class Shapes(_ShapeSet):
         radius=None,
         noise=(0.02, 0.06),
         max_occlusion=0.25,
+        cache=False,
     ):
         self._setup(num_samples, image_size, num_classes, seed, shapes_per_image, radius,
-                    (("noise", noise),), max_occlusion)
+                    (("noise", noise),), max_occlusion, cache)
 
     _background = staticmethod(_background)
 

@@ -153,6 +153,10 @@ class Shapes3D(_ShapeSet):
         noise; ``(0, 0)`` for hard edges).
     max_occlusion : float, default 0.25
         Largest fraction of an instance that later instances may cover.
+    cache : bool, default False
+        Keep every sample in memory once generated (:meth:`cache_bytes` says how
+        much that takes), so that later epochs read instead of drawing it again;
+        reads hand out copies.
 
     Notes
     -----
@@ -179,9 +183,10 @@ class Shapes3D(_ShapeSet):
         noise=(0.02, 0.06),
         blur=(0.3, 0.7),
         max_occlusion=0.25,
+        cache=False,
     ):
         self._setup(num_samples, volume_size, num_classes, seed, shapes_per_volume, radius,
-                    (("noise", noise), ("blur", blur)), max_occlusion)
+                    (("noise", noise), ("blur", blur)), max_occlusion, cache)
 
     _background = staticmethod(_background)
     _pose = staticmethod(_random_rotation)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._cache import SampleCache
 from ._checks import (
     _check_count_range,
     _check_index,
@@ -52,7 +53,7 @@ class _ShapeSet:
     _REACH_OF_USED = False  # radius limit from the used classes only (else all)
 
     def _setup(self, num_samples, size, num_classes, seed, count, radius, ranges,
-               max_occlusion):
+               max_occlusion, cache):
         """Check and store the arguments, in this order; ``ranges`` (``noise``, ...)
         are ``(name, value)`` pairs checked as :func:`_check_range`."""
         self.num_samples = _check_int("num_samples", num_samples, 0)
@@ -82,6 +83,8 @@ class _ShapeSet:
             raise ValueError(f"max_occlusion must be in [0, 1), got {max_occlusion}")
         self.max_occlusion = float(max_occlusion)
         self.class_names = ("background",) + self._NAMES[: self.num_classes - 1]
+        self.cache = bool(cache)
+        self._cache = SampleCache(self.cache)
 
     def __len__(self):
         return self.num_samples
@@ -95,7 +98,13 @@ class _ShapeSet:
 
     def __getitem__(self, index):
         index = _check_index(index, self.num_samples)
-        return self.generate(index)
+        return self._cache.get(index, lambda: self.generate(index))
+
+    def cache_bytes(self) -> int:
+        """Bytes that caching every sample takes (``cache=True``): float32 images and
+        int64 masks."""
+        points = getattr(self, self._SIZE) ** self._NDIM
+        return self.num_samples * points * (self.in_channels * 4 + 8)
 
     def _finish(self, rng, image):
         """The image once every instance is drawn, before the noise (3-D: blurred)."""

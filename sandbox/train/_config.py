@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._memory_plan import cache_synthetic
+
 DATA_CHOICES = ("shapes", "nuclei", "shapes3d")
 LOSSES = ("ce", "dice", "ce+dice")
 DEFORMATIONS = ("affine", "elastic")
@@ -179,6 +181,7 @@ def build_datasets(cfg: TrainConfig):
 
     if cfg.data == "shapes":
         classes = {} if cfg.num_classes is None else {"num_classes": cfg.num_classes}
+        classes["cache"] = cache_synthetic(cfg, 2)
         train = data.Shapes(cfg.train_samples, image_size=cfg.image_size, seed=cfg.seed, **classes)
         # A different seed stream: validation images are never seen in training.
         val = data.Shapes(
@@ -191,6 +194,7 @@ def build_datasets(cfg: TrainConfig):
         val = data.Nuclei("val")
     elif cfg.data == "shapes3d":
         classes = {} if cfg.num_classes is None else {"num_classes": cfg.num_classes}
+        classes["cache"] = cache_synthetic(cfg, 3)
         train = data.Shapes3D(
             cfg.train_samples, volume_size=cfg.image_size, seed=cfg.seed, **classes
         )

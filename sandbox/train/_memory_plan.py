@@ -34,6 +34,19 @@ TRAIN_WORK = 0.3
 EVAL_WORK = 0.75
 
 
+# The synthetic training and validation sets are kept in memory (not drawn again every
+# epoch) when together they take at most this share of the memory limit.
+CACHE_SHARE = 0.25
+
+
+def cache_synthetic(cfg, dims: int) -> bool:
+    """Whether ``cfg``'s synthetic sets fit the cache share of the memory limit (float32
+    images of one channel, int64 masks: ``cache_bytes`` of the datasets)."""
+    points = cfg.image_size**dims
+    return (cfg.train_samples + cfg.val_samples) * points * (FLOAT + LABEL) <= (
+        CACHE_SHARE * memory_limit())
+
+
 class MemoryEstimateError(MemoryError, ValueError):
     """A command whose estimated memory exceeds the limit (one-line message)."""
 
@@ -139,8 +152,9 @@ def check_training(cfg, train_set, val_set, dims: int) -> int:
     """Refuse a training run whose estimated peak exceeds the limit; return the estimate.
 
     Counts one training step of the model at ``cfg.image_size`` and ``cfg.batch_size``
-    (with the batch, its augmented copy and the generation of a synthetic sample) and
-    the validation forward (whole images for a folder dataset).
+    (with the batch, its augmented copy and the generation of a synthetic sample), the
+    validation forward (whole images for a folder dataset) and the cached samples of
+    datasets made with ``cache=True``.
     """
     widths = tuple(cfg.width * 2**level for level in range(cfg.depth + 1))
     channels, classes = train_set.in_channels, train_set.num_classes
@@ -155,7 +169,9 @@ def check_training(cfg, train_set, val_set, dims: int) -> int:
     val_batch = 1 if len(set(sizes)) > 1 else min(cfg.batch_size, max(len(val_set), 1))
     val = eval_bytes(unet_forward_count(channels, classes, widths, val_spatial, cfg.upsample,
                                         cfg.norm), val_batch)
-    needed = max(step, val) + data
+    cached = sum(ds.cache_bytes() for ds in (train_set, val_set) if getattr(ds, "cache", False)
+                 and hasattr(ds, "cache_bytes"))
+    needed = max(step, val) + data + cached
     what = (f"training a {cfg.depth}-level UNet of width {cfg.width} on "
             f"{_fmt_size(spatial)} {'volumes' if dims == 3 else 'images'} in batches of "
             f"{batch}")

@@ -199,3 +199,22 @@ def test_shapes3d_rejects_bad_arguments():
         Shapes3D(4, max_occlusion=1.0)
     with pytest.raises(IndexError):
         Shapes3D(3)[3]
+
+
+@pytest.mark.parametrize("spatial_dims, size", [(2, 32), (3, 16)])
+def test_cache_reads_what_generation_gives_and_hands_out_copies(spatial_dims, size):
+    plain = DATASET[spatial_dims](3, size, seed=4)
+    cached = DATASET[spatial_dims](3, size, seed=4, cache=True)
+    assert cached.cache and not plain.cache
+    for _ in range(2):  # first read generates, the second reads the cache
+        for i in range(3):
+            for got, want in zip(cached[i], plain[i], strict=True):
+                np.testing.assert_array_equal(got, want)
+    assert len(cached._cache) == 3 and len(plain._cache) == 0
+    assert cached._cache.nbytes() == cached.cache_bytes()
+    image, mask = cached[1]
+    image[:] = -1.0  # a transform working in place ...
+    mask[:] = 7
+    again = cached[1]  # ... does not change what the next epoch reads
+    np.testing.assert_array_equal(again[0], plain[1][0])
+    np.testing.assert_array_equal(again[1], plain[1][1])

@@ -82,6 +82,23 @@ def test_the_train_limit_is_sandbox_max_memory(tmp_path, capsys, monkeypatch):
     assert run_cli(capsys, "train", *TINY, "--steps", "1", "--out", tmp_path / "r")[0] == 0
 
 
+def test_synthetic_sets_are_cached_when_they_fit_and_counted(monkeypatch):
+    from sandbox.train import TrainConfig, build_datasets
+    from sandbox.train._memory_plan import check_training
+
+    cfg = TrainConfig(image_size=32, train_samples=40, val_samples=8)
+    train, val = build_datasets(cfg)
+    assert train.cache and val.cache  # 48 samples of 32x32: far below a quarter of the limit
+    with_cache = check_training(cfg, train, val, 2)
+    assert train.cache_bytes() == 40 * 32 * 32 * 12
+    # 48 * 32 * 32 * 12 bytes = 576 KiB: above a quarter of a 2 MiB limit, not cached
+    monkeypatch.setenv("SANDBOX_MAX_MEMORY", "2M")
+    train, val = build_datasets(cfg)
+    assert not train.cache and not val.cache
+    monkeypatch.setenv("SANDBOX_MAX_MEMORY", "100G")
+    assert check_training(cfg, train, val, 2) == with_cache - 48 * 32 * 32 * 12
+
+
 # ------------------------------------------------------------------- predict
 def test_tiles_give_the_whole_image_prediction():
     from sandbox.train._predict import predict, predict_tiled
