@@ -12,8 +12,14 @@ in when no ``.pyx`` changed:
     (cd /tmp/before && python setup.py build_ext --inplace)   # or copy sandbox/_C/*.so
     python benchmarks/ab_checkouts.py /tmp/before . --threads 2 --rounds 10
 
+A checkout may carry environment settings for its processes, ``TREE+VAR=VALUE[+...]``,
+to compare settings read at start-up (the OpenMP runtime's, for instance):
+
+    python benchmarks/ab_checkouts.py .+GOMP_SPINCOUNT=10000 .+GOMP_SPINCOUNT=100000
+
 Alternate rounds, not blocks of runs: the VM this project is measured on has slow and
-fast phases of minutes.
+fast phases of minutes.  Besides each side's medians, the paired ratio (second over
+first, per round) gives its median and how many rounds the second side won.
 """
 
 from __future__ import annotations
@@ -59,8 +65,21 @@ print(*(f"{statistics.median(t):.3f}" for t in times), f"{float(loss.item()):.9g
 """
 
 
-def _run(tree: str, args) -> list[str]:
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
+def _split(spec: str) -> tuple[str, dict]:
+    """``TREE+VAR=VALUE+...`` -> (TREE, {VAR: VALUE})."""
+    tree, *settings = spec.split("+")
+    env = {}
+    for item in settings:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"ab_checkouts: {item!r} in {spec!r} is not VAR=VALUE")
+        env[name] = value
+    return tree, env
+
+
+def _run(spec: str, args) -> list[str]:
+    tree, settings = _split(spec)
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree), **settings)
     out = subprocess.run(
         [sys.executable, "-c", _CHILD, str(args.threads), str(args.size), str(args.batch),
          str(args.warmup), str(args.steps), args.mode],
@@ -70,7 +89,8 @@ def _run(tree: str, args) -> list[str]:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkouts", nargs=2, help="two source trees with built extensions")
+    parser.add_argument("checkouts", nargs=2,
+                        help="two source trees with built extensions (TREE[+VAR=VALUE...])")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--batch", type=int, default=8)
@@ -96,6 +116,13 @@ def main(argv=None) -> None:
         losses = sorted({r[3] for r in rows})
         print(f"  {tree:30s} step {step:7.1f}  (forward {fwd:.1f}, backward {bwd:.1f}, "
               f"optimiser {opt:.2f})  loss {', '.join(losses)}")
+    first, second = (results[tree] for tree in args.checkouts)
+    ratios = [sum(float(v) for v in b[:3]) / sum(float(v) for v in a[:3])
+              for a, b in zip(first, second, strict=True)]
+    wins = sum(r < 1 for r in ratios)
+    print(f"  paired: second / first per round, median {statistics.median(ratios):.3f} "
+          f"(range {min(ratios):.3f}-{max(ratios):.3f}); second faster in {wins} of "
+          f"{len(ratios)} rounds")
     print(f"({time.perf_counter() - start:.0f} s)")
 
 
