@@ -18,8 +18,18 @@ SHAPES = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _fresh_schedules():
+    """Routes are cached per shape: start and leave every test with none cached."""
+    dispatch._schedule.cache_clear()
+    yield
+    dispatch._schedule.cache_clear()
+
+
 def _generic(monkeypatch):
-    monkeypatch.setattr(dispatch, "apply_nearest", lambda *a, **k: None)
+    """Route every later resize through the generic weighted passes."""
+    monkeypatch.setattr(dispatch, "_nearest_steps", lambda *a, **k: None)
+    dispatch._schedule.cache_clear()
 
 
 @pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
@@ -88,3 +98,24 @@ def test_adjoint_identity_and_unread_rows_are_zero():
         )
     )
     assert unread_rows and np.all(gx[:, :, unread_rows, :] == 0)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+@pytest.mark.parametrize(("shape", "scale"), [
+    ((1, 3, 40, 40), 3), ((3, 1, 33, 47), 3), ((1, 2, 64, 64), 2), ((1, 3, 20, 30, 30), 1.7),
+    ((2, 2, 9, 8), 2), ((1, 1, 50, 50), 3),
+])
+def test_few_planes_give_the_same_bits_for_any_thread_count(mode, shape, scale):
+    # 1-7 planes: with the route once chosen by planes per thread, 2 threads took the
+    # generic passes where 1 took the nearest kernel, and the adjoint's sums differed
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(shape).astype(np.float32)
+    results = []
+    for threads in (1, 2, 3, 8):
+        with sandbox.num_threads(threads):
+            y = R.resize(x, scale_factor=scale, mode=mode)
+            g = np.random.default_rng(3).standard_normal(y.shape).astype(np.float32)
+            results.append((y, R.resize_adjoint(g, shape[2:], scale_factor=scale, mode=mode)))
+    for y, gx in results[1:]:
+        np.testing.assert_array_equal(y, results[0][0])
+        np.testing.assert_array_equal(gx, results[0][1])

@@ -97,3 +97,40 @@ def test_grad_shape_mismatch_names_expected_shape():
 def test_input_size_errors(input_size):
     with pytest.raises(ValueError, match="input_size"):
         resize_adjoint(np.zeros((1, 2, 4, 4)), input_size, size=4)
+
+
+@pytest.mark.parametrize("bad, exc", [
+    ({"antialias": 1}, TypeError),  # equal to True, but not a bool
+    ({"align_corners": 0}, TypeError),
+    ({"scale_factor": True}, TypeError),  # equal to 1
+    ({"scale_factor": (2, True)}, TypeError),
+    ({"size": (8.0, 8)}, TypeError),  # equal to (8, 8)
+])
+def test_a_cached_plan_is_never_taken_for_an_equal_option_of_another_type(bad, exc):
+    x = np.ones((1, 1, 4, 4), np.float32)
+    good = {"scale_factor": 2, "mode": "bilinear", "antialias": True, "align_corners": False}
+    if "size" in bad:
+        good = {"size": (8, 8), "mode": "bilinear"}
+    for _ in range(2):  # validated once, then cached
+        resize(x, **good)
+    with pytest.raises(exc):
+        resize(x, **{**good, **bad})
+
+
+def test_a_cached_plan_still_checks_the_memory_limit(monkeypatch):
+    x = np.ones((2, 3, 64, 64), np.float32)
+    resize(x, scale_factor=2, mode="bilinear")  # cached now
+    monkeypatch.setenv("SANDBOX_MAX_MEMORY", "100K")
+    with pytest.raises(MemoryError, match="memory"):
+        resize(x, scale_factor=2, mode="bilinear")
+    with pytest.raises(MemoryError, match="memory"):
+        resize_adjoint(np.ones((2, 3, 128, 128), np.float32), (64, 64), scale_factor=2,
+                       mode="bilinear")
+
+
+def test_list_options_are_validated_at_every_call():
+    x = np.ones((1, 1, 4, 4), np.float32)
+    for _ in range(2):
+        assert resize(x, size=[6, 8], mode="nearest").shape == (1, 1, 6, 8)
+    with pytest.raises(ValueError, match="sequence of 2"):
+        resize(x, size=[6, 8, 2], mode="nearest")

@@ -179,6 +179,39 @@ def make_plan(
     the arrays (the defaults give a lower bound); ``lead=0`` skips the check, for a
     query that allocates nothing.
     """
+    options = (tuple(in_sizes), size, scale_factor, mode, align_corners, antialias,
+               recompute_scale_factor)
+    key = _plan_key(options)
+    try:
+        plan = _PLANS.get(key)
+    except TypeError:  # an unhashable option
+        plan = key = None
+    if plan is None:
+        plan = _validated_plan(*options)
+        if key is not None and len(_PLANS) < _MAX_PLANS:
+            _PLANS[key] = plan
+    if lead:
+        check_memory(plan.in_sizes, plan.out_sizes, lead, itemsize)
+    return plan
+
+
+# Validated plans by their options: a layer repeats the same request at every call.
+# The key holds every option's type (and the types inside tuples), so that
+# ``antialias=1`` (a TypeError) never finds the plan of ``antialias=True``, equal though
+# the two are; unhashable options (lists) are validated every time.
+_PLANS: dict = {}
+_MAX_PLANS = 512
+
+
+def _plan_key(options):
+    """A dictionary key of ``options`` and their types."""
+    return (options, tuple(map(type, options)),
+            tuple([tuple(map(type, v)) for v in options if type(v) is tuple]))
+
+
+def _validated_plan(in_sizes, size, scale_factor, mode, align_corners, antialias,
+                    recompute_scale_factor) -> Plan:
+    """:func:`make_plan` without the memory check (and uncached)."""
     canon = _check_mode(mode, antialias, align_corners)
     nsp = len(in_sizes)
     if recompute_scale_factor is not None and not isinstance(
@@ -210,8 +243,6 @@ def make_plan(
             )
         if recompute_scale_factor or canon == "area":
             factors = (None,) * nsp
-    if lead:
-        check_memory(in_sizes, out_sizes, lead, itemsize)
     return Plan(canon, tuple(in_sizes), out_sizes, factors, bool(align_corners), bool(antialias))
 
 

@@ -1,13 +1,14 @@
 """How a resize runs: which kernel, in which order of passes (forward and adjoint).
 
 :func:`resample` takes a validated :class:`~sandbox.array.resample._options.Plan`
-and a contiguous array and picks, by shape alone (never by thread count, so the
-result is bitwise identical for any number of threads):
+and a contiguous array and picks (and remembers per shape, ``_schedule``) a route whose
+result is bitwise the same for any number of threads:
 
 1. the dedicated nearest / nearest-exact kernels (index gather forward, row
-   scatter adjoint) when there are a few (n, c) planes per thread;
+   scatter adjoint) from ``MIN_PLANES`` (n, c) planes on, a constant;
 2. one weighted gather when every axis has at most one tap per output
-   (e.g. the adjoint of 2x bilinear downsampling, area resampling);
+   (e.g. the adjoint of 2x bilinear downsampling, area resampling), from
+   ``MIN_PLANES`` planes on too;
 3. otherwise the separable passes, one per axis, with the last two axes as two
    passes or one fused pass, chosen by the small cost model below.
 
@@ -28,6 +29,8 @@ costs speed, never accuracy.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -158,150 +161,170 @@ def index_maps(tables: list[Table]) -> tuple[np.ndarray, np.ndarray]:
     return _fold_rows(tables, np.float64)[0], tables[-1].start
 
 
-def apply_nearest(x: np.ndarray, plan: Plan, adjoint: bool):
-    """The dedicated nearest kernels, or None where the generic passes fit better.
+class _Step(NamedTuple):
+    """One kernel call of a resize: the input viewed as ``in_view``, a new output of
+    shape ``out_view``, the kernel's table arguments, and the elements that set its
+    thread count."""
 
-    They parallelise over (n, c) planes, so they need a few planes per thread.
-    """
-    threads = kernel_threads(x.size)
-    planes = x.shape[0] * x.shape[1]
-    if planes < 2 * threads:
+    kernel: object
+    in_view: tuple
+    out_view: tuple
+    args: tuple
+    work: int
+
+
+#: (n, c) planes from which the plane-parallel kernels (nearest, weighted gather) run
+#: instead of the separable passes.  A constant, not a multiple of the thread count: the
+#: nearest adjoint sums a cell's taps in another order than the passes, and the gather
+#: may apply the axes in another order, so a route that changed with the threads would
+#: change the bits (the nearest adjoint's did, for 2-7 planes, before this was fixed).
+MIN_PLANES = 4
+
+
+def _nearest_steps(shape, dtype, plan: Plan, adjoint: bool):
+    """The dedicated nearest kernel's step, or None where the generic passes fit better
+    (fewer than :data:`MIN_PLANES` planes)."""
+    planes = shape[0] * shape[1]
+    if planes < MIN_PLANES:
         return None
-    tables = tables_for(plan, x.dtype, adjoint=False)
-    rows, cols = index_maps(tables)
+    size = math.prod(shape)
+    rows, cols = index_maps(tables_for(plan, dtype, adjoint=False))
     if not adjoint:
-        out = np.empty((*x.shape[:2], *plan.out_sizes), dtype=x.dtype)
-        _kernels.nearest_forward(
-            x.reshape(planes, -1, x.shape[-1]),
-            out.reshape(planes, rows.size, cols.size),
-            rows,
-            cols,
-            threads,
-        )
-        return out
-    last = get_table(
-        plan.mode,
-        plan.in_sizes[-1],
-        plan.out_sizes[-1],
-        plan.scale_factors[-1],
-        plan.align_corners,
-        plan.antialias,
-        x.dtype.char,
-        True,
-    )
-    out = np.empty((*x.shape[:2], *plan.in_sizes), dtype=x.dtype)
+        return _Step(_kernels.nearest_forward, (planes, size // (planes * shape[-1]), shape[-1]),
+                     (planes, rows.size, cols.size), (rows, cols), size)
+    last = get_table(plan.mode, plan.in_sizes[-1], plan.out_sizes[-1], plan.scale_factors[-1],
+                     plan.align_corners, plan.antialias, dtype.char, True)
     k = int(last.ntap[0])
     uniform = k if k in (1, 2) and np.array_equal(last.start, k * np.arange(last.start.size)) \
         and np.all(last.ntap == k) else 0
-    _kernels.nearest_adjoint(
-        x.reshape(planes, rows.size, -1),
-        out.reshape(planes, -1, plan.in_sizes[-1]),
-        rows,
-        last.start,
-        last.ntap,
-        uniform,
-        threads,
-    )
-    return out
+    width = plan.in_sizes[-1]
+    return _Step(_kernels.nearest_adjoint, (planes, rows.size, size // (planes * rows.size)),
+                 (planes, math.prod(plan.in_sizes) // width, width),
+                 (rows, last.start, last.ntap, uniform), size)
 
 
-def apply_single_tap(x: np.ndarray, tables: list[Table]):
+def _single_tap_step(shape, tables: list[Table]):
     """One weighted gather when every table has at most one tap per output, else None.
 
     The same products as the separable passes (up to the order of the axes); it needs
-    a few (n, c) planes per thread because it parallelises over planes.
+    :data:`MIN_PLANES` (n, c) planes because it parallelises over planes.
     """
     for t in tables:
         if t.identity or _max_taps(t) > 1:
             return None
-    threads = kernel_threads(x.size)
-    planes = x.shape[0] * x.shape[1]
-    if planes < 2 * threads:
+    planes = shape[0] * shape[1]
+    if planes < MIN_PLANES:
         return None
-    rows, row_w, row_empty = _fold_rows(tables, x.dtype)
+    rows, row_w, row_empty = _fold_rows(tables, tables[-1].weights.dtype)
     last = tables[-1]
-    out = np.empty((*x.shape[:2], *(t.start.shape[0] for t in tables)), dtype=x.dtype)
-    _kernels.weighted_gather(
-        x.reshape(planes, -1, x.shape[-1]),
-        out.reshape(planes, rows.size, last.start.size),
-        rows,
-        np.ascontiguousarray(row_w),
-        row_empty.view(np.int8),
-        last.start,
-        np.ascontiguousarray(last.weights[:, 0]),
-        np.flatnonzero(last.ntap == 0).astype(np.intp),
-        threads,
-    )
-    return out
+    return _Step(_kernels.weighted_gather, (planes, math.prod(shape) // (planes * shape[-1]),
+                                            shape[-1]),
+                 (planes, rows.size, last.start.size),
+                 (rows, np.ascontiguousarray(row_w), row_empty.view(np.int8), last.start,
+                  np.ascontiguousarray(last.weights[:, 0]),
+                  np.flatnonzero(last.ntap == 0).astype(np.intp)),
+                 math.prod(shape))
+
+
+def _pass_steps(shape, tables: list[Table]) -> tuple:
+    """The separable passes (:func:`_plan_passes`) as steps."""
+    shape = [shape[0] * shape[1], *shape[2:]]
+    steps = []
+    size = math.prod(shape)
+    for op in _plan_passes(shape, tables):
+        before = list(shape)
+        if op[0] == "hw":
+            th, tw = tables[-2], tables[-1]
+            outer = math.prod(shape[:-2])
+            shape[-2:] = [th.start.shape[0], tw.start.shape[0]]
+            kernel, args = _kernels.apply_hw, (th.start, th.ntap, th.weights, tw.start,
+                                               tw.ntap, tw.weights)
+            in_view, out_view = (outer, *before[-2:]), (outer, *shape[-2:])
+        else:
+            t = tables[op[1]]
+            outer = math.prod(shape[: op[1] + 1])
+            inner = math.prod(shape[op[1] + 2 :])
+            shape[op[1] + 1] = t.start.shape[0]
+            args = (t.start, t.ntap, t.weights)
+            if inner == 1:
+                kernel, in_view, out_view = _kernels.apply_last, (outer, -1), (outer, -1)
+            else:
+                kernel, in_view, out_view = _kernels.apply_mid, (outer, -1, inner), (outer, -1,
+                                                                                    inner)
+            out_view = tuple(math.prod(shape) // math.prod(v for v in out_view if v != -1)
+                             if v == -1 else v for v in out_view)
+        new_size = math.prod(shape)
+        steps.append(_Step(kernel, in_view, out_view, args, max(new_size, size)))
+        size = new_size
+    return tuple(steps)
+
+
+# A UNet repeats a few resizes (one forward and one adjoint per level); the nearest
+# row maps a schedule holds grow with the planes (512 KB for 256^3 volumes), so few.
+@lru_cache(maxsize=64)
+def _schedule(shape: tuple, dtype_char: str, plan: Plan, adjoint: bool):
+    """``(steps, out_shape)`` of a resize of a ``shape`` array: ``steps`` None when there
+    is nothing to compute (no (n, c) planes: zeros), empty for identity tables (a copy).
+
+    The route is picked by shape alone; cached, as every call of a layer repeats it.
+    """
+    dtype = np.dtype(dtype_char)
+    if plan.mode in _NEAREST:
+        step = _nearest_steps(shape, dtype, plan, adjoint)
+        if step is not None:
+            return (step,), (*shape[:2], *(plan.in_sizes if adjoint else plan.out_sizes))
+    tables = tables_for(plan, dtype, adjoint)
+    out_shape = (*shape[:2], *(t.start.shape[0] for t in tables))
+    if shape[0] * shape[1] == 0:
+        return None, out_shape
+    if len(tables) > 1:
+        step = _single_tap_step(shape, tables)
+        if step is not None:
+            return (step,), out_shape
+    return _pass_steps(shape, tables), out_shape
+
+
+def _run(x: np.ndarray, steps, out_shape) -> np.ndarray:
+    if steps is None:
+        return np.zeros(out_shape, dtype=x.dtype)
+    if not steps:
+        return x.copy()
+    cur = x
+    for step in steps:
+        out = np.empty(step.out_view, dtype=x.dtype)
+        step.kernel(cur.reshape(step.in_view), out, *step.args, kernel_threads(step.work))
+        cur = out
+    return cur.reshape(out_shape)
+
+
+def apply_nearest(x: np.ndarray, plan: Plan, adjoint: bool):
+    """The dedicated nearest kernels, or None where the generic passes fit better."""
+    step = _nearest_steps(x.shape, x.dtype, plan, adjoint)
+    if step is None:
+        return None
+    return _run(x, (step,), (*x.shape[:2], *(plan.in_sizes if adjoint else plan.out_sizes)))
+
+
+def apply_single_tap(x: np.ndarray, tables: list[Table]):
+    """One weighted gather when every table has at most one tap per output, else None."""
+    step = _single_tap_step(x.shape, tables)
+    if step is None:
+        return None
+    return _run(x, (step,), (*x.shape[:2], *(t.start.shape[0] for t in tables)))
 
 
 def resample(x: np.ndarray, plan: Plan, adjoint: bool) -> np.ndarray:
     """Run ``plan`` (forward or adjoint) on a contiguous array with the best kernel."""
-    if plan.mode in _NEAREST:
-        out = apply_nearest(x, plan, adjoint)
-        if out is not None:
-            return out
-    return apply_tables(x, tables_for(plan, x.dtype, adjoint))
+    return _run(x, *_schedule(x.shape, x.dtype.char, plan, adjoint))
 
 
 def apply_tables(x: np.ndarray, tables: list[Table]) -> np.ndarray:
     """Apply per-axis tables to the spatial axes of a contiguous (N, C, ...) array."""
-    n, c = x.shape[:2]
-    out_shape = (n, c, *(t.start.shape[0] for t in tables))
-    if n * c == 0:
+    out_shape = (*x.shape[:2], *(t.start.shape[0] for t in tables))
+    if x.shape[0] * x.shape[1] == 0:
         return np.zeros(out_shape, dtype=x.dtype)
     if len(tables) > 1:
         out = apply_single_tap(x, tables)
         if out is not None:
             return out
-    shape = [n * c, *x.shape[2:]]
-    passes = _plan_passes(shape, tables)
-    if not passes:
-        return x.copy()
-    cur = x
-    for op in passes:
-        before = list(shape)
-        threads = kernel_threads(max(math.prod(shape), cur.size))
-        if op[0] == "hw":
-            th, tw = tables[-2], tables[-1]
-            outer = math.prod(shape[:-2])
-            shape[-2:] = [th.start.shape[0], tw.start.shape[0]]
-            out = np.empty(math.prod(shape), dtype=x.dtype)
-            _kernels.apply_hw(
-                cur.reshape(outer, *before[-2:]),
-                out.reshape(outer, *shape[-2:]),
-                th.start,
-                th.ntap,
-                th.weights,
-                tw.start,
-                tw.ntap,
-                tw.weights,
-                threads,
-            )
-        else:
-            a = op[1]
-            t = tables[a]
-            outer = math.prod(shape[: a + 1])
-            inner = math.prod(shape[a + 2 :])
-            shape[a + 1] = t.start.shape[0]
-            out = np.empty(math.prod(shape), dtype=x.dtype)
-            if inner == 1:
-                _kernels.apply_last(
-                    cur.reshape(outer, -1),
-                    out.reshape(outer, -1),
-                    t.start,
-                    t.ntap,
-                    t.weights,
-                    threads,
-                )
-            else:
-                _kernels.apply_mid(
-                    cur.reshape(outer, -1, inner),
-                    out.reshape(outer, -1, inner),
-                    t.start,
-                    t.ntap,
-                    t.weights,
-                    threads,
-                )
-        cur = out
-    return cur.reshape(out_shape)
+    return _run(x, _pass_steps(x.shape, tables), out_shape)
