@@ -147,12 +147,14 @@ def extensions():
     # multiplies of the fused batch-norm + ReLU backward (``g * (y > 0)``) into
     # vector compares and ANDs instead of a branch per element (4-8x faster on
     # ReLU masks); results are the same, only floating-point trap flags change.
-    # -ffp-contract=off keeps the Adam kernel's and batch norm's per-channel scalars'
-    # rounding identical to numpy's separate multiply and add (no fused multiply-add),
+    # -ffp-contract=off keeps the Adam kernel's, batch norm's per-channel scalars' and
+    # the cross-entropy gradient's rounding identical to numpy's separate multiply and
+    # add (no fused multiply-add),
     # and grid sampling's explicit AVX-512 loops identical to its scalar ones.
     extra = {} if sys.platform == "win32" else {"_norm": ["-fno-trapping-math",
                                                           "-ffp-contract=off"],
                                                 "_elementwise": ["-fno-trapping-math"],
+                                                "_loss": ["-ffp-contract=off"],
                                                 "_pool": ["-fno-trapping-math"],
                                                 "_pool3d": ["-fno-trapping-math"],
                                                 "_optim": ["-ffp-contract=off", "-fno-math-errno"],

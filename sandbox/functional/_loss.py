@@ -1,15 +1,19 @@
 """Losses: cross-entropy, NLL, BCE-with-logits, soft Dice, MSE.
 
-All are compositions of differentiable Tensor ops (so they have second derivatives)
-and are computed stably: cross-entropy goes through ``log_softmax`` (log-sum-exp with
-a max shift), BCE through ``softplus``.  Class weights and targets are constants.
+All have second derivatives and are computed stably: cross-entropy through the
+log-sum-exp with a max shift, BCE through ``softplus``.  Class weights and targets are
+constants.  They are compositions of differentiable Tensor ops, except cross-entropy
+with class-index targets and no label smoothing (what a segmentation step computes):
+one node, :class:`_IndexCrossEntropy`, whose values and gradient replay the
+composition's operations (same bits) without its six nodes and dense coefficients.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Tensor
+from ..array.classes import softmax_cross_entropy_grad, take_classes
+from ..autograd import Function, Tensor, is_grad_enabled
 from ..ops import log_softmax, sigmoid, softmax, softplus
 
 __all__ = [
@@ -56,6 +60,21 @@ def _index_coef(input, target, weight, ignore_index, label_smoothing, op):
     ``i``, as PyTorch.
     """
     n_classes = input.shape[1]
+    t_safe, valid = _index_targets(input, target, ignore_index, op)
+    w = _class_weights(weight, n_classes, input.dtype, op)
+    wt = w[t_safe] * valid  # weight of each element's target class; 0 where ignored
+    coef = np.zeros(input.shape, input.dtype)
+    np.put_along_axis(coef, t_safe[:, None], ((1.0 - label_smoothing) * wt)[:, None], axis=1)
+    if label_smoothing:
+        bshape = (1, n_classes) + (1,) * (input.ndim - 2)
+        coef += (label_smoothing / n_classes) * valid[:, None] * w.reshape(bshape)
+    return coef, float(wt.sum())
+
+
+def _index_targets(input, target, ignore_index, op):
+    """The checked class-index ``target`` of ``input``: ``(t_safe, valid)``, ignored
+    elements' classes replaced by 0 (TypeError / ValueError as PyTorch's checks)."""
+    n_classes = input.shape[1]
     t = _array(target)
     if t.dtype.kind not in "iu":
         raise TypeError(f"{op}: class-index target must be an integer tensor, got {t.dtype}")
@@ -73,14 +92,50 @@ def _index_coef(input, target, weight, ignore_index, label_smoothing, op):
             f"{op}: target value {bad} is out of range for {n_classes} classes "
             f"(valid: 0..{n_classes - 1} or ignore_index={ignore_index})"
         )
-    w = _class_weights(weight, n_classes, input.dtype, op)
-    wt = w[t_safe] * valid  # weight of each element's target class; 0 where ignored
-    coef = np.zeros(input.shape, input.dtype)
-    np.put_along_axis(coef, t_safe[:, None], ((1.0 - label_smoothing) * wt)[:, None], axis=1)
-    if label_smoothing:
-        bshape = (1, n_classes) + (1,) * (input.ndim - 2)
-        coef += (label_smoothing / n_classes) * valid[:, None] * w.reshape(bshape)
-    return coef, float(wt.sum())
+    return t_safe, valid
+
+
+class _IndexCrossEntropy(Function):
+    """Cross-entropy of logits ``x`` (N, C, ...) with class indices, in one node.
+
+    ``loss_i = wt_i * (log s_i - z_i[t_i])`` with ``z = x - max_c x`` and ``s = sum_c
+    exp(z)`` (the composition's ``-coef * log_softmax``, whose other classes add zeros),
+    then ``reduction``; ``wt`` is each element's class weight, 0 where ignored.  The
+    gradient is ``(softmax(x) * wt - onehot(t) * wt) * g``, written as the
+    composition's backward computes it: ``gl - exp(logp) * S`` with ``S = -g * wt``.
+    """
+
+    @staticmethod
+    def forward(ctx, x, t_safe, wt, divisor, reduction):
+        z = x - x.max(axis=1, keepdims=True)
+        logs = np.log(np.exp(z).sum(axis=1, keepdims=True))
+        loss = wt * -(take_classes(z, t_safe) - logs[:, 0])
+        ctx.z, ctx.logs, ctx.t, ctx.wt = z, logs, t_safe, wt
+        ctx.divisor, ctx.reduction = divisor, reduction
+        ctx.save_for_backward(x)
+        if reduction == "none":
+            return loss
+        total = loss.sum()
+        return total / np.asarray(divisor, x.dtype) if reduction == "mean" else total
+
+    @staticmethod
+    def backward(ctx, grad):
+        # d loss_i / d x_ic = wt_i * (softmax_ic - [c == t_i]), times the reduction's g_i
+        dtype = ctx.z.dtype
+        if ctx.reduction == "mean":
+            grad = grad / np.asarray(ctx.divisor, dtype)
+        s = (-grad) * ctx.wt  # S = -g wt: the composition's class sum of its Mul's gradient
+        z = ctx.z
+        if is_grad_enabled():  # create_graph: the same formula in differentiable ops
+            (x,) = ctx.saved_tensors
+            onehot = np.zeros(z.shape, dtype)
+            np.put_along_axis(onehot, ctx.t[:, None], 1.0, axis=1)
+            s = s.unsqueeze(1) if isinstance(s, Tensor) else Tensor(np.asarray(s)[:, None])
+            return s * (onehot - softmax(x, 1)), None, None, None, None
+        prob = z - ctx.logs
+        np.exp(prob, out=prob)  # exp(log_softmax), as the composition's backward
+        # s - prob * s at the target class, 0 * s - prob * s = -(prob * s) elsewhere
+        return softmax_cross_entropy_grad(prob, ctx.t, s), None, None, None, None
 
 
 def _nll(logp, target, weight, ignore_index, reduction, label_smoothing, op, probs_ok=True):
@@ -151,9 +206,19 @@ def cross_entropy(
         The loss (shape ``(N, d1, ...)`` for ``reduction="none"``).
     """
     x, t, unbatched = _batched(input, target)
-    loss = _nll(
-        log_softmax(x, 1), t, weight, ignore_index, reduction, label_smoothing, "cross_entropy"
-    )
+    if (not label_smoothing and x.dtype.kind == "f" and _array(t).dtype.kind != "f"
+            and reduction in _REDUCTIONS):
+        t_safe, valid = _index_targets(x, t, ignore_index, "cross_entropy")
+        w = _class_weights(weight, x.shape[1], x.dtype, "cross_entropy")
+        wt = w[t_safe] * valid
+        divisor = float(wt.sum())
+        if reduction == "mean" and divisor == 0:  # every target ignored: NaN, zero gradient
+            loss = _IndexCrossEntropy.apply(x, t_safe, wt, 1.0, "sum") * 0.0
+            return loss + np.asarray(np.nan, x.dtype)
+        loss = _IndexCrossEntropy.apply(x, t_safe, wt, divisor, reduction)
+    else:
+        loss = _nll(log_softmax(x, 1), t, weight, ignore_index, reduction, label_smoothing,
+                    "cross_entropy")
     return loss.squeeze(0) if unbatched and reduction == "none" else loss
 
 

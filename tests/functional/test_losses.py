@@ -260,3 +260,42 @@ def test_dropout2d_drops_whole_channels():
     assert 0.3 < (per_channel[..., 0] == 0).mean() < 0.7
     assert F.dropout2d(Tensor(np.ones((3, 4, 4))), 0.5).shape == (3, 4, 4)
     assert F.dropout2d(x, 0.5, training=False) is x
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_index_cross_entropy_node_gradcheck(reduction, weighted):
+    # index targets without label smoothing take the one-node path (_IndexCrossEntropy)
+    x64 = Tensor(LOGITS[:2, :, :2].copy(), requires_grad=True)
+    kw = dict(weight=WEIGHT if weighted else None, reduction=reduction)
+    fn = lambda t: F.cross_entropy(t, LABELS_IGN[:2, :2], **kw)  # noqa: E731
+    assert fn(x64).grad_fn.name() == "_IndexCrossEntropyBackward"
+    assert gradcheck(fn, (x64,))
+    assert gradgradcheck(fn, (x64,))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kw", [{}, {"reduction": "sum"}, {"reduction": "none"},
+                                {"ignore_index": 1}, {"weight": "w"}])
+def test_index_cross_entropy_node_gives_the_compositions_bits(dtype, kw):
+    from sandbox.functional import _loss
+    from sandbox.ops import log_softmax
+
+    rng = np.random.default_rng(5)
+    logits = rng.standard_normal((4, 3, 9, 7)).astype(dtype)
+    labels = rng.integers(0, 3, (4, 9, 7))
+    if kw.get("weight") == "w":
+        kw = {"weight": rng.random(3).astype(dtype)}
+    results = []
+    for fused in (True, False):
+        x = Tensor(logits.copy(), requires_grad=True)
+        if fused:
+            loss = F.cross_entropy(x, labels, **kw)
+        else:  # the composition every other case takes
+            loss = _loss._nll(log_softmax(x, 1), labels, kw.get("weight"),
+                              kw.get("ignore_index", -100), kw.get("reduction", "mean"), 0.0,
+                              "cross_entropy")
+        (loss.sum() if loss.ndim else loss).backward()
+        results.append((loss.numpy(), x.grad.numpy()))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
