@@ -271,6 +271,9 @@ def _run_selected(args) -> int:
         print(_report.api_table(results))
     print()
     print(_report.env_summary(env))
+    steal = _report.steal_summary(results)
+    if steal:
+        print(steal)
     print("ratio = ours / PyTorch (< 1: sandbox faster); ±noise = 1.4826*MAD/median; "
           "peak MB = tracemalloc peak of one call (numpy arrays only), or for unet-classic "
           "and unet3d-step the resident-set growth of 3 steps in a fresh process (torch MB: "

@@ -67,6 +67,18 @@ def set_threads(n: int, torch=None) -> None:
         torch.set_num_threads(n)
 
 
+def host_steal_seconds() -> float | None:
+    """CPU seconds the hypervisor has taken from this machine's CPUs since boot (the
+    ``steal`` column of ``/proc/stat``, summed over every CPU), or None where the kernel
+    does not report it (not Linux, or not a VM that accounts it)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def copy_bandwidth(nbytes: int = 256 * 2**20, repeat: int = 5) -> float:
     """Measured memory bandwidth of ``np.copyto`` on a large float32 array, in GB/s.
 

@@ -72,6 +72,9 @@ def results_table(results: list[dict]) -> str:
         agree = r.get("torch_agreement")
         if agree is not None and agree > 1e-3:
             note = (note + f" differs from torch by {agree:.1g}").strip()
+        stolen = r.get("host_steal")
+        if stolen is not None and stolen >= STEAL_NOTE:
+            note = (note + f" host took {100 * stolen:.0f}% of the CPU").strip()
         rows.append([
             _label(r, several),
             fmt_ms(ours["median"]),
@@ -214,6 +217,22 @@ def flops_table(results: list[dict], env: dict) -> str:
               f"AVX-512 kernel) {roofline}" + ("" if by_threads else
                                                f" at {env.get('threads')} thread(s)"))
     return _table(header, rows) + "\n" + footer
+
+
+#: a case during which the hypervisor took at least this share of the CPU time says so
+STEAL_NOTE = 0.03
+
+
+def steal_summary(results: list[dict]) -> str | None:
+    """One line on the CPU time the hypervisor took during the cases (``/proc/stat``'s
+    steal), or None where the kernel does not report it."""
+    shares = [r["host_steal"] for r in results if r.get("host_steal") is not None]
+    if not shares:
+        return None
+    worst = max(shares)
+    return (f"host steal (CPU time the hypervisor took, /proc/stat): {100 * worst:.1f}% in "
+            f"the worst case, {100 * sum(shares) / len(shares):.1f}% on average; where it "
+            f"is high the milliseconds drift (the interleaved ratios hold better)")
 
 
 def env_summary(env: dict) -> str:

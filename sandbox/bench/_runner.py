@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 
 import numpy as np
 
@@ -114,6 +116,17 @@ def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
     return result
 
 
+def _stolen_share(stolen_before, start) -> float | None:
+    """The share of the machine's CPU time the hypervisor took since ``start`` (from
+    ``host_steal_seconds``), or None where it is not reported."""
+    from ._env import host_steal_seconds
+
+    stolen, wall = host_steal_seconds(), time.perf_counter() - start
+    if stolen is None or stolen_before is None or wall <= 0:
+        return None
+    return max(stolen - stolen_before, 0.0) / (wall * (os.cpu_count() or 1))
+
+
 def run_suite(cases, *, quick: bool, torch, repeat: int, warmup: int, bandwidth, memory=True,
               progress: bool = True, sgemm_gflops=None, threads=None) -> list[dict]:
     """Run :func:`run_case` over ``cases`` with a tqdm progress bar on stderr.
@@ -127,7 +140,7 @@ def run_suite(cases, *, quick: bool, torch, repeat: int, warmup: int, bandwidth,
     from tqdm import tqdm
 
     from ..runtime.threads import get_num_threads
-    from ._env import set_threads
+    from ._env import host_steal_seconds, set_threads
 
     counts = list(threads) if threads else [None]
     results = []
@@ -139,10 +152,12 @@ def run_suite(cases, *, quick: bool, torch, repeat: int, warmup: int, bandwidth,
             if n is not None:
                 set_threads(n, torch)
             peak = sgemm_gflops.get(n) if isinstance(sgemm_gflops, dict) else sgemm_gflops
+            stolen, start = host_steal_seconds(), time.perf_counter()
             result = run_case(case, quick=quick, torch=torch, repeat=repeat, warmup=warmup,
                               bandwidth=bandwidth, memory=memory and i == 0,
                               sgemm_gflops=peak)
             result["threads"] = get_num_threads() if n is None else n
+            result["host_steal"] = _stolen_share(stolen, start)
             results.append(result)
     bar.close()
     return results

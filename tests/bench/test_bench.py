@@ -181,6 +181,7 @@ def test_quick_run_writes_valid_json(tmp_path, capsys):
         assert r["ours"]["median"] > 0 and r["ours"]["n"] == 2
         assert r["gbs"] > 0 and r["peak_bytes"] >= 0
         assert r["checksum"] and r["checksum"][0]["shape"]
+        assert r["host_steal"] is None or 0.0 <= r["host_steal"] <= 1.0
         if env["torch"]:
             assert r["torch"]["median"] > 0 and r["ratio"] > 0
             assert r["torch_agreement"] < 1e-5
@@ -449,3 +450,20 @@ def test_every_variant_equals_the_float64_reference(variant):
             ref = reference_adjoint(_normal(rng, (n, c, side_out, side_out, side_out)), mats)
         assert got.shape == ref.shape
         np.testing.assert_allclose(got, ref, rtol=0, atol=2e-6 * np.abs(ref).max(), err_msg=name)
+
+
+def test_the_hosts_steal_is_read_and_reported(monkeypatch):
+    from sandbox.bench import _env, _report
+
+    stolen = _env.host_steal_seconds()
+    assert stolen is None or stolen >= 0.0  # None where /proc/stat has no steal column
+    row = {"name": "x/y", "ours": {"median": 1e-3, "mad": 0.0}, "threads": 2}
+    calm = results_table([dict(row, host_steal=0.01)])
+    assert "host took" not in calm
+    stolen_row = results_table([dict(row, host_steal=0.12)]).splitlines()[-1]
+    assert stolen_row.endswith("host took 12% of the CPU")
+    line = _report.steal_summary([dict(row, host_steal=0.12), dict(row, host_steal=0.02)])
+    assert "12.0% in the worst case, 7.0% on average" in line
+    assert _report.steal_summary([dict(row, host_steal=None)]) is None
+    monkeypatch.setattr("builtins.open", lambda *a, **k: (_ for _ in ()).throw(OSError()))
+    assert _env.host_steal_seconds() is None
