@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..array._validate import FLOAT_DTYPES
 from ..array.classes import softmax_cross_entropy_grad, take_classes
 from ..autograd import Function, Tensor, is_grad_enabled
 from ..ops import log_softmax, sigmoid, softmax, softplus
@@ -206,8 +207,8 @@ def cross_entropy(
         The loss (shape ``(N, d1, ...)`` for ``reduction="none"``).
     """
     x, t, unbatched = _batched(input, target)
-    if (not label_smoothing and x.dtype.kind == "f" and _array(t).dtype.kind != "f"
-            and reduction in _REDUCTIONS):
+    if (not label_smoothing and x.dtype in FLOAT_DTYPES and _array(t).dtype.kind != "f"
+            and reduction in _REDUCTIONS):  # the kernels' dtypes; float16 composes
         t_safe, valid = _index_targets(x, t, ignore_index, "cross_entropy")
         w = _class_weights(weight, x.shape[1], x.dtype, "cross_entropy")
         wt = w[t_safe] * valid

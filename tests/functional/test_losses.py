@@ -299,3 +299,12 @@ def test_index_cross_entropy_node_gives_the_compositions_bits(dtype, kw):
         results.append((loss.numpy(), x.grad.numpy()))
     np.testing.assert_array_equal(results[0][0], results[1][0])
     np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
+def test_float16_logits_take_the_composition():
+    rng = np.random.default_rng(6)
+    x = Tensor(rng.standard_normal((2, 3, 4)).astype(np.float16), requires_grad=True)
+    loss = F.cross_entropy(x, rng.integers(0, 3, (2, 4)))
+    loss.backward()
+    assert loss.dtype == np.float16 and x.grad.dtype == np.float16
+    assert np.isfinite(loss.item()) and loss.grad_fn.name() != "_IndexCrossEntropyBackward"
