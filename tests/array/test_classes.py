@@ -53,3 +53,19 @@ def test_empty_inputs():
     t = np.zeros((0, 4), np.int64)
     assert take_classes(x, t).shape == (0, 4)
     assert softmax_cross_entropy_grad(x, t, np.zeros((0, 4), np.float32)).shape == (0, 3, 4)
+
+
+@pytest.mark.parametrize("x, t, exc, match", [
+    (np.zeros((2, 3, 4), np.float32), np.array([[0, 1, 2, 3], [0, 0, 0, 0]]), ValueError,
+     r"classes in \[0, 3\)"),
+    (np.zeros((2, 3, 4), np.float32), np.full((2, 4), -1), ValueError, "from -1"),
+    (np.zeros((2, 3, 4), np.float32), np.zeros((2, 5), np.int64), ValueError, "shape"),
+    (np.zeros((2, 3, 4), np.float32), np.zeros((2, 4)), TypeError, "integer"),
+    (np.zeros((2, 3, 4), np.int64), np.zeros((2, 4), np.int64), TypeError, "float32"),
+    ([[0.0]], np.zeros((1,), np.int64), TypeError, "ndarray"),
+])
+def test_bad_arguments_are_refused_before_any_kernel(x, t, exc, match):
+    with pytest.raises(exc, match=match):
+        take_classes(x, t)
+    with pytest.raises(exc, match=match):
+        softmax_cross_entropy_grad(x, t, np.float32(1))
