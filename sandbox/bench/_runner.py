@@ -116,15 +116,12 @@ def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
     return result
 
 
-def _stolen_share(stolen_before, start) -> float | None:
-    """The share of the machine's CPU time the hypervisor took since ``start`` (from
-    ``host_steal_seconds``), or None where it is not reported."""
-    from ._env import host_steal_seconds
-
-    stolen, wall = host_steal_seconds(), time.perf_counter() - start
-    if stolen is None or stolen_before is None or wall <= 0:
+def _stolen_share(before, after, wall) -> float | None:
+    """The share of the machine's CPU time the hypervisor took in ``wall`` seconds, from
+    two readings of ``host_steal_seconds`` (None where it is not reported)."""
+    if before is None or after is None or wall <= 0:
         return None
-    return max(stolen - stolen_before, 0.0) / (wall * (os.cpu_count() or 1))
+    return max(after - before, 0.0) / (wall * (os.cpu_count() or 1))
 
 
 def run_suite(cases, *, quick: bool, torch, repeat: int, warmup: int, bandwidth, memory=True,
@@ -157,7 +154,8 @@ def run_suite(cases, *, quick: bool, torch, repeat: int, warmup: int, bandwidth,
                               bandwidth=bandwidth, memory=memory and i == 0,
                               sgemm_gflops=peak)
             result["threads"] = get_num_threads() if n is None else n
-            result["host_steal"] = _stolen_share(stolen, start)
+            result["host_steal"] = _stolen_share(stolen, host_steal_seconds(),
+                                                 time.perf_counter() - start)
             results.append(result)
     bar.close()
     return results

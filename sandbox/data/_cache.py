@@ -9,6 +9,21 @@ what it was given cannot change what the next epoch sees.
 from __future__ import annotations
 
 
+class CachedSamples:
+    """Mixin of the datasets that hold a :class:`SampleCache` as ``_cache``: their
+    ``cache`` flag is the cache's own (turning it off drops what it holds)."""
+
+    @property
+    def cache(self) -> bool:
+        return self._cache.enabled
+
+    @cache.setter
+    def cache(self, enabled) -> None:
+        self._cache.enabled = bool(enabled)
+        if not enabled:
+            self._cache.clear()
+
+
 class SampleCache:
     """``(image, mask)`` pairs by index; empty and inert unless ``enabled``."""
 
@@ -25,6 +40,10 @@ class SampleCache:
             pair = self._pairs[index] = make()
         image, mask = pair
         return image.copy(), mask.copy()
+
+    def clear(self) -> None:
+        """Drop every held sample."""
+        self._pairs.clear()
 
     def nbytes(self) -> int:
         """Bytes of the samples held."""

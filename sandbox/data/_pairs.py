@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._cache import SampleCache
+from ._cache import CachedSamples, SampleCache
 from ._checks import _check_index, _check_int
 
 
@@ -40,7 +40,7 @@ class DataNotice(UserWarning):
     it as ``notice: ...``."""
 
 
-class PairedFolder:
+class PairedFolder(CachedSamples):
     """Base of the folder datasets: ``root/images/<stem>.*`` with ``root/masks/<stem>.*``.
 
     Subclasses set ``EXTENSIONS`` and ``ITEM`` (the word for an image file in
@@ -55,8 +55,7 @@ class PairedFolder:
         self.root = Path(root)
         self.num_classes = _check_int("num_classes", num_classes, 1)
         self.ignore_index = None if ignore_index is None else int(ignore_index)
-        self.cache = bool(cache)
-        self._cache = SampleCache(self.cache)
+        self._cache = SampleCache(cache)
         self._noticed_255 = False
         image_dir, mask_dir = self.root / "images", self.root / "masks"
         for d in (image_dir, mask_dir):

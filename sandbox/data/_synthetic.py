@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._cache import SampleCache
+from ._cache import CachedSamples, SampleCache
 from ._checks import (
     _check_count_range,
     _check_index,
@@ -34,7 +34,7 @@ def _background_range(rng, bg):
     return level + span * (bg - lo) / max(hi - lo, 1e-12)
 
 
-class _ShapeSet:
+class _ShapeSet(CachedSamples):
     """The validation, the dataset protocol and the generator of a synthetic set.
 
     A subclass sets the class attributes below and the hooks ``_background(rng,
@@ -83,8 +83,7 @@ class _ShapeSet:
             raise ValueError(f"max_occlusion must be in [0, 1), got {max_occlusion}")
         self.max_occlusion = float(max_occlusion)
         self.class_names = ("background",) + self._NAMES[: self.num_classes - 1]
-        self.cache = bool(cache)
-        self._cache = SampleCache(self.cache)
+        self._cache = SampleCache(cache)
 
     def __len__(self):
         return self.num_samples

@@ -53,6 +53,12 @@ def _class_weights(weight, n_classes, dtype, op):
     return w
 
 
+def _all_ignored(total):
+    """The mean loss when every target is ignored (or weighted 0), from the summed loss
+    ``total``: NaN, with a zero gradient, as torch."""
+    return total * 0.0 + np.asarray(np.nan, total.dtype)
+
+
 def _index_coef(input, target, weight, ignore_index, label_smoothing, op):
     """Constant ``coef`` with ``loss_i = -sum_c coef[i, c] * logp[i, c]``, and the mean's divisor.
 
@@ -61,9 +67,7 @@ def _index_coef(input, target, weight, ignore_index, label_smoothing, op):
     ``i``, as PyTorch.
     """
     n_classes = input.shape[1]
-    t_safe, valid = _index_targets(input, target, ignore_index, op)
-    w = _class_weights(weight, n_classes, input.dtype, op)
-    wt = w[t_safe] * valid  # weight of each element's target class; 0 where ignored
+    t_safe, valid, w, wt = _index_targets(input, target, weight, ignore_index, op)
     coef = np.zeros(input.shape, input.dtype)
     np.put_along_axis(coef, t_safe[:, None], ((1.0 - label_smoothing) * wt)[:, None], axis=1)
     if label_smoothing:
@@ -72,9 +76,11 @@ def _index_coef(input, target, weight, ignore_index, label_smoothing, op):
     return coef, float(wt.sum())
 
 
-def _index_targets(input, target, ignore_index, op):
-    """The checked class-index ``target`` of ``input``: ``(t_safe, valid)``, ignored
-    elements' classes replaced by 0 (TypeError / ValueError as PyTorch's checks)."""
+def _index_targets(input, target, weight, ignore_index, op):
+    """The checked class-index ``target`` of ``input`` and its weights: ``(t_safe, valid,
+    w, wt)``, ignored elements' classes replaced by 0 in ``t_safe``, ``w`` the class
+    weights and ``wt`` each element's target weight, 0 where ignored (TypeError /
+    ValueError as PyTorch's checks)."""
     n_classes = input.shape[1]
     t = _array(target)
     if t.dtype.kind not in "iu":
@@ -93,7 +99,8 @@ def _index_targets(input, target, ignore_index, op):
             f"{op}: target value {bad} is out of range for {n_classes} classes "
             f"(valid: 0..{n_classes - 1} or ignore_index={ignore_index})"
         )
-    return t_safe, valid
+    w = _class_weights(weight, n_classes, input.dtype, op)
+    return t_safe, valid, w, w[t_safe] * valid
 
 
 class _IndexCrossEntropy(Function):
@@ -162,8 +169,8 @@ def _nll(logp, target, weight, ignore_index, reduction, label_smoothing, op, pro
     coef, divisor = _index_coef(logp, t, weight, ignore_index, label_smoothing, op)
     loss = -(logp * coef).sum(axis=1)
     if reduction == "mean":
-        if divisor == 0:  # every target ignored (or weighted 0): NaN loss, zero gradient, as torch
-            return loss.sum() * 0.0 + np.asarray(np.nan, logp.dtype)
+        if divisor == 0:
+            return _all_ignored(loss.sum())
         return loss.sum() / np.asarray(divisor, logp.dtype)
     return _reduce(loss, reduction)
 
@@ -210,13 +217,10 @@ def cross_entropy(
     x, t, unbatched = _batched(input, target)
     if (not label_smoothing and x.dtype in FLOAT_DTYPES and _array(t).dtype.kind != "f"
             and reduction in _REDUCTIONS):  # the kernels' dtypes; float16 composes
-        t_safe, valid = _index_targets(x, t, ignore_index, "cross_entropy")
-        w = _class_weights(weight, x.shape[1], x.dtype, "cross_entropy")
-        wt = w[t_safe] * valid
+        t_safe, _, _, wt = _index_targets(x, t, weight, ignore_index, "cross_entropy")
         divisor = float(wt.sum())
-        if reduction == "mean" and divisor == 0:  # every target ignored: NaN, zero gradient
-            loss = _IndexCrossEntropy.apply(x, t_safe, wt, 1.0, "sum") * 0.0
-            return loss + np.asarray(np.nan, x.dtype)
+        if reduction == "mean" and divisor == 0:
+            return _all_ignored(_IndexCrossEntropy.apply(x, t_safe, wt, 1.0, "sum"))
         loss = _IndexCrossEntropy.apply(x, t_safe, wt, divisor, reduction)
     else:
         loss = _nll(log_softmax(x, 1), t, weight, ignore_index, reduction, label_smoothing,

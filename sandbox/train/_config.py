@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._memory_plan import cache_synthetic
+from ._memory_plan import cache_if_it_fits
 
 DATA_CHOICES = ("shapes", "nuclei", "shapes3d")
 LOSSES = ("ce", "dice", "ce+dice")
@@ -181,12 +181,12 @@ def build_datasets(cfg: TrainConfig):
 
     if cfg.data == "shapes":
         classes = {} if cfg.num_classes is None else {"num_classes": cfg.num_classes}
-        classes["cache"] = cache_synthetic(cfg, 2)
         train = data.Shapes(cfg.train_samples, image_size=cfg.image_size, seed=cfg.seed, **classes)
         # A different seed stream: validation images are never seen in training.
         val = data.Shapes(
             cfg.val_samples, image_size=cfg.image_size, seed=cfg.seed + 10_000, **classes
         )
+        cache_if_it_fits(train, val)  # drawn once, not in every epoch
     elif cfg.data == "nuclei":
         train = data.Nuclei(
             "train", crop_size=cfg.image_size, samples_per_epoch=cfg.train_samples, seed=cfg.seed
@@ -194,13 +194,13 @@ def build_datasets(cfg: TrainConfig):
         val = data.Nuclei("val")
     elif cfg.data == "shapes3d":
         classes = {} if cfg.num_classes is None else {"num_classes": cfg.num_classes}
-        classes["cache"] = cache_synthetic(cfg, 3)
         train = data.Shapes3D(
             cfg.train_samples, volume_size=cfg.image_size, seed=cfg.seed, **classes
         )
         val = data.Shapes3D(
             cfg.val_samples, volume_size=cfg.image_size, seed=cfg.seed + 10_000, **classes
         )
+        cache_if_it_fits(train, val)
     else:
         if not Path(cfg.data).is_dir():
             raise ValueError(

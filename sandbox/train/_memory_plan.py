@@ -39,12 +39,12 @@ EVAL_WORK = 0.75
 CACHE_SHARE = 0.25
 
 
-def cache_synthetic(cfg, dims: int) -> bool:
-    """Whether ``cfg``'s synthetic sets fit the cache share of the memory limit (float32
-    images of one channel, int64 masks: ``cache_bytes`` of the datasets)."""
-    points = cfg.image_size**dims
-    return (cfg.train_samples + cfg.val_samples) * points * (FLOAT + LABEL) <= (
-        CACHE_SHARE * memory_limit())
+def cache_if_it_fits(*datasets) -> None:
+    """Turn on the sample cache of ``datasets`` (synthetic sets, which tell their
+    ``cache_bytes``) when together they take at most the cache share of the limit."""
+    if sum(ds.cache_bytes() for ds in datasets) <= CACHE_SHARE * memory_limit():
+        for ds in datasets:
+            ds.cache = True
 
 
 class MemoryEstimateError(MemoryError, ValueError):
@@ -169,8 +169,8 @@ def check_training(cfg, train_set, val_set, dims: int) -> int:
     val_batch = 1 if len(set(sizes)) > 1 else min(cfg.batch_size, max(len(val_set), 1))
     val = eval_bytes(unet_forward_count(channels, classes, widths, val_spatial, cfg.upsample,
                                         cfg.norm), val_batch)
-    cached = sum(ds.cache_bytes() for ds in (train_set, val_set) if getattr(ds, "cache", False)
-                 and hasattr(ds, "cache_bytes"))
+    cached = sum(ds.cache_bytes() for ds in (train_set, val_set)
+                 if hasattr(ds, "cache_bytes") and ds.cache)
     needed = max(step, val) + data + cached
     what = (f"training a {cfg.depth}-level UNet of width {cfg.width} on "
             f"{_fmt_size(spatial)} {'volumes' if dims == 3 else 'images'} in batches of "

@@ -43,7 +43,6 @@ __all__ = [
     "Plan",
     "apply_nearest",
     "apply_single_tap",
-    "apply_tables",
     "index_maps",
     "make_plan",
     "resample",
@@ -244,15 +243,14 @@ def _pass_steps(shape, tables: list[Table]) -> tuple:
             t = tables[op[1]]
             outer = math.prod(shape[: op[1] + 1])
             inner = math.prod(shape[op[1] + 2 :])
-            shape[op[1] + 1] = t.start.shape[0]
+            n_in, n_out = shape[op[1] + 1], t.start.shape[0]
+            shape[op[1] + 1] = n_out
             args = (t.start, t.ntap, t.weights)
             if inner == 1:
-                kernel, in_view, out_view = _kernels.apply_last, (outer, -1), (outer, -1)
+                kernel, in_view, out_view = _kernels.apply_last, (outer, n_in), (outer, n_out)
             else:
-                kernel, in_view, out_view = _kernels.apply_mid, (outer, -1, inner), (outer, -1,
-                                                                                    inner)
-            out_view = tuple(math.prod(shape) // math.prod(v for v in out_view if v != -1)
-                             if v == -1 else v for v in out_view)
+                kernel = _kernels.apply_mid
+                in_view, out_view = (outer, n_in, inner), (outer, n_out, inner)
         new_size = math.prod(shape)
         steps.append(_Step(kernel, in_view, out_view, args, max(new_size, size)))
         size = new_size
@@ -317,14 +315,3 @@ def resample(x: np.ndarray, plan: Plan, adjoint: bool) -> np.ndarray:
     """Run ``plan`` (forward or adjoint) on a contiguous array with the best kernel."""
     return _run(x, *_schedule(x.shape, x.dtype.char, plan, adjoint))
 
-
-def apply_tables(x: np.ndarray, tables: list[Table]) -> np.ndarray:
-    """Apply per-axis tables to the spatial axes of a contiguous (N, C, ...) array."""
-    out_shape = (*x.shape[:2], *(t.start.shape[0] for t in tables))
-    if x.shape[0] * x.shape[1] == 0:
-        return np.zeros(out_shape, dtype=x.dtype)
-    if len(tables) > 1:
-        out = apply_single_tap(x, tables)
-        if out is not None:
-            return out
-    return _run(x, _pass_steps(x.shape, tables), out_shape)
