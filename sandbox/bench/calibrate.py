@@ -95,7 +95,7 @@ def _conv_calls():
 def _grid_calls():
     import numpy as np
 
-    from ..array.grid_sample import _dispatch
+    from ..array.grid_sample import _checks, _dispatch
 
     rng = np.random.default_rng(1)
     n, c, h, w = 2, 4, 64, 64
@@ -106,10 +106,12 @@ def _grid_calls():
     grid = np.ascontiguousarray(np.broadcast_to(grid, (n, h, w, 2)), dtype=np.float32)
     gyo = rng.standard_normal((n, c, h, w), dtype=np.float32)
 
+    plan = _checks.plan(x, grid, "bilinear", "zeros", False)
+
     def run(isa):  # bilinear, zeros padding, align_corners=False: forward and both gradients
         def call():
-            _dispatch.forward(x, grid, 1, 0, False, isa=isa)
-            _dispatch.backward(gyo, x, grid, 1, 0, False, True, True, isa=isa)
+            _dispatch.forward(x, grid, plan, isa=isa)
+            _dispatch.backward(gyo, x, grid, plan, True, True, isa=isa)
         return call
 
     return {"avx512": run(2), "portable": run(0)}

@@ -139,7 +139,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     align_corners = _check_align(align_corners)
     input = input if isinstance(input, Tensor) else Tensor(np.asarray(input))
     grid = grid if isinstance(grid, Tensor) else Tensor(np.asarray(grid))
-    _gs.check_input_grid(input.numpy(), grid.numpy())
+    _gs.plan(input.numpy(), grid.numpy(), mode, padding_mode, align_corners)  # validates
     opts = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
     return GridSample.apply(input, grid, opts)
 

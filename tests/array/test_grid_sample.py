@@ -387,3 +387,32 @@ def test_push_zeroes_its_own_gradient(mode, n):
         mp.setattr(_dispatch, "np", _NaNEmpty())
         got = _kernel_bwd(gy, x, g, mode, "zeros", False)[0]
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+
+
+def test_a_cached_plan_still_validates():
+    """Plans are cached by shapes, dtypes and options (and their types): a request that
+    equals a cached one but would fail a check still fails it."""
+    x, g = _good()
+    gs.grid_sample(x, g, align_corners=True)  # caches this request's plan
+    with pytest.raises(TypeError, match="align_corners must be True or False"):
+        gs.grid_sample(x, g, align_corners=1)  # 1 == True, but not a bool
+
+    class _Lookalike:  # shape and dtype of x, but not an ndarray
+        shape, dtype, ndim = x.shape, x.dtype, x.ndim
+
+    with pytest.raises(TypeError, match="input must be a numpy.ndarray"):
+        gs.grid_sample(_Lookalike(), g)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        gs.grid_sample(x, g, mode=["nearest"])  # unhashable: validated, not looked up
+    assert gs.plan(x, g, "bilinear", "zeros", True) is gs.plan(x, g, "bilinear", "zeros", True)
+
+
+def test_the_memory_check_runs_after_the_plan_is_cached():
+    x, g = np.zeros((1, 1, 2, 2)), np.zeros((1, 64, 64, 2))
+    gs.grid_sample(x, g)
+    previous = sandbox.set_memory_limit(1024)
+    try:
+        with pytest.raises(MemoryError, match="more than the memory limit"):
+            gs.grid_sample(x, g)
+    finally:
+        sandbox.set_memory_limit(previous)

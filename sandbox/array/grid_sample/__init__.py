@@ -18,16 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import _dispatch
-from ._checks import (
-    MODES,
-    PADDINGS,
-    check_grad_output,
-    check_input_grid,
-    check_memory,
-    check_options,
-)
+from ._checks import MODES, PADDINGS, check_grad_output, check_memory, check_options, plan
 
-__all__ = ["MODES", "PADDINGS", "grid_sample", "grid_sample_backward"]
+__all__ = ["MODES", "PADDINGS", "check_options", "grid_sample", "grid_sample_backward", "plan"]
 
 
 def grid_sample(input, grid, *, mode="bilinear", padding_mode="zeros", align_corners=False):
@@ -52,10 +45,9 @@ def grid_sample(input, grid, *, mode="bilinear", padding_mode="zeros", align_cor
     numpy.ndarray
         (N, C, H_out, W_out) or (N, C, D_out, H_out, W_out).
     """
-    codes = check_options(mode, padding_mode, align_corners)
-    check_input_grid(input, grid)
-    check_memory(input, grid, 0)
-    return _dispatch.forward(input, grid, *codes)
+    request = plan(input, grid, mode, padding_mode, align_corners)
+    check_memory(input, grid, request, 0)
+    return _dispatch.forward(input, grid, request)
 
 
 def grid_sample_backward(grad_output, input, grid, *, mode="bilinear", padding_mode="zeros",
@@ -77,14 +69,13 @@ def grid_sample_backward(grad_output, input, grid, *, mode="bilinear", padding_m
         ``grad_input`` (the adjoint of sampling applied to ``grad_output``) and
         ``grad_grid`` (zero for ``nearest``, as in PyTorch).
     """
-    codes = check_options(mode, padding_mode, align_corners)
-    check_input_grid(input, grid)
-    check_grad_output(grad_output, input, grid)
+    request = plan(input, grid, mode, padding_mode, align_corners)
+    check_grad_output(grad_output, input, request)
     if not (input_grad or grid_grad):
         return None, None
-    check_memory(input, grid, 1 if input_grad else 0,
-                 _dispatch.push_bytes(grid, codes[0]) if input_grad else 0)
-    if not input_grad and codes[0] == 0:  # nearest: the grid gradient is zero
+    check_memory(input, grid, request, 1 if input_grad else 0,
+                 _dispatch.push_bytes(grid, request.mode) if input_grad else 0)
+    if not input_grad and request.mode == 0:  # nearest: the grid gradient is zero
         return None, np.zeros_like(grid)
-    return _dispatch.backward(grad_output, input, grid, *codes, bool(input_grad),
+    return _dispatch.backward(grad_output, input, grid, request, bool(input_grad),
                               bool(grid_grad))

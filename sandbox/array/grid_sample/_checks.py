@@ -3,11 +3,17 @@
 The kernels never validate (PyTorch's raw op returns uninitialised memory for a
 bad mode code); these run first and raise ``TypeError``/``ValueError`` naming the
 argument and the valid choices, or refuse a request over the memory limit.
+
+:func:`plan` validates a request once per shapes, dtypes and options and returns its
+:class:`Plan` (a layer repeats the same request at every call; the checks had cost
+about as much as a small kernel).  The memory check runs at every call, since the
+limit may change.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -67,10 +73,57 @@ def check_input_grid(input, grid) -> None:
         raise ValueError(f"input must have non-empty spatial axes, got shape {input.shape}")
 
 
-def check_grad_output(grad_output, input, grid) -> None:
+class Plan(NamedTuple):
+    """A validated request: the kernels' option codes, sizes and output shape."""
+
+    mode: int
+    padding: int
+    align_corners: bool
+    sizes: tuple  # (N, C, D_in, H_in, W_in, output points per sample, spatial rank)
+    out_shape: tuple
+    out_bytes: int  # the output and a grid-sized array (the grid gradient)
+    input_bytes: int  # one input-sized array (the input gradient)
+
+
+# Plans by (array types, shapes, dtypes, options, the options' types): only requests
+# that passed every check are stored, so a hit means the same checks would pass.  The
+# key holds each option's type, so ``align_corners=1`` never finds the plan of True.
+_PLANS: dict = {}
+_MAX_PLANS = 256
+
+
+def plan(input, grid, mode, padding_mode, align_corners) -> Plan:
+    """Validate ``input``, ``grid`` and the options, and return the request's :class:`Plan`."""
+    try:
+        key = (type(input), type(grid), input.shape, input.dtype, grid.shape, grid.dtype,
+               mode, padding_mode, align_corners, type(mode), type(padding_mode),
+               type(align_corners))
+        found = _PLANS.get(key)
+    except (AttributeError, TypeError):  # not arrays, or an unhashable option
+        key = found = None
+    if found is not None:
+        return found
+    codes = check_options(mode, padding_mode, align_corners)
+    check_input_grid(input, grid)
+    n, c = input.shape[:2]
+    nd = input.ndim - 2
+    d, h, w = (1, *input.shape[2:]) if nd == 2 else input.shape[2:]
+    points = math.prod(grid.shape[1:-1])
+    found = Plan(*codes, (n, c, d, h, w, points, nd), (n, c, *grid.shape[1:-1]),
+                 input.itemsize * (n * c * points + grid.size),
+                 input.itemsize * n * c * d * h * w)
+    if key is not None and len(_PLANS) < _MAX_PLANS:
+        _PLANS[key] = found
+    return found
+
+
+def check_grad_output(grad_output, input, plan: Plan) -> None:
     """``grad_output`` must have the forward output's shape and dtype."""
+    if type(grad_output) is np.ndarray and grad_output.dtype == input.dtype \
+            and grad_output.shape == plan.out_shape:
+        return
     _check_float(grad_output, "grad_output")
-    expected = (input.shape[0], input.shape[1], *grid.shape[1:-1])
+    expected = plan.out_shape
     if grad_output.shape != expected:
         raise ValueError(f"grad_output must have the output's shape {expected}, "
                          f"got {grad_output.shape}")
@@ -79,16 +132,13 @@ def check_grad_output(grad_output, input, grid) -> None:
                         f"{input.dtype}")
 
 
-def check_memory(input, grid, arrays: int, extra_bytes: int = 0) -> None:
+def check_memory(input, grid, plan: Plan, arrays: int, extra_bytes: int = 0) -> None:
     """Refuse a request whose output(s) would need more than the memory limit.
 
     ``arrays`` counts the input-sized arrays the call allocates besides the output
     (the backward's input gradient), ``extra_bytes`` its scratch.
     """
-    n, c = input.shape[:2]
-    out_points = math.prod(grid.shape[1:-1])
-    needed = extra_bytes + input.itemsize * (n * c * out_points + grid.size
-                                             + arrays * n * c * math.prod(input.shape[2:]))
+    needed = extra_bytes + plan.out_bytes + arrays * plan.input_bytes
     limit = memory_limit()
     if needed > limit:
         raise ResampleSizeError(

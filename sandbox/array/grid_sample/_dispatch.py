@@ -27,13 +27,6 @@ _TARGET_SLABS = 16
 _MIN_SLAB = 4
 
 
-def _sizes(input, grid):
-    n, c = input.shape[:2]
-    nd = input.ndim - 2
-    d, h, w = (1, *input.shape[2:]) if nd == 2 else input.shape[2:]
-    return n, c, d, h, w, math.prod(grid.shape[1:-1]), nd
-
-
 def push_slabs(input) -> tuple[int, int]:
     """``(slab height, slab count)`` of the push: a function of the shape, not the threads."""
     rows = input.shape[2]  # H in 2-D, D in 3-D
@@ -70,23 +63,28 @@ def slab_rows(rows: int, slab: int) -> np.ndarray:
     return (np.arange(rows, dtype=np.int32) // slab).astype(np.int32)
 
 
-def forward(input, grid, mode, padding, align_corners, isa=None):
-    """The kernel's forward; ``isa`` (2 or 0) overrides :func:`simd_code` (calibration)."""
-    n, c, d, h, w, p, nd = _sizes(input, grid)
-    out = np.empty((n, c, *grid.shape[1:-1]), input.dtype)
+def _flat(a):
+    """``a`` as a contiguous 1-D array (a view when it is C-contiguous; a broadcast
+    array, whose reshape can be a view of stride 0, is copied)."""
+    return np.ascontiguousarray(a).reshape(-1)
+
+
+def forward(input, grid, plan, isa=None):
+    """The kernel's forward of a validated request (``plan``: :func:`._checks.plan`);
+    ``isa`` (2 or 0) overrides :func:`simd_code` (calibration)."""
+    out = np.empty(plan.out_shape, input.dtype)
     if out.size:
-        _grid_sample.forward(np.ascontiguousarray(input).reshape(-1),
-                             np.ascontiguousarray(grid).reshape(-1), out.reshape(-1),
-                             n, c, d, h, w, p, nd, mode, padding, int(align_corners),
+        _grid_sample.forward(_flat(input), _flat(grid), out.reshape(-1), *plan.sizes,
+                             plan.mode, plan.padding, plan.align_corners,
                              kernel_threads(out.size * 4), simd_code() if isa is None else isa)
     return out
 
 
-def backward(grad_output, input, grid, mode, padding, align_corners, input_grad, grid_grad,
-             isa=None):
-    """The kernel's gradients (input, grid; None where not asked); ``isa`` as in
-    :func:`forward`."""
-    n, c, d, h, w, p, nd = _sizes(input, grid)
+def backward(grad_output, input, grid, plan, input_grad, grid_grad, isa=None):
+    """The kernel's gradients (input, grid; None where not asked) of a validated request;
+    ``isa`` as in :func:`forward`."""
+    n, c, d, h, w, p, nd = plan.sizes
+    mode = plan.mode
     dtype = input.dtype
     empty = np.empty(0, dtype)
     gg = np.zeros(grid.shape, dtype) if grid_grad else None
@@ -102,12 +100,10 @@ def backward(grad_output, input, grid, mode, padding, align_corners, input_grad,
     keys, order = np.empty(count, np.intp), np.empty(count if indices == 2 else 0, np.intp)
     starts = np.empty(n * (nslabs + 1) if count else 0, np.intp)
     cursor = np.empty(n * _grid_sample.sort_chunks * nslabs if count else 0, np.intp)
-    _grid_sample.backward(np.ascontiguousarray(grad_output).reshape(-1),
-                          np.ascontiguousarray(input).reshape(-1),
-                          np.ascontiguousarray(grid).reshape(-1),
+    _grid_sample.backward(_flat(grad_output), _flat(input), _flat(grid),
                           empty if gx is None else gx.reshape(-1),
                           gg.reshape(-1) if wants_grid else empty, keys, order, starts, cursor,
-                          n, c, d, h, w, p, nd, mode, padding, int(align_corners), slab, nslabs,
-                          kernel_threads(n * c * p * 4), slab_rows(input.shape[2], slab),
+                          n, c, d, h, w, p, nd, mode, plan.padding, plan.align_corners, slab,
+                          nslabs, kernel_threads(n * c * p * 4), slab_rows(input.shape[2], slab),
                           simd_code() if isa is None else isa, zero_gx=True)
     return gx, gg
