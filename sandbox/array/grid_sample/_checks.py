@@ -112,7 +112,9 @@ def plan(input, grid, mode, padding_mode, align_corners) -> Plan:
     found = Plan(*codes, (n, c, d, h, w, points, nd), (n, c, *grid.shape[1:-1]),
                  input.itemsize * (n * c * points + grid.size),
                  input.itemsize * n * c * d * h * w)
-    if key is not None and len(_PLANS) < _MAX_PLANS:
+    if key is not None:
+        if len(_PLANS) >= _MAX_PLANS:  # many shapes (a sweep): start again
+            _PLANS.clear()
         _PLANS[key] = found
     return found
 
