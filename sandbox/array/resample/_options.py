@@ -188,7 +188,9 @@ def make_plan(
         plan = key = None
     if plan is None:
         plan = _validated_plan(*options)
-        if key is not None and len(_PLANS) < _MAX_PLANS:
+        if key is not None:
+            if len(_PLANS) >= _MAX_PLANS:  # many requests (a sweep): start again
+                _PLANS.clear()
             _PLANS[key] = plan
     if lead:
         check_memory(plan.in_sizes, plan.out_sizes, lead, itemsize)
