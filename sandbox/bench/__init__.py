@@ -89,6 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="timed calls per case (default: 7, or 3 with --quick)")
     g.add_argument("--warmup", type=int, help="untimed calls first (default: 2, or 1 with "
                                               "--quick)")
+    g.add_argument("--min-sample-ms", type=float, default=1.0, metavar="MS",
+                   help="a timed sample lasts at least this long: shorter calls run back to "
+                        "back within it, as a training step calls them, and count per call "
+                        "(default: 1; 0 times single calls, each after the other library's)")
     g.add_argument("--omp-wait-policy", choices=["passive", "active"],
                    help="OMP_WAIT_POLICY for the OpenMP runtimes (default: $OMP_WAIT_POLICY if "
                         "set, else passive: two spinning thread pools on 2 cores distort "
@@ -225,6 +229,8 @@ def _run_selected(args) -> int:
     baseline = _load_baseline(args) if args.compare else None
     _check_outputs(args)  # before the run, not after minutes of timing
     _check_memory(cases, args.quick)
+    if args.min_sample_ms < 0:
+        raise ValueError(f"--min-sample-ms must be >= 0, got {args.min_sample_ms}")
     repeat = args.repeat or (3 if args.quick else 7)
     warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
     if warmup < 0:
@@ -254,8 +260,10 @@ def _run_selected(args) -> int:
     print(_report.env_header(env))  # what ran, before minutes of timing
     results = run_suite(cases, quick=args.quick, torch=torch, repeat=repeat, warmup=warmup,
                         bandwidth=bandwidth, memory=args.memory, progress=args.progress,
-                        sgemm_gflops=peaks, threads=counts)
+                        sgemm_gflops=peaks, threads=counts,
+                        min_sample=args.min_sample_ms / 1e3)
     options = {"quick": args.quick, "threads": threads, "repeat": repeat, "warmup": warmup,
+               "min_sample_ms": args.min_sample_ms,
                "filter": args.filter, "argv": args.argv, "isa": env["simd_path"]}
     doc = _report.document(results, env, options)
 

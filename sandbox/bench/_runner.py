@@ -10,7 +10,7 @@ import numpy as np
 
 from ._cases import Case
 from ._compare import _as_arrays, checksum
-from ._timing import peak_memory, time_pair
+from ._timing import MIN_SAMPLE, peak_memory, time_pair
 
 
 def _describe(exc: BaseException) -> str:
@@ -36,7 +36,7 @@ def agreement(ours, theirs) -> float:
 
 def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
              bandwidth: float | None, memory: bool = True,
-             sgemm_gflops: float | None = None) -> dict:
+             sgemm_gflops: float | None = None, min_sample: float = MIN_SAMPLE) -> dict:
     """Measure one case; never raises for a failing case (the error is recorded).
 
     Parameters
@@ -56,6 +56,9 @@ def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
         has one (``Work.peak``), else tracemalloc over one extra call of ours.
     sgemm_gflops : float or None
         Measured SGEMM peak in GFLOP/s, for the fraction of cases with FLOPs.
+    min_sample : float
+        Seconds a timed sample lasts at least (shorter calls are repeated back to
+        back within it; see :func:`._timing.time_pair`).
 
     Returns
     -------
@@ -87,7 +90,8 @@ def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
     del first
     n = min(repeat, case.max_repeat or repeat)
     try:
-        mine, other = time_pair(work.ours, theirs, repeat=n, warmup=max(warmup - 1, 0))
+        mine, other = time_pair(work.ours, theirs, repeat=n, warmup=max(warmup - 1, 0),
+                                min_sample=min_sample)
         if memory and work.peak is not None:
             result["peak_bytes"], result["torch_peak_bytes"] = work.peak()
             result["peak_method"] = "rss" if result["peak_bytes"] is not None else None
@@ -125,7 +129,8 @@ def _stolen_share(before, after, wall) -> float | None:
 
 
 def run_suite(cases, *, quick: bool, torch, repeat: int, warmup: int, bandwidth, memory=True,
-              progress: bool = True, sgemm_gflops=None, threads=None) -> list[dict]:
+              progress: bool = True, sgemm_gflops=None, threads=None,
+              min_sample: float = MIN_SAMPLE) -> list[dict]:
     """Run :func:`run_case` over ``cases`` with a tqdm progress bar on stderr.
 
     ``threads`` (a list of counts) runs each case at every count in turn, so that
@@ -152,7 +157,7 @@ def run_suite(cases, *, quick: bool, torch, repeat: int, warmup: int, bandwidth,
             stolen, start = host_steal_seconds(), time.perf_counter()
             result = run_case(case, quick=quick, torch=torch, repeat=repeat, warmup=warmup,
                               bandwidth=bandwidth, memory=memory and i == 0,
-                              sgemm_gflops=peak)
+                              sgemm_gflops=peak, min_sample=min_sample)
             result["threads"] = get_num_threads() if n is None else n
             result["host_steal"] = _stolen_share(stolen, host_steal_seconds(),
                                                  time.perf_counter() - start)

@@ -1,9 +1,16 @@
 """Timing: interleaved repeats of ours and PyTorch's, robust statistics, peak memory.
 
-Each case is timed as ``repeat`` calls after ``warmup`` calls.  When a PyTorch
-twin exists, its calls are interleaved with ours (alternating which goes first)
+Each case is timed as ``repeat`` samples after ``warmup`` calls.  When a PyTorch
+twin exists, its samples are interleaved with ours (alternating which goes first)
 so both see the same background load on a shared machine; the ratio of the two
 medians is the stable number, the absolute times drift with the load.
+
+A sample is one call, or, for calls shorter than ``min_sample`` (1 ms by default),
+as many consecutive calls as fill it (as ``timeit`` loops), its time divided by
+their number.  A single call of tens of microseconds, right after the other
+library's, measures mostly threads waking up and caches refilling (on the 2-core VM
+this was written on, 30-100 % spread for 30 us calls); a training step calls its
+kernels back to back.
 
 Spread is reported as the interquartile range (IQR) and the median absolute
 deviation (MAD); ``1.4826 * MAD`` estimates the standard deviation of normal
@@ -25,6 +32,7 @@ themselves, and everything PyTorch allocates, are not seen.
 from __future__ import annotations
 
 import gc
+import math
 import time
 import tracemalloc
 from dataclasses import dataclass
@@ -32,6 +40,9 @@ from dataclasses import dataclass
 import numpy as np
 
 MAD_TO_SIGMA = 1.4826  # sigma of a normal distribution = 1.4826 * MAD
+#: The shortest timed sample, in seconds: shorter calls are repeated within a sample.
+MIN_SAMPLE = 1e-3
+_MAX_CALLS = 1000  # calls per sample at most
 
 
 @dataclass
@@ -44,6 +55,7 @@ class Stats:
     min: float
     n: int
     cores: float | None = None
+    calls: int = 1  # consecutive calls per sample
 
     @property
     def rel_noise(self) -> float:
@@ -53,12 +65,13 @@ class Stats:
     def as_dict(self) -> dict:
         """JSON-ready dictionary (seconds)."""
         return {"median": self.median, "iqr": self.iqr, "mad": self.mad, "min": self.min,
-                "n": self.n, "cores": self.cores}
+                "n": self.n, "cores": self.cores, "calls": self.calls}
 
 
-def summarize(times, cpu_times=None) -> Stats:
+def summarize(times, cpu_times=None, calls: int = 1) -> Stats:
     """Median, IQR, MAD, minimum and count of a sequence of timings (seconds); with
-    the process CPU time of the same calls, the cores busy (sum CPU / sum wall)."""
+    the process CPU time of the same calls, the cores busy (sum CPU / sum wall);
+    ``calls`` is recorded as the calls per sample."""
     t = np.asarray(times, dtype=np.float64)
     if t.size == 0:
         raise ValueError("times must not be empty")
@@ -68,7 +81,7 @@ def summarize(times, cpu_times=None) -> Stats:
     if cpu_times is not None and t.sum() > 0:
         cores = float(np.sum(cpu_times) / t.sum())
     return Stats(median=med, iqr=float(q3 - q1), mad=float(np.median(np.abs(t - med))),
-                 min=float(t.min()), n=int(t.size), cores=cores)
+                 min=float(t.min()), n=int(t.size), cores=cores, calls=calls)
 
 
 def _timed(fn) -> float:
@@ -77,12 +90,23 @@ def _timed(fn) -> float:
     return time.perf_counter() - t0
 
 
-def _timed_cpu(fn, walls: list, cpus: list) -> None:
-    """Append the wall time and the process CPU time of one call of ``fn``."""
+def _timed_cpu(fn, walls: list, cpus: list, calls: int = 1) -> None:
+    """Append the wall time and the process CPU time per call of ``calls`` consecutive
+    calls of ``fn``."""
     c0, t0 = time.process_time(), time.perf_counter()
-    fn()
-    walls.append(time.perf_counter() - t0)
-    cpus.append(time.process_time() - c0)
+    for _ in range(calls):
+        fn()
+    walls.append((time.perf_counter() - t0) / calls)
+    cpus.append((time.process_time() - c0) / calls)
+
+
+def calls_per_sample(fn, min_sample: float = MIN_SAMPLE) -> int:
+    """Consecutive calls of ``fn`` that fill ``min_sample`` seconds (from the fastest of
+    three calls; 1 for a call that long, or for ``min_sample`` <= 0)."""
+    if min_sample <= 0:
+        return 1
+    fastest = min(_timed(fn) for _ in range(3))
+    return max(1, min(_MAX_CALLS, math.ceil(min_sample / max(fastest, 1e-9))))
 
 
 def median_ms(fn, repeat: int = 7, warmup: int = 2) -> float:
@@ -92,7 +116,8 @@ def median_ms(fn, repeat: int = 7, warmup: int = 2) -> float:
     return 1e3 * summarize([_timed(fn) for _ in range(repeat)]).median
 
 
-def time_pair(ours, theirs=None, repeat: int = 7, warmup: int = 2):
+def time_pair(ours, theirs=None, repeat: int = 7, warmup: int = 2,
+              min_sample: float = MIN_SAMPLE):
     """Time ``ours`` and (optionally) ``theirs`` with interleaved repeats.
 
     Parameters
@@ -106,6 +131,10 @@ def time_pair(ours, theirs=None, repeat: int = 7, warmup: int = 2):
     warmup : int
         Untimed calls of each function before timing (caches, weight tables,
         thread pools, lazy initialisation).
+    min_sample : float
+        Seconds a sample lasts at least: a shorter call is repeated back to back
+        within each sample (:func:`calls_per_sample`, for each function apart); 0
+        times single calls.
 
     Returns
     -------
@@ -117,6 +146,8 @@ def time_pair(ours, theirs=None, repeat: int = 7, warmup: int = 2):
         ours()
         if theirs is not None:
             theirs()
+    k_ours = calls_per_sample(ours, min_sample)
+    k_theirs = calls_per_sample(theirs, min_sample) if theirs is not None else 1
     mine, other, mine_cpu, other_cpu = [], [], [], []
     was_enabled = gc.isenabled()
     gc.collect()
@@ -124,17 +155,18 @@ def time_pair(ours, theirs=None, repeat: int = 7, warmup: int = 2):
     try:
         for i in range(repeat):
             if theirs is None:
-                _timed_cpu(ours, mine, mine_cpu)
+                _timed_cpu(ours, mine, mine_cpu, k_ours)
             elif i % 2 == 0:
-                _timed_cpu(ours, mine, mine_cpu)
-                _timed_cpu(theirs, other, other_cpu)
+                _timed_cpu(ours, mine, mine_cpu, k_ours)
+                _timed_cpu(theirs, other, other_cpu, k_theirs)
             else:
-                _timed_cpu(theirs, other, other_cpu)
-                _timed_cpu(ours, mine, mine_cpu)
+                _timed_cpu(theirs, other, other_cpu, k_theirs)
+                _timed_cpu(ours, mine, mine_cpu, k_ours)
     finally:
         if was_enabled:
             gc.enable()
-    return summarize(mine, mine_cpu), (summarize(other, other_cpu) if other else None)
+    return (summarize(mine, mine_cpu, k_ours),
+            summarize(other, other_cpu, k_theirs) if other else None)
 
 
 def peak_memory(fn) -> int:

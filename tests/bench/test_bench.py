@@ -5,6 +5,8 @@ with PyTorch)."""
 import json
 import os
 
+import time
+
 import numpy as np
 import pytest
 
@@ -123,10 +125,22 @@ def test_summarize_and_interleaved_timing():
     assert s.iqr == pytest.approx(2.0)
     calls = []
     mine, other = time_pair(lambda: calls.append("o"), lambda: calls.append("t"), repeat=4,
-                            warmup=1)
+                            warmup=1, min_sample=0)  # single calls
     assert calls == ["o", "t", "o", "t", "t", "o", "o", "t", "t", "o"]
-    assert mine.n == other.n == 4
+    assert mine.n == other.n == 4 and mine.calls == other.calls == 1
     assert peak_memory(lambda: np.ones(10**6)) >= 8 * 10**6
+
+
+def test_short_calls_are_timed_in_loops():
+    """A sample of a short call repeats it back to back (per call: the sample's time
+    over the calls); a call longer than the sample runs once per sample."""
+    calls = []
+    mine, other = time_pair(lambda: calls.append("o"), lambda: time.sleep(0.003), repeat=3,
+                            warmup=0, min_sample=1e-3)
+    assert mine.calls > 1 and other.calls == 1
+    assert calls.count("o") == 3 + 3 * mine.calls  # three to size the sample, then 3 samples
+    assert other.median >= 0.003 and mine.median < 1e-3
+    assert mine.as_dict()["calls"] == mine.calls
 
 
 def test_registry_covers_the_suite_and_filters():
