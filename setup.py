@@ -150,7 +150,8 @@ def extensions():
     # -ffp-contract=off keeps the Adam kernel's, batch norm's per-channel scalars' and
     # the cross-entropy gradient's rounding identical to numpy's separate multiply and
     # add (no fused multiply-add),
-    # and grid sampling's explicit AVX-512 loops identical to its scalar ones.
+    # and grid sampling's and the resize's explicit AVX-512 loops identical to their
+    # scalar ones.
     extra = {} if sys.platform == "win32" else {"_norm": ["-fno-trapping-math",
                                                           "-ffp-contract=off"],
                                                 "_elementwise": ["-fno-trapping-math"],
@@ -158,7 +159,8 @@ def extensions():
                                                 "_pool": ["-fno-trapping-math"],
                                                 "_pool3d": ["-fno-trapping-math"],
                                                 "_optim": ["-ffp-contract=off", "-fno-math-errno"],
-                                                "_grid_sample": ["-ffp-contract=off"]}
+                                                "_grid_sample": ["-ffp-contract=off"],
+                                                "_resample": ["-ffp-contract=off"]}
 
     macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
     sources = kernel_sources()

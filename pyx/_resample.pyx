@@ -19,6 +19,20 @@ from libc.string cimport memcpy
 from fused cimport real
 
 
+cdef extern from "resample_rows16.h":
+    Py_ssize_t SB_RS16_MAX_LEN
+    void sb_rs16_gather_f32(float* dst, Py_ssize_t dstride, const float* src,
+                            Py_ssize_t sstride, Py_ssize_t length, Py_ssize_t lo_len,
+                            const Py_ssize_t* start, const Py_ssize_t* ntap, const float* w,
+                            Py_ssize_t kmax, float* scratch) noexcept nogil
+    int sb_rs16_isa_available() noexcept nogil
+
+
+def isa_available():
+    """2 when this CPU runs the 16-row AVX-512 pass of :func:`apply_last`, else 0."""
+    return sb_rs16_isa_available()
+
+
 cdef inline void _combine_rows(real* dst, const real* src, Py_ssize_t stride,
                                const real* wk, Py_ssize_t n, Py_ssize_t q_len) noexcept nogil:
     """dst[q] = sum_k wk[k] * src[k*stride + q]  (whole rows, vectorisable over q)."""
@@ -127,27 +141,60 @@ cdef inline void _gather_rows4(real* dst, Py_ssize_t dstride, const real* src, P
         dst[o + 3 * dstride] = a3
 
 
+cdef inline void _gather_rows16_scalar(real* dst, Py_ssize_t dstride, const real* src,
+                                      Py_ssize_t sstride, Py_ssize_t lo_len,
+                                      const Py_ssize_t* start, const Py_ssize_t* ntap,
+                                      const real* w, Py_ssize_t kmax) noexcept nogil:
+    """16 rows by _gather_rows4 (the 16-row pass's stand-in without its scratch)."""
+    cdef int q
+    for q in range(4):
+        _gather_rows4(dst + 4 * q * dstride, dstride, src + 4 * q * sstride, sstride, lo_len,
+                      start, ntap, w, kmax)
+
+
 def apply_last(const real[:, ::1] x, real[:, ::1] out,
                const Py_ssize_t[::1] start, const Py_ssize_t[::1] ntap,
-               const real[:, ::1] w, int num_threads):
+               const real[:, ::1] w, int num_threads, int isa=0):
     """Resample the last axis: ``x`` (P, L) -> ``out`` (P, Lo), parallel over blocks of rows.
 
+    With ``isa`` = 2 (at most :func:`isa_available`), float32 rows of at most
+    ``SB_RS16_MAX_LEN`` run in blocks of 16 on resample_rows16.h's AVX-512 pass; the
+    values are the same (each row's outputs are formed alike in every block size).
+
     Arguments: ``x`` (IN), ``out`` (OUT), ``start`` (IN), ``ntap`` (IN), ``w`` (IN),
-    ``num_threads`` (IN).
+    ``num_threads`` (IN), ``isa`` (IN).
     """
     cdef Py_ssize_t n_rows = x.shape[0]
     cdef Py_ssize_t length = x.shape[1]
     cdef Py_ssize_t lo_len = out.shape[1]
     cdef Py_ssize_t kmax = w.shape[1]
-    cdef Py_ssize_t n_blocks = n_rows // 4
-    cdef Py_ssize_t b, p
+    cdef Py_ssize_t first = 0  # the first row after the 16-row blocks
+    cdef Py_ssize_t n_blocks, b, p
+    cdef char* raw
+    cdef float* scratch
     if n_rows == 0 or lo_len == 0:
         return
+    if real is float:
+        if isa == 2 and length <= SB_RS16_MAX_LEN and n_rows >= 16:
+            first = 16 * (n_rows // 16)
+            with nogil, parallel(num_threads=num_threads):
+                raw = <char*> malloc(16 * length * sizeof(float) + 64)
+                scratch = <float*> ((<size_t> raw + 63) & ~(<size_t> 63))
+                for b in prange(n_rows // 16, schedule="static"):
+                    if raw != NULL:
+                        sb_rs16_gather_f32(&out[16 * b, 0], lo_len, &x[16 * b, 0], length,
+                                           length, lo_len, &start[0], &ntap[0], &w[0, 0],
+                                           kmax, scratch)
+                    else:  # no scratch: the same values by the scalar loop
+                        _gather_rows16_scalar(&out[16 * b, 0], lo_len, &x[16 * b, 0], length,
+                                              lo_len, &start[0], &ntap[0], &w[0, 0], kmax)
+                free(raw)
+    n_blocks = (n_rows - first) // 4
     with nogil:
         for b in prange(n_blocks, schedule="static", num_threads=num_threads):
-            _gather_rows4(&out[4 * b, 0], lo_len, &x[4 * b, 0], length,
+            _gather_rows4(&out[first + 4 * b, 0], lo_len, &x[first + 4 * b, 0], length,
                           lo_len, &start[0], &ntap[0], &w[0, 0], kmax)
-        for p in range(4 * n_blocks, n_rows):
+        for p in range(first + 4 * n_blocks, n_rows):
             _gather_row(&out[p, 0], &x[p, 0], lo_len, &start[0], &ntap[0], &w[0, 0], kmax)
 
 

@@ -4,7 +4,6 @@ with PyTorch)."""
 
 import json
 import os
-
 import time
 
 import numpy as np

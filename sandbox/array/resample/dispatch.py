@@ -24,6 +24,11 @@ re-fit them on another machine, time ``apply_last`` and ``apply_mid`` on planes 
 a few hundred pixels for several tap counts and fit a line per kernel.  Only
 their ratio matters: the model picks the order of the passes, so a poor fit
 costs speed, never accuracy.
+
+The model ignores that ``apply_last`` on float32 runs 16 rows a vector on the
+``avx512`` path (:func:`simd_code`; 2-4x faster there): the order of the passes
+changes the rounding, and it must not depend on the SIMD path, so that every path
+gives the same values.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._C import _resample as _kernels
+from ...runtime import simd
 from ...runtime.threads import kernel_threads
 from ._options import Plan, make_plan
 from ._weights import Table, get_table
@@ -162,14 +168,25 @@ def index_maps(tables: list[Table]) -> tuple[np.ndarray, np.ndarray]:
 
 class _Step(NamedTuple):
     """One kernel call of a resize: the input viewed as ``in_view``, a new output of
-    shape ``out_view``, the kernel's table arguments, and the elements that set its
-    thread count."""
+    shape ``out_view``, the kernel's table arguments, the elements that set its
+    thread count, and whether the kernel takes the SIMD code (:func:`simd_code`)."""
 
     kernel: object
     in_view: tuple
     out_view: tuple
     args: tuple
     work: int
+    simd: bool = False
+
+
+def simd_code() -> int:
+    """2 when ``apply_last`` may run its 16-row AVX-512 pass (the ``avx512`` path of
+    :mod:`sandbox.runtime.simd` on a CPU that has it), else 0; both give the same
+    values, so the route (and the bits) never depend on it."""
+    return 2 if simd.current().isa == "avx512" and _AVX512 else 0
+
+
+_AVX512 = _kernels.isa_available() == 2
 
 
 #: (n, c) planes from which the plane-parallel kernels (nearest, weighted gather) run
@@ -252,7 +269,8 @@ def _pass_steps(shape, tables: list[Table]) -> tuple:
                 kernel = _kernels.apply_mid
                 in_view, out_view = (outer, n_in, inner), (outer, n_out, inner)
         new_size = math.prod(shape)
-        steps.append(_Step(kernel, in_view, out_view, args, max(new_size, size)))
+        steps.append(_Step(kernel, in_view, out_view, args, max(new_size, size),
+                           kernel is _kernels.apply_last))
         size = new_size
     return tuple(steps)
 
@@ -290,7 +308,11 @@ def _run(x: np.ndarray, steps, out_shape) -> np.ndarray:
     cur = x
     for step in steps:
         out = np.empty(step.out_view, dtype=x.dtype)
-        step.kernel(cur.reshape(step.in_view), out, *step.args, kernel_threads(step.work))
+        if step.simd:
+            step.kernel(cur.reshape(step.in_view), out, *step.args, kernel_threads(step.work),
+                        simd_code())
+        else:
+            step.kernel(cur.reshape(step.in_view), out, *step.args, kernel_threads(step.work))
         cur = out
     return cur.reshape(out_shape)
 

@@ -1,0 +1,70 @@
+"""The 16-row AVX-512 pass of the resize's last axis gives the scalar loop's bits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sandbox._C import _resample
+from sandbox.array.resample import dispatch, resize, resize_adjoint
+from sandbox.array.resample._options import make_plan
+from sandbox.runtime import simd
+
+needs_avx512 = pytest.mark.skipif(_resample.isa_available() != 2,
+                                  reason="the CPU has no AVX-512F")
+
+
+def test_isa_available_follows_the_cpu():
+    assert _resample.isa_available() == (2 if "avx512f" in simd.cpu().flags else 0)
+
+
+def _last_table(mode, in_sizes, scale, adjoint):
+    plan = make_plan(in_sizes, None, scale, mode, None, False, None, lead=0)
+    return dispatch.tables_for(plan, np.dtype(np.float32), adjoint)[-1]
+
+
+@needs_avx512
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic", "lanczos3", "area"])
+@pytest.mark.parametrize("length,scale", [(4, 2), (16, 2), (23, 1.7), (40, 0.5), (100, 3),
+                                          (256, 0.75)])
+@pytest.mark.parametrize("adjoint", [False, True])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_sixteen_rows_match_the_scalar_loop(mode, length, scale, adjoint, threads):
+    """Bit for bit, on row counts around the blocks of 16 and 4, lengths that are not
+    multiples of 16 (the transposes' masked tails), signed zeros, infinities and NaN."""
+    rng = np.random.default_rng(length + int(10 * scale) + adjoint)
+    t = _last_table(mode, (length,), scale, adjoint)
+    n_in = length if not adjoint else t.n_in
+    for rows in (16, 37, 53):
+        x = rng.standard_normal((rows, n_in)).astype(np.float32)
+        x[0, 0], x[1, -1], x[2, n_in // 2] = -0.0, np.inf, np.nan
+        x[3] = -0.0
+        scalar = np.empty((rows, t.start.size), np.float32)
+        blocked = np.empty_like(scalar)
+        _resample.apply_last(x, scalar, t.start, t.ntap, t.weights, threads, 0)
+        _resample.apply_last(x, blocked, t.start, t.ntap, t.weights, threads, 2)
+        np.testing.assert_array_equal(blocked.view(np.int32), scalar.view(np.int32))
+
+
+def test_rows_longer_than_the_scratch_take_the_scalar_loop():
+    t = _last_table("bilinear", (300,), 2, False)  # 300 > SB_RS16_MAX_LEN inputs
+    x = np.random.default_rng(0).standard_normal((32, 300)).astype(np.float32)
+    a, b = (np.empty((32, t.start.size), np.float32) for _ in range(2))
+    _resample.apply_last(x, a, t.start, t.ntap, t.weights, 2, 0)
+    _resample.apply_last(x, b, t.start, t.ntap, t.weights, 2, 2)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_every_simd_path_gives_the_same_resize():
+    """The route does not depend on the SIMD path, and neither do the values."""
+    x = np.random.default_rng(1).standard_normal((2, 8, 12, 20)).astype(np.float32)
+    g = np.random.default_rng(2).standard_normal((2, 8, 24, 40)).astype(np.float32)
+    results = []
+    for path in [p for p in ("avx512", "avx2", "portable") if p in simd.supported_paths()]:
+        with simd.using(isa=path):
+            assert dispatch.simd_code() == (2 if path == "avx512" else 0)
+            results.append((resize(x, scale_factor=2, mode="bicubic"),
+                            resize_adjoint(g, (12, 20), scale_factor=2, mode="bicubic")))
+    for got in results[1:]:
+        for a, b in zip(got, results[0], strict=True):
+            np.testing.assert_array_equal(a, b)
