@@ -1,7 +1,8 @@
-"""The resize's last-axis pass with and without its 16-row AVX-512 form, in one process.
+"""The resize's separable passes with and without their AVX-512 forms, in one process.
 
-``apply_last`` (pyx/_resample.pyx) runs float32 rows 16 at a time on the ``avx512``
-path (pyx/resample_rows16.h) and one to four at a time otherwise, with the same values.
+On the ``avx512`` path (pyx/resample_avx512.h) ``apply_last`` (pyx/_resample.pyx)
+runs float32 rows 16 at a time, against one to four otherwise, and ``apply_mid`` sums
+rows 16 floats a vector, against the baseline build's 4; the values are the same.
 This script alternates the two forms (``dispatch._AVX512``) in rounds and prints, per
 shape, the medians of a forward ``resize`` plus its adjoint (2x upsampling, the
 user-written UNet's four decoder inputs at 64^2, batch 8) and the paired ratio.
@@ -65,8 +66,8 @@ def main(argv=None) -> None:
                     paired = statistics.median([y / x for x, y in zip(a, b, strict=True)])
                     totals[n][0] += statistics.median(a)
                     totals[n][1] += statistics.median(b)
-                    print(f"{mode:9s} {str(shape):18s} {n} thread(s): rows of 1-4 "
-                          f"{statistics.median(a):7.0f}  rows of 16 {statistics.median(b):7.0f}"
+                    print(f"{mode:9s} {str(shape):18s} {n} thread(s): portable "
+                          f"{statistics.median(a):7.0f}  avx512 {statistics.median(b):7.0f}"
                           f"  (paired {paired:.2f})")
             for n in args.threads:
                 print(f"{mode:9s} the four resizes, {n} thread(s): {totals[n][0] / 1e3:.2f} -> "

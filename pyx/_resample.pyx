@@ -19,17 +19,20 @@ from libc.string cimport memcpy
 from fused cimport real
 
 
-cdef extern from "resample_rows16.h":
+cdef extern from "resample_avx512.h":
     Py_ssize_t SB_RS16_MAX_LEN
     void sb_rs16_gather_f32(float* dst, Py_ssize_t dstride, const float* src,
                             Py_ssize_t sstride, Py_ssize_t length, Py_ssize_t lo_len,
                             const Py_ssize_t* start, const Py_ssize_t* ntap, const float* w,
                             Py_ssize_t kmax, float* scratch) noexcept nogil
+    void sb_rs_combine_rows_f32(float* dst, const float* src, Py_ssize_t stride,
+                                const float* wk, Py_ssize_t n, Py_ssize_t q_len) noexcept nogil
     int sb_rs16_isa_available() noexcept nogil
 
 
 def isa_available():
-    """2 when this CPU runs the 16-row AVX-512 pass of :func:`apply_last`, else 0."""
+    """2 when this CPU runs the AVX-512 passes of :func:`apply_last` and :func:`apply_mid`
+    (resample_avx512.h), else 0."""
     return sb_rs16_isa_available()
 
 
@@ -158,7 +161,7 @@ def apply_last(const real[:, ::1] x, real[:, ::1] out,
     """Resample the last axis: ``x`` (P, L) -> ``out`` (P, Lo), parallel over blocks of rows.
 
     With ``isa`` = 2 (at most :func:`isa_available`), float32 rows of at most
-    ``SB_RS16_MAX_LEN`` run in blocks of 16 on resample_rows16.h's AVX-512 pass; the
+    ``SB_RS16_MAX_LEN`` run in blocks of 16 on resample_avx512.h's AVX-512 pass; the
     values are the same (each row's outputs are formed alike in every block size).
 
     Arguments: ``x`` (IN), ``out`` (OUT), ``start`` (IN), ``ntap`` (IN), ``w`` (IN),
@@ -200,14 +203,16 @@ def apply_last(const real[:, ::1] x, real[:, ::1] out,
 
 def apply_mid(const real[:, :, ::1] x, real[:, :, ::1] out,
               const Py_ssize_t[::1] start, const Py_ssize_t[::1] ntap,
-              const real[:, ::1] w, int num_threads):
+              const real[:, ::1] w, int num_threads, int isa=0):
     """Resample the middle axis: ``x`` (P, L, Q) -> ``out`` (P, Lo, Q).
 
     Each (p, o) output row is a weighted sum of whole input rows; the loop is
     parallel over the P*Lo output rows so small batches still use every thread.
+    With ``isa`` = 2 (at most :func:`isa_available`), float32 rows are summed 16
+    floats a vector (resample_avx512.h), with the same values.
 
     Arguments: ``x`` (IN), ``out`` (OUT), ``start`` (IN), ``ntap`` (IN), ``w`` (IN),
-    ``num_threads`` (IN).
+    ``num_threads`` (IN), ``isa`` (IN).
     """
     cdef Py_ssize_t n_outer = x.shape[0]
     cdef Py_ssize_t q_len = x.shape[2]
@@ -216,6 +221,16 @@ def apply_mid(const real[:, :, ::1] x, real[:, :, ::1] out,
     cdef Py_ssize_t idx, p, o
     if n_outer == 0 or lo_len == 0 or q_len == 0:
         return
+    if real is float:
+        if isa == 2:
+            with nogil:
+                for idx in prange(n_outer * lo_len, schedule="static",
+                                  num_threads=num_threads):
+                    p = idx // lo_len
+                    o = idx - p * lo_len
+                    sb_rs_combine_rows_f32(&out[p, o, 0], &x[p, start[o], 0], q_len,
+                                           &w[o, 0], ntap[o], q_len)
+            return
     with nogil:
         for idx in prange(n_outer * lo_len, schedule="static", num_threads=num_threads):
             p = idx // lo_len

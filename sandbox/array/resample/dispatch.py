@@ -25,8 +25,9 @@ a few hundred pixels for several tap counts and fit a line per kernel.  Only
 their ratio matters: the model picks the order of the passes, so a poor fit
 costs speed, never accuracy.
 
-The model ignores that ``apply_last`` on float32 runs 16 rows a vector on the
-``avx512`` path (:func:`simd_code`; 2-4x faster there): the order of the passes
+The model ignores that on the ``avx512`` path (:func:`simd_code`) ``apply_last``
+runs float32 rows 16 a vector (2-4x faster there) and ``apply_mid`` sums 16 floats a
+vector: the order of the passes
 changes the rounding, and it must not depend on the SIMD path, so that every path
 gives the same values.
 """
@@ -180,9 +181,9 @@ class _Step(NamedTuple):
 
 
 def simd_code() -> int:
-    """2 when ``apply_last`` may run its 16-row AVX-512 pass (the ``avx512`` path of
-    :mod:`sandbox.runtime.simd` on a CPU that has it), else 0; both give the same
-    values, so the route (and the bits) never depend on it."""
+    """2 when ``apply_last`` and ``apply_mid`` may run their AVX-512 forms (the ``avx512``
+    path of :mod:`sandbox.runtime.simd` on a CPU that has it), else 0; both give the
+    same values, so the route (and the bits) never depend on it."""
     return 2 if simd.current().isa == "avx512" and _AVX512 else 0
 
 
@@ -270,7 +271,7 @@ def _pass_steps(shape, tables: list[Table]) -> tuple:
                 in_view, out_view = (outer, n_in, inner), (outer, n_out, inner)
         new_size = math.prod(shape)
         steps.append(_Step(kernel, in_view, out_view, args, max(new_size, size),
-                           kernel is _kernels.apply_last))
+                           kernel is not _kernels.apply_hw))
         size = new_size
     return tuple(steps)
 

@@ -1,6 +1,7 @@
-/* The last-axis pass of the resize (pyx/_resample.pyx, apply_last) on 16 rows at once,
- * float32 with AVX-512F intrinsics.
+/* AVX-512F forms of the resize's float32 passes (pyx/_resample.pyx), bitwise the scalar
+ * loops' values.
  *
+ * sb_rs16_gather_f32: the last-axis pass (apply_last) on 16 rows at once.
  * The scalar loop reads each output's taps from one row at a time: per output a table
  * look-up, a short variable-length loop and scalar loads (about 1.3 ns an output on the
  * Zen 5 machine this was written on, for a 16 -> 32 bicubic pass).  Here a block of 16
@@ -10,9 +11,13 @@
  *
  * Each output is formed as the scalar loop forms it, acc = 0, then acc = acc + w * x
  * tap by tap (a multiply and an add, never fused: the module is built with
- * -ffp-contract=off), so the values are bitwise those of the scalar loop. */
-#ifndef SANDBOX_RESAMPLE_ROWS16_H
-#define SANDBOX_RESAMPLE_ROWS16_H
+ * -ffp-contract=off), so the values are bitwise those of the scalar loop.
+ *
+ * sb_rs_combine_rows_f32: _combine_rows (whole rows weighted and summed, the passes
+ * along an outer axis), 16 floats a vector where the baseline build's loop runs 4,
+ * in _combine_rows's order of operations. */
+#ifndef SANDBOX_RESAMPLE_AVX512_H
+#define SANDBOX_RESAMPLE_AVX512_H
 
 #include <stddef.h>
 
@@ -94,6 +99,38 @@ SB_RS16_AVX512 static void sb_rs16_gather_f32(float *dst, ptrdiff_t dstride, con
     }
 }
 
+/* dst[q] = sum_k wk[k] * src[k * stride + q] for q < q_len: the first two taps, then
+ * pairs of taps added to dst, then a last odd one (as _combine_rows). */
+SB_RS16_AVX512 static void sb_rs_combine_rows_f32(float *dst, const float *src,
+        ptrdiff_t stride, const float *wk, ptrdiff_t n, ptrdiff_t q_len)
+{
+    for (ptrdiff_t q = 0; q < q_len; q += 16) {
+        const __mmask16 m = sb_rs16_lanes(q_len - q);
+        __m512 acc;
+        ptrdiff_t k;
+        if (n == 0) {
+            acc = _mm512_setzero_ps();
+        } else if (n == 1) {
+            acc = _mm512_mul_ps(_mm512_set1_ps(wk[0]), _mm512_maskz_loadu_ps(m, src + q));
+        } else {
+            acc = _mm512_add_ps(
+                _mm512_mul_ps(_mm512_set1_ps(wk[0]), _mm512_maskz_loadu_ps(m, src + q)),
+                _mm512_mul_ps(_mm512_set1_ps(wk[1]), _mm512_maskz_loadu_ps(m, src + stride + q)));
+            for (k = 2; k + 1 < n; k += 2) {
+                const float *r0 = src + k * stride + q;
+                acc = _mm512_add_ps(acc, _mm512_add_ps(
+                    _mm512_mul_ps(_mm512_set1_ps(wk[k]), _mm512_maskz_loadu_ps(m, r0)),
+                    _mm512_mul_ps(_mm512_set1_ps(wk[k + 1]),
+                                  _mm512_maskz_loadu_ps(m, r0 + stride))));
+            }
+            if (k < n)
+                acc = _mm512_add_ps(acc, _mm512_mul_ps(
+                    _mm512_set1_ps(wk[k]), _mm512_maskz_loadu_ps(m, src + k * stride + q)));
+        }
+        _mm512_mask_storeu_ps(dst + q, m, acc);
+    }
+}
+
 /* 2 when this CPU runs the pass (AVX-512F), else 0. */
 static inline int sb_rs16_isa_available(void)
 {
@@ -107,6 +144,11 @@ static inline void sb_rs16_gather_f32(float *dst, ptrdiff_t dstride, const float
 {
     (void)dst; (void)dstride; (void)src; (void)sstride; (void)len; (void)lo_len;
     (void)start; (void)ntap; (void)w; (void)kmax; (void)scratch;
+}
+static inline void sb_rs_combine_rows_f32(float *dst, const float *src, ptrdiff_t stride,
+        const float *wk, ptrdiff_t n, ptrdiff_t q_len)
+{
+    (void)dst; (void)src; (void)stride; (void)wk; (void)n; (void)q_len;
 }
 static inline int sb_rs16_isa_available(void) { return 0; }
 #endif

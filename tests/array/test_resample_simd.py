@@ -1,4 +1,5 @@
-"""The 16-row AVX-512 pass of the resize's last axis gives the scalar loop's bits."""
+"""The AVX-512 forms of the resize's passes (the last axis 16 rows at a time, the outer
+axes' row sums 16 floats a vector) give the scalar loops' bits."""
 
 from __future__ import annotations
 
@@ -44,6 +45,25 @@ def test_sixteen_rows_match_the_scalar_loop(mode, length, scale, adjoint, thread
         _resample.apply_last(x, scalar, t.start, t.ntap, t.weights, threads, 0)
         _resample.apply_last(x, blocked, t.start, t.ntap, t.weights, threads, 2)
         np.testing.assert_array_equal(blocked.view(np.int32), scalar.view(np.int32))
+
+
+@needs_avx512
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic", "lanczos3", "area", "nearest"])
+@pytest.mark.parametrize("length,scale", [(4, 2), (23, 1.7), (40, 0.5), (9, 3)])
+@pytest.mark.parametrize("adjoint", [False, True])
+@pytest.mark.parametrize("width", [1, 16, 21, 40])  # whole vectors and masked tails
+def test_row_sums_match_the_scalar_loop(mode, length, scale, adjoint, width):
+    """apply_mid bit for bit: tap counts 0-8 (odd and even), signed zeros, inf, NaN."""
+    rng = np.random.default_rng(length + width + adjoint)
+    t = _last_table(mode, (length,), scale, adjoint)
+    x = rng.standard_normal((3, t.n_in, width)).astype(np.float32)
+    x[0, 0, 0], x[1, -1, -1], x[2, t.n_in // 2, 0] = -0.0, np.inf, np.nan
+    x[0, 1] = -0.0
+    scalar = np.empty((3, t.start.size, width), np.float32)
+    vector = np.empty_like(scalar)
+    _resample.apply_mid(x, scalar, t.start, t.ntap, t.weights, 2, 0)
+    _resample.apply_mid(x, vector, t.start, t.ntap, t.weights, 2, 2)
+    np.testing.assert_array_equal(vector.view(np.int32), scalar.view(np.int32))
 
 
 def test_rows_longer_than_the_scratch_take_the_scalar_loop():
