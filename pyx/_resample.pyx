@@ -28,6 +28,10 @@ cdef extern from "resample_avx512.h":
     void sb_rs_combine_rows_f32(float* dst, const float* src, Py_ssize_t stride,
                                 const float* wk, Py_ssize_t n, Py_ssize_t q_len) noexcept nogil
     int sb_rs16_isa_available() noexcept nogil
+    void sb_rs_combine_rows_f(float* dst, const float* src, Py_ssize_t stride,
+                              const float* wk, Py_ssize_t n, Py_ssize_t q_len) noexcept nogil
+    void sb_rs_combine_rows_d(double* dst, const double* src, Py_ssize_t stride,
+                              const double* wk, Py_ssize_t n, Py_ssize_t q_len) noexcept nogil
 
 
 def isa_available():
@@ -38,41 +42,13 @@ def isa_available():
 
 cdef inline void _combine_rows(real* dst, const real* src, Py_ssize_t stride,
                                const real* wk, Py_ssize_t n, Py_ssize_t q_len) noexcept nogil:
-    """dst[q] = sum_k wk[k] * src[k*stride + q]  (whole rows, vectorisable over q)."""
-    cdef Py_ssize_t q, k
-    cdef real w0, w1
-    cdef const real* r0
-    cdef const real* r1
-    if n == 0:
-        for q in range(q_len):
-            dst[q] = 0
-        return
-    if n == 1:
-        w0 = wk[0]
-        for q in range(q_len):
-            dst[q] = w0 * src[q]
-        return
-    # first two taps initialise, then pairs of taps accumulate (halves dst traffic)
-    w0 = wk[0]
-    w1 = wk[1]
-    r0 = src
-    r1 = src + stride
-    for q in range(q_len):
-        dst[q] = w0 * r0[q] + w1 * r1[q]
-    k = 2
-    while k + 1 < n:
-        w0 = wk[k]
-        w1 = wk[k + 1]
-        r0 = src + k * stride
-        r1 = r0 + stride
-        for q in range(q_len):
-            dst[q] = dst[q] + (w0 * r0[q] + w1 * r1[q])
-        k = k + 2
-    if k < n:
-        w0 = wk[k]
-        r0 = src + k * stride
-        for q in range(q_len):
-            dst[q] = dst[q] + w0 * r0[q]
+    """dst[q] = sum_k wk[k] * src[k*stride + q]  (whole rows; resample_avx512.h's C loop,
+    compiled for AVX2 and the baseline: the first two taps initialise, then pairs of
+    taps accumulate, which halves the traffic to dst)."""
+    if real is float:
+        sb_rs_combine_rows_f(dst, src, stride, wk, n, q_len)
+    else:
+        sb_rs_combine_rows_d(dst, src, stride, wk, n, q_len)
 
 
 cdef inline void _scale_row(real* dst, Py_ssize_t n, real factor) noexcept nogil:

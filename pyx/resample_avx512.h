@@ -20,6 +20,45 @@
 #define SANDBOX_RESAMPLE_AVX512_H
 
 #include <stddef.h>
+#include "simd_clones.h"
+
+/* _combine_rows of pyx/_resample.pyx (its order of operations: the first two taps, pairs
+ * of taps added to dst, a last odd one) as a C loop compiled twice (SB_CLONES: AVX2 and
+ * the baseline, chosen by the CPU), so that a CPU without AVX-512 sums 8 floats a
+ * vector, not the baseline build's 4; the same values on every clone. */
+#define SB_RS_COMBINE_ROWS(T, S)                                                            \
+SB_CLONES static void sb_rs_combine_rows_##S(T *restrict dst, const T *restrict src,        \
+        ptrdiff_t stride, const T *restrict wk, ptrdiff_t n, ptrdiff_t q_len)               \
+{                                                                                           \
+    ptrdiff_t q, k;                                                                         \
+    if (n == 0) {                                                                           \
+        for (q = 0; q < q_len; q++) dst[q] = 0;                                             \
+        return;                                                                             \
+    }                                                                                       \
+    if (n == 1) {                                                                           \
+        const T w0 = wk[0];                                                                 \
+        for (q = 0; q < q_len; q++) dst[q] = w0 * src[q];                                   \
+        return;                                                                             \
+    }                                                                                       \
+    {                                                                                       \
+        const T w0 = wk[0], w1 = wk[1];                                                     \
+        const T *r0 = src, *r1 = src + stride;                                              \
+        for (q = 0; q < q_len; q++) dst[q] = w0 * r0[q] + w1 * r1[q];                       \
+    }                                                                                       \
+    for (k = 2; k + 1 < n; k += 2) {                                                        \
+        const T w0 = wk[k], w1 = wk[k + 1];                                                 \
+        const T *r0 = src + k * stride, *r1 = r0 + stride;                                  \
+        for (q = 0; q < q_len; q++) dst[q] = dst[q] + (w0 * r0[q] + w1 * r1[q]);            \
+    }                                                                                       \
+    if (k < n) {                                                                            \
+        const T w0 = wk[k];                                                                 \
+        const T *r0 = src + k * stride;                                                     \
+        for (q = 0; q < q_len; q++) dst[q] = dst[q] + w0 * r0[q];                           \
+    }                                                                                       \
+}
+
+SB_RS_COMBINE_ROWS(float, f)
+SB_RS_COMBINE_ROWS(double, d)
 
 /* Longest input row the 16-row pass takes (its scratch: 16 * this floats a thread). */
 #define SB_RS16_MAX_LEN 256
