@@ -1,11 +1,13 @@
-"""The resize's separable passes with and without their AVX-512 forms, in one process.
+"""The resize's separable passes in each of their vector forms, in one process.
 
-On the ``avx512`` path (pyx/resample_avx512.h) ``apply_last`` (pyx/_resample.pyx)
-runs float32 rows 16 at a time, against one to four otherwise, and ``apply_mid`` sums
-rows 16 floats a vector, against the baseline build's 4; the values are the same.
-This script alternates the two forms (``dispatch._AVX512``) in rounds and prints, per
-shape, the medians of a forward ``resize`` plus its adjoint (2x upsampling, the
-user-written UNet's four decoder inputs at 64^2, batch 8) and the paired ratio.
+``apply_last`` (the contiguous axis, pyx/_resample.pyx) runs float32 rows 16 at a time
+with AVX-512 or 8 at a time with AVX2 (pyx/resample_avx512.h), else one to four with
+scalar loads; ``apply_mid`` (outer axes) sums rows 16 floats a vector with AVX-512, else
+in a loop compiled for AVX2 and the baseline.  Every form gives the same values.  This
+script alternates the forms (``dispatch.simd_code`` fixed to 0, 1 or 2) in rounds and
+prints, per shape, the medians of a forward ``resize`` plus its adjoint (2x upsampling,
+the user-written UNet's four decoder inputs at 64^2, batch 8) and each form's paired
+ratio to the scalar one.
 
     python benchmarks/ab_resample_simd.py --threads 1 2 --modes bilinear bicubic
 """
@@ -19,6 +21,7 @@ import time
 import numpy as np
 
 SHAPES = [(8, 256, 4, 4), (8, 128, 8, 8), (8, 64, 16, 16), (8, 32, 32, 32)]
+FORMS = {"scalar": 0, "avx2": 1, "avx512": 2}  # simd_code values
 
 
 def main(argv=None) -> None:
@@ -30,16 +33,18 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
 
     import sandbox
+    from sandbox._C import _resample
     from sandbox.array.resample import dispatch, resize, resize_adjoint
     from sandbox.runtime import simd
 
-    if not dispatch._AVX512:
-        raise SystemExit("this CPU has no AVX-512F: there is only one form to time")
-    print(f"cpu: {simd.cpu().describe()}; us per resize + adjoint, median of {args.rounds}")
+    forms = {k: v for k, v in FORMS.items() if v <= _resample.isa_available()}
+    print(f"cpu: {simd.cpu().describe()}; us per resize + adjoint, median of {args.rounds} "
+          f"rounds of {args.calls} calls; forms {', '.join(forms)}")
     rng = np.random.default_rng(0)
+    original = dispatch.simd_code
     try:
         for mode in args.modes:
-            totals = {n: [0.0, 0.0] for n in args.threads}
+            totals = {(n, f): 0.0 for n in args.threads for f in forms}
             for shape in SHAPES:
                 x = rng.standard_normal(shape).astype(np.float32)
                 g = rng.standard_normal((*shape[:2], 2 * shape[2], 2 * shape[3])).astype(
@@ -53,33 +58,28 @@ def main(argv=None) -> None:
                 for _ in range(args.rounds):
                     for n in args.threads:
                         sandbox.set_num_threads(n)
-                        for blocked in (False, True):
-                            dispatch._AVX512 = blocked
+                        for form, code in forms.items():
+                            dispatch.simd_code = lambda code=code: code
                             call()
                             start = time.perf_counter()
                             for _ in range(args.calls):
                                 call()
-                            times.setdefault((n, blocked), []).append(
+                            times.setdefault((n, form), []).append(
                                 (time.perf_counter() - start) / args.calls * 1e6)
                 for n in args.threads:
-                    a, b = times[(n, False)], times[(n, True)]
-                    paired = statistics.median([y / x for x, y in zip(a, b, strict=True)])
-                    totals[n][0] += statistics.median(a)
-                    totals[n][1] += statistics.median(b)
-                    print(f"{mode:9s} {str(shape):18s} {n} thread(s): portable "
-                          f"{statistics.median(a):7.0f}  avx512 {statistics.median(b):7.0f}"
-                          f"  (paired {paired:.2f})")
+                    base = times[(n, "scalar")]
+                    cells = []
+                    for form in forms:
+                        t = times[(n, form)]
+                        totals[(n, form)] += statistics.median(t)
+                        paired = statistics.median([b / a for a, b in zip(base, t, strict=True)])
+                        cells.append(f"{form} {statistics.median(t):6.0f} ({paired:.2f})")
+                    print(f"{mode:9s} {str(shape):18s} {n} thread(s): " + "  ".join(cells))
             for n in args.threads:
-                print(f"{mode:9s} the four resizes, {n} thread(s): {totals[n][0] / 1e3:.2f} -> "
-                      f"{totals[n][1] / 1e3:.2f} ms")
+                print(f"{mode:9s} the four resizes, {n} thread(s): " + ", ".join(
+                    f"{form} {totals[(n, form)] / 1e3:.2f} ms" for form in forms))
     finally:
-        dispatch._AVX512 = _resample_avx512()
-
-
-def _resample_avx512() -> bool:
-    from sandbox._C import _resample
-
-    return _resample.isa_available() == 2
+        dispatch.simd_code = original
 
 
 if __name__ == "__main__":

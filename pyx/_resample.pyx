@@ -27,6 +27,10 @@ cdef extern from "resample_avx512.h":
                             Py_ssize_t kmax, float* scratch) noexcept nogil
     void sb_rs_combine_rows_f32(float* dst, const float* src, Py_ssize_t stride,
                                 const float* wk, Py_ssize_t n, Py_ssize_t q_len) noexcept nogil
+    void sb_rs8_gather_f32(float* dst, Py_ssize_t dstride, const float* src,
+                           Py_ssize_t sstride, Py_ssize_t length, Py_ssize_t lo_len,
+                           const Py_ssize_t* start, const Py_ssize_t* ntap, const float* w,
+                           Py_ssize_t kmax, float* scratch) noexcept nogil
     int sb_rs16_isa_available() noexcept nogil
     void sb_rs_combine_rows_f(float* dst, const float* src, Py_ssize_t stride,
                               const float* wk, Py_ssize_t n, Py_ssize_t q_len) noexcept nogil
@@ -36,7 +40,7 @@ cdef extern from "resample_avx512.h":
 
 def isa_available():
     """2 when this CPU runs the AVX-512 passes of :func:`apply_last` and :func:`apply_mid`
-    (resample_avx512.h), else 0."""
+    (resample_avx512.h), 1 when it runs :func:`apply_last`'s AVX2 one, else 0."""
     return sb_rs16_isa_available()
 
 
@@ -137,8 +141,9 @@ def apply_last(const real[:, ::1] x, real[:, ::1] out,
     """Resample the last axis: ``x`` (P, L) -> ``out`` (P, Lo), parallel over blocks of rows.
 
     With ``isa`` = 2 (at most :func:`isa_available`), float32 rows of at most
-    ``SB_RS16_MAX_LEN`` run in blocks of 16 on resample_avx512.h's AVX-512 pass; the
-    values are the same (each row's outputs are formed alike in every block size).
+    ``SB_RS16_MAX_LEN`` run in blocks of 16 on resample_avx512.h's AVX-512 pass, with
+    ``isa`` = 1 in blocks of 8 on its AVX2 one; the values are the same (each row's
+    outputs are formed alike in every block size).
 
     Arguments: ``x`` (IN), ``out`` (OUT), ``start`` (IN), ``ntap`` (IN), ``w`` (IN),
     ``num_threads`` (IN), ``isa`` (IN).
@@ -167,6 +172,22 @@ def apply_last(const real[:, ::1] x, real[:, ::1] out,
                     else:  # no scratch: the same values by the scalar loop
                         _gather_rows16_scalar(&out[16 * b, 0], lo_len, &x[16 * b, 0], length,
                                               lo_len, &start[0], &ntap[0], &w[0, 0], kmax)
+                free(raw)
+        elif isa == 1 and length <= SB_RS16_MAX_LEN and n_rows >= 8:
+            first = 8 * (n_rows // 8)
+            with nogil, parallel(num_threads=num_threads):
+                raw = <char*> malloc(8 * length * sizeof(float) + 32)
+                scratch = <float*> ((<size_t> raw + 31) & ~(<size_t> 31))
+                for b in prange(n_rows // 8, schedule="static"):
+                    if raw != NULL:
+                        sb_rs8_gather_f32(&out[8 * b, 0], lo_len, &x[8 * b, 0], length,
+                                          length, lo_len, &start[0], &ntap[0], &w[0, 0],
+                                          kmax, scratch)
+                    else:  # no scratch: the same values by the scalar loop
+                        _gather_rows4(&out[8 * b, 0], lo_len, &x[8 * b, 0], length, lo_len,
+                                      &start[0], &ntap[0], &w[0, 0], kmax)
+                        _gather_rows4(&out[8 * b + 4, 0], lo_len, &x[8 * b + 4, 0], length,
+                                      lo_len, &start[0], &ntap[0], &w[0, 0], kmax)
                 free(raw)
     n_blocks = (n_rows - first) // 4
     with nogil:
@@ -198,7 +219,7 @@ def apply_mid(const real[:, :, ::1] x, real[:, :, ::1] out,
     if n_outer == 0 or lo_len == 0 or q_len == 0:
         return
     if real is float:
-        if isa == 2:
+        if isa == 2:  # (1, the AVX2 path, runs _combine_rows's AVX2 clone)
             with nogil:
                 for idx in prange(n_outer * lo_len, schedule="static",
                                   num_threads=num_threads):

@@ -15,7 +15,10 @@
  *
  * sb_rs_combine_rows_f32: _combine_rows (whole rows weighted and summed, the passes
  * along an outer axis), 16 floats a vector where the baseline build's loop runs 4,
- * in _combine_rows's order of operations. */
+ * in _combine_rows's order of operations.
+ *
+ * sb_rs8_gather_f32: the last-axis pass on 8 rows at once with AVX2, for the CPUs
+ * without AVX-512. */
 #ifndef SANDBOX_RESAMPLE_AVX512_H
 #define SANDBOX_RESAMPLE_AVX512_H
 
@@ -170,14 +173,87 @@ SB_RS16_AVX512 static void sb_rs_combine_rows_f32(float *dst, const float *src,
     }
 }
 
-/* 2 when this CPU runs the pass (AVX-512F), else 0. */
+/* sb_rs8_gather_f32: sb_rs16_gather_f32 for a CPU without AVX-512: blocks of 8 rows,
+ * 8x8 transposes of AVX2 vectors (the same operations per output, so the same values;
+ * "avx2" enables no fused multiply-add). */
+#define SB_RS8_AVX2 __attribute__((target("avx2")))
+
+SB_RS8_AVX2 static inline void sb_rs8_transpose(__m256 r[8])
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+
+/* The lanes [0, n) of an AVX2 mask (n <= 8). */
+SB_RS8_AVX2 static inline __m256i sb_rs8_lanes(ptrdiff_t n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* As sb_rs16_gather_f32 for the 8 rows of a block; scratch: 8 * len floats, 32-byte
+ * aligned. */
+SB_RS8_AVX2 static void sb_rs8_gather_f32(float *dst, ptrdiff_t dstride, const float *src,
+        ptrdiff_t sstride, ptrdiff_t len, ptrdiff_t lo_len, const ptrdiff_t *start,
+        const ptrdiff_t *ntap, const float *w, ptrdiff_t kmax, float *scratch)
+{
+    __m256 r[8];
+    for (ptrdiff_t j0 = 0; j0 < len; j0 += 8) {
+        const ptrdiff_t nj = len - j0 < 8 ? len - j0 : 8;
+        const __m256i m = sb_rs8_lanes(nj);
+        for (int i = 0; i < 8; i++) r[i] = _mm256_maskload_ps(src + i * sstride + j0, m);
+        sb_rs8_transpose(r);
+        for (ptrdiff_t j = 0; j < nj; j++) _mm256_store_ps(scratch + 8 * (j0 + j), r[j]);
+    }
+    for (ptrdiff_t o0 = 0; o0 < lo_len; o0 += 8) {
+        const ptrdiff_t no = lo_len - o0 < 8 ? lo_len - o0 : 8;
+        for (ptrdiff_t q = 0; q < 8; q++) {
+            __m256 acc = _mm256_setzero_ps();
+            if (q < no) {
+                const ptrdiff_t o = o0 + q, n = ntap[o];
+                const float *col = scratch + 8 * start[o];
+                const float *wo = w + o * kmax;
+                for (ptrdiff_t k = 0; k < n; k++)
+                    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(wo[k]),
+                                                           _mm256_load_ps(col + 8 * k)));
+            }
+            r[q] = acc;
+        }
+        sb_rs8_transpose(r);
+        const __m256i m = sb_rs8_lanes(no);
+        for (int i = 0; i < 8; i++) _mm256_maskstore_ps(dst + i * dstride + o0, m, r[i]);
+    }
+}
+
+/* 2 when this CPU runs the AVX-512F passes, 1 when it runs the AVX2 one, else 0. */
 static inline int sb_rs16_isa_available(void)
 {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") ? 2 : 0;
+    if (__builtin_cpu_supports("avx512f")) return 2;
+    return __builtin_cpu_supports("avx2") ? 1 : 0;
 }
 #else
 static inline void sb_rs16_gather_f32(float *dst, ptrdiff_t dstride, const float *src,
+        ptrdiff_t sstride, ptrdiff_t len, ptrdiff_t lo_len, const ptrdiff_t *start,
+        const ptrdiff_t *ntap, const float *w, ptrdiff_t kmax, float *scratch)
+{
+    (void)dst; (void)dstride; (void)src; (void)sstride; (void)len; (void)lo_len;
+    (void)start; (void)ntap; (void)w; (void)kmax; (void)scratch;
+}
+static inline void sb_rs8_gather_f32(float *dst, ptrdiff_t dstride, const float *src,
         ptrdiff_t sstride, ptrdiff_t len, ptrdiff_t lo_len, const ptrdiff_t *start,
         const ptrdiff_t *ntap, const float *w, ptrdiff_t kmax, float *scratch)
 {

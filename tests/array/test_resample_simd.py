@@ -16,7 +16,9 @@ needs_avx512 = pytest.mark.skipif(_resample.isa_available() != 2,
 
 
 def test_isa_available_follows_the_cpu():
-    assert _resample.isa_available() == (2 if "avx512f" in simd.cpu().flags else 0)
+    flags = simd.cpu().flags
+    assert _resample.isa_available() == (2 if "avx512f" in flags else 1 if "avx2" in flags
+                                         else 0)
 
 
 def _last_table(mode, in_sizes, scale, adjoint):
@@ -24,26 +26,28 @@ def _last_table(mode, in_sizes, scale, adjoint):
     return dispatch.tables_for(plan, np.dtype(np.float32), adjoint)[-1]
 
 
-@needs_avx512
+@pytest.mark.parametrize("isa", [2, 1])  # 16 rows (AVX-512), 8 rows (AVX2)
 @pytest.mark.parametrize("mode", ["bilinear", "bicubic", "lanczos3", "area"])
 @pytest.mark.parametrize("length,scale", [(4, 2), (16, 2), (23, 1.7), (40, 0.5), (100, 3),
                                           (256, 0.75)])
 @pytest.mark.parametrize("adjoint", [False, True])
 @pytest.mark.parametrize("threads", [1, 2, 3])
-def test_sixteen_rows_match_the_scalar_loop(mode, length, scale, adjoint, threads):
-    """Bit for bit, on row counts around the blocks of 16 and 4, lengths that are not
-    multiples of 16 (the transposes' masked tails), signed zeros, infinities and NaN."""
+def test_row_blocks_match_the_scalar_loop(isa, mode, length, scale, adjoint, threads):
+    """Bit for bit, on row counts around the blocks of 16, 8 and 4, lengths that are not
+    multiples of 16 or 8 (the transposes' masked tails), signed zeros, infinities, NaN."""
+    if _resample.isa_available() < isa:
+        pytest.skip("the CPU lacks this pass's instructions")
     rng = np.random.default_rng(length + int(10 * scale) + adjoint)
     t = _last_table(mode, (length,), scale, adjoint)
     n_in = length if not adjoint else t.n_in
-    for rows in (16, 37, 53):
+    for rows in (8, 16, 37, 53):
         x = rng.standard_normal((rows, n_in)).astype(np.float32)
         x[0, 0], x[1, -1], x[2, n_in // 2] = -0.0, np.inf, np.nan
         x[3] = -0.0
         scalar = np.empty((rows, t.start.size), np.float32)
         blocked = np.empty_like(scalar)
         _resample.apply_last(x, scalar, t.start, t.ntap, t.weights, threads, 0)
-        _resample.apply_last(x, blocked, t.start, t.ntap, t.weights, threads, 2)
+        _resample.apply_last(x, blocked, t.start, t.ntap, t.weights, threads, isa)
         np.testing.assert_array_equal(blocked.view(np.int32), scalar.view(np.int32))
 
 
@@ -71,8 +75,9 @@ def test_rows_longer_than_the_scratch_take_the_scalar_loop():
     x = np.random.default_rng(0).standard_normal((32, 300)).astype(np.float32)
     a, b = (np.empty((32, t.start.size), np.float32) for _ in range(2))
     _resample.apply_last(x, a, t.start, t.ntap, t.weights, 2, 0)
-    _resample.apply_last(x, b, t.start, t.ntap, t.weights, 2, 2)
-    np.testing.assert_array_equal(a, b)
+    for isa in (1, 2):
+        _resample.apply_last(x, b, t.start, t.ntap, t.weights, 2, isa)
+        np.testing.assert_array_equal(a, b)
 
 
 def test_every_simd_path_gives_the_same_resize():
@@ -82,7 +87,7 @@ def test_every_simd_path_gives_the_same_resize():
     results = []
     for path in [p for p in ("avx512", "avx2", "portable") if p in simd.supported_paths()]:
         with simd.using(isa=path):
-            assert dispatch.simd_code() == (2 if path == "avx512" else 0)
+            assert dispatch.simd_code() == {"avx512": 2, "avx2": 1, "portable": 0}[path]
             results.append((resize(x, scale_factor=2, mode="bicubic"),
                             resize_adjoint(g, (12, 20), scale_factor=2, mode="bicubic")))
     for got in results[1:]:

@@ -25,9 +25,9 @@ a few hundred pixels for several tap counts and fit a line per kernel.  Only
 their ratio matters: the model picks the order of the passes, so a poor fit
 costs speed, never accuracy.
 
-The model ignores that on the ``avx512`` path (:func:`simd_code`) ``apply_last``
-runs float32 rows 16 a vector (2-4x faster there) and ``apply_mid`` sums 16 floats a
-vector: the order of the passes
+The model ignores that ``apply_last`` runs float32 rows 16 (``avx512`` path) or 8
+(``avx2``) a vector and ``apply_mid`` sums 16 floats a vector on ``avx512``
+(:func:`simd_code`; 2-4x faster there): the order of the passes
 changes the rounding, and it must not depend on the SIMD path, so that every path
 gives the same values.
 """
@@ -181,13 +181,19 @@ class _Step(NamedTuple):
 
 
 def simd_code() -> int:
-    """2 when ``apply_last`` and ``apply_mid`` may run their AVX-512 forms (the ``avx512``
-    path of :mod:`sandbox.runtime.simd` on a CPU that has it), else 0; both give the
-    same values, so the route (and the bits) never depend on it."""
-    return 2 if simd.current().isa == "avx512" and _AVX512 else 0
+    """The vector forms ``apply_last`` and ``apply_mid`` may run: 2 on the ``avx512`` path
+    of :mod:`sandbox.runtime.simd` (16 rows / 16 floats a vector), 1 on the ``avx2``
+    path or on ``avx512`` with a CPU without it (``apply_last`` 8 rows a vector), else 0
+    (the scalar loops).  Every form gives the same values, so the route (and the bits)
+    never depend on it."""
+    isa = simd.current().isa
+    if isa == "avx512" and _AVX512:
+        return 2
+    return 1 if isa != "portable" and _AVX2 else 0
 
 
 _AVX512 = _kernels.isa_available() == 2
+_AVX2 = _kernels.isa_available() >= 1
 
 
 #: (n, c) planes from which the plane-parallel kernels (nearest, weighted gather) run
