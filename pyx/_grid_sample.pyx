@@ -33,6 +33,11 @@ cdef extern from "grid_block2d.h":
     int sb_gs2d_coords_f(const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, float, float, float,
                          int, float, float, float, int, int32_t*, float*, float*, float*,
                          float*, float*, float*, float*, float*, unsigned char*) noexcept nogil
+    int sb_gs2d_coords_f_avx2(const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, float, float,
+                              float, int, float, float, float, int, int32_t*, float*, float*,
+                              float*, float*, float*, float*, float*, float*,
+                              unsigned char*) noexcept nogil
+    int sb_gs2d_avx2_available() noexcept nogil
     int sb_gs2d_coords_d(const double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, double, double,
                          double, int, double, double, double, int, int32_t*, double*, double*,
                          double*, double*, double*, double*, double*, double*,
@@ -127,6 +132,12 @@ cdef extern from "simd_clones.h":
 per_sample_batch = PER_SAMPLE_MIN
 #: chunks of points of the push's sort (its ``cursor`` scratch: N * sort_chunks * nslabs)
 sort_chunks = SORT_CHUNKS
+
+
+def avx2_available():
+    """1 when this CPU runs the AVX2 coordinate pass of the 2-D float32 blocks (``isa`` 1
+    or more), else 0."""
+    return sb_gs2d_avx2_available()
 
 
 def isa_available():
@@ -737,9 +748,16 @@ cdef inline Params2d _params_2d(Py_ssize_t H, Py_ssize_t W, int ac) noexcept nog
 
 cdef inline int _coords_2d(const real* g, Py_ssize_t cnt, Py_ssize_t H, Py_ssize_t W,
                            Params2d q, int pad, int nearest, int32_t* off, real* wt, real* ts,
-                           real* ds, unsigned char* ok) noexcept nogil:
-    """grid_block2d.h's coordinate pass; returns whether every point is ok."""
+                           real* ds, unsigned char* ok, int isa) noexcept nogil:
+    """grid_block2d.h's coordinate pass (float32 with ``isa`` >= 1: its AVX2 form, the
+    same values); returns whether every point is ok."""
     if real is float:
+        if isa >= 1:
+            return sb_gs2d_coords_f_avx2(g, cnt, H, W, q.sx, q.sy, q.shift, pad, q.lo,
+                                         q.span_x, q.span_y, nearest, off, wt,
+                                         wt + SB_GS_BLOCK, wt + 2 * SB_GS_BLOCK,
+                                         wt + 3 * SB_GS_BLOCK, ts, ts + SB_GS_BLOCK, ds,
+                                         ds + SB_GS_BLOCK, ok)
         return sb_gs2d_coords_f(g, cnt, H, W, q.sx, q.sy, q.shift, pad, q.lo, q.span_x,
                                 q.span_y, nearest, off, wt, wt + SB_GS_BLOCK,
                                 wt + 2 * SB_GS_BLOCK, wt + 3 * SB_GS_BLOCK, ts,
@@ -867,7 +885,7 @@ cdef inline void _forward_block_2d(const real* xn, const real* gp, real* outp, P
         done = sb_gs2d_fused_f(isa, xn, gp, outp, C, H, W, P, cnt, nearest, pad, q.sx, q.sy,
                                q.shift, q.lo, q.span_x, q.span_y, ok, &all_ok)
     if not done:
-        all_ok = _coords_2d(gp, cnt, H, W, q, pad, nearest, off, wt, ts, ds, ok)
+        all_ok = _coords_2d(gp, cnt, H, W, q, pad, nearest, off, wt, ts, ds, ok, isa)
         _gather_2d(xn, C, H, W, outp, P, cnt, nearest, off, wt)
     if not all_ok:
         for j in range(cnt):
@@ -942,7 +960,7 @@ cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real*
                                         cnt, gbuf, idx, 0, nearest, pad, q.sx, q.sy, q.shift,
                                         q.lo, q.span_x, q.span_y, ok, &all_ok)
     if not done:
-        all_ok = _coords_2d(gbuf, cnt, H, W, q, pad, nearest, off, wt, ts, ds, ok)
+        all_ok = _coords_2d(gbuf, cnt, H, W, q, pad, nearest, off, wt, ts, ds, ok, isa)
         _push_2d(xn, gyn, gxn, acc, C, H, W, P, cnt, idx, nearest, deriv, off, wt, ts, ok)
         if deriv:
             _grid_grad_block(ggn, idx, cnt, 2, acc, ds, ok)

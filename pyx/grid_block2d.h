@@ -128,4 +128,149 @@ SB_CLONES static void sb_gs2d_backward_##S(const T* restrict x, const T* restric
 
 SB_GS2D(float, f, floorf, rintf)
 SB_GS2D(double, d, floor, rint)
+
+/* sb_gs2d_coords_f_avx2: sb_gs2d_coords_f on 8 points a vector with AVX2 intrinsics, the
+ * same operations in the same order lane by lane (the compiler left the loop above
+ * scalar: 49.5 us for the 16,384 points of a 128^2 grid on the Zen 5 machine this was
+ * written on, a C harness; 3x the nearest forward's gathers).  For the isa >= 1 paths
+ * of pyx/_grid_sample.pyx; "avx2" enables no fused multiply-add, so the values are the
+ * loop's bit for bit. */
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define SB_GS2D_AVX2 __attribute__((target("avx2")))
+
+SB_GS2D_AVX2 static inline __m256 sb_gs2d_sel8(__m256 mask, __m256 a, __m256 b) {
+    return _mm256_blendv_ps(b, a, mask);  /* mask ? a : b, lane by lane */
+}
+
+SB_GS2D_AVX2 static int sb_gs2d_coords_f_avx2(const float* restrict g, Py_ssize_t n,
+        Py_ssize_t H, Py_ssize_t W, float scale_x, float scale_y, float shift, int pad,
+        float lo, float span_x, float span_y, int nearest, int32_t* restrict off,
+        float* restrict w0, float* restrict w1, float* restrict w2, float* restrict w3,
+        float* restrict txs, float* restrict tys, float* restrict dxs, float* restrict dys,
+        unsigned char* restrict ok) {
+    const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    const __m256 mone = _mm256_set1_ps(-1.0f);
+    const __m256 sx = _mm256_set1_ps(scale_x), sy = _mm256_set1_ps(scale_y);
+    const __m256 sh = _mm256_set1_ps(shift), vlo = _mm256_set1_ps(lo);
+    const __m256 spx = _mm256_set1_ps(span_x), spy = _mm256_set1_ps(span_y);
+    const __m256 spx2 = _mm256_set1_ps(2 * span_x), spy2 = _mm256_set1_ps(2 * span_y);
+    const __m256 hx = _mm256_set1_ps((float)(W - 1)), hy = _mm256_set1_ps((float)(H - 1));
+    const __m256 fw = _mm256_set1_ps((float)W), fh = _mm256_set1_ps((float)H);
+    const __m256i vw = _mm256_set1_epi32((int)W);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    int all = 1;
+    for (Py_ssize_t j = 0; j < n; j += 8) {
+        const Py_ssize_t r = n - j < 8 ? n - j : 8;
+        __m256 a, b;
+        if (r == 8) {
+            a = _mm256_loadu_ps(g + 2 * j);
+            b = _mm256_loadu_ps(g + 2 * j + 8);
+        } else {  /* 2 r values, zeros after them */
+            a = _mm256_maskload_ps(g + 2 * j, _mm256_cmpgt_epi32(_mm256_set1_epi32(
+                (int)(2 * r)), lane));
+            b = _mm256_maskload_ps(g + 2 * j + 8, _mm256_cmpgt_epi32(_mm256_set1_epi32(
+                (int)(2 * r - 8)), lane));
+        }
+        /* (x0 y0 x1 y1 ..) -> x0..x7 and y0..y7 */
+        __m256 gx = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(
+            _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))), _MM_SHUFFLE(3, 1, 2, 0)));
+        __m256 gy = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(
+            _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))), _MM_SHUFFLE(3, 1, 2, 0)));
+        __m256 ux = _mm256_mul_ps(_mm256_add_ps(gx, one), sx);
+        __m256 uy = _mm256_mul_ps(_mm256_add_ps(gy, one), sy);
+        ux = _mm256_sub_ps(ux, sh);
+        uy = _mm256_sub_ps(uy, sh);
+        __m256 far = zero, sgx = one, sgy = one, dx = sx, dy = sy;
+        if (pad == 2) {
+            __m256 vx = _mm256_sub_ps(ux, vlo), vy = _mm256_sub_ps(uy, vlo);
+            const __m256 nx = _mm256_cmp_ps(vx, zero, _CMP_LT_OQ);
+            const __m256 ny = _mm256_cmp_ps(vy, zero, _CMP_LT_OQ);
+            sgx = sb_gs2d_sel8(nx, mone, one);
+            sgy = sb_gs2d_sel8(ny, mone, one);
+            vx = sb_gs2d_sel8(nx, _mm256_xor_ps(vx, _mm256_set1_ps(-0.0f)), vx);
+            vy = sb_gs2d_sel8(ny, _mm256_xor_ps(vy, _mm256_set1_ps(-0.0f)), vy);
+            far = _mm256_or_ps(_mm256_cmp_ps(vx, spx2, _CMP_GE_OQ),
+                               _mm256_cmp_ps(vy, spy2, _CMP_GE_OQ));
+            const __m256 inx = _mm256_cmp_ps(vx, spx, _CMP_LT_OQ);
+            const __m256 iny = _mm256_cmp_ps(vy, spy, _CMP_LT_OQ);
+            sgx = sb_gs2d_sel8(inx, sgx, _mm256_xor_ps(sgx, _mm256_set1_ps(-0.0f)));
+            sgy = sb_gs2d_sel8(iny, sgy, _mm256_xor_ps(sgy, _mm256_set1_ps(-0.0f)));
+            ux = sb_gs2d_sel8(inx, _mm256_add_ps(vx, vlo),
+                              _mm256_add_ps(_mm256_sub_ps(spx, _mm256_sub_ps(vx, spx)), vlo));
+            uy = sb_gs2d_sel8(iny, _mm256_add_ps(vy, vlo),
+                              _mm256_add_ps(_mm256_sub_ps(spy, _mm256_sub_ps(vy, spy)), vlo));
+        }
+        if (pad) {
+            dx = sb_gs2d_sel8(_mm256_and_ps(_mm256_cmp_ps(ux, zero, _CMP_GT_OQ),
+                                            _mm256_cmp_ps(ux, hx, _CMP_LT_OQ)),
+                              _mm256_mul_ps(sgx, sx), zero);
+            dy = sb_gs2d_sel8(_mm256_and_ps(_mm256_cmp_ps(uy, zero, _CMP_GT_OQ),
+                                            _mm256_cmp_ps(uy, hy, _CMP_LT_OQ)),
+                              _mm256_mul_ps(sgy, sy), zero);
+            ux = sb_gs2d_sel8(_mm256_cmp_ps(ux, zero, _CMP_GT_OQ),
+                              sb_gs2d_sel8(_mm256_cmp_ps(ux, hx, _CMP_GE_OQ), hx, ux), zero);
+            uy = sb_gs2d_sel8(_mm256_cmp_ps(uy, zero, _CMP_GT_OQ),
+                              sb_gs2d_sel8(_mm256_cmp_ps(uy, hy, _CMP_GE_OQ), hy, uy), zero);
+        }
+        __m256 fx = nearest ? _mm256_round_ps(ux, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+                            : _mm256_round_ps(ux, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+        __m256 fy = nearest ? _mm256_round_ps(uy, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+                            : _mm256_round_ps(uy, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+        const __m256 ex = nearest ? fx : _mm256_add_ps(fx, one);
+        const __m256 ey = nearest ? fy : _mm256_add_ps(fy, one);
+        __m256 inside = _mm256_and_ps(
+            _mm256_and_ps(_mm256_cmp_ps(fx, zero, _CMP_GE_OQ), _mm256_cmp_ps(ex, fw, _CMP_LT_OQ)),
+            _mm256_and_ps(_mm256_cmp_ps(fy, zero, _CMP_GE_OQ), _mm256_cmp_ps(ey, fh, _CMP_LT_OQ)));
+        inside = _mm256_andnot_ps(far, inside);
+        const __m256 tx = _mm256_sub_ps(ux, fx), ty = _mm256_sub_ps(uy, fy);
+        fx = _mm256_and_ps(inside, fx);  /* inside ? fx : 0 */
+        fy = _mm256_and_ps(inside, fy);
+        const __m256i o = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvttps_epi32(fy), vw),
+                                           _mm256_cvttps_epi32(fx));
+        const __m256 sx1 = _mm256_sub_ps(one, tx), sy1 = _mm256_sub_ps(one, ty);
+        const __m256 v0 = _mm256_and_ps(inside, _mm256_mul_ps(sy1, sx1));
+        const __m256 v1 = _mm256_and_ps(inside, _mm256_mul_ps(sy1, tx));
+        const __m256 v2 = _mm256_and_ps(inside, _mm256_mul_ps(ty, sx1));
+        const __m256 v3 = _mm256_and_ps(inside, _mm256_mul_ps(ty, tx));
+        const int bits = _mm256_movemask_ps(inside);
+        if (r == 8) {
+            _mm256_storeu_si256((__m256i*)(off + j), o);
+            _mm256_storeu_ps(w0 + j, v0);
+            _mm256_storeu_ps(w1 + j, v1);
+            _mm256_storeu_ps(w2 + j, v2);
+            _mm256_storeu_ps(w3 + j, v3);
+            _mm256_storeu_ps(txs + j, tx);
+            _mm256_storeu_ps(tys + j, ty);
+            _mm256_storeu_ps(dxs + j, dx);
+            _mm256_storeu_ps(dys + j, dy);
+        } else {
+            const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), lane);
+            _mm256_maskstore_epi32((int*)(off + j), m, o);
+            _mm256_maskstore_ps(w0 + j, m, v0);
+            _mm256_maskstore_ps(w1 + j, m, v1);
+            _mm256_maskstore_ps(w2 + j, m, v2);
+            _mm256_maskstore_ps(w3 + j, m, v3);
+            _mm256_maskstore_ps(txs + j, m, tx);
+            _mm256_maskstore_ps(tys + j, m, ty);
+            _mm256_maskstore_ps(dxs + j, m, dx);
+            _mm256_maskstore_ps(dys + j, m, dy);
+        }
+        for (Py_ssize_t q = 0; q < r; q++) {
+            ok[j + q] = (unsigned char)((bits >> q) & 1);
+            all &= (bits >> q) & 1;
+        }
+    }
+    return all;
+}
+
+/* 1 when this CPU runs sb_gs2d_coords_f_avx2 (AVX2), else 0. */
+static int sb_gs2d_avx2_available(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") ? 1 : 0;
+}
+#else
+#define sb_gs2d_coords_f_avx2 sb_gs2d_coords_f
+static int sb_gs2d_avx2_available(void) { return 0; }
+#endif
 #endif

@@ -49,13 +49,22 @@ def push_bytes(grid, mode) -> int:
 
 
 def simd_code() -> int:
-    """2 when the 2-D float32 nearest/bilinear blocks run their AVX-512 passes (the
-    ``avx512`` path of :mod:`sandbox.runtime.simd` on a CPU that has it, unless
-    ``sandbox calibrate`` measured the portable loops faster here), else 0.  Both
-    give the same values."""
-    if simd.current().isa != "avx512" or _grid_sample.isa_available() != 2:
+    """The explicit-SIMD form of the 2-D float32 nearest/bilinear blocks: 2, their AVX-512
+    passes (the ``avx512`` path of :mod:`sandbox.runtime.simd` on a CPU that has it,
+    unless ``sandbox calibrate`` measured the other loops faster here); 1, the loops
+    with their coordinate pass in AVX2 (the ``avx2`` path, or ``avx512`` when
+    calibration preferred them); 0, the portable loops (``portable``).  Every form gives
+    the same values."""
+    isa = simd.current().isa
+    if isa == "portable":
         return 0
-    return 2 if calibration.preferred("grid_gathers") == "avx512" else 0
+    if (isa == "avx512" and _grid_sample.isa_available() == 2
+            and calibration.preferred("grid_gathers") == "avx512"):
+        return 2
+    return 1 if _AVX2 else 0
+
+
+_AVX2 = _grid_sample.avx2_available() == 1
 
 
 def slab_rows(rows: int, slab: int) -> np.ndarray:
