@@ -10,6 +10,27 @@
 #ifndef SANDBOX_GRID_NEAREST_H
 #define SANDBOX_GRID_NEAREST_H
 #include "grid_simd3d.h"
+#include "grid_block2d.h"  /* sb_gs2d_coords_f_avx2, for the AVX2 path */
+
+/* The 2-D offsets on the AVX2 path (isa 1): grid_block2d.h's AVX2 coordinate pass over
+ * blocks of SB_GS_BLOCK points.  A point it leaves out is outside the input (-1) with
+ * zeros padding; with border or reflection padding every point lands inside but those
+ * reflected more than once, so it is one of those (-2). */
+static void sb_gs2d_near_offsets_f_avx2(const float* g, Py_ssize_t n, Py_ssize_t H,
+        Py_ssize_t W, int pad, const float* scale, float shift, float lo, const float* span,
+        Py_ssize_t* offs) {
+    int32_t off[SB_GS_BLOCK];
+    float w[4][SB_GS_BLOCK], t[2][SB_GS_BLOCK], d[2][SB_GS_BLOCK];
+    unsigned char ok[SB_GS_BLOCK];
+    for (Py_ssize_t j0 = 0; j0 < n; j0 += SB_GS_BLOCK) {
+        const Py_ssize_t cnt = n - j0 < SB_GS_BLOCK ? n - j0 : SB_GS_BLOCK;
+        sb_gs2d_coords_f_avx2(g + 2 * j0, cnt, H, W, scale[0], scale[1], shift, pad, lo,
+                              span[0], span[1], 1, off, w[0], w[1], w[2], w[3], t[0], t[1],
+                              d[0], d[1], ok);
+        for (Py_ssize_t j = 0; j < cnt; j++)
+            offs[j0 + j] = ok[j] ? (Py_ssize_t)off[j] : (pad ? -2 : -1);
+    }
+}
 
 #ifdef SB_GS_X86
 /* Lanes in `in`: their offset; other lanes -1, or -2 where `far`. */
@@ -53,11 +74,16 @@ SB_AVX512 static void sb_gs3d_near_offsets_f_avx512(const float* g, Py_ssize_t n
 }
 #endif
 
-/* Dispatch: 0 (nothing done) unless isa == 2 on an x86-64 build.  scale, span: x, y(, z). */
+/* Dispatch: 0 (nothing done) unless isa == 2 (AVX-512), or 1 in 2-D (AVX2), on an x86-64
+ * build.  scale, span: x, y(, z). */
 static int sb_gs_near_offsets_f(int isa, int nd, const float* g, Py_ssize_t n, Py_ssize_t D,
         Py_ssize_t H, Py_ssize_t W, int pad, const float* scale, float shift, float lo,
         const float* span, Py_ssize_t* offs) {
     SB_GS2D_IF_X86(
+    if (isa == 1 && nd == 2) {
+        sb_gs2d_near_offsets_f_avx2(g, n, H, W, pad, scale, shift, lo, span, offs);
+        return 1;
+    }
     if (isa == 2 && nd == 2) {
         const sb_gs2d_k16 k = sb_gs2d_k16_make(H, W, scale[0], scale[1], shift, pad, lo,
                                                span[0], span[1]);
