@@ -124,17 +124,6 @@ cdef inline void _gather_rows4(real* dst, Py_ssize_t dstride, const real* src, P
         dst[o + 3 * dstride] = a3
 
 
-cdef inline void _gather_rows16_scalar(real* dst, Py_ssize_t dstride, const real* src,
-                                      Py_ssize_t sstride, Py_ssize_t lo_len,
-                                      const Py_ssize_t* start, const Py_ssize_t* ntap,
-                                      const real* w, Py_ssize_t kmax) noexcept nogil:
-    """16 rows by _gather_rows4 (the 16-row pass's stand-in without its scratch)."""
-    cdef int q
-    for q in range(4):
-        _gather_rows4(dst + 4 * q * dstride, dstride, src + 4 * q * sstride, sstride, lo_len,
-                      start, ntap, w, kmax)
-
-
 def apply_last(const real[:, ::1] x, real[:, ::1] out,
                const Py_ssize_t[::1] start, const Py_ssize_t[::1] ntap,
                const real[:, ::1] w, int num_threads, int isa=0):
@@ -153,41 +142,32 @@ def apply_last(const real[:, ::1] x, real[:, ::1] out,
     cdef Py_ssize_t lo_len = out.shape[1]
     cdef Py_ssize_t kmax = w.shape[1]
     cdef Py_ssize_t first = 0  # the first row after the 16-row blocks
-    cdef Py_ssize_t n_blocks, b, p
+    cdef Py_ssize_t n_blocks, b, p, rows
     cdef char* raw
     cdef float* scratch
     if n_rows == 0 or lo_len == 0:
         return
     if real is float:
-        if isa == 2 and length <= SB_RS16_MAX_LEN and n_rows >= 16:
-            first = 16 * (n_rows // 16)
+        rows = 16 if isa == 2 else 8 if isa == 1 else 0  # a block of the vector pass
+        if rows and length <= SB_RS16_MAX_LEN and n_rows >= rows:
+            first = rows * (n_rows // rows)
             with nogil, parallel(num_threads=num_threads):
-                raw = <char*> malloc(16 * length * sizeof(float) + 64)
+                raw = <char*> malloc(rows * length * sizeof(float) + 64)
                 scratch = <float*> ((<size_t> raw + 63) & ~(<size_t> 63))
-                for b in prange(n_rows // 16, schedule="static"):
-                    if raw != NULL:
+                for b in prange(n_rows // rows, schedule="static"):
+                    if raw == NULL:  # no scratch: the same values by the scalar loop
+                        for p in range(rows // 4):
+                            _gather_rows4(&out[rows * b + 4 * p, 0], lo_len,
+                                          &x[rows * b + 4 * p, 0], length, lo_len, &start[0],
+                                          &ntap[0], &w[0, 0], kmax)
+                    elif rows == 16:
                         sb_rs16_gather_f32(&out[16 * b, 0], lo_len, &x[16 * b, 0], length,
                                            length, lo_len, &start[0], &ntap[0], &w[0, 0],
                                            kmax, scratch)
-                    else:  # no scratch: the same values by the scalar loop
-                        _gather_rows16_scalar(&out[16 * b, 0], lo_len, &x[16 * b, 0], length,
-                                              lo_len, &start[0], &ntap[0], &w[0, 0], kmax)
-                free(raw)
-        elif isa == 1 and length <= SB_RS16_MAX_LEN and n_rows >= 8:
-            first = 8 * (n_rows // 8)
-            with nogil, parallel(num_threads=num_threads):
-                raw = <char*> malloc(8 * length * sizeof(float) + 32)
-                scratch = <float*> ((<size_t> raw + 31) & ~(<size_t> 31))
-                for b in prange(n_rows // 8, schedule="static"):
-                    if raw != NULL:
+                    else:
                         sb_rs8_gather_f32(&out[8 * b, 0], lo_len, &x[8 * b, 0], length,
                                           length, lo_len, &start[0], &ntap[0], &w[0, 0],
                                           kmax, scratch)
-                    else:  # no scratch: the same values by the scalar loop
-                        _gather_rows4(&out[8 * b, 0], lo_len, &x[8 * b, 0], length, lo_len,
-                                      &start[0], &ntap[0], &w[0, 0], kmax)
-                        _gather_rows4(&out[8 * b + 4, 0], lo_len, &x[8 * b + 4, 0], length,
-                                      lo_len, &start[0], &ntap[0], &w[0, 0], kmax)
                 free(raw)
     n_blocks = (n_rows - first) // 4
     with nogil:

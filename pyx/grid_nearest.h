@@ -47,13 +47,10 @@ SB_AVX512 static void sb_gs2d_near_offsets_f_avx512(const float* g, Py_ssize_t n
         const sb_gs2d_k16* k, Py_ssize_t* offs) {
     for (Py_ssize_t j = 0; j < n; j += 16) {
         const Py_ssize_t r = n - j < 16 ? n - j : 16;
-        __m512 ux, uy, dx, dy;
+        __m512i off;
         __mmask16 far;
-        sb_gs2d_coords16(k, g + 2 * j, r, &ux, &uy, &dx, &dy, &far);
-        const __m512 fx = sb_gs2d_round16(ux, 1), fy = sb_gs2d_round16(uy, 1);
-        const __mmask16 in = sb_gs2d_in16(k, fx, k->fw) & sb_gs2d_in16(k, fy, k->fh)
-                             & (__mmask16)~far & sb_gs_lanes(r);
-        sb_gs_store_offsets16(sb_gs2d_off16(k, fx, fy, in), in, far, r, offs + j);
+        const __mmask16 in = sb_gs2d_nearest_tap16(k, g + 2 * j, r, &off, &far);
+        sb_gs_store_offsets16(off, in, far, r, offs + j);
     }
 }
 

@@ -252,6 +252,20 @@ SB_AVX512 static inline void sb_gs2d_ok16(unsigned char* ok, Py_ssize_t r, __mma
     for (Py_ssize_t q = 0; q < r; q++) ok[q] = (unsigned char)((m >> q) & 1);
 }
 
+/* The nearest tap of r <= 16 points of g: the lanes whose tap is inside (returned), its
+ * flat offset there (0 in the other lanes, *off), and the points reflected more than
+ * once (*far). */
+SB_AVX512 static inline __mmask16 sb_gs2d_nearest_tap16(const sb_gs2d_k16* k, const float* g,
+        Py_ssize_t r, __m512i* off, __mmask16* far) {
+    __m512 ux, uy, dx, dy;
+    sb_gs2d_coords16(k, g, r, &ux, &uy, &dx, &dy, far);
+    const __m512 fx = sb_gs2d_round16(ux, 1), fy = sb_gs2d_round16(uy, 1);
+    const __mmask16 in = sb_gs2d_in16(k, fx, k->fw) & sb_gs2d_in16(k, fy, k->fh)
+                         & (__mmask16)~*far & sb_gs_lanes(r);
+    *off = sb_gs2d_off16(k, fx, fy, in);
+    return in;
+}
+
 /* The nearest forward of a block's n <= SB_GS_BLOCK points (float32): the tap offsets
  * of all n points on registers first (offset 0 for a tap outside, whose lane `in`
  * leaves out), then plain loads, channel by channel, 16 a step, and +0 written over
@@ -268,13 +282,10 @@ SB_AVX512 static int sb_gs2d_nearest_f_avx512(const float* x, const float* g, fl
     uint16_t gaps = 0;  /* the lanes outside, over all vectors: any? */
     for (Py_ssize_t j = 0; j < n; j += 16) {
         const Py_ssize_t r = n - j < 16 ? n - j : 16;
-        __m512 ux, uy, dx, dy;
+        __m512i o;
         __mmask16 far;
-        sb_gs2d_coords16(k, g + 2 * j, r, &ux, &uy, &dx, &dy, &far);
-        const __m512 fx = sb_gs2d_round16(ux, 1), fy = sb_gs2d_round16(uy, 1);
-        const __mmask16 m = sb_gs2d_in16(k, fx, k->fw) & sb_gs2d_in16(k, fy, k->fh)
-                            & (__mmask16)~far & sb_gs_lanes(r);
-        _mm512_store_si512((void*)(off + j), sb_gs2d_off16(k, fx, fy, m));
+        const __mmask16 m = sb_gs2d_nearest_tap16(k, g + 2 * j, r, &o, &far);
+        _mm512_store_si512((void*)(off + j), o);
         in[j / 16] = (uint16_t)m;
         gaps |= (uint16_t)~m & sb_gs_lanes(r);
         all &= far == 0;
