@@ -37,6 +37,9 @@ cdef extern from "grid_block2d.h":
                               float, int, float, float, float, int, int32_t*, float*, float*,
                               float*, float*, float*, float*, float*, float*,
                               unsigned char*) noexcept nogil
+    void sb_gs2d_gather_f_avx2(const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, float*,
+                               Py_ssize_t, Py_ssize_t, int, const int32_t*, const float*,
+                               const float*, const float*, const float*) noexcept nogil
     int sb_gs2d_avx2_available() noexcept nogil
     int sb_gs2d_coords_d(const double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, double, double,
                          double, int, double, double, double, int, int32_t*, double*, double*,
@@ -771,9 +774,14 @@ cdef inline int _coords_2d(const real* g, Py_ssize_t cnt, Py_ssize_t H, Py_ssize
 
 cdef inline void _gather_2d(const real* xn, Py_ssize_t C, Py_ssize_t H, Py_ssize_t W,
                             real* outp, Py_ssize_t P, Py_ssize_t cnt, int nearest,
-                            const int32_t* off, const real* wt) noexcept nogil:
-    """grid_block2d.h's gather of the ok points."""
+                            const int32_t* off, const real* wt, int isa) noexcept nogil:
+    """grid_block2d.h's gather of the ok points (float32 with ``isa`` >= 1: its AVX2
+    bilinear form, the same values)."""
     if real is float:
+        if isa >= 1:
+            sb_gs2d_gather_f_avx2(xn, C, H * W, W, outp, P, cnt, nearest, off, wt,
+                                  wt + SB_GS_BLOCK, wt + 2 * SB_GS_BLOCK, wt + 3 * SB_GS_BLOCK)
+            return
         sb_gs2d_gather_f(xn, C, H * W, W, outp, P, cnt, nearest, off, wt, wt + SB_GS_BLOCK,
                          wt + 2 * SB_GS_BLOCK, wt + 3 * SB_GS_BLOCK)
     else:
@@ -886,7 +894,7 @@ cdef inline void _forward_block_2d(const real* xn, const real* gp, real* outp, P
                                q.shift, q.lo, q.span_x, q.span_y, ok, &all_ok)
     if not done:
         all_ok = _coords_2d(gp, cnt, H, W, q, pad, nearest, off, wt, ts, ds, ok, isa)
-        _gather_2d(xn, C, H, W, outp, P, cnt, nearest, off, wt)
+        _gather_2d(xn, C, H, W, outp, P, cnt, nearest, off, wt, isa)
     if not all_ok:
         for j in range(cnt):
             if not ok[j]:
