@@ -134,7 +134,9 @@ SB_GS2D(double, d, floor, rint)
  * scalar: 49.5 us for the 16,384 points of a 128^2 grid on the Zen 5 machine this was
  * written on, a C harness; 3x the nearest forward's gathers).  For the isa >= 1 paths
  * of pyx/_grid_sample.pyx; "avx2" enables no fused multiply-add, so the values are the
- * loop's bit for bit. */
+ * loop's bit for bit.  For nearest it writes only off and ok (the weights, fractions
+ * and derivatives of a nearest point are never read: the gather, the push and the
+ * general path do not). */
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 #define SB_GS2D_AVX2 __attribute__((target("avx2")))
@@ -228,12 +230,24 @@ SB_GS2D_AVX2 static int sb_gs2d_coords_f_avx2(const float* restrict g, Py_ssize_
         fy = _mm256_and_ps(inside, fy);
         const __m256i o = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvttps_epi32(fy), vw),
                                            _mm256_cvttps_epi32(fx));
+        const int bits = _mm256_movemask_ps(inside);
+        if (nearest) {  /* only the offsets and ok: nothing reads a nearest point's weights */
+            if (r == 8)
+                _mm256_storeu_si256((__m256i*)(off + j), o);
+            else
+                _mm256_maskstore_epi32((int*)(off + j),
+                                       _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), lane), o);
+            for (Py_ssize_t q = 0; q < r; q++) {
+                ok[j + q] = (unsigned char)((bits >> q) & 1);
+                all &= (bits >> q) & 1;
+            }
+            continue;
+        }
         const __m256 sx1 = _mm256_sub_ps(one, tx), sy1 = _mm256_sub_ps(one, ty);
         const __m256 v0 = _mm256_and_ps(inside, _mm256_mul_ps(sy1, sx1));
         const __m256 v1 = _mm256_and_ps(inside, _mm256_mul_ps(sy1, tx));
         const __m256 v2 = _mm256_and_ps(inside, _mm256_mul_ps(ty, sx1));
         const __m256 v3 = _mm256_and_ps(inside, _mm256_mul_ps(ty, tx));
-        const int bits = _mm256_movemask_ps(inside);
         if (r == 8) {
             _mm256_storeu_si256((__m256i*)(off + j), o);
             _mm256_storeu_ps(w0 + j, v0);
