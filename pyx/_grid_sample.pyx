@@ -892,9 +892,18 @@ cdef inline void _forward_block_2d(const real* xn, const real* gp, real* outp, P
     if real is float:
         done = sb_gs2d_fused_f(isa, xn, gp, outp, C, H, W, P, cnt, nearest, pad, q.sx, q.sy,
                                q.shift, q.lo, q.span_x, q.span_y, ok, &all_ok)
+    cdef Py_ssize_t ch
     if not done:
         all_ok = _coords_2d(gp, cnt, H, W, q, pad, nearest, off, wt, ts, ds, ok, isa)
         _gather_2d(xn, C, H, W, outp, P, cnt, nearest, off, wt, isa)
+        if not all_ok and nearest and pad == ZEROS:
+            # with zeros padding a nearest point that is not ok has its one tap outside
+            # (none is reflected): 0, what the general path's empty sum gives
+            for j in range(cnt):
+                if not ok[j]:
+                    for ch in range(C):
+                        outp[ch * P + j] = 0
+            return
     if not all_ok:
         for j in range(cnt):
             if not ok[j]:
