@@ -1,7 +1,7 @@
 """The resize's separable passes in each of their vector forms, in one process.
 
 ``apply_last`` (the contiguous axis, pyx/_resample.pyx) runs float32 rows 16 at a time
-with AVX-512 or 8 at a time with AVX2 (pyx/resample_avx512.h), else one to four with
+with AVX-512 or 8 at a time with AVX2 (pyx/resample_simd.h), else one to four with
 scalar loads; ``apply_mid`` (outer axes) sums rows 16 floats a vector with AVX-512, else
 in a loop compiled for AVX2 and the baseline.  Every form gives the same values.  This
 script alternates the forms (``dispatch.simd_code`` fixed to 0, 1 or 2) in rounds and

@@ -888,11 +888,10 @@ cdef inline void _forward_block_2d(const real* xn, const real* gp, real* outp, P
     cdef Params2d q = _params_2d(H, W, ac)
     cdef int all_ok, nearest = mode == NEAREST
     cdef bint done = False
-    cdef Py_ssize_t j
+    cdef Py_ssize_t j, ch
     if real is float:
         done = sb_gs2d_fused_f(isa, xn, gp, outp, C, H, W, P, cnt, nearest, pad, q.sx, q.sy,
                                q.shift, q.lo, q.span_x, q.span_y, ok, &all_ok)
-    cdef Py_ssize_t ch
     if not done:
         all_ok = _coords_2d(gp, cnt, H, W, q, pad, nearest, off, wt, ts, ds, ok, isa)
         _gather_2d(xn, C, H, W, outp, P, cnt, nearest, off, wt, isa)

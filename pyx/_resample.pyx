@@ -19,19 +19,19 @@ from libc.string cimport memcpy
 from fused cimport real
 
 
-cdef extern from "resample_avx512.h":
+cdef extern from "resample_simd.h":
     Py_ssize_t SB_RS16_MAX_LEN
     void sb_rs16_gather_f32(float* dst, Py_ssize_t dstride, const float* src,
                             Py_ssize_t sstride, Py_ssize_t length, Py_ssize_t lo_len,
                             const Py_ssize_t* start, const Py_ssize_t* ntap, const float* w,
                             Py_ssize_t kmax, float* scratch) noexcept nogil
-    void sb_rs_combine_rows_f32(float* dst, const float* src, Py_ssize_t stride,
+    void sb_rs16_combine_rows_f32(float* dst, const float* src, Py_ssize_t stride,
                                 const float* wk, Py_ssize_t n, Py_ssize_t q_len) noexcept nogil
     void sb_rs8_gather_f32(float* dst, Py_ssize_t dstride, const float* src,
                            Py_ssize_t sstride, Py_ssize_t length, Py_ssize_t lo_len,
                            const Py_ssize_t* start, const Py_ssize_t* ntap, const float* w,
                            Py_ssize_t kmax, float* scratch) noexcept nogil
-    int sb_rs16_isa_available() noexcept nogil
+    int sb_rs_isa_available() noexcept nogil
     void sb_rs_combine_rows_f(float* dst, const float* src, Py_ssize_t stride,
                               const float* wk, Py_ssize_t n, Py_ssize_t q_len) noexcept nogil
     void sb_rs_combine_rows_d(double* dst, const double* src, Py_ssize_t stride,
@@ -40,17 +40,22 @@ cdef extern from "resample_avx512.h":
 
 def isa_available():
     """2 when this CPU runs the AVX-512 passes of :func:`apply_last` and :func:`apply_mid`
-    (resample_avx512.h), 1 when it runs :func:`apply_last`'s AVX2 one, else 0."""
-    return sb_rs16_isa_available()
+    (resample_simd.h), 1 when it runs :func:`apply_last`'s AVX2 one, else 0."""
+    return sb_rs_isa_available()
 
 
 cdef inline void _combine_rows(real* dst, const real* src, Py_ssize_t stride,
-                               const real* wk, Py_ssize_t n, Py_ssize_t q_len) noexcept nogil:
-    """dst[q] = sum_k wk[k] * src[k*stride + q]  (whole rows; resample_avx512.h's C loop,
-    compiled for AVX2 and the baseline: the first two taps initialise, then pairs of
-    taps accumulate, which halves the traffic to dst)."""
+                               const real* wk, Py_ssize_t n, Py_ssize_t q_len,
+                               int isa) noexcept nogil:
+    """dst[q] = sum_k wk[k] * src[k*stride + q]  (whole rows; resample_simd.h's C loop,
+    compiled for AVX2 and the baseline, or float32 with ``isa`` = 2 its AVX-512 form:
+    the first two taps initialise, then pairs of taps accumulate, which halves the
+    traffic to dst)."""
     if real is float:
-        sb_rs_combine_rows_f(dst, src, stride, wk, n, q_len)
+        if isa == 2:
+            sb_rs16_combine_rows_f32(dst, src, stride, wk, n, q_len)
+        else:
+            sb_rs_combine_rows_f(dst, src, stride, wk, n, q_len)
     else:
         sb_rs_combine_rows_d(dst, src, stride, wk, n, q_len)
 
@@ -130,7 +135,7 @@ def apply_last(const real[:, ::1] x, real[:, ::1] out,
     """Resample the last axis: ``x`` (P, L) -> ``out`` (P, Lo), parallel over blocks of rows.
 
     With ``isa`` = 2 (at most :func:`isa_available`), float32 rows of at most
-    ``SB_RS16_MAX_LEN`` run in blocks of 16 on resample_avx512.h's AVX-512 pass, with
+    ``SB_RS16_MAX_LEN`` run in blocks of 16 on resample_simd.h's AVX-512 pass, with
     ``isa`` = 1 in blocks of 8 on its AVX2 one; the values are the same (each row's
     outputs are formed alike in every block size).
 
@@ -141,7 +146,7 @@ def apply_last(const real[:, ::1] x, real[:, ::1] out,
     cdef Py_ssize_t length = x.shape[1]
     cdef Py_ssize_t lo_len = out.shape[1]
     cdef Py_ssize_t kmax = w.shape[1]
-    cdef Py_ssize_t first = 0  # the first row after the 16-row blocks
+    cdef Py_ssize_t first = 0  # the first row after the vector pass's blocks
     cdef Py_ssize_t n_blocks, b, p, rows
     cdef char* raw
     cdef float* scratch
@@ -186,7 +191,7 @@ def apply_mid(const real[:, :, ::1] x, real[:, :, ::1] out,
     Each (p, o) output row is a weighted sum of whole input rows; the loop is
     parallel over the P*Lo output rows so small batches still use every thread.
     With ``isa`` = 2 (at most :func:`isa_available`), float32 rows are summed 16
-    floats a vector (resample_avx512.h), with the same values.
+    floats a vector (resample_simd.h), with the same values.
 
     Arguments: ``x`` (IN), ``out`` (OUT), ``start`` (IN), ``ntap`` (IN), ``w`` (IN),
     ``num_threads`` (IN), ``isa`` (IN).
@@ -198,22 +203,12 @@ def apply_mid(const real[:, :, ::1] x, real[:, :, ::1] out,
     cdef Py_ssize_t idx, p, o
     if n_outer == 0 or lo_len == 0 or q_len == 0:
         return
-    if real is float:
-        if isa == 2:  # (1, the AVX2 path, runs _combine_rows's AVX2 clone)
-            with nogil:
-                for idx in prange(n_outer * lo_len, schedule="static",
-                                  num_threads=num_threads):
-                    p = idx // lo_len
-                    o = idx - p * lo_len
-                    sb_rs_combine_rows_f32(&out[p, o, 0], &x[p, start[o], 0], q_len,
-                                           &w[o, 0], ntap[o], q_len)
-            return
-    with nogil:
+    with nogil:  # (isa 1, the AVX2 path, runs _combine_rows's AVX2 clone)
         for idx in prange(n_outer * lo_len, schedule="static", num_threads=num_threads):
             p = idx // lo_len
             o = idx - p * lo_len
             _combine_rows(&out[p, o, 0], &x[p, start[o], 0], q_len,
-                          &w[o, 0], ntap[o], q_len)
+                          &w[o, 0], ntap[o], q_len, isa)
 
 
 def apply_hw(const real[:, :, ::1] x, real[:, :, ::1] out,
@@ -267,7 +262,7 @@ def apply_hw(const real[:, :, ::1] x, real[:, :, ::1] out,
                     if w_h[oh, 0] != 1:
                         _scale_row(&out[p, oh, 0], wo_len, w_h[oh, 0])
                 continue
-            _combine_rows(row, &x[p, start_h[oh], 0], width, &w_h[oh, 0], n, width)
+            _combine_rows(row, &x[p, start_h[oh], 0], width, &w_h[oh, 0], n, width, 0)
             _gather_row(&out[p, oh, 0], row, wo_len, &start_w[0], &ntap_w[0], &w_w[0, 0], kw)
         free(row)
     if failed[0]:

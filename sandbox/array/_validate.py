@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FLOAT_DTYPES", "check_float", "check_same_dtype", "check_ndim", "check_groups",
-           "ntuple", "pair", "triple"]
+__all__ = ["FLOAT_DTYPES", "PlanCache", "check_float", "check_same_dtype", "check_ndim",
+           "check_groups", "ntuple", "pair", "triple"]
 
 _WHAT = {2: "pair", 3: "triple"}
 
@@ -100,3 +100,33 @@ def check_groups(groups) -> int:
     if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
         raise ValueError(f"groups must be a positive int, got {groups!r}")
     return int(groups)
+
+
+class PlanCache:
+    """Validated requests by a key that identifies them (shapes, dtypes, options and the
+    options' types), for wrappers whose checks cost as much as a small kernel: a layer
+    repeats its request at every call.  Store only requests that passed every check, so
+    a hit means the same checks would pass.  An unhashable key (a list option) is never
+    stored: that request is validated every time.  A full cache (a sweep of shapes)
+    starts again."""
+
+    def __init__(self, size: int):
+        self._plans: dict = {}
+        self._size = size
+
+    def get(self, key):
+        """The plan stored under ``key``, or None (none, or ``key`` is unhashable)."""
+        try:
+            return self._plans.get(key)
+        except TypeError:
+            return None
+
+    def put(self, key, plan) -> None:
+        """Store ``plan`` under ``key`` (nothing for an unhashable key)."""
+        try:
+            hash(key)
+        except TypeError:
+            return
+        if len(self._plans) >= self._size:
+            self._plans.clear()
+        self._plans[key] = plan

@@ -70,7 +70,8 @@ def test_row_sums_match_the_scalar_loop(mode, length, scale, adjoint, width):
     np.testing.assert_array_equal(vector.view(np.int32), scalar.view(np.int32))
 
 
-def test_rows_longer_than_the_scratch_take_the_scalar_loop():
+def test_rows_longer_than_the_scratch_limit_give_the_scalar_bits():
+    """Rows over SB_RS16_MAX_LEN inputs, asked for every vector form: the same values."""
     t = _last_table("bilinear", (300,), 2, False)  # 300 > SB_RS16_MAX_LEN inputs
     x = np.random.default_rng(0).standard_normal((32, 300)).astype(np.float32)
     a, b = (np.empty((32, t.start.size), np.float32) for _ in range(2))

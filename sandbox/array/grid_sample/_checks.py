@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...runtime.memory import ResampleSizeError, format_bytes, memory_limit
+from .._validate import PlanCache
 
 MODES = ("nearest", "bilinear", "bicubic")
 PADDINGS = ("zeros", "border", "reflection")
@@ -85,11 +86,9 @@ class Plan(NamedTuple):
     input_bytes: int  # one input-sized array (the input gradient)
 
 
-# Plans by (array types, shapes, dtypes, options, the options' types): only requests
-# that passed every check are stored, so a hit means the same checks would pass.  The
-# key holds each option's type, so ``align_corners=1`` never finds the plan of True.
-_PLANS: dict = {}
-_MAX_PLANS = 256
+# Plans by (array types, shapes, dtypes, options, the options' types): the key holds
+# each option's type, so ``align_corners=1`` never finds the plan of True.
+_PLANS = PlanCache(256)
 
 
 def plan(input, grid, mode, padding_mode, align_corners) -> Plan:
@@ -98,9 +97,9 @@ def plan(input, grid, mode, padding_mode, align_corners) -> Plan:
         key = (type(input), type(grid), input.shape, input.dtype, grid.shape, grid.dtype,
                mode, padding_mode, align_corners, type(mode), type(padding_mode),
                type(align_corners))
-        found = _PLANS.get(key)
-    except (AttributeError, TypeError):  # not arrays, or an unhashable option
-        key = found = None
+    except AttributeError:  # not arrays: the checks below say what is wrong
+        key = None
+    found = None if key is None else _PLANS.get(key)
     if found is not None:
         return found
     codes = check_options(mode, padding_mode, align_corners)
@@ -113,9 +112,7 @@ def plan(input, grid, mode, padding_mode, align_corners) -> Plan:
                  input.itemsize * (n * c * points + grid.size),
                  input.itemsize * n * c * d * h * w)
     if key is not None:
-        if len(_PLANS) >= _MAX_PLANS:  # many shapes (a sweep): start again
-            _PLANS.clear()
-        _PLANS[key] = found
+        _PLANS.put(key, found)
     return found
 
 

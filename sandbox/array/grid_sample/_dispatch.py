@@ -80,7 +80,7 @@ def _flat(a):
 
 def forward(input, grid, plan, isa=None):
     """The kernel's forward of a validated request (``plan``: :func:`._checks.plan`);
-    ``isa`` (2 or 0) overrides :func:`simd_code` (calibration)."""
+    ``isa`` (2, 1 or 0) overrides :func:`simd_code` (calibration)."""
     out = np.empty(plan.out_shape, input.dtype)
     if out.size:
         _grid_sample.forward(_flat(input), _flat(grid), out.reshape(-1), *plan.sizes,

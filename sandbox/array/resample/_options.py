@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...runtime.memory import check_memory
-from .._validate import FLOAT_DTYPES
+from .._validate import FLOAT_DTYPES, PlanCache
 
 # Public mode name -> canonical mode used by the weight tables.
 MODE_ALIASES = {
@@ -182,16 +182,10 @@ def make_plan(
     options = (tuple(in_sizes), size, scale_factor, mode, align_corners, antialias,
                recompute_scale_factor)
     key = _plan_key(options)
-    try:
-        plan = _PLANS.get(key)
-    except TypeError:  # an unhashable option
-        plan = key = None
+    plan = _PLANS.get(key)
     if plan is None:
         plan = _validated_plan(*options)
-        if key is not None:
-            if len(_PLANS) >= _MAX_PLANS:  # many requests (a sweep): start again
-                _PLANS.clear()
-            _PLANS[key] = plan
+        _PLANS.put(key, plan)
     if lead:
         check_memory(plan.in_sizes, plan.out_sizes, lead, itemsize)
     return plan
@@ -201,8 +195,7 @@ def make_plan(
 # The key holds every option's type (and the types inside tuples), so that
 # ``antialias=1`` (a TypeError) never finds the plan of ``antialias=True``, equal though
 # the two are; unhashable options (lists) are validated every time.
-_PLANS: dict = {}
-_MAX_PLANS = 512
+_PLANS = PlanCache(512)
 
 
 def _plan_key(options):

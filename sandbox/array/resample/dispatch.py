@@ -183,9 +183,8 @@ class _Step(NamedTuple):
 def simd_code() -> int:
     """The vector forms ``apply_last`` and ``apply_mid`` may run: 2 on the ``avx512`` path
     of :mod:`sandbox.runtime.simd` (16 rows / 16 floats a vector), 1 on the ``avx2``
-    path or on ``avx512`` with a CPU without it (``apply_last`` 8 rows a vector), else 0
-    (the scalar loops).  Every form gives the same values, so the route (and the bits)
-    never depend on it."""
+    path (``apply_last`` 8 rows a vector), 0 on ``portable`` (the scalar loops).  Every
+    form gives the same values, so the route (and the bits) never depend on it."""
     isa = simd.current().isa
     if isa == "avx512" and _AVX512:
         return 2

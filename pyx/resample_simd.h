@@ -1,5 +1,6 @@
-/* AVX-512F forms of the resize's float32 passes (pyx/_resample.pyx), bitwise the scalar
- * loops' values.
+/* Vector forms of the resize's passes (pyx/_resample.pyx), bitwise the scalar loops'
+ * values: AVX-512F and AVX2 forms of the float32 passes, and the outer-axis loop compiled
+ * for AVX2 and the baseline.
  *
  * sb_rs16_gather_f32: the last-axis pass (apply_last) on 16 rows at once.
  * The scalar loop reads each output's taps from one row at a time: per output a table
@@ -13,14 +14,14 @@
  * tap by tap (a multiply and an add, never fused: the module is built with
  * -ffp-contract=off), so the values are bitwise those of the scalar loop.
  *
- * sb_rs_combine_rows_f32: _combine_rows (whole rows weighted and summed, the passes
+ * sb_rs16_combine_rows_f32: _combine_rows (whole rows weighted and summed, the passes
  * along an outer axis), 16 floats a vector where the baseline build's loop runs 4,
  * in _combine_rows's order of operations.
  *
  * sb_rs8_gather_f32: the last-axis pass on 8 rows at once with AVX2, for the CPUs
  * without AVX-512. */
-#ifndef SANDBOX_RESAMPLE_AVX512_H
-#define SANDBOX_RESAMPLE_AVX512_H
+#ifndef SANDBOX_RESAMPLE_SIMD_H
+#define SANDBOX_RESAMPLE_SIMD_H
 
 #include <stddef.h>
 #include "simd_clones.h"
@@ -143,7 +144,7 @@ SB_RS16_AVX512 static void sb_rs16_gather_f32(float *dst, ptrdiff_t dstride, con
 
 /* dst[q] = sum_k wk[k] * src[k * stride + q] for q < q_len: the first two taps, then
  * pairs of taps added to dst, then a last odd one (as _combine_rows). */
-SB_RS16_AVX512 static void sb_rs_combine_rows_f32(float *dst, const float *src,
+SB_RS16_AVX512 static void sb_rs16_combine_rows_f32(float *dst, const float *src,
         ptrdiff_t stride, const float *wk, ptrdiff_t n, ptrdiff_t q_len)
 {
     for (ptrdiff_t q = 0; q < q_len; q += 16) {
@@ -239,7 +240,7 @@ SB_RS8_AVX2 static void sb_rs8_gather_f32(float *dst, ptrdiff_t dstride, const f
 }
 
 /* 2 when this CPU runs the AVX-512F passes, 1 when it runs the AVX2 one, else 0. */
-static inline int sb_rs16_isa_available(void)
+static inline int sb_rs_isa_available(void)
 {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) return 2;
@@ -260,12 +261,12 @@ static inline void sb_rs8_gather_f32(float *dst, ptrdiff_t dstride, const float 
     (void)dst; (void)dstride; (void)src; (void)sstride; (void)len; (void)lo_len;
     (void)start; (void)ntap; (void)w; (void)kmax; (void)scratch;
 }
-static inline void sb_rs_combine_rows_f32(float *dst, const float *src, ptrdiff_t stride,
+static inline void sb_rs16_combine_rows_f32(float *dst, const float *src, ptrdiff_t stride,
         const float *wk, ptrdiff_t n, ptrdiff_t q_len)
 {
     (void)dst; (void)src; (void)stride; (void)wk; (void)n; (void)q_len;
 }
-static inline int sb_rs16_isa_available(void) { return 0; }
+static inline int sb_rs_isa_available(void) { return 0; }
 #endif
 
 #endif
