@@ -274,18 +274,19 @@ def _run(argv: list) -> int:
     return args.func(args)
 
 
-def main(argv=None) -> int:
-    """Run ``sandbox`` with the argument list ``argv``; return the exit status."""
+def main(argv=None, *, exiting: bool = False) -> int:
+    """Run ``sandbox`` with the argument list ``argv``; return the exit status.
+    ``exiting``: the process ends right after (see :func:`~.errors.run_command`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = debug_requested(argv)
     command = argv[0] if argv and argv[0] in COMMANDS else None
     prog = f"sandbox {command}" if command else "sandbox"
-    return run_command(prog, lambda: _run(argv), debug=debug)
+    return run_command(prog, lambda: _run(argv), debug=debug, exiting=exiting)
 
 
 def entry() -> None:
     """The ``sandbox`` console script: :func:`main` on ``sys.argv``, then exit with its status."""
-    exit_process(main())
+    exit_process(main(exiting=True))
 
 
 if __name__ == "__main__":  # pragma: no cover

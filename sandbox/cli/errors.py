@@ -98,14 +98,22 @@ def notices_as_lines(prog: str):
         yield
 
 
-def run_command(prog: str, func, debug: bool = False) -> int:
-    """Call ``func()`` and map every way it can end to an exit status (see module doc)."""
+def run_command(prog: str, func, debug: bool = False, exiting: bool = False) -> int:
+    """Call ``func()`` and map every way it can end to an exit status (see module doc).
+
+    ``exiting``: the process ends with this status (the console script), so once a
+    Ctrl-C has stopped the command, further ones are ignored."""
     try:
         with notices_as_lines(prog):
-            return int(func() or 0)
+            status = int(func() or 0)
+            if exiting and status == EXIT_INTERRUPTED:  # stopped by a Ctrl-C: ignore the
+                _ignore_interrupts()  # next ones, here inside the try: none falls between
+            return status
     except SystemExit as exc:  # --help, --version
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt as exc:
+        if exiting:
+            _ignore_interrupts()
         if debug:
             traceback.print_exc()
         detail = one_line(exc) if str(exc) else "interrupted"
@@ -130,6 +138,17 @@ def run_command(prog: str, func, debug: bool = False) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL
+
+
+def _ignore_interrupts() -> None:
+    """From now on Ctrl-C does nothing: the user asked to stop and we are stopping (a
+    second Ctrl-C, once the trainer has put Python's handler back, would otherwise raise
+    outside every handler and print a traceback).  Only on the main thread, where
+    signal handlers can be set."""
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def exit_process(status: int) -> None:
