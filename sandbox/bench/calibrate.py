@@ -2,8 +2,8 @@
 
 The choices, their defaults and the file that keeps the winners per machine are
 :mod:`sandbox.runtime.calibration`; this module holds the workloads that measure them
-(the products of a classic UNet step's convolutions, some of its convolution layers on
-the avx2 path, and a 2-D grid sampling forward and backward), interleaved, by medians.
+(some convolution layers of a classic UNet step, on the avx512 and the avx2 path, and a
+2-D grid sampling forward and backward), interleaved, by medians.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 
 from ..runtime import calibration
 
-__all__ = ["CONV_LAYERS", "GEMM_SHAPES", "MARGIN", "calibrate"]
+__all__ = ["CONV_LAYERS", "MARGIN", "calibrate"]
 
 #: a candidate replaces the default only when it is at least this much faster
 MARGIN = 1.10
@@ -33,42 +33,19 @@ def _median_ms(calls: dict, repeat: int, timer) -> dict:
     return {name: 1e3 * statistics.median(v) for name, v in times.items()}
 
 
-# The convolutions' products of a classic UNet step (batch 8, 64x64): im2col GEMMs
-# (out channels x in channels * 9 x pixels) and Winograd point products.
-GEMM_SHAPES = ((16, 27, 32768), (32, 144, 8192), (64, 288, 2048), (128, 576, 512),
-               (64, 64, 1152))
-
-
-def _gemm_calls():
-    import numpy as np
-
-    from ..array import _gemm
-    from ..runtime.simd import using
-
-    rng = np.random.default_rng(0)
-    ops = [(rng.standard_normal((m, k), dtype=np.float32),
-            rng.standard_normal((k, n), dtype=np.float32), np.empty((m, n), np.float32))
-           for m, k, n in GEMM_SHAPES]
-
-    def run(gemm):
-        def call():
-            with using(gemm=gemm):
-                for a, b, out in ops:
-                    _gemm.matmul(a, b, out)
-        return call
-
-    return {"avx512": run("avx512"), "blas": run("blas")}
-
-
 # Convolution layers of a classic UNet step (batch 8; in, out channels, pixels): the
 # first layer, a Winograd layer at each of three levels and the 1x1 head.
 CONV_LAYERS = ((1, 16, 64, 3), (16, 16, 64, 3), (64, 64, 16, 3), (128, 128, 8, 3),
                (16, 2, 64, 1))
 
 
-def _conv_calls():
-    """Forward and both gradients of CONV_LAYERS on the avx2 path, by its AVX2 kernel or
-    by BLAS: the GEMMs as a step runs them, with the step's threads."""
+def _conv_calls(isa: str, kernel: str):
+    """Forward and both gradients of CONV_LAYERS on the ``isa`` path, by the project's
+    ``kernel`` GEMM or by BLAS: the products as a step runs them, with the step's threads
+    (the project's kernels share a batch's products inside one parallel region, BLAS
+    runs one product a chunk, so a 1-thread product says little about a 2-thread step:
+    on the AMD EPYC family 25 VM, OpenBLAS's SkylakeX kernels were 2 % slower on these
+    layers at 1 thread and 35 % slower at 2)."""
     import numpy as np
 
     from ..array import conv
@@ -83,13 +60,13 @@ def _conv_calls():
 
     def run(gemm):
         def call():
-            with using(isa="avx2", gemm=gemm):
+            with using(isa=isa, gemm=gemm):
                 for x, w, g, pad in layers:
                     conv.conv2d(x, w, None, 1, pad)
                     conv.conv2d_backward(g, x, w, 1, pad)
         return call
 
-    return {"avx2": run("avx2"), "blas": run("blas")}
+    return {kernel: run(kernel), "blas": run("blas")}
 
 
 def _grid_calls():
@@ -132,24 +109,25 @@ def calibrate(repeat: int = 25, timer=time.perf_counter,
 
     A choice whose candidates the CPU cannot run keeps its default and is not timed.
     A candidate replaces the default only when it is at least ``MARGIN`` times faster.
-    The products and gathers run on 1 thread, the avx2 path's convolutions on the
-    process's threads; a few seconds in all.  The choice takes effect in processes
-    started afterwards (a running one keeps what it read first).
+    The convolutions run on the process's threads, the gathers on 1 thread; a few
+    seconds in all.  The choice takes effect in processes started afterwards (a running
+    one keeps what it read first).
     """
     from .._C import _gemm, _grid_sample
     from ..runtime.simd import cpu, supported_paths
     from ..runtime.threads import get_num_threads, set_num_threads
 
     choices, timings = {}, {}
+    layer_repeat = max(3, repeat // 5)
     if "avx2" in supported_paths() and _gemm.avx2_available():
-        timings["gemm_avx2"] = _median_ms(_conv_calls(), max(3, repeat // 5), timer)
+        timings["gemm_avx2"] = _median_ms(_conv_calls("avx2", "avx2"), layer_repeat, timer)
         choices["gemm_avx2"] = _winner(timings["gemm_avx2"], "avx2")
+    if "avx512" in supported_paths() and _gemm.available():
+        timings["gemm"] = _median_ms(_conv_calls("avx512", "avx512"), layer_repeat, timer)
+        choices["gemm"] = _winner(timings["gemm"], "avx512")
     previous = get_num_threads()
     set_num_threads(1)
     try:
-        if "avx512" in supported_paths() and _gemm.available():
-            timings["gemm"] = _median_ms(_gemm_calls(), repeat, timer)
-            choices["gemm"] = _winner(timings["gemm"], "avx512")
         if "avx512" in supported_paths() and _grid_sample.isa_available() == 2:
             timings["grid_gathers"] = _median_ms(_grid_calls(), repeat, timer)
             choices["grid_gathers"] = _winner(timings["grid_gathers"], "avx512")

@@ -140,8 +140,8 @@ def _cmd_calibrate(args) -> int:
 
     previous = calibration.load()
     cal = calibrate(write=not args.dry_run)
-    print(f"calibration on {cal.cpu} (medians of interleaved runs; products and gathers on "
-          f"1 thread, the avx2 path's convolutions on {get_num_threads()}):")
+    print(f"calibration on {cal.cpu} (medians of interleaved runs; convolutions on "
+          f"{get_num_threads()} threads, gathers on 1):")
     if not cal.choices:
         print("  nothing to choose on this CPU: it has neither AVX-512 nor AVX2+FMA kernels "
               "(the portable and BLAS paths run)")

@@ -10,18 +10,22 @@ so a flag in ``/proc/cpuinfo`` cannot make them:
   cores).
 * ``gemm_avx2``: the same products on the ``avx2`` path (a CPU without AVX-512, or
   ``SANDBOX_ISA=avx2``): the project's AVX2+FMA kernel or BLAS.  Some AVX2 BLAS builds
-  beat the kernel product for product, but the kernel shares a layer's products among
-  the threads inside one parallel region where BLAS calls go through the worker pool,
-  so this one is timed on convolution layers at the process's thread count.
+  beat the kernel product for product, but the project's kernels share a layer's
+  products among the threads inside one parallel region where BLAS calls go through
+  the worker pool, so both GEMM choices are timed on convolution layers at the
+  process's thread count (on the AMD EPYC family 25 VM, OpenBLAS's SkylakeX kernels
+  matched the AVX-512 kernel on a 1-thread product and were 35 % slower on the
+  layers at 2 threads).
 * ``grid_gathers``: the 2-D float32 grid sampling's AVX-512 pass, which reads the
   input with gather instructions, or the portable loops.  Gathers are fast on Zen 5
-  and Intel's AVX-512 cores and much slower on others (microcoded on Zen 4).
+  and Intel's AVX-512 cores and slower on others (Zen 4), where the portable loops may
+  win (they did not on the AMD EPYC family 25 VM: 0.33 against 0.46 ms).
 
 ``sandbox calibrate`` (:func:`sandbox.bench.calibrate.calibrate`) times both
-candidates of each choice on the workloads the UNet runs (interleaved, medians; 1
-thread but for ``gemm_avx2``) and stores the winners with :func:`save` in ``calibration.json`` under
-:func:`cache_dir`, keyed by the machine
-(:func:`machine_key`: CPU, flags, BLAS and its core type, sandbox version), so a home
+candidates of each choice on the workloads the UNet runs (interleaved, medians; the
+convolutions at the process's thread count, the gathers on 1 thread) and stores the
+winners with :func:`save` in ``calibration.json`` under :func:`cache_dir`, keyed by the
+machine (:func:`machine_key`: CPU, flags, BLAS and its core type, sandbox version), so a home
 directory shared by different machines keeps one entry each.  Without an entry for
 this machine the defaults hold: the AVX-512 kernels wherever the CPU has them.
 ``sandbox info`` says which.  Every candidate is bitwise reproducible for any thread
