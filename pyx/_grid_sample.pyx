@@ -88,6 +88,8 @@ cdef extern from "grid_block3d.h":
 
 
 cdef extern from "grid_simd2d.h":
+    enum:
+        SB_GS_CUBIC_LD  # the row pitch of the bicubic weight tables
     int sb_gs2d_cubic_coords_f(const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, float, float,
                                float, int32_t*, float*, unsigned char*) noexcept nogil
     int sb_gs2d_cubic_coords_d(const double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, double,
@@ -97,6 +99,12 @@ cdef extern from "grid_simd2d.h":
     void sb_gs2d_scalar_cubic_d(const double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, double*,
                                 Py_ssize_t, Py_ssize_t, const int32_t*,
                                 const double*) noexcept nogil
+    int sb_gs2d_cubic_coords_back_f(const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, float,
+                                    float, float, int32_t*, float*, float*, float*,
+                                    unsigned char*) noexcept nogil
+    int sb_gs2d_cubic_coords_back_d(const double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, double,
+                                    double, double, int32_t*, double*, double*, double*,
+                                    unsigned char*) noexcept nogil
     int sb_gs2d_fused_f(int, const float*, const float*, float*, Py_ssize_t, Py_ssize_t,
                         Py_ssize_t, Py_ssize_t, Py_ssize_t, int, int, float, float, float, float,
                         float, float, unsigned char*, int*) noexcept nogil
@@ -580,22 +588,20 @@ cdef inline bint _fast_bicubic_forward(const real* xn, const real* gp, real* out
     return True
 
 
-cdef inline bint _fast_bicubic_backward(const real* gyp, const real* xn, const real* gp,
-                                        real* gxn, real* ggp, Py_ssize_t C, Py_ssize_t S,
-                                        Py_ssize_t P, int nd, Py_ssize_t D, Py_ssize_t H,
-                                        Py_ssize_t W, int ac) noexcept nogil:
-    """The backward twin of _fast_bicubic_forward (the sums of _backward_point)."""
-    cdef real w[64]
-    cdef real kx[64]
-    cdef real ky[64]
-    cdef real kz[64]
+cdef inline void _cubic_back_sums(const real* gyp, const real* xn, real* gxn, real* ggp,
+                                  Py_ssize_t C, Py_ssize_t S, Py_ssize_t P, int nd,
+                                  Py_ssize_t H, Py_ssize_t W, Py_ssize_t o, const real* w,
+                                  const real* kx, const real* ky, const real* kz,
+                                  Py_ssize_t ws) noexcept nogil:
+    """The push and grid-gradient sums of a bicubic point whose taps are all inside (the
+    sums of _backward_point): first tap at offset o, the weight of tap t at w[t * ws]
+    and its derivatives at kx, ky, kz[t * ws] (ws = 1 for one point's taps,
+    SB_GS_CUBIC_LD for a block's)."""
     cdef real gyc, v, sx, sy, sz, ax, ay, az
-    cdef Py_ssize_t ch, o, r
+    cdef Py_ssize_t ch, r
     cdef int a, b, c, t, kzn = 4 if nd == 3 else 1
     cdef const real* xp
     cdef real* gxp
-    if not _cubic_taps(gp, nd, D, H, W, ac, ggp != NULL, &o, w, kx, ky, kz):
-        return False
     ax = 0
     ay = 0
     az = 0
@@ -611,17 +617,17 @@ cdef inline bint _fast_bicubic_backward(const real* gyp, const real* xn, const r
                     for c in range(4):
                         t = 4 * b + c
                         v = xp[b * W + c]
-                        sx = sx + kx[t] * v
-                        sy = sy + ky[t] * v
+                        sx = sx + kx[t * ws] * v
+                        sy = sy + ky[t * ws] * v
             else:
                 for a in range(4):
                     for b in range(4):
                         for c in range(4):
                             t = 16 * a + 4 * b + c
                             v = xp[(a * H + b) * W + c]
-                            sx = sx + kx[t] * v
-                            sy = sy + ky[t] * v
-                            sz = sz + kz[t] * v
+                            sx = sx + kx[t * ws] * v
+                            sy = sy + ky[t * ws] * v
+                            sz = sz + kz[t * ws] * v
             ax = ax + gyc * sx
             ay = ay + gyc * sy
             az = az + gyc * sz
@@ -631,12 +637,27 @@ cdef inline bint _fast_bicubic_backward(const real* gyp, const real* xn, const r
                 for b in range(4):
                     for c in range(4):
                         r = (a * H + b) * W + c
-                        gxp[r] = gxp[r] + w[16 * a + 4 * b + c] * gyc
+                        gxp[r] = gxp[r] + w[(16 * a + 4 * b + c) * ws] * gyc
     if ggp != NULL:
         ggp[0] = ax
         ggp[1] = ay
         if nd == 3:
             ggp[2] = az
+
+
+cdef inline bint _fast_bicubic_backward(const real* gyp, const real* xn, const real* gp,
+                                        real* gxn, real* ggp, Py_ssize_t C, Py_ssize_t S,
+                                        Py_ssize_t P, int nd, Py_ssize_t D, Py_ssize_t H,
+                                        Py_ssize_t W, int ac) noexcept nogil:
+    """The backward twin of _fast_bicubic_forward (the sums of _backward_point)."""
+    cdef real w[64]
+    cdef real kx[64]
+    cdef real ky[64]
+    cdef real kz[64]
+    cdef Py_ssize_t o
+    if not _cubic_taps(gp, nd, D, H, W, ac, ggp != NULL, &o, w, kx, ky, kz):
+        return False
+    _cubic_back_sums(gyp, xn, gxn, ggp, C, S, P, nd, H, W, o, w, kx, ky, kz, 1)
     return True
 
 
@@ -918,7 +939,7 @@ cdef inline void _forward_block_2d_cubic(const real* xn, const real* gp, real* o
     by grid_simd2d.h's vectorised coordinate loop, then its sums; the points with a tap
     outside take the general path (where the padding acts per tap)."""
     cdef int32_t off[SB_GS_BLOCK]
-    cdef real wt[16 * SB_GS_BLOCK]
+    cdef real wt[16 * SB_GS_CUBIC_LD]
     cdef unsigned char ok[SB_GS_BLOCK]
     cdef Params2d q = _params_2d(H, W, ac)
     cdef int all_ok
@@ -936,13 +957,51 @@ cdef inline void _forward_block_2d_cubic(const real* xn, const real* gp, real* o
                                ac)
 
 
+cdef inline void _backward_block_2d_cubic(const real* gyn, const real* xn, const real* gn,
+                                          real* gxn, real* ggn, const Py_ssize_t* pts,
+                                          Py_ssize_t p0, Py_ssize_t cnt, Py_ssize_t C,
+                                          Py_ssize_t P, Py_ssize_t H, Py_ssize_t W, int pad,
+                                          int ac) noexcept nogil:
+    """The bicubic twin of _backward_block_2d (H, W >= 4): the weights and their
+    derivatives by grid_simd2d.h's vectorised coordinate loop, then point by point the
+    sums of _fast_bicubic_backward, or _backward_point for a point with a tap outside
+    (where the padding acts per tap): the order, and so the values, of the per-point
+    loop."""
+    cdef Py_ssize_t idx[SB_GS_BLOCK]
+    cdef real gbuf[2 * SB_GS_BLOCK]
+    cdef int32_t off[SB_GS_BLOCK]
+    cdef real wt[16 * SB_GS_CUBIC_LD]
+    cdef real kx[16 * SB_GS_CUBIC_LD]
+    cdef real ky[16 * SB_GS_CUBIC_LD]
+    cdef unsigned char ok[SB_GS_BLOCK]
+    cdef Params2d q = _params_2d(H, W, ac)
+    cdef Py_ssize_t j, i
+    for j in range(cnt):
+        i = pts[j] if pts != NULL else p0 + j
+        idx[j] = i
+        gbuf[2 * j] = gn[2 * i]
+        gbuf[2 * j + 1] = gn[2 * i + 1]
+    if real is float:
+        sb_gs2d_cubic_coords_back_f(gbuf, cnt, H, W, q.sx, q.sy, q.shift, off, wt, kx, ky, ok)
+    else:
+        sb_gs2d_cubic_coords_back_d(gbuf, cnt, H, W, q.sx, q.sy, q.shift, off, wt, kx, ky, ok)
+    for j in range(cnt):  # in the block's order, so every value sums as point by point
+        i = idx[j]
+        if ok[j]:
+            _cubic_back_sums(gyn + i, xn, gxn, NULL if ggn == NULL else ggn + 2 * i, C, H * W,
+                             P, 2, H, W, off[j], wt + j, kx + j, ky + j, NULL, SB_GS_CUBIC_LD)
+        else:
+            _backward_point(gyn + i, xn, gn + 2 * i, gxn, NULL if ggn == NULL else ggn + 2 * i,
+                            C, H * W, P, 2, 1, H, W, BICUBIC, pad, ac)
+
+
 cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real* gn,
                                     real* gxn, real* ggn, const Py_ssize_t* pts, Py_ssize_t p0,
                                     Py_ssize_t cnt, Py_ssize_t C, Py_ssize_t P, Py_ssize_t H,
                                     Py_ssize_t W, int mode, int pad, int ac,
                                     int isa) noexcept nogil:
-    """The backward of ``cnt`` <= SB_GS_BLOCK points of one sample (2-D, nearest or bilinear;
-    H, W >= 2): points pts[0..cnt) of the sample, or p0 ... p0 + cnt - 1 when pts is
+    """The backward of ``cnt`` <= SB_GS_BLOCK points of one sample (2-D, nearest or bilinear,
+    H, W >= 2; bicubic, H, W >= 4, goes to _backward_block_2d_cubic): points pts[0..cnt) of the sample, or p0 ... p0 + cnt - 1 when pts is
     NULL.  Pushes into gxn and writes the grid gradient into ggn (each unless NULL);
     the points with a tap outside go through _backward_point afterwards.  Float32 with
     ``isa`` = 2 runs grid_simd2d.h's AVX-512 pass (the same values)."""
@@ -959,6 +1018,9 @@ cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real*
     cdef int deriv = ggn != NULL and mode != NEAREST
     cdef bint done = False
     cdef Py_ssize_t j, i
+    if mode == BICUBIC:
+        _backward_block_2d_cubic(gyn, xn, gn, gxn, ggn, pts, p0, cnt, C, P, H, W, pad, ac)
+        return
     if real is float:
         if pts == NULL:  # consecutive points: read in place
             done = sb_gs2d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, H, W, P,
@@ -1249,9 +1311,11 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
     cdef Py_ssize_t* st
     cdef Py_ssize_t* cur
     cdef Py_ssize_t m, nb, cnt
-    cdef bint blocked = (mode != BICUBIC and H >= 2 and W >= 2 and S < 2147483647
-                         and P < 2147483647 and (nd == 2 or D >= 2))
-    cdef bint simd_keys = (real is float and isa == 2 and blocked and slab_of_row is not None
+    cdef bint blocked = (H >= 2 and W >= 2 and S < 2147483647 and P < 2147483647
+                         and (nd == 2 or D >= 2)
+                         and (mode != BICUBIC or (nd == 2 and H >= 4 and W >= 4)))
+    cdef bint simd_keys = (real is float and isa == 2 and blocked and mode != BICUBIC
+                           and slab_of_row is not None
                            and slab_of_row.shape[0] == (H if nd == 2 else D))
     cdef const int32_t* rows = &slab_of_row[0] if simd_keys else NULL
     cdef Params2d q = _params_2d(H, W, ac)

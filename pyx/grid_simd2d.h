@@ -4,11 +4,13 @@
  * sb_gs2d_cubic_coords_*: bicubic points of a block, the rules of _axis/_cubic_taps
  *   (Keys' cubic convolution with A = -0.75) as a branch-free loop the compiler
  *   vectorises: the offset of the first of the 16 taps, the 16 weights
- *   wt[t * SB_GS_BLOCK + j] (t = 4 row + column) and ok[j] = every tap inside
+ *   wt[t * SB_GS_CUBIC_LD + j] (t = 4 row + column) and ok[j] = every tap inside
  *   (otherwise offset 0, weights 0: the caller recomputes the point).
  * sb_gs2d_scalar_cubic_*: out[c, j] = sum over the 16 taps of wt * x[c, tap], in the
  *   order of _fast_bicubic_forward.  Plain loads: on the Zen 5 machine this was
  *   written on, 16 AVX-512 gathers a vector of points took 1.8x as long.
+ * sb_gs2d_cubic_coords_back_*: the coordinate pass of the backward, with the weights'
+ *   derivatives kx, ky (d w / d g_x, d g_y) as _cubic_taps forms them.
  * sb_gs2d_fused_f: nearest and bilinear (float32) with AVX-512F intrinsics, the
  *   coordinates and the gathers of every channel in one pass (see there).
  *
@@ -21,6 +23,12 @@
 #include <stdint.h>
 #include "simd_clones.h"
 #include "grid_block3d.h" /* SB_GS_BLOCK */
+
+/* The row pitch of the bicubic weight tables (16 rows of a block's points): 16 values
+ * more than a block, so that the rows do not fall into the same few L1 sets, as rows
+ * 1 or 2 KiB apart do (the backward's 48 rows then evicted each other on a 32 KiB
+ * 8-way L1: 1.6-1.8x slower than per-point weights on the AMD EPYC family 25 VM). */
+#define SB_GS_CUBIC_LD (SB_GS_BLOCK + 16)
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 #define SB_GS_X86 1
@@ -30,10 +38,14 @@
 #define SB_NEAR(T, x) ((((T)1.25 * (x) - (T)2.25) * (x)) * (x) + 1)
 #define SB_FAR(T, x) (((((T)-0.75 * (x) - (T)-3.75) * (x) + (T)-6.0) * (x)) - (T)-3.0)
 
-#define SB_GS2D_CUBIC_COORDS(T, S, FLOOR)                                                    \
-SB_CLONES static int sb_gs2d_cubic_coords_##S(const T* restrict g, Py_ssize_t n,             \
-        Py_ssize_t H, Py_ssize_t W, T scale_x, T scale_y, T shift, int32_t* restrict off,    \
-        T* restrict wt, unsigned char* restrict ok) {                                        \
+/* Keys' derivatives (_dnear/_dfar of _grid_sample.pyx, same order of operations). */
+#define SB_DNEAR(T, x) (((T)3.75 * (x) - (T)4.5) * (x))
+#define SB_DFAR(T, x) ((((T)-2.25 * (x) - (T)-7.5) * (x)) + (T)-6.0)
+
+/* The loop of both coordinate passes; with DERIV (a constant) also the weights'
+ * derivatives d w / d g_x, d g_y: kx[t] = wy[b] * dwx[c], ky[t] = dwy[b] * wx[c], as
+ * _cubic_taps forms them (its 2-D factor wz = 1 changes no bits). */
+#define SB_GS2D_CUBIC_COORDS_LOOP(T, FLOOR, DERIV)                                           \
     int all = 1;                                                                             \
     const T fw = (T)W, fh = (T)H;                                                            \
     for (Py_ssize_t j = 0; j < n; j++) {                                                     \
@@ -44,7 +56,7 @@ SB_CLONES static int sb_gs2d_cubic_coords_##S(const T* restrict g, Py_ssize_t n,
         T fx = FLOOR(ux), fy = FLOOR(uy);                                                    \
         T tx = ux - fx, ty = uy - fy, sx = 1 - tx, sy = 1 - ty;                              \
         int inside = (fx + (T)-1 >= 0) & (fx + 2 < fw) & (fy + (T)-1 >= 0) & (fy + 2 < fh); \
-        T wx[4], wy[4];                                                                      \
+        T wx[4], wy[4], dwx[4], dwy[4];                                                      \
         wx[0] = SB_FAR(T, tx + 1);                                                           \
         wx[1] = SB_NEAR(T, tx);                                                              \
         wx[2] = SB_NEAR(T, sx);                                                              \
@@ -53,16 +65,46 @@ SB_CLONES static int sb_gs2d_cubic_coords_##S(const T* restrict g, Py_ssize_t n,
         wy[1] = SB_NEAR(T, ty);                                                              \
         wy[2] = SB_NEAR(T, sy);                                                              \
         wy[3] = SB_FAR(T, sy + 1);                                                           \
+        if (DERIV) {                                                                         \
+            dwx[0] = SB_DFAR(T, tx + 1) * scale_x;                                           \
+            dwx[1] = SB_DNEAR(T, tx) * scale_x;                                              \
+            dwx[2] = -SB_DNEAR(T, sx) * scale_x;                                             \
+            dwx[3] = -SB_DFAR(T, sx + 1) * scale_x;                                          \
+            dwy[0] = SB_DFAR(T, ty + 1) * scale_y;                                           \
+            dwy[1] = SB_DNEAR(T, ty) * scale_y;                                              \
+            dwy[2] = -SB_DNEAR(T, sy) * scale_y;                                             \
+            dwy[3] = -SB_DFAR(T, sy + 1) * scale_y;                                          \
+        }                                                                                    \
         fx = inside ? fx : 1;                                                                \
         fy = inside ? fy : 1;                                                                \
         off[j] = ((int32_t)fy - 1) * (int32_t)W + ((int32_t)fx - 1);                         \
         for (int b = 0; b < 4; b++)                                                          \
-            for (int c = 0; c < 4; c++)                                                      \
-                wt[(4 * b + c) * SB_GS_BLOCK + j] = inside ? wy[b] * wx[c] : 0;              \
+            for (int c = 0; c < 4; c++) {                                                    \
+                wt[(4 * b + c) * SB_GS_CUBIC_LD + j] = inside ? wy[b] * wx[c] : 0;              \
+                if (DERIV) {                                                                 \
+                    kx[(4 * b + c) * SB_GS_CUBIC_LD + j] = inside ? wy[b] * dwx[c] : 0;         \
+                    ky[(4 * b + c) * SB_GS_CUBIC_LD + j] = inside ? dwy[b] * wx[c] : 0;         \
+                }                                                                            \
+            }                                                                                \
         ok[j] = (unsigned char)inside;                                                       \
         all &= inside;                                                                       \
     }                                                                                        \
-    return all;                                                                              \
+    return all;
+
+/* sb_gs2d_cubic_coords_*: the forward's pass; sb_gs2d_cubic_coords_back_*: the
+ * backward's, with the derivative weights kx, ky (same layout as wt). */
+#define SB_GS2D_CUBIC_COORDS(T, S, FLOOR)                                                    \
+SB_CLONES static int sb_gs2d_cubic_coords_##S(const T* restrict g, Py_ssize_t n,             \
+        Py_ssize_t H, Py_ssize_t W, T scale_x, T scale_y, T shift, int32_t* restrict off,    \
+        T* restrict wt, unsigned char* restrict ok) {                                        \
+    T* kx = 0;                                                                               \
+    T* ky = 0;                                                                               \
+    SB_GS2D_CUBIC_COORDS_LOOP(T, FLOOR, 0)                                                   \
+}                                                                                            \
+SB_CLONES static int sb_gs2d_cubic_coords_back_##S(const T* restrict g, Py_ssize_t n,        \
+        Py_ssize_t H, Py_ssize_t W, T scale_x, T scale_y, T shift, int32_t* restrict off,    \
+        T* restrict wt, T* restrict kx, T* restrict ky, unsigned char* restrict ok) {        \
+    SB_GS2D_CUBIC_COORDS_LOOP(T, FLOOR, 1)                                                   \
 }
 
 /* Without -fno-trapping-math gcc keeps this loop scalar ("control flow in loop": the
@@ -85,7 +127,7 @@ static inline T sb_gs2d_cubic1_##S(const T* q, Py_ssize_t W, const T* wt, Py_ssi
     T acc = 0;                                                                               \
     for (int b = 0; b < 4; b++)                                                              \
         for (int c = 0; c < 4; c++)                                                          \
-            acc = acc + wt[(4 * b + c) * SB_GS_BLOCK + j] * q[b * W + c];                    \
+            acc = acc + wt[(4 * b + c) * SB_GS_CUBIC_LD + j] * q[b * W + c];                 \
     return acc;                                                                              \
 }                                                                                            \
 SB_CLONES static void sb_gs2d_scalar_cubic_##S(const T* restrict x, Py_ssize_t C,            \
