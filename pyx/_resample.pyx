@@ -337,55 +337,100 @@ cdef inline void _col_sums(real* dst, const real* src, Py_ssize_t w_len,
             dst[c] = s
 
 
+cdef inline void _add_row(real* dst, const real* src, Py_ssize_t n, bint add) noexcept nogil:
+    """dst = src, or dst += src."""
+    cdef Py_ssize_t c
+    if add:
+        for c in range(n):
+            dst[c] = dst[c] + src[c]
+    else:
+        memcpy(dst, src, n * sizeof(real))
+
+
 def nearest_adjoint(const real[:, :, ::1] g, real[:, :, ::1] out,
                     const Py_ssize_t[::1] rows, const Py_ssize_t[::1] col_start,
-                    const Py_ssize_t[::1] col_count, Py_ssize_t uniform, int num_threads):
+                    const Py_ssize_t[::1] col_count, Py_ssize_t uniform,
+                    const real[:, ::1] col_w, int num_threads, int isa=0):
     """Adjoint of :func:`nearest_forward`: ``out[p, r, c]`` sums ``g[p, i, j]`` over
     ``rows[i] == r`` and ``j`` in ``[col_start[c], col_start[c] + col_count[c])``.
 
     Parallel over planes, each owned by one thread; within a plane output rows are
     visited in order (a row-level scatter), so the sums are deterministic.  Input
     rows that no output row reads are zero.  ``uniform`` (k > 0) declares that every
-    column range is ``[k*c, k*c + k)``.  Raises MemoryError if the per-thread row flags
-    could not be allocated.
+    column range is ``[k*c, k*c + k)``.  ``col_w`` (the column table's weights, 1 on
+    every tap) lets float32 ranges of other lengths be summed 16 input rows at a time
+    by resample_simd.h's pass (``isa`` = 2; 8 rows with ``isa`` = 1): it forms 0 + 1 * x0
+    + 1 * x1 ..., the same values as the scalar 0 + x0 + x1 ...  Raises MemoryError
+    if the per-thread buffers could not be allocated.
 
     Arguments: ``g`` (IN), ``out`` (OUT), ``rows`` (IN), ``col_start`` (IN), ``col_count``
-    (IN), ``uniform`` (IN), ``num_threads`` (IN).
+    (IN), ``uniform`` (IN), ``col_w`` (IN), ``num_threads`` (IN), ``isa`` (IN).
     """
     cdef Py_ssize_t n_planes = g.shape[0]
     cdef Py_ssize_t ro_len = g.shape[1]
+    cdef Py_ssize_t ro_w = g.shape[2]
     cdef Py_ssize_t r_len = out.shape[1]
     cdef Py_ssize_t w_len = out.shape[2]
-    cdef Py_ssize_t p, i, c, r
+    cdef Py_ssize_t kmax = col_w.shape[1]
+    cdef Py_ssize_t p, i, c, r, k, block = 0
     cdef real* dst
     cdef char* seen
+    cdef char* raw
+    cdef float* scratch
+    cdef float* sums
     cdef int failed[1]
     cdef int* failed_flag = &failed[0]
     failed[0] = 0
     if n_planes == 0 or r_len == 0 or w_len == 0:
         return
+    if real is float:
+        if uniform == 0 and ro_w <= SB_RS16_MAX_LEN:
+            block = 16 if isa == 2 else 8 if isa == 1 else 0  # input rows a vector pass
     with nogil, parallel(num_threads=num_threads):
         seen = <char*> malloc(r_len * sizeof(char))
-        if seen == NULL:
+        raw = NULL
+        if block:  # the pass's scratch, then its block of row sums
+            raw = <char*> malloc((block * ro_w + block * w_len) * sizeof(float) + 64)
+        if seen == NULL or (block and raw == NULL):
             failed_flag[0] = 1
+        scratch = <float*> ((<size_t> raw + 63) & ~(<size_t> 63))
+        sums = scratch + block * ro_w
         for p in prange(n_planes, schedule="static"):
-            if seen == NULL:
+            if seen == NULL or (block and raw == NULL):
                 continue
             for r in range(r_len):
                 seen[r] = 0
-            for i in range(ro_len):
+            i = 0
+            if real is float:
+                while block and i + block <= ro_len:
+                    if block == 16:
+                        sb_rs16_gather_f32(sums, w_len, &g[p, i, 0], ro_w, ro_w, w_len,
+                                           &col_start[0], &col_count[0], &col_w[0, 0], kmax,
+                                           scratch)
+                    else:
+                        sb_rs8_gather_f32(sums, w_len, &g[p, i, 0], ro_w, ro_w, w_len,
+                                          &col_start[0], &col_count[0], &col_w[0, 0], kmax,
+                                          scratch)
+                    for k in range(block):  # the rows' sums in row order, as below
+                        r = rows[i + k]
+                        _add_row(&out[p, r, 0], sums + k * w_len, w_len, seen[r])
+                        seen[r] = 1
+                    i = i + block
+            while i < ro_len:
                 r = rows[i]
                 _col_sums(&out[p, r, 0], &g[p, i, 0], w_len, &col_start[0], &col_count[0],
                           uniform, seen[r])
                 seen[r] = 1
+                i = i + 1
             for r in range(r_len):
                 if not seen[r]:
                     dst = &out[p, r, 0]
                     for c in range(w_len):
                         dst[c] = 0
         free(seen)
+        free(raw)
     if failed[0]:
-        raise MemoryError("nearest_adjoint: could not allocate the nearest adjoint's row flags")
+        raise MemoryError("nearest_adjoint: could not allocate the nearest adjoint's buffers")
 
 
 # ------------------------------------------------------------ single-tap tables

@@ -10,7 +10,7 @@ import numpy as np
 
 from ._cases import Case
 from ._compare import _as_arrays, checksum
-from ._timing import MIN_SAMPLE, peak_memory, time_pair
+from ._timing import MIN_SAMPLE, peak_memory, time_pair, time_pairs
 
 
 def _describe(exc: BaseException) -> str:
@@ -32,6 +32,70 @@ def agreement(ours, theirs) -> float:
         scale = max(float(np.abs(b64).max()), 1e-30)
         worst = max(worst, float(np.abs(a64 - b64).max()) / scale)
     return worst
+
+
+def _empty_result(case: Case) -> dict:
+    return {"name": case.name, "group": case.group, "shape": None, "nbytes": None,
+            "rtol": case.rtol, "ours": None, "torch": None, "ratio": None, "gbs": None,
+            "bw_frac": None, "peak_bytes": None, "torch_peak_bytes": None, "peak_method": None,
+            "flops": None, "gflops": None, "torch_gflops": None, "sgemm_frac": None,
+            "torch_sgemm_frac": None, "checksum": None, "torch_agreement": None,
+            "torch_note": None, "error": None}
+
+
+def _prepare(case: Case, quick: bool, torch, result: dict):
+    """Build the case's work and check its first call (checksum, agreement with PyTorch)
+    into ``result``.  Returns ``(work, theirs)`` (``theirs`` None when PyTorch is absent
+    or failed), or None when the case failed (the error is in ``result``)."""
+    try:
+        work = case.build(quick, torch)
+        result["shape"], result["nbytes"], result["flops"] = work.shape, work.nbytes, work.flops
+        first = work.ours()
+        result["checksum"] = checksum(first)
+    except Exception as exc:  # a broken or missing op must not stop the suite
+        result["error"] = _describe(exc)
+        return None
+    theirs = work.theirs
+    result["torch_note"] = work.torch_note if torch is not None else "PyTorch not installed"
+    if theirs is not None:
+        try:
+            result["torch_agreement"] = agreement(first, theirs())
+        except Exception as exc:
+            result["torch_note"] = "PyTorch failed: " + _describe(exc)
+            theirs = None
+    return work, theirs
+
+
+def _measure_memory(work, result: dict) -> None:
+    """Peak memory: the case's own measurement of both libraries when it has one, else
+    tracemalloc over one extra call of ours."""
+    if work.peak is not None:
+        result["peak_bytes"], result["torch_peak_bytes"] = work.peak()
+        result["peak_method"] = "rss" if result["peak_bytes"] is not None else None
+    else:
+        result["peak_bytes"] = peak_memory(work.ours)
+        result["peak_method"] = "tracemalloc"
+
+
+def _record(result: dict, work, mine, other, bandwidth, sgemm_gflops) -> dict:
+    """The timings and the figures derived from them, into ``result``."""
+    result["ours"] = mine.as_dict()
+    if other is not None:
+        result["torch"] = other.as_dict()
+        result["ratio"] = mine.median / other.median
+    if work.flops:
+        result["gflops"] = work.flops / mine.median / 1e9
+        if other is not None:
+            result["torch_gflops"] = work.flops / other.median / 1e9
+        if sgemm_gflops:
+            result["sgemm_frac"] = result["gflops"] / sgemm_gflops
+            if result["torch_gflops"] is not None:
+                result["torch_sgemm_frac"] = result["torch_gflops"] / sgemm_gflops
+    if work.nbytes:
+        result["gbs"] = work.nbytes / mine.median / 1e9
+        if bandwidth:
+            result["bw_frac"] = result["gbs"] / bandwidth
+    return result
 
 
 def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
@@ -65,59 +129,57 @@ def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
     dict
         JSON-ready result (see ``docs/benchmarks.md`` for the fields).
     """
-    result = {"name": case.name, "group": case.group, "shape": None, "nbytes": None,
-              "rtol": case.rtol, "ours": None, "torch": None, "ratio": None, "gbs": None,
-              "bw_frac": None, "peak_bytes": None, "torch_peak_bytes": None, "peak_method": None,
-              "flops": None, "gflops": None, "torch_gflops": None, "sgemm_frac": None,
-              "torch_sgemm_frac": None, "checksum": None, "torch_agreement": None,
-              "torch_note": None, "error": None}
-    try:
-        work = case.build(quick, torch)
-        result["shape"], result["nbytes"], result["flops"] = work.shape, work.nbytes, work.flops
-        first = work.ours()
-        result["checksum"] = checksum(first)
-    except Exception as exc:  # a broken or missing op must not stop the suite
-        result["error"] = _describe(exc)
+    result = _empty_result(case)
+    prepared = _prepare(case, quick, torch, result)
+    if prepared is None:
         return result
-    theirs = work.theirs
-    result["torch_note"] = work.torch_note if torch is not None else "PyTorch not installed"
-    if theirs is not None:
-        try:
-            result["torch_agreement"] = agreement(first, theirs())
-        except Exception as exc:
-            result["torch_note"] = "PyTorch failed: " + _describe(exc)
-            theirs = None
-    del first
+    work, theirs = prepared
     n = min(repeat, case.max_repeat or repeat)
     try:
         mine, other = time_pair(work.ours, theirs, repeat=n, warmup=max(warmup - 1, 0),
                                 min_sample=min_sample)
-        if memory and work.peak is not None:
-            result["peak_bytes"], result["torch_peak_bytes"] = work.peak()
-            result["peak_method"] = "rss" if result["peak_bytes"] is not None else None
-        elif memory:
-            result["peak_bytes"] = peak_memory(work.ours)
-            result["peak_method"] = "tracemalloc"
+        if memory:
+            _measure_memory(work, result)
     except Exception as exc:
         result["error"] = _describe(exc)
         return result
-    result["ours"] = mine.as_dict()
-    if other is not None:
-        result["torch"] = other.as_dict()
-        result["ratio"] = mine.median / other.median
-    if work.flops:
-        result["gflops"] = work.flops / mine.median / 1e9
-        if other is not None:
-            result["torch_gflops"] = work.flops / other.median / 1e9
-        if sgemm_gflops:
-            result["sgemm_frac"] = result["gflops"] / sgemm_gflops
-            if result["torch_gflops"] is not None:
-                result["torch_sgemm_frac"] = result["torch_gflops"] / sgemm_gflops
-    if work.nbytes:
-        result["gbs"] = work.nbytes / mine.median / 1e9
-        if bandwidth:
-            result["bw_frac"] = result["gbs"] / bandwidth
-    return result
+    return _record(result, work, mine, other, bandwidth, sgemm_gflops)
+
+
+def run_case_threads(case: Case, counts, switch, *, quick: bool, torch, repeat: int,
+                     warmup: int, bandwidth: float | None, memory: bool = True,
+                     sgemm_gflops=None, min_sample: float = MIN_SAMPLE) -> list[dict]:
+    """:func:`run_case` at every thread count of ``counts``, the counts interleaved
+    round by round (:func:`._timing.time_pairs`; ``switch(n)`` sets ``n`` threads):
+    one result per count, each with its ``threads``.  The case is built and checked at
+    each count (a training step changes its model, so each count times its own), peak
+    memory once, at the first count, after the timing.  ``sgemm_gflops``: a number, or
+    a dict by count."""
+    counts = list(counts)
+    results = [_empty_result(case) for _ in counts]
+    works = {}
+    for n, result in zip(counts, results, strict=True):
+        result["threads"] = n
+        switch(n)
+        prepared = _prepare(case, quick, torch, result)
+        if prepared is None:
+            return results
+        works[n] = prepared
+    k = min(repeat, case.max_repeat or repeat)
+    try:
+        timed = time_pairs({n: (work.ours, theirs) for n, (work, theirs) in works.items()},
+                           switch, repeat=k, warmup=max(warmup - 1, 0), min_sample=min_sample)
+        if memory:
+            switch(counts[0])
+            _measure_memory(works[counts[0]][0], results[0])
+    except Exception as exc:
+        for result in results:
+            result["error"] = _describe(exc)
+        return results
+    for n, result in zip(counts, results, strict=True):
+        peak = sgemm_gflops.get(n) if isinstance(sgemm_gflops, dict) else sgemm_gflops
+        _record(result, works[n][0], *timed[n], bandwidth, peak)
+    return results
 
 
 def _stolen_share(before, after, wall) -> float | None:
@@ -133,34 +195,40 @@ def run_suite(cases, *, quick: bool, torch, repeat: int, warmup: int, bandwidth,
               min_sample: float = MIN_SAMPLE) -> list[dict]:
     """Run :func:`run_case` over ``cases`` with a tqdm progress bar on stderr.
 
-    ``threads`` (a list of counts) runs each case at every count in turn, so that
-    the counts of one case see the same background load; each result records its
-    ``threads``.  Peak memory is measured at the first count only.  ``sgemm_gflops``
-    may be a number or a dict of numbers by thread count.  Without ``threads``, the
-    cases run at the thread count in force.
+    ``threads`` (a list of counts) runs each case at every count, the counts'
+    samples interleaved round by round (:func:`run_case_threads`), so that the counts
+    of one case see the same background load; each result records its ``threads``.
+    Peak memory is measured at the first count only.  ``sgemm_gflops`` may be a number
+    or a dict of numbers by thread count.  Without ``threads``, the cases run at the
+    thread count in force.
     """
     from tqdm import tqdm
 
     from ..runtime.threads import get_num_threads
     from ._env import host_steal_seconds, set_threads
 
-    counts = list(threads) if threads else [None]
+    counts = list(threads) if threads else []
     results = []
     bar = tqdm(cases, desc="bench", unit="case", disable=not progress, file=sys.stderr,
                dynamic_ncols=True)
     for case in bar:
-        for i, n in enumerate(counts):
-            bar.set_postfix_str(case.name + ("" if n is None else f" @{n}t"), refresh=True)
-            if n is not None:
-                set_threads(n, torch)
-            peak = sgemm_gflops.get(n) if isinstance(sgemm_gflops, dict) else sgemm_gflops
-            stolen, start = host_steal_seconds(), time.perf_counter()
-            result = run_case(case, quick=quick, torch=torch, repeat=repeat, warmup=warmup,
-                              bandwidth=bandwidth, memory=memory and i == 0,
-                              sgemm_gflops=peak, min_sample=min_sample)
-            result["threads"] = get_num_threads() if n is None else n
-            result["host_steal"] = _stolen_share(stolen, host_steal_seconds(),
-                                                 time.perf_counter() - start)
-            results.append(result)
+        bar.set_postfix_str(case.name, refresh=True)
+        stolen, start = host_steal_seconds(), time.perf_counter()
+        if threads:
+            done = run_case_threads(case, counts, lambda n: set_threads(n, torch), quick=quick,
+                                    torch=torch, repeat=repeat, warmup=warmup,
+                                    bandwidth=bandwidth, memory=memory,
+                                    sgemm_gflops=sgemm_gflops, min_sample=min_sample)
+        else:
+            peak = (sgemm_gflops.get(get_num_threads()) if isinstance(sgemm_gflops, dict)
+                    else sgemm_gflops)
+            done = [run_case(case, quick=quick, torch=torch, repeat=repeat, warmup=warmup,
+                             bandwidth=bandwidth, memory=memory, sgemm_gflops=peak,
+                             min_sample=min_sample)]
+            done[0]["threads"] = get_num_threads()
+        share = _stolen_share(stolen, host_steal_seconds(), time.perf_counter() - start)
+        for result in done:
+            result["host_steal"] = share
+        results.extend(done)
     bar.close()
     return results

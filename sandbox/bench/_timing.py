@@ -3,7 +3,9 @@
 Each case is timed as ``repeat`` samples after ``warmup`` calls.  When a PyTorch
 twin exists, its samples are interleaved with ours (alternating which goes first)
 so both see the same background load on a shared machine; the ratio of the two
-medians is the stable number, the absolute times drift with the load.
+medians is the stable number, the absolute times drift with the load.  Timed at
+several thread counts (:func:`time_pairs`), the counts are interleaved the same way,
+round by round, so the speed-up between them is paired too.
 
 A sample is one call, or, for calls shorter than ``min_sample`` (1 ms by default),
 as many consecutive calls as fill it (as ``timeit`` loops), its time divided by
@@ -142,31 +144,66 @@ def time_pair(ours, theirs=None, repeat: int = 7, warmup: int = 2,
         Timings of ours and of theirs, with their CPU utilisation (``cores``).  The
         garbage collector is off while timing.
     """
-    for _ in range(warmup):
-        ours()
-        if theirs is not None:
-            theirs()
-    k_ours = calls_per_sample(ours, min_sample)
-    k_theirs = calls_per_sample(theirs, min_sample) if theirs is not None else 1
-    mine, other, mine_cpu, other_cpu = [], [], [], []
+    return time_pairs({None: (ours, theirs)}, lambda n: None, repeat=repeat, warmup=warmup,
+                      min_sample=min_sample)[None]
+
+
+def time_pairs(works: dict, switch, repeat: int = 7, warmup: int = 2,
+               min_sample: float = MIN_SAMPLE) -> dict:
+    """:func:`time_pair` at several thread counts, interleaved: ``works`` maps each count
+    ``n`` to its ``(ours, theirs)`` (``theirs`` may be None), and each round times both
+    functions at every count, ``switch(n)`` setting the count before its samples (the
+    order of the counts, and of the two functions, alternating from round to round).
+
+    So the counts see the same background load, and the speed-up from one count to
+    another compares samples taken seconds apart rather than a case's runs minutes
+    apart (on the 2-core VMs the host's share of the CPU changes within a minute).
+
+    Returns
+    -------
+    dict
+        ``{n: (Stats of ours, Stats of theirs or None)}`` for every ``n`` of ``counts``.
+        The last count is left in force.
+    """
+    counts = list(works)
+    calls = {}
+    for n, (ours, theirs) in works.items():
+        switch(n)
+        for _ in range(warmup):
+            ours()
+            if theirs is not None:
+                theirs()
+        calls[n] = (calls_per_sample(ours, min_sample),
+                    calls_per_sample(theirs, min_sample) if theirs is not None else 1)
+    samples = {n: ([], [], [], []) for n in counts}  # ours, theirs, their CPU times
     was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()
     try:
         for i in range(repeat):
-            if theirs is None:
-                _timed_cpu(ours, mine, mine_cpu, k_ours)
-            elif i % 2 == 0:
-                _timed_cpu(ours, mine, mine_cpu, k_ours)
-                _timed_cpu(theirs, other, other_cpu, k_theirs)
-            else:
-                _timed_cpu(theirs, other, other_cpu, k_theirs)
-                _timed_cpu(ours, mine, mine_cpu, k_ours)
+            for n in (counts if i % 2 == 0 else counts[::-1]):
+                if len(counts) > 1:
+                    switch(n)
+                mine, other, mine_cpu, other_cpu = samples[n]
+                k_ours, k_theirs = calls[n]
+                ours, theirs = works[n]
+                if theirs is None:
+                    _timed_cpu(ours, mine, mine_cpu, k_ours)
+                elif i % 2 == 0:
+                    _timed_cpu(ours, mine, mine_cpu, k_ours)
+                    _timed_cpu(theirs, other, other_cpu, k_theirs)
+                else:
+                    _timed_cpu(theirs, other, other_cpu, k_theirs)
+                    _timed_cpu(ours, mine, mine_cpu, k_ours)
     finally:
         if was_enabled:
             gc.enable()
-    return (summarize(mine, mine_cpu, k_ours),
-            summarize(other, other_cpu, k_theirs) if other else None)
+    out = {}
+    for n, (mine, other, mine_cpu, other_cpu) in samples.items():
+        k_ours, k_theirs = calls[n]
+        out[n] = (summarize(mine, mine_cpu, k_ours),
+                  summarize(other, other_cpu, k_theirs) if other else None)
+    return out
 
 
 def peak_memory(fn) -> int:

@@ -20,7 +20,7 @@ from sandbox.bench._cases_3d import (
 )
 from sandbox.bench._compare import checksum, compare, drift
 from sandbox.bench._report import plot_ratios, results_table
-from sandbox.bench._timing import peak_memory, summarize, time_pair
+from sandbox.bench._timing import peak_memory, summarize, time_pair, time_pairs
 from tests.support.cli_helpers import assert_one_line_error, run_cli
 
 TINY = ["resize/nearest/a/fwd", "max_pool2d/16@64/bwd"]
@@ -128,6 +128,25 @@ def test_summarize_and_interleaved_timing():
     assert calls == ["o", "t", "o", "t", "t", "o", "o", "t", "t", "o"]
     assert mine.n == other.n == 4 and mine.calls == other.calls == 1
     assert peak_memory(lambda: np.ones(10**6)) >= 8 * 10**6
+
+
+def test_thread_counts_are_interleaved_round_by_round():
+    """Each round times both functions at every count, the counts' order and the
+    functions' order alternating; the count is set before each count's samples."""
+    calls = []
+    works = {n: (lambda n=n: calls.append(f"o{n}"), lambda n=n: calls.append(f"t{n}"))
+             for n in (1, 2)}
+    timed = time_pairs(works, lambda n: calls.append(n), repeat=2, warmup=1, min_sample=0)
+    assert calls == [1, "o1", "t1", 2, "o2", "t2",              # warm-up at each count
+                     1, "o1", "t1", 2, "o2", "t2",              # round 0
+                     2, "t2", "o2", 1, "t1", "o1"]              # round 1
+    assert set(timed) == {1, 2}
+    for mine, other in timed.values():
+        assert mine.n == other.n == 2
+    calls.clear()
+    mine, other = time_pairs({4: (lambda: calls.append("o"), None)}, calls.append, repeat=2,
+                             warmup=0, min_sample=0)[4]
+    assert calls == [4, "o", "o"] and other is None  # one count: set once
 
 
 def test_short_calls_are_timed_in_loops():

@@ -222,7 +222,7 @@ def _nearest_steps(shape, dtype, plan: Plan, adjoint: bool):
     width = plan.in_sizes[-1]
     return _Step(_kernels.nearest_adjoint, (planes, rows.size, size // (planes * rows.size)),
                  (planes, math.prod(plan.in_sizes) // width, width),
-                 (rows, last.start, last.ntap, uniform), size)
+                 (rows, last.start, last.ntap, uniform, last.weights), size, True)
 
 
 def _single_tap_step(shape, tables: list[Table]):
