@@ -34,7 +34,7 @@ import numpy as np
 from ..._C import _im2col
 from .._gemm import grouped_matmul, lhs
 from .._parallel import OrderedSum, parallel_map, scratch
-from ._chunks import _blocks, _gather, _scatter, gemm_flops, pool_threads
+from ._chunks import _blocks, _gather, _scatter, add_bias, gemm_flops, pool_threads
 from ._tuning import TUNING, chunk_threads
 
 __all__ = ["fold_loop", "unfold_loop"]
@@ -79,8 +79,7 @@ def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
             grouped_matmul(w_lhs, col, ymat, groups)
             if nb > 1:
                 _scatter(ymat, y, n0, nb)
-            if bias is not None:
-                y[n0:n0 + nb] += bias.reshape(-1, 1, 1)
+            add_bias(y[n0:n0 + nb], bias, 1)
         if b is not None:
             partial = np.empty(wmat.shape, wmat.dtype)
             grouped_matmul(_gather(b, n0, nb, "grad"), col, partial, groups, trans_b=True)
@@ -132,8 +131,3 @@ def fold_loop(b, wmat, geom, h, w, groups, y=None, a=None, bias_grad=False):
 
     parallel_map(task, blocks, num_threads=pool_threads(flops))
     return (None if gw is None else gw.out), (None if gb is None else gb.out)
-
-
-def _add_bias(y, bias):
-    if bias is not None:
-        y += bias.reshape(1, -1, 1, 1)

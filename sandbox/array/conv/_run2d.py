@@ -13,6 +13,7 @@ import functools
 import numpy as np
 
 from . import _winograd as winograd
+from ._chunks import add_bias
 from ._im2col import fold_loop, unfold_loop
 from ._tuning import TUNING, chunk_threads, settings_stamp
 
@@ -97,8 +98,7 @@ def transpose_forward(input, weight, bias, plan):
     x = np.ascontiguousarray(input)
     y = np.empty((input.shape[0], weight.shape[1] * plan.groups, ho, wo), dtype=input.dtype)
     fold_loop(x, _wmat(weight), plan.geom, ho, wo, plan.groups, y=y)
-    if bias is not None:
-        y += bias.reshape(1, -1, 1, 1)
+    add_bias(y, bias)
     return y
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _winograd as wino2d
 from . import _winograd3d as wino3d
+from ._chunks import add_bias
 from ._tuning import TUNING
 from ._vol2col import fold_loop, unfold_loop
 
@@ -71,8 +72,7 @@ def transpose_forward(input, weight, bias, plan):
     y = np.empty((input.shape[0], weight.shape[1] * plan.groups, *plan.out_size),
                  dtype=input.dtype)
     fold_loop(x, _wmat(weight), plan.geom, plan.groups, y=y)
-    if bias is not None:
-        y += bias.reshape(1, -1, 1, 1, 1)
+    add_bias(y, bias)
     return y
 
 

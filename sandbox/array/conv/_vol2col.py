@@ -33,7 +33,7 @@ import numpy as np
 from ..._C import _vol2col
 from .._gemm import grouped_matmul, lhs
 from .._parallel import OrderedSum, parallel_map, scratch
-from ._chunks import _blocks, _gather, _scatter, gemm_flops, pool_threads
+from ._chunks import _blocks, _gather, _scatter, add_bias, gemm_flops, pool_threads
 from ._tuning import TUNING, chunk_threads
 
 __all__ = ["fold_loop", "unfold_loop"]
@@ -135,8 +135,8 @@ def unfold_loop(a, wmat, geom, out_size, groups, y=None, b=None, bias=None):
                 grouped_matmul(_rows_of(b, n0, nb, od0, t, "grad"), col, p, groups,
                                 trans_b=True)
                 partial = _accumulate(partial, p)
-        if y is not None and bias is not None:
-            y[n0:n0 + nb] += bias.reshape(-1, 1, 1, 1)
+        if y is not None:
+            add_bias(y[n0:n0 + nb], bias, 1)
         if b is not None:
             gw.add(i, partial)
 

@@ -37,6 +37,7 @@ from ...runtime import simd
 from ...runtime.threads import get_num_threads
 from .._gemm import backend, lhs, matmul, product_form
 from .._parallel import OrderedSum, parallel_map, scratch
+from ._chunks import add_bias
 from ._tuning import TUNING, state
 
 __all__ = [
@@ -238,8 +239,7 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
         _winograd_fused.conv(x, u, y, ph, pw, plan.tile, plan.th, plan.tw, plan.chunk,
                              plan.band, plan.gemm_avx2, plan.dot_full, plan.dot_last, plan.avx,
                              plan.threads, plan.one_region, *transform)
-        if bias is not None:
-            y += bias.reshape(-1, 1, 1)
+        add_bias(y, bias)
         return
     if pending is not None:
         pending.run(get_num_threads())
@@ -256,8 +256,7 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
         _matmul_points(u, v, m, split)
         _by_channels(split, o, lambda o0, o1, nt: kernels.output_transform(
             m, y, n0, cnt, th, tw, max(nt, kernel_threads), avx, o0, o1))
-        if bias is not None:
-            y[n0:n0 + cnt] += bias.reshape(-1, 1, 1)
+        add_bias(y[n0:n0 + cnt], bias, None if split else 1)
 
     _run_blocks(task, plan.blocks, x.dtype)
 
