@@ -957,6 +957,19 @@ cdef inline void _forward_block_2d_cubic(const real* xn, const real* gp, real* o
                                ac)
 
 
+cdef inline void _block_points(const real* gn, const Py_ssize_t* pts, Py_ssize_t p0,
+                               Py_ssize_t cnt, Py_ssize_t* idx, real* gbuf) noexcept nogil:
+    """The points of a 2-D block: idx[j] = pts[j] (or p0 + j when pts is NULL) and, unless
+    gbuf is NULL, their grid pairs side by side in gbuf."""
+    cdef Py_ssize_t j, i
+    for j in range(cnt):
+        i = pts[j] if pts != NULL else p0 + j
+        idx[j] = i
+        if gbuf != NULL:
+            gbuf[2 * j] = gn[2 * i]
+            gbuf[2 * j + 1] = gn[2 * i + 1]
+
+
 cdef inline void _backward_block_2d_cubic(const real* gyn, const real* xn, const real* gn,
                                           real* gxn, real* ggn, const Py_ssize_t* pts,
                                           Py_ssize_t p0, Py_ssize_t cnt, Py_ssize_t C,
@@ -976,11 +989,7 @@ cdef inline void _backward_block_2d_cubic(const real* gyn, const real* xn, const
     cdef unsigned char ok[SB_GS_BLOCK]
     cdef Params2d q = _params_2d(H, W, ac)
     cdef Py_ssize_t j, i
-    for j in range(cnt):
-        i = pts[j] if pts != NULL else p0 + j
-        idx[j] = i
-        gbuf[2 * j] = gn[2 * i]
-        gbuf[2 * j + 1] = gn[2 * i + 1]
+    _block_points(gn, pts, p0, cnt, idx, gbuf)
     if real is float:
         sb_gs2d_cubic_coords_back_f(gbuf, cnt, H, W, q.sx, q.sy, q.shift, off, wt, kx, ky, ok)
     else:
@@ -1001,8 +1010,8 @@ cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real*
                                     Py_ssize_t W, int mode, int pad, int ac,
                                     int isa) noexcept nogil:
     """The backward of ``cnt`` <= SB_GS_BLOCK points of one sample (2-D, nearest or bilinear,
-    H, W >= 2; bicubic, H, W >= 4, goes to _backward_block_2d_cubic): points pts[0..cnt) of the sample, or p0 ... p0 + cnt - 1 when pts is
-    NULL.  Pushes into gxn and writes the grid gradient into ggn (each unless NULL);
+    H, W >= 2; bicubic, H, W >= 4, goes to _backward_block_2d_cubic): points pts[0..cnt) of
+    the sample, or p0 ... p0 + cnt - 1 when pts is NULL.  Pushes into gxn and writes the grid gradient into ggn (each unless NULL);
     the points with a tap outside go through _backward_point afterwards.  Float32 with
     ``isa`` = 2 runs grid_simd2d.h's AVX-512 pass (the same values)."""
     cdef Py_ssize_t idx[SB_GS_BLOCK]
@@ -1026,12 +1035,7 @@ cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real*
             done = sb_gs2d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, H, W, P,
                                         cnt, gn + 2 * p0, NULL, p0, nearest, pad, q.sx, q.sy,
                                         q.shift, q.lo, q.span_x, q.span_y, ok, &all_ok)
-    for j in range(cnt):
-        i = pts[j] if pts != NULL else p0 + j
-        idx[j] = i
-        if not done:
-            gbuf[2 * j] = gn[2 * i]
-            gbuf[2 * j + 1] = gn[2 * i + 1]
+    _block_points(gn, pts, p0, cnt, idx, NULL if done else gbuf)
     if real is float:
         if not done:
             done = sb_gs2d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, H, W, P,
