@@ -6,10 +6,12 @@ scalar loads; ``apply_mid`` (outer axes) sums rows 16 floats a vector with AVX-5
 in a loop compiled for AVX2 and the baseline.  Every form gives the same values.  This
 script alternates the forms (``dispatch.simd_code`` fixed to 0, 1 or 2) in rounds and
 prints, per shape, the medians of a forward ``resize`` plus its adjoint (2x upsampling,
-the user-written UNet's four decoder inputs at 64^2, batch 8) and each form's paired
-ratio to the scalar one.
+the user-written UNet's four decoder inputs at 64^2, batch 8; or, with ``--shapes d``,
+the bench's non-integer case d, (8, 32, 60, 60) to 90x90) and each form's paired ratio
+to the scalar one.
 
     python benchmarks/ab_resample_simd.py --threads 1 2 --modes bilinear bicubic
+    python benchmarks/ab_resample_simd.py --threads 1 2 --modes nearest --shapes d
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ import time
 
 import numpy as np
 
-SHAPES = [(8, 256, 4, 4), (8, 128, 8, 8), (8, 64, 16, 16), (8, 32, 32, 32)]
+#: input shape -> output size, per --shapes
+SHAPES = {"unet": [((8, 256, 4, 4), (8, 8)), ((8, 128, 8, 8), (16, 16)),
+                   ((8, 64, 16, 16), (32, 32)), ((8, 32, 32, 32), (64, 64))],
+          "d": [((8, 32, 60, 60), (90, 90))]}
 FORMS = {"scalar": 0, "avx2": 1, "avx512": 2}  # simd_code values
 
 
@@ -30,6 +35,7 @@ def main(argv=None) -> None:
     parser.add_argument("--modes", nargs="+", default=["bilinear", "bicubic"])
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--calls", type=int, default=10)
+    parser.add_argument("--shapes", choices=sorted(SHAPES), default="unet")
     args = parser.parse_args(argv)
 
     import sandbox
@@ -45,14 +51,13 @@ def main(argv=None) -> None:
     try:
         for mode in args.modes:
             totals = {(n, f): 0.0 for n in args.threads for f in forms}
-            for shape in SHAPES:
+            for shape, out in SHAPES[args.shapes]:
                 x = rng.standard_normal(shape).astype(np.float32)
-                g = rng.standard_normal((*shape[:2], 2 * shape[2], 2 * shape[3])).astype(
-                    np.float32)
+                g = rng.standard_normal((*shape[:2], *out)).astype(np.float32)
 
-                def call(x=x, g=g, size=shape[2:], mode=mode):
-                    resize(x, scale_factor=2, mode=mode)
-                    resize_adjoint(g, size, scale_factor=2, mode=mode)
+                def call(x=x, g=g, size=shape[2:], out=out, mode=mode):
+                    resize(x, size=out, mode=mode)
+                    resize_adjoint(g, size, size=out, mode=mode)
 
                 times = {}
                 for _ in range(args.rounds):
@@ -76,7 +81,7 @@ def main(argv=None) -> None:
                         cells.append(f"{form} {statistics.median(t):6.0f} ({paired:.2f})")
                     print(f"{mode:9s} {str(shape):18s} {n} thread(s): " + "  ".join(cells))
             for n in args.threads:
-                print(f"{mode:9s} the four resizes, {n} thread(s): " + ", ".join(
+                print(f"{mode:9s} the {args.shapes} resizes, {n} thread(s): " + ", ".join(
                     f"{form} {totals[(n, form)] / 1e3:.2f} ms" for form in forms))
     finally:
         dispatch.simd_code = original

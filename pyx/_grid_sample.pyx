@@ -1011,8 +1011,9 @@ cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real*
                                     int isa) noexcept nogil:
     """The backward of ``cnt`` <= SB_GS_BLOCK points of one sample (2-D, nearest or bilinear,
     H, W >= 2; bicubic, H, W >= 4, goes to _backward_block_2d_cubic): points pts[0..cnt) of
-    the sample, or p0 ... p0 + cnt - 1 when pts is NULL.  Pushes into gxn and writes the grid gradient into ggn (each unless NULL);
-    the points with a tap outside go through _backward_point afterwards.  Float32 with
+    the sample, or p0 ... p0 + cnt - 1 when pts is NULL.  Pushes into gxn and writes the
+    grid gradient into ggn (each unless NULL); the points with a tap outside go through
+    _backward_point afterwards.  Float32 with
     ``isa`` = 2 runs grid_simd2d.h's AVX-512 pass (the same values)."""
     cdef Py_ssize_t idx[SB_GS_BLOCK]
     cdef real gbuf[2 * SB_GS_BLOCK]

@@ -305,6 +305,16 @@ def nearest_forward(const real[:, :, ::1] x, real[:, :, ::1] out,
                     dst[j] = src[cols[j]]
 
 
+cdef inline void _add_row(real* dst, const real* src, Py_ssize_t n, bint add) noexcept nogil:
+    """dst = src, or dst += src."""
+    cdef Py_ssize_t c
+    if add:
+        for c in range(n):
+            dst[c] = dst[c] + src[c]
+    else:
+        memcpy(dst, src, n * sizeof(real))
+
+
 cdef inline void _col_sums(real* dst, const real* src, Py_ssize_t w_len,
                            const Py_ssize_t* col_start, const Py_ssize_t* col_count,
                            Py_ssize_t uniform, bint add) noexcept nogil:
@@ -321,11 +331,7 @@ cdef inline void _col_sums(real* dst, const real* src, Py_ssize_t w_len,
                 dst[c] = src[2 * c] + src[2 * c + 1]
         return
     if uniform == 1:
-        if add:
-            for c in range(w_len):
-                dst[c] = dst[c] + src[c]
-        else:
-            memcpy(dst, src, w_len * sizeof(real))
+        _add_row(dst, src, w_len, add)
         return
     for c in range(w_len):
         s = 0
@@ -335,16 +341,6 @@ cdef inline void _col_sums(real* dst, const real* src, Py_ssize_t w_len,
             dst[c] = dst[c] + s
         else:
             dst[c] = s
-
-
-cdef inline void _add_row(real* dst, const real* src, Py_ssize_t n, bint add) noexcept nogil:
-    """dst = src, or dst += src."""
-    cdef Py_ssize_t c
-    if add:
-        for c in range(n):
-            dst[c] = dst[c] + src[c]
-    else:
-        memcpy(dst, src, n * sizeof(real))
 
 
 def nearest_adjoint(const real[:, :, ::1] g, real[:, :, ::1] out,
@@ -359,9 +355,9 @@ def nearest_adjoint(const real[:, :, ::1] g, real[:, :, ::1] out,
     rows that no output row reads are zero.  ``uniform`` (k > 0) declares that every
     column range is ``[k*c, k*c + k)``.  ``col_w`` (the column table's weights, 1 on
     every tap) lets float32 ranges of other lengths be summed 16 input rows at a time
-    by resample_simd.h's pass (``isa`` = 2; 8 rows with ``isa`` = 1): it forms 0 + 1 * x0
-    + 1 * x1 ..., the same values as the scalar 0 + x0 + x1 ...  Raises MemoryError
-    if the per-thread buffers could not be allocated.
+    by resample_simd.h's AVX-512 pass (``isa`` = 2; other codes take the scalar
+    loop): it forms 0 + 1 * x0 + 1 * x1 ..., the same values as the scalar
+    0 + x0 + x1 ...  Raises MemoryError if the per-thread buffers could not be allocated.
 
     Arguments: ``g`` (IN), ``out`` (OUT), ``rows`` (IN), ``col_start`` (IN), ``col_count``
     (IN), ``uniform`` (IN), ``col_w`` (IN), ``num_threads`` (IN), ``isa`` (IN).
@@ -385,7 +381,10 @@ def nearest_adjoint(const real[:, :, ::1] g, real[:, :, ::1] out,
         return
     if real is float:
         if uniform == 0 and ro_w <= SB_RS16_MAX_LEN:
-            block = 16 if isa == 2 else 8 if isa == 1 else 0  # input rows a vector pass
+            # 16 input rows a pass; not the AVX2 pass's 8, which was slower than the scalar
+            # loop here (forward + adjoint 1.24-1.38x the scalar time, AMD EPYC family 25,
+            # 1 and 2 threads: python benchmarks/ab_resample_simd.py --shapes d)
+            block = 16 if isa == 2 else 0
     with nogil, parallel(num_threads=num_threads):
         seen = <char*> malloc(r_len * sizeof(char))
         raw = NULL
@@ -403,14 +402,9 @@ def nearest_adjoint(const real[:, :, ::1] g, real[:, :, ::1] out,
             i = 0
             if real is float:
                 while block and i + block <= ro_len:
-                    if block == 16:
-                        sb_rs16_gather_f32(sums, w_len, &g[p, i, 0], ro_w, ro_w, w_len,
-                                           &col_start[0], &col_count[0], &col_w[0, 0], kmax,
-                                           scratch)
-                    else:
-                        sb_rs8_gather_f32(sums, w_len, &g[p, i, 0], ro_w, ro_w, w_len,
-                                          &col_start[0], &col_count[0], &col_w[0, 0], kmax,
-                                          scratch)
+                    sb_rs16_gather_f32(sums, w_len, &g[p, i, 0], ro_w, ro_w, w_len,
+                                       &col_start[0], &col_count[0], &col_w[0, 0], kmax,
+                                       scratch)
                     for k in range(block):  # the rows' sums in row order, as below
                         r = rows[i + k]
                         _add_row(&out[p, r, 0], sums + k * w_len, w_len, seen[r])

@@ -10,7 +10,7 @@ import numpy as np
 
 from ._cases import Case
 from ._compare import _as_arrays, checksum
-from ._timing import MIN_SAMPLE, peak_memory, time_pair, time_pairs
+from ._timing import MIN_SAMPLE, peak_memory, time_pairs
 
 
 def _describe(exc: BaseException) -> str:
@@ -127,23 +127,15 @@ def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
     Returns
     -------
     dict
-        JSON-ready result (see ``docs/benchmarks.md`` for the fields).
+        JSON-ready result (see ``docs/benchmarks.md`` for the fields), at the thread count
+        in force (``threads``).
     """
-    result = _empty_result(case)
-    prepared = _prepare(case, quick, torch, result)
-    if prepared is None:
-        return result
-    work, theirs = prepared
-    n = min(repeat, case.max_repeat or repeat)
-    try:
-        mine, other = time_pair(work.ours, theirs, repeat=n, warmup=max(warmup - 1, 0),
-                                min_sample=min_sample)
-        if memory:
-            _measure_memory(work, result)
-    except Exception as exc:
-        result["error"] = _describe(exc)
-        return result
-    return _record(result, work, mine, other, bandwidth, sgemm_gflops)
+    from ..runtime.threads import get_num_threads
+
+    return run_case_threads(case, [get_num_threads()], lambda n: None, quick=quick,
+                            torch=torch, repeat=repeat, warmup=warmup, bandwidth=bandwidth,
+                            memory=memory, sgemm_gflops=sgemm_gflops,
+                            min_sample=min_sample)[0]
 
 
 def run_case_threads(case: Case, counts, switch, *, quick: bool, torch, repeat: int,
@@ -225,7 +217,6 @@ def run_suite(cases, *, quick: bool, torch, repeat: int, warmup: int, bandwidth,
             done = [run_case(case, quick=quick, torch=torch, repeat=repeat, warmup=warmup,
                              bandwidth=bandwidth, memory=memory, sgemm_gflops=peak,
                              min_sample=min_sample)]
-            done[0]["threads"] = get_num_threads()
         share = _stolen_share(stolen, host_steal_seconds(), time.perf_counter() - start)
         for result in done:
             result["host_steal"] = share
