@@ -1,0 +1,114 @@
+"""Grid sampling by two builds of its kernel module, in one process.
+
+A change to ``pyx/_grid_sample.pyx`` or its headers switches nothing at run time, so
+its effect is measured by loading the previous build's ``_grid_sample`` extension
+beside the current one and calling each in turn through the same wrapper
+(``sandbox.array.grid_sample._dispatch`` looks the module up on every call).  Build
+the earlier commit somewhere, or keep a copy of the extension before rebuilding:
+
+    cp sandbox/_C/_grid_sample*.so /tmp/before/          # before editing and rebuilding
+    python benchmarks/ab_grid_builds.py /tmp/before --threads 1 2 --modes bicubic
+
+Per mode, padding, batch and thread count it checks that both builds give the same
+bits (forward, input and grid gradients) and prints the medians per call of the forward
+and of the backward (input + grid gradients) over ``--rounds`` interleaved rounds, each
+a block of ``--calls`` calls, with the paired ratio new / previous (below 1: the new
+build is faster).  2-D, (batch, 4, 128, 128) sampled at the 128x128 points of the
+bench's smooth warp, float32, ``align_corners=False``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import importlib.util
+import os
+import statistics
+import time
+
+import numpy as np
+
+
+def _load_previous(folder: str):
+    paths = glob.glob(os.path.join(folder, "_grid_sample*.so"))
+    if not paths:
+        raise SystemExit(f"ab_grid_builds: no _grid_sample*.so in {folder!r}; copy the "
+                         "previous build's sandbox/_C/_grid_sample*.so there")
+    spec = importlib.util.spec_from_file_location("sandbox._C._grid_sample", paths[0])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _block_us(fn, calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def _same_bits(a, b) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("previous", help="folder holding the previous build's "
+                        "_grid_sample*.so")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--batch", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--modes", nargs="+", default=["nearest", "bilinear", "bicubic"])
+    parser.add_argument("--paddings", nargs="+", default=["zeros", "border", "reflection"])
+    parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--calls", type=int, default=20)
+    args = parser.parse_args(argv)
+
+    import sandbox
+    from sandbox.array.grid_sample import _checks, _dispatch
+    from sandbox.bench._cases_grid import warp_grid
+    from sandbox.runtime import simd
+
+    builds = {"previous": _load_previous(args.previous), "new": _dispatch._grid_sample}
+    print(f"cpu: {simd.cpu().describe()}; sandbox path {simd.current().isa}; us per call, "
+          "medians; ratio: new / previous, paired by round")
+    rng = np.random.default_rng(0)
+    for batch in args.batch:
+        x = rng.standard_normal((batch, 4, 128, 128)).astype(np.float32)
+        grid = warp_grid(rng, batch, (128, 128))
+        gy = rng.standard_normal(x.shape).astype(np.float32)
+        for mode in args.modes:
+            for padding in args.paddings:
+                plan = _checks.plan(x, grid, mode, padding, False)
+                calls = {"forward": lambda: _dispatch.forward(x, grid, plan),
+                         "backward": lambda: _dispatch.backward(gy, x, grid, plan, True, True)}
+                for threads in args.threads:
+                    sandbox.set_num_threads(threads)
+                    results = {}
+                    for name, build in builds.items():
+                        _dispatch._grid_sample = build
+                        results[name] = (calls["forward"](), *calls["backward"]())
+                    _dispatch._grid_sample = builds["new"]
+                    same = all(_same_bits(a, b) for a, b in zip(*results.values()))
+                    times = {(b, c): [] for b in builds for c in calls}
+                    for r in range(args.rounds):
+                        order = list(builds) if r % 2 == 0 else list(builds)[::-1]
+                        for name in order:
+                            _dispatch._grid_sample = builds[name]
+                            for call, fn in calls.items():
+                                fn()  # untimed: the other build's call ran before
+                                times[name, call].append(_block_us(fn, args.calls))
+                    _dispatch._grid_sample = builds["new"]
+                    line = [f"{mode}-{padding:10s} b{batch} {threads}t"]
+                    for call in calls:
+                        prev, new = times["previous", call], times["new", call]
+                        ratio = statistics.median(n / p for n, p in zip(new, prev))
+                        line.append(f"{call} {statistics.median(prev):7.0f} -> "
+                                    f"{statistics.median(new):7.0f} ({ratio:4.2f})")
+                    line.append("same bits" if same else "BITS DIFFER")
+                    print("   ".join(line), flush=True)
+
+
+if __name__ == "__main__":
+    main()
