@@ -20,6 +20,7 @@ bench's smooth warp, float32, ``align_corners=False``.
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import importlib.util
 import os
@@ -81,34 +82,42 @@ def main(argv=None) -> None:
         for mode in args.modes:
             for padding in args.paddings:
                 plan = _checks.plan(x, grid, mode, padding, False)
-                calls = {"forward": lambda: _dispatch.forward(x, grid, plan),
-                         "backward": lambda: _dispatch.backward(gy, x, grid, plan, True, True)}
                 for threads in args.threads:
                     sandbox.set_num_threads(threads)
-                    results = {}
-                    for name, build in builds.items():
-                        _dispatch._grid_sample = build
-                        results[name] = (calls["forward"](), *calls["backward"]())
-                    _dispatch._grid_sample = builds["new"]
-                    same = all(_same_bits(a, b) for a, b in zip(*results.values()))
-                    times = {(b, c): [] for b in builds for c in calls}
-                    for r in range(args.rounds):
-                        order = list(builds) if r % 2 == 0 else list(builds)[::-1]
-                        for name in order:
-                            _dispatch._grid_sample = builds[name]
-                            for call, fn in calls.items():
-                                fn()  # untimed: the other build's call ran before
-                                times[name, call].append(_block_us(fn, args.calls))
-                    _dispatch._grid_sample = builds["new"]
-                    line = [f"{mode}-{padding:10s} b{batch} {threads}t"]
-                    for call in calls:
-                        prev, new = times["previous", call], times["new", call]
-                        ratio = statistics.median(n / p for n, p in zip(new, prev))
-                        line.append(f"{call} {statistics.median(prev):7.0f} -> "
-                                    f"{statistics.median(new):7.0f} ({ratio:4.2f})")
-                    line.append("same bits" if same else "BITS DIFFER")
-                    print("   ".join(line), flush=True)
+                    line = _compare(_dispatch, builds, x, grid, gy, plan, args.rounds,
+                                    args.calls)
+                    print(f"{mode}-{padding:10s} b{batch} {threads}t   {line}", flush=True)
 
+
+def _compare(dispatch, builds, x, grid, gy, plan, rounds, calls) -> str:
+    """One case: both builds' bits compared, then ``rounds`` interleaved rounds of a
+    block of ``calls`` calls each; the module is restored afterwards."""
+    funcs = {"forward": functools.partial(dispatch.forward, x, grid, plan),
+             "backward": functools.partial(dispatch.backward, gy, x, grid, plan, True, True)}
+    results = {}
+    try:
+        for name, build in builds.items():
+            dispatch._grid_sample = build
+            results[name] = (funcs["forward"](), *funcs["backward"]())
+        same = all(_same_bits(a, b)
+                   for a, b in zip(results["previous"], results["new"], strict=True))
+        times = {(b, c): [] for b in builds for c in funcs}
+        for r in range(rounds):
+            for name in (list(builds) if r % 2 == 0 else list(builds)[::-1]):
+                dispatch._grid_sample = builds[name]
+                for call, fn in funcs.items():
+                    fn()  # untimed: the other build's call ran before
+                    times[name, call].append(_block_us(fn, calls))
+    finally:
+        dispatch._grid_sample = builds["new"]
+    line = []
+    for call in funcs:
+        prev, new = times["previous", call], times["new", call]
+        ratio = statistics.median(n / p for n, p in zip(new, prev, strict=True))
+        line.append(f"{call} {statistics.median(prev):7.0f} -> "
+                    f"{statistics.median(new):7.0f} ({ratio:4.2f})")
+    line.append("same bits" if same else "BITS DIFFER")
+    return "   ".join(line)
 
 if __name__ == "__main__":
     main()

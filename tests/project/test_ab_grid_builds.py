@@ -1,0 +1,43 @@
+"""benchmarks/ab_grid_builds.py loads a second build of the grid kernels and compares
+them: with a copy of the current build as the "previous" one, every case has the same
+bits and the script restores the module it swapped."""
+
+import glob
+import importlib.util
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location(
+        "ab_grid_builds", ROOT / "benchmarks" / "ab_grid_builds.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_copy_of_the_build_gives_the_same_bits(tmp_path, capsys):
+    from sandbox.array.grid_sample import _dispatch
+
+    built = glob.glob(str(Path(_dispatch._grid_sample.__file__).parent / "_grid_sample*.so"))
+    if not built:  # pragma: no cover - the extension is always a .so here
+        pytest.fail("no built _grid_sample extension found")
+    shutil.copy(built[0], tmp_path)
+    current = _dispatch._grid_sample
+    _script().main([str(tmp_path), "--threads", "1", "2", "--batch", "1", "--modes",
+                    "nearest", "bicubic", "--paddings", "zeros", "--rounds", "1",
+                    "--calls", "1"])
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(
+        ("nearest", "bicubic"))]
+    assert len(lines) == 4
+    assert all(ln.endswith("same bits") for ln in lines), lines
+    assert _dispatch._grid_sample is current
+
+
+def test_a_folder_without_a_build_is_refused(tmp_path):
+    with pytest.raises(SystemExit, match="no _grid_sample"):
+        _script().main([str(tmp_path)])
