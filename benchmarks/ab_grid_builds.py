@@ -25,7 +25,6 @@ import glob
 import importlib.util
 import os
 import statistics
-import time
 
 import numpy as np
 
@@ -39,13 +38,6 @@ def _load_previous(folder: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _block_us(fn, calls: int) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls * 1e6
 
 
 def _same_bits(a, b) -> bool:
@@ -75,23 +67,28 @@ def main(argv=None) -> None:
     print(f"cpu: {simd.cpu().describe()}; sandbox path {simd.current().isa}; us per call, "
           "medians; ratio: new / previous, paired by round")
     rng = np.random.default_rng(0)
-    for batch in args.batch:
-        x = rng.standard_normal((batch, 4, 128, 128)).astype(np.float32)
-        grid = warp_grid(rng, batch, (128, 128))
-        gy = rng.standard_normal(x.shape).astype(np.float32)
-        for mode in args.modes:
-            for padding in args.paddings:
-                plan = _checks.plan(x, grid, mode, padding, False)
-                for threads in args.threads:
-                    sandbox.set_num_threads(threads)
-                    line = _compare(_dispatch, builds, x, grid, gy, plan, args.rounds,
-                                    args.calls)
-                    print(f"{mode}-{padding:10s} b{batch} {threads}t   {line}", flush=True)
-
+    previous_threads = sandbox.get_num_threads()
+    try:
+        for batch in args.batch:
+            x = rng.standard_normal((batch, 4, 128, 128)).astype(np.float32)
+            grid = warp_grid(rng, batch, (128, 128))
+            gy = rng.standard_normal(x.shape).astype(np.float32)
+            for mode in args.modes:
+                for padding in args.paddings:
+                    plan = _checks.plan(x, grid, mode, padding, False)
+                    for threads in args.threads:
+                        sandbox.set_num_threads(threads)
+                        line = _compare(_dispatch, builds, x, grid, gy, plan, args.rounds,
+                                        args.calls)
+                        print(f"{mode}-{padding:10s} b{batch} {threads}t   {line}", flush=True)
+    finally:
+        sandbox.set_num_threads(previous_threads)
 
 def _compare(dispatch, builds, x, grid, gy, plan, rounds, calls) -> str:
     """One case: both builds' bits compared, then ``rounds`` interleaved rounds of a
     block of ``calls`` calls each; the module is restored afterwards."""
+    from sandbox.bench._timing import _timed_cpu
+
     funcs = {"forward": functools.partial(dispatch.forward, x, grid, plan),
              "backward": functools.partial(dispatch.backward, gy, x, grid, plan, True, True)}
     results = {}
@@ -107,17 +104,18 @@ def _compare(dispatch, builds, x, grid, gy, plan, rounds, calls) -> str:
                 dispatch._grid_sample = builds[name]
                 for call, fn in funcs.items():
                     fn()  # untimed: the other build's call ran before
-                    times[name, call].append(_block_us(fn, calls))
+                    _timed_cpu(fn, times[name, call], [], calls)  # seconds per call
     finally:
         dispatch._grid_sample = builds["new"]
     line = []
     for call in funcs:
         prev, new = times["previous", call], times["new", call]
         ratio = statistics.median(n / p for n, p in zip(new, prev, strict=True))
-        line.append(f"{call} {statistics.median(prev):7.0f} -> "
-                    f"{statistics.median(new):7.0f} ({ratio:4.2f})")
+        line.append(f"{call} {1e6 * statistics.median(prev):7.0f} -> "
+                    f"{1e6 * statistics.median(new):7.0f} ({ratio:4.2f})")
     line.append("same bits" if same else "BITS DIFFER")
     return "   ".join(line)
+
 
 if __name__ == "__main__":
     main()

@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from ..runtime.threads import get_num_threads
 from ._cases import Case
 from ._compare import _as_arrays, checksum
 from ._timing import MIN_SAMPLE, peak_memory, time_pairs
@@ -130,8 +131,6 @@ def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
         JSON-ready result (see ``docs/benchmarks.md`` for the fields), at the thread count
         in force (``threads``).
     """
-    from ..runtime.threads import get_num_threads
-
     return run_case_threads(case, [get_num_threads()], lambda n: None, quick=quick,
                             torch=torch, repeat=repeat, warmup=warmup, bandwidth=bandwidth,
                             memory=memory, sgemm_gflops=sgemm_gflops,
@@ -196,7 +195,6 @@ def run_suite(cases, *, quick: bool, torch, repeat: int, warmup: int, bandwidth,
     """
     from tqdm import tqdm
 
-    from ..runtime.threads import get_num_threads
     from ._env import host_steal_seconds, set_threads
 
     counts = list(threads) if threads else []

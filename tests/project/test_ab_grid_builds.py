@@ -21,13 +21,14 @@ def _script():
 
 
 def test_a_copy_of_the_build_gives_the_same_bits(tmp_path, capsys):
+    import sandbox
     from sandbox.array.grid_sample import _dispatch
 
     built = glob.glob(str(Path(_dispatch._grid_sample.__file__).parent / "_grid_sample*.so"))
     if not built:  # pragma: no cover - the extension is always a .so here
         pytest.fail("no built _grid_sample extension found")
     shutil.copy(built[0], tmp_path)
-    current = _dispatch._grid_sample
+    current, threads = _dispatch._grid_sample, sandbox.get_num_threads()
     _script().main([str(tmp_path), "--threads", "1", "2", "--batch", "1", "--modes",
                     "nearest", "bicubic", "--paddings", "zeros", "--rounds", "1",
                     "--calls", "1"])
@@ -36,6 +37,7 @@ def test_a_copy_of_the_build_gives_the_same_bits(tmp_path, capsys):
     assert len(lines) == 4
     assert all(ln.endswith("same bits") for ln in lines), lines
     assert _dispatch._grid_sample is current
+    assert sandbox.get_num_threads() == threads  # the script's thread counts undone
 
 
 def test_a_folder_without_a_build_is_refused(tmp_path):
