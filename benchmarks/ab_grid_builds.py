@@ -14,7 +14,10 @@ bits (forward, input and grid gradients) and prints the medians per call of the 
 and of the backward (input + grid gradients) over ``--rounds`` interleaved rounds, each
 a block of ``--calls`` calls, with the paired ratio new / previous (below 1: the new
 build is faster).  2-D, (batch, 4, 128, 128) sampled at the 128x128 points of the
-bench's smooth warp, float32, ``align_corners=False``.
+bench's smooth warp, or with ``--nd 3`` the bench's volume, (batch, 2, 32, 32, 32) at
+32^3 points; float32, ``align_corners=False``.
+
+    python benchmarks/ab_grid_builds.py /tmp/before --nd 3 --modes bilinear
 """
 
 from __future__ import annotations
@@ -54,13 +57,15 @@ def main(argv=None) -> None:
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--modes", nargs="+", default=["nearest", "bilinear", "bicubic"])
     parser.add_argument("--paddings", nargs="+", default=["zeros", "border", "reflection"])
+    parser.add_argument("--nd", type=int, choices=(2, 3), default=2,
+                        help="spatial rank: 2 (4 channels, 128^2) or 3 (2 channels, 32^3)")
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--calls", type=int, default=20)
     args = parser.parse_args(argv)
 
     import sandbox
     from sandbox.array.grid_sample import _checks, _dispatch
-    from sandbox.bench._cases_grid import warp_grid
+    from sandbox.bench._cases_grid import GRID_SHAPES, warp_grid
     from sandbox.runtime import simd
 
     builds = {"previous": _load_previous(args.previous), "new": _dispatch._grid_sample}
@@ -70,8 +75,9 @@ def main(argv=None) -> None:
     previous_threads = sandbox.get_num_threads()
     try:
         for batch in args.batch:
-            x = rng.standard_normal((batch, 4, 128, 128)).astype(np.float32)
-            grid = warp_grid(rng, batch, (128, 128))
+            channels, side = GRID_SHAPES[args.nd]
+            x = rng.standard_normal((batch, channels, *(side,) * args.nd)).astype(np.float32)
+            grid = warp_grid(rng, batch, (side,) * args.nd)
             gy = rng.standard_normal(x.shape).astype(np.float32)
             for mode in args.modes:
                 for padding in args.paddings:

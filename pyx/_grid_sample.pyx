@@ -56,6 +56,11 @@ cdef extern from "grid_block2d.h":
                             int, int, const int32_t*, const float*, const float*, const float*,
                             const float*, const float*, const float*,
                             const unsigned char*) noexcept nogil
+    void sb_gs2d_backward_f_avx2(const float*, const float*, float*, float*, float*,
+                                 Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                                 const Py_ssize_t*, int, int, const int32_t*, const float*,
+                                 const float*, const float*, const float*, const float*,
+                                 const float*, const unsigned char*) noexcept nogil
     void sb_gs2d_backward_d(const double*, const double*, double*, double*, double*,
                             Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                             const Py_ssize_t*, int, int, const int32_t*, const double*,
@@ -813,9 +818,17 @@ cdef inline void _gather_2d(const real* xn, Py_ssize_t C, Py_ssize_t H, Py_ssize
 cdef inline void _push_2d(const real* xn, const real* gyn, real* gxn, real* acc, Py_ssize_t C,
                           Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t cnt,
                           const Py_ssize_t* idx, int nearest, int deriv, const int32_t* off,
-                          const real* wt, const real* ts, const unsigned char* ok) noexcept nogil:
-    """grid_block2d.h's backward of the ok points: the push, and acc (as ds) with deriv."""
+                          const real* wt, const real* ts, const unsigned char* ok,
+                          int isa) noexcept nogil:
+    """grid_block2d.h's backward of the ok points: the push, and acc (as ds) with deriv
+    (float32 with ``isa`` >= 1: its AVX2 derivative sums, the same values)."""
     if real is float:
+        if isa >= 1:
+            sb_gs2d_backward_f_avx2(xn, gyn, gxn, acc, acc + SB_GS_BLOCK, C, H * W, W, P, cnt,
+                                    idx, nearest, deriv, off, wt, wt + SB_GS_BLOCK,
+                                    wt + 2 * SB_GS_BLOCK, wt + 3 * SB_GS_BLOCK, ts,
+                                    ts + SB_GS_BLOCK, ok)
+            return
         sb_gs2d_backward_f(xn, gyn, gxn, acc, acc + SB_GS_BLOCK, C, H * W, W, P, cnt, idx,
                            nearest, deriv, off, wt, wt + SB_GS_BLOCK, wt + 2 * SB_GS_BLOCK,
                            wt + 3 * SB_GS_BLOCK, ts, ts + SB_GS_BLOCK, ok)
@@ -1044,7 +1057,8 @@ cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real*
                                         q.lo, q.span_x, q.span_y, ok, &all_ok)
     if not done:
         all_ok = _coords_2d(gbuf, cnt, H, W, q, pad, nearest, off, wt, ts, ds, ok, isa)
-        _push_2d(xn, gyn, gxn, acc, C, H, W, P, cnt, idx, nearest, deriv, off, wt, ts, ok)
+        _push_2d(xn, gyn, gxn, acc, C, H, W, P, cnt, idx, nearest, deriv, off, wt, ts, ok,
+                 isa)
         if deriv:
             _grid_grad_block(ggn, idx, cnt, 2, acc, ds, ok)
     if not all_ok and not (nearest and pad != REFLECTION):  # as in _backward_block_3d

@@ -40,6 +40,17 @@ def test_a_copy_of_the_build_gives_the_same_bits(tmp_path, capsys):
     assert sandbox.get_num_threads() == threads  # the script's thread counts undone
 
 
+def test_volumes_are_compared_with_nd_3(tmp_path, capsys):
+    from sandbox.array.grid_sample import _dispatch
+
+    built = glob.glob(str(Path(_dispatch._grid_sample.__file__).parent / "_grid_sample*.so"))
+    shutil.copy(built[0], tmp_path)
+    _script().main([str(tmp_path), "--nd", "3", "--threads", "1", "--batch", "1", "--modes",
+                    "bilinear", "--paddings", "border", "--rounds", "1", "--calls", "1"])
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("bilinear")]
+    assert len(lines) == 1 and lines[0].endswith("same bits"), lines
+
+
 def test_a_folder_without_a_build_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="no _grid_sample"):
         _script().main([str(tmp_path)])
