@@ -139,6 +139,10 @@ cdef extern from "grid_nearest.h":
     int sb_gs_near_offsets_f(int, int, const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                              Py_ssize_t, int, const float*, float, float, const float*,
                              Py_ssize_t*) noexcept nogil
+    void sb_gs_near_push_f(const float*, float*, const Py_ssize_t*, Py_ssize_t, Py_ssize_t,
+                           Py_ssize_t) noexcept nogil
+    void sb_gs_near_push_d(const double*, double*, const Py_ssize_t*, Py_ssize_t, Py_ssize_t,
+                           Py_ssize_t) noexcept nogil
 
 cdef extern from "simd_clones.h":
     void sb_clear_upper_state() noexcept nogil
@@ -1253,19 +1257,20 @@ cdef void _nearest_push(const real* gyb, const real* gb, real* gxb, Py_ssize_t* 
                         Py_ssize_t N, Py_ssize_t C, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
                         Py_ssize_t P, int nd, int pad, int ac, int nthreads, int isa,
                         bint zero) noexcept nogil:
-    """The nearest push, one task per (sample, channel): each point's tap offset first
-    (``offs``, N * P), then every channel plane (zeroed first when ``zero``) takes its
-    points' gradients in point order.  A nearest point has one tap, so this gives the
-    slab path's bits."""
-    cdef Py_ssize_t i, n, p, j, cnt, o, t
+    """The nearest push: each point's tap offset first (``offs``, N * P), then tasks of
+    (sample, group of channels), as many groups per sample as it takes to give every
+    thread a task (all channels in one group when the batch alone does), each pushing its
+    planes (zeroed first when ``zero``) in point order, channels side by side
+    (grid_nearest.h's sb_gs_near_push).  A nearest point has one tap, so this gives the
+    slab path's bits, for any cut of the channels."""
+    cdef Py_ssize_t i, n, p, j, cnt, t, k, c0, c1
     cdef Py_ssize_t nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
     cdef Py_ssize_t S = D * H * W
+    cdef Py_ssize_t groups = min(C, max(1, (nthreads + N - 1) // N))
     cdef float scale[3]
     cdef float span[3]
     cdef float shift, lo
     cdef real* gxp
-    cdef const real* gyp
-    cdef const Py_ssize_t* op
     _params_3d(ac, D, H, W, scale, span, &shift, &lo)
     for i in prange(N * nb, schedule="static", num_threads=nthreads):
         n = i // nb
@@ -1280,17 +1285,18 @@ cdef void _nearest_push(const real* gyb, const real* gb, real* gxb, Py_ssize_t* 
                 continue
         for j in range(n * P + p, n * P + p + cnt):
             offs[j] = _nearest_offset(gb + j * nd, nd, D, H, W, pad, ac)
-    for t in prange(N * C, schedule="static", num_threads=nthreads):
-        n = t // C
-        gxp = gxb + t * S
-        gyp = gyb + t * P
-        op = &offs[n * P]
+    for t in prange(N * groups, schedule="static", num_threads=nthreads):
+        n = t // groups
+        k = t - n * groups
+        c0 = k * C // groups
+        c1 = (k + 1) * C // groups
+        gxp = gxb + (n * C + c0) * S
         if zero:
-            memset(gxp, 0, S * sizeof(real))
-        for p in range(P):
-            o = op[p]
-            if o >= 0:
-                gxp[o] = gxp[o] + gyp[p]
+            memset(gxp, 0, (c1 - c0) * S * sizeof(real))
+        if real is float:
+            sb_gs_near_push_f(gyb + (n * C + c0) * P, gxp, &offs[n * P], c1 - c0, P, S)
+        else:
+            sb_gs_near_push_d(gyb + (n * C + c0) * P, gxp, &offs[n * P], c1 - c0, P, S)
 
 
 def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[::1] gx,
