@@ -56,11 +56,30 @@ def parse_size(text: str, name: str = ENV_VAR) -> int:
     return int(value)
 
 
+def _env_text() -> str:
+    """``SANDBOX_MAX_MEMORY`` as set now, or ``""``.
+
+    Every resize and grid-sampling call reads it (the limit may change between calls).
+    ``os.environ.get`` of an unset variable raises and catches a KeyError inside the
+    mapping: 2.1 us a call on the AMD EPYC family 23 machine, more than the grid-sampling
+    wrapper's own checks.  CPython's ``os.environ`` keeps its encoded items in a dict,
+    which a lookup reads without raising; other mappings take ``get``.
+    """
+    data = getattr(os.environ, "_data", None)
+    if type(data) is dict:
+        raw = data.get(_ENV_KEY)
+        return "" if raw is None else os.environ.decodevalue(raw)
+    return os.environ.get(ENV_VAR, "")  # pragma: no cover - not CPython's os.environ
+
+
+_ENV_KEY = os.environ.encodekey(ENV_VAR) if hasattr(os.environ, "encodekey") else ENV_VAR
+
+
 def memory_limit() -> int:
     """The limit in bytes a single resampling request may need (see the module doc)."""
     if _explicit_limit is not None:
         return _explicit_limit
-    env = os.environ.get(ENV_VAR, "").strip()
+    env = _env_text().strip()
     if env:
         return parse_size(env)
     return int(DEFAULT_FRACTION * (total_memory() or _FALLBACK_TOTAL))
@@ -118,7 +137,7 @@ def check_memory(in_sizes, out_sizes, lead: int = 1, itemsize: int = 4) -> None:
         return
     if _explicit_limit is not None:
         source = "set by sandbox.set_memory_limit"
-    elif os.environ.get(ENV_VAR, "").strip():
+    elif _env_text().strip():
         source = f"from {ENV_VAR}"
     else:
         total = total_memory()
