@@ -658,6 +658,23 @@ def test_small_convolutions_run_on_the_calling_thread(rng, monkeypatch):
         assert np.array_equal(a, b)
 
 
+def test_the_pool_threshold_follows_the_simd_path():
+    """With ``min_parallel_flops`` unset, the threshold is the SIMD path's (an AVX2
+    product does fewer flops in the time the pool's overhead takes); a set value wins."""
+    from sandbox.array.conv._chunks import pool_threads
+    from sandbox.array.conv._tuning import MIN_PARALLEL_FLOPS
+    from sandbox.runtime import simd
+
+    assert MIN_PARALLEL_FLOPS["avx2"] < MIN_PARALLEL_FLOPS["avx512"]
+    between = (MIN_PARALLEL_FLOPS["avx2"] + MIN_PARALLEL_FLOPS["avx512"]) // 2
+    for path in simd.supported_paths():
+        with simd.using(isa=path):
+            assert pool_threads(between) == (1 if path == "avx512" else None)
+            assert pool_threads(MIN_PARALLEL_FLOPS[path] - 1) == 1
+            with conv.tuned(min_parallel_flops=0):
+                assert pool_threads(1) is None
+
+
 def test_tuned_changes_only_the_calling_thread():
     import threading
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..._C import _norm
+from ...runtime import simd
 from ...runtime.threads import kernel_threads
 from .._parallel import scratch
-from ._tuning import TUNING
+from ._tuning import MIN_PARALLEL_FLOPS, TUNING
 
 
 def _blocks(n: int, nb: int) -> list[tuple[int, int, int]]:
@@ -22,9 +23,13 @@ def _blocks(n: int, nb: int) -> list[tuple[int, int, int]]:
 
 def pool_threads(flops: int) -> int | None:
     """Worker-pool threads for a loop of chunks whose GEMMs do ``flops`` flops: 1 (the
-    calling thread) below ``TUNING.min_parallel_flops``, else all of them (None).  The
-    chunks and their order of sums do not change, so neither do the results."""
-    return 1 if flops < TUNING.min_parallel_flops else None
+    calling thread) below ``TUNING.min_parallel_flops`` (by default the SIMD path's
+    ``MIN_PARALLEL_FLOPS``), else all of them (None).  The chunks and their order of
+    sums do not change, so neither do the results."""
+    limit = TUNING.min_parallel_flops
+    if limit is None:
+        limit = MIN_PARALLEL_FLOPS[simd.current().isa]
+    return 1 if flops < limit else None
 
 
 def gemm_flops(m: int, k: int, cols: int, products: int) -> int:

@@ -21,7 +21,11 @@ import itertools
 from ...runtime import simd
 from ...runtime.threads import get_num_threads
 
-__all__ = ["TUNING", "ConvTuning", "chunk_threads", "settings_stamp", "state", "tuned"]
+__all__ = ["MIN_PARALLEL_FLOPS", "TUNING", "ConvTuning", "chunk_threads", "settings_stamp",
+           "state", "tuned"]
+
+#: ``ConvTuning.min_parallel_flops`` by SIMD path (:mod:`sandbox.runtime.simd`) when it is None
+MIN_PARALLEL_FLOPS = {"avx512": 30_000_000, "avx2": 8_000_000, "portable": 8_000_000}
 
 #: a fresh number for every ConvTuning made or changed (see ConvTuning.stamp)
 _STAMPS = itertools.count()
@@ -145,8 +149,14 @@ class ConvTuning:
     #: this threshold -> always the pool; 1 thread in brackets): 1->16@64 0.85 -> 1.39
     #: (1.08), 2->16@64 1.36 -> 1.62 (1.16), 16->2@64 1x1 0.45 -> 0.99 (0.57); the
     #: larger layers use the pool in both runs (4->16@64 2.09 / 1.91, 8->8@64 2.08 /
-    #: 2.21, 8->16@64 2.83 / 3.11: the run's noise).
-    min_parallel_flops: int = 30_000_000
+    #: 2.21, 8->16@64 2.83 / 3.11: the run's noise).  That was the AVX-512 path; a
+    #: product of the AVX2 path does a third of the flops in the same time, so the
+    #: crossover is at fewer flops (``None``, the default, takes the path's value from
+    #: ``MIN_PARALLEL_FLOPS``).  On an AMD EPYC family 23 VM (Zen 1, AVX2 only), the same
+    #: command with ``--layers 1-16-64 2-16-64 3-16-64 --head --repeat 31``, 2 threads:
+    #: 1->16@64 3.77 -> 3.35 ms, 2->16@64 4.98 -> 3.74, 3->16@64 (RGB input, 0.79x
+    #: PyTorch's speed before) 4.30, the 1x1 head 2.17 -> 2.45 (so it stays below).
+    min_parallel_flops: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "stamp", next(_STAMPS))
