@@ -2,7 +2,7 @@
 
 Kernel sources may sit in subfolders of ``pyx/`` (``pyx/winograd/``); the module
 name is the file's stem, so stems must be unique.  Every folder holding a
-``.pyx``, ``.pxd`` or ``.h`` is on the C include and Cython include paths, and
+``.pyx``, ``.pxd``, ``.pxi`` or ``.h`` is on the C include and Cython include paths, and
 every header is a dependency of every kernel.  The Cython compiler directives
 come from :func:`compiler_directives` alone: no ``.pyx`` sets any in its header
 (``tests/project/test_kernel_directives.py`` checks both).
@@ -119,7 +119,7 @@ def kernel_sources() -> list:
 
 def include_dirs() -> list:
     """``pyx`` and each subfolder with kernel sources or headers, relative to the repo."""
-    dirs = {p.parent for ext in ("*.pyx", "*.pxd", "*.h") for p in PYX.rglob(ext)}
+    dirs = {p.parent for ext in ("*.pyx", "*.pxd", "*.pxi", "*.h") for p in PYX.rglob(ext)}
     dirs.add(PYX)
     return sorted(str(d.relative_to(HERE)) for d in dirs)
 

@@ -68,6 +68,9 @@ def avx512_available():
 # form; see _winograd.pyx for why C).
 
 
+include "avx2_rows.pxi"
+
+
 def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
                     real[:, :, :] V,                # OUT (36, C, nb*tiles_h*tiles_w)
                     Py_ssize_t n0, Py_ssize_t nb, int ph, int pw,

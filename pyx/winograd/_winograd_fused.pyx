@@ -44,6 +44,8 @@ cdef extern from "wino2_avx512.h" nogil:
 
 cdef bint _HAVE_AVX512 = sb_w2_avx512_available()   # the CPU can run the AVX-512 transforms
 
+include "avx2_rows.pxi"
+
 
 def conv(const float[:, :, :, ::1] x,   # IN  (N, C, H, W)
          const float[:, :, :] u,         # IN  (P, O, C): the transformed kernels, any strides

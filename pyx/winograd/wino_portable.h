@@ -23,6 +23,27 @@
 
 #include "wino2_rows.h"
 #include "wino4_rows.h"
+#include "wino4_avx2.h"
+
+/* Whether the float32 F(4x4) input transform takes wino4_avx2.h's tile rows (the same
+ * bits as the row loops): the CPU runs AVX2, unless a test turned it off to compare. */
+static int sb_w4_in_avx2 = -1;
+static inline int sb_w4_in_fast_f(void)
+{
+    if (sb_w4_in_avx2 < 0) sb_w4_in_avx2 = sb_w4_avx2_available();
+    return sb_w4_in_avx2;
+}
+static inline int sb_w4_in_fast_d(void) { return 0; }
+static inline void sb_w4_in_tilerow_f(const float *d, ptrdiff_t wp, int ntiles, float *v,
+                                      ptrdiff_t pitch)
+{
+    sb_w4_in_tilerow_avx2(d, wp, ntiles, v, pitch);
+}
+static inline void sb_w4_in_tilerow_d(const double *d, ptrdiff_t wp, int ntiles, double *v,
+                                      ptrdiff_t pitch)
+{
+    (void)d; (void)wp; (void)ntiles; (void)v; (void)pitch;
+}
 
 /* Scratch elements a thread needs for the input, output-gradient and output transforms
  * of F(tile x tile, 3x3) on rows of tiles_w tiles. */
@@ -147,6 +168,7 @@ static inline void sb_w4_in_channel_##S(const T *x, ptrdiff_t sn, int H, int W, 
     const ptrdiff_t L = (ptrdiff_t)tiles_w + 1, wp = 4 * L;   /* one phase extra */      \
     const ptrdiff_t n_data = pw + W <= wp ? W : wp - pw;                                 \
     T *d = buf + wp, *r = buf + wp + 24 * L;                                             \
+    const int fast = sb_w4_in_fast_##S();  /* the padded rows to wino4_avx2.h */         \
     for (int s = 0; s < nb; s++)                                                         \
         for (int th = th0; th < th1; th++) {                                             \
             const ptrdiff_t t0 = ((ptrdiff_t)s * (th1 - th0) + th - th0) * tiles_w;      \
@@ -157,8 +179,16 @@ static inline void sb_w4_in_channel_##S(const T *x, ptrdiff_t sn, int H, int W, 
                     memset(di, 0, (size_t)wp * sizeof(T));                               \
                     continue;                                                            \
                 }                                                                        \
+                if (fast) {  /* the padded row itself (its last block reads into r) */   \
+                    sb_wp_pad_row_##S(di, wp, x + s * sn + (ptrdiff_t)ih * W, pw, n_data); \
+                    continue;                                                            \
+                }                                                                        \
                 sb_wp_pad_row_##S(buf, wp, x + s * sn + (ptrdiff_t)ih * W, pw, n_data);  \
                 sb_w4_split_##S(buf, di, di + L, di + 2 * L, di + 3 * L, L);             \
+            }                                                                            \
+            if (fast) {                                                                  \
+                sb_w4_in_tilerow_##S(d, wp, tiles_w, v + t0, pitch);                     \
+                continue;                                                                \
             }                                                                            \
             sb_w4_in_rows_##S(d, d + wp, d + 2 * wp, d + 3 * wp, d + 4 * wp, d + 5 * wp, \
                               r, r + wp, r + 2 * wp, r + 3 * wp, r + 4 * wp, r + 5 * wp, \

@@ -432,6 +432,63 @@ def test_winograd_f4_matches_reference(shape, dtype, rng, monkeypatch, transform
         np.testing.assert_allclose(got, exp, **_tol(dtype))
 
 
+@pytest.fixture
+def avx2_input_rows():
+    """Turns wino4_avx2.h's F(4x4) input rows on or off in both modules that compile them
+    (``set(on)``) and restores the CPU's choice afterwards."""
+    from sandbox._C import _winograd4, _winograd_fused
+
+    modules = (_winograd4, _winograd_fused)
+    before = [m.avx2_input_rows() for m in modules]
+    if not before[0]:
+        pytest.skip("the CPU has no AVX2")
+
+    def set_(on):
+        for m in modules:
+            m.avx2_input_rows(on)
+    yield set_
+    for m, on in zip(modules, before, strict=True):
+        m.avx2_input_rows(on)
+
+
+@pytest.mark.parametrize("tiles_w", [1, 2, 7, 8, 9, 16, 17])
+def test_winograd_f4_avx2_input_rows_are_the_row_loops_bits(tiles_w, rng, avx2_input_rows):
+    """The AVX2 tile rows (8 tiles a register, the last block masked) compute the row
+    loops' operations in their order: the same bits, padding and partial tiles included."""
+    from sandbox._C import _winograd4
+
+    w = 4 * tiles_w - (tiles_w % 3)  # partial last tiles too
+    x = rng.standard_normal((2, 3, 11, max(w, 1))).astype(np.float32)
+    tiles_h = -(-(x.shape[2] + 2 - 2) // 4)
+    got = []
+    for on in (False, True):
+        avx2_input_rows(on)
+        v = np.full((36, 3, 2 * tiles_h * tiles_w), np.nan, np.float32)
+        _winograd4.input_transform(x, v, 0, 2, 1, 1, tiles_h, tiles_w, 2, False)
+        got.append(v)
+    assert not np.isnan(got[1]).any()
+    assert got[0].tobytes() == got[1].tobytes()
+
+
+def test_winograd_f4_avx2_input_rows_keep_the_layer_bits(rng, avx2_input_rows):
+    """A layer on the AVX2 (or portable) path, the fused chunks included: forward, input and
+    weight gradients the same bits with the AVX2 input rows as with the row loops."""
+    from sandbox.runtime import simd
+
+    x = rng.standard_normal((3, 8, 36, 44)).astype(np.float32)
+    w = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+    gy = rng.standard_normal((3, 16, 36, 44)).astype(np.float32)
+    results = []
+    path = "avx2" if "avx2" in simd.supported_paths() else "portable"
+    with simd.using(isa=path), conv.tuned(winograd_f4_min_pixels=0,
+                                          winograd_f4_min_pixels_weight_grad=0):
+        for on in (False, True):
+            avx2_input_rows(on)
+            results.append((conv.conv2d(x, w, None, 1, 1), *conv.conv2d_backward(gy, x, w, 1, 1)))
+    for a, b in zip(*results, strict=True):
+        assert a is None and b is None or a.tobytes() == b.tobytes()
+
+
 @pytest.mark.parametrize("f4", [0, 1])
 def test_winograd_bitwise_equal_across_thread_counts_small_channels(f4, rng):
     """16-channel layers (several chunks of one sample each) and F(4x4, 3x3): forward,

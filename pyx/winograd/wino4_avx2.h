@@ -1,0 +1,108 @@
+/* Winograd F(4x4, 3x3) input transform of one tile row, float32, AVX2: the portable
+ * transform's operations (wino_portable.h, wino4_rows.h) in its order, 8 tiles a
+ * register, so the values are the portable transform's bit for bit.
+ *
+ * The portable loops split each padded row into its four column phases with a strided
+ * pass, then combine rows (R = B^T D) and phases (V = R B) over whole rows.  Here one
+ * ymm register holds one patch value for 8 tiles: per input row, four loads and an
+ * in-lane 4x4 transpose give the phases (value 4*t + l of the row for tile t), the same
+ * from 4 floats further the values 4*t + 4 and 4*t + 5 (phases 0 and 1 of tile t + 1,
+ * which is what the portable column step reads), then the row and column combinations
+ * run on registers.  On the AMD EPYC family 23 (Zen 1) machine of 3 December 2026 the
+ * input transform was 33-38 % of an F(4x4) layer's forward on the portable loops
+ * (python benchmarks/bench_winograd_parts.py). */
+#ifndef SANDBOX_WINO4_AVX2_H
+#define SANDBOX_WINO4_AVX2_H
+
+#include <stddef.h>
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define SB_W4_AVX2 __attribute__((target("avx2")))
+
+/* 1 when this CPU runs the AVX2 transform. */
+static int sb_w4_avx2_available(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") ? 1 : 0;
+}
+
+/* The four column phases of 8 tiles from p[0 .. 32): q[l] lane t = p[4 t + l]. */
+SB_W4_AVX2 static inline void sb_w4_phases8(const float *p, __m256 q[4])
+{
+    /* rows (tile t | tile t + 4) so that the in-lane transpose keeps tiles in order */
+    const __m256 a0 = _mm256_loadu_ps(p), a1 = _mm256_loadu_ps(p + 8);
+    const __m256 a2 = _mm256_loadu_ps(p + 16), a3 = _mm256_loadu_ps(p + 24);
+    const __m256 b0 = _mm256_permute2f128_ps(a0, a2, 0x20);   /* tiles 0 | 4 */
+    const __m256 b1 = _mm256_permute2f128_ps(a0, a2, 0x31);   /* tiles 1 | 5 */
+    const __m256 b2 = _mm256_permute2f128_ps(a1, a3, 0x20);   /* tiles 2 | 6 */
+    const __m256 b3 = _mm256_permute2f128_ps(a1, a3, 0x31);   /* tiles 3 | 7 */
+    const __m256 u0 = _mm256_unpacklo_ps(b0, b1), u1 = _mm256_unpackhi_ps(b0, b1);
+    const __m256 u2 = _mm256_unpacklo_ps(b2, b3), u3 = _mm256_unpackhi_ps(b2, b3);
+    q[0] = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(u0), _mm256_castps_pd(u2)));
+    q[1] = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(u0), _mm256_castps_pd(u2)));
+    q[2] = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(u1), _mm256_castps_pd(u3)));
+    q[3] = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(u1), _mm256_castps_pd(u3)));
+}
+
+/* The six combinations of sb_w4_in_rows / sb_w4_in_cols (B^T, and B with x4, x5 the next
+ * tile's phases 0 and 1), in their order of operations. */
+#define SB_W4_BT8(x0, x1, x2, x3, x4, x5, y) do {                                         \
+        const __m256 four_ = _mm256_set1_ps(4.0f), five_ = _mm256_set1_ps(5.0f);        \
+        const __m256 two_ = _mm256_set1_ps(2.0f);                                        \
+        y[0] = _mm256_add_ps(_mm256_sub_ps(_mm256_mul_ps(four_, x0), _mm256_mul_ps(five_, x2)), x4); \
+        y[1] = _mm256_sub_ps(_mm256_add_ps(x3, x4), _mm256_mul_ps(four_, _mm256_add_ps(x1, x2))); \
+        y[2] = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(four_, _mm256_sub_ps(x1, x2)), x4), x3); \
+        y[3] = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(two_, _mm256_sub_ps(x3, x1)), x4), x2); \
+        y[4] = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(two_, _mm256_sub_ps(x1, x3)), x4), x2); \
+        y[5] = _mm256_add_ps(_mm256_sub_ps(_mm256_mul_ps(four_, x1), _mm256_mul_ps(five_, x3)), x5); \
+    } while (0)
+
+/* d: the six zero-padded input rows of a tile row, wp floats apart, each readable for
+ * 4 * ntiles + 34 floats (the last block reads past its tiles; those lanes are not
+ * stored).  Writes V[6 k + j] = v[(6 k + j) * pitch + t] for the ntiles tiles t. */
+SB_W4_AVX2 static void sb_w4_in_tilerow_avx2(const float *d, ptrdiff_t wp, int ntiles,
+                                             float *v, ptrdiff_t pitch)
+{
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int t0 = 0; t0 < ntiles; t0 += 8) {
+        const int n = ntiles - t0 < 8 ? ntiles - t0 : 8;
+        const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);
+        __m256 ph[6][6];   /* ph[i][l]: phase l (4, 5: of the next tile) of input row i */
+        for (int i = 0; i < 6; i++) {
+            __m256 next[4];
+            const float *p = d + i * wp + 4 * t0;
+            sb_w4_phases8(p, ph[i]);
+            sb_w4_phases8(p + 4, next);
+            ph[i][4] = next[0];
+            ph[i][5] = next[1];
+        }
+        __m256 r[6][6];    /* r[k][l]: (B^T D)[k] at phase l */
+        for (int l = 0; l < 6; l++) {
+            __m256 c[6];
+            SB_W4_BT8(ph[0][l], ph[1][l], ph[2][l], ph[3][l], ph[4][l], ph[5][l], c);
+            for (int k = 0; k < 6; k++) r[k][l] = c[k];
+        }
+        for (int k = 0; k < 6; k++) {   /* V[6 k + j] = (R B)[k][j] */
+            __m256 y[6];
+            SB_W4_BT8(r[k][0], r[k][1], r[k][2], r[k][3], r[k][4], r[k][5], y);
+            float *dst = v + 6 * k * pitch + t0;
+            for (int j = 0; j < 6; j++) {
+                if (n == 8)
+                    _mm256_storeu_ps(dst + j * pitch, y[j]);
+                else
+                    _mm256_maskstore_ps(dst + j * pitch, keep, y[j]);
+            }
+        }
+    }
+}
+#else
+static int sb_w4_avx2_available(void) { return 0; }
+static void sb_w4_in_tilerow_avx2(const float *d, ptrdiff_t wp, int ntiles, float *v,
+                                  ptrdiff_t pitch)
+{
+    (void)d; (void)wp; (void)ntiles; (void)v; (void)pitch;
+}
+#endif
+
+#endif
