@@ -1,6 +1,6 @@
-/* Winograd F(4x4, 3x3) input transform of one tile row, float32, AVX2: the portable
- * transform's operations (wino_portable.h, wino4_rows.h) in its order, 8 tiles a
- * register, so the values are the portable transform's bit for bit.
+/* Winograd F(4x4, 3x3) input and output transforms of one tile row, float32, AVX2: the
+ * portable transforms' operations (wino_portable.h, wino4_rows.h) in their order, 8 tiles
+ * a register, so the values are the portable transforms' bit for bit.
  *
  * The portable loops split each padded row into its four column phases with a strided
  * pass, then combine rows (R = B^T D) and phases (V = R B) over whole rows.  Here one
@@ -15,6 +15,7 @@
 #define SANDBOX_WINO4_AVX2_H
 
 #include <stddef.h>
+#include <string.h>
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
@@ -96,8 +97,70 @@ SB_W4_AVX2 static void sb_w4_in_tilerow_avx2(const float *d, ptrdiff_t wp, int n
         }
     }
 }
+/* The four combinations of sb_w4_out_cols / sb_w4_out_row (A^T), in their order. */
+#define SB_W4_AT8(x0, x1, x2, x3, x4, x5, y) do {                                         \
+        y[0] = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(_mm256_add_ps(x0, x1), x2), x3), x4); \
+        y[1] = _mm256_add_ps(_mm256_sub_ps(x1, x2),                                      \
+                             _mm256_mul_ps(_mm256_set1_ps(2.0f), _mm256_sub_ps(x3, x4))); \
+        y[2] = _mm256_add_ps(_mm256_add_ps(x1, x2),                                      \
+                             _mm256_mul_ps(_mm256_set1_ps(4.0f), _mm256_add_ps(x3, x4))); \
+        y[3] = _mm256_add_ps(_mm256_add_ps(_mm256_sub_ps(x1, x2),                        \
+                             _mm256_mul_ps(_mm256_set1_ps(8.0f), _mm256_sub_ps(x3, x4))), x5); \
+    } while (0)
+
+/* Output transform of one tile row: M[6 k + j] = m[(6 k + j) * pitch + t] for the ntiles
+ * tiles t; rows[i * wt + 4 t + l] = (A^T M A)[i][l], the four output rows of the tile
+ * row side by side as sb_w4_out_channel's row buffer holds them (wt >= 4 ntiles).  The
+ * points combine across k first, then across j, as the row loops do. */
+SB_W4_AVX2 static void sb_w4_out_tilerow_avx2(const float *m, ptrdiff_t pitch, int ntiles,
+                                              float *rows, ptrdiff_t wt)
+{
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int t0 = 0; t0 < ntiles; t0 += 8) {
+        const int n = ntiles - t0 < 8 ? ntiles - t0 : 8;
+        const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);
+        __m256 a[4][6];    /* a[i][j] = sum_k A^T[i][k] M[6 k + j] */
+        for (int j = 0; j < 6; j++) {
+            __m256 x[6], c[4];
+            for (int k = 0; k < 6; k++) {
+                const float *src = m + (6 * k + j) * pitch + t0;
+                x[k] = n == 8 ? _mm256_loadu_ps(src) : _mm256_maskload_ps(src, keep);
+            }
+            SB_W4_AT8(x[0], x[1], x[2], x[3], x[4], x[5], c);
+            for (int i = 0; i < 4; i++) a[i][j] = c[i];
+        }
+        for (int i = 0; i < 4; i++) {
+            __m256 y[4];
+            SB_W4_AT8(a[i][0], a[i][1], a[i][2], a[i][3], a[i][4], a[i][5], y);
+            /* y[l] lane t -> row[4 t + l]: an in-lane 4x4 transpose gives tiles (t | t + 4),
+             * then the halves are put in tile order */
+            const __m256 u0 = _mm256_unpacklo_ps(y[0], y[1]), u1 = _mm256_unpackhi_ps(y[0], y[1]);
+            const __m256 u2 = _mm256_unpacklo_ps(y[2], y[3]), u3 = _mm256_unpackhi_ps(y[2], y[3]);
+            const __m256 z0 = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(u0),
+                                                                  _mm256_castps_pd(u2)));
+            const __m256 z1 = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(u0),
+                                                                  _mm256_castps_pd(u2)));
+            const __m256 z2 = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(u1),
+                                                                  _mm256_castps_pd(u3)));
+            const __m256 z3 = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(u1),
+                                                                  _mm256_castps_pd(u3)));
+            /* z0 = (tile 0 | tile 4), z1 = (1 | 5), z2 = (2 | 6), z3 = (3 | 7) */
+            float out[32];
+            _mm256_storeu_ps(out, _mm256_permute2f128_ps(z0, z1, 0x20));
+            _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(z2, z3, 0x20));
+            _mm256_storeu_ps(out + 16, _mm256_permute2f128_ps(z0, z1, 0x31));
+            _mm256_storeu_ps(out + 24, _mm256_permute2f128_ps(z2, z3, 0x31));
+            memcpy(rows + i * wt + 4 * t0, out, (size_t)(4 * n) * sizeof(float));
+        }
+    }
+}
 #else
 static int sb_w4_avx2_available(void) { return 0; }
+static void sb_w4_out_tilerow_avx2(const float *m, ptrdiff_t pitch, int ntiles, float *rows,
+                                   ptrdiff_t wt)
+{
+    (void)m; (void)pitch; (void)ntiles; (void)rows; (void)wt;
+}
 static void sb_w4_in_tilerow_avx2(const float *d, ptrdiff_t wp, int ntiles, float *v,
                                   ptrdiff_t pitch)
 {

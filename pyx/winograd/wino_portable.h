@@ -25,8 +25,8 @@
 #include "wino4_rows.h"
 #include "wino4_avx2.h"
 
-/* Whether the float32 F(4x4) input transform takes wino4_avx2.h's tile rows (the same
- * bits as the row loops): the CPU runs AVX2, unless a test turned it off to compare. */
+/* Whether the float32 F(4x4) input and output transforms take wino4_avx2.h's tile rows
+ * (the same bits as the row loops): the CPU runs AVX2, unless a test turned it off. */
 static int sb_w4_in_avx2 = -1;
 static inline int sb_w4_in_fast_f(void)
 {
@@ -43,6 +43,16 @@ static inline void sb_w4_in_tilerow_d(const double *d, ptrdiff_t wp, int ntiles,
                                       ptrdiff_t pitch)
 {
     (void)d; (void)wp; (void)ntiles; (void)v; (void)pitch;
+}
+static inline void sb_w4_out_tilerow_f(const float *m, ptrdiff_t pitch, int ntiles,
+                                       float *rows, ptrdiff_t wt)
+{
+    sb_w4_out_tilerow_avx2(m, pitch, ntiles, rows, wt);
+}
+static inline void sb_w4_out_tilerow_d(const double *m, ptrdiff_t pitch, int ntiles,
+                                       double *rows, ptrdiff_t wt)
+{
+    (void)m; (void)pitch; (void)ntiles; (void)rows; (void)wt;
 }
 
 /* Scratch elements a thread needs for the input, output-gradient and output transforms
@@ -243,19 +253,22 @@ static inline void sb_w4_out_channel_##S(const T *m, ptrdiff_t pitch, T *y, ptrd
 {                                                                                        \
     const ptrdiff_t n = tiles_w, wt = 4 * (ptrdiff_t)tiles_w;                            \
     T *row = buf + 24 * n;                                                               \
+    const int fast = sb_w4_in_fast_##S();  /* the tile rows by wino4_avx2.h */           \
     for (int s = 0; s < nb; s++)                                                         \
         for (int th = th0; th < th1; th++) {                                             \
             const T *mt = m + ((ptrdiff_t)s * (th1 - th0) + th - th0) * tiles_w;         \
             T *ys = y + s * sn;                                                          \
+            if (fast)                                                                    \
+                sb_w4_out_tilerow_##S(mt, pitch, tiles_w, row, wt);                      \
             /* a[i][j] = sum_k A^T[i][k] M[6k + j]: rows of A^T over the point rows */   \
-            for (int j = 0; j < 6; j++) {                                                \
+            for (int j = 0; j < 6 && !fast; j++) {                                       \
                 const T *mj = mt + j * pitch;                                            \
                 T *aj = buf + j * n;                                                     \
                 sb_w4_out_cols_##S(mj, mj + 6 * pitch, mj + 12 * pitch, mj + 18 * pitch, \
                                    mj + 24 * pitch, mj + 30 * pitch, aj, aj + 6 * n,     \
                                    aj + 12 * n, aj + 18 * n, n);                         \
             }                                                                            \
-            for (int i = 0; i < 4; i++) {                    /* columns: row = a A */    \
+            for (int i = 0; i < 4 && !fast; i++) {           /* columns: row = a A */    \
                 const T *ai = buf + 6 * i * n;                                           \
                 sb_w4_out_row_##S(ai, ai + n, ai + 2 * n, ai + 3 * n, ai + 4 * n,        \
                                   ai + 5 * n, row + i * wt, n);                          \

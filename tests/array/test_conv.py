@@ -433,26 +433,26 @@ def test_winograd_f4_matches_reference(shape, dtype, rng, monkeypatch, transform
 
 
 @pytest.fixture
-def avx2_input_rows():
-    """Turns wino4_avx2.h's F(4x4) input rows on or off in both modules that compile them
-    (``set(on)``) and restores the CPU's choice afterwards."""
+def avx2_rows():
+    """Turns wino4_avx2.h's F(4x4) tile rows (input and output transforms) on or off in
+    both modules that compile them (``set(on)``) and restores the CPU's choice after."""
     from sandbox._C import _winograd4, _winograd_fused
 
     modules = (_winograd4, _winograd_fused)
-    before = [m.avx2_input_rows() for m in modules]
+    before = [m.avx2_rows() for m in modules]
     if not before[0]:
         pytest.skip("the CPU has no AVX2")
 
     def set_(on):
         for m in modules:
-            m.avx2_input_rows(on)
+            m.avx2_rows(on)
     yield set_
     for m, on in zip(modules, before, strict=True):
-        m.avx2_input_rows(on)
+        m.avx2_rows(on)
 
 
 @pytest.mark.parametrize("tiles_w", [1, 2, 7, 8, 9, 16, 17])
-def test_winograd_f4_avx2_input_rows_are_the_row_loops_bits(tiles_w, rng, avx2_input_rows):
+def test_winograd_f4_avx2_input_rows_are_the_row_loops_bits(tiles_w, rng, avx2_rows):
     """The AVX2 tile rows (8 tiles a register, the last block masked) compute the row
     loops' operations in their order: the same bits, padding and partial tiles included."""
     from sandbox._C import _winograd4
@@ -462,7 +462,7 @@ def test_winograd_f4_avx2_input_rows_are_the_row_loops_bits(tiles_w, rng, avx2_i
     tiles_h = -(-(x.shape[2] + 2 - 2) // 4)
     got = []
     for on in (False, True):
-        avx2_input_rows(on)
+        avx2_rows(on)
         v = np.full((36, 3, 2 * tiles_h * tiles_w), np.nan, np.float32)
         _winograd4.input_transform(x, v, 0, 2, 1, 1, tiles_h, tiles_w, 2, False)
         got.append(v)
@@ -470,9 +470,28 @@ def test_winograd_f4_avx2_input_rows_are_the_row_loops_bits(tiles_w, rng, avx2_i
     assert got[0].tobytes() == got[1].tobytes()
 
 
-def test_winograd_f4_avx2_input_rows_keep_the_layer_bits(rng, avx2_input_rows):
+@pytest.mark.parametrize("tiles_w", [1, 2, 7, 8, 9, 16, 17])
+def test_winograd_f4_avx2_output_rows_are_the_row_loops_bits(tiles_w, rng, avx2_rows):
+    """The output transform's AVX2 tile rows (the last block partial, outputs past Ho, Wo
+    dropped): the row loops' bits."""
+    from sandbox._C import _winograd4
+
+    tiles_h, nb = 3, 2
+    m = rng.standard_normal((36, 3, nb * tiles_h * tiles_w)).astype(np.float32)
+    ho, wo = 4 * tiles_h - 1, max(4 * tiles_w - 2, 1)
+    got = []
+    for on in (False, True):
+        avx2_rows(on)
+        y = np.full((nb, 3, ho, wo), np.nan, np.float32)
+        _winograd4.output_transform(m, y, 0, nb, tiles_h, tiles_w, 2, False)
+        got.append(y)
+    assert not np.isnan(got[1]).any()
+    assert got[0].tobytes() == got[1].tobytes()
+
+
+def test_winograd_f4_avx2_rows_keep_the_layer_bits(rng, avx2_rows):
     """A layer on the AVX2 (or portable) path, the fused chunks included: forward, input and
-    weight gradients the same bits with the AVX2 input rows as with the row loops."""
+    weight gradients the same bits with the AVX2 tile rows as with the row loops."""
     from sandbox.runtime import simd
 
     x = rng.standard_normal((3, 8, 36, 44)).astype(np.float32)
@@ -483,7 +502,7 @@ def test_winograd_f4_avx2_input_rows_keep_the_layer_bits(rng, avx2_input_rows):
     with simd.using(isa=path), conv.tuned(winograd_f4_min_pixels=0,
                                           winograd_f4_min_pixels_weight_grad=0):
         for on in (False, True):
-            avx2_input_rows(on)
+            avx2_rows(on)
             results.append((conv.conv2d(x, w, None, 1, 1), *conv.conv2d_backward(gy, x, w, 1, 1)))
     for a, b in zip(*results, strict=True):
         assert a is None and b is None or a.tobytes() == b.tobytes()

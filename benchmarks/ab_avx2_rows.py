@@ -1,6 +1,6 @@
-"""The AVX2 F(4x4) input rows (pyx/winograd/wino4_avx2.h) against the row loops, in one
-process: the switch ``avx2_input_rows`` of both modules that compile them, flipped round
-by round.
+"""The AVX2 F(4x4) tile rows (pyx/winograd/wino4_avx2.h: the input and output transforms)
+against the row loops, in one process: the switch ``avx2_rows`` of both modules that
+compile them, flipped round by round.
 
 Per layer (``c_in-c_out-size``, batch 8, padding 1, float32) the forward and the backward
 (input and weight gradients), and the step of the UNet as users write it
@@ -8,7 +8,7 @@ Per layer (``c_in-c_out-size``, batch 8, padding 1, float32) the forward and the
 ``--rounds`` interleaved rounds and the paired ratio AVX2 / row loops (below 1: the AVX2
 rows are faster), with a check that both give the layers the same bits.
 
-    python benchmarks/ab_avx2_input_rows.py --threads 1 2
+    python benchmarks/ab_avx2_rows.py --threads 1 2
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _switch(on: bool) -> None:
     from sandbox._C import _winograd4, _winograd_fused
 
     for module in (_winograd4, _winograd_fused):
-        module.avx2_input_rows(on)
+        module.avx2_rows(on)
 
 
 def _ab(calls: dict, rounds: int) -> dict:
@@ -46,7 +46,7 @@ def _ab(calls: dict, rounds: int) -> dict:
     for name in calls:
         if any(a.tobytes() != b.tobytes() for a, b in zip(outputs[name, False],
                                                           outputs[name, True], strict=True)):
-            raise SystemExit(f"{name}: the AVX2 input rows changed the bits")
+            raise SystemExit(f"{name}: the AVX2 tile rows changed the bits")
     return {name: (1e3 * statistics.median(times[name, False]),
                    1e3 * statistics.median(times[name, True]),
                    statistics.median(b / a for a, b in zip(times[name, False],
@@ -70,8 +70,8 @@ def main(argv=None) -> None:
     from sandbox.bench._cases_user import NUM_CLASSES, user_step, user_unet
     from sandbox.runtime import simd
 
-    if not _winograd4.avx2_input_rows():
-        raise SystemExit("this CPU does not run the AVX2 input rows")
+    if not _winograd4.avx2_rows():
+        raise SystemExit("this CPU does not run the AVX2 tile rows")
     rng = np.random.default_rng(0)
     calls = {}
     for spec in args.layers:
