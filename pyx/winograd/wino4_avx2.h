@@ -1,6 +1,7 @@
-/* Winograd F(4x4, 3x3) input and output transforms of one tile row, float32, AVX2: the
- * portable transforms' operations (wino_portable.h, wino4_rows.h) in their order, 8 tiles
- * a register, so the values are the portable transforms' bit for bit.
+/* Winograd F(4x4, 3x3) input, output and output-gradient transforms of one tile row,
+ * float32, AVX2: the
+ * portable transforms' operations (wino_portable.h, wino4_rows.h) in their order, 8
+ * tiles a register, so the values are the portable transforms' bit for bit.
  *
  * The portable loops split each padded row into its four column phases with a strided
  * pass, then combine rows (R = B^T D) and phases (V = R B) over whole rows.  Here one
@@ -154,8 +155,66 @@ SB_W4_AVX2 static void sb_w4_out_tilerow_avx2(const float *m, ptrdiff_t pitch, i
         }
     }
 }
+/* r = A q of sb_w4_a (A = [[1,0,0,0],[1,1,1,1],[1,-1,1,-1],[1,2,4,8],[1,-2,4,-8],
+ * [0,0,0,1]]), in its order. */
+#define SB_W4_A8(q0, q1, q2, q3, r) do {                                                  \
+        const __m256 e_ = _mm256_add_ps(q0, q2), o_ = _mm256_add_ps(q1, q3);            \
+        const __m256 e4_ = _mm256_add_ps(q0, _mm256_mul_ps(_mm256_set1_ps(4.0f), q2));  \
+        const __m256 o8_ = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(2.0f), q1),       \
+                                         _mm256_mul_ps(_mm256_set1_ps(8.0f), q3));      \
+        r[0] = q0; r[1] = _mm256_add_ps(e_, o_); r[2] = _mm256_sub_ps(e_, o_);          \
+        r[3] = _mm256_add_ps(e4_, o8_); r[4] = _mm256_sub_ps(e4_, o8_); r[5] = q3;      \
+    } while (0)
+
+/* Output-gradient transform of one tile row (the weight gradient's Gt = A q A^T of the 4x4
+ * tiles): rows: the four zero-padded output-gradient rows of the tile row, wt >= 4 ntiles
+ * floats apart; writes Gt[6 k + j] = v[(6 k + j) * pitch + t] for the ntiles tiles t.
+ * A across the rows first, then across the phases, as the row loops do.  A partial last
+ * block reads its rows through a zeroed copy (the rows end at 4 ntiles). */
+SB_W4_AVX2 static void sb_w4_grad_tilerow_avx2(const float *rows, ptrdiff_t wt, int ntiles,
+                                               float *v, ptrdiff_t pitch)
+{
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int t0 = 0; t0 < ntiles; t0 += 8) {
+        const int n = ntiles - t0 < 8 ? ntiles - t0 : 8;
+        const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);
+        __m256 q[4][4];    /* q[i][l]: phase l of row i */
+        for (int i = 0; i < 4; i++) {
+            const float *p = rows + i * wt + 4 * t0;
+            float tail[32];
+            if (n < 8) {
+                memset(tail, 0, sizeof(tail));
+                memcpy(tail, p, (size_t)(4 * n) * sizeof(float));
+                p = tail;
+            }
+            sb_w4_phases8(p, q[i]);
+        }
+        __m256 r[6][4];    /* r[k][l] = (A Q)[k] at phase l */
+        for (int l = 0; l < 4; l++) {
+            __m256 c[6];
+            SB_W4_A8(q[0][l], q[1][l], q[2][l], q[3][l], c);
+            for (int k = 0; k < 6; k++) r[k][l] = c[k];
+        }
+        for (int k = 0; k < 6; k++) {   /* Gt[6 k + j] = (R A^T)[k][j] */
+            __m256 y[6];
+            SB_W4_A8(r[k][0], r[k][1], r[k][2], r[k][3], y);
+            float *dst = v + 6 * k * pitch + t0;
+            for (int j = 0; j < 6; j++) {
+                if (n == 8)
+                    _mm256_storeu_ps(dst + j * pitch, y[j]);
+                else
+                    _mm256_maskstore_ps(dst + j * pitch, keep, y[j]);
+            }
+        }
+    }
+}
 #else
 static int sb_w4_avx2_available(void) { return 0; }
+static void sb_w4_grad_tilerow_avx2(const float *rows, ptrdiff_t wt, int ntiles, float *v,
+                                    ptrdiff_t pitch)
+{
+    (void)rows; (void)wt; (void)ntiles; (void)v; (void)pitch;
+}
 static void sb_w4_out_tilerow_avx2(const float *m, ptrdiff_t pitch, int ntiles, float *rows,
                                    ptrdiff_t wt)
 {

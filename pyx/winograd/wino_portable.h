@@ -25,8 +25,9 @@
 #include "wino4_rows.h"
 #include "wino4_avx2.h"
 
-/* Whether the float32 F(4x4) input and output transforms take wino4_avx2.h's tile rows
- * (the same bits as the row loops): the CPU runs AVX2, unless a test turned it off. */
+/* Whether the float32 F(4x4) transforms (input, output, output gradient) take
+ * wino4_avx2.h's tile rows (the same bits as the row loops): the CPU runs AVX2, unless a
+ * test turned it off. */
 static int sb_w4_in_avx2 = -1;
 static inline int sb_w4_in_fast_f(void)
 {
@@ -48,6 +49,16 @@ static inline void sb_w4_out_tilerow_f(const float *m, ptrdiff_t pitch, int ntil
                                        float *rows, ptrdiff_t wt)
 {
     sb_w4_out_tilerow_avx2(m, pitch, ntiles, rows, wt);
+}
+static inline void sb_w4_grad_tilerow_f(const float *rows, ptrdiff_t wt, int ntiles,
+                                        float *v, ptrdiff_t pitch)
+{
+    sb_w4_grad_tilerow_avx2(rows, wt, ntiles, v, pitch);
+}
+static inline void sb_w4_grad_tilerow_d(const double *rows, ptrdiff_t wt, int ntiles,
+                                        double *v, ptrdiff_t pitch)
+{
+    (void)rows; (void)wt; (void)ntiles; (void)v; (void)pitch;
 }
 static inline void sb_w4_out_tilerow_d(const double *m, ptrdiff_t pitch, int ntiles,
                                        double *rows, ptrdiff_t wt)
@@ -221,6 +232,7 @@ static inline void sb_w4_grad_channel_##S(const T *g, ptrdiff_t sn, int Ho, int 
 {                                                                                        \
     const ptrdiff_t n = tiles_w, wt = 4 * (ptrdiff_t)tiles_w;                            \
     T *r = buf + 5 * wt;                                                                 \
+    const int fast = sb_w4_in_fast_##S();  /* the padded rows to wino4_avx2.h */         \
     for (int s = 0; s < nb; s++)                                                         \
         for (int th = th0; th < th1; th++) {                                             \
             const ptrdiff_t t0 = ((ptrdiff_t)s * (th1 - th0) + th - th0) * tiles_w;      \
@@ -231,8 +243,16 @@ static inline void sb_w4_grad_channel_##S(const T *g, ptrdiff_t sn, int Ho, int 
                     memset(q, 0, (size_t)wt * sizeof(T));                                \
                     continue;                                                            \
                 }                                                                        \
+                if (fast) {                                                              \
+                    sb_wp_pad_row_##S(q, wt, g + s * sn + (ptrdiff_t)oh * Wo, 0, Wo);    \
+                    continue;                                                            \
+                }                                                                        \
                 sb_wp_pad_row_##S(buf, wt, g + s * sn + (ptrdiff_t)oh * Wo, 0, Wo);      \
                 sb_w4_split_##S(buf, q, q + n, q + 2 * n, q + 3 * n, n);                 \
+            }                                                                            \
+            if (fast) {                                                                  \
+                sb_w4_grad_tilerow_##S(buf + wt, wt, tiles_w, v + t0, pitch);            \
+                continue;                                                                \
             }                                                                            \
             sb_w4_a_##S(buf + wt, buf + 2 * wt, buf + 3 * wt, buf + 4 * wt, r, r + wt,   \
                         r + 2 * wt, r + 3 * wt, r + 4 * wt, r + 5 * wt, wt); /* R = A Q */ \

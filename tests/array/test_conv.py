@@ -489,6 +489,25 @@ def test_winograd_f4_avx2_output_rows_are_the_row_loops_bits(tiles_w, rng, avx2_
     assert got[0].tobytes() == got[1].tobytes()
 
 
+@pytest.mark.parametrize("tiles_w", [1, 2, 7, 8, 9, 16, 17])
+def test_winograd_f4_avx2_gradient_rows_are_the_row_loops_bits(tiles_w, rng, avx2_rows):
+    """The output-gradient transform's AVX2 tile rows (partial tiles past Ho, Wo read as
+    zeros, the last block partial): the row loops' bits."""
+    from sandbox._C import _winograd4
+
+    tiles_h, nb = 3, 2
+    ho, wo = 4 * tiles_h - 1, max(4 * tiles_w - 2, 1)
+    g = rng.standard_normal((nb, 3, ho, wo)).astype(np.float32)
+    got = []
+    for on in (False, True):
+        avx2_rows(on)
+        v = np.full((36, 3, nb * tiles_h * tiles_w), np.nan, np.float32)
+        _winograd4.grad_transform(g, v, 0, nb, tiles_h, tiles_w, 2, False)
+        got.append(v)
+    assert not np.isnan(got[1]).any()
+    assert got[0].tobytes() == got[1].tobytes()
+
+
 def test_winograd_f4_avx2_rows_keep_the_layer_bits(rng, avx2_rows):
     """A layer on the AVX2 (or portable) path, the fused chunks included: forward, input and
     weight gradients the same bits with the AVX2 tile rows as with the row loops."""
