@@ -47,6 +47,24 @@ SB_W4_AVX2 static inline void sb_w4_phases8(const float *p, __m256 q[4])
     q[3] = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(u1), _mm256_castps_pd(u3)));
 }
 
+/* The mask of the first n lanes. */
+SB_W4_AVX2 static inline __m256i sb_w4_keep(int n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* y[0..6) to dst + j * pitch, the first n lanes of each (keep: those lanes' mask). */
+SB_W4_AVX2 static inline void sb_w4_store6(float *dst, ptrdiff_t pitch, const __m256 y[6],
+                                           int n, __m256i keep)
+{
+    for (int j = 0; j < 6; j++) {
+        if (n == 8)
+            _mm256_storeu_ps(dst + j * pitch, y[j]);
+        else
+            _mm256_maskstore_ps(dst + j * pitch, keep, y[j]);
+    }
+}
+
 /* The six combinations of sb_w4_in_rows / sb_w4_in_cols (B^T, and B with x4, x5 the next
  * tile's phases 0 and 1), in their order of operations. */
 #define SB_W4_BT8(x0, x1, x2, x3, x4, x5, y) do {                                         \
@@ -66,10 +84,9 @@ SB_W4_AVX2 static inline void sb_w4_phases8(const float *p, __m256 q[4])
 SB_W4_AVX2 static void sb_w4_in_tilerow_avx2(const float *d, ptrdiff_t wp, int ntiles,
                                              float *v, ptrdiff_t pitch)
 {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int t0 = 0; t0 < ntiles; t0 += 8) {
         const int n = ntiles - t0 < 8 ? ntiles - t0 : 8;
-        const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);
+        const __m256i keep = sb_w4_keep(n);
         __m256 ph[6][6];   /* ph[i][l]: phase l (4, 5: of the next tile) of input row i */
         for (int i = 0; i < 6; i++) {
             __m256 next[4];
@@ -88,13 +105,7 @@ SB_W4_AVX2 static void sb_w4_in_tilerow_avx2(const float *d, ptrdiff_t wp, int n
         for (int k = 0; k < 6; k++) {   /* V[6 k + j] = (R B)[k][j] */
             __m256 y[6];
             SB_W4_BT8(r[k][0], r[k][1], r[k][2], r[k][3], r[k][4], r[k][5], y);
-            float *dst = v + 6 * k * pitch + t0;
-            for (int j = 0; j < 6; j++) {
-                if (n == 8)
-                    _mm256_storeu_ps(dst + j * pitch, y[j]);
-                else
-                    _mm256_maskstore_ps(dst + j * pitch, keep, y[j]);
-            }
+            sb_w4_store6(v + 6 * k * pitch + t0, pitch, y, n, keep);
         }
     }
 }
@@ -116,10 +127,9 @@ SB_W4_AVX2 static void sb_w4_in_tilerow_avx2(const float *d, ptrdiff_t wp, int n
 SB_W4_AVX2 static void sb_w4_out_tilerow_avx2(const float *m, ptrdiff_t pitch, int ntiles,
                                               float *rows, ptrdiff_t wt)
 {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int t0 = 0; t0 < ntiles; t0 += 8) {
         const int n = ntiles - t0 < 8 ? ntiles - t0 : 8;
-        const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);
+        const __m256i keep = sb_w4_keep(n);
         __m256 a[4][6];    /* a[i][j] = sum_k A^T[i][k] M[6 k + j] */
         for (int j = 0; j < 6; j++) {
             __m256 x[6], c[4];
@@ -174,10 +184,9 @@ SB_W4_AVX2 static void sb_w4_out_tilerow_avx2(const float *m, ptrdiff_t pitch, i
 SB_W4_AVX2 static void sb_w4_grad_tilerow_avx2(const float *rows, ptrdiff_t wt, int ntiles,
                                                float *v, ptrdiff_t pitch)
 {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int t0 = 0; t0 < ntiles; t0 += 8) {
         const int n = ntiles - t0 < 8 ? ntiles - t0 : 8;
-        const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);
+        const __m256i keep = sb_w4_keep(n);
         __m256 q[4][4];    /* q[i][l]: phase l of row i */
         for (int i = 0; i < 4; i++) {
             const float *p = rows + i * wt + 4 * t0;
@@ -198,13 +207,7 @@ SB_W4_AVX2 static void sb_w4_grad_tilerow_avx2(const float *rows, ptrdiff_t wt, 
         for (int k = 0; k < 6; k++) {   /* Gt[6 k + j] = (R A^T)[k][j] */
             __m256 y[6];
             SB_W4_A8(r[k][0], r[k][1], r[k][2], r[k][3], y);
-            float *dst = v + 6 * k * pitch + t0;
-            for (int j = 0; j < 6; j++) {
-                if (n == 8)
-                    _mm256_storeu_ps(dst + j * pitch, y[j]);
-                else
-                    _mm256_maskstore_ps(dst + j * pitch, keep, y[j]);
-            }
+            sb_w4_store6(v + 6 * k * pitch + t0, pitch, y, n, keep);
         }
     }
 }
