@@ -1311,8 +1311,9 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
     plane on the thread that pushes into it where it can); gg (N*P*nd) must be zeroed
     by the caller.  A batch of at least
     PER_SAMPLE_MIN samples runs one task per sample, pushing its points in their order.
-    A nearest push with at least ``nthreads`` (sample, channel) planes runs one task per
-    plane on its points' tap offsets (``keys``, N * P; see _nearest_push).
+    A nearest push with at least ``nthreads`` (sample, channel) planes runs tasks of
+    (sample, group of channels) on its points' tap offsets (``keys``, N * P; see
+    _nearest_push).
     A smaller one shares each sample among the threads: the push owns input slabs: rows (2-D) or planes (3-D) are cut into ``nslabs`` slabs of ``slab >= 4``;
     each point belongs to the slab of the lowest row its taps touch (``keys``; a
     stable counting sort per sample fills ``order`` and ``starts``, with ``cursor``,
