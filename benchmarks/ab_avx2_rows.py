@@ -29,6 +29,15 @@ def _switch(on: bool) -> None:
         module.avx2_rows(on)
 
 
+def _step_call(step):
+    """A training step as an A/B call: it changes the weights, so its outputs are not
+    compared (the layers' are); it returns nothing to compare."""
+    def call():
+        step()
+        return ()
+    return call
+
+
 def _ab(calls: dict, rounds: int) -> dict:
     """``{name: (row-loop median, AVX2 median, paired ratio)}`` (ms) of interleaved rounds
     of each callable; raises if the two switch positions give other bits."""
@@ -86,9 +95,8 @@ def main(argv=None) -> None:
         sandbox.manual_seed(0)
         x = rng.standard_normal((args.batch, 1, size, size)).astype(np.float32)
         y = rng.integers(0, NUM_CLASSES, size=(args.batch, size, size))
-        step = user_step(sandbox, user_unet(sandbox, mode="bilinear"), x, y)
-        # a step changes the weights, so its outputs are not compared (the layers' are)
-        calls[f"UNet step {size}^2"] = lambda step=step: step() and ()
+        calls[f"UNet step {size}^2"] = _step_call(
+            user_step(sandbox, user_unet(sandbox, mode="bilinear"), x, y))
     print(f"cpu: {simd.cpu().describe()}; sandbox path {simd.current().isa}; batch "
           f"{args.batch}; ms, medians of {args.rounds}; ratio: AVX2 rows / row loops")
     previous = sandbox.get_num_threads()

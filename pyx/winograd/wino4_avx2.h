@@ -20,6 +20,7 @@
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
+#define SB_W4_HAVE_AVX2 1
 #define SB_W4_AVX2 __attribute__((target("avx2")))
 
 /* 1 when this CPU runs the AVX2 transform. */
@@ -213,21 +214,6 @@ SB_W4_AVX2 static void sb_w4_grad_tilerow_avx2(const float *rows, ptrdiff_t wt, 
 }
 #else
 static int sb_w4_avx2_available(void) { return 0; }
-static void sb_w4_grad_tilerow_avx2(const float *rows, ptrdiff_t wt, int ntiles, float *v,
-                                    ptrdiff_t pitch)
-{
-    (void)rows; (void)wt; (void)ntiles; (void)v; (void)pitch;
-}
-static void sb_w4_out_tilerow_avx2(const float *m, ptrdiff_t pitch, int ntiles, float *rows,
-                                   ptrdiff_t wt)
-{
-    (void)m; (void)pitch; (void)ntiles; (void)rows; (void)wt;
-}
-static void sb_w4_in_tilerow_avx2(const float *d, ptrdiff_t wp, int ntiles, float *v,
-                                  ptrdiff_t pitch)
-{
-    (void)d; (void)wp; (void)ntiles; (void)v; (void)pitch;
-}
 #endif
 
 #endif

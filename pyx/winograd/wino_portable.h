@@ -27,44 +27,26 @@
 
 /* Whether the float32 F(4x4) transforms (input, output, output gradient) take
  * wino4_avx2.h's tile rows (the same bits as the row loops): the CPU runs AVX2, unless a
- * test turned it off. */
-static int sb_w4_in_avx2 = -1;
-static inline int sb_w4_in_fast_f(void)
+ * test turned it off.  The float64 loops never do: their tile-row names are no-ops. */
+static int sb_w4_avx2_rows = -1;
+static inline int sb_w4_rows_fast_f(void)
 {
-    if (sb_w4_in_avx2 < 0) sb_w4_in_avx2 = sb_w4_avx2_available();
-    return sb_w4_in_avx2;
+    if (sb_w4_avx2_rows < 0) sb_w4_avx2_rows = sb_w4_avx2_available();
+    return sb_w4_avx2_rows;
 }
-static inline int sb_w4_in_fast_d(void) { return 0; }
-static inline void sb_w4_in_tilerow_f(const float *d, ptrdiff_t wp, int ntiles, float *v,
-                                      ptrdiff_t pitch)
-{
-    sb_w4_in_tilerow_avx2(d, wp, ntiles, v, pitch);
-}
-static inline void sb_w4_in_tilerow_d(const double *d, ptrdiff_t wp, int ntiles, double *v,
-                                      ptrdiff_t pitch)
-{
-    (void)d; (void)wp; (void)ntiles; (void)v; (void)pitch;
-}
-static inline void sb_w4_out_tilerow_f(const float *m, ptrdiff_t pitch, int ntiles,
-                                       float *rows, ptrdiff_t wt)
-{
-    sb_w4_out_tilerow_avx2(m, pitch, ntiles, rows, wt);
-}
-static inline void sb_w4_grad_tilerow_f(const float *rows, ptrdiff_t wt, int ntiles,
-                                        float *v, ptrdiff_t pitch)
-{
-    sb_w4_grad_tilerow_avx2(rows, wt, ntiles, v, pitch);
-}
-static inline void sb_w4_grad_tilerow_d(const double *rows, ptrdiff_t wt, int ntiles,
-                                        double *v, ptrdiff_t pitch)
-{
-    (void)rows; (void)wt; (void)ntiles; (void)v; (void)pitch;
-}
-static inline void sb_w4_out_tilerow_d(const double *m, ptrdiff_t pitch, int ntiles,
-                                       double *rows, ptrdiff_t wt)
-{
-    (void)m; (void)pitch; (void)ntiles; (void)rows; (void)wt;
-}
+#define sb_w4_rows_fast_d() 0
+#ifdef SB_W4_HAVE_AVX2
+#define sb_w4_in_tilerow_f sb_w4_in_tilerow_avx2
+#define sb_w4_out_tilerow_f sb_w4_out_tilerow_avx2
+#define sb_w4_grad_tilerow_f sb_w4_grad_tilerow_avx2
+#else
+#define sb_w4_in_tilerow_f(...) ((void)0)
+#define sb_w4_out_tilerow_f(...) ((void)0)
+#define sb_w4_grad_tilerow_f(...) ((void)0)
+#endif
+#define sb_w4_in_tilerow_d(...) ((void)0)
+#define sb_w4_out_tilerow_d(...) ((void)0)
+#define sb_w4_grad_tilerow_d(...) ((void)0)
 
 /* Scratch elements a thread needs for the input, output-gradient and output transforms
  * of F(tile x tile, 3x3) on rows of tiles_w tiles. */
@@ -189,7 +171,7 @@ static inline void sb_w4_in_channel_##S(const T *x, ptrdiff_t sn, int H, int W, 
     const ptrdiff_t L = (ptrdiff_t)tiles_w + 1, wp = 4 * L;   /* one phase extra */      \
     const ptrdiff_t n_data = pw + W <= wp ? W : wp - pw;                                 \
     T *d = buf + wp, *r = buf + wp + 24 * L;                                             \
-    const int fast = sb_w4_in_fast_##S();  /* the padded rows to wino4_avx2.h */         \
+    const int fast = sb_w4_rows_fast_##S();  /* the padded rows to wino4_avx2.h */         \
     for (int s = 0; s < nb; s++)                                                         \
         for (int th = th0; th < th1; th++) {                                             \
             const ptrdiff_t t0 = ((ptrdiff_t)s * (th1 - th0) + th - th0) * tiles_w;      \
@@ -232,7 +214,7 @@ static inline void sb_w4_grad_channel_##S(const T *g, ptrdiff_t sn, int Ho, int 
 {                                                                                        \
     const ptrdiff_t n = tiles_w, wt = 4 * (ptrdiff_t)tiles_w;                            \
     T *r = buf + 5 * wt;                                                                 \
-    const int fast = sb_w4_in_fast_##S();  /* the padded rows to wino4_avx2.h */         \
+    const int fast = sb_w4_rows_fast_##S();  /* the padded rows to wino4_avx2.h */         \
     for (int s = 0; s < nb; s++)                                                         \
         for (int th = th0; th < th1; th++) {                                             \
             const ptrdiff_t t0 = ((ptrdiff_t)s * (th1 - th0) + th - th0) * tiles_w;      \
@@ -273,7 +255,7 @@ static inline void sb_w4_out_channel_##S(const T *m, ptrdiff_t pitch, T *y, ptrd
 {                                                                                        \
     const ptrdiff_t n = tiles_w, wt = 4 * (ptrdiff_t)tiles_w;                            \
     T *row = buf + 24 * n;                                                               \
-    const int fast = sb_w4_in_fast_##S();  /* the tile rows by wino4_avx2.h */           \
+    const int fast = sb_w4_rows_fast_##S();  /* the tile rows by wino4_avx2.h */           \
     for (int s = 0; s < nb; s++)                                                         \
         for (int th = th0; th < th1; th++) {                                             \
             const T *mt = m + ((ptrdiff_t)s * (th1 - th0) + th - th0) * tiles_w;         \

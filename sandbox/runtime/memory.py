@@ -56,6 +56,10 @@ def parse_size(text: str, name: str = ENV_VAR) -> int:
     return int(value)
 
 
+# the variable's key as CPython's os.environ stores it (bytes on POSIX)
+_ENV_KEY = os.environ.encodekey(ENV_VAR) if hasattr(os.environ, "encodekey") else ENV_VAR
+
+
 def _env_text() -> str:
     """``SANDBOX_MAX_MEMORY`` as set now, or ``""``.
 
@@ -70,9 +74,6 @@ def _env_text() -> str:
         raw = data.get(_ENV_KEY)
         return "" if raw is None else os.environ.decodevalue(raw)
     return os.environ.get(ENV_VAR, "")  # pragma: no cover - not CPython's os.environ
-
-
-_ENV_KEY = os.environ.encodekey(ENV_VAR) if hasattr(os.environ, "encodekey") else ENV_VAR
 
 
 def memory_limit() -> int:

@@ -508,13 +508,16 @@ def test_winograd_f4_avx2_gradient_rows_are_the_row_loops_bits(tiles_w, rng, avx
     assert got[0].tobytes() == got[1].tobytes()
 
 
-def test_winograd_f4_avx2_rows_keep_the_layer_bits(rng, avx2_rows):
-    """A layer on the AVX2 (or portable) path, the fused chunks included: forward, input and
-    weight gradients the same bits with the AVX2 tile rows as with the row loops."""
+def test_winograd_f4_avx2_rows_keep_the_layer_bits(rng, avx2_rows, monkeypatch):
+    """A layer on the AVX2 (or portable) path, through the fused chunks (checked): forward,
+    input and weight gradients the same bits with the AVX2 tile rows as with the row loops."""
     from sandbox.runtime import simd
 
-    x = rng.standard_normal((3, 8, 36, 44)).astype(np.float32)
-    w = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+    fused = conv.winograd._winograd_fused
+    conv_calls = _spy(monkeypatch, fused, "conv")
+    wgrad_calls = _spy(monkeypatch, fused, "weight_grad")
+    x = rng.standard_normal((3, 16, 36, 44)).astype(np.float32)
+    w = rng.standard_normal((16, 16, 3, 3)).astype(np.float32)
     gy = rng.standard_normal((3, 16, 36, 44)).astype(np.float32)
     results = []
     path = "avx2" if "avx2" in simd.supported_paths() else "portable"
@@ -523,6 +526,7 @@ def test_winograd_f4_avx2_rows_keep_the_layer_bits(rng, avx2_rows):
         for on in (False, True):
             avx2_rows(on)
             results.append((conv.conv2d(x, w, None, 1, 1), *conv.conv2d_backward(gy, x, w, 1, 1)))
+    assert conv_calls and wgrad_calls, "the fused Winograd chunks were not taken"
     for a, b in zip(*results, strict=True):
         assert a is None and b is None or a.tobytes() == b.tobytes()
 

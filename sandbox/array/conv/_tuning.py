@@ -24,7 +24,9 @@ from ...runtime.threads import get_num_threads
 __all__ = ["MIN_PARALLEL_FLOPS", "TUNING", "ConvTuning", "chunk_threads", "settings_stamp",
            "state", "tuned"]
 
-#: ``ConvTuning.min_parallel_flops`` by SIMD path (:mod:`sandbox.runtime.simd`) when it is None
+#: ``ConvTuning.min_parallel_flops`` by SIMD path (:mod:`sandbox.runtime.simd`) when it is
+#: None: measured on the avx512 (Zen 5) and avx2 (Zen 1) paths; ``portable`` (numpy's BLAS,
+#: any CPU) takes the avx2 value unmeasured
 MIN_PARALLEL_FLOPS = {"avx512": 30_000_000, "avx2": 8_000_000, "portable": 8_000_000}
 
 #: a fresh number for every ConvTuning made or changed (see ConvTuning.stamp)
