@@ -19,7 +19,9 @@
 #define SANDBOX_GRID_BLOCK2D_H
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 #include "simd_clones.h"
+#include "grid_block3d.h"  /* SB_GS_BLOCK */
 
 #define SB_GS2D(T, S, FLOOR, RINT)                                                          \
 SB_CLONES static int sb_gs2d_coords_##S(const T* restrict g, Py_ssize_t n, Py_ssize_t H,    \
@@ -164,76 +166,139 @@ SB_GS2D_AVX2 static inline __m256 sb_gs2d_sel8(__m256 mask, __m256 a, __m256 b) 
     return _mm256_blendv_ps(b, a, mask);  /* mask ? a : b, lane by lane */
 }
 
+/* The constants of the 8-lane coordinate rules (sb_gs2d_coords8_avx2). */
+typedef struct {
+    __m256 one, zero, mone, sx, sy, sh, lo, spx, spy, spx2, spy2, hx, hy, fw, fh;
+    __m256i vw, lane;
+    int pad;
+} sb_gs2d_k8;
+
+SB_GS2D_AVX2 static inline sb_gs2d_k8 sb_gs2d_k8_make(Py_ssize_t H, Py_ssize_t W, float scale_x,
+        float scale_y, float shift, int pad, float lo, float span_x, float span_y) {
+    sb_gs2d_k8 k;
+    k.one = _mm256_set1_ps(1.0f);
+    k.zero = _mm256_setzero_ps();
+    k.mone = _mm256_set1_ps(-1.0f);
+    k.sx = _mm256_set1_ps(scale_x);
+    k.sy = _mm256_set1_ps(scale_y);
+    k.sh = _mm256_set1_ps(shift);
+    k.lo = _mm256_set1_ps(lo);
+    k.spx = _mm256_set1_ps(span_x);
+    k.spy = _mm256_set1_ps(span_y);
+    k.spx2 = _mm256_set1_ps(2 * span_x);
+    k.spy2 = _mm256_set1_ps(2 * span_y);
+    k.hx = _mm256_set1_ps((float)(W - 1));
+    k.hy = _mm256_set1_ps((float)(H - 1));
+    k.fw = _mm256_set1_ps((float)W);
+    k.fh = _mm256_set1_ps((float)H);
+    k.vw = _mm256_set1_epi32((int)W);
+    k.lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    k.pad = pad;
+    return k;
+}
+
+/* The first r (<= 8) lanes set, as an int32 mask vector. */
+SB_GS2D_AVX2 static inline __m256i sb_gs2d_lanes8(const sb_gs2d_k8* k, Py_ssize_t r) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), k->lane);
+}
+
+/* The padded coordinates ux, uy of r <= 8 grid points (x, y pairs at g; lanes past r
+ * read 0), their derivatives dx, dy (d u / d g) and `far` (reflected more than once):
+ * the rules of sb_gs2d_coords_f lane by lane, in its order of operations. */
+SB_GS2D_AVX2 static inline void sb_gs2d_coords8_avx2(const sb_gs2d_k8* k, const float* g,
+        Py_ssize_t r, __m256* pux, __m256* puy, __m256* pdx, __m256* pdy, __m256* pfar) {
+    __m256 a, b;
+    if (r == 8) {
+        a = _mm256_loadu_ps(g);
+        b = _mm256_loadu_ps(g + 8);
+    } else {  /* 2 r values, zeros after them */
+        a = _mm256_maskload_ps(g, sb_gs2d_lanes8(k, 2 * r));
+        b = _mm256_maskload_ps(g + 8, sb_gs2d_lanes8(k, 2 * r - 8));
+    }
+    /* (x0 y0 x1 y1 ..) -> x0..x7 and y0..y7 */
+    const __m256 gx = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(
+        _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))), _MM_SHUFFLE(3, 1, 2, 0)));
+    const __m256 gy = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(
+        _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))), _MM_SHUFFLE(3, 1, 2, 0)));
+    const __m256 one = k->one, zero = k->zero, neg = _mm256_set1_ps(-0.0f);
+    __m256 ux = _mm256_mul_ps(_mm256_add_ps(gx, one), k->sx);
+    __m256 uy = _mm256_mul_ps(_mm256_add_ps(gy, one), k->sy);
+    ux = _mm256_sub_ps(ux, k->sh);
+    uy = _mm256_sub_ps(uy, k->sh);
+    __m256 far = zero, sgx = one, sgy = one, dx = k->sx, dy = k->sy;
+    if (k->pad == 2) {
+        __m256 vx = _mm256_sub_ps(ux, k->lo), vy = _mm256_sub_ps(uy, k->lo);
+        const __m256 nx = _mm256_cmp_ps(vx, zero, _CMP_LT_OQ);
+        const __m256 ny = _mm256_cmp_ps(vy, zero, _CMP_LT_OQ);
+        sgx = sb_gs2d_sel8(nx, k->mone, one);
+        sgy = sb_gs2d_sel8(ny, k->mone, one);
+        vx = sb_gs2d_sel8(nx, _mm256_xor_ps(vx, neg), vx);
+        vy = sb_gs2d_sel8(ny, _mm256_xor_ps(vy, neg), vy);
+        far = _mm256_or_ps(_mm256_cmp_ps(vx, k->spx2, _CMP_GE_OQ),
+                           _mm256_cmp_ps(vy, k->spy2, _CMP_GE_OQ));
+        const __m256 inx = _mm256_cmp_ps(vx, k->spx, _CMP_LT_OQ);
+        const __m256 iny = _mm256_cmp_ps(vy, k->spy, _CMP_LT_OQ);
+        sgx = sb_gs2d_sel8(inx, sgx, _mm256_xor_ps(sgx, neg));
+        sgy = sb_gs2d_sel8(iny, sgy, _mm256_xor_ps(sgy, neg));
+        ux = sb_gs2d_sel8(inx, _mm256_add_ps(vx, k->lo),
+                          _mm256_add_ps(_mm256_sub_ps(k->spx, _mm256_sub_ps(vx, k->spx)), k->lo));
+        uy = sb_gs2d_sel8(iny, _mm256_add_ps(vy, k->lo),
+                          _mm256_add_ps(_mm256_sub_ps(k->spy, _mm256_sub_ps(vy, k->spy)), k->lo));
+    }
+    if (k->pad) {
+        dx = sb_gs2d_sel8(_mm256_and_ps(_mm256_cmp_ps(ux, zero, _CMP_GT_OQ),
+                                        _mm256_cmp_ps(ux, k->hx, _CMP_LT_OQ)),
+                          _mm256_mul_ps(sgx, k->sx), zero);
+        dy = sb_gs2d_sel8(_mm256_and_ps(_mm256_cmp_ps(uy, zero, _CMP_GT_OQ),
+                                        _mm256_cmp_ps(uy, k->hy, _CMP_LT_OQ)),
+                          _mm256_mul_ps(sgy, k->sy), zero);
+        ux = sb_gs2d_sel8(_mm256_cmp_ps(ux, zero, _CMP_GT_OQ),
+                          sb_gs2d_sel8(_mm256_cmp_ps(ux, k->hx, _CMP_GE_OQ), k->hx, ux), zero);
+        uy = sb_gs2d_sel8(_mm256_cmp_ps(uy, zero, _CMP_GT_OQ),
+                          sb_gs2d_sel8(_mm256_cmp_ps(uy, k->hy, _CMP_GE_OQ), k->hy, uy), zero);
+    }
+    *pux = ux;
+    *puy = uy;
+    *pdx = dx;
+    *pdy = dy;
+    *pfar = far;
+}
+
+/* 0 <= f < size, lane by lane, as a mask vector. */
+SB_GS2D_AVX2 static inline __m256 sb_gs2d_in8(const sb_gs2d_k8* k, __m256 f, __m256 size) {
+    return _mm256_and_ps(_mm256_cmp_ps(f, k->zero, _CMP_GE_OQ), _mm256_cmp_ps(f, size, _CMP_LT_OQ));
+}
+
+/* The first r (<= 8) lanes of v to p (m: sb_gs2d_lanes8(k, r); masked stores are slow on
+ * AMD cores before Zen 4, so only the last vector of a block uses one). */
+SB_GS2D_AVX2 static inline void sb_gs2d_store8(float* p, Py_ssize_t r, __m256i m, __m256 v) {
+    if (r == 8)
+        _mm256_storeu_ps(p, v);
+    else
+        _mm256_maskstore_ps(p, m, v);
+}
+
+/* ok[0..r) <- the lanes of mask m (1 or 0), one byte each. */
+SB_GS2D_AVX2 static inline void sb_gs2d_ok8(unsigned char* ok, Py_ssize_t r, __m256 m) {
+    const int bits = _mm256_movemask_ps(m);
+    for (Py_ssize_t q = 0; q < r; q++) ok[q] = (unsigned char)((bits >> q) & 1);
+}
+
 SB_GS2D_AVX2 static int sb_gs2d_coords_f_avx2(const float* restrict g, Py_ssize_t n,
         Py_ssize_t H, Py_ssize_t W, float scale_x, float scale_y, float shift, int pad,
         float lo, float span_x, float span_y, int nearest, int32_t* restrict off,
         float* restrict w0, float* restrict w1, float* restrict w2, float* restrict w3,
         float* restrict txs, float* restrict tys, float* restrict dxs, float* restrict dys,
         unsigned char* restrict ok) {
-    const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
-    const __m256 mone = _mm256_set1_ps(-1.0f);
-    const __m256 sx = _mm256_set1_ps(scale_x), sy = _mm256_set1_ps(scale_y);
-    const __m256 sh = _mm256_set1_ps(shift), vlo = _mm256_set1_ps(lo);
-    const __m256 spx = _mm256_set1_ps(span_x), spy = _mm256_set1_ps(span_y);
-    const __m256 spx2 = _mm256_set1_ps(2 * span_x), spy2 = _mm256_set1_ps(2 * span_y);
-    const __m256 hx = _mm256_set1_ps((float)(W - 1)), hy = _mm256_set1_ps((float)(H - 1));
-    const __m256 fw = _mm256_set1_ps((float)W), fh = _mm256_set1_ps((float)H);
-    const __m256i vw = _mm256_set1_epi32((int)W);
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const sb_gs2d_k8 kk = sb_gs2d_k8_make(H, W, scale_x, scale_y, shift, pad, lo, span_x,
+                                          span_y);
+    const sb_gs2d_k8* k = &kk;
+    const __m256 one = k->one;
     int all = 1;
     for (Py_ssize_t j = 0; j < n; j += 8) {
         const Py_ssize_t r = n - j < 8 ? n - j : 8;
-        __m256 a, b;
-        if (r == 8) {
-            a = _mm256_loadu_ps(g + 2 * j);
-            b = _mm256_loadu_ps(g + 2 * j + 8);
-        } else {  /* 2 r values, zeros after them */
-            a = _mm256_maskload_ps(g + 2 * j, _mm256_cmpgt_epi32(_mm256_set1_epi32(
-                (int)(2 * r)), lane));
-            b = _mm256_maskload_ps(g + 2 * j + 8, _mm256_cmpgt_epi32(_mm256_set1_epi32(
-                (int)(2 * r - 8)), lane));
-        }
-        /* (x0 y0 x1 y1 ..) -> x0..x7 and y0..y7 */
-        __m256 gx = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(
-            _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))), _MM_SHUFFLE(3, 1, 2, 0)));
-        __m256 gy = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(
-            _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))), _MM_SHUFFLE(3, 1, 2, 0)));
-        __m256 ux = _mm256_mul_ps(_mm256_add_ps(gx, one), sx);
-        __m256 uy = _mm256_mul_ps(_mm256_add_ps(gy, one), sy);
-        ux = _mm256_sub_ps(ux, sh);
-        uy = _mm256_sub_ps(uy, sh);
-        __m256 far = zero, sgx = one, sgy = one, dx = sx, dy = sy;
-        if (pad == 2) {
-            __m256 vx = _mm256_sub_ps(ux, vlo), vy = _mm256_sub_ps(uy, vlo);
-            const __m256 nx = _mm256_cmp_ps(vx, zero, _CMP_LT_OQ);
-            const __m256 ny = _mm256_cmp_ps(vy, zero, _CMP_LT_OQ);
-            sgx = sb_gs2d_sel8(nx, mone, one);
-            sgy = sb_gs2d_sel8(ny, mone, one);
-            vx = sb_gs2d_sel8(nx, _mm256_xor_ps(vx, _mm256_set1_ps(-0.0f)), vx);
-            vy = sb_gs2d_sel8(ny, _mm256_xor_ps(vy, _mm256_set1_ps(-0.0f)), vy);
-            far = _mm256_or_ps(_mm256_cmp_ps(vx, spx2, _CMP_GE_OQ),
-                               _mm256_cmp_ps(vy, spy2, _CMP_GE_OQ));
-            const __m256 inx = _mm256_cmp_ps(vx, spx, _CMP_LT_OQ);
-            const __m256 iny = _mm256_cmp_ps(vy, spy, _CMP_LT_OQ);
-            sgx = sb_gs2d_sel8(inx, sgx, _mm256_xor_ps(sgx, _mm256_set1_ps(-0.0f)));
-            sgy = sb_gs2d_sel8(iny, sgy, _mm256_xor_ps(sgy, _mm256_set1_ps(-0.0f)));
-            ux = sb_gs2d_sel8(inx, _mm256_add_ps(vx, vlo),
-                              _mm256_add_ps(_mm256_sub_ps(spx, _mm256_sub_ps(vx, spx)), vlo));
-            uy = sb_gs2d_sel8(iny, _mm256_add_ps(vy, vlo),
-                              _mm256_add_ps(_mm256_sub_ps(spy, _mm256_sub_ps(vy, spy)), vlo));
-        }
-        if (pad) {
-            dx = sb_gs2d_sel8(_mm256_and_ps(_mm256_cmp_ps(ux, zero, _CMP_GT_OQ),
-                                            _mm256_cmp_ps(ux, hx, _CMP_LT_OQ)),
-                              _mm256_mul_ps(sgx, sx), zero);
-            dy = sb_gs2d_sel8(_mm256_and_ps(_mm256_cmp_ps(uy, zero, _CMP_GT_OQ),
-                                            _mm256_cmp_ps(uy, hy, _CMP_LT_OQ)),
-                              _mm256_mul_ps(sgy, sy), zero);
-            ux = sb_gs2d_sel8(_mm256_cmp_ps(ux, zero, _CMP_GT_OQ),
-                              sb_gs2d_sel8(_mm256_cmp_ps(ux, hx, _CMP_GE_OQ), hx, ux), zero);
-            uy = sb_gs2d_sel8(_mm256_cmp_ps(uy, zero, _CMP_GT_OQ),
-                              sb_gs2d_sel8(_mm256_cmp_ps(uy, hy, _CMP_GE_OQ), hy, uy), zero);
-        }
+        __m256 ux, uy, dx, dy, far;
+        sb_gs2d_coords8_avx2(k, g + 2 * j, r, &ux, &uy, &dx, &dy, &far);
         __m256 fx = nearest ? _mm256_round_ps(ux, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
                             : _mm256_round_ps(ux, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
         __m256 fy = nearest ? _mm256_round_ps(uy, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
@@ -241,58 +306,94 @@ SB_GS2D_AVX2 static int sb_gs2d_coords_f_avx2(const float* restrict g, Py_ssize_
         const __m256 ex = nearest ? fx : _mm256_add_ps(fx, one);
         const __m256 ey = nearest ? fy : _mm256_add_ps(fy, one);
         __m256 inside = _mm256_and_ps(
-            _mm256_and_ps(_mm256_cmp_ps(fx, zero, _CMP_GE_OQ), _mm256_cmp_ps(ex, fw, _CMP_LT_OQ)),
-            _mm256_and_ps(_mm256_cmp_ps(fy, zero, _CMP_GE_OQ), _mm256_cmp_ps(ey, fh, _CMP_LT_OQ)));
+            _mm256_and_ps(_mm256_cmp_ps(fx, k->zero, _CMP_GE_OQ),
+                          _mm256_cmp_ps(ex, k->fw, _CMP_LT_OQ)),
+            _mm256_and_ps(_mm256_cmp_ps(fy, k->zero, _CMP_GE_OQ),
+                          _mm256_cmp_ps(ey, k->fh, _CMP_LT_OQ)));
         inside = _mm256_andnot_ps(far, inside);
         const __m256 tx = _mm256_sub_ps(ux, fx), ty = _mm256_sub_ps(uy, fy);
         fx = _mm256_and_ps(inside, fx);  /* inside ? fx : 0 */
         fy = _mm256_and_ps(inside, fy);
-        const __m256i o = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvttps_epi32(fy), vw),
+        const __m256i o = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvttps_epi32(fy), k->vw),
                                            _mm256_cvttps_epi32(fx));
-        const int bits = _mm256_movemask_ps(inside);
-        if (nearest) {  /* only the offsets and ok: nothing reads a nearest point's weights */
-            if (r == 8)
-                _mm256_storeu_si256((__m256i*)(off + j), o);
-            else
-                _mm256_maskstore_epi32((int*)(off + j),
-                                       _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), lane), o);
-            for (Py_ssize_t q = 0; q < r; q++) {
-                ok[j + q] = (unsigned char)((bits >> q) & 1);
-                all &= (bits >> q) & 1;
-            }
-            continue;
-        }
-        const __m256 sx1 = _mm256_sub_ps(one, tx), sy1 = _mm256_sub_ps(one, ty);
-        const __m256 v0 = _mm256_and_ps(inside, _mm256_mul_ps(sy1, sx1));
-        const __m256 v1 = _mm256_and_ps(inside, _mm256_mul_ps(sy1, tx));
-        const __m256 v2 = _mm256_and_ps(inside, _mm256_mul_ps(ty, sx1));
-        const __m256 v3 = _mm256_and_ps(inside, _mm256_mul_ps(ty, tx));
-        if (r == 8) {
+        const __m256i m = sb_gs2d_lanes8(k, r);
+        all &= ((_mm256_movemask_ps(inside) | (0xff << r)) & 0xff) == 0xff;
+        sb_gs2d_ok8(ok + j, r, inside);
+        if (r == 8)
             _mm256_storeu_si256((__m256i*)(off + j), o);
-            _mm256_storeu_ps(w0 + j, v0);
-            _mm256_storeu_ps(w1 + j, v1);
-            _mm256_storeu_ps(w2 + j, v2);
-            _mm256_storeu_ps(w3 + j, v3);
-            _mm256_storeu_ps(txs + j, tx);
-            _mm256_storeu_ps(tys + j, ty);
-            _mm256_storeu_ps(dxs + j, dx);
-            _mm256_storeu_ps(dys + j, dy);
-        } else {
-            const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), lane);
+        else
             _mm256_maskstore_epi32((int*)(off + j), m, o);
-            _mm256_maskstore_ps(w0 + j, m, v0);
-            _mm256_maskstore_ps(w1 + j, m, v1);
-            _mm256_maskstore_ps(w2 + j, m, v2);
-            _mm256_maskstore_ps(w3 + j, m, v3);
-            _mm256_maskstore_ps(txs + j, m, tx);
-            _mm256_maskstore_ps(tys + j, m, ty);
-            _mm256_maskstore_ps(dxs + j, m, dx);
-            _mm256_maskstore_ps(dys + j, m, dy);
+        if (nearest)  /* only the offsets and ok: nothing reads a nearest point's weights */
+            continue;
+        const __m256 sx1 = _mm256_sub_ps(one, tx), sy1 = _mm256_sub_ps(one, ty);
+        sb_gs2d_store8(w0 + j, r, m, _mm256_and_ps(inside, _mm256_mul_ps(sy1, sx1)));
+        sb_gs2d_store8(w1 + j, r, m, _mm256_and_ps(inside, _mm256_mul_ps(sy1, tx)));
+        sb_gs2d_store8(w2 + j, r, m, _mm256_and_ps(inside, _mm256_mul_ps(ty, sx1)));
+        sb_gs2d_store8(w3 + j, r, m, _mm256_and_ps(inside, _mm256_mul_ps(ty, tx)));
+        sb_gs2d_store8(txs + j, r, m, tx);
+        sb_gs2d_store8(tys + j, r, m, ty);
+        sb_gs2d_store8(dxs + j, r, m, dx);
+        sb_gs2d_store8(dys + j, r, m, dy);
+    }
+    return all;
+}
+
+/* sb_gs2d_nearest_f_avx2: the blocked nearest forward (float32, isa 1), 8 points a
+ * vector.  First the block's tap offsets and inside masks (offset 0 outside), then, 8
+ * points at a time, their 8 offsets read once for every channel and each channel's 8
+ * values gathered by plain loads into one vector, +0 where the tap lies outside (zeros
+ * padding: the general path's empty sum; a bitwise and, so an inf or NaN at offset 0
+ * does not leak), and one store.  The loop of a load, a load and a store per value
+ * that this replaces was bound by those memory operations; computing the offsets in the
+ * same loop as the loads made each round one long dependency chain (1.1-1.3x slower).
+ * Points reflected more than once get ok[j] = 0 (the caller recomputes them); returns
+ * whether every point was ok. */
+SB_GS2D_AVX2 static int sb_gs2d_nearest_f_avx2(const float* x, const float* g, float* out,
+        Py_ssize_t C, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n,
+        const sb_gs2d_k8* k, unsigned char* ok) {
+    int32_t off[SB_GS_BLOCK] __attribute__((aligned(32)));
+    __m256 in[SB_GS_BLOCK / 8];
+    const Py_ssize_t HW = H * W;
+    int all = 1;
+    for (Py_ssize_t j = 0; j < n; j += 8) {
+        const Py_ssize_t r = n - j < 8 ? n - j : 8;
+        __m256 ux, uy, dx, dy, far;
+        sb_gs2d_coords8_avx2(k, g + 2 * j, r, &ux, &uy, &dx, &dy, &far);
+        __m256 fx = _mm256_round_ps(ux, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m256 fy = _mm256_round_ps(uy, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m256 inside = _mm256_andnot_ps(far, _mm256_and_ps(sb_gs2d_in8(k, fx, k->fw),
+                                                                  sb_gs2d_in8(k, fy, k->fh)));
+        fx = _mm256_and_ps(inside, fx);
+        fy = _mm256_and_ps(inside, fy);
+        _mm256_store_si256((__m256i*)(off + j), _mm256_add_epi32(
+            _mm256_mullo_epi32(_mm256_cvttps_epi32(fy), k->vw), _mm256_cvttps_epi32(fx)));
+        in[j / 8] = inside;
+        const int farbits = _mm256_movemask_ps(far) & ~(0xff << r);
+        if (farbits == 0 && r == 8) {
+            memset(ok + j, 1, 8);
+        } else {
+            all &= farbits == 0;
+            for (Py_ssize_t q = 0; q < r; q++) ok[j + q] = (unsigned char)!((farbits >> q) & 1);
         }
-        for (Py_ssize_t q = 0; q < r; q++) {
-            ok[j + q] = (unsigned char)((bits >> q) & 1);
-            all &= (bits >> q) & 1;
+    }
+    const Py_ssize_t n8 = n & ~(Py_ssize_t)7;
+    for (Py_ssize_t j = 0; j < n8; j += 8) {
+        const int32_t* o = off + j;
+        const Py_ssize_t o0 = o[0], o1 = o[1], o2 = o[2], o3 = o[3];
+        const Py_ssize_t o4 = o[4], o5 = o[5], o6 = o[6], o7 = o[7];
+        const __m256 inside = in[j / 8];
+        for (Py_ssize_t c = 0; c < C; c++) {
+            const float* xp = x + c * HW;
+            const __m256 v = _mm256_setr_ps(xp[o0], xp[o1], xp[o2], xp[o3], xp[o4], xp[o5],
+                                            xp[o6], xp[o7]);
+            _mm256_storeu_ps(out + c * P + j, _mm256_and_ps(inside, v));
         }
+    }
+    if (n8 < n) {
+        const int bits = _mm256_movemask_ps(in[n8 / 8]);
+        for (Py_ssize_t c = 0; c < C; c++)
+            for (Py_ssize_t j = n8; j < n; j++)
+                out[c * P + j] = (bits >> (j - n8)) & 1 ? x[c * HW + off[j]] : 0.0f;
     }
     return all;
 }

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include "simd_clones.h"
 #include "grid_block3d.h" /* SB_GS_BLOCK */
+#include "grid_block2d.h" /* the AVX2 nearest forward */
 
 /* The row pitch of the bicubic weight tables (16 rows of a block's points): 16 values
  * more than a block, so that the rows do not fall into the same few L1 sets, as rows
@@ -605,12 +606,19 @@ SB_AVX512 static void sb_gs2d_keys_f_avx512(const float* g, Py_ssize_t n, int ne
 }
 #endif
 
-/* Dispatch: each returns 0 (nothing done) unless isa == 2 on an x86-64 build. */
+/* Dispatch: each returns 0 (nothing done) unless isa == 2 on an x86-64 build (and for
+ * sb_gs2d_fused_f, isa == 1 with nearest: grid_block2d.h's sb_gs2d_nearest_f_avx2). */
 static int sb_gs2d_fused_f(int isa, const float* x, const float* g, float* out, Py_ssize_t C,
         Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n, int nearest, int pad,
         float scale_x, float scale_y, float shift, float lo, float span_x, float span_y,
         unsigned char* ok, int* all) {
     SB_GS2D_IF_X86(
+    if (isa == 1 && nearest) {
+        const sb_gs2d_k8 k = sb_gs2d_k8_make(H, W, scale_x, scale_y, shift, pad, lo, span_x,
+                                             span_y);
+        *all = sb_gs2d_nearest_f_avx2(x, g, out, C, H, W, P, n, &k, ok);
+        return 1;
+    }
     if (isa == 2) {
         const sb_gs2d_k16 k = sb_gs2d_k16_make(H, W, scale_x, scale_y, shift, pad, lo, span_x,
                                                span_y);
