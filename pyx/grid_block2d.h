@@ -22,6 +22,7 @@
 #include <string.h>
 #include "simd_clones.h"
 #include "grid_block3d.h"  /* SB_GS_BLOCK */
+#include "grid_avx2.h"  /* the AVX2 coordinate rules */
 
 #define SB_GS2D(T, S, FLOOR, RINT)                                                          \
 SB_CLONES static int sb_gs2d_coords_##S(const T* restrict g, Py_ssize_t n, Py_ssize_t H,    \
@@ -150,139 +151,11 @@ SB_CLONES static void sb_gs2d_backward_##S(const T* restrict x, const T* restric
 SB_GS2D(float, f, floorf, rintf)
 SB_GS2D(double, d, floor, rint)
 
-/* sb_gs2d_coords_f_avx2: sb_gs2d_coords_f on 8 points a vector with AVX2 intrinsics, the
- * same operations in the same order lane by lane (the compiler left the loop above
- * scalar: 49.5 us for the 16,384 points of a 128^2 grid on the Zen 5 machine this was
- * written on, a C harness; 3x the nearest forward's gathers).  For the isa >= 1 paths
- * of pyx/_grid_sample.pyx; "avx2" enables no fused multiply-add, so the values are the
- * loop's bit for bit.  For nearest it writes only off and ok (the weights, fractions
- * and derivatives of a nearest point are never read: the gather, the push and the
- * general path do not). */
-#if defined(__GNUC__) && defined(__x86_64__)
-#include <immintrin.h>
-#define SB_GS2D_AVX2 __attribute__((target("avx2")))
-
-SB_GS2D_AVX2 static inline __m256 sb_gs2d_sel8(__m256 mask, __m256 a, __m256 b) {
-    return _mm256_blendv_ps(b, a, mask);  /* mask ? a : b, lane by lane */
-}
-
-/* The constants of the 8-lane coordinate rules (sb_gs2d_coords8_avx2). */
-typedef struct {
-    __m256 one, zero, mone, sx, sy, sh, lo, spx, spy, spx2, spy2, hx, hy, fw, fh;
-    __m256i vw, lane;
-    int pad;
-} sb_gs2d_k8;
-
-SB_GS2D_AVX2 static inline sb_gs2d_k8 sb_gs2d_k8_make(Py_ssize_t H, Py_ssize_t W, float scale_x,
-        float scale_y, float shift, int pad, float lo, float span_x, float span_y) {
-    sb_gs2d_k8 k;
-    k.one = _mm256_set1_ps(1.0f);
-    k.zero = _mm256_setzero_ps();
-    k.mone = _mm256_set1_ps(-1.0f);
-    k.sx = _mm256_set1_ps(scale_x);
-    k.sy = _mm256_set1_ps(scale_y);
-    k.sh = _mm256_set1_ps(shift);
-    k.lo = _mm256_set1_ps(lo);
-    k.spx = _mm256_set1_ps(span_x);
-    k.spy = _mm256_set1_ps(span_y);
-    k.spx2 = _mm256_set1_ps(2 * span_x);
-    k.spy2 = _mm256_set1_ps(2 * span_y);
-    k.hx = _mm256_set1_ps((float)(W - 1));
-    k.hy = _mm256_set1_ps((float)(H - 1));
-    k.fw = _mm256_set1_ps((float)W);
-    k.fh = _mm256_set1_ps((float)H);
-    k.vw = _mm256_set1_epi32((int)W);
-    k.lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    k.pad = pad;
-    return k;
-}
-
-/* The first r (<= 8) lanes set, as an int32 mask vector. */
-SB_GS2D_AVX2 static inline __m256i sb_gs2d_lanes8(const sb_gs2d_k8* k, Py_ssize_t r) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), k->lane);
-}
-
-/* The padded coordinates ux, uy of r <= 8 grid points (x, y pairs at g; lanes past r
- * read 0), their derivatives dx, dy (d u / d g) and `far` (reflected more than once):
- * the rules of sb_gs2d_coords_f lane by lane, in its order of operations. */
-SB_GS2D_AVX2 static inline void sb_gs2d_coords8_avx2(const sb_gs2d_k8* k, const float* g,
-        Py_ssize_t r, __m256* pux, __m256* puy, __m256* pdx, __m256* pdy, __m256* pfar) {
-    __m256 a, b;
-    if (r == 8) {
-        a = _mm256_loadu_ps(g);
-        b = _mm256_loadu_ps(g + 8);
-    } else {  /* 2 r values, zeros after them */
-        a = _mm256_maskload_ps(g, sb_gs2d_lanes8(k, 2 * r));
-        b = _mm256_maskload_ps(g + 8, sb_gs2d_lanes8(k, 2 * r - 8));
-    }
-    /* (x0 y0 x1 y1 ..) -> x0..x7 and y0..y7 */
-    const __m256 gx = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(
-        _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))), _MM_SHUFFLE(3, 1, 2, 0)));
-    const __m256 gy = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(
-        _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))), _MM_SHUFFLE(3, 1, 2, 0)));
-    const __m256 one = k->one, zero = k->zero, neg = _mm256_set1_ps(-0.0f);
-    __m256 ux = _mm256_mul_ps(_mm256_add_ps(gx, one), k->sx);
-    __m256 uy = _mm256_mul_ps(_mm256_add_ps(gy, one), k->sy);
-    ux = _mm256_sub_ps(ux, k->sh);
-    uy = _mm256_sub_ps(uy, k->sh);
-    __m256 far = zero, sgx = one, sgy = one, dx = k->sx, dy = k->sy;
-    if (k->pad == 2) {
-        __m256 vx = _mm256_sub_ps(ux, k->lo), vy = _mm256_sub_ps(uy, k->lo);
-        const __m256 nx = _mm256_cmp_ps(vx, zero, _CMP_LT_OQ);
-        const __m256 ny = _mm256_cmp_ps(vy, zero, _CMP_LT_OQ);
-        sgx = sb_gs2d_sel8(nx, k->mone, one);
-        sgy = sb_gs2d_sel8(ny, k->mone, one);
-        vx = sb_gs2d_sel8(nx, _mm256_xor_ps(vx, neg), vx);
-        vy = sb_gs2d_sel8(ny, _mm256_xor_ps(vy, neg), vy);
-        far = _mm256_or_ps(_mm256_cmp_ps(vx, k->spx2, _CMP_GE_OQ),
-                           _mm256_cmp_ps(vy, k->spy2, _CMP_GE_OQ));
-        const __m256 inx = _mm256_cmp_ps(vx, k->spx, _CMP_LT_OQ);
-        const __m256 iny = _mm256_cmp_ps(vy, k->spy, _CMP_LT_OQ);
-        sgx = sb_gs2d_sel8(inx, sgx, _mm256_xor_ps(sgx, neg));
-        sgy = sb_gs2d_sel8(iny, sgy, _mm256_xor_ps(sgy, neg));
-        ux = sb_gs2d_sel8(inx, _mm256_add_ps(vx, k->lo),
-                          _mm256_add_ps(_mm256_sub_ps(k->spx, _mm256_sub_ps(vx, k->spx)), k->lo));
-        uy = sb_gs2d_sel8(iny, _mm256_add_ps(vy, k->lo),
-                          _mm256_add_ps(_mm256_sub_ps(k->spy, _mm256_sub_ps(vy, k->spy)), k->lo));
-    }
-    if (k->pad) {
-        dx = sb_gs2d_sel8(_mm256_and_ps(_mm256_cmp_ps(ux, zero, _CMP_GT_OQ),
-                                        _mm256_cmp_ps(ux, k->hx, _CMP_LT_OQ)),
-                          _mm256_mul_ps(sgx, k->sx), zero);
-        dy = sb_gs2d_sel8(_mm256_and_ps(_mm256_cmp_ps(uy, zero, _CMP_GT_OQ),
-                                        _mm256_cmp_ps(uy, k->hy, _CMP_LT_OQ)),
-                          _mm256_mul_ps(sgy, k->sy), zero);
-        ux = sb_gs2d_sel8(_mm256_cmp_ps(ux, zero, _CMP_GT_OQ),
-                          sb_gs2d_sel8(_mm256_cmp_ps(ux, k->hx, _CMP_GE_OQ), k->hx, ux), zero);
-        uy = sb_gs2d_sel8(_mm256_cmp_ps(uy, zero, _CMP_GT_OQ),
-                          sb_gs2d_sel8(_mm256_cmp_ps(uy, k->hy, _CMP_GE_OQ), k->hy, uy), zero);
-    }
-    *pux = ux;
-    *puy = uy;
-    *pdx = dx;
-    *pdy = dy;
-    *pfar = far;
-}
-
-/* 0 <= f < size, lane by lane, as a mask vector. */
-SB_GS2D_AVX2 static inline __m256 sb_gs2d_in8(const sb_gs2d_k8* k, __m256 f, __m256 size) {
-    return _mm256_and_ps(_mm256_cmp_ps(f, k->zero, _CMP_GE_OQ), _mm256_cmp_ps(f, size, _CMP_LT_OQ));
-}
-
-/* The first r (<= 8) lanes of v to p (m: sb_gs2d_lanes8(k, r); masked stores are slow on
- * AMD cores before Zen 4, so only the last vector of a block uses one). */
-SB_GS2D_AVX2 static inline void sb_gs2d_store8(float* p, Py_ssize_t r, __m256i m, __m256 v) {
-    if (r == 8)
-        _mm256_storeu_ps(p, v);
-    else
-        _mm256_maskstore_ps(p, m, v);
-}
-
-/* ok[0..r) <- the lanes of mask m (1 or 0), one byte each. */
-SB_GS2D_AVX2 static inline void sb_gs2d_ok8(unsigned char* ok, Py_ssize_t r, __m256 m) {
-    const int bits = _mm256_movemask_ps(m);
-    for (Py_ssize_t q = 0; q < r; q++) ok[q] = (unsigned char)((bits >> q) & 1);
-}
+/* sb_gs2d_coords_f_avx2: sb_gs2d_coords_f on 8 points a vector, on grid_avx2.h's rules
+ * (the same values bit for bit).  For nearest it writes only off and ok (the weights,
+ * fractions and derivatives of a nearest point are never read: the gather, the push
+ * and the general path do not). */
+#ifdef SB_GS_AVX2_RULES
 
 SB_GS2D_AVX2 static int sb_gs2d_coords_f_avx2(const float* restrict g, Py_ssize_t n,
         Py_ssize_t H, Py_ssize_t W, float scale_x, float scale_y, float shift, int pad,
@@ -290,9 +163,9 @@ SB_GS2D_AVX2 static int sb_gs2d_coords_f_avx2(const float* restrict g, Py_ssize_
         float* restrict w0, float* restrict w1, float* restrict w2, float* restrict w3,
         float* restrict txs, float* restrict tys, float* restrict dxs, float* restrict dys,
         unsigned char* restrict ok) {
-    const sb_gs2d_k8 kk = sb_gs2d_k8_make(H, W, scale_x, scale_y, shift, pad, lo, span_x,
-                                          span_y);
-    const sb_gs2d_k8* k = &kk;
+    const float scale[2] = {scale_x, scale_y}, span[2] = {span_x, span_y};
+    const sb_gs_k8 kk = sb_gs_k8_make(1, H, W, scale, shift, pad, lo, span, 2);
+    const sb_gs_k8* k = &kk;
     const __m256 one = k->one;
     int all = 1;
     for (Py_ssize_t j = 0; j < n; j += 8) {
@@ -307,9 +180,9 @@ SB_GS2D_AVX2 static int sb_gs2d_coords_f_avx2(const float* restrict g, Py_ssize_
         const __m256 ey = nearest ? fy : _mm256_add_ps(fy, one);
         __m256 inside = _mm256_and_ps(
             _mm256_and_ps(_mm256_cmp_ps(fx, k->zero, _CMP_GE_OQ),
-                          _mm256_cmp_ps(ex, k->fw, _CMP_LT_OQ)),
+                          _mm256_cmp_ps(ex, k->x.size, _CMP_LT_OQ)),
             _mm256_and_ps(_mm256_cmp_ps(fy, k->zero, _CMP_GE_OQ),
-                          _mm256_cmp_ps(ey, k->fh, _CMP_LT_OQ)));
+                          _mm256_cmp_ps(ey, k->y.size, _CMP_LT_OQ)));
         inside = _mm256_andnot_ps(far, inside);
         const __m256 tx = _mm256_sub_ps(ux, fx), ty = _mm256_sub_ps(uy, fy);
         fx = _mm256_and_ps(inside, fx);  /* inside ? fx : 0 */
@@ -350,7 +223,7 @@ SB_GS2D_AVX2 static int sb_gs2d_coords_f_avx2(const float* restrict g, Py_ssize_
  * whether every point was ok. */
 SB_GS2D_AVX2 static int sb_gs2d_nearest_f_avx2(const float* x, const float* g, float* out,
         Py_ssize_t C, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n,
-        const sb_gs2d_k8* k, unsigned char* ok) {
+        const sb_gs_k8* k, unsigned char* ok) {
     int32_t off[SB_GS_BLOCK] __attribute__((aligned(32)));
     __m256 in[SB_GS_BLOCK / 8];
     const Py_ssize_t HW = H * W;
@@ -361,8 +234,8 @@ SB_GS2D_AVX2 static int sb_gs2d_nearest_f_avx2(const float* x, const float* g, f
         sb_gs2d_coords8_avx2(k, g + 2 * j, r, &ux, &uy, &dx, &dy, &far);
         __m256 fx = _mm256_round_ps(ux, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         __m256 fy = _mm256_round_ps(uy, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        const __m256 inside = _mm256_andnot_ps(far, _mm256_and_ps(sb_gs2d_in8(k, fx, k->fw),
-                                                                  sb_gs2d_in8(k, fy, k->fh)));
+        const __m256 inside = _mm256_andnot_ps(far, _mm256_and_ps(sb_gs2d_in8(k, fx, k->x.size),
+                                                                  sb_gs2d_in8(k, fy, k->y.size)));
         fx = _mm256_and_ps(inside, fx);
         fy = _mm256_and_ps(inside, fy);
         _mm256_store_si256((__m256i*)(off + j), _mm256_add_epi32(

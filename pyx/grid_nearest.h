@@ -32,6 +32,33 @@ static void sb_gs2d_near_offsets_f_avx2(const float* g, Py_ssize_t n, Py_ssize_t
     }
 }
 
+#ifdef SB_GS_AVX2_RULES
+/* The 3-D offsets on the AVX2 path (isa 1), 8 points a vector: as the 2-D ones, -1 for a
+ * point outside with zeros padding, -2 for one not inside with border or reflection
+ * padding (reflected more than once, or a NaN coordinate). */
+SB_GS2D_AVX2 static void sb_gs3d_near_offsets_f_avx2(const float* g, Py_ssize_t n,
+        const sb_gs_k8* k, Py_ssize_t* offs) {
+    const __m256i none = _mm256_set1_epi32(k->pad ? -2 : -1);
+    for (Py_ssize_t j = 0; j < n; j += 8) {
+        const Py_ssize_t r = n - j < 8 ? n - j : 8;
+        __m256 inside, far;
+        const __m256i o = sb_gs3d_nearest_tap8(k, g + 3 * j, r, &inside, &far);
+        const __m256i v = _mm256_castps_si256(_mm256_blendv_ps(
+            _mm256_castsi256_ps(none), _mm256_castsi256_ps(o), inside));
+        if (r == 8) {
+            _mm256_storeu_si256((__m256i*)(offs + j),
+                                _mm256_cvtepi32_epi64(_mm256_castsi256_si128(v)));
+            _mm256_storeu_si256((__m256i*)(offs + j + 4),
+                                _mm256_cvtepi32_epi64(_mm256_extracti128_si256(v, 1)));
+        } else {
+            int32_t a[8];
+            _mm256_storeu_si256((__m256i*)a, v);
+            for (Py_ssize_t q = 0; q < r; q++) offs[j + q] = a[q];
+        }
+    }
+}
+#endif
+
 #ifdef SB_GS_X86
 /* Lanes in `in`: their offset; other lanes -1, or -2 where `far`. */
 SB_AVX512 static inline void sb_gs_store_offsets16(__m512i off, __mmask16 in, __mmask16 far,
@@ -97,14 +124,19 @@ static void sb_gs_near_push_##S_(const T* restrict gy, T* restrict gx,          
 SB_GS_NEAR_PUSH(float, f)
 SB_GS_NEAR_PUSH(double, d)
 
-/* Dispatch: 0 (nothing done) unless isa == 2 (AVX-512), or 1 in 2-D (AVX2), on an x86-64
- * build.  scale, span: x, y(, z). */
+/* Dispatch: 0 (nothing done) unless isa == 2 (AVX-512) or 1 (AVX2) on an x86-64 build.
+ * scale, span: x, y(, z). */
 static int sb_gs_near_offsets_f(int isa, int nd, const float* g, Py_ssize_t n, Py_ssize_t D,
         Py_ssize_t H, Py_ssize_t W, int pad, const float* scale, float shift, float lo,
         const float* span, Py_ssize_t* offs) {
     SB_GS2D_IF_X86(
     if (isa == 1 && nd == 2) {
         sb_gs2d_near_offsets_f_avx2(g, n, H, W, pad, scale, shift, lo, span, offs);
+        return 1;
+    }
+    if (isa == 1 && nd == 3) {
+        const sb_gs_k8 k = sb_gs_k8_make(D, H, W, scale, shift, pad, lo, span, 3);
+        sb_gs3d_near_offsets_f_avx2(g, n, &k, offs);
         return 1;
     }
     if (isa == 2 && nd == 2) {

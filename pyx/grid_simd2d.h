@@ -614,8 +614,8 @@ static int sb_gs2d_fused_f(int isa, const float* x, const float* g, float* out, 
         unsigned char* ok, int* all) {
     SB_GS2D_IF_X86(
     if (isa == 1 && nearest) {
-        const sb_gs2d_k8 k = sb_gs2d_k8_make(H, W, scale_x, scale_y, shift, pad, lo, span_x,
-                                             span_y);
+        const float scale[2] = {scale_x, scale_y}, span[2] = {span_x, span_y};
+        const sb_gs_k8 k = sb_gs_k8_make(1, H, W, scale, shift, pad, lo, span, 2);
         *all = sb_gs2d_nearest_f_avx2(x, g, out, C, H, W, P, n, &k, ok);
         return 1;
     }

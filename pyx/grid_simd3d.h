@@ -260,6 +260,72 @@ SB_AVX512 static void sb_gs3d_keys_f_avx512(const float* g, Py_ssize_t n, int ne
 }
 #endif
 
+#ifdef SB_GS_AVX2_RULES
+/* The tap offsets (z H + y) W + x of r <= 8 3-D nearest points and their inside mask
+ * (0 for a point reflected more than once: *far); offset 0 outside. */
+SB_GS2D_AVX2 static inline __m256i sb_gs3d_nearest_tap8(const sb_gs_k8* k, const float* g,
+        Py_ssize_t r, __m256* inside, __m256* far) {
+    __m256 ux, uy, uz, dx, dy, dz;
+    sb_gs3d_coords8_avx2(k, g, r, &ux, &uy, &uz, &dx, &dy, &dz, far);
+    __m256 fx = _mm256_round_ps(ux, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 fy = _mm256_round_ps(uy, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 fz = _mm256_round_ps(uz, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 in = _mm256_andnot_ps(*far, _mm256_and_ps(
+        _mm256_and_ps(sb_gs2d_in8(k, fx, k->x.size), sb_gs2d_in8(k, fy, k->y.size)),
+        sb_gs2d_in8(k, fz, k->z.size)));
+    fx = _mm256_and_ps(in, fx);
+    fy = _mm256_and_ps(in, fy);
+    fz = _mm256_and_ps(in, fz);
+    *inside = in;
+    const __m256i zy = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvttps_epi32(fz), k->vh),
+                                        _mm256_cvttps_epi32(fy));
+    return _mm256_add_epi32(_mm256_mullo_epi32(zy, k->vw), _mm256_cvttps_epi32(fx));
+}
+
+/* sb_gs3d_nearest_f_avx2: the 3-D nearest forward of n <= SB_GS_BLOCK points (float32,
+ * isa 1), the plan of grid_block2d.h's sb_gs2d_nearest_f_avx2: the block's offsets and
+ * inside masks first, then 8 points at a time each channel's 8 values by plain loads
+ * into one vector, +0 outside (a bitwise and), one store.  ok[j] = 0 for the points
+ * reflected more than once (the caller recomputes them); returns whether there are
+ * none. */
+SB_GS2D_AVX2 static int sb_gs3d_nearest_f_avx2(const float* x, const float* g, float* out,
+        Py_ssize_t C, Py_ssize_t S, Py_ssize_t P, Py_ssize_t n, const sb_gs_k8* k,
+        unsigned char* ok) {
+    int32_t off[SB_GS_BLOCK] __attribute__((aligned(32)));
+    __m256 in[SB_GS_BLOCK / 8];
+    int all = 1;
+    for (Py_ssize_t j = 0; j < n; j += 8) {
+        const Py_ssize_t r = n - j < 8 ? n - j : 8;
+        __m256 far;
+        _mm256_store_si256((__m256i*)(off + j), sb_gs3d_nearest_tap8(k, g + 3 * j, r, &in[j / 8],
+                                                                     &far));
+        const int farbits = _mm256_movemask_ps(far) & ~(0xff << r);
+        all &= farbits == 0;
+        for (Py_ssize_t q = 0; q < r; q++) ok[j + q] = (unsigned char)!((farbits >> q) & 1);
+    }
+    const Py_ssize_t n8 = n & ~(Py_ssize_t)7;
+    for (Py_ssize_t j = 0; j < n8; j += 8) {
+        const int32_t* o = off + j;
+        const Py_ssize_t o0 = o[0], o1 = o[1], o2 = o[2], o3 = o[3];
+        const Py_ssize_t o4 = o[4], o5 = o[5], o6 = o[6], o7 = o[7];
+        const __m256 inside = in[j / 8];
+        for (Py_ssize_t c = 0; c < C; c++) {
+            const float* xp = x + c * S;
+            const __m256 v = _mm256_setr_ps(xp[o0], xp[o1], xp[o2], xp[o3], xp[o4], xp[o5],
+                                            xp[o6], xp[o7]);
+            _mm256_storeu_ps(out + c * P + j, _mm256_and_ps(inside, v));
+        }
+    }
+    if (n8 < n) {
+        const int bits = _mm256_movemask_ps(in[n8 / 8]);
+        for (Py_ssize_t c = 0; c < C; c++)
+            for (Py_ssize_t j = n8; j < n; j++)
+                out[c * P + j] = (bits >> (j - n8)) & 1 ? x[c * S + off[j]] : 0.0f;
+    }
+    return all;
+}
+#endif
+
 static int sb_gs3d_keys_f(int isa, const float* g, Py_ssize_t n, Py_ssize_t D, Py_ssize_t H,
         Py_ssize_t W, int nearest, int pad, const float* scale, float shift, float lo,
         const float* span, const int32_t* slab_of_plane, Py_ssize_t* keys) {
@@ -277,6 +343,11 @@ static int sb_gs3d_fused_f(int isa, const float* x, const float* g, float* out, 
         int pad, const float* scale, float shift, float lo, const float* span,
         unsigned char* ok, int* all) {
     SB_GS2D_IF_X86(
+    if (isa == 1 && nearest) {
+        const sb_gs_k8 k = sb_gs_k8_make(D, H, W, scale, shift, pad, lo, span, 3);
+        *all = sb_gs3d_nearest_f_avx2(x, g, out, C, D * H * W, P, n, &k, ok);
+        return 1;
+    }
     if (isa == 2) {
         const sb_gs3d_k16 q = sb_gs3d_k16_make(D, H, W, scale, shift, pad, lo, span);
         *all = sb_gs3d_fused_f_avx512(x, g, out, C, D, H, W, P, n, nearest, &q, ok);

@@ -183,8 +183,8 @@ def test_simd_paths_give_the_portable_bits(mode, padding, ac):
 @pytest.mark.parametrize("padding", PADDINGS)
 @pytest.mark.parametrize("ac", [False, True])
 def test_simd_paths_give_the_portable_bits_3d(mode, padding, ac):
-    """The 3-D float32 AVX-512 passes (grid_simd3d.h) against the portable blocks, bit for
-    bit: a batch of 2 (the push in slabs) and of 5 (a task per sample), points inside,
+    """The 3-D float32 AVX-512 passes (grid_simd3d.h) and the AVX2 nearest passes against
+    the portable blocks, bit for bit: a batch of 2 (the push in slabs) and of 5 (a task per sample), points inside,
     at the edges, reflected more than once, NaN and huge; and against the reference."""
     from sandbox.runtime import simd
 
@@ -198,7 +198,9 @@ def test_simd_paths_give_the_portable_bits_3d(mode, padding, ac):
         g[0, 1, 0, 0] = [-1, 1, -1]
         gy = rng.standard_normal((n, shape[0], *out)).astype(np.float32)
         results = []
-        for path in [p for p in ("avx512", "portable") if p in simd.supported_paths()]:
+        paths = [p for p in ("avx512", "avx2", "portable") if p in simd.supported_paths()]
+        assert len(paths) >= 2 or "avx2" not in simd.cpu().flags
+        for path in paths:
             with simd.using(isa=path):
                 results.append((_kernel_fwd(x, g, mode, padding, ac),
                                 *_kernel_bwd(gy, x, g, mode, padding, ac),
