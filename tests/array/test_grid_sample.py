@@ -184,8 +184,9 @@ def test_simd_paths_give_the_portable_bits(mode, padding, ac):
 @pytest.mark.parametrize("ac", [False, True])
 def test_simd_paths_give_the_portable_bits_3d(mode, padding, ac):
     """The 3-D float32 AVX-512 passes (grid_simd3d.h) and the AVX2 nearest passes against
-    the portable blocks, bit for bit: a batch of 2 (the push in slabs) and of 5 (a task per sample), points inside,
-    at the edges, reflected more than once, NaN and huge; and against the reference."""
+    the portable blocks, bit for bit: a batch of 2 (the push in slabs) and of 5 (a task
+    per sample), points inside, at the edges, reflected more than once, NaN and huge;
+    and against the reference."""
     from sandbox.runtime import simd
 
     rng = np.random.default_rng(31 + PADDINGS.index(padding) + 3 * ac + 7 * (mode == "nearest"))
