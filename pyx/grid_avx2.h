@@ -16,6 +16,7 @@
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 #define SB_GS_AVX2_RULES 1
 #define SB_GS2D_AVX2 __attribute__((target("avx2")))
 
@@ -88,6 +89,45 @@ SB_GS2D_AVX2 static inline void sb_gs2d_ok8(unsigned char* ok, Py_ssize_t r, __m
 /* 0 <= f < size, lane by lane, as a mask vector. */
 SB_GS2D_AVX2 static inline __m256 sb_gs2d_in8(const sb_gs_k8* k, __m256 f, __m256 size) {
     return _mm256_and_ps(_mm256_cmp_ps(f, k->zero, _CMP_GE_OQ), _mm256_cmp_ps(f, size, _CMP_LT_OQ));
+}
+
+/* ok[0..r) <- 1 but for the lanes of `far` (points reflected more than once: 0); returns
+ * whether there are none. */
+SB_GS2D_AVX2 static inline int sb_gs_ok_far8(unsigned char* ok, Py_ssize_t r, __m256 far) {
+    const int bits = _mm256_movemask_ps(far) & ~(0xff << r);
+    if (bits == 0 && r == 8) {
+        memset(ok, 1, 8);
+        return 1;
+    }
+    for (Py_ssize_t q = 0; q < r; q++) ok[q] = (unsigned char)!((bits >> q) & 1);
+    return bits == 0;
+}
+
+/* The loads of a nearest block of n points: out[c P + j] = x[c S + off[j]] where the lane
+ * of in[j / 8] is set, else +0 (a bitwise and, so an inf or NaN at offset 0 does not
+ * leak).  8 points at a time, their offsets read once for every channel and each
+ * channel's 8 values gathered by plain loads into one vector, one store. */
+SB_GS2D_AVX2 static inline void sb_gs_nearest_loads8(const float* x, Py_ssize_t C, Py_ssize_t S,
+        float* out, Py_ssize_t P, Py_ssize_t n, const int32_t* off, const __m256* in) {
+    const Py_ssize_t n8 = n & ~(Py_ssize_t)7;
+    for (Py_ssize_t j = 0; j < n8; j += 8) {
+        const int32_t* o = off + j;
+        const Py_ssize_t o0 = o[0], o1 = o[1], o2 = o[2], o3 = o[3];
+        const Py_ssize_t o4 = o[4], o5 = o[5], o6 = o[6], o7 = o[7];
+        const __m256 inside = in[j / 8];
+        for (Py_ssize_t c = 0; c < C; c++) {
+            const float* xp = x + c * S;
+            const __m256 v = _mm256_setr_ps(xp[o0], xp[o1], xp[o2], xp[o3], xp[o4], xp[o5],
+                                            xp[o6], xp[o7]);
+            _mm256_storeu_ps(out + c * P + j, _mm256_and_ps(inside, v));
+        }
+    }
+    if (n8 < n) {
+        const int bits = _mm256_movemask_ps(in[n8 / 8]);
+        for (Py_ssize_t c = 0; c < C; c++)
+            for (Py_ssize_t j = n8; j < n; j++)
+                out[c * P + j] = (bits >> (j - n8)) & 1 ? x[c * S + off[j]] : 0.0f;
+    }
 }
 
 /* One axis of grid values g: u = (g + 1) s - shift, reflected (pad 2: the unflipped and

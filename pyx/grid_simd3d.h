@@ -299,29 +299,9 @@ SB_GS2D_AVX2 static int sb_gs3d_nearest_f_avx2(const float* x, const float* g, f
         __m256 far;
         _mm256_store_si256((__m256i*)(off + j), sb_gs3d_nearest_tap8(k, g + 3 * j, r, &in[j / 8],
                                                                      &far));
-        const int farbits = _mm256_movemask_ps(far) & ~(0xff << r);
-        all &= farbits == 0;
-        for (Py_ssize_t q = 0; q < r; q++) ok[j + q] = (unsigned char)!((farbits >> q) & 1);
+        all &= sb_gs_ok_far8(ok + j, r, far);
     }
-    const Py_ssize_t n8 = n & ~(Py_ssize_t)7;
-    for (Py_ssize_t j = 0; j < n8; j += 8) {
-        const int32_t* o = off + j;
-        const Py_ssize_t o0 = o[0], o1 = o[1], o2 = o[2], o3 = o[3];
-        const Py_ssize_t o4 = o[4], o5 = o[5], o6 = o[6], o7 = o[7];
-        const __m256 inside = in[j / 8];
-        for (Py_ssize_t c = 0; c < C; c++) {
-            const float* xp = x + c * S;
-            const __m256 v = _mm256_setr_ps(xp[o0], xp[o1], xp[o2], xp[o3], xp[o4], xp[o5],
-                                            xp[o6], xp[o7]);
-            _mm256_storeu_ps(out + c * P + j, _mm256_and_ps(inside, v));
-        }
-    }
-    if (n8 < n) {
-        const int bits = _mm256_movemask_ps(in[n8 / 8]);
-        for (Py_ssize_t c = 0; c < C; c++)
-            for (Py_ssize_t j = n8; j < n; j++)
-                out[c * P + j] = (bits >> (j - n8)) & 1 ? x[c * S + off[j]] : 0.0f;
-    }
+    sb_gs_nearest_loads8(x, C, S, out, P, n, off, in);
     return all;
 }
 #endif
