@@ -10,7 +10,10 @@
  * sb_gs_k8:            the constants, per axis (x, y, z) and shared.
  * sb_gs_axis8:         one axis: the padded coordinate u, d u / d g, and `far`.
  * sb_gs2d_coords8_avx2, sb_gs3d_coords8_avx2: the grid values of r <= 8 points, split
- *                      by axis (x, y(, z) interleaved in memory), through sb_gs_axis8. */
+ *                      by axis (x, y(, z) interleaved in memory), through sb_gs_axis8.
+ * sb_gs2d_nearest_tap8, sb_gs3d_nearest_tap8: their nearest taps' offsets and inside masks.
+ * sb_gs_nearest_loads8: a nearest forward block's loads (grid_block2d.h, grid_simd3d.h).
+ * sb_gs_near_offsets_f_avx2: the nearest push's offsets (grid_nearest.h). */
 #ifndef SANDBOX_GRID_AVX2_H
 #define SANDBOX_GRID_AVX2_H
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -202,6 +205,70 @@ SB_GS2D_AVX2 static inline void sb_gs3d_coords8_avx2(const sb_gs_k8* k, const fl
     *ux = sb_gs_axis8(k, &k->x, gx, dx, far);
     *uy = sb_gs_axis8(k, &k->y, gy, dy, far);
     *uz = sb_gs_axis8(k, &k->z, gz, dz, far);
+}
+/* The tap offsets y W + x of r <= 8 2-D nearest points and their inside mask (0 for a
+ * point reflected more than once: *far); offset 0 outside. */
+SB_GS2D_AVX2 static inline __m256i sb_gs2d_nearest_tap8(const sb_gs_k8* k, const float* g,
+        Py_ssize_t r, __m256* inside, __m256* far) {
+    __m256 ux, uy, dx, dy;
+    sb_gs2d_coords8_avx2(k, g, r, &ux, &uy, &dx, &dy, far);
+    __m256 fx = _mm256_round_ps(ux, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 fy = _mm256_round_ps(uy, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 in = _mm256_andnot_ps(*far, _mm256_and_ps(sb_gs2d_in8(k, fx, k->x.size),
+                                                           sb_gs2d_in8(k, fy, k->y.size)));
+    fx = _mm256_and_ps(in, fx);
+    fy = _mm256_and_ps(in, fy);
+    *inside = in;
+    return _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvttps_epi32(fy), k->vw),
+                            _mm256_cvttps_epi32(fx));
+}
+
+/* The tap offsets (z H + y) W + x of r <= 8 3-D nearest points and their inside mask
+ * (0 for a point reflected more than once: *far); offset 0 outside. */
+SB_GS2D_AVX2 static inline __m256i sb_gs3d_nearest_tap8(const sb_gs_k8* k, const float* g,
+        Py_ssize_t r, __m256* inside, __m256* far) {
+    __m256 ux, uy, uz, dx, dy, dz;
+    sb_gs3d_coords8_avx2(k, g, r, &ux, &uy, &uz, &dx, &dy, &dz, far);
+    __m256 fx = _mm256_round_ps(ux, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 fy = _mm256_round_ps(uy, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 fz = _mm256_round_ps(uz, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 in = _mm256_andnot_ps(*far, _mm256_and_ps(
+        _mm256_and_ps(sb_gs2d_in8(k, fx, k->x.size), sb_gs2d_in8(k, fy, k->y.size)),
+        sb_gs2d_in8(k, fz, k->z.size)));
+    fx = _mm256_and_ps(in, fx);
+    fy = _mm256_and_ps(in, fy);
+    fz = _mm256_and_ps(in, fz);
+    *inside = in;
+    const __m256i zy = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvttps_epi32(fz), k->vh),
+                                        _mm256_cvttps_epi32(fy));
+    return _mm256_add_epi32(_mm256_mullo_epi32(zy, k->vw), _mm256_cvttps_epi32(fx));
+}
+
+/* The nearest push's offsets of n points of an nd-D grid (pyx/_grid_sample.pyx,
+ * `_nearest_push`): each point's tap offset, -1 for a point outside with zeros padding,
+ * -2 for one not inside with border or reflection padding (reflected more than once, or
+ * a NaN coordinate: the caller computes those with the general rules). */
+SB_GS2D_AVX2 static void sb_gs_near_offsets_f_avx2(int nd, const float* g, Py_ssize_t n,
+        const sb_gs_k8* k, Py_ssize_t* offs) {
+    const __m256i none = _mm256_set1_epi32(k->pad ? -2 : -1);
+    for (Py_ssize_t j = 0; j < n; j += 8) {
+        const Py_ssize_t r = n - j < 8 ? n - j : 8;
+        __m256 inside, far;
+        const __m256i o = nd == 2 ? sb_gs2d_nearest_tap8(k, g + 2 * j, r, &inside, &far)
+                                  : sb_gs3d_nearest_tap8(k, g + 3 * j, r, &inside, &far);
+        const __m256i v = _mm256_castps_si256(_mm256_blendv_ps(
+            _mm256_castsi256_ps(none), _mm256_castsi256_ps(o), inside));
+        if (r == 8) {
+            _mm256_storeu_si256((__m256i*)(offs + j),
+                                _mm256_cvtepi32_epi64(_mm256_castsi256_si128(v)));
+            _mm256_storeu_si256((__m256i*)(offs + j + 4),
+                                _mm256_cvtepi32_epi64(_mm256_extracti128_si256(v, 1)));
+        } else {
+            int32_t a[8];
+            _mm256_storeu_si256((__m256i*)a, v);
+            for (Py_ssize_t q = 0; q < r; q++) offs[j + q] = a[q];
+        }
+    }
 }
 #endif
 #endif

@@ -230,17 +230,9 @@ SB_GS2D_AVX2 static int sb_gs2d_nearest_f_avx2(const float* x, const float* g, f
     int all = 1;
     for (Py_ssize_t j = 0; j < n; j += 8) {
         const Py_ssize_t r = n - j < 8 ? n - j : 8;
-        __m256 ux, uy, dx, dy, far;
-        sb_gs2d_coords8_avx2(k, g + 2 * j, r, &ux, &uy, &dx, &dy, &far);
-        __m256 fx = _mm256_round_ps(ux, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m256 fy = _mm256_round_ps(uy, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        const __m256 inside = _mm256_andnot_ps(far, _mm256_and_ps(sb_gs2d_in8(k, fx, k->x.size),
-                                                                  sb_gs2d_in8(k, fy, k->y.size)));
-        fx = _mm256_and_ps(inside, fx);
-        fy = _mm256_and_ps(inside, fy);
-        _mm256_store_si256((__m256i*)(off + j), _mm256_add_epi32(
-            _mm256_mullo_epi32(_mm256_cvttps_epi32(fy), k->vw), _mm256_cvttps_epi32(fx)));
-        in[j / 8] = inside;
+        __m256 far;
+        _mm256_store_si256((__m256i*)(off + j), sb_gs2d_nearest_tap8(k, g + 2 * j, r, &in[j / 8],
+                                                                     &far));
         all &= sb_gs_ok_far8(ok + j, r, far);
     }
     sb_gs_nearest_loads8(x, C, HW, out, P, n, off, in);

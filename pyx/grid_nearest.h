@@ -1,8 +1,9 @@
 /* The nearest push's offsets (pyx/_grid_sample.pyx, `_nearest_push`): for each point the
  * flat offset (z H + y) W + x of its one tap in its sample's channel plane, -1 when the
  * tap lies outside (nothing to push), -2 for a point reflected more than once (the
- * caller computes those with the general rules).  AVX-512, float32, 16 points a
- * vector, on the coordinate rules of grid_simd2d.h / grid_simd3d.h.
+ * caller computes those with the general rules).  Float32, 16 points a vector on AVX-512
+ * (the coordinate rules of grid_simd2d.h / grid_simd3d.h), 8 on AVX2 (grid_avx2.h's
+ * sb_gs_near_offsets_f_avx2).
  *
  * A nearest point has one tap, so each input value receives the gradients of the
  * points that pick it in point order whatever way the work is cut: the push can run
@@ -10,54 +11,7 @@
 #ifndef SANDBOX_GRID_NEAREST_H
 #define SANDBOX_GRID_NEAREST_H
 #include "grid_simd3d.h"
-#include "grid_block2d.h"  /* sb_gs2d_coords_f_avx2, for the AVX2 path */
-
-/* The 2-D offsets on the AVX2 path (isa 1): grid_block2d.h's AVX2 coordinate pass over
- * blocks of SB_GS_BLOCK points.  A point it leaves out is outside the input (-1) with
- * zeros padding; with border or reflection padding every point lands inside but those
- * reflected more than once, so it is one of those (-2). */
-static void sb_gs2d_near_offsets_f_avx2(const float* g, Py_ssize_t n, Py_ssize_t H,
-        Py_ssize_t W, int pad, const float* scale, float shift, float lo, const float* span,
-        Py_ssize_t* offs) {
-    int32_t off[SB_GS_BLOCK];
-    float w[4][SB_GS_BLOCK], t[2][SB_GS_BLOCK], d[2][SB_GS_BLOCK];
-    unsigned char ok[SB_GS_BLOCK];
-    for (Py_ssize_t j0 = 0; j0 < n; j0 += SB_GS_BLOCK) {
-        const Py_ssize_t cnt = n - j0 < SB_GS_BLOCK ? n - j0 : SB_GS_BLOCK;
-        sb_gs2d_coords_f_avx2(g + 2 * j0, cnt, H, W, scale[0], scale[1], shift, pad, lo,
-                              span[0], span[1], 1, off, w[0], w[1], w[2], w[3], t[0], t[1],
-                              d[0], d[1], ok);
-        for (Py_ssize_t j = 0; j < cnt; j++)
-            offs[j0 + j] = ok[j] ? (Py_ssize_t)off[j] : (pad ? -2 : -1);
-    }
-}
-
-#ifdef SB_GS_AVX2_RULES
-/* The 3-D offsets on the AVX2 path (isa 1), 8 points a vector: as the 2-D ones, -1 for a
- * point outside with zeros padding, -2 for one not inside with border or reflection
- * padding (reflected more than once, or a NaN coordinate). */
-SB_GS2D_AVX2 static void sb_gs3d_near_offsets_f_avx2(const float* g, Py_ssize_t n,
-        const sb_gs_k8* k, Py_ssize_t* offs) {
-    const __m256i none = _mm256_set1_epi32(k->pad ? -2 : -1);
-    for (Py_ssize_t j = 0; j < n; j += 8) {
-        const Py_ssize_t r = n - j < 8 ? n - j : 8;
-        __m256 inside, far;
-        const __m256i o = sb_gs3d_nearest_tap8(k, g + 3 * j, r, &inside, &far);
-        const __m256i v = _mm256_castps_si256(_mm256_blendv_ps(
-            _mm256_castsi256_ps(none), _mm256_castsi256_ps(o), inside));
-        if (r == 8) {
-            _mm256_storeu_si256((__m256i*)(offs + j),
-                                _mm256_cvtepi32_epi64(_mm256_castsi256_si128(v)));
-            _mm256_storeu_si256((__m256i*)(offs + j + 4),
-                                _mm256_cvtepi32_epi64(_mm256_extracti128_si256(v, 1)));
-        } else {
-            int32_t a[8];
-            _mm256_storeu_si256((__m256i*)a, v);
-            for (Py_ssize_t q = 0; q < r; q++) offs[j + q] = a[q];
-        }
-    }
-}
-#endif
+#include "grid_avx2.h"  /* the AVX2 path's offsets */
 
 #ifdef SB_GS_X86
 /* Lanes in `in`: their offset; other lanes -1, or -2 where `far`. */
@@ -130,13 +84,9 @@ static int sb_gs_near_offsets_f(int isa, int nd, const float* g, Py_ssize_t n, P
         Py_ssize_t H, Py_ssize_t W, int pad, const float* scale, float shift, float lo,
         const float* span, Py_ssize_t* offs) {
     SB_GS2D_IF_X86(
-    if (isa == 1 && nd == 2) {
-        sb_gs2d_near_offsets_f_avx2(g, n, H, W, pad, scale, shift, lo, span, offs);
-        return 1;
-    }
-    if (isa == 1 && nd == 3) {
-        const sb_gs_k8 k = sb_gs_k8_make(D, H, W, scale, shift, pad, lo, span, 3);
-        sb_gs3d_near_offsets_f_avx2(g, n, &k, offs);
+    if (isa == 1) {
+        const sb_gs_k8 k = sb_gs_k8_make(D, H, W, scale, shift, pad, lo, span, nd);
+        sb_gs_near_offsets_f_avx2(nd, g, n, &k, offs);
         return 1;
     }
     if (isa == 2 && nd == 2) {

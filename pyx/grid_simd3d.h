@@ -261,27 +261,6 @@ SB_AVX512 static void sb_gs3d_keys_f_avx512(const float* g, Py_ssize_t n, int ne
 #endif
 
 #ifdef SB_GS_AVX2_RULES
-/* The tap offsets (z H + y) W + x of r <= 8 3-D nearest points and their inside mask
- * (0 for a point reflected more than once: *far); offset 0 outside. */
-SB_GS2D_AVX2 static inline __m256i sb_gs3d_nearest_tap8(const sb_gs_k8* k, const float* g,
-        Py_ssize_t r, __m256* inside, __m256* far) {
-    __m256 ux, uy, uz, dx, dy, dz;
-    sb_gs3d_coords8_avx2(k, g, r, &ux, &uy, &uz, &dx, &dy, &dz, far);
-    __m256 fx = _mm256_round_ps(ux, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 fy = _mm256_round_ps(uy, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 fz = _mm256_round_ps(uz, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256 in = _mm256_andnot_ps(*far, _mm256_and_ps(
-        _mm256_and_ps(sb_gs2d_in8(k, fx, k->x.size), sb_gs2d_in8(k, fy, k->y.size)),
-        sb_gs2d_in8(k, fz, k->z.size)));
-    fx = _mm256_and_ps(in, fx);
-    fy = _mm256_and_ps(in, fy);
-    fz = _mm256_and_ps(in, fz);
-    *inside = in;
-    const __m256i zy = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvttps_epi32(fz), k->vh),
-                                        _mm256_cvttps_epi32(fy));
-    return _mm256_add_epi32(_mm256_mullo_epi32(zy, k->vw), _mm256_cvttps_epi32(fx));
-}
-
 /* sb_gs3d_nearest_f_avx2: the 3-D nearest forward of n <= SB_GS_BLOCK points (float32,
  * isa 1), the plan of grid_block2d.h's sb_gs2d_nearest_f_avx2: the block's offsets and
  * inside masks first, then 8 points at a time each channel's 8 values by plain loads
