@@ -211,34 +211,6 @@ SB_GS2D_AVX2 static int sb_gs2d_coords_f_avx2(const float* restrict g, Py_ssize_
     return all;
 }
 
-/* sb_gs2d_nearest_f_avx2: the blocked nearest forward (float32, isa 1), 8 points a
- * vector.  First the block's tap offsets and inside masks (offset 0 outside), then, 8
- * points at a time, their 8 offsets read once for every channel and each channel's 8
- * values gathered by plain loads into one vector, +0 where the tap lies outside (zeros
- * padding: the general path's empty sum; a bitwise and, so an inf or NaN at offset 0
- * does not leak), and one store.  The loop of a load, a load and a store per value
- * that this replaces was bound by those memory operations; computing the offsets in the
- * same loop as the loads made each round one long dependency chain (1.1-1.3x slower).
- * Points reflected more than once get ok[j] = 0 (the caller recomputes them); returns
- * whether every point was ok. */
-SB_GS2D_AVX2 static int sb_gs2d_nearest_f_avx2(const float* x, const float* g, float* out,
-        Py_ssize_t C, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n,
-        const sb_gs_k8* k, unsigned char* ok) {
-    int32_t off[SB_GS_BLOCK] __attribute__((aligned(32)));
-    __m256 in[SB_GS_BLOCK / 8];
-    const Py_ssize_t HW = H * W;
-    int all = 1;
-    for (Py_ssize_t j = 0; j < n; j += 8) {
-        const Py_ssize_t r = n - j < 8 ? n - j : 8;
-        __m256 far;
-        _mm256_store_si256((__m256i*)(off + j), sb_gs2d_nearest_tap8(k, g + 2 * j, r, &in[j / 8],
-                                                                     &far));
-        all &= sb_gs_ok_far8(ok + j, r, far);
-    }
-    sb_gs_nearest_loads8(x, C, HW, out, P, n, off, in);
-    return all;
-}
-
 /* sb_gs2d_taps8_f_avx2: the four taps of 8 points (offsets off[0..8)) as vectors of the
  * top-left, top-right, bottom-left and bottom-right values.  Each point's two taps of a
  * row are one 64-bit load; pairs of points share a 128-bit register, and two shuffles

@@ -607,7 +607,7 @@ SB_AVX512 static void sb_gs2d_keys_f_avx512(const float* g, Py_ssize_t n, int ne
 #endif
 
 /* Dispatch: each returns 0 (nothing done) unless isa == 2 on an x86-64 build (and for
- * sb_gs2d_fused_f, isa == 1 with nearest: grid_block2d.h's sb_gs2d_nearest_f_avx2). */
+ * sb_gs2d_fused_f, isa == 1 with nearest: grid_avx2.h's sb_gs_nearest_f_avx2). */
 static int sb_gs2d_fused_f(int isa, const float* x, const float* g, float* out, Py_ssize_t C,
         Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n, int nearest, int pad,
         float scale_x, float scale_y, float shift, float lo, float span_x, float span_y,
@@ -616,7 +616,7 @@ static int sb_gs2d_fused_f(int isa, const float* x, const float* g, float* out, 
     if (isa == 1 && nearest) {
         const float scale[2] = {scale_x, scale_y}, span[2] = {span_x, span_y};
         const sb_gs_k8 k = sb_gs_k8_make(1, H, W, scale, shift, pad, lo, span, 2);
-        *all = sb_gs2d_nearest_f_avx2(x, g, out, C, H, W, P, n, &k, ok);
+        *all = sb_gs_nearest_f_avx2(2, x, g, out, C, H * W, P, n, &k, ok);
         return 1;
     }
     if (isa == 2) {

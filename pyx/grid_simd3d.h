@@ -260,30 +260,6 @@ SB_AVX512 static void sb_gs3d_keys_f_avx512(const float* g, Py_ssize_t n, int ne
 }
 #endif
 
-#ifdef SB_GS_AVX2_RULES
-/* sb_gs3d_nearest_f_avx2: the 3-D nearest forward of n <= SB_GS_BLOCK points (float32,
- * isa 1), the plan of grid_block2d.h's sb_gs2d_nearest_f_avx2: the block's offsets and
- * inside masks first, then 8 points at a time each channel's 8 values by plain loads
- * into one vector, +0 outside (a bitwise and), one store.  ok[j] = 0 for the points
- * reflected more than once (the caller recomputes them); returns whether there are
- * none. */
-SB_GS2D_AVX2 static int sb_gs3d_nearest_f_avx2(const float* x, const float* g, float* out,
-        Py_ssize_t C, Py_ssize_t S, Py_ssize_t P, Py_ssize_t n, const sb_gs_k8* k,
-        unsigned char* ok) {
-    int32_t off[SB_GS_BLOCK] __attribute__((aligned(32)));
-    __m256 in[SB_GS_BLOCK / 8];
-    int all = 1;
-    for (Py_ssize_t j = 0; j < n; j += 8) {
-        const Py_ssize_t r = n - j < 8 ? n - j : 8;
-        __m256 far;
-        _mm256_store_si256((__m256i*)(off + j), sb_gs3d_nearest_tap8(k, g + 3 * j, r, &in[j / 8],
-                                                                     &far));
-        all &= sb_gs_ok_far8(ok + j, r, far);
-    }
-    sb_gs_nearest_loads8(x, C, S, out, P, n, off, in);
-    return all;
-}
-#endif
 
 static int sb_gs3d_keys_f(int isa, const float* g, Py_ssize_t n, Py_ssize_t D, Py_ssize_t H,
         Py_ssize_t W, int nearest, int pad, const float* scale, float shift, float lo,
@@ -304,7 +280,7 @@ static int sb_gs3d_fused_f(int isa, const float* x, const float* g, float* out, 
     SB_GS2D_IF_X86(
     if (isa == 1 && nearest) {
         const sb_gs_k8 k = sb_gs_k8_make(D, H, W, scale, shift, pad, lo, span, 3);
-        *all = sb_gs3d_nearest_f_avx2(x, g, out, C, D * H * W, P, n, &k, ok);
+        *all = sb_gs_nearest_f_avx2(3, x, g, out, C, D * H * W, P, n, &k, ok);
         return 1;
     }
     if (isa == 2) {
