@@ -131,6 +131,9 @@ cdef extern from "grid_simd3d.h":
                              const float*, const Py_ssize_t*, Py_ssize_t, int, int,
                              const float*, float, float, const float*, unsigned char*,
                              int*) noexcept nogil
+    int sb_gs3d_coords_isa_f(int, const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                             const float*, float, int, float, const float*, int, int32_t*,
+                             float*, float*, float*, unsigned char*) noexcept nogil
     int sb_gs3d_keys_f(int, const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, int,
                        int, const float*, float, float, const float*, const int32_t*,
                        Py_ssize_t*) noexcept nogil
@@ -865,11 +868,12 @@ cdef inline void _params_3d(int ac, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, re
 cdef inline int _coords_3d(const real* g, Py_ssize_t cnt, Py_ssize_t D, Py_ssize_t H,
                            Py_ssize_t W, const real* scale, real shift, int pad, real lo,
                            const real* span, int nearest, int32_t* off, real* wt, real* ts,
-                           real* ds, unsigned char* ok) noexcept nogil:
-    """grid_block3d.h's coordinate pass; returns whether every point is ok."""
+                           real* ds, unsigned char* ok, int isa) noexcept nogil:
+    """grid_block3d.h's coordinate pass (float32 with ``isa`` >= 1: grid_simd3d.h's AVX2
+    pass, the same values); returns whether every point is ok."""
     if real is float:
-        return sb_gs3d_coords_f(g, cnt, D, H, W, scale, shift, pad, lo, span, nearest, off, wt,
-                                ts, ds, ok)
+        return sb_gs3d_coords_isa_f(isa, g, cnt, D, H, W, scale, shift, pad, lo, span, nearest,
+                                    off, wt, ts, ds, ok)
     else:
         return sb_gs3d_coords_d(g, cnt, D, H, W, scale, shift, pad, lo, span, nearest, off, wt,
                                 ts, ds, ok)
@@ -1096,7 +1100,7 @@ cdef inline void _forward_block_3d(const real* xn, const real* gp, real* outp, P
                                shift, lo, span, ok, &all_ok)
     if not done:
         all_ok = _coords_3d(gp, cnt, D, H, W, scale, shift, pad, lo, span, nearest, off, wt,
-                            ts, ds, ok)
+                            ts, ds, ok, isa)
         _gather_3d(xn, C, S, H, W, outp, P, cnt, nearest, off, wt)
     if not all_ok:
         for j in range(cnt):
@@ -1144,7 +1148,7 @@ cdef inline void _backward_block_3d(const real* gyn, const real* xn, const real*
                                         span, ok, &all_ok)
     if not done:
         all_ok = _coords_3d(gbuf, cnt, D, H, W, scale, shift, pad, lo, span, nearest, off, wt,
-                            ts, ds, ok)
+                            ts, ds, ok, isa)
         _push_3d(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv, off, wt, ts, ok)
         if deriv:
             _grid_grad_block(ggn, idx, cnt, 3, acc, ds, ok)
