@@ -131,6 +131,9 @@ cdef extern from "grid_simd3d.h":
                              const float*, const Py_ssize_t*, Py_ssize_t, int, int,
                              const float*, float, float, const float*, unsigned char*,
                              int*) noexcept nogil
+    void sb_gs3d_gather_isa_f(int, const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                              float*, Py_ssize_t, Py_ssize_t, int, const int32_t*,
+                              const float*) noexcept nogil
     int sb_gs3d_coords_isa_f(int, const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                              const float*, float, int, float, const float*, int, int32_t*,
                              float*, float*, float*, unsigned char*) noexcept nogil
@@ -881,10 +884,11 @@ cdef inline int _coords_3d(const real* g, Py_ssize_t cnt, Py_ssize_t D, Py_ssize
 
 cdef inline void _gather_3d(const real* xn, Py_ssize_t C, Py_ssize_t S, Py_ssize_t H,
                             Py_ssize_t W, real* outp, Py_ssize_t P, Py_ssize_t cnt, int nearest,
-                            const int32_t* off, const real* wt) noexcept nogil:
-    """grid_block3d.h's gather of the ok points."""
+                            const int32_t* off, const real* wt, int isa) noexcept nogil:
+    """grid_block3d.h's gather of the ok points (float32 with ``isa`` >= 1: grid_simd3d.h's
+    AVX2 form, the same values)."""
     if real is float:
-        sb_gs3d_gather_f(xn, C, S, H, W, outp, P, cnt, nearest, off, wt)
+        sb_gs3d_gather_isa_f(isa, xn, C, S, H, W, outp, P, cnt, nearest, off, wt)
     else:
         sb_gs3d_gather_d(xn, C, S, H, W, outp, P, cnt, nearest, off, wt)
 
@@ -1101,7 +1105,7 @@ cdef inline void _forward_block_3d(const real* xn, const real* gp, real* outp, P
     if not done:
         all_ok = _coords_3d(gp, cnt, D, H, W, scale, shift, pad, lo, span, nearest, off, wt,
                             ts, ds, ok, isa)
-        _gather_3d(xn, C, S, H, W, outp, P, cnt, nearest, off, wt)
+        _gather_3d(xn, C, S, H, W, outp, P, cnt, nearest, off, wt, isa)
     if not all_ok:
         for j in range(cnt):
             if not ok[j]:

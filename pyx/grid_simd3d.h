@@ -341,6 +341,53 @@ SB_GS2D_AVX2 static int sb_gs3d_coords_f_avx2(const float* g, Py_ssize_t n, Py_s
 }
 #endif
 
+#ifdef SB_GS_AVX2_RULES
+/* sb_gs3d_gather_f_avx2: grid_block3d.h's trilinear gather (float32, isa 1) on 8 points a
+ * vector, the 8 taps of each point as two planes of grid_block2d.h's
+ * sb_gs2d_taps8_f_avx2 (64-bit loads; the compiler's clone of the loop gathers, and
+ * gathers are slow on most AVX2-only cores), the loop's sums in its order; nearest goes
+ * to the loop. */
+SB_GS2D_AVX2 static void sb_gs3d_gather_f_avx2(const float* x, Py_ssize_t C, Py_ssize_t S,
+        Py_ssize_t H, Py_ssize_t W, float* out, Py_ssize_t P, Py_ssize_t n, int nearest,
+        const int32_t* off, const float* wt) {
+    const Py_ssize_t B = SB_GS_BLOCK, HW = H * W;
+    if (nearest) {
+        sb_gs3d_gather_f(x, C, S, H, W, out, P, n, nearest, off, wt);
+        return;
+    }
+    const Py_ssize_t n8 = n & ~(Py_ssize_t)7;
+    for (Py_ssize_t c = 0; c < C; c++) {
+        const float* xp = x + c * S;
+        float* op = out + c * P;
+        for (Py_ssize_t j = 0; j < n8; j += 8) {
+            __m256 q[8];
+            sb_gs2d_taps8_f_avx2(xp, W, off + j, &q[0], &q[1], &q[2], &q[3]);
+            sb_gs2d_taps8_f_avx2(xp + HW, W, off + j, &q[4], &q[5], &q[6], &q[7]);
+            __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(wt + j), q[0]),
+                                     _mm256_mul_ps(_mm256_loadu_ps(wt + B + j), q[1]));
+            for (int k = 2; k < 8; k++)
+                v = _mm256_add_ps(v, _mm256_mul_ps(_mm256_loadu_ps(wt + k * B + j), q[k]));
+            _mm256_storeu_ps(op + j, v);
+        }
+        if (n8 < n)  /* the last points by the loop, one channel at a time */
+            sb_gs3d_gather_f(xp, 1, S, H, W, op + n8, P, n - n8, 0, off + n8, wt + n8);
+    }
+}
+#endif
+
+/* The 3-D trilinear gather: sb_gs3d_gather_f_avx2 where isa >= 1 on an x86-64 build, else
+ * grid_block3d.h's loop (the same values). */
+static void sb_gs3d_gather_isa_f(int isa, const float* x, Py_ssize_t C, Py_ssize_t S,
+        Py_ssize_t H, Py_ssize_t W, float* out, Py_ssize_t P, Py_ssize_t n, int nearest,
+        const int32_t* off, const float* wt) {
+    SB_GS2D_IF_X86(
+    if (isa >= 1) {
+        sb_gs3d_gather_f_avx2(x, C, S, H, W, out, P, n, nearest, off, wt);
+        return;
+    })
+    sb_gs3d_gather_f(x, C, S, H, W, out, P, n, nearest, off, wt);
+}
+
 /* The 3-D coordinate pass: sb_gs3d_coords_f_avx2 where isa >= 1 on an x86-64 build, else
  * grid_block3d.h's loop (the same values). */
 static int sb_gs3d_coords_isa_f(int isa, const float* g, Py_ssize_t n, Py_ssize_t D,
