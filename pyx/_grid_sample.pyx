@@ -131,6 +131,10 @@ cdef extern from "grid_simd3d.h":
                              const float*, const Py_ssize_t*, Py_ssize_t, int, int,
                              const float*, float, float, const float*, unsigned char*,
                              int*) noexcept nogil
+    void sb_gs3d_backward_isa_f(int, const float*, const float*, float*, float*, Py_ssize_t,
+                                Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                                const Py_ssize_t*, int, int, const int32_t*, const float*,
+                                const float*, const unsigned char*) noexcept nogil
     void sb_gs3d_gather_isa_f(int, const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                               float*, Py_ssize_t, Py_ssize_t, int, const int32_t*,
                               const float*) noexcept nogil
@@ -897,11 +901,12 @@ cdef inline void _push_3d(const real* xn, const real* gyn, real* gxn, real* acc,
                           Py_ssize_t S, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P,
                           Py_ssize_t cnt, const Py_ssize_t* idx, int nearest, int deriv,
                           const int32_t* off, const real* wt, const real* ts,
-                          const unsigned char* ok) noexcept nogil:
-    """grid_block3d.h's backward of the ok points: the push, and acc (as ds) with deriv."""
+                          const unsigned char* ok, int isa) noexcept nogil:
+    """grid_block3d.h's backward of the ok points: the push, and acc (as ds) with deriv
+    (float32 with ``isa`` >= 1: grid_simd3d.h's AVX2 sums, the same values)."""
     if real is float:
-        sb_gs3d_backward_f(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv, off, wt,
-                           ts, ok)
+        sb_gs3d_backward_isa_f(isa, xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv,
+                               off, wt, ts, ok)
     else:
         sb_gs3d_backward_d(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv, off, wt,
                            ts, ok)
@@ -1153,7 +1158,8 @@ cdef inline void _backward_block_3d(const real* gyn, const real* xn, const real*
     if not done:
         all_ok = _coords_3d(gbuf, cnt, D, H, W, scale, shift, pad, lo, span, nearest, off, wt,
                             ts, ds, ok, isa)
-        _push_3d(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv, off, wt, ts, ok)
+        _push_3d(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv, off, wt, ts, ok,
+                 isa)
         if deriv:
             _grid_grad_block(ggn, idx, cnt, 3, acc, ds, ok)
     # a nearest point that is not inside has no tap (none to push, no grid gradient),

@@ -375,6 +375,82 @@ SB_GS2D_AVX2 static void sb_gs3d_gather_f_avx2(const float* x, Py_ssize_t C, Py_
 }
 #endif
 
+#ifdef SB_GS_AVX2_RULES
+/* sb_gs3d_backward_f_avx2: grid_block3d.h's sb_gs3d_backward_f (float32, isa 1) with the
+ * trilinear derivative sums on 8 points a vector, the taps as in sb_gs3d_gather_f_avx2,
+ * the loop's operations in its order; the push by the loop (it runs first: the push
+ * writes gx, the sums acc, so the order between them does not matter). */
+SB_GS2D_AVX2 static void sb_gs3d_backward_f_avx2(const float* x, const float* gy, float* gx,
+        float* acc, Py_ssize_t C, Py_ssize_t S, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P,
+        Py_ssize_t n, const Py_ssize_t* pts, int nearest, int deriv, const int32_t* off,
+        const float* wt, const float* ts, const unsigned char* ok) {
+    const Py_ssize_t B = SB_GS_BLOCK, HW = H * W;
+    /* the push, and acc zeroed */
+    sb_gs3d_backward_f(x, gy, gx, acc, C, S, H, W, P, n, pts, nearest, deriv && nearest, off,
+                       wt, ts, ok);
+    if (!deriv || nearest)
+        return;
+    const Py_ssize_t n8 = n & ~(Py_ssize_t)7;
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (Py_ssize_t c = 0; c < C; c++) {
+        const float* xp = x + c * S;
+        const float* gyp = gy + c * P;
+        for (Py_ssize_t j = 0; j < n8; j += 8) {
+            __m256 q[8];
+            sb_gs2d_taps8_f_avx2(xp, W, off + j, &q[0], &q[1], &q[2], &q[3]);
+            sb_gs2d_taps8_f_avx2(xp + HW, W, off + j, &q[4], &q[5], &q[6], &q[7]);
+            const Py_ssize_t* pj = pts + j;
+            const __m256 g = _mm256_setr_ps(gyp[pj[0]], gyp[pj[1]], gyp[pj[2]], gyp[pj[3]],
+                                            gyp[pj[4]], gyp[pj[5]], gyp[pj[6]], gyp[pj[7]]);
+            const __m256 tx = _mm256_loadu_ps(ts + j), ty = _mm256_loadu_ps(ts + B + j);
+            const __m256 tz = _mm256_loadu_ps(ts + 2 * B + j);
+            const __m256 sx = _mm256_sub_ps(one, tx), sy = _mm256_sub_ps(one, ty);
+            const __m256 sz = _mm256_sub_ps(one, tz);
+#define SB_LERP2(s, t, a, b, c, d) \
+    _mm256_add_ps(_mm256_mul_ps(s, _mm256_sub_ps(a, b)), _mm256_mul_ps(t, _mm256_sub_ps(c, d)))
+            /* d/dx: (1 - tz) ((1 - ty) (v1 - v0) + ty (v3 - v2)) + tz (...(v5 - v4)...(v7 - v6)) */
+            const __m256 vx = _mm256_add_ps(
+                _mm256_mul_ps(sz, SB_LERP2(sy, ty, q[1], q[0], q[3], q[2])),
+                _mm256_mul_ps(tz, SB_LERP2(sy, ty, q[5], q[4], q[7], q[6])));
+            const __m256 vy = _mm256_add_ps(
+                _mm256_mul_ps(sz, SB_LERP2(sx, tx, q[2], q[0], q[3], q[1])),
+                _mm256_mul_ps(tz, SB_LERP2(sx, tx, q[6], q[4], q[7], q[5])));
+            const __m256 vz = _mm256_add_ps(
+                _mm256_mul_ps(sy, SB_LERP2(sx, tx, q[4], q[0], q[5], q[1])),
+                _mm256_mul_ps(ty, SB_LERP2(sx, tx, q[6], q[2], q[7], q[3])));
+#undef SB_LERP2
+            float* ax = acc + j;
+            _mm256_storeu_ps(ax, _mm256_add_ps(_mm256_loadu_ps(ax), _mm256_mul_ps(g, vx)));
+            _mm256_storeu_ps(ax + B, _mm256_add_ps(_mm256_loadu_ps(ax + B), _mm256_mul_ps(g, vy)));
+            _mm256_storeu_ps(ax + 2 * B, _mm256_add_ps(_mm256_loadu_ps(ax + 2 * B),
+                                                       _mm256_mul_ps(g, vz)));
+        }
+    }
+    if (n8 < n) {  /* the last points' sums by the loop, from zero as in place */
+        float tail[3 * SB_GS_BLOCK];
+        sb_gs3d_backward_f(x, gy, NULL, tail, C, S, H, W, P, n - n8, pts + n8, 0, 1, off + n8,
+                           wt + n8, ts + n8, ok + n8);
+        for (int a = 0; a < 3; a++)
+            for (Py_ssize_t j = 0; j < n - n8; j++) acc[a * B + n8 + j] = tail[a * B + j];
+    }
+}
+#endif
+
+/* The 3-D backward's sums and push: sb_gs3d_backward_f_avx2 where isa >= 1 on an x86-64
+ * build, else grid_block3d.h's loop (the same values). */
+static void sb_gs3d_backward_isa_f(int isa, const float* x, const float* gy, float* gx,
+        float* acc, Py_ssize_t C, Py_ssize_t S, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P,
+        Py_ssize_t n, const Py_ssize_t* pts, int nearest, int deriv, const int32_t* off,
+        const float* wt, const float* ts, const unsigned char* ok) {
+    SB_GS2D_IF_X86(
+    if (isa >= 1) {
+        sb_gs3d_backward_f_avx2(x, gy, gx, acc, C, S, H, W, P, n, pts, nearest, deriv, off, wt,
+                                ts, ok);
+        return;
+    })
+    sb_gs3d_backward_f(x, gy, gx, acc, C, S, H, W, P, n, pts, nearest, deriv, off, wt, ts, ok);
+}
+
 /* The 3-D trilinear gather: sb_gs3d_gather_f_avx2 where isa >= 1 on an x86-64 build, else
  * grid_block3d.h's loop (the same values). */
 static void sb_gs3d_gather_isa_f(int isa, const float* x, Py_ssize_t C, Py_ssize_t S,
