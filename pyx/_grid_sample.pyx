@@ -1337,8 +1337,8 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
     count.  The grid gradient of each point is computed in the same visit.
 
     ``isa`` = 2 runs the 2-D float32 nearest/bilinear blocks and keys on grid_simd2d.h's
-    AVX-512 passes, the keys through ``slab_of_row`` (H entries: row // slab); the
-    values are the same.
+    AVX-512 passes, ``isa`` = 1 the keys on grid_avx2.h's (2-D and 3-D), the keys through
+    ``slab_of_row`` (H entries, or D in 3-D: row // slab); the values are the same.
     """
     cdef Py_ssize_t i, n, p, k, j, it, half, phase
     cdef Py_ssize_t S = D * H * W
@@ -1354,7 +1354,7 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
     cdef bint blocked = (H >= 2 and W >= 2 and S < 2147483647 and P < 2147483647
                          and (nd == 2 or D >= 2)
                          and (mode != BICUBIC or (nd == 2 and H >= 4 and W >= 4)))
-    cdef bint simd_keys = (real is float and isa == 2 and blocked and mode != BICUBIC
+    cdef bint simd_keys = (real is float and isa >= 1 and blocked and mode != BICUBIC
                            and slab_of_row is not None
                            and slab_of_row.shape[0] == (H if nd == 2 else D))
     cdef const int32_t* rows = &slab_of_row[0] if simd_keys else NULL

@@ -648,6 +648,12 @@ static int sb_gs2d_keys_f(int isa, const float* g, Py_ssize_t n, Py_ssize_t H, P
         int nearest, int pad, float scale_x, float scale_y, float shift, float lo,
         float span_x, float span_y, const int32_t* slab_of_row, Py_ssize_t* keys) {
     SB_GS2D_IF_X86(
+    if (isa == 1) {
+        const float scale[2] = {scale_x, scale_y}, span[2] = {span_x, span_y};
+        const sb_gs_k8 k = sb_gs_k8_make(1, H, W, scale, shift, pad, lo, span, 2);
+        sb_gs_keys_f_avx2(2, g, n, nearest, &k, slab_of_row, keys);
+        return 1;
+    }
     if (isa == 2) {
         const sb_gs2d_k16 k = sb_gs2d_k16_make(H, W, scale_x, scale_y, shift, pad, lo, span_x,
                                                span_y);

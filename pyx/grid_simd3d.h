@@ -482,6 +482,11 @@ static int sb_gs3d_keys_f(int isa, const float* g, Py_ssize_t n, Py_ssize_t D, P
         Py_ssize_t W, int nearest, int pad, const float* scale, float shift, float lo,
         const float* span, const int32_t* slab_of_plane, Py_ssize_t* keys) {
     SB_GS2D_IF_X86(
+    if (isa == 1) {
+        const sb_gs_k8 k = sb_gs_k8_make(D, H, W, scale, shift, pad, lo, span, 3);
+        sb_gs_keys_f_avx2(3, g, n, nearest, &k, slab_of_plane, keys);
+        return 1;
+    }
     if (isa == 2) {
         const sb_gs3d_k16 q = sb_gs3d_k16_make(D, H, W, scale, shift, pad, lo, span);
         sb_gs3d_keys_f_avx512(g, n, nearest, &q, slab_of_plane, keys);

@@ -145,45 +145,46 @@ def test_isa_available_reports_only_the_avx512_pass():
 @pytest.mark.parametrize("padding", PADDINGS)
 @pytest.mark.parametrize("ac", [False, True])
 def test_simd_paths_give_the_portable_bits(mode, padding, ac):
-    """The 2-D float32 AVX-512 passes (forward, push and grid gradient, the push's keys)
-    and the bicubic blocks against the portable loops, bit for bit, on inside points,
+    """The 2-D float32 AVX-512 and AVX2 passes (forward, push and grid gradient, the push's
+    keys) and the bicubic blocks against the portable loops, bit for bit, on inside points,
     edge points (some taps outside), points reflected more than once, NaN and huge
     coordinates; and against the reference."""
     from sandbox.array.grid_sample._dispatch import simd_code
     from sandbox.runtime import simd
 
     rng = np.random.default_rng(11 + MODES.index(mode) + 3 * PADDINGS.index(padding) + 9 * ac)
-    n = 2 + 2 * (MODES.index(mode) % 2)  # 2 (the push in slabs) or 4 (a task per sample)
-    x = rng.standard_normal((n, 3, 9, 11)).astype(np.float32)
-    g = rng.uniform(-1.3, 1.3, (n, 25, 23, 2)).astype(np.float32)  # 575 points: 3 blocks
-    g[:, :4] = rng.uniform(-6, 6, g[:, :4].shape)  # reflected more than once
-    g[0, 5, :3] = [[np.nan, 0.2], [1e30, 0.1], [-0.3, -1e30]]
-    g[1, 6, :2] = [[-1.0, 1.0], [1.0, -1.0]]  # on the corners
-    gy = rng.standard_normal((n, 3, 25, 23)).astype(np.float32)
-    want = reference.grid_sample(x, g, mode, padding, ac)
-    paths = [p for p in ("avx512", "avx2", "portable") if p in simd.supported_paths()]
-    results = []
-    for path in paths:
-        with simd.using(isa=path):
-            assert simd_code() == {"avx512": 2, "avx2": 1, "portable": 0}[path]
-            results.append((_kernel_fwd(x, g, mode, padding, ac),
-                            *_kernel_bwd(gy, x, g, mode, padding, ac),
-                            _kernel_bwd(gy, x, g, mode, padding, ac, input_grad=False)[1]))
-    for got in results[1:]:
-        for a, b in zip(got, results[0], strict=True):
-            np.testing.assert_array_equal(a, b)
-    np.testing.assert_allclose(results[0][0], want, rtol=1e-4, atol=1e-4)
-    finite = np.isfinite(g).all(axis=-1) & (np.abs(g) < 1e3).all(axis=-1)
-    want_gx, want_gg = reference.grid_sample_backward(gy, x, g, mode, padding, ac)
-    np.testing.assert_allclose(results[0][1], want_gx, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(results[0][2][finite], want_gg[finite], rtol=1e-3, atol=1e-3)
+    # 2: the push in slabs (its keys; nearest: by channel planes); 4: a task per sample
+    for n in (2, 4) if mode == "bilinear" else (2,):
+        x = rng.standard_normal((n, 3, 9, 11)).astype(np.float32)
+        g = rng.uniform(-1.3, 1.3, (n, 25, 23, 2)).astype(np.float32)  # 575 points: 3 blocks
+        g[:, :4] = rng.uniform(-6, 6, g[:, :4].shape)  # reflected more than once
+        g[0, 5, :3] = [[np.nan, 0.2], [1e30, 0.1], [-0.3, -1e30]]
+        g[1, 6, :2] = [[-1.0, 1.0], [1.0, -1.0]]  # on the corners
+        gy = rng.standard_normal((n, 3, 25, 23)).astype(np.float32)
+        want = reference.grid_sample(x, g, mode, padding, ac)
+        paths = [p for p in ("avx512", "avx2", "portable") if p in simd.supported_paths()]
+        results = []
+        for path in paths:
+            with simd.using(isa=path):
+                assert simd_code() == {"avx512": 2, "avx2": 1, "portable": 0}[path]
+                results.append((_kernel_fwd(x, g, mode, padding, ac),
+                                *_kernel_bwd(gy, x, g, mode, padding, ac),
+                                _kernel_bwd(gy, x, g, mode, padding, ac, input_grad=False)[1]))
+        for got in results[1:]:
+            for a, b in zip(got, results[0], strict=True):
+                np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(results[0][0], want, rtol=1e-4, atol=1e-4)
+        finite = np.isfinite(g).all(axis=-1) & (np.abs(g) < 1e3).all(axis=-1)
+        want_gx, want_gg = reference.grid_sample_backward(gy, x, g, mode, padding, ac)
+        np.testing.assert_allclose(results[0][1], want_gx, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(results[0][2][finite], want_gg[finite], rtol=1e-3, atol=1e-3)
 
 
 @pytest.mark.parametrize("mode", ["nearest", "bilinear"])
 @pytest.mark.parametrize("padding", PADDINGS)
 @pytest.mark.parametrize("ac", [False, True])
 def test_simd_paths_give_the_portable_bits_3d(mode, padding, ac):
-    """The 3-D float32 AVX-512 passes (grid_simd3d.h) and the AVX2 nearest passes against
+    """The 3-D float32 AVX-512 passes (grid_simd3d.h) and the AVX2 passes (grid_avx2.h) against
     the portable blocks, bit for bit: a batch of 2 (the push in slabs) and of 5 (a task
     per sample), points inside, at the edges, reflected more than once, NaN and huge;
     and against the reference."""
