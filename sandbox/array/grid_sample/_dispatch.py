@@ -12,6 +12,7 @@ taps start in it, even slabs first, then odd ones (see pyx/_grid_sample.pyx).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -67,15 +68,37 @@ def simd_code() -> int:
 _AVX2 = _grid_sample.avx2_available() == 1
 
 
+@functools.lru_cache(maxsize=64)
 def slab_rows(rows: int, slab: int) -> np.ndarray:
-    """The push slab of each input row (2-D) or plane (3-D), for the kernels' key pass."""
-    return (np.arange(rows, dtype=np.int32) // slab).astype(np.int32)
+    """The push slab of each input row (2-D) or plane (3-D), for the kernels' key pass
+    (read-only: one array per shape, shared by the calls)."""
+    out = (np.arange(rows, dtype=np.int32) // slab).astype(np.int32)
+    out.setflags(write=False)
+    return out
 
 
 def _flat(a):
-    """``a`` as a contiguous 1-D array (a view when it is C-contiguous; a broadcast
-    array, whose reshape can be a view of stride 0, is copied)."""
-    return np.ascontiguousarray(a).reshape(-1)
+    """``a`` as a contiguous 1-D array: a view when it is C-contiguous, else a copy (so a
+    broadcast array, whose reshape can be a view of stride 0, is copied)."""
+    return a.ravel()
+
+
+# The float32 and float64 specialisations of the kernels, by (module, kernel, dtype):
+# calling one directly skips the fused function's dispatch on its arguments' types
+# (0.8 of 4.3 us a call of a tiny forward, timeit at 1 thread on the AMD EPYC family 23
+# VM).  Keyed by the module, so that benchmarks/ab_grid_builds.py can swap it.
+_SPECIALISED = {}
+
+
+def _kernel(name: str, dtype):
+    """``_grid_sample.<name>`` specialised for ``dtype`` (float32 or float64)."""
+    key = (_grid_sample, name, dtype)
+    fn = _SPECIALISED.get(key)
+    if fn is None:
+        fn = getattr(_grid_sample, name).__signatures__[
+            "float" if dtype == np.float32 else "double"]
+        _SPECIALISED[key] = fn
+    return fn
 
 
 def forward(input, grid, plan, isa=None):
@@ -83,9 +106,9 @@ def forward(input, grid, plan, isa=None):
     ``isa`` (2, 1 or 0) overrides :func:`simd_code` (calibration)."""
     out = np.empty(plan.out_shape, input.dtype)
     if out.size:
-        _grid_sample.forward(_flat(input), _flat(grid), out.reshape(-1), *plan.sizes,
-                             plan.mode, plan.padding, plan.align_corners,
-                             kernel_threads(out.size * 4), simd_code() if isa is None else isa)
+        _kernel("forward", input.dtype)(
+            _flat(input), _flat(grid), out.reshape(-1), *plan.sizes, plan.mode, plan.padding,
+            plan.align_corners, kernel_threads(out.size * 4), simd_code() if isa is None else isa)
     return out
 
 
@@ -109,10 +132,9 @@ def backward(grad_output, input, grid, plan, input_grad, grid_grad, isa=None):
     keys, order = np.empty(count, np.intp), np.empty(count if indices == 2 else 0, np.intp)
     starts = np.empty(n * (nslabs + 1) if count else 0, np.intp)
     cursor = np.empty(n * _grid_sample.sort_chunks * nslabs if count else 0, np.intp)
-    _grid_sample.backward(_flat(grad_output), _flat(input), _flat(grid),
-                          empty if gx is None else gx.reshape(-1),
-                          gg.reshape(-1) if wants_grid else empty, keys, order, starts, cursor,
-                          n, c, d, h, w, p, nd, mode, plan.padding, plan.align_corners, slab,
-                          nslabs, kernel_threads(n * c * p * 4), slab_rows(input.shape[2], slab),
-                          simd_code() if isa is None else isa, zero_gx=True)
+    _kernel("backward", dtype)(
+        _flat(grad_output), _flat(input), _flat(grid), empty if gx is None else gx.reshape(-1),
+        gg.reshape(-1) if wants_grid else empty, keys, order, starts, cursor, n, c, d, h, w, p,
+        nd, mode, plan.padding, plan.align_corners, slab, nslabs, kernel_threads(n * c * p * 4),
+        slab_rows(input.shape[2], slab), simd_code() if isa is None else isa, zero_gx=True)
     return gx, gg
