@@ -1319,3 +1319,24 @@ def test_torch_parity(spatial_dims, case, transposed, dtype, rng, torch):
     for st, tt in ((sx, tx), (sw_, tw), (sb, tb)):
         assert st.grad.numpy().dtype == dtype
         np.testing.assert_allclose(st.grad.numpy(), tt.grad.numpy(), **tol)
+
+
+def test_plan_cache_repeats_the_checks_of_a_new_request():
+    """A repeated request gets the cached plan; one that differs only in an option's type
+    (True for 1, a list for a tuple) or in the bias is checked again."""
+    from sandbox.array.conv._checks import plan_conv
+
+    x = np.zeros((1, 2, 5, 5), np.float32)
+    w = np.zeros((3, 2, 3, 3), np.float32)
+    first = plan_conv(x, w, None, 1, 1, 1, 1, nd=2)
+    assert plan_conv(x, w, None, 1, 1, 1, 1, nd=2) is first
+    with pytest.raises(TypeError, match="padding"):
+        plan_conv(x, w, None, 1, True, 1, 1, nd=2)
+    with pytest.raises(TypeError, match="padding"):
+        plan_conv(x, w, None, 1, (1, True), 1, 1, nd=2)
+    assert plan_conv(x, w, None, 1, [1, 1], 1, 1, nd=2) == first  # checked, not cached
+    with pytest.raises(ValueError, match="bias"):
+        plan_conv(x, w, np.zeros(2, np.float32), 1, 1, 1, 1, nd=2)
+    with pytest.raises(TypeError, match="bias"):
+        plan_conv(x, w, np.zeros(3, np.float64), 1, 1, 1, 1, nd=2)
+    assert plan_conv(x, w, np.zeros(3, np.float32), 1, 1, 1, 1, nd=2) == first

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .._validate import check_float, check_groups, check_ndim, check_same_dtype, ntuple
+from .._validate import (
+    PlanCache,
+    check_float,
+    check_groups,
+    check_ndim,
+    check_same_dtype,
+    ntuple,
+)
 
 __all__ = [
     "ConvPlan",
@@ -165,13 +172,53 @@ def _channels(input, weight, groups, transposed) -> int:
     return c_out
 
 
+# Plans of validated calls (11.5 us of checks a call on the AMD EPYC family 23 VM, timeit),
+# keyed by the operands' types, shapes and dtypes and the options; only options that are
+# plain ints or tuples of plain ints are keyed (so True never finds the plan of 1), any
+# other request is validated every time.
+_PLANS = PlanCache(512)
+
+
+def _plain(value) -> bool:
+    return type(value) is int or (type(value) is tuple and all(type(v) is int for v in value))
+
+
+def _plan_key(input, weight, bias, stride, padding, dilation, groups, transposed,
+              output_padding, nd):
+    if not (_plain(stride) and _plain(padding) and _plain(dilation) and _plain(groups)
+            and _plain(output_padding) and (nd is None or type(nd) is int)):
+        return None
+    try:
+        b = None if bias is None else (type(bias), bias.shape, bias.dtype)
+        return (type(input), input.shape, input.dtype, type(weight), weight.shape,
+                weight.dtype, b, stride, padding, dilation, groups, transposed is True,
+                output_padding, nd)
+    except AttributeError:  # not arrays: the checks say what is wrong
+        return None
+
+
 def plan_conv(input, weight, bias, stride, padding, dilation, groups, *, transposed=False,
               output_padding=0, nd=None) -> ConvPlan:
     """Validate a convolution (or, with ``transposed``, a transposed convolution) call.
 
     ``nd`` (2 or 3) fixes the spatial rank; None takes it from ``input.ndim``.  Raises
-    TypeError/ValueError naming the argument; returns the :class:`ConvPlan`.
+    TypeError/ValueError naming the argument; returns the :class:`ConvPlan` (the same
+    one for a repeated request: the checks run once per shapes, dtypes and options).
     """
+    key = _plan_key(input, weight, bias, stride, padding, dilation, groups, transposed,
+                    output_padding, nd)
+    found = None if key is None else _PLANS.get(key)
+    if found is not None:
+        return found
+    found = _plan_conv(input, weight, bias, stride, padding, dilation, groups, transposed,
+                       output_padding, nd)
+    if key is not None:
+        _PLANS.put(key, found)
+    return found
+
+
+def _plan_conv(input, weight, bias, stride, padding, dilation, groups, transposed,
+               output_padding, nd) -> ConvPlan:
     check_float(input, "input")
     check_float(weight, "weight")
     check_same_dtype(weight, input, "weight")
