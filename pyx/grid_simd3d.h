@@ -385,9 +385,8 @@ SB_GS2D_AVX2 static void sb_gs3d_backward_f_avx2(const float* x, const float* gy
         Py_ssize_t n, const Py_ssize_t* pts, int nearest, int deriv, const int32_t* off,
         const float* wt, const float* ts, const unsigned char* ok) {
     const Py_ssize_t B = SB_GS_BLOCK, HW = H * W;
-    /* the push, and acc zeroed */
-    sb_gs3d_backward_f(x, gy, gx, acc, C, S, H, W, P, n, pts, nearest, deriv && nearest, off,
-                       wt, ts, ok);
+    /* the push, and acc zeroed (a nearest point has no derivative sums) */
+    sb_gs3d_backward_f(x, gy, gx, acc, C, S, H, W, P, n, pts, nearest, 0, off, wt, ts, ok);
     if (!deriv || nearest)
         return;
     const Py_ssize_t n8 = n & ~(Py_ssize_t)7;

@@ -30,22 +30,40 @@ static int sb_w4_avx2_available(void)
     return __builtin_cpu_supports("avx2") ? 1 : 0;
 }
 
+/* The 4x4 transpose within each 128-bit lane: y[i] lane (h, j) = x[j] lane (h, i), for
+ * both halves h.  Its own inverse. */
+SB_W4_AVX2 static inline void sb_w4_transpose4_lanes(const __m256 x[4], __m256 y[4])
+{
+    const __m256 u0 = _mm256_unpacklo_ps(x[0], x[1]), u1 = _mm256_unpackhi_ps(x[0], x[1]);
+    const __m256 u2 = _mm256_unpacklo_ps(x[2], x[3]), u3 = _mm256_unpackhi_ps(x[2], x[3]);
+    y[0] = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(u0), _mm256_castps_pd(u2)));
+    y[1] = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(u0), _mm256_castps_pd(u2)));
+    y[2] = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(u1), _mm256_castps_pd(u3)));
+    y[3] = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(u1), _mm256_castps_pd(u3)));
+}
+
 /* The four column phases of 8 tiles from p[0 .. 32): q[l] lane t = p[4 t + l]. */
 SB_W4_AVX2 static inline void sb_w4_phases8(const float *p, __m256 q[4])
 {
     /* rows (tile t | tile t + 4) so that the in-lane transpose keeps tiles in order */
     const __m256 a0 = _mm256_loadu_ps(p), a1 = _mm256_loadu_ps(p + 8);
     const __m256 a2 = _mm256_loadu_ps(p + 16), a3 = _mm256_loadu_ps(p + 24);
-    const __m256 b0 = _mm256_permute2f128_ps(a0, a2, 0x20);   /* tiles 0 | 4 */
-    const __m256 b1 = _mm256_permute2f128_ps(a0, a2, 0x31);   /* tiles 1 | 5 */
-    const __m256 b2 = _mm256_permute2f128_ps(a1, a3, 0x20);   /* tiles 2 | 6 */
-    const __m256 b3 = _mm256_permute2f128_ps(a1, a3, 0x31);   /* tiles 3 | 7 */
-    const __m256 u0 = _mm256_unpacklo_ps(b0, b1), u1 = _mm256_unpackhi_ps(b0, b1);
-    const __m256 u2 = _mm256_unpacklo_ps(b2, b3), u3 = _mm256_unpackhi_ps(b2, b3);
-    q[0] = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(u0), _mm256_castps_pd(u2)));
-    q[1] = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(u0), _mm256_castps_pd(u2)));
-    q[2] = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(u1), _mm256_castps_pd(u3)));
-    q[3] = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(u1), _mm256_castps_pd(u3)));
+    const __m256 b[4] = {_mm256_permute2f128_ps(a0, a2, 0x20),    /* tiles 0 | 4 */
+                         _mm256_permute2f128_ps(a0, a2, 0x31),    /* tiles 1 | 5 */
+                         _mm256_permute2f128_ps(a1, a3, 0x20),    /* tiles 2 | 6 */
+                         _mm256_permute2f128_ps(a1, a3, 0x31)};   /* tiles 3 | 7 */
+    sb_w4_transpose4_lanes(b, q);
+}
+
+/* The inverse of sb_w4_phases8: p[4 t + l] = q[l] lane t for the 8 tiles, to p[0 .. 32). */
+SB_W4_AVX2 static inline void sb_w4_unphases8(const __m256 q[4], float *p)
+{
+    __m256 z[4];   /* z[t] = (tile t | tile t + 4), each tile's 4 phases */
+    sb_w4_transpose4_lanes(q, z);
+    _mm256_storeu_ps(p, _mm256_permute2f128_ps(z[0], z[1], 0x20));
+    _mm256_storeu_ps(p + 8, _mm256_permute2f128_ps(z[2], z[3], 0x20));
+    _mm256_storeu_ps(p + 16, _mm256_permute2f128_ps(z[0], z[1], 0x31));
+    _mm256_storeu_ps(p + 24, _mm256_permute2f128_ps(z[2], z[3], 0x31));
 }
 
 /* The mask of the first n lanes. */
@@ -144,24 +162,8 @@ SB_W4_AVX2 static void sb_w4_out_tilerow_avx2(const float *m, ptrdiff_t pitch, i
         for (int i = 0; i < 4; i++) {
             __m256 y[4];
             SB_W4_AT8(a[i][0], a[i][1], a[i][2], a[i][3], a[i][4], a[i][5], y);
-            /* y[l] lane t -> row[4 t + l]: an in-lane 4x4 transpose gives tiles (t | t + 4),
-             * then the halves are put in tile order */
-            const __m256 u0 = _mm256_unpacklo_ps(y[0], y[1]), u1 = _mm256_unpackhi_ps(y[0], y[1]);
-            const __m256 u2 = _mm256_unpacklo_ps(y[2], y[3]), u3 = _mm256_unpackhi_ps(y[2], y[3]);
-            const __m256 z0 = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(u0),
-                                                                  _mm256_castps_pd(u2)));
-            const __m256 z1 = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(u0),
-                                                                  _mm256_castps_pd(u2)));
-            const __m256 z2 = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(u1),
-                                                                  _mm256_castps_pd(u3)));
-            const __m256 z3 = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(u1),
-                                                                  _mm256_castps_pd(u3)));
-            /* z0 = (tile 0 | tile 4), z1 = (1 | 5), z2 = (2 | 6), z3 = (3 | 7) */
-            float out[32];
-            _mm256_storeu_ps(out, _mm256_permute2f128_ps(z0, z1, 0x20));
-            _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(z2, z3, 0x20));
-            _mm256_storeu_ps(out + 16, _mm256_permute2f128_ps(z0, z1, 0x31));
-            _mm256_storeu_ps(out + 24, _mm256_permute2f128_ps(z2, z3, 0x31));
+            float out[32];   /* y[l] lane t -> row[4 t + l] */
+            sb_w4_unphases8(y, out);
             memcpy(rows + i * wt + 4 * t0, out, (size_t)(4 * n) * sizeof(float));
         }
     }

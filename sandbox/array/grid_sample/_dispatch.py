@@ -115,15 +115,15 @@ _APART = 2048
 _APART_MIN_BYTES = 1 << 16
 
 
-def _empty_apart(shape, dtype, other, zero=False):
-    """An empty (``zero``: zeroed) C-contiguous array of ``shape`` and ``dtype`` whose data
-    starts :data:`_APART` bytes away from ``other``'s modulo 4 KiB (a view of a buffer 4
-    KiB larger)."""
+def _empty_apart(shape, dtype, other):
+    """An empty C-contiguous array of ``shape`` and ``dtype`` whose data starts
+    :data:`_APART` bytes away from ``other``'s modulo 4 KiB (a view of a buffer 4 KiB
+    larger)."""
     itemsize = np.dtype(dtype).itemsize
     nbytes = math.prod(shape) * itemsize
     if nbytes < _APART_MIN_BYTES:
-        return np.zeros(shape, dtype) if zero else np.empty(shape, dtype)
-    buf = np.zeros(nbytes + 4096, np.uint8) if zero else np.empty(nbytes + 4096, np.uint8)
+        return np.empty(shape, dtype)
+    buf = np.empty(nbytes + 4096, np.uint8)
     start = (page_offset(other) + _APART - page_offset(buf)) % 4096
     start -= start % itemsize
     return buf[start:start + nbytes].view(dtype).reshape(shape)
