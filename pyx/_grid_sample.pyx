@@ -152,9 +152,9 @@ cdef extern from "grid_nearest.h":
                              Py_ssize_t, int, const float*, float, float, const float*,
                              Py_ssize_t*) noexcept nogil
     void sb_gs_near_push_f(const float*, float*, const Py_ssize_t*, Py_ssize_t, Py_ssize_t,
-                           Py_ssize_t) noexcept nogil
+                           Py_ssize_t, Py_ssize_t, Py_ssize_t) noexcept nogil
     void sb_gs_near_push_d(const double*, double*, const Py_ssize_t*, Py_ssize_t, Py_ssize_t,
-                           Py_ssize_t) noexcept nogil
+                           Py_ssize_t, Py_ssize_t, Py_ssize_t) noexcept nogil
 
 cdef extern from "simd_clones.h":
     void sb_clear_upper_state() noexcept nogil
@@ -1275,50 +1275,61 @@ cdef inline Py_ssize_t _nearest_offset(const real* gp, int nd, Py_ssize_t D, Py_
     return (iz * H + iy) * W + ix
 
 
-cdef void _nearest_push(const real* gyb, const real* gb, real* gxb, Py_ssize_t* offs,
-                        Py_ssize_t N, Py_ssize_t C, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
-                        Py_ssize_t P, int nd, int pad, int ac, int nthreads, int isa,
-                        bint zero) noexcept nogil:
-    """The nearest push: each point's tap offset first (``offs``, N * P), then tasks of
-    (sample, group of channels), as many groups per sample as it takes to give every
-    thread a task (all channels in one group when the batch alone does), each pushing its
-    planes (zeroed first when ``zero``) in point order, channels side by side
-    (grid_nearest.h's sb_gs_near_push).  A nearest point has one tap, so this gives the
-    slab path's bits, for any cut of the channels."""
-    cdef Py_ssize_t i, n, p, j, cnt, t, k, c0, c1
+cdef void _nearest_push(const real* gyb, const real* gb, real* gxb, real* ggb,
+                        Py_ssize_t* offs, Py_ssize_t N, Py_ssize_t C, Py_ssize_t D,
+                        Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, int nd, int pad, int ac,
+                        int nthreads, int isa, bint zero) noexcept nogil:
+    """The nearest push: each point's tap offset first (``offs``, N * P; and its zero
+    grid gradient in ``ggb`` unless NULL), then tasks of (sample, range of values), as
+    many ranges per sample as make the tasks a multiple of the threads (one when the
+    batch alone does), each pushing the points whose tap falls in its range, of every
+    channel (zeroed first when ``zero``), in point order (grid_nearest.h's
+    sb_gs_near_push).  A nearest point has one tap, so each value sums its points in
+    point order for any cut: the bits of one whole push, and of the slab path."""
+    cdef Py_ssize_t i, n, p, j, cnt, t, k, c, lo_v, hi_v
+    cdef int found
     cdef Py_ssize_t nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
     cdef Py_ssize_t S = D * H * W
-    cdef Py_ssize_t groups = min(C, max(1, (nthreads + N - 1) // N))
+    # N * parts a multiple of nthreads: nthreads / gcd(N, nthreads)
+    cdef Py_ssize_t parts = nthreads, a = N, b = nthreads
     cdef float scale[3]
     cdef float span[3]
     cdef float shift, lo
     cdef real* gxp
+    while b:
+        a, b = b, a % b
+    parts = nthreads // a
     _params_3d(ac, D, H, W, scale, span, &shift, &lo)
     for i in prange(N * nb, schedule="static", num_threads=nthreads):
         n = i // nb
         p = (i - n * nb) * SB_GS_BLOCK
         cnt = min(SB_GS_BLOCK, P - p)
+        if ggb != NULL:
+            memset(ggb + (n * P + p) * nd, 0, cnt * nd * sizeof(real))
         if real is float:
-            if sb_gs_near_offsets_f(isa, nd, <const float*>gb + (n * P + p) * nd, cnt, D, H, W,
-                                    pad, scale, shift, lo, span, &offs[n * P + p]):
-                for j in range(n * P + p, n * P + p + cnt):
-                    if offs[j] == -2:  # reflected more than once
-                        offs[j] = _nearest_offset(gb + j * nd, nd, D, H, W, pad, ac)
+            found = sb_gs_near_offsets_f(isa, nd, <const float*>gb + (n * P + p) * nd, cnt, D,
+                                         H, W, pad, scale, shift, lo, span, &offs[n * P + p])
+            if found:  # 1: done; 2: some points reflected more than once
+                if found == 2:
+                    for j in range(n * P + p, n * P + p + cnt):
+                        if offs[j] == -2:
+                            offs[j] = _nearest_offset(gb + j * nd, nd, D, H, W, pad, ac)
                 continue
         for j in range(n * P + p, n * P + p + cnt):
             offs[j] = _nearest_offset(gb + j * nd, nd, D, H, W, pad, ac)
-    for t in prange(N * groups, schedule="static", num_threads=nthreads):
-        n = t // groups
-        k = t - n * groups
-        c0 = k * C // groups
-        c1 = (k + 1) * C // groups
-        gxp = gxb + (n * C + c0) * S
+    for t in prange(N * parts, schedule="static", num_threads=nthreads):
+        n = t // parts
+        k = t - n * parts
+        lo_v = k * S // parts
+        hi_v = (k + 1) * S // parts
+        gxp = gxb + n * C * S
         if zero:
-            memset(gxp, 0, (c1 - c0) * S * sizeof(real))
+            for c in range(C):
+                memset(gxp + c * S + lo_v, 0, (hi_v - lo_v) * sizeof(real))
         if real is float:
-            sb_gs_near_push_f(gyb + (n * C + c0) * P, gxp, &offs[n * P], c1 - c0, P, S)
+            sb_gs_near_push_f(gyb + n * C * P, gxp, &offs[n * P], C, P, S, lo_v, hi_v)
         else:
-            sb_gs_near_push_d(gyb + (n * C + c0) * P, gxp, &offs[n * P], c1 - c0, P, S)
+            sb_gs_near_push_d(gyb + n * C * P, gxp, &offs[n * P], C, P, S, lo_v, hi_v)
 
 
 def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[::1] gx,
@@ -1331,11 +1342,10 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
 
     gx (N*C*S) must be zeroed by the caller, or ``zero_gx`` has the kernel zero it (each
     plane on the thread that pushes into it where it can); gg (N*P*nd) must be zeroed
-    by the caller.  A batch of at least
+    by the caller, except for nearest, whose zero grid gradient the kernel writes.  A
+    nearest push runs tasks of (sample, range of values) on its points' tap offsets
+    (``keys``, N * P; see _nearest_push).  Otherwise a batch of at least
     PER_SAMPLE_MIN samples runs one task per sample, pushing its points in their order.
-    A nearest push with at least ``nthreads`` (sample, channel) planes runs tasks of
-    (sample, group of channels) on its points' tap offsets (``keys``, N * P; see
-    _nearest_push).
     A smaller one shares each sample among the threads: the push owns input slabs: rows (2-D) or planes (3-D) are cut into ``nslabs`` slabs of ``slab >= 4``;
     each point belongs to the slab of the lowest row its taps touch (``keys``; a
     stable counting sort per sample fills ``order`` and ``starts``, with ``cursor``,
@@ -1374,6 +1384,16 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
         return
     _params_3d(ac, D, H, W, scale3, span3, &shift3, &lo3)
     sb_clear_upper_state()
+    if mode == NEAREST and gxb != NULL:  # the push by ranges of values, on tap offsets
+        with nogil:
+            _nearest_push(gyb, gb, gxb, ggb, &keys[0], N, C, D, H, W, P, nd, pad, ac,
+                          nthreads, isa if blocked else 0, zero_gx)
+        return
+    if mode == NEAREST and ggb != NULL:  # the grid gradient alone: zero
+        with nogil:
+            for it in prange(N * nd, schedule="static", num_threads=nthreads):
+                memset(ggb + it * P, 0, P * sizeof(real))
+        return
     if gxb == NULL and blocked:  # grid gradient only, by blocks of points
         nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
         with nogil:
@@ -1396,11 +1416,6 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
                 p = i - n * P
                 _backward_point(gyb + n * C * P + p, xb + n * CS, gb + i * nd, NULL,
                                 ggb + i * nd, C, S, P, nd, D, H, W, mode, pad, ac)
-        return
-    if mode == NEAREST and N * C >= nthreads:  # one task per (sample, channel)
-        with nogil:
-            _nearest_push(gyb, gb, gxb, &keys[0], N, C, D, H, W, P, nd, pad, ac, nthreads,
-                          isa if blocked else 0, zero_gx)
         return
     if zero_gx:  # a plane per task, before any push
         with nogil:

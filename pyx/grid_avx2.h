@@ -308,10 +308,12 @@ SB_GS2D_AVX2 static void sb_gs_keys_f_avx2(int nd, const float* g, Py_ssize_t n,
 /* The nearest push's offsets of n points of an nd-D grid (pyx/_grid_sample.pyx,
  * `_nearest_push`): each point's tap offset, -1 for a point outside with zeros padding,
  * -2 for one not inside with border or reflection padding (reflected more than once, or
- * a NaN coordinate: the caller computes those with the general rules). */
-SB_GS2D_AVX2 static void sb_gs_near_offsets_f_avx2(int nd, const float* g, Py_ssize_t n,
+ * a NaN coordinate: the caller computes those with the general rules).  Returns whether
+ * any point got -2. */
+SB_GS2D_AVX2 static int sb_gs_near_offsets_f_avx2(int nd, const float* g, Py_ssize_t n,
         const sb_gs_k8* k, Py_ssize_t* offs) {
     const __m256i none = _mm256_set1_epi32(k->pad ? -2 : -1);
+    int outside = 0;  /* lanes not inside, over all points */
     for (Py_ssize_t j = 0; j < n; j += 8) {
         const Py_ssize_t r = n - j < 8 ? n - j : 8;
         __m256 inside, far;
@@ -319,6 +321,7 @@ SB_GS2D_AVX2 static void sb_gs_near_offsets_f_avx2(int nd, const float* g, Py_ss
                                   : sb_gs3d_nearest_tap8(k, g + 3 * j, r, &inside, &far);
         const __m256i v = _mm256_castps_si256(_mm256_blendv_ps(
             _mm256_castsi256_ps(none), _mm256_castsi256_ps(o), inside));
+        outside |= ~_mm256_movemask_ps(inside) & ((1 << r) - 1);
         if (r == 8) {
             _mm256_storeu_si256((__m256i*)(offs + j),
                                 _mm256_cvtepi32_epi64(_mm256_castsi256_si128(v)));
@@ -330,6 +333,7 @@ SB_GS2D_AVX2 static void sb_gs_near_offsets_f_avx2(int nd, const float* g, Py_ss
             for (Py_ssize_t q = 0; q < r; q++) offs[j + q] = a[q];
         }
     }
+    return k->pad && outside;
 }
 #endif
 #endif

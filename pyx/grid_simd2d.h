@@ -11,8 +11,9 @@
  *   written on, 16 AVX-512 gathers a vector of points took 1.8x as long.
  * sb_gs2d_cubic_coords_back_*: the coordinate pass of the backward, with the weights'
  *   derivatives kx, ky (d w / d g_x, d g_y) as _cubic_taps forms them.
- * sb_gs2d_fused_f: nearest and bilinear (float32) with AVX-512F intrinsics, the
- *   coordinates and the gathers of every channel in one pass (see there).
+ * sb_gs2d_fused_f: bilinear (float32) with AVX-512F intrinsics, the coordinates and
+ *   the gathers of every channel in one pass; nearest on grid_avx2.h's pass (see the
+ *   dispatch at the end).
  *
  * Each computes the same products and sums, in the same order, as the scalar code of
  * pyx/_grid_sample.pyx (separate multiply and add, no fused multiply-add: the module
@@ -320,54 +321,8 @@ SB_AVX512 static inline __mmask16 sb_gs2d_nearest_tap16(const sb_gs2d_k16* k, co
     return in;
 }
 
-/* The nearest forward of a block's n <= SB_GS_BLOCK points (float32): the tap offsets
- * of all n points on registers first (offset 0 for a tap outside, whose lane `in`
- * leaves out), then plain loads, channel by channel, 16 a step, and +0 written over
- * the lanes outside.  Plain loads, not gathers: on the Zen 5 machine this was written
- * on, a 4-channel block took 23 us by these loads against 31 us by 32-bit gathers
- * (a standalone C harness over the bench's 128x128 warp; the gathers gave the same
- * values).  Points reflected more than once get ok[j] = 0, as in the bilinear pass. */
-SB_AVX512 static int sb_gs2d_nearest_f_avx512(const float* x, const float* g, float* out,
-        Py_ssize_t C, Py_ssize_t HW, Py_ssize_t P, Py_ssize_t n, const sb_gs2d_k16* k,
-        unsigned char* ok) {
-    int32_t off[SB_GS_BLOCK] __attribute__((aligned(64)));
-    uint16_t in[SB_GS_BLOCK / 16];
-    int all = 1;
-    uint16_t gaps = 0;  /* the lanes outside, over all vectors: any? */
-    for (Py_ssize_t j = 0; j < n; j += 16) {
-        const Py_ssize_t r = n - j < 16 ? n - j : 16;
-        __m512i o;
-        __mmask16 far;
-        const __mmask16 m = sb_gs2d_nearest_tap16(k, g + 2 * j, r, &o, &far);
-        _mm512_store_si512((void*)(off + j), o);
-        in[j / 16] = (uint16_t)m;
-        gaps |= (uint16_t)~m & sb_gs_lanes(r);
-        all &= far == 0;
-        sb_gs2d_ok16(ok + j, r, (__mmask16)~far);
-    }
-    const Py_ssize_t n16 = n & ~(Py_ssize_t)15;
-    for (Py_ssize_t c = 0; c < C; c++) {
-        const float* xp = x + c * HW;
-        float* op = out + c * P;
-        for (Py_ssize_t j = 0; j < n16; j += 16) {
-            const int32_t* o = off + j;
-            float* q = op + j;
-            q[0] = xp[o[0]]; q[1] = xp[o[1]]; q[2] = xp[o[2]]; q[3] = xp[o[3]];
-            q[4] = xp[o[4]]; q[5] = xp[o[5]]; q[6] = xp[o[6]]; q[7] = xp[o[7]];
-            q[8] = xp[o[8]]; q[9] = xp[o[9]]; q[10] = xp[o[10]]; q[11] = xp[o[11]];
-            q[12] = xp[o[12]]; q[13] = xp[o[13]]; q[14] = xp[o[14]]; q[15] = xp[o[15]];
-        }
-        for (Py_ssize_t j = n16; j < n; j++) op[j] = xp[off[j]];
-        if (gaps)  /* +0 outside, as the gathers' masked lanes gave */
-            for (Py_ssize_t j = 0; j < n; j += 16)
-                _mm512_mask_storeu_ps(op + j, (__mmask16)~in[j / 16]
-                                      & sb_gs_lanes(n - j < 16 ? n - j : 16), k->zero);
-    }
-    return all;
-}
-
-/* sb_gs2d_fused_f_avx512: the blocked forward of nearest (sb_gs2d_nearest_f_avx512)
- * or bilinear (float32), the latter in one pass, 16 points a vector: the coordinates
+/* sb_gs2d_fused_f_avx512: the blocked bilinear forward (float32) in one pass, 16 points
+ * a vector: the coordinates
  * on registers, then the gathers of every channel, with no scratch arrays between
  * the two.  Taps outside the input are masked out of the gathers, which gives the
  * general path's sums for points with some taps outside (zeros padding, or the last
@@ -376,13 +331,11 @@ SB_AVX512 static int sb_gs2d_nearest_f_avx512(const float* x, const float* g, fl
  * Points reflected more than once get ok[j] = 0 (the caller recomputes them);
  * returns whether every point was ok. */
 SB_AVX512 static int sb_gs2d_fused_f_avx512(const float* x, const float* g, float* out,
-        Py_ssize_t C, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n, int nearest,
+        Py_ssize_t C, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n,
         const sb_gs2d_k16* k, unsigned char* ok) {
     const Py_ssize_t HW = H * W;
     const __m512 zero = k->zero;
     int all = 1;
-    if (nearest)
-        return sb_gs2d_nearest_f_avx512(x, g, out, C, HW, P, n, k, ok);
     for (Py_ssize_t j = 0; j < n; j += 16) {
         const Py_ssize_t r = n - j < 16 ? n - j : 16;
         const __mmask16 lanes = sb_gs_lanes(r);
@@ -606,14 +559,20 @@ SB_AVX512 static void sb_gs2d_keys_f_avx512(const float* g, Py_ssize_t n, int ne
 }
 #endif
 
-/* Dispatch: each returns 0 (nothing done) unless isa == 2 on an x86-64 build (and for
- * sb_gs2d_fused_f, isa == 1 with nearest: grid_avx2.h's sb_gs_nearest_f_avx2). */
+/* Dispatch: each returns 0 (nothing done) unless isa == 2 on an x86-64 build, or for
+ * sb_gs2d_fused_f isa >= 1 with nearest: grid_avx2.h's sb_gs_nearest_f_avx2 on both SIMD
+ * paths.  Its 8-lane vectors built from plain loads, the offsets read once for every
+ * channel, beat this file's 16-lane forms on the AMD EPYC family 25 VM (Zen 4) in 23
+ * of 24 timings (2-D and 3-D, batch 1 and 8, each padding, 1 and 2 threads; the 2-D
+ * 16-lane form copied value by value, the 3-D one gathered): 2-D batch 1 zeros 27.9
+ * against 34.6 us at 1 thread, 3-D batch 8 zeros 591 against 962 (kernel calls, best
+ * of 7).  On Zen 5 the 16-lane copy had been measured against gathers only. */
 static int sb_gs2d_fused_f(int isa, const float* x, const float* g, float* out, Py_ssize_t C,
         Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n, int nearest, int pad,
         float scale_x, float scale_y, float shift, float lo, float span_x, float span_y,
         unsigned char* ok, int* all) {
     SB_GS2D_IF_X86(
-    if (isa == 1 && nearest) {
+    if (isa >= 1 && nearest) {
         const float scale[2] = {scale_x, scale_y}, span[2] = {span_x, span_y};
         const sb_gs_k8 k = sb_gs_k8_make(1, H, W, scale, shift, pad, lo, span, 2);
         *all = sb_gs_nearest_f_avx2(2, x, g, out, C, H * W, P, n, &k, ok);
@@ -622,7 +581,7 @@ static int sb_gs2d_fused_f(int isa, const float* x, const float* g, float* out, 
     if (isa == 2) {
         const sb_gs2d_k16 k = sb_gs2d_k16_make(H, W, scale_x, scale_y, shift, pad, lo, span_x,
                                                span_y);
-        *all = sb_gs2d_fused_f_avx512(x, g, out, C, H, W, P, n, nearest, &k, ok);
+        *all = sb_gs2d_fused_f_avx512(x, g, out, C, H, W, P, n, &k, ok);
         return 1;
     })
     return 0;

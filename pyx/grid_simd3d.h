@@ -7,7 +7,9 @@
  *
  * sb_gs3d_fused_f:      the forward of n consecutive points of one sample; a point with
  *                       some taps outside sums the others (a dropped tap adds +0); ok[j]
- *                       = 0 only for points reflected more than once.
+ *                       = 0 only for points reflected more than once.  Nearest runs
+ *                       grid_avx2.h's 8-lane loads on this path too (see grid_simd2d.h's
+ *                       dispatch).
  * sb_gs3d_fused_back_f: the backward of n points (their indices pts, or p0 + j when pts
  *                       is NULL; g their grid values in that order) whose 8 taps (1 for
  *                       nearest) are inside; ok[j] = 0 for the others, which the caller
@@ -83,7 +85,7 @@ SB_AVX512 static inline __m512i sb_gs3d_off16(const sb_gs3d_k16* q, __m512 fx, _
 
 SB_AVX512 static int sb_gs3d_fused_f_avx512(const float* x, const float* g, float* out,
         Py_ssize_t C, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n,
-        int nearest, const sb_gs3d_k16* q, unsigned char* ok) {
+        const sb_gs3d_k16* q, unsigned char* ok) {
     const sb_gs2d_k16* k = &q->k;
     const Py_ssize_t HW = H * W, S = D * HW;
     const __m512 zero = k->zero, one = k->one;
@@ -95,54 +97,46 @@ SB_AVX512 static int sb_gs3d_fused_f_avx512(const float* x, const float* g, floa
         __m512 ux, uy, uz, dx, dy, dz;
         __mmask16 far;
         sb_gs3d_coords16(q, g + 3 * j, r, &ux, &uy, &uz, &dx, &dy, &dz, &far);
-        const __m512 fx = sb_gs2d_round16(ux, nearest), fy = sb_gs2d_round16(uy, nearest);
-        const __m512 fz = sb_gs2d_round16(uz, nearest);
+        const __m512 fx = sb_gs2d_round16(ux, 0), fy = sb_gs2d_round16(uy, 0);
+        const __m512 fz = sb_gs2d_round16(uz, 0);
         const __mmask16 vx0 = sb_gs2d_in16(k, fx, k->fw), vy0 = sb_gs2d_in16(k, fy, k->fh);
         const __mmask16 vz0 = sb_gs2d_in16(k, fz, q->fd) & (__mmask16)~far & lanes;
-        const __mmask16 any0 = vx0 & vy0 & vz0;
-        if (nearest) {
-            const __m512i off = sb_gs3d_off16(q, fx, fy, fz, any0);
-            for (Py_ssize_t c = 0; c < C; c++)
-                _mm512_mask_storeu_ps(out + c * P + j, lanes,
-                                      _mm512_mask_i32gather_ps(zero, any0, off, x + c * S, 4));
-        } else {
-            const __mmask16 vx1 = sb_gs2d_in16(k, _mm512_add_ps(fx, one), k->fw);
-            const __mmask16 vy1 = sb_gs2d_in16(k, _mm512_add_ps(fy, one), k->fh);
-            const __mmask16 vz1 = sb_gs2d_in16(k, _mm512_add_ps(fz, one), q->fd)
-                                  & (__mmask16)~far & lanes;
-            /* tap t = 4 dz + 2 dy + dx; a tap's mask is its three axes' */
-            const __mmask16 vy[2] = {vy0, vy1}, vz[2] = {vz0, vz1}, vx[2] = {vx0, vx1};
-            __mmask16 m[8], any = 0, whole = 1;
-            for (int t = 0; t < 8; t++) {
-                m[t] = vz[t >> 2] & vy[(t >> 1) & 1] & vx[t & 1];
-                any |= m[t];
-                whole &= m[t] == m[0];
+        const __mmask16 vx1 = sb_gs2d_in16(k, _mm512_add_ps(fx, one), k->fw);
+        const __mmask16 vy1 = sb_gs2d_in16(k, _mm512_add_ps(fy, one), k->fh);
+        const __mmask16 vz1 = sb_gs2d_in16(k, _mm512_add_ps(fz, one), q->fd)
+                              & (__mmask16)~far & lanes;
+        /* tap t = 4 dz + 2 dy + dx; a tap's mask is its three axes' */
+        const __mmask16 vy[2] = {vy0, vy1}, vz[2] = {vz0, vz1}, vx[2] = {vx0, vx1};
+        __mmask16 m[8], any = 0, whole = 1;
+        for (int t = 0; t < 8; t++) {
+            m[t] = vz[t >> 2] & vy[(t >> 1) & 1] & vx[t & 1];
+            any |= m[t];
+            whole &= m[t] == m[0];
+        }
+        /* the lanes whose tap 0 may be outside still need in-range offsets */
+        const __mmask16 lane_any = any;
+        const __m512i off = sb_gs3d_off16(q, fx, fy, fz, lane_any);
+        const __m512 tx = _mm512_sub_ps(ux, fx), ty = _mm512_sub_ps(uy, fy);
+        const __m512 tz = _mm512_sub_ps(uz, fz);
+        const __m512 sx1 = _mm512_sub_ps(one, tx), sy1 = _mm512_sub_ps(one, ty);
+        const __m512 sz1 = _mm512_sub_ps(one, tz);
+        const __m512 zy[4] = {_mm512_mul_ps(sz1, sy1), _mm512_mul_ps(sz1, ty),
+                              _mm512_mul_ps(tz, sy1), _mm512_mul_ps(tz, ty)};
+        __m512 w[8];
+        for (int t = 0; t < 8; t++) w[t] = _mm512_mul_ps(zy[t >> 1], (t & 1) ? tx : sx1);
+        for (Py_ssize_t c = 0; c < C; c++) {
+            const float* xp = x + c * S;
+            __m512 v[8];
+            if (whole) {
+                for (int rr = 0; rr < 4; rr++)
+                    sb_gs2d_pairs16(k, xp + rows[rr], off, m[0], &v[2 * rr], &v[2 * rr + 1]);
+            } else {
+                for (int t = 0; t < 8; t++)
+                    v[t] = _mm512_mask_i32gather_ps(zero, m[t], off, xp + rows[t >> 1] + (t & 1), 4);
             }
-            /* the lanes whose tap 0 may be outside still need in-range offsets */
-            const __mmask16 lane_any = any;
-            const __m512i off = sb_gs3d_off16(q, fx, fy, fz, lane_any);
-            const __m512 tx = _mm512_sub_ps(ux, fx), ty = _mm512_sub_ps(uy, fy);
-            const __m512 tz = _mm512_sub_ps(uz, fz);
-            const __m512 sx1 = _mm512_sub_ps(one, tx), sy1 = _mm512_sub_ps(one, ty);
-            const __m512 sz1 = _mm512_sub_ps(one, tz);
-            const __m512 zy[4] = {_mm512_mul_ps(sz1, sy1), _mm512_mul_ps(sz1, ty),
-                                  _mm512_mul_ps(tz, sy1), _mm512_mul_ps(tz, ty)};
-            __m512 w[8];
-            for (int t = 0; t < 8; t++) w[t] = _mm512_mul_ps(zy[t >> 1], (t & 1) ? tx : sx1);
-            for (Py_ssize_t c = 0; c < C; c++) {
-                const float* xp = x + c * S;
-                __m512 v[8];
-                if (whole) {
-                    for (int rr = 0; rr < 4; rr++)
-                        sb_gs2d_pairs16(k, xp + rows[rr], off, m[0], &v[2 * rr], &v[2 * rr + 1]);
-                } else {
-                    for (int t = 0; t < 8; t++)
-                        v[t] = _mm512_mask_i32gather_ps(zero, m[t], off, xp + rows[t >> 1] + (t & 1), 4);
-                }
-                __m512 s = _mm512_add_ps(_mm512_mul_ps(w[0], v[0]), _mm512_mul_ps(w[1], v[1]));
-                for (int t = 2; t < 8; t++) s = _mm512_add_ps(s, _mm512_mul_ps(w[t], v[t]));
-                _mm512_mask_storeu_ps(out + c * P + j, lanes, _mm512_maskz_mov_ps(any, s));
-            }
+            __m512 s = _mm512_add_ps(_mm512_mul_ps(w[0], v[0]), _mm512_mul_ps(w[1], v[1]));
+            for (int t = 2; t < 8; t++) s = _mm512_add_ps(s, _mm512_mul_ps(w[t], v[t]));
+            _mm512_mask_storeu_ps(out + c * P + j, lanes, _mm512_maskz_mov_ps(any, s));
         }
         all &= far == 0;
         sb_gs2d_ok16(ok + j, r, (__mmask16)~far);
@@ -499,14 +493,14 @@ static int sb_gs3d_fused_f(int isa, const float* x, const float* g, float* out, 
         int pad, const float* scale, float shift, float lo, const float* span,
         unsigned char* ok, int* all) {
     SB_GS2D_IF_X86(
-    if (isa == 1 && nearest) {
+    if (isa >= 1 && nearest) {
         const sb_gs_k8 k = sb_gs_k8_make(D, H, W, scale, shift, pad, lo, span, 3);
         *all = sb_gs_nearest_f_avx2(3, x, g, out, C, D * H * W, P, n, &k, ok);
         return 1;
     }
     if (isa == 2) {
         const sb_gs3d_k16 q = sb_gs3d_k16_make(D, H, W, scale, shift, pad, lo, span);
-        *all = sb_gs3d_fused_f_avx512(x, g, out, C, D, H, W, P, n, nearest, &q, ok);
+        *all = sb_gs3d_fused_f_avx512(x, g, out, C, D, H, W, P, n, &q, ok);
         return 1;
     })
     return 0;

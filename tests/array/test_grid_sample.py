@@ -253,13 +253,30 @@ def test_thread_count_does_not_change_any_bit(nd, mode):
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
 
 
-def test_nearest_grid_gradient_is_zero():
+@pytest.mark.parametrize("nd", [2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nearest_grid_gradient_is_zero(nd, dtype):
+    """The kernel writes nearest's zero grid gradient into uninitialised memory on each of
+    its routes: with the push's offsets (as many planes as threads), on its own (fewer),
+    and without an input gradient."""
     rng = np.random.default_rng(3)
-    x, g, gy = _case(rng, 2, False)
-    _, gg = _kernel_bwd(gy, x, g, "nearest", "zeros", False)
-    assert gg.shape == g.shape and not gg.any()
-    _, gg = _kernel_bwd(gy, x, g, "nearest", "border", True, input_grad=False)
-    assert gg.shape == g.shape and not gg.any()
+    previous = sandbox.get_num_threads()
+    try:
+        for n, c, threads in ((2, 3, 2), (1, 1, 2), (1, 1, 1)):
+            sandbox.set_num_threads(threads)
+            x, g, gy = _case(rng, nd, False, dtype, n=n)
+            x, gy = x[:, :c].copy(), gy[:, :c].copy()
+            for padding, input_grad in (("zeros", True), ("reflection", True),
+                                        ("border", False)):
+                np.full(g.shape, np.nan, dtype)  # freed: the next array of its size may reuse it
+                gx, gg = _kernel_bwd(gy, x, g, "nearest", padding, False, input_grad=input_grad)
+                assert gg.shape == g.shape and gg.dtype == dtype
+                assert not gg.any() and not np.isnan(gg).any()
+                if input_grad:
+                    want = reference.grid_sample_backward(gy, x, g, "nearest", padding, False)[0]
+                    np.testing.assert_allclose(gx, want, rtol=1e-5, atol=1e-5)
+    finally:
+        sandbox.set_num_threads(previous)
 
 
 def test_push_is_the_adjoint():

@@ -37,12 +37,12 @@ def push_slabs(input) -> tuple[int, int]:
 
 
 def _push_indices(grid, mode) -> int:
-    """Indices per output point of the push's scratch: two (key, order) when the slabs
-    share a sample among the threads (batches under ``_grid_sample.per_sample_batch``),
-    one (the tap offset) for a nearest push by channel planes, else none."""
-    if grid.shape[0] < _grid_sample.per_sample_batch:
-        return 2
-    return 1 if mode == 0 else 0
+    """Indices per output point of the push's scratch: one (the tap offset) for a nearest
+    push (by ranges of values), two (key, order) when the slabs share a sample among the
+    threads (batches under ``_grid_sample.per_sample_batch``), else none."""
+    if mode == 0:
+        return 1
+    return 2 if grid.shape[0] < _grid_sample.per_sample_batch else 0
 
 
 def push_bytes(grid, mode) -> int:
@@ -147,10 +147,14 @@ def backward(grad_output, input, grid, plan, input_grad, grid_grad, isa=None):
     mode = plan.mode
     dtype = input.dtype
     empty = np.empty(0, dtype)
-    gg = np.zeros(grid.shape, dtype) if grid_grad else None
     wants_grid = grid_grad and mode != 0  # nearest: the grid gradient is zero
     if (not input_grad and not wants_grid) or n * p == 0 or (c == 0):
-        return (np.zeros(input.shape, dtype) if input_grad else None), gg
+        return ((np.zeros(input.shape, dtype) if input_grad else None),
+                np.zeros(grid.shape, dtype) if grid_grad else None)
+    # the grid gradient's zeros: nearest's all written by the kernel on every thread (a
+    # serial np.zeros of a batch's grid had been a third of the push); the others' for
+    # the points the kernel leaves out
+    gg = (np.empty if mode == 0 else np.zeros)(grid.shape, dtype) if grid_grad else None
     # the kernel zeroes the input gradient, plane by plane on every thread (a serial
     # np.zeros of it had cost as much as a small push)
     gx = _empty_apart(input.shape, dtype, grad_output) if input_grad else None
@@ -162,7 +166,7 @@ def backward(grad_output, input, grid, plan, input_grad, grid_grad, isa=None):
     cursor = np.empty(n * _grid_sample.sort_chunks * nslabs if count else 0, np.intp)
     _kernel("backward", dtype)(
         _flat(grad_output), _flat(input), _flat(grid), empty if gx is None else gx.reshape(-1),
-        gg.reshape(-1) if wants_grid else empty, keys, order, starts, cursor, n, c, d, h, w, p,
+        empty if gg is None else gg.reshape(-1), keys, order, starts, cursor, n, c, d, h, w, p,
         nd, mode, plan.padding, plan.align_corners, slab, nslabs, kernel_threads(n * c * p * 4),
         slab_rows(input.shape[2], slab), simd_code() if isa is None else isa, zero_gx=True)
     return gx, gg
