@@ -83,6 +83,20 @@ SB_AVX512 static inline __m512i sb_gs3d_off16(const sb_gs3d_k16* q, __m512 fx, _
         _mm512_add_epi32(_mm512_mullo_epi32(z, q->vh), y), q->k.vw), x);
 }
 
+/* The fractions t = u - f and 1 - t of 16 points (ts: tx, ty, tz, then 1 - each) and
+ * their 8 trilinear corner weights, tap t = 4 dz + 2 dy + dx, in the scalar code's order
+ * of products: ((1 - tz)(1 - ty), (1 - tz) ty, tz (1 - ty), tz ty) times 1 - tx or tx. */
+SB_AVX512 static inline void sb_gs3d_corners16(__m512 one, __m512 ux, __m512 uy, __m512 uz,
+        __m512 fx, __m512 fy, __m512 fz, __m512 ts[6], __m512 w[8]) {
+    ts[0] = _mm512_sub_ps(ux, fx);
+    ts[1] = _mm512_sub_ps(uy, fy);
+    ts[2] = _mm512_sub_ps(uz, fz);
+    for (int a = 0; a < 3; a++) ts[3 + a] = _mm512_sub_ps(one, ts[a]);
+    const __m512 zy[4] = {_mm512_mul_ps(ts[5], ts[4]), _mm512_mul_ps(ts[5], ts[1]),
+                          _mm512_mul_ps(ts[2], ts[4]), _mm512_mul_ps(ts[2], ts[1])};
+    for (int t = 0; t < 8; t++) w[t] = _mm512_mul_ps(zy[t >> 1], (t & 1) ? ts[0] : ts[3]);
+}
+
 SB_AVX512 static int sb_gs3d_fused_f_avx512(const float* x, const float* g, float* out,
         Py_ssize_t C, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n,
         const sb_gs3d_k16* q, unsigned char* ok) {
@@ -116,14 +130,8 @@ SB_AVX512 static int sb_gs3d_fused_f_avx512(const float* x, const float* g, floa
         /* the lanes whose tap 0 may be outside still need in-range offsets */
         const __mmask16 lane_any = any;
         const __m512i off = sb_gs3d_off16(q, fx, fy, fz, lane_any);
-        const __m512 tx = _mm512_sub_ps(ux, fx), ty = _mm512_sub_ps(uy, fy);
-        const __m512 tz = _mm512_sub_ps(uz, fz);
-        const __m512 sx1 = _mm512_sub_ps(one, tx), sy1 = _mm512_sub_ps(one, ty);
-        const __m512 sz1 = _mm512_sub_ps(one, tz);
-        const __m512 zy[4] = {_mm512_mul_ps(sz1, sy1), _mm512_mul_ps(sz1, ty),
-                              _mm512_mul_ps(tz, sy1), _mm512_mul_ps(tz, ty)};
-        __m512 w[8];
-        for (int t = 0; t < 8; t++) w[t] = _mm512_mul_ps(zy[t >> 1], (t & 1) ? tx : sx1);
+        __m512 ts[6], w[8];
+        sb_gs3d_corners16(one, ux, uy, uz, fx, fy, fz, ts, w);
         for (Py_ssize_t c = 0; c < C; c++) {
             const float* xp = x + c * S;
             __m512 v[8];
@@ -181,14 +189,10 @@ SB_AVX512 static int sb_gs3d_fused_back_f_avx512(const float* x, const float* gy
             sb_gs2d_ok16(ok + j, r, (__mmask16)~far);
             continue;
         }
-        const __m512 tx = _mm512_sub_ps(ux, fx), ty = _mm512_sub_ps(uy, fy);
-        const __m512 tz = _mm512_sub_ps(uz, fz);
-        const __m512 sx1 = _mm512_sub_ps(one, tx), sy1 = _mm512_sub_ps(one, ty);
-        const __m512 sz1 = _mm512_sub_ps(one, tz);
-        const __m512 zy[4] = {_mm512_mul_ps(sz1, sy1), _mm512_mul_ps(sz1, ty),
-                              _mm512_mul_ps(tz, sy1), _mm512_mul_ps(tz, ty)};
-        for (int t = 0; t < 8; t++)
-            _mm512_storeu_ps(wa[t], _mm512_mul_ps(zy[t >> 1], (t & 1) ? tx : sx1));
+        __m512 ts[6], w[8];
+        sb_gs3d_corners16(one, ux, uy, uz, fx, fy, fz, ts, w);
+        const __m512 tx = ts[0], ty = ts[1], tz = ts[2], sx1 = ts[3], sy1 = ts[4], sz1 = ts[5];
+        for (int t = 0; t < 8; t++) _mm512_storeu_ps(wa[t], w[t]);
         __m512 ax = zero, ay = zero, az = zero;
         for (Py_ssize_t c = 0; c < C; c++) {
             const float* xp = x + c * S;
