@@ -36,11 +36,11 @@ cdef extern from "grid_block2d.h":
                          int, float, float, float, int, int32_t*, float*, float*, float*,
                          float*, float*, float*, float*, float*, unsigned char*) noexcept nogil
     int sb_gs2d_coords_f_avx2(const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, float, float,
-                              float, int, float, float, float, int, int32_t*, float*, float*,
+                              float, int, float, float, float, int32_t*, float*, float*,
                               float*, float*, float*, float*, float*, float*,
                               unsigned char*) noexcept nogil
     void sb_gs2d_gather_f_avx2(const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, float*,
-                               Py_ssize_t, Py_ssize_t, int, const int32_t*, const float*,
+                               Py_ssize_t, Py_ssize_t, const int32_t*, const float*,
                                const float*, const float*, const float*) noexcept nogil
     int sb_gs2d_avx2_available() noexcept nogil
     int sb_gs2d_coords_d(const double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, double, double,
@@ -55,17 +55,17 @@ cdef extern from "grid_block2d.h":
                           const double*, const double*, const double*) noexcept nogil
     void sb_gs2d_backward_f(const float*, const float*, float*, float*, float*, Py_ssize_t,
                             Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, const Py_ssize_t*,
-                            int, int, const int32_t*, const float*, const float*, const float*,
+                            int, const int32_t*, const float*, const float*, const float*,
                             const float*, const float*, const float*,
                             const unsigned char*) noexcept nogil
     void sb_gs2d_backward_f_avx2(const float*, const float*, float*, float*, float*,
                                  Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
-                                 const Py_ssize_t*, int, int, const int32_t*, const float*,
+                                 const Py_ssize_t*, int, const int32_t*, const float*,
                                  const float*, const float*, const float*, const float*,
                                  const float*, const unsigned char*) noexcept nogil
     void sb_gs2d_backward_d(const double*, const double*, double*, double*, double*,
                             Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
-                            const Py_ssize_t*, int, int, const int32_t*, const double*,
+                            const Py_ssize_t*, int, const int32_t*, const double*,
                             const double*, const double*, const double*, const double*,
                             const double*, const unsigned char*) noexcept nogil
 
@@ -86,11 +86,11 @@ cdef extern from "grid_block3d.h":
                           const double*) noexcept nogil
     void sb_gs3d_backward_f(const float*, const float*, float*, float*, Py_ssize_t, Py_ssize_t,
                             Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, const Py_ssize_t*,
-                            int, int, const int32_t*, const float*, const float*,
+                            int, const int32_t*, const float*, const float*,
                             const unsigned char*) noexcept nogil
     void sb_gs3d_backward_d(const double*, const double*, double*, double*, Py_ssize_t,
                             Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
-                            const Py_ssize_t*, int, int, const int32_t*, const double*,
+                            const Py_ssize_t*, int, const int32_t*, const double*,
                             const double*, const unsigned char*) noexcept nogil
 
 
@@ -117,9 +117,9 @@ cdef extern from "grid_simd2d.h":
                         float, float, unsigned char*, int*) noexcept nogil
     int sb_gs2d_fused_back_f(int, const float*, const float*, float*, float*, Py_ssize_t,
                              Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, const float*,
-                             const Py_ssize_t*, Py_ssize_t, int, int, float, float, float,
+                             const Py_ssize_t*, Py_ssize_t, int, float, float, float,
                              float, float, float, unsigned char*, int*) noexcept nogil
-    int sb_gs2d_keys_f(int, const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, int, int, float,
+    int sb_gs2d_keys_f(int, const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, int, float,
                        float, float, float, float, float, const int32_t*,
                        Py_ssize_t*) noexcept nogil
     int sb_gs2d_isa_available() noexcept nogil
@@ -130,12 +130,12 @@ cdef extern from "grid_simd3d.h":
                         float, float, const float*, unsigned char*, int*) noexcept nogil
     int sb_gs3d_fused_back_f(int, const float*, const float*, float*, float*, Py_ssize_t,
                              Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
-                             const float*, const Py_ssize_t*, Py_ssize_t, int, int,
+                             const float*, const Py_ssize_t*, Py_ssize_t, int,
                              const float*, float, float, const float*, unsigned char*,
                              int*) noexcept nogil
     void sb_gs3d_backward_isa_f(int, const float*, const float*, float*, float*, Py_ssize_t,
                                 Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
-                                const Py_ssize_t*, int, int, const int32_t*, const float*,
+                                const Py_ssize_t*, int, const int32_t*, const float*,
                                 const float*, const unsigned char*) noexcept nogil
     void sb_gs3d_gather_isa_f(int, const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                               float*, Py_ssize_t, Py_ssize_t, int, const int32_t*,
@@ -144,7 +144,7 @@ cdef extern from "grid_simd3d.h":
                              const float*, float, int, float, const float*, int, int32_t*,
                              float*, float*, float*, unsigned char*) noexcept nogil
     int sb_gs3d_keys_f(int, const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, int,
-                       int, const float*, float, float, const float*, const int32_t*,
+                       const float*, float, float, const float*, const int32_t*,
                        Py_ssize_t*) noexcept nogil
 
 cdef extern from "grid_nearest.h":
@@ -800,12 +800,12 @@ cdef inline Params2d _params_2d(Py_ssize_t H, Py_ssize_t W, int ac) noexcept nog
 cdef inline int _coords_2d(const real* g, Py_ssize_t cnt, Py_ssize_t H, Py_ssize_t W,
                            Params2d q, int pad, int nearest, int32_t* off, real* wt, real* ts,
                            real* ds, unsigned char* ok, int isa) noexcept nogil:
-    """grid_block2d.h's coordinate pass (float32 with ``isa`` >= 1: its AVX2 form, the
-    same values); returns whether every point is ok."""
+    """grid_block2d.h's coordinate pass (float32 bilinear with ``isa`` >= 1: its AVX2 form,
+    the same values); returns whether every point is ok."""
     if real is float:
-        if isa >= 1:
+        if isa >= 1 and not nearest:
             return sb_gs2d_coords_f_avx2(g, cnt, H, W, q.sx, q.sy, q.shift, pad, q.lo,
-                                         q.span_x, q.span_y, nearest, off, wt,
+                                         q.span_x, q.span_y, off, wt,
                                          wt + SB_GS_BLOCK, wt + 2 * SB_GS_BLOCK,
                                          wt + 3 * SB_GS_BLOCK, ts, ts + SB_GS_BLOCK, ds,
                                          ds + SB_GS_BLOCK, ok)
@@ -826,8 +826,8 @@ cdef inline void _gather_2d(const real* xn, Py_ssize_t C, Py_ssize_t H, Py_ssize
     """grid_block2d.h's gather of the ok points (float32 with ``isa`` >= 1: its AVX2
     bilinear form, the same values)."""
     if real is float:
-        if isa >= 1:
-            sb_gs2d_gather_f_avx2(xn, C, H * W, W, outp, P, cnt, nearest, off, wt,
+        if isa >= 1 and not nearest:
+            sb_gs2d_gather_f_avx2(xn, C, H * W, W, outp, P, cnt, off, wt,
                                   wt + SB_GS_BLOCK, wt + 2 * SB_GS_BLOCK, wt + 3 * SB_GS_BLOCK)
             return
         sb_gs2d_gather_f(xn, C, H * W, W, outp, P, cnt, nearest, off, wt, wt + SB_GS_BLOCK,
@@ -839,24 +839,24 @@ cdef inline void _gather_2d(const real* xn, Py_ssize_t C, Py_ssize_t H, Py_ssize
 
 cdef inline void _push_2d(const real* xn, const real* gyn, real* gxn, real* acc, Py_ssize_t C,
                           Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t cnt,
-                          const Py_ssize_t* idx, int nearest, int deriv, const int32_t* off,
+                          const Py_ssize_t* idx, int deriv, const int32_t* off,
                           const real* wt, const real* ts, const unsigned char* ok,
                           int isa) noexcept nogil:
-    """grid_block2d.h's backward of the ok points: the push, and acc (as ds) with deriv
+    """grid_block2d.h's bilinear backward of the ok points: the push, and acc (as ds) with deriv
     (float32 with ``isa`` >= 1: its AVX2 derivative sums, the same values)."""
     if real is float:
         if isa >= 1:
             sb_gs2d_backward_f_avx2(xn, gyn, gxn, acc, acc + SB_GS_BLOCK, C, H * W, W, P, cnt,
-                                    idx, nearest, deriv, off, wt, wt + SB_GS_BLOCK,
+                                    idx, deriv, off, wt, wt + SB_GS_BLOCK,
                                     wt + 2 * SB_GS_BLOCK, wt + 3 * SB_GS_BLOCK, ts,
                                     ts + SB_GS_BLOCK, ok)
             return
         sb_gs2d_backward_f(xn, gyn, gxn, acc, acc + SB_GS_BLOCK, C, H * W, W, P, cnt, idx,
-                           nearest, deriv, off, wt, wt + SB_GS_BLOCK, wt + 2 * SB_GS_BLOCK,
+                           deriv, off, wt, wt + SB_GS_BLOCK, wt + 2 * SB_GS_BLOCK,
                            wt + 3 * SB_GS_BLOCK, ts, ts + SB_GS_BLOCK, ok)
     else:
         sb_gs2d_backward_d(xn, gyn, gxn, acc, acc + SB_GS_BLOCK, C, H * W, W, P, cnt, idx,
-                           nearest, deriv, off, wt, wt + SB_GS_BLOCK, wt + 2 * SB_GS_BLOCK,
+                           deriv, off, wt, wt + SB_GS_BLOCK, wt + 2 * SB_GS_BLOCK,
                            wt + 3 * SB_GS_BLOCK, ts, ts + SB_GS_BLOCK, ok)
 
 
@@ -907,17 +907,16 @@ cdef inline void _gather_3d(const real* xn, Py_ssize_t C, Py_ssize_t S, Py_ssize
 
 cdef inline void _push_3d(const real* xn, const real* gyn, real* gxn, real* acc, Py_ssize_t C,
                           Py_ssize_t S, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P,
-                          Py_ssize_t cnt, const Py_ssize_t* idx, int nearest, int deriv,
+                          Py_ssize_t cnt, const Py_ssize_t* idx, int deriv,
                           const int32_t* off, const real* wt, const real* ts,
                           const unsigned char* ok, int isa) noexcept nogil:
-    """grid_block3d.h's backward of the ok points: the push, and acc (as ds) with deriv
+    """grid_block3d.h's trilinear backward of the ok points: the push, and acc (as ds) with deriv
     (float32 with ``isa`` >= 1: grid_simd3d.h's AVX2 sums, the same values)."""
     if real is float:
-        sb_gs3d_backward_isa_f(isa, xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv,
-                               off, wt, ts, ok)
+        sb_gs3d_backward_isa_f(isa, xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, deriv, off, wt,
+                               ts, ok)
     else:
-        sb_gs3d_backward_d(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv, off, wt,
-                           ts, ok)
+        sb_gs3d_backward_d(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, deriv, off, wt, ts, ok)
 
 
 cdef inline void _grid_grad_block(real* ggn, const Py_ssize_t* idx, Py_ssize_t cnt, int nd,
@@ -1047,9 +1046,9 @@ cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real*
                                     Py_ssize_t cnt, Py_ssize_t C, Py_ssize_t P, Py_ssize_t H,
                                     Py_ssize_t W, int mode, int pad, int ac,
                                     int isa) noexcept nogil:
-    """The backward of ``cnt`` <= SB_GS_BLOCK points of one sample (2-D, nearest or bilinear,
-    H, W >= 2; bicubic, H, W >= 4, goes to _backward_block_2d_cubic): points pts[0..cnt) of
-    the sample, or p0 ... p0 + cnt - 1 when pts is NULL.  Pushes into gxn and writes the
+    """The backward of ``cnt`` <= SB_GS_BLOCK points of one sample (2-D, bilinear, H, W >= 2;
+    bicubic, H, W >= 4, goes to _backward_block_2d_cubic; nearest is _nearest_push's): points
+    pts[0..cnt) of the sample, or p0 ... p0 + cnt - 1 when pts is NULL.  Pushes into gxn and writes the
     grid gradient into ggn (each unless NULL); the points with a tap outside go through
     _backward_point afterwards.  Float32 with
     ``isa`` = 2 runs grid_simd2d.h's AVX-512 pass (the same values)."""
@@ -1062,8 +1061,8 @@ cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real*
     cdef real acc[2 * SB_GS_BLOCK]
     cdef unsigned char ok[SB_GS_BLOCK]
     cdef Params2d q = _params_2d(H, W, ac)
-    cdef int all_ok, nearest = mode == NEAREST
-    cdef int deriv = ggn != NULL and mode != NEAREST
+    cdef int all_ok
+    cdef int deriv = ggn != NULL
     cdef bint done = False
     cdef Py_ssize_t j, i
     if mode == BICUBIC:
@@ -1071,22 +1070,21 @@ cdef inline void _backward_block_2d(const real* gyn, const real* xn, const real*
         return
     if real is float:
         if pts == NULL:  # consecutive points: read in place
-            done = sb_gs2d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, H, W, P,
-                                        cnt, gn + 2 * p0, NULL, p0, nearest, pad, q.sx, q.sy,
-                                        q.shift, q.lo, q.span_x, q.span_y, ok, &all_ok)
+            done = sb_gs2d_fused_back_f(isa, xn, gyn, gxn, ggn, C, H, W, P, cnt, gn + 2 * p0,
+                                        NULL, p0, pad, q.sx, q.sy, q.shift, q.lo, q.span_x,
+                                        q.span_y, ok, &all_ok)
     _block_points(gn, pts, p0, cnt, idx, NULL if done else gbuf)
     if real is float:
         if not done:
-            done = sb_gs2d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, H, W, P,
-                                        cnt, gbuf, idx, 0, nearest, pad, q.sx, q.sy, q.shift,
-                                        q.lo, q.span_x, q.span_y, ok, &all_ok)
+            done = sb_gs2d_fused_back_f(isa, xn, gyn, gxn, ggn, C, H, W, P, cnt, gbuf, idx, 0,
+                                        pad, q.sx, q.sy, q.shift, q.lo, q.span_x, q.span_y, ok,
+                                        &all_ok)
     if not done:
-        all_ok = _coords_2d(gbuf, cnt, H, W, q, pad, nearest, off, wt, ts, ds, ok, isa)
-        _push_2d(xn, gyn, gxn, acc, C, H, W, P, cnt, idx, nearest, deriv, off, wt, ts, ok,
-                 isa)
+        all_ok = _coords_2d(gbuf, cnt, H, W, q, pad, 0, off, wt, ts, ds, ok, isa)
+        _push_2d(xn, gyn, gxn, acc, C, H, W, P, cnt, idx, deriv, off, wt, ts, ok, isa)
         if deriv:
             _grid_grad_block(ggn, idx, cnt, 2, acc, ds, ok)
-    if not all_ok and not (nearest and pad != REFLECTION):  # as in _backward_block_3d
+    if not all_ok:
         for j in range(cnt):
             if not ok[j]:
                 _backward_point(gyn + idx[j], xn, gn + 2 * idx[j], gxn,
@@ -1130,7 +1128,7 @@ cdef inline void _backward_block_3d(const real* gyn, const real* xn, const real*
                                     Py_ssize_t cnt, Py_ssize_t C, Py_ssize_t P, Py_ssize_t D,
                                     Py_ssize_t H, Py_ssize_t W, int mode, int pad,
                                     int ac, int isa) noexcept nogil:
-    """The 3-D twin of _backward_block_2d (D, H, W >= 2)."""
+    """The 3-D twin of _backward_block_2d (trilinear, D, H, W >= 2)."""
     cdef Py_ssize_t idx[SB_GS_BLOCK]
     cdef real gbuf[3 * SB_GS_BLOCK]
     cdef int32_t off[SB_GS_BLOCK]
@@ -1142,16 +1140,15 @@ cdef inline void _backward_block_3d(const real* gyn, const real* xn, const real*
     cdef real scale[3]
     cdef real span[3]
     cdef real shift, lo
-    cdef int all_ok, nearest = mode == NEAREST
-    cdef int deriv = ggn != NULL and mode != NEAREST
+    cdef int all_ok
+    cdef int deriv = ggn != NULL
     cdef bint done = False
     cdef Py_ssize_t j, q, k, S = D * H * W
     _params_3d(ac, D, H, W, scale, span, &shift, &lo)
     if real is float:
         if pts == NULL:  # consecutive points: read in place
-            done = sb_gs3d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, D, H, W,
-                                        P, cnt, gn + 3 * p0, NULL, p0, nearest, pad, scale,
-                                        shift, lo, span, ok, &all_ok)
+            done = sb_gs3d_fused_back_f(isa, xn, gyn, gxn, ggn, C, D, H, W, P, cnt, gn + 3 * p0,
+                                        NULL, p0, pad, scale, shift, lo, span, ok, &all_ok)
     for j in range(cnt):
         q = pts[j] if pts != NULL else p0 + j
         idx[j] = q
@@ -1160,19 +1157,15 @@ cdef inline void _backward_block_3d(const real* gyn, const real* xn, const real*
                 gbuf[3 * j + k] = gn[3 * q + k]
     if real is float:
         if not done:
-            done = sb_gs3d_fused_back_f(isa, xn, gyn, gxn, ggn if deriv else NULL, C, D, H, W,
-                                        P, cnt, gbuf, idx, 0, nearest, pad, scale, shift, lo,
-                                        span, ok, &all_ok)
+            done = sb_gs3d_fused_back_f(isa, xn, gyn, gxn, ggn, C, D, H, W, P, cnt, gbuf, idx, 0,
+                                        pad, scale, shift, lo, span, ok, &all_ok)
     if not done:
-        all_ok = _coords_3d(gbuf, cnt, D, H, W, scale, shift, pad, lo, span, nearest, off, wt,
-                            ts, ds, ok, isa)
-        _push_3d(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, nearest, deriv, off, wt, ts, ok,
-                 isa)
+        all_ok = _coords_3d(gbuf, cnt, D, H, W, scale, shift, pad, lo, span, 0, off, wt, ts, ds,
+                            ok, isa)
+        _push_3d(xn, gyn, gxn, acc, C, S, H, W, P, cnt, idx, deriv, off, wt, ts, ok, isa)
         if deriv:
             _grid_grad_block(ggn, idx, cnt, 3, acc, ds, ok)
-    # a nearest point that is not inside has no tap (none to push, no grid gradient),
-    # unless it was reflected more than once (reflection: then it needs the general path)
-    if not all_ok and not (nearest and pad != REFLECTION):
+    if not all_ok:
         for j in range(cnt):
             if not ok[j]:
                 _backward_point(gyn + idx[j], xn, gn + 3 * idx[j], gxn,
@@ -1290,15 +1283,14 @@ cdef void _nearest_push(const real* gyb, const real* gb, real* gxb, real* ggb,
     cdef int found
     cdef Py_ssize_t nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
     cdef Py_ssize_t S = D * H * W
-    # N * parts a multiple of nthreads: nthreads / gcd(N, nthreads)
-    cdef Py_ssize_t parts = nthreads, a = N, b = nthreads
+    cdef Py_ssize_t parts, a = N, b = nthreads
     cdef float scale[3]
     cdef float span[3]
     cdef float shift, lo
     cdef real* gxp
-    while b:
+    while b:  # a = gcd(N, nthreads)
         a, b = b, a % b
-    parts = nthreads // a
+    parts = nthreads // a  # the smallest count that makes N * parts a multiple of nthreads
     _params_3d(ac, D, H, W, scale, span, &shift, &lo)
     for i in prange(N * nb, schedule="static", num_threads=nthreads):
         n = i // nb
@@ -1309,11 +1301,11 @@ cdef void _nearest_push(const real* gyb, const real* gb, real* gxb, real* ggb,
         if real is float:
             found = sb_gs_near_offsets_f(isa, nd, <const float*>gb + (n * P + p) * nd, cnt, D,
                                          H, W, pad, scale, shift, lo, span, &offs[n * P + p])
-            if found:  # 1: done; 2: some points reflected more than once
-                if found == 2:
-                    for j in range(n * P + p, n * P + p + cnt):
-                        if offs[j] == -2:
-                            offs[j] = _nearest_offset(gb + j * nd, nd, D, H, W, pad, ac)
+            if found == 2:  # some points reflected more than once: the general rules
+                for j in range(n * P + p, n * P + p + cnt):
+                    if offs[j] == -2:
+                        offs[j] = _nearest_offset(gb + j * nd, nd, D, H, W, pad, ac)
+            if found:
                 continue
         for j in range(n * P + p, n * P + p + cnt):
             offs[j] = _nearest_offset(gb + j * nd, nd, D, H, W, pad, ac)
@@ -1389,10 +1381,11 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
             _nearest_push(gyb, gb, gxb, ggb, &keys[0], N, C, D, H, W, P, nd, pad, ac,
                           nthreads, isa if blocked else 0, zero_gx)
         return
-    if mode == NEAREST and ggb != NULL:  # the grid gradient alone: zero
-        with nogil:
-            for it in prange(N * nd, schedule="static", num_threads=nthreads):
-                memset(ggb + it * P, 0, P * sizeof(real))
+    if mode == NEAREST:  # no push: the grid gradient alone, zero
+        if ggb != NULL:
+            with nogil:
+                for it in prange(N * nd, schedule="static", num_threads=nthreads):
+                    memset(ggb + it * P, 0, P * sizeof(real))
         return
     if gxb == NULL and blocked:  # grid gradient only, by blocks of points
         nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
@@ -1455,13 +1448,12 @@ def backward(const real[::1] gy, const real[::1] x, const real[::1] grid, real[:
                 p = (i - n * nb) * SB_GS_BLOCK
                 cnt = min(SB_GS_BLOCK, P - p)
                 if nd == 2:
-                    sb_gs2d_keys_f(isa, <const float*>gb + (n * P + p) * 2, cnt, H, W,
-                                   mode == NEAREST, pad, q.sx, q.sy, q.shift, q.lo, q.span_x,
-                                   q.span_y, rows, &keys[n * P + p])
-                else:
-                    sb_gs3d_keys_f(isa, <const float*>gb + (n * P + p) * 3, cnt, D, H, W,
-                                   mode == NEAREST, pad, scale3, shift3, lo3, span3, rows,
+                    sb_gs2d_keys_f(isa, <const float*>gb + (n * P + p) * 2, cnt, H, W, pad,
+                                   q.sx, q.sy, q.shift, q.lo, q.span_x, q.span_y, rows,
                                    &keys[n * P + p])
+                else:
+                    sb_gs3d_keys_f(isa, <const float*>gb + (n * P + p) * 3, cnt, D, H, W, pad,
+                                   scale3, shift3, lo3, span3, rows, &keys[n * P + p])
                 for j in range(n * P + p, n * P + p + cnt):
                     if keys[j] == -2:
                         m = _min_row(gb + j * nd, nd, D, H, mode, pad, ac)

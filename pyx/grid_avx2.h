@@ -272,11 +272,11 @@ SB_GS2D_AVX2 static int sb_gs_nearest_f_avx2(int nd, const float* x, const float
     return all;
 }
 
-/* The push's keys (pyx/_grid_sample.pyx, the slab path) of n nearest or bilinear points
- * of an nd-D grid: the slab (slab_of_row) of the lowest row (2-D) or plane (3-D) a tap
+/* The push's keys (pyx/_grid_sample.pyx, the slab path) of n bilinear points of an nd-D
+ * grid: the slab (slab_of_row) of the lowest row (2-D) or plane (3-D) a tap
  * touches, -1 for a point with no tap inside, -2 for one reflected more than once (the
  * caller computes those with the general rules); the rules of _min_row. */
-SB_GS2D_AVX2 static void sb_gs_keys_f_avx2(int nd, const float* g, Py_ssize_t n, int nearest,
+SB_GS2D_AVX2 static void sb_gs_keys_f_avx2(int nd, const float* g, Py_ssize_t n,
         const sb_gs_k8* k, const int32_t* slab_of_row, Py_ssize_t* keys) {
     const __m256 size = nd == 2 ? k->y.size : k->z.size;
     int32_t row[8], in[8], far8[8];
@@ -289,11 +289,10 @@ SB_GS2D_AVX2 static void sb_gs_keys_f_avx2(int nd, const float* g, Py_ssize_t n,
             sb_gs3d_coords8_avx2(k, g + 3 * j, r, &ux, &uy, &uz, &dx, &dy, &dz, &far);
             uy = uz;
         }
-        const __m256 f = nearest ? _mm256_round_ps(uy, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-                                 : _mm256_round_ps(uy, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+        const __m256 f = _mm256_round_ps(uy, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
         const __m256 f1 = _mm256_add_ps(f, k->one);
         const __m256 v0 = sb_gs2d_in8(k, f, size);
-        const __m256 v1 = nearest ? k->zero : sb_gs2d_in8(k, f1, size);
+        const __m256 v1 = sb_gs2d_in8(k, f1, size);
         const __m256 any = _mm256_or_ps(v0, v1);
         /* the first tap's row if inside, else the second's; 0 for none (not read) */
         const __m256 lowest = _mm256_and_ps(any, sb_gs2d_sel8(v0, f, f1));

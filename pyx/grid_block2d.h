@@ -12,9 +12,10 @@
  * on the general path, and the function returns whether every point was ok.  Same
  * operations in the same order as the scalar path, so results are identical.
  * sb_gs2d_gather_*: out[c, j] = sum of weight * x[c, tap] (nearest: x[c, off]).
- * sb_gs2d_backward_*: for the ok points pts[0..n) (indices into the sample's P
- * points), channel by channel: the interpolant's x and y differences times grad_y
- * into ax, ay (deriv), and the push into gx (unless NULL). */
+ * sb_gs2d_backward_*: bilinear, for the ok points pts[0..n) (indices into the sample's
+ * P points), channel by channel: the interpolant's x and y differences times grad_y
+ * into ax, ay (deriv), and the push into gx (unless NULL).  The nearest push is
+ * grid_nearest.h's. */
 #ifndef SANDBOX_GRID_BLOCK2D_H
 #define SANDBOX_GRID_BLOCK2D_H
 #include <math.h>
@@ -104,17 +105,13 @@ SB_CLONES static void sb_gs2d_gather_##S(const T* restrict x, Py_ssize_t C, Py_s
  * pts[j] of each channel (stride P), gx planes are HW apart. */                         \
 SB_CLONES static void sb_gs2d_push_##S(const T* restrict gy, T* gx, Py_ssize_t C,           \
         Py_ssize_t HW, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n,                            \
-        const Py_ssize_t* restrict pts, int nearest, const int32_t* restrict off,           \
+        const Py_ssize_t* restrict pts, const int32_t* restrict off,                        \
         const T* restrict w0, const T* restrict w1, const T* restrict w2,                   \
         const T* restrict w3, const unsigned char* restrict ok) {                           \
     for (Py_ssize_t j = 0; j < n; j++) {                                                    \
         if (!ok[j]) continue;                                                               \
         const T* gq = gy + pts[j];                                                          \
         T* gp = gx + off[j];                                                                \
-        if (nearest) {                                                                      \
-            for (Py_ssize_t c = 0; c < C; c++) gp[c * HW] = gp[c * HW] + gq[c * P];          \
-            continue;                                                                       \
-        }                                                                                   \
         const T a0 = w0[j], a1 = w1[j], a2 = w2[j], a3 = w3[j];                             \
         for (Py_ssize_t c = 0; c < C; c++) {                                                \
             T* q = gp + c * HW;                                                             \
@@ -128,12 +125,12 @@ SB_CLONES static void sb_gs2d_push_##S(const T* restrict gy, T* gx, Py_ssize_t C
 }                                                                                           \
 SB_CLONES static void sb_gs2d_backward_##S(const T* restrict x, const T* restrict gy,       \
         T* gx, T* restrict ax, T* restrict ay, Py_ssize_t C, Py_ssize_t HW, Py_ssize_t W,   \
-        Py_ssize_t P, Py_ssize_t n, const Py_ssize_t* restrict pts, int nearest, int deriv, \
+        Py_ssize_t P, Py_ssize_t n, const Py_ssize_t* restrict pts, int deriv,              \
         const int32_t* restrict off, const T* restrict w0, const T* restrict w1,            \
         const T* restrict w2, const T* restrict w3, const T* restrict tx,                   \
         const T* restrict ty, const unsigned char* restrict ok) {                           \
     for (Py_ssize_t j = 0; j < n; j++) { ax[j] = 0; ay[j] = 0; }                            \
-    if (deriv && !nearest) {                                                                \
+    if (deriv) {                                                                            \
         for (Py_ssize_t c = 0; c < C; c++) {                                                \
             const T* restrict xp = x + c * HW;                                              \
             const T* restrict gyp = gy + c * P;                                             \
@@ -145,21 +142,21 @@ SB_CLONES static void sb_gs2d_backward_##S(const T* restrict x, const T* restric
             }                                                                               \
         }                                                                                   \
     }                                                                                       \
-    if (gx) sb_gs2d_push_##S(gy, gx, C, HW, W, P, n, pts, nearest, off, w0, w1, w2, w3, ok); \
+    if (gx) sb_gs2d_push_##S(gy, gx, C, HW, W, P, n, pts, off, w0, w1, w2, w3, ok);       \
 }
 
 SB_GS2D(float, f, floorf, rintf)
 SB_GS2D(double, d, floor, rint)
 
-/* sb_gs2d_coords_f_avx2: sb_gs2d_coords_f on 8 points a vector, on grid_avx2.h's rules
- * (the same values bit for bit).  For nearest it writes only off and ok (the weights,
- * fractions and derivatives of a nearest point are never read: the gather, the push
- * and the general path do not). */
+/* sb_gs2d_coords_f_avx2: sb_gs2d_coords_f's bilinear pass on 8 points a vector, on
+ * grid_avx2.h's rules (the same values bit for bit).  Nearest takes the loop where it
+ * needs a coordinate pass at all: its AVX2 forward is grid_avx2.h's and its push
+ * grid_nearest.h's. */
 #ifdef SB_GS_AVX2_RULES
 
 SB_GS2D_AVX2 static int sb_gs2d_coords_f_avx2(const float* restrict g, Py_ssize_t n,
         Py_ssize_t H, Py_ssize_t W, float scale_x, float scale_y, float shift, int pad,
-        float lo, float span_x, float span_y, int nearest, int32_t* restrict off,
+        float lo, float span_x, float span_y, int32_t* restrict off,
         float* restrict w0, float* restrict w1, float* restrict w2, float* restrict w3,
         float* restrict txs, float* restrict tys, float* restrict dxs, float* restrict dys,
         unsigned char* restrict ok) {
@@ -172,12 +169,9 @@ SB_GS2D_AVX2 static int sb_gs2d_coords_f_avx2(const float* restrict g, Py_ssize_
         const Py_ssize_t r = n - j < 8 ? n - j : 8;
         __m256 ux, uy, dx, dy, far;
         sb_gs2d_coords8_avx2(k, g + 2 * j, r, &ux, &uy, &dx, &dy, &far);
-        __m256 fx = nearest ? _mm256_round_ps(ux, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-                            : _mm256_round_ps(ux, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-        __m256 fy = nearest ? _mm256_round_ps(uy, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-                            : _mm256_round_ps(uy, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-        const __m256 ex = nearest ? fx : _mm256_add_ps(fx, one);
-        const __m256 ey = nearest ? fy : _mm256_add_ps(fy, one);
+        __m256 fx = _mm256_round_ps(ux, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+        __m256 fy = _mm256_round_ps(uy, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+        const __m256 ex = _mm256_add_ps(fx, one), ey = _mm256_add_ps(fy, one);
         __m256 inside = _mm256_and_ps(
             _mm256_and_ps(_mm256_cmp_ps(fx, k->zero, _CMP_GE_OQ),
                           _mm256_cmp_ps(ex, k->x.size, _CMP_LT_OQ)),
@@ -196,8 +190,6 @@ SB_GS2D_AVX2 static int sb_gs2d_coords_f_avx2(const float* restrict g, Py_ssize_
             _mm256_storeu_si256((__m256i*)(off + j), o);
         else
             _mm256_maskstore_epi32((int*)(off + j), m, o);
-        if (nearest)  /* only the offsets and ok: nothing reads a nearest point's weights */
-            continue;
         const __m256 sx1 = _mm256_sub_ps(one, tx), sy1 = _mm256_sub_ps(one, ty);
         sb_gs2d_store8(w0 + j, r, m, _mm256_and_ps(inside, _mm256_mul_ps(sy1, sx1)));
         sb_gs2d_store8(w1 + j, r, m, _mm256_and_ps(inside, _mm256_mul_ps(sy1, tx)));
@@ -241,17 +233,12 @@ SB_GS2D_AVX2 static inline void sb_gs2d_taps8_f_avx2(const float* xp, Py_ssize_t
 }
 
 /* sb_gs2d_gather_f_avx2: sb_gs2d_gather_f's bilinear sums (isa >= 1) on 8 points a vector,
- * the taps by sb_gs2d_taps8_f_avx2, the loop's sums in its order; nearest goes to
- * sb_gs2d_gather_f.  The points that are not ok have offset 0 and weights 0, as there,
+ * the taps by sb_gs2d_taps8_f_avx2, the loop's sums in its order.  The points that are not ok have offset 0 and weights 0, as there,
  * and the caller recomputes them. */
 SB_GS2D_AVX2 static void sb_gs2d_gather_f_avx2(const float* restrict x, Py_ssize_t C,
         Py_ssize_t HW, Py_ssize_t W, float* restrict out, Py_ssize_t P, Py_ssize_t n,
-        int nearest, const int32_t* restrict off, const float* restrict w0,
+        const int32_t* restrict off, const float* restrict w0,
         const float* restrict w1, const float* restrict w2, const float* restrict w3) {
-    if (nearest) {
-        sb_gs2d_gather_f(x, C, HW, W, out, P, n, nearest, off, w0, w1, w2, w3);
-        return;
-    }
     for (Py_ssize_t c = 0; c < C; c++) {
         const float* xp = x + c * HW;
         float* op = out + c * P;
@@ -279,13 +266,13 @@ SB_GS2D_AVX2 static void sb_gs2d_gather_f_avx2(const float* restrict x, Py_ssize
 SB_GS2D_AVX2 static void sb_gs2d_backward_f_avx2(const float* restrict x,
         const float* restrict gy, float* gx, float* restrict ax, float* restrict ay,
         Py_ssize_t C, Py_ssize_t HW, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n,
-        const Py_ssize_t* restrict pts, int nearest, int deriv, const int32_t* restrict off,
+        const Py_ssize_t* restrict pts, int deriv, const int32_t* restrict off,
         const float* restrict w0, const float* restrict w1, const float* restrict w2,
         const float* restrict w3, const float* restrict tx, const float* restrict ty,
         const unsigned char* restrict ok) {
-    if (!deriv || nearest) {
-        sb_gs2d_backward_f(x, gy, gx, ax, ay, C, HW, W, P, n, pts, nearest, deriv, off, w0, w1,
-                           w2, w3, tx, ty, ok);
+    if (!deriv) {
+        sb_gs2d_backward_f(x, gy, gx, ax, ay, C, HW, W, P, n, pts, deriv, off, w0, w1, w2, w3,
+                           tx, ty, ok);
         return;
     }
     const __m256 one = _mm256_set1_ps(1.0f);
@@ -318,7 +305,7 @@ SB_GS2D_AVX2 static void sb_gs2d_backward_f_avx2(const float* restrict x,
             ay[j] = ay[j] + g * ((1 - tx[j]) * (q[W] - q[0]) + tx[j] * (q[W + 1] - q[1]));
         }
     }
-    if (gx) sb_gs2d_push_f(gy, gx, C, HW, W, P, n, pts, nearest, off, w0, w1, w2, w3, ok);
+    if (gx) sb_gs2d_push_f(gy, gx, C, HW, W, P, n, pts, off, w0, w1, w2, w3, ok);
 }
 
 /* 1 when this CPU runs sb_gs2d_coords_f_avx2 (AVX2), else 0. */
@@ -327,8 +314,11 @@ static int sb_gs2d_avx2_available(void) {
     return __builtin_cpu_supports("avx2") ? 1 : 0;
 }
 #else
-#define sb_gs2d_coords_f_avx2 sb_gs2d_coords_f
-#define sb_gs2d_gather_f_avx2 sb_gs2d_gather_f
+/* the bilinear AVX2 passes are the loops with nearest = 0 */
+#define sb_gs2d_coords_f_avx2(g, n, H, W, sx, sy, shift, pad, lo, spx, spy, ...) \
+    sb_gs2d_coords_f(g, n, H, W, sx, sy, shift, pad, lo, spx, spy, 0, __VA_ARGS__)
+#define sb_gs2d_gather_f_avx2(x, C, HW, W, out, P, n, ...) \
+    sb_gs2d_gather_f(x, C, HW, W, out, P, n, 0, __VA_ARGS__)
 #define sb_gs2d_backward_f_avx2 sb_gs2d_backward_f
 static int sb_gs2d_avx2_available(void) { return 0; }
 #endif

@@ -1,5 +1,6 @@
-/* Blocked 3-D grid-sampling forward and backward for nearest and trilinear, every
- * padding: the 3-D twin of grid_block2d.h (same rules, same order of operations as
+/* Blocked 3-D grid-sampling forward for nearest and trilinear and backward for
+ * trilinear (the nearest push is grid_nearest.h's), every padding: the 3-D twin of
+ * grid_block2d.h (same rules, same order of operations as
  * _coord/_reflect/_fast_forward/_fast_backward in pyx/_grid_sample.pyx).
  *
  * Scratch layout per block of SB_GS_BLOCK points: wt[k * SB_GS_BLOCK + j] is the
@@ -102,7 +103,7 @@ SB_CLONES static void sb_gs3d_gather_##S(const T* restrict x, Py_ssize_t C, Py_s
 }                                                                                           \
 SB_CLONES static void sb_gs3d_backward_##S(const T* restrict x, const T* restrict gy,       \
         T* gx, T* restrict acc, Py_ssize_t C, Py_ssize_t S_, Py_ssize_t H, Py_ssize_t W,    \
-        Py_ssize_t P, Py_ssize_t n, const Py_ssize_t* restrict pts, int nearest, int deriv, \
+        Py_ssize_t P, Py_ssize_t n, const Py_ssize_t* restrict pts, int deriv,              \
         const int32_t* restrict off, const T* restrict wt, const T* restrict ts,            \
         const unsigned char* restrict ok) {                                                 \
     const Py_ssize_t B = SB_GS_BLOCK, HW = H * W;                                           \
@@ -110,7 +111,7 @@ SB_CLONES static void sb_gs3d_backward_##S(const T* restrict x, const T* restric
     for (Py_ssize_t c = 0; c < C; c++) {                                                    \
         const T* restrict xp = x + c * S_;                                                  \
         const T* restrict gyp = gy + c * P;                                                 \
-        if (deriv && !nearest) {                                                            \
+        if (deriv) {                                                                        \
             for (Py_ssize_t j = 0; j < n; j++) {                                            \
                 const T* restrict q = xp + off[j];                                          \
                 T g = gyp[pts[j]], tx = ts[j], ty = ts[B + j], tz = ts[2 * B + j];          \
@@ -133,7 +134,6 @@ SB_CLONES static void sb_gs3d_backward_##S(const T* restrict x, const T* restric
                 if (!ok[j]) continue;                                                       \
                 Py_ssize_t o = off[j];                                                      \
                 T g = gyp[pts[j]];                                                          \
-                if (nearest) { gxp[o] = gxp[o] + g; continue; }                             \
                 gxp[o] = gxp[o] + wt[j] * g;                                                \
                 gxp[o + 1] = gxp[o + 1] + wt[B + j] * g;                                    \
                 gxp[o + W] = gxp[o + W] + wt[2 * B + j] * g;                                \

@@ -291,18 +291,6 @@ SB_AVX512 static inline __m512 sb_gs_grad16(const float* gyp, const Py_ssize_t* 
                : _mm512_maskz_loadu_ps(m, gyp + p0 + j);
 }
 
-/* The nearest push of r points whose tap is inside (mask in): gx[c, oa[t]] += gy[c, ia[t]]
- * channel by channel, in point order.  S: a channel's input size. */
-static inline void sb_gs_push_nearest(float* gx, const float* gy, Py_ssize_t C, Py_ssize_t S,
-        Py_ssize_t P, Py_ssize_t r, __mmask16 in, const int32_t* oa, const Py_ssize_t* ia) {
-    for (Py_ssize_t c = 0; c < C && gx; c++) {
-        float* gxp = gx + c * S;
-        const float* gyp = gy + c * P;
-        for (Py_ssize_t t = 0; t < r; t++)
-            if ((in >> t) & 1) gxp[oa[t]] = gxp[oa[t]] + gyp[ia[t]];
-    }
-}
-
 SB_AVX512 static inline void sb_gs2d_ok16(unsigned char* ok, Py_ssize_t r, __mmask16 m) {
     for (Py_ssize_t q = 0; q < r; q++) ok[q] = (unsigned char)((m >> q) & 1);
 }
@@ -440,21 +428,20 @@ static inline void sb_gs2d_push_group(float* gx, Py_ssize_t W, Py_ssize_t HW, Py
     }
 }
 
-/* sb_gs2d_fused_back_f_avx512: the backward of a block's n points (float32, nearest or
- * bilinear), g their grid values in block order and pts their indices into the
- * sample's P points (NULL: the points p0 ... p0 + n - 1).  For the points with every
- * tap inside (ok[j] = 1; the others are the caller's; a nearest point outside has
- * nothing to push and counts as done), 16 at a time: the grid gradient's sums over the
+/* sb_gs2d_fused_back_f_avx512: the backward of a block's n points (float32, bilinear; the
+ * nearest push is grid_nearest.h's), g their grid values in block order and pts their
+ * indices into the sample's P points (NULL: the points p0 ... p0 + n - 1).  For the
+ * points with every tap inside (ok[j] = 1; the others are the caller's), 16 at a time: the grid gradient's sums over the
  * channels on registers (as sb_gs2d_backward_f forms them: the same values) and,
  * channel by channel, the push in point order; gg (unless NULL, bilinear) gets
  * (sum * du/dg) per point, gx (unless NULL) the push. */
 SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy, float* gx,
         float* gg, Py_ssize_t C, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n,
-        const float* g, const Py_ssize_t* pts, Py_ssize_t p0, int nearest,
+        const float* g, const Py_ssize_t* pts, Py_ssize_t p0,
         const sb_gs2d_k16* k, unsigned char* ok) {
     const Py_ssize_t HW = H * W;
     const __m512 zero = k->zero, one = k->one;
-    const int deriv = gg != 0 && !nearest;
+    const int deriv = gg != 0;
     float wa[4][16], gq[SB_GS_PUSH_GROUP][16], sa[2][16];
     int32_t oa[16];
     int all = 1;
@@ -464,9 +451,8 @@ SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy
         __m512 ux, uy, dx, dy;
         __mmask16 far;
         sb_gs2d_coords16(k, g + 2 * j, r, &ux, &uy, &dx, &dy, &far);
-        const __m512 fx = sb_gs2d_round16(ux, nearest), fy = sb_gs2d_round16(uy, nearest);
-        const __m512 ex = nearest ? fx : _mm512_add_ps(fx, one);
-        const __m512 ey = nearest ? fy : _mm512_add_ps(fy, one);
+        const __m512 fx = sb_gs2d_round16(ux, 0), fy = sb_gs2d_round16(uy, 0);
+        const __m512 ex = _mm512_add_ps(fx, one), ey = _mm512_add_ps(fy, one);
         const __mmask16 in = sb_gs2d_in16(k, fx, k->fw) & sb_gs2d_in16(k, ex, k->fw)
                              & sb_gs2d_in16(k, fy, k->fh) & sb_gs2d_in16(k, ey, k->fh)
                              & (__mmask16)~far & lanes;
@@ -476,20 +462,11 @@ SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy
         const __m512i pidx = sb_gs_points16(pts, p0, j, r, ia);
         const __m512 sx1 = _mm512_sub_ps(one, tx), sy1 = _mm512_sub_ps(one, ty);
         _mm512_storeu_si512((void*)oa, off);
-        if (!nearest) {
-            _mm512_storeu_ps(wa[0], _mm512_mul_ps(sy1, sx1));
-            _mm512_storeu_ps(wa[1], _mm512_mul_ps(sy1, tx));
-            _mm512_storeu_ps(wa[2], _mm512_mul_ps(ty, sx1));
-            _mm512_storeu_ps(wa[3], _mm512_mul_ps(ty, tx));
-        }
+        _mm512_storeu_ps(wa[0], _mm512_mul_ps(sy1, sx1));
+        _mm512_storeu_ps(wa[1], _mm512_mul_ps(sy1, tx));
+        _mm512_storeu_ps(wa[2], _mm512_mul_ps(ty, sx1));
+        _mm512_storeu_ps(wa[3], _mm512_mul_ps(ty, tx));
         __m512 ax = zero, ay = zero;
-        if (nearest) {  /* the push alone: plain loads of grad_y, no gather */
-            sb_gs_push_nearest(gx, gy, C, HW, P, r, in, oa, ia);
-            /* a nearest point outside has no tap: nothing to push, done too */
-            all &= far == 0;
-            sb_gs2d_ok16(ok + j, r, (__mmask16)~far);
-            continue;
-        }
         for (Py_ssize_t c = 0; c < C; c++) {
             const float* xp = x + c * HW;
             const __m512 gv = sb_gs_grad16(gy + c * P, pts, pidx, p0, j, in);
@@ -532,11 +509,10 @@ SB_AVX512 static int sb_gs2d_fused_back_f_avx512(const float* x, const float* gy
  * touch (slab_of_row[row]), -1 for none, -2 for a point reflected more than once (the
  * caller computes those). */
 SB_AVX512 static inline void sb_gs_keys16(const sb_gs2d_k16* k, __m512 u, __m512 size,
-        __mmask16 far, int nearest, const int32_t* slab_of_row, Py_ssize_t r,
-        Py_ssize_t* keys) {
-    const __m512 f = sb_gs2d_round16(u, nearest);
+        __mmask16 far, const int32_t* slab_of_row, Py_ssize_t r, Py_ssize_t* keys) {
+    const __m512 f = sb_gs2d_round16(u, 0);
     const __mmask16 v0 = sb_gs2d_in16(k, f, size);
-    const __mmask16 v1 = nearest ? 0 : sb_gs2d_in16(k, _mm512_add_ps(f, k->one), size);
+    const __mmask16 v1 = sb_gs2d_in16(k, _mm512_add_ps(f, k->one), size);
     const __m512 row = _mm512_mask_blend_ps(v0, _mm512_add_ps(f, k->one), f);  /* f, else f + 1 */
     const __m512i s = _mm512_mask_i32gather_epi32(
         _mm512_set1_epi32(-1), v0 | v1, _mm512_cvttps_epi32(_mm512_maskz_mov_ps(v0 | v1, row)),
@@ -547,14 +523,14 @@ SB_AVX512 static inline void sb_gs_keys16(const sb_gs2d_k16* k, __m512 u, __m512
 }
 
 /* sb_gs2d_keys_f_avx512: the keys of a sample's n points (2-D: by rows). */
-SB_AVX512 static void sb_gs2d_keys_f_avx512(const float* g, Py_ssize_t n, int nearest,
+SB_AVX512 static void sb_gs2d_keys_f_avx512(const float* g, Py_ssize_t n,
         const sb_gs2d_k16* k, const int32_t* slab_of_row, Py_ssize_t* keys) {
     for (Py_ssize_t j = 0; j < n; j += 16) {
         const Py_ssize_t r = n - j < 16 ? n - j : 16;
         __m512 ux, uy, dx, dy;
         __mmask16 far;
         sb_gs2d_coords16(k, g + 2 * j, r, &ux, &uy, &dx, &dy, &far);
-        sb_gs_keys16(k, uy, k->fh, far, nearest, slab_of_row, r, keys + j);
+        sb_gs_keys16(k, uy, k->fh, far, slab_of_row, r, keys + j);
     }
 }
 #endif
@@ -589,34 +565,33 @@ static int sb_gs2d_fused_f(int isa, const float* x, const float* g, float* out, 
 
 static int sb_gs2d_fused_back_f(int isa, const float* x, const float* gy, float* gx,
         float* gg, Py_ssize_t C, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n,
-        const float* g, const Py_ssize_t* pts, Py_ssize_t p0, int nearest, int pad,
+        const float* g, const Py_ssize_t* pts, Py_ssize_t p0, int pad,
         float scale_x, float scale_y, float shift, float lo, float span_x, float span_y,
         unsigned char* ok, int* all) {
     SB_GS2D_IF_X86(
     if (isa == 2) {
         const sb_gs2d_k16 k = sb_gs2d_k16_make(H, W, scale_x, scale_y, shift, pad, lo, span_x,
                                                span_y);
-        *all = sb_gs2d_fused_back_f_avx512(x, gy, gx, gg, C, H, W, P, n, g, pts, p0, nearest,
-                                           &k, ok);
+        *all = sb_gs2d_fused_back_f_avx512(x, gy, gx, gg, C, H, W, P, n, g, pts, p0, &k, ok);
         return 1;
     })
     return 0;
 }
 
 static int sb_gs2d_keys_f(int isa, const float* g, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
-        int nearest, int pad, float scale_x, float scale_y, float shift, float lo,
+        int pad, float scale_x, float scale_y, float shift, float lo,
         float span_x, float span_y, const int32_t* slab_of_row, Py_ssize_t* keys) {
     SB_GS2D_IF_X86(
     if (isa == 1) {
         const float scale[2] = {scale_x, scale_y}, span[2] = {span_x, span_y};
         const sb_gs_k8 k = sb_gs_k8_make(1, H, W, scale, shift, pad, lo, span, 2);
-        sb_gs_keys_f_avx2(2, g, n, nearest, &k, slab_of_row, keys);
+        sb_gs_keys_f_avx2(2, g, n, &k, slab_of_row, keys);
         return 1;
     }
     if (isa == 2) {
         const sb_gs2d_k16 k = sb_gs2d_k16_make(H, W, scale_x, scale_y, shift, pad, lo, span_x,
                                                span_y);
-        sb_gs2d_keys_f_avx512(g, n, nearest, &k, slab_of_row, keys);
+        sb_gs2d_keys_f_avx512(g, n, &k, slab_of_row, keys);
         return 1;
     })
     return 0;

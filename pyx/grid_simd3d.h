@@ -10,11 +10,10 @@
  *                       = 0 only for points reflected more than once.  Nearest runs
  *                       grid_avx2.h's 8-lane loads on this path too (see grid_simd2d.h's
  *                       dispatch).
- * sb_gs3d_fused_back_f: the backward of n points (their indices pts, or p0 + j when pts
- *                       is NULL; g their grid values in that order) whose 8 taps (1 for
- *                       nearest) are inside; ok[j] = 0 for the others, which the caller
- *                       recomputes (nearest: only those reflected more than once, as a
- *                       nearest point outside has nothing to push). */
+ * sb_gs3d_fused_back_f: the trilinear backward of n points (their indices pts, or
+ *                       p0 + j when pts is NULL; g their grid values in that order)
+ *                       whose 8 taps are inside; ok[j] = 0 for the others, which the
+ *                       caller recomputes (the nearest push is grid_nearest.h's). */
 #ifndef SANDBOX_GRID_SIMD3D_H
 #define SANDBOX_GRID_SIMD3D_H
 #include "grid_simd2d.h"
@@ -128,8 +127,7 @@ SB_AVX512 static int sb_gs3d_fused_f_avx512(const float* x, const float* g, floa
             whole &= m[t] == m[0];
         }
         /* the lanes whose tap 0 may be outside still need in-range offsets */
-        const __mmask16 lane_any = any;
-        const __m512i off = sb_gs3d_off16(q, fx, fy, fz, lane_any);
+        const __m512i off = sb_gs3d_off16(q, fx, fy, fz, any);
         __m512 ts[6], w[8];
         sb_gs3d_corners16(one, ux, uy, uz, fx, fy, fz, ts, w);
         for (Py_ssize_t c = 0; c < C; c++) {
@@ -154,13 +152,13 @@ SB_AVX512 static int sb_gs3d_fused_f_avx512(const float* x, const float* g, floa
 
 SB_AVX512 static int sb_gs3d_fused_back_f_avx512(const float* x, const float* gy, float* gx,
         float* gg, Py_ssize_t C, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P,
-        Py_ssize_t n, const float* g, const Py_ssize_t* pts, Py_ssize_t p0, int nearest,
+        Py_ssize_t n, const float* g, const Py_ssize_t* pts, Py_ssize_t p0,
         const sb_gs3d_k16* q, unsigned char* ok) {
     const sb_gs2d_k16* k = &q->k;
     const Py_ssize_t HW = H * W, S = D * HW;
     const __m512 zero = k->zero, one = k->one;
     const Py_ssize_t rows[4] = {0, W, HW, HW + W};
-    const int deriv = gg != 0 && !nearest;
+    const int deriv = gg != 0;
     float wa[8][16], ga[16], sa[3][16];
     int32_t oa[16];
     Py_ssize_t ia[16];
@@ -171,11 +169,10 @@ SB_AVX512 static int sb_gs3d_fused_back_f_avx512(const float* x, const float* gy
         __m512 ux, uy, uz, dx, dy, dz;
         __mmask16 far;
         sb_gs3d_coords16(q, g + 3 * j, r, &ux, &uy, &uz, &dx, &dy, &dz, &far);
-        const __m512 fx = sb_gs2d_round16(ux, nearest), fy = sb_gs2d_round16(uy, nearest);
-        const __m512 fz = sb_gs2d_round16(uz, nearest);
-        const __m512 ex = nearest ? fx : _mm512_add_ps(fx, one);
-        const __m512 ey = nearest ? fy : _mm512_add_ps(fy, one);
-        const __m512 ez = nearest ? fz : _mm512_add_ps(fz, one);
+        const __m512 fx = sb_gs2d_round16(ux, 0), fy = sb_gs2d_round16(uy, 0);
+        const __m512 fz = sb_gs2d_round16(uz, 0);
+        const __m512 ex = _mm512_add_ps(fx, one), ey = _mm512_add_ps(fy, one);
+        const __m512 ez = _mm512_add_ps(fz, one);
         const __mmask16 in = sb_gs2d_in16(k, fx, k->fw) & sb_gs2d_in16(k, ex, k->fw)
                              & sb_gs2d_in16(k, fy, k->fh) & sb_gs2d_in16(k, ey, k->fh)
                              & sb_gs2d_in16(k, fz, q->fd) & sb_gs2d_in16(k, ez, q->fd)
@@ -183,12 +180,6 @@ SB_AVX512 static int sb_gs3d_fused_back_f_avx512(const float* x, const float* gy
         const __m512i off = sb_gs3d_off16(q, fx, fy, fz, in);
         _mm512_storeu_si512((void*)oa, off);
         const __m512i pidx = sb_gs_points16(pts, p0, j, r, ia);
-        if (nearest) {  /* the push alone; a point outside has nothing to push */
-            sb_gs_push_nearest(gx, gy, C, S, P, r, in, oa, ia);
-            all &= far == 0;
-            sb_gs2d_ok16(ok + j, r, (__mmask16)~far);
-            continue;
-        }
         __m512 ts[6], w[8];
         sb_gs3d_corners16(one, ux, uy, uz, fx, fy, fz, ts, w);
         const __m512 tx = ts[0], ty = ts[1], tz = ts[2], sx1 = ts[3], sy1 = ts[4], sz1 = ts[5];
@@ -246,14 +237,14 @@ SB_AVX512 static int sb_gs3d_fused_back_f_avx512(const float* x, const float* gy
 }
 
 /* The push's keys of a sample's n points (3-D: by planes), as sb_gs2d_keys_f_avx512. */
-SB_AVX512 static void sb_gs3d_keys_f_avx512(const float* g, Py_ssize_t n, int nearest,
+SB_AVX512 static void sb_gs3d_keys_f_avx512(const float* g, Py_ssize_t n,
         const sb_gs3d_k16* q, const int32_t* slab_of_plane, Py_ssize_t* keys) {
     for (Py_ssize_t j = 0; j < n; j += 16) {
         const Py_ssize_t r = n - j < 16 ? n - j : 16;
         __m512 ux, uy, uz, dx, dy, dz;
         __mmask16 far;
         sb_gs3d_coords16(q, g + 3 * j, r, &ux, &uy, &uz, &dx, &dy, &dz, &far);
-        sb_gs_keys16(&q->k, uz, q->fd, far, nearest, slab_of_plane, r, keys + j);
+        sb_gs_keys16(&q->k, uz, q->fd, far, slab_of_plane, r, keys + j);
     }
 }
 #endif
@@ -267,7 +258,7 @@ SB_AVX512 static void sb_gs3d_keys_f_avx512(const float* g, Py_ssize_t n, int ne
  * VM (`perf record`, 1 thread). */
 SB_GS2D_AVX2 static int sb_gs3d_coords_f_avx2(const float* g, Py_ssize_t n, Py_ssize_t D,
         Py_ssize_t H, Py_ssize_t W, const float* scale, float shift, int pad, float lo,
-        const float* span, int nearest, int32_t* off, float* wt, float* ts, float* ds,
+        const float* span, int32_t* off, float* wt, float* ts, float* ds,
         unsigned char* ok) {
     const Py_ssize_t B = SB_GS_BLOCK;
     const sb_gs_k8 kk = sb_gs_k8_make(D, H, W, scale, shift, pad, lo, span, 3);
@@ -279,19 +270,11 @@ SB_GS2D_AVX2 static int sb_gs3d_coords_f_avx2(const float* g, Py_ssize_t n, Py_s
         const __m256i m = sb_gs2d_lanes8(k, r);
         __m256 ux, uy, uz, dx, dy, dz, far;
         sb_gs3d_coords8_avx2(k, g + 3 * j, r, &ux, &uy, &uz, &dx, &dy, &dz, &far);
-        __m256 fx, fy, fz;
-        if (nearest) {
-            fx = _mm256_round_ps(ux, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            fy = _mm256_round_ps(uy, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            fz = _mm256_round_ps(uz, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        } else {
-            fx = _mm256_round_ps(ux, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-            fy = _mm256_round_ps(uy, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-            fz = _mm256_round_ps(uz, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-        }
-        const __m256 ex = nearest ? fx : _mm256_add_ps(fx, one);
-        const __m256 ey = nearest ? fy : _mm256_add_ps(fy, one);
-        const __m256 ez = nearest ? fz : _mm256_add_ps(fz, one);
+        __m256 fx = _mm256_round_ps(ux, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+        __m256 fy = _mm256_round_ps(uy, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+        __m256 fz = _mm256_round_ps(uz, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+        const __m256 ex = _mm256_add_ps(fx, one), ey = _mm256_add_ps(fy, one);
+        const __m256 ez = _mm256_add_ps(fz, one);
         /* fx >= 0, ex < W, and so on, and not reflected more than once */
         const __m256 lox = _mm256_and_ps(_mm256_cmp_ps(fx, k->zero, _CMP_GE_OQ),
                                          _mm256_cmp_ps(ex, k->x.size, _CMP_LT_OQ));
@@ -314,8 +297,7 @@ SB_GS2D_AVX2 static int sb_gs3d_coords_f_avx2(const float* g, Py_ssize_t n, Py_s
             _mm256_maskstore_epi32((int*)(off + j), m, o);
         all &= ((_mm256_movemask_ps(in) | (0xff << r)) & 0xff) == 0xff;
         sb_gs2d_ok8(ok + j, r, in);
-        /* the corner weights, in the loop's order of products (a nearest point's are
-         * never read, as in the loop) */
+        /* the corner weights, in the loop's order of products */
         const __m256 sx = _mm256_sub_ps(one, tx), sy = _mm256_sub_ps(one, ty);
         const __m256 sz = _mm256_sub_ps(one, tz);
         const __m256 zy0 = _mm256_mul_ps(sz, sy), zy1 = _mm256_mul_ps(sz, ty);
@@ -343,16 +325,11 @@ SB_GS2D_AVX2 static int sb_gs3d_coords_f_avx2(const float* g, Py_ssize_t n, Py_s
 /* sb_gs3d_gather_f_avx2: grid_block3d.h's trilinear gather (float32, isa 1) on 8 points a
  * vector, the 8 taps of each point as two planes of grid_block2d.h's
  * sb_gs2d_taps8_f_avx2 (64-bit loads; the compiler's clone of the loop gathers, and
- * gathers are slow on most AVX2-only cores), the loop's sums in its order; nearest goes
- * to the loop. */
+ * gathers are slow on most AVX2-only cores), the loop's sums in its order. */
 SB_GS2D_AVX2 static void sb_gs3d_gather_f_avx2(const float* x, Py_ssize_t C, Py_ssize_t S,
-        Py_ssize_t H, Py_ssize_t W, float* out, Py_ssize_t P, Py_ssize_t n, int nearest,
+        Py_ssize_t H, Py_ssize_t W, float* out, Py_ssize_t P, Py_ssize_t n,
         const int32_t* off, const float* wt) {
     const Py_ssize_t B = SB_GS_BLOCK, HW = H * W;
-    if (nearest) {
-        sb_gs3d_gather_f(x, C, S, H, W, out, P, n, nearest, off, wt);
-        return;
-    }
     const Py_ssize_t n8 = n & ~(Py_ssize_t)7;
     for (Py_ssize_t c = 0; c < C; c++) {
         const float* xp = x + c * S;
@@ -380,12 +357,12 @@ SB_GS2D_AVX2 static void sb_gs3d_gather_f_avx2(const float* x, Py_ssize_t C, Py_
  * writes gx, the sums acc, so the order between them does not matter). */
 SB_GS2D_AVX2 static void sb_gs3d_backward_f_avx2(const float* x, const float* gy, float* gx,
         float* acc, Py_ssize_t C, Py_ssize_t S, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P,
-        Py_ssize_t n, const Py_ssize_t* pts, int nearest, int deriv, const int32_t* off,
+        Py_ssize_t n, const Py_ssize_t* pts, int deriv, const int32_t* off,
         const float* wt, const float* ts, const unsigned char* ok) {
     const Py_ssize_t B = SB_GS_BLOCK, HW = H * W;
-    /* the push, and acc zeroed (a nearest point has no derivative sums) */
-    sb_gs3d_backward_f(x, gy, gx, acc, C, S, H, W, P, n, pts, nearest, 0, off, wt, ts, ok);
-    if (!deriv || nearest)
+    /* the push, and acc zeroed */
+    sb_gs3d_backward_f(x, gy, gx, acc, C, S, H, W, P, n, pts, 0, off, wt, ts, ok);
+    if (!deriv)
         return;
     const Py_ssize_t n8 = n & ~(Py_ssize_t)7;
     const __m256 one = _mm256_set1_ps(1.0f);
@@ -425,7 +402,7 @@ SB_GS2D_AVX2 static void sb_gs3d_backward_f_avx2(const float* x, const float* gy
     }
     if (n8 < n) {  /* the last points' sums by the loop, from zero as in place */
         float tail[3 * SB_GS_BLOCK];
-        sb_gs3d_backward_f(x, gy, NULL, tail, C, S, H, W, P, n - n8, pts + n8, 0, 1, off + n8,
+        sb_gs3d_backward_f(x, gy, NULL, tail, C, S, H, W, P, n - n8, pts + n8, 1, off + n8,
                            wt + n8, ts + n8, ok + n8);
         for (int a = 0; a < 3; a++)
             for (Py_ssize_t j = 0; j < n - n8; j++) acc[a * B + n8 + j] = tail[a * B + j];
@@ -437,56 +414,55 @@ SB_GS2D_AVX2 static void sb_gs3d_backward_f_avx2(const float* x, const float* gy
  * build, else grid_block3d.h's loop (the same values). */
 static void sb_gs3d_backward_isa_f(int isa, const float* x, const float* gy, float* gx,
         float* acc, Py_ssize_t C, Py_ssize_t S, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P,
-        Py_ssize_t n, const Py_ssize_t* pts, int nearest, int deriv, const int32_t* off,
+        Py_ssize_t n, const Py_ssize_t* pts, int deriv, const int32_t* off,
         const float* wt, const float* ts, const unsigned char* ok) {
     SB_GS2D_IF_X86(
     if (isa >= 1) {
-        sb_gs3d_backward_f_avx2(x, gy, gx, acc, C, S, H, W, P, n, pts, nearest, deriv, off, wt,
-                                ts, ok);
+        sb_gs3d_backward_f_avx2(x, gy, gx, acc, C, S, H, W, P, n, pts, deriv, off, wt, ts, ok);
         return;
     })
-    sb_gs3d_backward_f(x, gy, gx, acc, C, S, H, W, P, n, pts, nearest, deriv, off, wt, ts, ok);
+    sb_gs3d_backward_f(x, gy, gx, acc, C, S, H, W, P, n, pts, deriv, off, wt, ts, ok);
 }
 
-/* The 3-D trilinear gather: sb_gs3d_gather_f_avx2 where isa >= 1 on an x86-64 build, else
- * grid_block3d.h's loop (the same values). */
+/* The 3-D gather: trilinear by sb_gs3d_gather_f_avx2 where isa >= 1 on an x86-64 build,
+ * else (and nearest) grid_block3d.h's loop (the same values). */
 static void sb_gs3d_gather_isa_f(int isa, const float* x, Py_ssize_t C, Py_ssize_t S,
         Py_ssize_t H, Py_ssize_t W, float* out, Py_ssize_t P, Py_ssize_t n, int nearest,
         const int32_t* off, const float* wt) {
     SB_GS2D_IF_X86(
-    if (isa >= 1) {
-        sb_gs3d_gather_f_avx2(x, C, S, H, W, out, P, n, nearest, off, wt);
+    if (isa >= 1 && !nearest) {
+        sb_gs3d_gather_f_avx2(x, C, S, H, W, out, P, n, off, wt);
         return;
     })
     sb_gs3d_gather_f(x, C, S, H, W, out, P, n, nearest, off, wt);
 }
 
-/* The 3-D coordinate pass: sb_gs3d_coords_f_avx2 where isa >= 1 on an x86-64 build, else
- * grid_block3d.h's loop (the same values). */
+/* The 3-D coordinate pass: trilinear by sb_gs3d_coords_f_avx2 where isa >= 1 on an x86-64
+ * build, else (and nearest) grid_block3d.h's loop (the same values). */
 static int sb_gs3d_coords_isa_f(int isa, const float* g, Py_ssize_t n, Py_ssize_t D,
         Py_ssize_t H, Py_ssize_t W, const float* scale, float shift, int pad, float lo,
         const float* span, int nearest, int32_t* off, float* wt, float* ts, float* ds,
         unsigned char* ok) {
     SB_GS2D_IF_X86(
-    if (isa >= 1)
-        return sb_gs3d_coords_f_avx2(g, n, D, H, W, scale, shift, pad, lo, span, nearest, off,
-                                     wt, ts, ds, ok);)
+    if (isa >= 1 && !nearest)
+        return sb_gs3d_coords_f_avx2(g, n, D, H, W, scale, shift, pad, lo, span, off, wt, ts,
+                                     ds, ok);)
     return sb_gs3d_coords_f(g, n, D, H, W, scale, shift, pad, lo, span, nearest, off, wt, ts,
                             ds, ok);
 }
 
 static int sb_gs3d_keys_f(int isa, const float* g, Py_ssize_t n, Py_ssize_t D, Py_ssize_t H,
-        Py_ssize_t W, int nearest, int pad, const float* scale, float shift, float lo,
+        Py_ssize_t W, int pad, const float* scale, float shift, float lo,
         const float* span, const int32_t* slab_of_plane, Py_ssize_t* keys) {
     SB_GS2D_IF_X86(
     if (isa == 1) {
         const sb_gs_k8 k = sb_gs_k8_make(D, H, W, scale, shift, pad, lo, span, 3);
-        sb_gs_keys_f_avx2(3, g, n, nearest, &k, slab_of_plane, keys);
+        sb_gs_keys_f_avx2(3, g, n, &k, slab_of_plane, keys);
         return 1;
     }
     if (isa == 2) {
         const sb_gs3d_k16 q = sb_gs3d_k16_make(D, H, W, scale, shift, pad, lo, span);
-        sb_gs3d_keys_f_avx512(g, n, nearest, &q, slab_of_plane, keys);
+        sb_gs3d_keys_f_avx512(g, n, &q, slab_of_plane, keys);
         return 1;
     })
     return 0;
@@ -512,14 +488,14 @@ static int sb_gs3d_fused_f(int isa, const float* x, const float* g, float* out, 
 
 static int sb_gs3d_fused_back_f(int isa, const float* x, const float* gy, float* gx, float* gg,
         Py_ssize_t C, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t P, Py_ssize_t n,
-        const float* g, const Py_ssize_t* pts, Py_ssize_t p0, int nearest, int pad,
+        const float* g, const Py_ssize_t* pts, Py_ssize_t p0, int pad,
         const float* scale, float shift, float lo, const float* span, unsigned char* ok,
         int* all) {
     SB_GS2D_IF_X86(
     if (isa == 2) {
         const sb_gs3d_k16 q = sb_gs3d_k16_make(D, H, W, scale, shift, pad, lo, span);
-        *all = sb_gs3d_fused_back_f_avx512(x, gy, gx, gg, C, D, H, W, P, n, g, pts, p0, nearest,
-                                           &q, ok);
+        *all = sb_gs3d_fused_back_f_avx512(x, gy, gx, gg, C, D, H, W, P, n, g, pts, p0, &q,
+                                           ok);
         return 1;
     })
     return 0;

@@ -160,10 +160,11 @@ def backward(grad_output, input, grid, plan, input_grad, grid_grad, isa=None):
     gx = _empty_apart(input.shape, dtype, grad_output) if input_grad else None
     slab, nslabs = push_slabs(input)
     indices = _push_indices(grid, mode) if input_grad else 0
-    count = n * p if indices else 0
-    keys, order = np.empty(count, np.intp), np.empty(count if indices == 2 else 0, np.intp)
-    starts = np.empty(n * (nslabs + 1) if count else 0, np.intp)
-    cursor = np.empty(n * _grid_sample.sort_chunks * nslabs if count else 0, np.intp)
+    slabs = indices == 2  # the slab sort's scratch: order, starts, cursor
+    keys = np.empty(n * p if indices else 0, np.intp)
+    order = np.empty(n * p if slabs else 0, np.intp)
+    starts = np.empty(n * (nslabs + 1) if slabs else 0, np.intp)
+    cursor = np.empty(n * _grid_sample.sort_chunks * nslabs if slabs else 0, np.intp)
     _kernel("backward", dtype)(
         _flat(grad_output), _flat(input), _flat(grid), empty if gx is None else gx.reshape(-1),
         empty if gg is None else gg.reshape(-1), keys, order, starts, cursor, n, c, d, h, w, p,
