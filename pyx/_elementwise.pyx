@@ -28,7 +28,10 @@ cdef extern from *:
             T v = x[i]; out[i] = (v > 0 || v != v) ? v : 0; } }                       \
     SB_CLONES static void sb_relu_grad_##S(const T* restrict g, const T* restrict y,  \
             T* restrict out, Py_ssize_t n) {                                          \
-        for (Py_ssize_t i = 0; i < n; i++) out[i] = g[i] * (T)(y[i] > 0); }
+        for (Py_ssize_t i = 0; i < n; i++) out[i] = g[i] * (T)(y[i] > 0); }          \
+    /* out may be a (an in-place sum): no restrict, the compiler checks the overlap */ \
+    SB_CLONES static void sb_add_##S(const T* a, const T* b, T* out, Py_ssize_t n) {   \
+        for (Py_ssize_t i = 0; i < n; i++) out[i] = a[i] + b[i]; }
     SB_ELEMENTWISE(float, f)
     SB_ELEMENTWISE(double, d)
     """
@@ -37,6 +40,8 @@ cdef extern from *:
     void sb_relu_grad_f(const float* g, const float* y, float* out, Py_ssize_t n) noexcept nogil
     void sb_relu_grad_d(const double* g, const double* y, double* out,
                         Py_ssize_t n) noexcept nogil
+    void sb_add_f(const float* a, const float* b, float* out, Py_ssize_t n) noexcept nogil
+    void sb_add_d(const double* a, const double* b, double* out, Py_ssize_t n) noexcept nogil
 
 # Elements per parallel block: large enough that a block's start-up is noise, small
 # enough that two threads share a 64x64x16 feature map of a batch of 8.
@@ -76,11 +81,30 @@ def relu_grad(const real[::1] g, const real[::1] y, real[::1] out, int num_threa
             sb_relu_grad_d(&g[start], &y[start], &out[start], min(BLOCK, n - start))
 
 
-def copy_rows(const unsigned char[:, ::1] src,  # IN  (rows, width) bytes
-              unsigned char[:, ::1] dst,        # OUT (rows, >= offset + width) bytes
+def add_rows(const real[:, :] a, const real[:, :] b, real[:, :] out, int num_threads):
+    """``out = a + b`` elementwise (as numpy adds), row by row in blocks shared among the
+    threads.  a (IN), b (IN), out (OUT, may be ``a`` or ``b``): one shape and dtype; each
+    row contiguous (element stride 1 along it), the rows anywhere."""
+    cdef Py_ssize_t rows = a.shape[0], n = a.shape[1], i, q, start
+    cdef Py_ssize_t per_row = (n + BLOCK - 1) // BLOCK
+    if rows == 0 or n == 0:
+        return
+    for q in prange(rows * per_row, nogil=True, schedule="static", num_threads=num_threads):
+        i = q // per_row
+        start = (q % per_row) * BLOCK
+        if real is float:
+            sb_add_f(&a[i, start], &b[i, start], &out[i, start], min(BLOCK, n - start))
+        else:
+            sb_add_d(&a[i, start], &b[i, start], &out[i, start], min(BLOCK, n - start))
+
+
+def copy_rows(const unsigned char[:, :] src,  # IN  (rows, width) bytes, rows strided
+              unsigned char[:, ::1] dst,       # OUT (rows, >= offset + width) bytes
               Py_ssize_t offset, int num_threads):
     """``dst[:, offset:offset + width] = src``, the rows shared among the threads: one
-    input of a concatenation (a byte copy, so any dtype)."""
+    input of a concatenation, or a strided array made contiguous (a byte copy, so any
+    dtype).  Each row of ``src`` must be contiguous (byte stride 1 along it); the rows
+    themselves may lie anywhere."""
     cdef Py_ssize_t o, rows = src.shape[0], width = src.shape[1]
     if rows == 0 or width == 0:
         return

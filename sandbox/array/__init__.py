@@ -25,6 +25,8 @@ Modules, one job each:
     Batch and group normalisation, forward and backward (and batch norm + ReLU fused).
 ``optim``
     Optimiser updates in one kernel pass (Adam / AdamW).
+``copy``, ``arith``
+    Concatenation, contiguous copies and sums on every thread (numpy's run on one).
 ``_parallel``
     The worker pool that runs fixed chunks of GEMM-heavy work; per-thread scratch.
 ``_validate``

@@ -23,6 +23,7 @@ import numpy as np
 from .._C import _norm as _kernels
 from ..runtime.threads import kernel_threads
 from ._validate import FLOAT_DTYPES, check_float, check_same_dtype
+from .copy import contiguous
 
 __all__ = ["batch_norm", "batch_norm_backward", "batch_norm_relu", "batch_norm_relu_backward",
            "group_norm", "group_norm_backward"]
@@ -55,7 +56,7 @@ def _check_eps(eps):
 
 def _view3(x):
     """(N, C, ...) -> contiguous (N, C, L)."""
-    return np.ascontiguousarray(x).reshape(x.shape[0], x.shape[1], math.prod(x.shape[2:]))
+    return contiguous(x).reshape(x.shape[0], x.shape[1], math.prod(x.shape[2:]))
 
 
 def _csum(a):

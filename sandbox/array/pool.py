@@ -21,6 +21,7 @@ import numpy as np
 from .._C import _pool, _pool3d
 from ..runtime.threads import kernel_threads
 from ._validate import check_divisor, check_float, ntuple
+from .copy import contiguous
 
 __all__ = [
     "AvgPoolPlan", "avg_pool", "avg_pool2d", "avg_pool2d_backward", "avg_pool3d",
@@ -86,7 +87,7 @@ def check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, name, n
 
 def _planes(arr, nd):
     """View (..., *spatial) as C-contiguous (P, *spatial)."""
-    return np.ascontiguousarray(arr).reshape(-1, *arr.shape[-nd:])
+    return contiguous(arr).reshape(-1, *arr.shape[-nd:])
 
 
 def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, *,
@@ -157,7 +158,7 @@ def max_pool_backward(grad_output, indices, input_shape, *, nd=None):
         _pool.maxpool2d_backward(g, ind, gin, kernel_threads(gin.size))
         return gin.reshape(input_shape)
     vol = int(np.prod(input_shape[-3:]))
-    g = np.ascontiguousarray(grad_output).reshape(-1, int(np.prod(grad_output.shape[-3:])))
+    g = contiguous(grad_output).reshape(-1, int(np.prod(grad_output.shape[-3:])))
     ind = np.ascontiguousarray(indices, dtype=np.int64).reshape(g.shape)
     gin = np.empty((g.shape[0], vol), dtype=grad_output.dtype)
     _pool3d.maxpool3d_backward(g, ind, gin, kernel_threads(gin.size))
@@ -181,7 +182,7 @@ def gather_flat(input, indices, nd: int):
         raise ValueError(
             f"indices shape {indices.shape} must have the leading dims of input shape "
             f"{input.shape}")
-    x = np.ascontiguousarray(input).reshape(-1, int(np.prod(input.shape[-nd:])))
+    x = contiguous(input).reshape(-1, int(np.prod(input.shape[-nd:])))
     ind = np.ascontiguousarray(indices, dtype=np.int64).reshape(x.shape[0], -1)
     return np.take_along_axis(x, ind, axis=1).reshape(indices.shape)
 

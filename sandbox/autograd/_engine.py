@@ -53,6 +53,19 @@ def _toposort(roots):
 
 _seq = attrgetter("_seq")
 
+#: how a plain walk sums two gradients of one output: ``np.add(a, b, out=None)``'s
+#: signature.  numpy's add runs on one thread; the tensor ops install the array layer's
+#: threaded sum (``sandbox.array.arith.add``, the same bits) through
+#: :func:`set_gradient_sum`, so the engine itself needs nothing but numpy.
+_add_arrays = np.add
+
+
+def set_gradient_sum(fn) -> None:
+    """Make ``fn(a, b, out=None)`` (numpy's ``np.add`` semantics for two same-shape
+    arrays, the same values) the walk's sum of gradients."""
+    global _add_arrays
+    _add_arrays = fn
+
 
 def _run(walk, roots, seeds):
     """The backward pass: seed, order, visit every node, finish.  Returns ``walk``."""
@@ -138,9 +151,10 @@ class _Walk:
         elif self.create:
             slots[nr] = prev + g
         elif id(prev) in self.owned:
-            np.add(prev, g, out=prev)
+            _add_arrays(prev, g, out=prev)
         else:
-            slots[nr] = s = as_ndarray(prev + g)  # 0-d + 0-d gives a numpy scalar
+            # on every thread for large sums; 0-d + 0-d gives a numpy scalar
+            slots[nr] = s = as_ndarray(_add_arrays(prev, g))
             self.owned.add(id(s))
 
     # -- the layer's hooks (see _backward.py); these are the plain versions

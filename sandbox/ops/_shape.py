@@ -9,7 +9,7 @@ import weakref
 
 import numpy as np
 
-from ..array.concat import concatenate
+from ..array.copy import concatenate
 from ..autograd import Function, Tensor, is_grad_enabled, unbroadcast
 from ._util import normalize_axes, operand
 

@@ -12,6 +12,7 @@ import functools
 
 import numpy as np
 
+from ..copy import contiguous
 from . import _winograd as winograd
 from ._chunks import add_bias
 from ._im2col import fold_loop, unfold_loop
@@ -49,7 +50,7 @@ def _wmat(weight):
 
 def conv_forward(input, weight, bias, plan):
     geom, groups, (ho, wo) = plan.geom, plan.groups, plan.out_size
-    x = np.ascontiguousarray(input)
+    x = contiguous(input)
     y = np.empty((input.shape[0], weight.shape[0], ho, wo), dtype=input.dtype)
     tile = _tiles(plan, input, weight)[0]
     if tile:
@@ -66,9 +67,9 @@ def conv_forward(input, weight, bias, plan):
 def conv_backward(grad_output, input, weight, plan, needs):
     geom, groups = plan.geom, plan.groups
     h, w = input.shape[2:]
-    gout = np.ascontiguousarray(grad_output)
+    gout = contiguous(grad_output)
     gx = np.empty(input.shape, dtype=input.dtype) if needs[0] else None
-    a = np.ascontiguousarray(input) if needs[1] else None
+    a = contiguous(input) if needs[1] else None
     gw, gb = None, None
     _, tile_dx, tile_dw = _tiles(plan, input, weight)
     wino = needs[0] and tile_dx
@@ -95,7 +96,7 @@ def conv_backward(grad_output, input, weight, plan, needs):
 
 def transpose_forward(input, weight, bias, plan):
     ho, wo = plan.out_size
-    x = np.ascontiguousarray(input)
+    x = contiguous(input)
     y = np.empty((input.shape[0], weight.shape[1] * plan.groups, ho, wo), dtype=input.dtype)
     fold_loop(x, _wmat(weight), plan.geom, ho, wo, plan.groups, y=y)
     add_bias(y, bias)
@@ -104,9 +105,9 @@ def transpose_forward(input, weight, bias, plan):
 
 def transpose_backward(grad_output, input, weight, plan, needs):
     h, w = input.shape[2:]
-    gout = np.ascontiguousarray(grad_output)
+    gout = contiguous(grad_output)
     gx = np.empty(input.shape, dtype=input.dtype) if needs[0] else None
-    b = np.ascontiguousarray(input) if needs[1] else None
+    b = contiguous(input) if needs[1] else None
     gw = None
     if needs[0] or needs[1]:
         gw = unfold_loop(gout, _wmat(weight), plan.geom, h, w, plan.groups, y=gx, b=b)

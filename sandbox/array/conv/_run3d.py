@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..copy import contiguous
 from . import _winograd as wino2d
 from . import _winograd3d as wino3d
 from ._chunks import add_bias
@@ -26,7 +27,7 @@ def _wmat(weight):
 
 def conv_forward(input, weight, bias, plan):
     geom, groups, out_size = plan.geom, plan.groups, plan.out_size
-    x = np.ascontiguousarray(input)
+    x = contiguous(input)
     y = np.empty((input.shape[0], weight.shape[0], *out_size), dtype=input.dtype)
     c_out, c_in = weight.shape[:2]
     if TUNING.winograd and wino3d.eligible(geom, groups, c_in, c_out,
@@ -40,9 +41,9 @@ def conv_forward(input, weight, bias, plan):
 
 def conv_backward(grad_output, input, weight, plan, needs):
     geom, groups = plan.geom, plan.groups
-    gout = np.ascontiguousarray(grad_output)
+    gout = contiguous(grad_output)
     gx = np.empty(input.shape, dtype=input.dtype) if needs[0] else None
-    a = np.ascontiguousarray(input) if needs[1] else None
+    a = contiguous(input) if needs[1] else None
     gw, gb = None, None
     c_out, c_in = weight.shape[:2]
     h, w = input.shape[3:]
@@ -68,7 +69,7 @@ def conv_backward(grad_output, input, weight, plan, needs):
 
 
 def transpose_forward(input, weight, bias, plan):
-    x = np.ascontiguousarray(input)
+    x = contiguous(input)
     y = np.empty((input.shape[0], weight.shape[1] * plan.groups, *plan.out_size),
                  dtype=input.dtype)
     fold_loop(x, _wmat(weight), plan.geom, plan.groups, y=y)
@@ -77,9 +78,9 @@ def transpose_forward(input, weight, bias, plan):
 
 
 def transpose_backward(grad_output, input, weight, plan, needs):
-    gout = np.ascontiguousarray(grad_output)
+    gout = contiguous(grad_output)
     gx = np.empty(input.shape, dtype=input.dtype) if needs[0] else None
-    b = np.ascontiguousarray(input) if needs[1] else None
+    b = contiguous(input) if needs[1] else None
     gw = None
     if needs[0] or needs[1]:
         gw = unfold_loop(gout, _wmat(weight), plan.geom, input.shape[2:], plan.groups, y=gx,

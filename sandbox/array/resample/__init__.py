@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..copy import contiguous
 from . import dispatch
 from ._options import MODES, _check_mode, check_array, check_input_size, make_plan
 from ._weights import Table, dense_matrix, get_table
@@ -111,7 +112,7 @@ def resize(
     )
     if min(x.shape[2:]) < 1:
         raise ValueError(f"x must have non-empty spatial axes, got shape {x.shape}")
-    return dispatch.resample(np.ascontiguousarray(x), plan, adjoint=False)
+    return dispatch.resample(contiguous(x), plan, adjoint=False)
 
 
 def resize_adjoint(
@@ -156,7 +157,7 @@ def resize_adjoint(
             f"grad has shape {grad.shape} but the forward output for input_size={in_sizes} "
             f"with these options has shape {expected}; grad must have shape {expected}"
         )
-    return dispatch.resample(np.ascontiguousarray(grad), plan, adjoint=True)
+    return dispatch.resample(contiguous(grad), plan, adjoint=True)
 
 
 def output_size(

@@ -1,0 +1,127 @@
+"""sandbox.array.copy and .arith: the threaded concatenation, contiguous copy and sum are
+numpy's, byte for byte."""
+
+import numpy as np
+import pytest
+
+import sandbox
+from sandbox.array import arith
+from sandbox.array import copy as copy_mod
+from sandbox.array.arith import add
+from sandbox.array.copy import concatenate, contiguous
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8, np.bool_])
+@pytest.mark.parametrize("axis", [0, 1, 2, 3])
+def test_equals_numpy_for_every_axis_and_dtype(dtype, axis):
+    rng = np.random.default_rng(axis)
+    shape = [4, 3, 64, 65]
+    parts = []
+    for k in (2, 5):  # large enough for the threaded copy
+        s = list(shape)
+        s[axis] = k
+        parts.append((rng.standard_normal(s) * 10).astype(dtype))
+    want = np.concatenate(parts, axis=axis)
+    for threads in (1, 2, 3):
+        with sandbox.num_threads(threads):
+            got = concatenate(parts, axis)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def test_non_contiguous_mixed_and_bad_inputs_take_numpy():
+    a = np.arange(2 * 8 * 300 * 300, dtype=np.float32).reshape(2, 8, 300, 300)
+    b = a[:, :, ::2]  # not contiguous
+    np.testing.assert_array_equal(concatenate([b, b], 1), np.concatenate([b, b], 1))
+    mixed = [a[:, :1], a[:, :1].astype(np.float64)]
+    np.testing.assert_array_equal(concatenate(mixed, 1), np.concatenate(mixed, 1))
+    with pytest.raises(ValueError):
+        concatenate([a, a[:, :, :5]], 1)
+
+
+def _strided_cases():
+    rng = np.random.default_rng(7)
+    big = rng.standard_normal((4, 24, 64, 65)).astype(np.float32)
+    yield big[:, 8:]  # a concatenation gradient's part: the row copy
+    yield big[:, :5]
+    yield big[1:3, 3:21, :, :]
+    yield big[::-1, 4:]  # rows at a negative stride
+    yield big[:, 2:, 1:]  # rows of rows: the leading axes do not fold (numpy)
+    yield big[:, :, :, ::2]  # no contiguous run at all (numpy)
+    yield big.transpose(0, 1, 3, 2)
+    yield big.astype(np.float64)[:, 16:]
+    yield (big > 0)[:, 3:]  # any dtype
+    yield big[:1, 1:, :2, :2]  # small: numpy
+    yield big[:, 3:3]  # empty
+
+
+@pytest.mark.parametrize("case", range(11))
+def test_contiguous_equals_ascontiguousarray(case):
+    a = list(_strided_cases())[case]
+    want = np.ascontiguousarray(a)
+    for threads in (1, 2, 3):
+        with sandbox.num_threads(threads):
+            got = contiguous(a)
+        assert got.flags.c_contiguous and got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+        assert not np.shares_memory(got, a)
+
+
+def test_contiguous_takes_the_row_copy_for_a_concatenation_part(monkeypatch):
+    calls = []
+    real = copy_mod._elementwise.copy_rows
+    monkeypatch.setattr(copy_mod._elementwise, "copy_rows",
+                        lambda *args: calls.append(args[0].shape) or real(*args))
+    g = np.zeros((8, 48, 64, 64), dtype=np.float32)
+    contiguous(g[:, 16:])
+    assert calls == [(8, 32 * 64 * 64 * 4)]
+    contiguous(g[:, :, :, ::2])  # not rows: numpy's copy
+    assert len(calls) == 1
+
+
+def test_contiguous_returns_a_contiguous_array_itself():
+    a = np.ones((3, 4), dtype=np.float32)
+    assert contiguous(a) is a
+
+
+def _sum_cases():
+    rng = np.random.default_rng(3)
+    big = rng.standard_normal((8, 48, 64, 64)).astype(np.float32)
+    other = rng.standard_normal((8, 32, 64, 64)).astype(np.float32)
+    yield big[:, 16:], other  # a skip connection's two gradients: the row kernel
+    yield other, big[:, :32]
+    yield big[:, :32], big[:, 16:]  # both strided
+    yield big[:, :, 1:], big[:, :, :-1]  # rows of another length
+    yield big[:, :, :, ::2], big[:, :, :, 1::2]  # no contiguous rows: numpy
+    yield big.astype(np.float64)[:, 8:], big.astype(np.float64)[:, :40]
+    yield other[:1, :2], other[1:2, :2]  # small: numpy
+    yield other, other.astype(np.float64)  # mixed dtypes: numpy's promotion
+
+
+@pytest.mark.parametrize("case", range(8))
+@pytest.mark.parametrize("in_place", [False, True])
+def test_add_equals_numpy(case, in_place):
+    a, b = list(_sum_cases())[case]
+    want = a + b
+    for threads in (1, 2, 3):
+        with sandbox.num_threads(threads):
+            if in_place:
+                if want.dtype != a.dtype:
+                    continue
+                out = np.array(a)
+                got = add(out, b, out=out)
+                assert got is out
+            else:
+                got = add(a, b)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_add_takes_the_row_kernel_for_a_strided_gradient(monkeypatch):
+    calls = []
+    real = arith._elementwise.add_rows
+    monkeypatch.setattr(arith._elementwise, "add_rows",
+                        lambda *args: calls.append(args[0].shape) or real(*args))
+    g = np.ones((8, 48, 64, 64), dtype=np.float32)
+    got = add(g[:, 16:], np.ones((8, 32, 64, 64), dtype=np.float32))
+    assert calls == [(8, 32 * 64 * 64)] and np.all(got == 2)
