@@ -5,6 +5,13 @@ process (batch 8 unless --batch, 3x3, padding 1, the input and weight gradients;
     python benchmarks/bench_conv_api.py --threads 1 2
     python benchmarks/bench_conv_api.py --threads 1 2 --split   # forward and backward apart
     python benchmarks/bench_conv_api.py --threads 1 --split --batch 1 --layers 16-16-8
+    python benchmarks/bench_conv_api.py --threads 2 --cold   # the Python after a layer
+
+``--cold`` times what the public API adds, its Python, where it runs: a public forward +
+backward of a tiny layer (batch 1, 2->2 @ 4x4: little but Python) right
+after each layer's array-level forward + backward, against the same tiny call right
+after another one (interleaved, medians).  The first runs with the caches full of the
+layer's data, as the public API's own Python does around that layer's kernels.
 """
 
 from __future__ import annotations
@@ -71,6 +78,34 @@ def _split_medians(sandbox, F, conv2d, conv2d_backward, x, w, g, repeat):
     return [statistics.median(v) * 1e3 for v in times]
 
 
+def _cold_medians(sandbox, F, conv2d, conv2d_backward, x, w, g, repeat):
+    """Medians (us) of a tiny public forward + backward right after the layer's array
+    calls and right after another tiny call."""
+    rng = np.random.default_rng(1)
+    tx = sandbox.from_numpy(rng.standard_normal((1, 2, 4, 4), dtype=np.float32))
+    tw = sandbox.from_numpy(rng.standard_normal((2, 2, 3, 3), dtype=np.float32))
+    tx.requires_grad_()
+    tw.requires_grad_()
+    tg = sandbox.from_numpy(np.ones((1, 2, 4, 4), dtype=np.float32))
+
+    def tiny():
+        tx.grad = tw.grad = None
+        t = time.perf_counter()
+        F.conv2d(tx, tw, padding=1).backward(tg)
+        return time.perf_counter() - t
+
+    after_layer, after_tiny = [], []
+    for r in range(repeat + 2):  # two untimed rounds
+        conv2d(x, w, padding=1)
+        conv2d_backward(g, x, w, padding=1, needs=(True, True, False))
+        cold = tiny()
+        warm = tiny()
+        if r >= 2:
+            after_layer.append(cold)
+            after_tiny.append(warm)
+    return statistics.median(after_layer) * 1e6, statistics.median(after_tiny) * 1e6
+
+
 def _print_split(threads, c, o, s, medians):
     af, ab, pf, pb = medians
     print(f"{threads} thread(s) {c:3d}->{o:3d}@{s:<3d} forward array {af:6.3f} public {pf:6.3f}"
@@ -88,6 +123,9 @@ def main(argv=None) -> None:
     parser.add_argument("--split", action="store_true",
                         help="time the forward and the backward apart (what each API adds "
                              "to each)")
+    parser.add_argument("--cold", action="store_true",
+                        help="time a tiny public call after each layer and after itself "
+                             "(the cost of the public API's Python with the caches full)")
     args = parser.parse_args(argv)
 
     import sandbox.nn.functional as F
@@ -107,6 +145,13 @@ def main(argv=None) -> None:
             x = rng.standard_normal((args.batch, c, s, s), dtype=np.float32)
             w = rng.standard_normal((o, c, 3, 3), dtype=np.float32)
             g = rng.standard_normal((args.batch, o, s, s), dtype=np.float32)
+            if args.cold:
+                cold, warm = _cold_medians(sandbox, F, conv2d, conv2d_backward, x, w, g,
+                                           args.repeat)
+                print(f"{threads} thread(s) {c:3d}->{o:3d}@{s:<3d} tiny public call after "
+                      f"the layer {cold:6.1f} us, after itself {warm:6.1f} us "
+                      f"({cold / warm:.2f}x)")
+                continue
             if args.split:
                 _print_split(threads, c, o, s, _split_medians(sandbox, F, conv2d,
                                                               conv2d_backward, x, w, g,

@@ -33,6 +33,14 @@ _KERNELS = {"avx512": (_gemm.matmul, _gemm.matmul_dot),
             "avx2": (_gemm.matmul_avx2, _gemm.matmul_dot_avx2)}
 
 
+#: ``blas_below`` for a caller whose left operand is not in :func:`lhs`'s layout: the
+#: packed kernel would copy all of the (m x k) operand for n columns of work.  Measured
+#: (1 thread, AMD EPYC family 25, us, packed vs OpenBLAS-SkylakeX): 256x2304x16 1084 vs
+#: 240, 256x2304x64 1449 vs 834, 128x1152x64 356 vs 213, 256x2304x128 2341 vs 1767 (and
+#: 237 vs 412 at 16x144x4096).
+NARROW_COLUMNS = 128
+
+
 def backend() -> str:
     """``"avx512"`` or ``"avx2"`` when float32 products use one of the project's kernels,
     else ``"blas"`` (the SIMD selection in force: :func:`sandbox.runtime.simd.current`)."""
@@ -97,7 +105,7 @@ def product_form(m: int, n: int, k: int, unit_k: bool) -> str:
 
 
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = False,
-           num_threads: int = 1) -> bool:
+           num_threads: int = 1, blas_below: int = 0) -> bool:
     """``out = a @ b`` (or ``out += a @ b``) for 2-D or equally batched 3-D operands.
 
     ``a`` and ``b`` may be transposed views; ``out`` is written in place.  Float32
@@ -106,7 +114,8 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = Fal
     ``num_threads`` shares a batch's products among threads inside the kernel (each
     product on one thread, so the result is the same for any count); it returns
     False where the products are not this kernel's (the caller parallelises them
-    its own way), True otherwise.
+    its own way), True otherwise.  Products of fewer than ``blas_below`` columns that
+    would take the packed form take BLAS (see :data:`NARROW_COLUMNS`).
     """
     kernels = _KERNELS.get(simd.current().gemm)
     if kernels is not None and _fits(a, b, out):
@@ -116,6 +125,8 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = Fal
         m, k = a.shape[1:]
         n = b.shape[2]
         form = product_form(m, n, k, a.strides[2] == 4 and b.strides[1] == 4)
+        if form == "packed" and n < blas_below:
+            form = "blas"
         if form == "dot":
             dot(a, b.transpose(0, 2, 1), out, accumulate, num_threads)
             return True
@@ -135,11 +146,14 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool = Fal
     return True
 
 
-def grouped_matmul(a, b, out, groups: int, trans_a: bool = False, trans_b: bool = False) -> None:
+def grouped_matmul(a, b, out, groups: int, trans_a: bool = False, trans_b: bool = False,
+                   blas_below: int = 0) -> None:
     """``out[g] = op(a[g]) @ op(b[g])`` for the ``groups`` row blocks of ``a``, ``b``, ``out``
-    (``op`` transposes when ``trans_a`` / ``trans_b``)."""
+    (``op`` transposes when ``trans_a`` / ``trans_b``; ``blas_below`` as for
+    :func:`matmul`)."""
     ra, rb, ro = a.shape[0] // groups, b.shape[0] // groups, out.shape[0] // groups
     for g in range(groups):
         ag = a[g * ra:(g + 1) * ra]
         bg = b[g * rb:(g + 1) * rb]
-        matmul(ag.T if trans_a else ag, bg.T if trans_b else bg, out[g * ro:(g + 1) * ro])
+        matmul(ag.T if trans_a else ag, bg.T if trans_b else bg, out[g * ro:(g + 1) * ro],
+               blas_below=blas_below)

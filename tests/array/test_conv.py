@@ -303,6 +303,7 @@ def test_winograd_matches_reference_and_im2col(shape, dtype, rng, monkeypatch, t
     gradient and weight gradient); compare with both references.
     The small images here run Winograd because the pixel threshold is lowered."""
     monkeypatch.setattr(conv.TUNING, "winograd_min_pixels", 1)
+    monkeypatch.setattr(conv.TUNING, "winograd_min_batch_pixels", 1)
     monkeypatch.setattr(conv.TUNING, "winograd_min_pixels_input_grad", 1)
     monkeypatch.setattr(conv.TUNING, "winograd_min_pixels_weight_grad", 1)
     calls = []
@@ -404,6 +405,7 @@ def test_winograd_f4_matches_reference(shape, dtype, rng, monkeypatch, transform
     """F(4x4, 3x3) (forward, input and weight gradient) against the float64 direct reference;
     its float32 error is larger than F(2x2, 3x3)'s but inside the tests' tolerance."""
     monkeypatch.setattr(conv.TUNING, "winograd_min_pixels", 1)
+    monkeypatch.setattr(conv.TUNING, "winograd_min_batch_pixels", 1)
     monkeypatch.setattr(conv.TUNING, "winograd_min_pixels_input_grad", 1)
     monkeypatch.setattr(conv.TUNING, "winograd_f4_min_pixels", 1)
     monkeypatch.setattr(conv.TUNING, "winograd_min_pixels_weight_grad", 1)
@@ -560,7 +562,8 @@ def test_winograd_gradcheck(f4, rng, monkeypatch):
     wgrad_calls = _spy(monkeypatch, conv.winograd, "winograd_weight_grad")
     x, wt, b, *_ = _data((1, 3, 5, 6, 2, 3, 3, 1, 1, 1, 1), np.float64, rng)
     with conv.tuned(winograd_min_channels=1, winograd_min_channels_weight_grad=1,
-                    winograd_min_pixels=1, winograd_min_pixels_input_grad=1,
+                    winograd_min_pixels=1, winograd_min_batch_pixels=1,
+                    winograd_min_pixels_input_grad=1,
                     winograd_min_pixels_weight_grad=1,
                     winograd_f4_min_pixels=f4, winograd_f4_min_pixels_weight_grad=f4):
         _gradcheck(lambda x_, w_, b_: F.conv2d(x_, w_, b_, 1, 1), [x, wt, b], rng)
@@ -1138,7 +1141,8 @@ def test_tuned_reaches_the_3d_slab_limit(rng):
 # depend on the thread count.
 
 WINOGRAD3D_FORCE = dict(winograd_min_channels=1, winograd_min_channels_weight_grad=1,
-                        winograd_min_pixels=1, winograd_min_pixels_input_grad=1,
+                        winograd_min_pixels=1, winograd_min_batch_pixels=1,
+                    winograd_min_pixels_input_grad=1,
                         winograd_min_pixels_weight_grad=1)
 
 
@@ -1340,3 +1344,45 @@ def test_plan_cache_repeats_the_checks_of_a_new_request():
     with pytest.raises(TypeError, match="bias"):
         plan_conv(x, w, np.zeros(3, np.float64), 1, 1, 1, 1, nd=2)
     assert plan_conv(x, w, np.zeros(3, np.float32), 1, 1, 1, 1, nd=2) == first
+
+
+@pytest.mark.parametrize("n,c,o,s,winograd", [
+    (1, 32, 64, 4, False),   # 16 pixels in all: im2col, the weight not transposed
+    (2, 32, 32, 4, False),   # 32
+    (4, 32, 32, 4, True),    # 64: Winograd
+    (1, 32, 32, 8, True),    # 64
+    (8, 32, 32, 4, True),    # the classic UNet's 4x4 level at batch 8
+])
+def test_small_batches_of_small_maps_take_im2col(n, c, o, s, winograd, rng, torch, monkeypatch):
+    """A 2-D convolution with fewer than TUNING.winograd_min_batch_pixels output pixels
+    over the batch runs im2col (forward and both gradients); its forward then leaves the
+    weight in place (no lhs copy under LHS_MIN_COLUMNS) and its narrow products go to
+    BLAS.  Values against torch, the same bits for any thread count."""
+    from sandbox.array import _gemm
+    from sandbox.array.conv import _im2col as loops2d
+
+    wino = _spy(monkeypatch, conv.winograd._winograd_fused, "conv")
+    copies = _spy(monkeypatch, loops2d, "lhs")
+    blas = _spy(monkeypatch, _gemm.np, "matmul")
+    x = rng.standard_normal((n, c, s, s)).astype(np.float32)
+    w = (rng.standard_normal((o, c, 3, 3)) / 10).astype(np.float32)
+    g = rng.standard_normal((n, o, s, s)).astype(np.float32)
+    runs = []
+    for threads in (1, 2, 3):
+        with sandbox.num_threads(threads):
+            runs.append((conv.conv2d(x, w, padding=1),
+                         *conv.conv2d_backward(g, x, w, padding=1, needs=(True, True, False))))
+    assert bool(wino) == winograd
+    assert not copies  # im2col's forward copies the weight only from 512 columns
+    assert bool(blas) == (not winograd)  # the narrow forward products
+    for run in runs[1:]:
+        for a, b in zip(run[:3], runs[0][:3], strict=True):
+            np.testing.assert_array_equal(a, b)
+    tx = torch.tensor(x, requires_grad=True)
+    tw = torch.tensor(w, requires_grad=True)
+    ty = torch.nn.functional.conv2d(tx, tw, padding=1)
+    ty.backward(torch.tensor(g))
+    y, gx, gw = runs[0][:3]
+    for ours, ref in ((y, ty.detach()), (gx, tx.grad), (gw, tw.grad)):
+        ref = ref.numpy()
+        np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())

@@ -276,6 +276,7 @@ def test_winograd_path_double_backward(monkeypatch, torch):
     and its second derivatives match torch."""
     monkeypatch.setattr(array_conv.TUNING, "winograd_min_channels", 1)
     monkeypatch.setattr(array_conv.TUNING, "winograd_min_pixels", 1)
+    monkeypatch.setattr(array_conv.TUNING, "winograd_min_batch_pixels", 1)
     monkeypatch.setattr(array_conv.TUNING, "winograd_min_pixels_input_grad", 1)
     monkeypatch.setattr(array_conv.TUNING, "winograd_min_channels_weight_grad", 1)
     calls = _count_calls(monkeypatch, array_conv.winograd, "winograd_conv3x3")

@@ -32,12 +32,21 @@ from __future__ import annotations
 import numpy as np
 
 from ..._C import _im2col
-from .._gemm import grouped_matmul, lhs
+from .._gemm import NARROW_COLUMNS, grouped_matmul, lhs
 from .._parallel import OrderedSum, parallel_map, scratch
 from ._chunks import _blocks, _gather, _scatter, add_bias, gemm_flops, pool_threads
 from ._tuning import TUNING, chunk_threads
 
 __all__ = ["fold_loop", "unfold_loop"]
+
+
+#: an im2col forward copies its weight into :func:`~sandbox.array._gemm.lhs`'s layout
+#: only from this many output columns (samples x pixels) in all.  Measured (1 thread, us,
+#: im2col forward with the copy vs without and BLAS for products under 128 columns, AMD
+#: EPYC family 25): 256->256@4 batch 1 1110 vs 365, batch 2 1132 vs 703, batch 8 2967
+#: vs 2249; 128->128@8 batch 1 500 vs 347; 64->64@16 batch 1 299 vs 281; 32->32@32
+#: batch 1 298 vs 321 (1024 columns: the copy pays)
+LHS_MIN_COLUMNS = 512
 
 
 def _chunk(n: int, plane: int, rows: int, itemsize: int) -> int:
@@ -56,8 +65,13 @@ def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
     """
     n, c = a.shape[:2]
     o = wmat.shape[0]
-    w_lhs = lhs(wmat) if y is not None else wmat  # read in place by the GEMM
     plane = ho * wo
+    # read in place by the GEMM; for few columns in all (a batch-1 call on a small map)
+    # the transposed copy costs more than it saves, and narrow products then go to BLAS
+    # (LHS_MIN_COLUMNS, _gemm.NARROW_COLUMNS)
+    in_place = y is not None and n * plane >= LHS_MIN_COLUMNS
+    w_lhs = lhs(wmat) if in_place else wmat
+    narrow = 0 if in_place else NARROW_COLUMNS
     rows = c * geom.kh * geom.kw
     nt = chunk_threads()
     # im2col is the identity only if the plane keeps its size (a transposed conv's
@@ -76,7 +90,7 @@ def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
             _im2col.im2col(a, col, n0, nb, *geom.args(), ho, wo, nt)
         if y is not None:
             ymat = y[n0].reshape(o, plane) if nb == 1 else scratch("out", (o, nb * plane), a.dtype)
-            grouped_matmul(w_lhs, col, ymat, groups)
+            grouped_matmul(w_lhs, col, ymat, groups, blas_below=narrow)
             if nb > 1:
                 _scatter(ymat, y, n0, nb)
             add_bias(y[n0:n0 + nb], bias, 1)

@@ -22,12 +22,14 @@ __all__ = ["conv_backward", "conv_forward", "transpose_backward", "transpose_for
 
 
 @functools.lru_cache(maxsize=1024)
-def _winograd_tiles(geom, groups, c_in, c_out, h, w, ho, wo, stamp) -> tuple[int, int, int]:
+def _winograd_tiles(geom, groups, n, c_in, c_out, h, w, ho, wo,
+                    stamp) -> tuple[int, int, int]:
     """The Winograd tile (2 or 4) of the forward, the input gradient and the weight
-    gradient of a 2-D convolution (input h x w, output ho x wo), 0 for each that runs
-    im2col: the rules of ``_winograd`` under the settings in force, whose
-    :func:`~._tuning.settings_stamp` is ``stamp`` (decided once, then cached)."""
-    if not TUNING.winograd:
+    gradient of a 2-D convolution of ``n`` samples (input h x w, output ho x wo), 0 for
+    each that runs im2col: the rules of ``_winograd`` under the settings in force, whose
+    :func:`~._tuning.settings_stamp` is ``stamp`` (decided once, then cached), and none
+    for fewer than ``TUNING.winograd_min_batch_pixels`` output pixels in all."""
+    if not TUNING.winograd or n * ho * wo < TUNING.winograd_min_batch_pixels:
         return 0, 0, 0
     fwd = (winograd.tile_size(c_in, c_out, ho, wo)
            if winograd.eligible(geom, groups, c_in, c_out, h, w) else 0)
@@ -41,7 +43,8 @@ def _winograd_tiles(geom, groups, c_in, c_out, h, w, ho, wo, stamp) -> tuple[int
 def _tiles(plan, input, weight):
     c_out, c_in = weight.shape[:2]
     (h, w), (ho, wo) = input.shape[2:], plan.out_size
-    return _winograd_tiles(plan.geom, plan.groups, c_in, c_out, h, w, ho, wo, settings_stamp())
+    return _winograd_tiles(plan.geom, plan.groups, input.shape[0], c_in, c_out, h, w, ho, wo,
+                           settings_stamp())
 
 
 def _wmat(weight):

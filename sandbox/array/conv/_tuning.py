@@ -97,6 +97,15 @@ class ConvTuning:
     #: 2.36; 2 threads wall-min 1.37 vs 1.27, 5.33 vs 2.17), where forward and input
     #: gradient stay with im2col (128->256@4 forward 1.16 vs 1.27, input grad 1.17 vs 1.71)
     winograd_min_pixels_weight_grad: int = 16
+    #: 2-D Winograd (forward and both gradients) only from this many output pixels over
+    #: the whole batch: a batch-1 call on a 4x4 map has 4-16 tiles, too few to pay for
+    #: the weight's transform.  Measured (1 thread, ms, Winograd vs im2col, forward /
+    #: input grad / weight grad, 256->256@4): batch 1 1.38/1.28/0.83 vs 0.37/0.50/0.43,
+    #: batch 2 1.54/1.24/0.63 vs 0.58-0.70/0.46/0.54, batch 4 1.28/1.19/1.14 vs
+    #: 1.08/1.12/1.37; 128->128@8 at batch 1 (64 pixels) 0.35/0.34/0.32 vs
+    #: 0.35/0.30/0.37, and at 2 threads 0.20/0.20/0.17 vs 0.44/0.26/0.30 (a batch-1
+    #: im2col call is one chunk, one thread).  AMD EPYC family 25.
+    winograd_min_batch_pixels: int = 64
     #: a Winograd chunk gets at least this many output tiles (GEMM columns).  128, not 64:
     #: min ms of 15 interleaved runs (loaded machine, 1 thread, 64 -> 128 tiles):
     #: 384->128@8 forward 4.88 -> 4.39, weight grad 27.5 -> 13.1 (fewer, longer-K GEMMs
