@@ -1142,7 +1142,7 @@ def test_tuned_reaches_the_3d_slab_limit(rng):
 
 WINOGRAD3D_FORCE = dict(winograd_min_channels=1, winograd_min_channels_weight_grad=1,
                         winograd_min_pixels=1, winograd_min_batch_pixels=1,
-                    winograd_min_pixels_input_grad=1,
+                        winograd3d_min_batch_voxels=1, winograd_min_pixels_input_grad=1,
                         winograd_min_pixels_weight_grad=1)
 
 
@@ -1384,5 +1384,40 @@ def test_small_batches_of_small_maps_take_im2col(n, c, o, s, winograd, rng, torc
     ty.backward(torch.tensor(g))
     y, gx, gw = runs[0][:3]
     for ours, ref in ((y, ty.detach()), (gx, tx.grad), (gw, tw.grad)):
+        ref = ref.numpy()
+        np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("n,size,winograd", [
+    (1, 4, False),   # 64 voxels in all: vol2col, the weight not transposed
+    (2, 4, False),   # 128
+    (1, 8, True),    # 512: 3-D Winograd
+])
+def test_small_batches_of_small_volumes_take_vol2col(n, size, winograd, rng, torch, monkeypatch):
+    """A 3-D convolution with fewer than TUNING.winograd3d_min_batch_voxels output voxels
+    over the batch runs vol2col (forward and both gradients).  Values against torch, the
+    same bits for any thread count."""
+    from sandbox.array.conv import _vol2col as loops3d
+
+    wino = _spy(monkeypatch, _winograd3d, "conv3x3x3")
+    copies = _spy(monkeypatch, loops3d, "lhs")
+    x = rng.standard_normal((n, 16, size, size, size)).astype(np.float32)
+    w = (rng.standard_normal((16, 16, 3, 3, 3)) / 20).astype(np.float32)
+    g = rng.standard_normal((n, 16, size, size, size)).astype(np.float32)
+    runs = []
+    for threads in (1, 2, 3):
+        with sandbox.num_threads(threads):
+            runs.append((conv.conv3d(x, w, padding=1),
+                         *conv.conv3d_backward(g, x, w, padding=1, needs=(True, True, False))))
+    assert bool(wino) == winograd
+    assert not copies  # vol2col's forward copies the weight only from 512 columns
+    for run in runs[1:]:
+        for a, b in zip(run[:3], runs[0][:3], strict=True):
+            np.testing.assert_array_equal(a, b)
+    tx = torch.tensor(x, requires_grad=True)
+    tw = torch.tensor(w, requires_grad=True)
+    ty = torch.nn.functional.conv3d(tx, tw, padding=1)
+    ty.backward(torch.tensor(g))
+    for ours, ref in ((runs[0][0], ty.detach()), (runs[0][1], tx.grad), (runs[0][2], tw.grad)):
         ref = ref.numpy()
         np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())

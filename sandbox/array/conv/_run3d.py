@@ -9,6 +9,8 @@ validates; every result is bitwise identical for any number of threads.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..copy import contiguous
@@ -25,13 +27,19 @@ def _wmat(weight):
     return np.ascontiguousarray(weight).reshape(weight.shape[0], -1)
 
 
+def _winograd_on(n: int, out_size) -> bool:
+    """Whether 3-D Winograd may run for ``n`` samples of ``out_size`` output voxels:
+    switched on, and at least ``TUNING.winograd3d_min_batch_voxels`` of them in all."""
+    return TUNING.winograd and n * math.prod(out_size) >= TUNING.winograd3d_min_batch_voxels
+
+
 def conv_forward(input, weight, bias, plan):
     geom, groups, out_size = plan.geom, plan.groups, plan.out_size
     x = contiguous(input)
     y = np.empty((input.shape[0], weight.shape[0], *out_size), dtype=input.dtype)
     c_out, c_in = weight.shape[:2]
-    if TUNING.winograd and wino3d.eligible(geom, groups, c_in, c_out,
-                                           out_size[1] * out_size[2]):
+    if _winograd_on(input.shape[0], out_size) and wino3d.eligible(geom, groups, c_in, c_out,
+                                                                   out_size[1] * out_size[2]):
         tile = wino2d.tile_size(c_in, c_out, *out_size[1:])
         wino3d.conv3x3x3(x, wino3d.weight_transforms(weight, False, tile), y, geom[6:9], bias)
     else:
@@ -48,8 +56,9 @@ def conv_backward(grad_output, input, weight, plan, needs):
     c_out, c_in = weight.shape[:2]
     h, w = input.shape[3:]
     pad = geom[6:9]
-    wino_dx = needs[0] and TUNING.winograd and wino3d.eligible(geom, groups, c_in, c_out, h * w)
-    wino_dw = (needs[1] and TUNING.winograd and wino3d.eligible(geom, groups, c_in, c_out, h * w)
+    wino = _winograd_on(input.shape[0], grad_output.shape[2:])
+    wino_dx = needs[0] and wino and wino3d.eligible(geom, groups, c_in, c_out, h * w)
+    wino_dw = (needs[1] and wino and wino3d.eligible(geom, groups, c_in, c_out, h * w)
                and min(c_in, c_out) >= TUNING.winograd_min_channels_weight_grad)
     if wino_dx:  # dx = conv3d(dy, flip(w)^T, padding=2-p): 3x3x3 stride 1 again
         tile = wino2d.tile_size(c_out, c_in, h, w)

@@ -106,6 +106,15 @@ class ConvTuning:
     #: 0.35/0.30/0.37, and at 2 threads 0.20/0.20/0.17 vs 0.44/0.26/0.30 (a batch-1
     #: im2col call is one chunk, one thread).  AMD EPYC family 25.
     winograd_min_batch_pixels: int = 64
+    #: 3-D Winograd (forward and both gradients) only from this many output voxels over
+    #: the whole batch; below, vol2col (as in 2-D, its forward then leaves the weight in
+    #: place and takes BLAS for narrow products).  Measured (us, forward / input grad /
+    #: weight grad, Winograd vs vol2col, AMD EPYC family 25): 64->128@4^3 batch 1, 1
+    #: thread 881/861/800 vs 642/486/663, 2 threads 3252/2974/822 vs 583/480/697;
+    #: 128->128@4^3 batch 2, 2 threads 4532/2326/2347 vs 1305/1063/1372; batch 4 (256
+    #: voxels) 1 thread 3973/3615/4063 vs 4653/3293/4611; 64->64@8^3 batch 1 (512), 1
+    #: thread 1063/1011/1537 vs 2323/1878/2610.
+    winograd3d_min_batch_voxels: int = 512
     #: a Winograd chunk gets at least this many output tiles (GEMM columns).  128, not 64:
     #: min ms of 15 interleaved runs (loaded machine, 1 thread, 64 -> 128 tiles):
     #: 384->128@8 forward 4.88 -> 4.39, weight grad 27.5 -> 13.1 (fewer, longer-K GEMMs

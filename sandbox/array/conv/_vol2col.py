@@ -31,9 +31,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..._C import _vol2col
-from .._gemm import grouped_matmul, lhs
+from .._gemm import NARROW_COLUMNS, grouped_matmul, lhs
 from .._parallel import OrderedSum, parallel_map, scratch
 from ._chunks import _blocks, _gather, _scatter, add_bias, gemm_flops, pool_threads
+from ._im2col import LHS_MIN_COLUMNS
 from ._tuning import TUNING, chunk_threads
 
 __all__ = ["fold_loop", "unfold_loop"]
@@ -106,8 +107,11 @@ def unfold_loop(a, wmat, geom, out_size, groups, y=None, b=None, bias=None):
     """
     n = a.shape[0]
     o = wmat.shape[0]
-    w_lhs = lhs(wmat) if y is not None else wmat  # read in place by the GEMM
     do, ho, wo = out_size
+    # read in place by the GEMM, from LHS_MIN_COLUMNS output columns in all (as in 2-D)
+    in_place = y is not None and n * do * ho * wo >= LHS_MIN_COLUMNS
+    w_lhs = lhs(wmat) if in_place else wmat
+    narrow = 0 if in_place else NARROW_COLUMNS
     rows = a.shape[1] * geom[0] * geom[1] * geom[2]
     pointwise = _is_pointwise(geom)
     nb, nd = _plan(n, out_size, rows, a.itemsize, pointwise)
@@ -122,10 +126,11 @@ def unfold_loop(a, wmat, geom, out_size, groups, y=None, b=None, bias=None):
             col = _columns(a, n0, nb, od0, t, geom, (ho, wo), rows, pointwise)
             if y is not None:
                 if nb == 1 and t == do:  # the GEMM writes straight into the output
-                    grouped_matmul(w_lhs, col, y[n0].reshape(o, -1), groups)
+                    grouped_matmul(w_lhs, col, y[n0].reshape(o, -1), groups,
+                                   blas_below=narrow)
                 else:
                     ymat = scratch("out", (o, nb * t * ho * wo), a.dtype)
-                    grouped_matmul(w_lhs, col, ymat, groups)
+                    grouped_matmul(w_lhs, col, ymat, groups, blas_below=narrow)
                     if t == do:
                         _scatter(ymat, y, n0, nb)
                     else:
