@@ -13,6 +13,7 @@ import functools
 import numpy as np
 
 from ..copy import contiguous
+from . import _pointwise as pointwise
 from . import _winograd as winograd
 from ._chunks import add_bias
 from ._im2col import fold_loop, unfold_loop
@@ -62,6 +63,8 @@ def conv_forward(input, weight, bias, plan):
         # region when it runs in one
         u = winograd.pending_transform(weight, tile=tile)
         winograd.winograd_conv3x3(x, u, y, geom.ph, geom.pw, chunk_threads(), bias)
+    elif pointwise.eligible(geom, groups, input.shape[2:], (ho, wo)):
+        pointwise.forward(x, _wmat(weight), bias, y)
     else:
         unfold_loop(x, _wmat(weight), geom, ho, wo, groups, y=y, bias=bias)
     return y
@@ -85,6 +88,13 @@ def conv_backward(grad_output, input, weight, plan, needs):
         gw = winograd.winograd_weight_grad(a, gout, geom.ph, geom.pw, chunk_threads(),
                                            tile=tile_dw)
         gb = gout.sum(axis=(0, 2, 3)) if needs[2] else None
+    if pointwise.eligible(geom, groups, (h, w), gout.shape[2:]):
+        if needs[0]:
+            pointwise.input_grad(gout, _wmat(weight), gx)
+        if needs[1]:
+            gw = pointwise.weight_grad(a, gout)
+        gb = gout.sum(axis=(0, 2, 3)) if needs[2] else None
+        return gx, None if gw is None else gw.reshape(weight.shape), gb
     fold_dx = needs[0] and not wino
     fold_dw = needs[1] and not wino_dw
     if fold_dx or fold_dw or (needs[2] and gb is None):

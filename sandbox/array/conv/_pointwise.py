@@ -1,0 +1,80 @@
+"""1x1 convolutions (stride 1, no padding, one group): a batch of matrix products.
+
+A 1x1 convolution of (N, C, H, W) is, per sample, ``y[n] = W @ x[n]`` with ``W`` (O, C)
+and ``x[n]`` (C, H*W): no im2col at all.  The im2col loops ran it chunk by chunk on the
+worker pool, a GEMM and two copies a chunk and 15-25 µs of Python each, 0.2-0.35 ms for
+layers of a few MFLOP whatever their size.  Here each pass is one batched product inside
+one kernel call (:func:`sandbox.array._gemm.matmul` shares the samples' products among
+the threads; each product is one thread's, so the bits do not depend on their number):
+
+* forward ``y[n] = W @ x[n]`` and input gradient ``gx[n] = W.T @ g[n]``, with ``W`` read
+  in place by every product (a stride-0 batch of :func:`~sandbox.array._gemm.lhs`'s
+  layout);
+* weight gradient ``sum_n g[n] @ x[n].T``: one (O, C) product a sample (the dot-product
+  form: long K = H*W), then the samples' partial sums added in sample order.
+
+Where the project's kernel does not take the products (float64, or fewer than 8 output
+channels: BLAS's form), one ``np.matmul`` a sample, on the worker pool.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...runtime.threads import kernel_threads
+from .._gemm import lhs, matmul
+from .._parallel import parallel_map
+from ._chunks import add_bias, gemm_flops, pool_threads
+
+__all__ = ["eligible", "forward", "input_grad", "weight_grad"]
+
+
+def eligible(geom, groups: int, in_size, out_size) -> bool:
+    """Whether a 2-D convolution is a batch of products: 1x1, stride 1, no padding, one
+    group (dilation does not matter for a 1x1 kernel)."""
+    return groups == 1 and geom.is_pointwise() and tuple(in_size) == tuple(out_size)
+
+
+def _products(a, b, out) -> None:
+    """``out[n] = a[n] @ b[n]`` for every sample ``n`` (3-D operands, ``a`` possibly a
+    stride-0 batch)."""
+    if a.dtype == np.float32 and matmul(a, b, out, num_threads=kernel_threads(out.size)):
+        return
+
+    def one(i):
+        np.matmul(a[i], b[i], out=out[i])
+
+    # the worker pool only for products worth its start-up (pool_threads' threshold)
+    n, m, k = a.shape
+    parallel_map(one, range(n), num_threads=pool_threads(gemm_flops(m, k, b.shape[2] * n, 1)))
+
+
+def forward(x, wmat, bias, y) -> None:
+    """``y = conv2d(x, W) (+ bias)`` for ``wmat`` (O, C); ``x`` (N, C, H, W) and ``y``
+    (N, O, H, W) C-contiguous, ``y`` overwritten."""
+    n, c = x.shape[:2]
+    o = wmat.shape[0]
+    w = lhs(wmat)
+    _products(np.broadcast_to(w, (n, o, c)), x.reshape(n, c, -1), y.reshape(n, o, -1))
+    add_bias(y, bias)
+
+
+def input_grad(grad_output, wmat, gx) -> None:
+    """``gx = W.T @ g`` per sample: the input gradient (N, C, H, W), overwritten."""
+    n, o = grad_output.shape[:2]
+    c = wmat.shape[1]
+    w = lhs(np.ascontiguousarray(wmat.T))
+    _products(np.broadcast_to(w, (n, c, o)), grad_output.reshape(n, o, -1),
+              gx.reshape(n, c, -1))
+
+
+def weight_grad(x, grad_output) -> np.ndarray:
+    """``sum_n g[n] @ x[n].T``, shape (O, C): the samples' products, added in order."""
+    n, c = x.shape[:2]
+    o = grad_output.shape[1]
+    partial = np.empty((n, o, c), dtype=x.dtype)
+    _products(grad_output.reshape(n, o, -1), x.reshape(n, c, -1).transpose(0, 2, 1), partial)
+    total = partial[0].copy()
+    for i in range(1, n):  # in sample order: the bits do not depend on the threads
+        total += partial[i]
+    return total
