@@ -737,7 +737,8 @@ def test_generic_ops_name_both_layouts():
 def test_small_convolutions_run_on_the_calling_thread(rng, monkeypatch):
     """Below TUNING.min_parallel_flops the chunks stay on the calling thread (the worker
     pool's overhead would cost more than the second core gains); the results are the
-    pool's, bit for bit."""
+    pool's, bit for bit.  (The forward, with chunks of one sample, then makes all its
+    columns and products in one pass instead: no chunks at all.)"""
     from sandbox.array import _parallel
 
     x = rng.standard_normal((4, 1, 16, 16)).astype(np.float32)
@@ -755,7 +756,7 @@ def test_small_convolutions_run_on_the_calling_thread(rng, monkeypatch):
         small = (conv.conv2d(x, w, padding=1), *conv.conv2d_backward(gy, x, w, padding=1))
         with conv.tuned(min_parallel_flops=0):
             pooled = (conv.conv2d(x, w, padding=1), *conv.conv2d_backward(gy, x, w, padding=1))
-    assert seen[:2] == [1, 1] and seen[2:] == [None, None]
+    assert seen == [1, None, None]  # small: the backward's chunks; pooled: both loops
     for a, b in zip(small, pooled, strict=True):
         assert np.array_equal(a, b)
 
@@ -1462,3 +1463,30 @@ def test_pointwise_convolutions_are_batched_products(dtype, n, c, o, h, w, rng, 
     for ours, ref in zip(runs[0], want, strict=True):
         ref = ref.numpy()
         np.testing.assert_allclose(ours, ref, rtol=tol, atol=tol * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("c,o", [(1, 16), (3, 16), (1, 4)])
+def test_first_layers_run_in_one_pass_with_the_chunks_bits(c, o, rng, monkeypatch):
+    """A layer too small for the worker pool, with chunks of one sample (a first layer:
+    1-3 input channels at 64x64, batch 8), makes every sample's columns in one kernel call
+    and their products in another (forward, weight and bias gradients): the same bits as
+    the chunk-by-chunk loops, for any thread count."""
+    from sandbox.array.conv import _im2col as loops2d
+
+    passes = _spy(monkeypatch, loops2d, "_sample_products")
+    x = rng.standard_normal((8, c, 64, 64)).astype(np.float32)
+    w = rng.standard_normal((o, c, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(o).astype(np.float32)
+    g = rng.standard_normal((8, o, 64, 64)).astype(np.float32)
+    runs = []
+    for threads in (1, 2, 3):
+        with sandbox.num_threads(threads):
+            runs.append((conv.conv2d(x, w, b, 1, 1),
+                         *conv.conv2d_backward(g, x, w, 1, 1, needs=(False, True, True))[1:]))
+    assert len(passes) == 2 * 3
+    monkeypatch.setattr(loops2d, "_one_pass", lambda *a: False)
+    chunks = (conv.conv2d(x, w, b, 1, 1),
+              *conv.conv2d_backward(g, x, w, 1, 1, needs=(False, True, True))[1:])
+    for run in runs:
+        for got, want in zip(run, chunks, strict=True):
+            np.testing.assert_array_equal(got, want)

@@ -32,7 +32,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..._C import _im2col
-from .._gemm import NARROW_COLUMNS, grouped_matmul, lhs
+from ...runtime.threads import get_num_threads
+from .._gemm import NARROW_COLUMNS, grouped_matmul, lhs, matmul
 from .._parallel import OrderedSum, parallel_map, scratch
 from ._chunks import _blocks, _gather, _scatter, add_bias, gemm_flops, pool_threads
 from ._tuning import TUNING, chunk_threads
@@ -56,6 +57,27 @@ def _chunk(n: int, plane: int, rows: int, itemsize: int) -> int:
     return max(1, min(nb, cap))
 
 
+def _one_pass(n: int, nb: int, groups: int, pointwise: bool, flops: int, col_bytes: int) -> bool:
+    """Whether a loop runs all its samples in one pass instead of chunk by chunk: chunks
+    of one sample (each sample's product is then the same either way), too little work
+    for the worker pool (its chunks would run one after the other on the calling thread:
+    a first layer, 1-3 input channels), one group, and the whole batch's columns within
+    ``TUNING.max_col_bytes``.  The pass makes the columns of every sample in one kernel
+    call and their products in another, each on every thread."""
+    return (n > 1 and nb == 1 and groups == 1 and not pointwise and pool_threads(flops) == 1
+            and col_bytes <= TUNING.max_col_bytes)
+
+
+def _sample_products(a, cols, out, blas_below: int = 0) -> None:
+    """``out[i] = a[i] @ cols[i]`` for every sample (3-D operands; ``a`` may be a stride-0
+    batch): one kernel call sharing the products among the threads, else (BLAS's form)
+    one ``matmul`` a sample, as the chunks make them."""
+    if matmul(a, cols, out, num_threads=get_num_threads(), blas_below=blas_below):
+        return
+    for i in range(out.shape[0]):
+        matmul(a[i], cols[i], out[i], blas_below=blas_below)
+
+
 def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
     """Per chunk of samples: ``col = im2col(a)``; ``y = wmat @ col (+ bias)`` if ``y``
     is given; returns ``sum b @ col.T`` (shape of ``wmat``, summed in chunk order)
@@ -77,9 +99,19 @@ def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
     # im2col is the identity only if the plane keeps its size (a transposed conv's
     # output_padding with dilation > 1 grows it by a zero border)
     pointwise = geom.is_pointwise() and a.shape[2:] == (ho, wo)
-    blocks = _blocks(n, _chunk(n, plane, rows, a.itemsize))
+    nb_chunk = _chunk(n, plane, rows, a.itemsize)
+    blocks = _blocks(n, nb_chunk)
     gw = None if b is None else OrderedSum(len(blocks))
     flops = gemm_flops(o, rows // groups, n * plane, (y is not None) + (b is not None))
+    if b is None and _one_pass(n, nb_chunk, groups, pointwise, flops,
+                               rows * n * plane * a.itemsize):
+        col = scratch("col", (rows, n * plane), a.dtype)
+        _im2col.im2col(a, col, 0, n, *geom.args(), ho, wo, nt)
+        cols = col.reshape(rows, n, plane).transpose(1, 0, 2)  # sample i: (rows, plane)
+        _sample_products(np.broadcast_to(w_lhs, (n, o, rows)), cols, y.reshape(n, o, plane),
+                         narrow)
+        add_bias(y, bias)
+        return None
 
     def task(block):
         i, n0, nb = block
@@ -116,10 +148,23 @@ def fold_loop(b, wmat, geom, h, w, groups, y=None, a=None, bias_grad=False):
     rows = c * geom.kh * geom.kw
     nt = chunk_threads()
     pointwise = geom.is_pointwise() and (h, w) == (ho, wo)  # as in unfold_loop
-    blocks = _blocks(n, _chunk(n, plane, rows, b.itemsize))
+    nb_chunk = _chunk(n, plane, rows, b.itemsize)
+    blocks = _blocks(n, nb_chunk)
     gw = None if a is None else OrderedSum(len(blocks))
     gb = OrderedSum(len(blocks)) if bias_grad else None
     flops = gemm_flops(o, rows // groups, n * plane, (y is not None) + (a is not None))
+    if y is None and a is not None and _one_pass(n, nb_chunk, groups, pointwise, flops,
+                                                 rows * n * plane * b.itemsize):
+        col = scratch("col", (rows, n * plane), b.dtype)
+        _im2col.im2col(a, col, 0, n, *geom.args(), ho, wo, nt)
+        cols = col.reshape(rows, n, plane).transpose(1, 0, 2)
+        partial = np.empty((n, *wmat.shape), wmat.dtype)
+        _sample_products(b.reshape(n, o, plane), cols.transpose(0, 2, 1), partial)
+        for i in range(n):  # in sample order, as OrderedSum adds the chunks' partials
+            gw.add(i, partial[i])
+            if gb is not None:
+                gb.add(i, b[i].reshape(o, plane).sum(axis=1))
+        return gw.out, (None if gb is None else gb.out)
 
     def task(block):
         i, n0, nb = block
