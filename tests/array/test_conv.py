@@ -1347,6 +1347,30 @@ def test_plan_cache_repeats_the_checks_of_a_new_request():
     assert plan_conv(x, w, np.zeros(3, np.float32), 1, 1, 1, 1, nd=2) == first
 
 
+def _thread_runs_match_torch(x, w, torch):
+    """A padding-1 convolution of ``x`` by ``w`` (2-D or 3-D by rank), forward, input and
+    weight gradients: the same bits at 1-3 threads, and torch's values."""
+    nd = x.ndim - 2
+    g = np.random.default_rng(11).standard_normal(
+        (x.shape[0], w.shape[0], *x.shape[2:])).astype(x.dtype)
+    runs = []
+    for threads in (1, 2, 3):
+        with sandbox.num_threads(threads):
+            runs.append((conv.conv(x, w, padding=1, nd=nd),
+                         *conv.conv_backward(g, x, w, padding=1, needs=(True, True, False),
+                                             nd=nd)[:2]))
+    for run in runs[1:]:
+        for a, b in zip(run, runs[0], strict=True):
+            np.testing.assert_array_equal(a, b)
+    tx = torch.tensor(x, requires_grad=True)
+    tw = torch.tensor(w, requires_grad=True)
+    ty = getattr(torch.nn.functional, f"conv{nd}d")(tx, tw, padding=1)
+    ty.backward(torch.tensor(g))
+    for ours, ref in zip(runs[0], (ty.detach(), tx.grad, tw.grad), strict=True):
+        ref = ref.numpy()
+        np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+
+
 @pytest.mark.parametrize("n,c,o,s,winograd", [
     (1, 32, 64, 4, False),   # 16 pixels in all: im2col, the weight not transposed
     (2, 32, 32, 4, False),   # 32
@@ -1367,26 +1391,10 @@ def test_small_batches_of_small_maps_take_im2col(n, c, o, s, winograd, rng, torc
     blas = _spy(monkeypatch, _gemm.np, "matmul")
     x = rng.standard_normal((n, c, s, s)).astype(np.float32)
     w = (rng.standard_normal((o, c, 3, 3)) / 10).astype(np.float32)
-    g = rng.standard_normal((n, o, s, s)).astype(np.float32)
-    runs = []
-    for threads in (1, 2, 3):
-        with sandbox.num_threads(threads):
-            runs.append((conv.conv2d(x, w, padding=1),
-                         *conv.conv2d_backward(g, x, w, padding=1, needs=(True, True, False))))
+    _thread_runs_match_torch(x, w, torch)
     assert bool(wino) == winograd
     assert not copies  # im2col's forward copies the weight only from 512 columns
     assert bool(blas) == (not winograd)  # the narrow forward products
-    for run in runs[1:]:
-        for a, b in zip(run[:3], runs[0][:3], strict=True):
-            np.testing.assert_array_equal(a, b)
-    tx = torch.tensor(x, requires_grad=True)
-    tw = torch.tensor(w, requires_grad=True)
-    ty = torch.nn.functional.conv2d(tx, tw, padding=1)
-    ty.backward(torch.tensor(g))
-    y, gx, gw = runs[0][:3]
-    for ours, ref in ((y, ty.detach()), (gx, tx.grad), (gw, tw.grad)):
-        ref = ref.numpy()
-        np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
 
 
 @pytest.mark.parametrize("n,size,winograd", [
@@ -1404,24 +1412,9 @@ def test_small_batches_of_small_volumes_take_vol2col(n, size, winograd, rng, tor
     copies = _spy(monkeypatch, loops3d, "lhs")
     x = rng.standard_normal((n, 16, size, size, size)).astype(np.float32)
     w = (rng.standard_normal((16, 16, 3, 3, 3)) / 20).astype(np.float32)
-    g = rng.standard_normal((n, 16, size, size, size)).astype(np.float32)
-    runs = []
-    for threads in (1, 2, 3):
-        with sandbox.num_threads(threads):
-            runs.append((conv.conv3d(x, w, padding=1),
-                         *conv.conv3d_backward(g, x, w, padding=1, needs=(True, True, False))))
+    _thread_runs_match_torch(x, w, torch)
     assert bool(wino) == winograd
     assert not copies  # vol2col's forward copies the weight only from 512 columns
-    for run in runs[1:]:
-        for a, b in zip(run[:3], runs[0][:3], strict=True):
-            np.testing.assert_array_equal(a, b)
-    tx = torch.tensor(x, requires_grad=True)
-    tw = torch.tensor(w, requires_grad=True)
-    ty = torch.nn.functional.conv3d(tx, tw, padding=1)
-    ty.backward(torch.tensor(g))
-    for ours, ref in ((runs[0][0], ty.detach()), (runs[0][1], tx.grad), (runs[0][2], tw.grad)):
-        ref = ref.numpy()
-        np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -67,11 +67,16 @@ def test_contiguous_equals_ascontiguousarray(case):
         assert not np.shares_memory(got, a)
 
 
-def test_contiguous_takes_the_row_copy_for_a_concatenation_part(monkeypatch):
+def _first_shapes(monkeypatch, module, name):
+    """The shape of the first argument of every call of ``module.name``."""
     calls = []
-    real = copy_mod._elementwise.copy_rows
-    monkeypatch.setattr(copy_mod._elementwise, "copy_rows",
-                        lambda *args: calls.append(args[0].shape) or real(*args))
+    real = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *args: calls.append(args[0].shape) or real(*args))
+    return calls
+
+
+def test_contiguous_takes_the_row_copy_for_a_concatenation_part(monkeypatch):
+    calls = _first_shapes(monkeypatch, copy_mod._elementwise, "copy_rows")
     g = np.zeros((8, 48, 64, 64), dtype=np.float32)
     contiguous(g[:, 16:])
     assert calls == [(8, 32 * 64 * 64 * 4)]
@@ -118,10 +123,7 @@ def test_add_equals_numpy(case, in_place):
 
 
 def test_add_takes_the_row_kernel_for_a_strided_gradient(monkeypatch):
-    calls = []
-    real = arith._elementwise.add_rows
-    monkeypatch.setattr(arith._elementwise, "add_rows",
-                        lambda *args: calls.append(args[0].shape) or real(*args))
+    calls = _first_shapes(monkeypatch, arith._elementwise, "add_rows")
     g = np.ones((8, 48, 64, 64), dtype=np.float32)
     got = add(g[:, 16:], np.ones((8, 32, 64, 64), dtype=np.float32))
     assert calls == [(8, 32 * 64 * 64)] and np.all(got == 2)
