@@ -1483,3 +1483,24 @@ def test_first_layers_run_in_one_pass_with_the_chunks_bits(c, o, rng, monkeypatc
     for run in runs:
         for got, want in zip(run, chunks, strict=True):
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_an_empty_batch_has_zero_weight_gradients(nd, k, transposed, torch):
+    """A batch of no samples: an empty output and input gradient, zero weight and bias
+    gradients, as torch (the loops had no chunk and returned no sum: AttributeError)."""
+    x = np.zeros((0, 2, *(6,) * nd), np.float32)
+    w = np.ones((2, 3, *(k,) * nd) if transposed else (3, 2, *(k,) * nd), np.float32)
+    fwd, bwd = ((conv.conv_transpose, conv.conv_transpose_backward) if transposed
+                else (conv.conv, conv.conv_backward))
+    y = fwd(x, w, padding=k // 2, nd=nd)
+    gx, gw, gb = bwd(np.zeros(y.shape, np.float32), x, w, padding=k // 2, nd=nd)
+    op = getattr(torch.nn.functional, f"conv_transpose{nd}d" if transposed else f"conv{nd}d")
+    tx, tw = torch.zeros(x.shape, requires_grad=True), torch.ones(w.shape, requires_grad=True)
+    ty = op(tx, tw, padding=k // 2)
+    ty.sum().backward()
+    assert y.shape == tuple(ty.shape) and gx.shape == x.shape
+    np.testing.assert_array_equal(gw, tw.grad.numpy())
+    np.testing.assert_array_equal(gb, np.zeros(3, np.float32))

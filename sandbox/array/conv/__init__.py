@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import inspect
 
+import numpy as np
+
 from . import _run2d, _run3d
 from . import _winograd as winograd  # noqa: F401  (the 2-D Winograd path; tests spy on it)
 from ._checks import (
@@ -103,6 +105,14 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
     return _RUN[plan.nd].conv_forward(input, weight, bias, plan)
 
 
+def _empty_batch_grads(input, weight, bias_channels: int, needs):
+    """The gradients of a batch of no samples: an empty input gradient, zero weight and
+    bias gradients (as PyTorch; no loop of the kernels has a chunk to run)."""
+    return (np.empty(input.shape, input.dtype) if needs[0] else None,
+            np.zeros(weight.shape, weight.dtype) if needs[1] else None,
+            np.zeros(bias_channels, weight.dtype) if needs[2] else None)
+
+
 def conv_backward(grad_output, input, weight, stride=1, padding=0, dilation=1, groups=1,
                   needs=(True, True, True), *, plan=None, nd=None):
     """Gradients of :func:`conv` with respect to (input, weight, bias).
@@ -114,6 +124,8 @@ def conv_backward(grad_output, input, weight, stride=1, padding=0, dilation=1, g
     if plan is None:
         plan = plan_conv(input, weight, None, stride, padding, dilation, groups, nd=nd)
         _grad_checked(plan, grad_output, input, weight)
+    if input.shape[0] == 0:
+        return _empty_batch_grads(input, weight, weight.shape[0], needs)
     return _RUN[plan.nd].conv_backward(grad_output, input, weight, plan, needs)
 
 
@@ -155,6 +167,8 @@ def conv_transpose_backward(grad_output, input, weight, stride=1, padding=0, out
         plan = plan_conv(input, weight, None, stride, padding, dilation, groups,
                          transposed=True, output_padding=output_padding, nd=nd)
         _grad_checked(plan, grad_output, input, weight)
+    if input.shape[0] == 0:
+        return _empty_batch_grads(input, weight, weight.shape[1] * plan.groups, needs)
     return _RUN[plan.nd].transpose_backward(grad_output, input, weight, plan, needs)
 
 

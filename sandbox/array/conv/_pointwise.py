@@ -19,6 +19,8 @@ channels: BLAS's form), one ``np.matmul`` a sample, on the worker pool.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...runtime.threads import kernel_threads
@@ -53,27 +55,30 @@ def forward(x, wmat, bias, y) -> None:
     """``y = conv2d(x, W) (+ bias)`` for ``wmat`` (O, C); ``x`` (N, C, H, W) and ``y``
     (N, O, H, W) C-contiguous, ``y`` overwritten."""
     n, c = x.shape[:2]
-    o = wmat.shape[0]
+    o, plane = wmat.shape[0], math.prod(x.shape[2:])
     w = lhs(wmat)
-    _products(np.broadcast_to(w, (n, o, c)), x.reshape(n, c, -1), y.reshape(n, o, -1))
+    _products(np.broadcast_to(w, (n, o, c)), x.reshape(n, c, plane), y.reshape(n, o, plane))
     add_bias(y, bias)
 
 
 def input_grad(grad_output, wmat, gx) -> None:
     """``gx = W.T @ g`` per sample: the input gradient (N, C, H, W), overwritten."""
     n, o = grad_output.shape[:2]
-    c = wmat.shape[1]
+    c, plane = wmat.shape[1], math.prod(grad_output.shape[2:])
     w = lhs(np.ascontiguousarray(wmat.T))
-    _products(np.broadcast_to(w, (n, c, o)), grad_output.reshape(n, o, -1),
-              gx.reshape(n, c, -1))
+    _products(np.broadcast_to(w, (n, c, o)), grad_output.reshape(n, o, plane),
+              gx.reshape(n, c, plane))
 
 
 def weight_grad(x, grad_output) -> np.ndarray:
     """``sum_n g[n] @ x[n].T``, shape (O, C): the samples' products, added in order."""
     n, c = x.shape[:2]
-    o = grad_output.shape[1]
+    o, plane = grad_output.shape[1], math.prod(x.shape[2:])
+    if n == 0:
+        return np.zeros((o, c), dtype=x.dtype)
     partial = np.empty((n, o, c), dtype=x.dtype)
-    _products(grad_output.reshape(n, o, -1), x.reshape(n, c, -1).transpose(0, 2, 1), partial)
+    _products(grad_output.reshape(n, o, plane), x.reshape(n, c, plane).transpose(0, 2, 1),
+              partial)
     total = partial[0].copy()
     for i in range(1, n):  # in sample order: the bits do not depend on the threads
         total += partial[i]
