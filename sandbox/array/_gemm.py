@@ -35,9 +35,10 @@ _KERNELS = {"avx512": (_gemm.matmul, _gemm.matmul_dot),
 
 #: ``blas_below`` for a caller whose left operand is not in :func:`lhs`'s layout: the
 #: packed kernel would copy all of the (m x k) operand for n columns of work.  Measured
-#: (1 thread, AMD EPYC family 25, us, packed vs OpenBLAS-SkylakeX): 256x2304x16 1084 vs
-#: 240, 256x2304x64 1449 vs 834, 128x1152x64 356 vs 213, 256x2304x128 2341 vs 1767 (and
-#: 237 vs 412 at 16x144x4096).
+#: (AMD EPYC family 25 model 17, Zen 4; 1 thread: a product is one thread's at any count;
+#: us, :func:`matmul` of a C-contiguous A against ``np.matmul`` on OpenBLAS-SkylakeX, a
+#: throwaway script): 256x2304x16 1084 vs 240, 256x2304x64 1449 vs 834, 128x1152x64 356 vs
+#: 213, 256x2304x128 2341 vs 1767 (and 237 vs 412 at 16x144x4096).
 NARROW_COLUMNS = 128
 
 

@@ -64,7 +64,7 @@ def _rows_alike(arrays):
             if v is None or (shape is not None and v.shape != shape):
                 return None
             shape = v.shape
-    if shape is None:
-        shape = row_view(arrays[0], 0).shape
+    if shape is None:  # all C-contiguous: one row, cut into blocks by the kernel
+        shape = (1, arrays[0].size)
     # a view for each: the strided ones have this row layout, the contiguous any
     return [x.reshape(shape) for x in arrays]

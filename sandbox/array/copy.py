@@ -81,22 +81,18 @@ def row_view(a: np.ndarray, min_row_bytes: int = _MIN_ROW_BYTES):
 
     The trailing axes laid out contiguously make a row; the leading axes must fold into
     one strided axis of rows (a slice along a leading axis does: one input's part of a
-    concatenation's gradient).  A C-contiguous array is one row per index of its first
-    axis (a 1-D array one row).
+    concatenation's gradient).  A C-contiguous array is one row.
     """
     k, inner = a.ndim, a.itemsize
     while k > 0 and (a.shape[k - 1] == 1 or a.strides[k - 1] == inner):
         inner *= a.shape[k - 1]
         k -= 1
-    if a.ndim and k == 0:
-        k = 1  # C-contiguous
-        inner //= max(a.shape[0], 1)
-    if k == 0 or inner < min_row_bytes:
+    if inner < min_row_bytes:
         return None
     for i in range(k - 1):  # the leading axes must fold: stride = next stride * next length
         if a.shape[i] != 1 and a.strides[i] != a.strides[i + 1] * a.shape[i + 1]:
             return None
-    return a.reshape(math.prod(a.shape[:k]), -1)  # a view: the leading axes fold
+    return a.reshape(math.prod(a.shape[:k]), -1)  # a view: the leading axes fold (k = 0: 1)
 
 
 def contiguous(a: np.ndarray) -> np.ndarray:

@@ -1384,10 +1384,10 @@ def test_small_batches_of_small_maps_take_im2col(n, c, o, s, winograd, rng, torc
     weight in place (no lhs copy under LHS_MIN_COLUMNS) and its narrow products go to
     BLAS.  Values against torch, the same bits for any thread count."""
     from sandbox.array import _gemm
-    from sandbox.array.conv import _im2col as loops2d
+    from sandbox.array.conv import _chunks
 
     wino = _spy(monkeypatch, conv.winograd._winograd_fused, "conv")
-    copies = _spy(monkeypatch, loops2d, "lhs")
+    copies = _spy(monkeypatch, _chunks, "lhs")
     blas = _spy(monkeypatch, _gemm.np, "matmul")
     x = rng.standard_normal((n, c, s, s)).astype(np.float32)
     w = (rng.standard_normal((o, c, 3, 3)) / 10).astype(np.float32)
@@ -1406,10 +1406,10 @@ def test_small_batches_of_small_volumes_take_vol2col(n, size, winograd, rng, tor
     """A 3-D convolution with fewer than TUNING.winograd3d_min_batch_voxels output voxels
     over the batch runs vol2col (forward and both gradients).  Values against torch, the
     same bits for any thread count."""
-    from sandbox.array.conv import _vol2col as loops3d
+    from sandbox.array.conv import _chunks
 
     wino = _spy(monkeypatch, _winograd3d, "conv3x3x3")
-    copies = _spy(monkeypatch, loops3d, "lhs")
+    copies = _spy(monkeypatch, _chunks, "lhs")
     x = rng.standard_normal((n, 16, size, size, size)).astype(np.float32)
     w = (rng.standard_normal((16, 16, 3, 3, 3)) / 20).astype(np.float32)
     _thread_runs_match_torch(x, w, torch)
@@ -1466,7 +1466,7 @@ def test_first_layers_run_in_one_pass_with_the_chunks_bits(c, o, rng, monkeypatc
     the chunk-by-chunk loops, for any thread count."""
     from sandbox.array.conv import _im2col as loops2d
 
-    passes = _spy(monkeypatch, loops2d, "_sample_products")
+    passes = _spy(monkeypatch, loops2d, "sample_products")
     x = rng.standard_normal((8, c, 64, 64)).astype(np.float32)
     w = rng.standard_normal((o, c, 3, 3)).astype(np.float32)
     b = rng.standard_normal(o).astype(np.float32)

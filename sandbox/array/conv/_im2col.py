@@ -32,22 +32,21 @@ from __future__ import annotations
 import numpy as np
 
 from ..._C import _im2col
-from ...runtime.threads import get_num_threads
-from .._gemm import NARROW_COLUMNS, grouped_matmul, lhs, matmul
+from .._gemm import grouped_matmul
 from .._parallel import OrderedSum, parallel_map, scratch
-from ._chunks import _blocks, _gather, _scatter, add_bias, gemm_flops, pool_threads
+from ._chunks import (
+    _blocks,
+    _gather,
+    _scatter,
+    add_bias,
+    forward_weight,
+    gemm_flops,
+    pool_threads,
+    sample_products,
+)
 from ._tuning import TUNING, chunk_threads
 
 __all__ = ["fold_loop", "unfold_loop"]
-
-
-#: an im2col forward copies its weight into :func:`~sandbox.array._gemm.lhs`'s layout
-#: only from this many output columns (samples x pixels) in all.  Measured (1 thread, us,
-#: im2col forward with the copy vs without and BLAS for products under 128 columns, AMD
-#: EPYC family 25): 256->256@4 batch 1 1110 vs 365, batch 2 1132 vs 703, batch 8 2967
-#: vs 2249; 128->128@8 batch 1 500 vs 347; 64->64@16 batch 1 299 vs 281; 32->32@32
-#: batch 1 298 vs 321 (1024 columns: the copy pays)
-LHS_MIN_COLUMNS = 512
 
 
 def _chunk(n: int, plane: int, rows: int, itemsize: int) -> int:
@@ -68,16 +67,6 @@ def _one_pass(n: int, nb: int, groups: int, pointwise: bool, flops: int, col_byt
             and col_bytes <= TUNING.max_col_bytes)
 
 
-def _sample_products(a, cols, out, blas_below: int = 0) -> None:
-    """``out[i] = a[i] @ cols[i]`` for every sample (3-D operands; ``a`` may be a stride-0
-    batch): one kernel call sharing the products among the threads, else (BLAS's form)
-    one ``matmul`` a sample, as the chunks make them."""
-    if matmul(a, cols, out, num_threads=get_num_threads(), blas_below=blas_below):
-        return
-    for i in range(out.shape[0]):
-        matmul(a[i], cols[i], out[i], blas_below=blas_below)
-
-
 def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
     """Per chunk of samples: ``col = im2col(a)``; ``y = wmat @ col (+ bias)`` if ``y``
     is given; returns ``sum b @ col.T`` (shape of ``wmat``, summed in chunk order)
@@ -88,12 +77,9 @@ def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
     n, c = a.shape[:2]
     o = wmat.shape[0]
     plane = ho * wo
-    # read in place by the GEMM; for few columns in all (a batch-1 call on a small map)
-    # the transposed copy costs more than it saves, and narrow products then go to BLAS
-    # (LHS_MIN_COLUMNS, _gemm.NARROW_COLUMNS)
-    in_place = y is not None and n * plane >= LHS_MIN_COLUMNS
-    w_lhs = lhs(wmat) if in_place else wmat
-    narrow = 0 if in_place else NARROW_COLUMNS
+    # read in place by the GEMM, unless too few columns in all (a batch-1 call on a small
+    # map: the transposed copy would cost more than it saves)
+    w_lhs, narrow = forward_weight(wmat, n * plane) if y is not None else (wmat, 0)
     rows = c * geom.kh * geom.kw
     nt = chunk_threads()
     # im2col is the identity only if the plane keeps its size (a transposed conv's
@@ -103,13 +89,13 @@ def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
     blocks = _blocks(n, nb_chunk)
     gw = None if b is None else OrderedSum(len(blocks))
     flops = gemm_flops(o, rows // groups, n * plane, (y is not None) + (b is not None))
-    if b is None and _one_pass(n, nb_chunk, groups, pointwise, flops,
-                               rows * n * plane * a.itemsize):
+    if y is not None and b is None and _one_pass(n, nb_chunk, groups, pointwise, flops,
+                                                 rows * n * plane * a.itemsize):
         col = scratch("col", (rows, n * plane), a.dtype)
         _im2col.im2col(a, col, 0, n, *geom.args(), ho, wo, nt)
         cols = col.reshape(rows, n, plane).transpose(1, 0, 2)  # sample i: (rows, plane)
-        _sample_products(np.broadcast_to(w_lhs, (n, o, rows)), cols, y.reshape(n, o, plane),
-                         narrow)
+        sample_products(np.broadcast_to(w_lhs, (n, o, rows)), cols, y.reshape(n, o, plane),
+                        narrow)
         add_bias(y, bias)
         return None
 
@@ -159,7 +145,7 @@ def fold_loop(b, wmat, geom, h, w, groups, y=None, a=None, bias_grad=False):
         _im2col.im2col(a, col, 0, n, *geom.args(), ho, wo, nt)
         cols = col.reshape(rows, n, plane).transpose(1, 0, 2)
         partial = np.empty((n, *wmat.shape), wmat.dtype)
-        _sample_products(b.reshape(n, o, plane), cols.transpose(0, 2, 1), partial)
+        sample_products(b.reshape(n, o, plane), cols.transpose(0, 2, 1), partial)
         for i in range(n):  # in sample order, as OrderedSum adds the chunks' partials
             gw.add(i, partial[i])
             if gb is not None:

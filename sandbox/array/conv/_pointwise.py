@@ -14,7 +14,8 @@ the threads; each product is one thread's, so the bits do not depend on their nu
   form: long K = H*W), then the samples' partial sums added in sample order.
 
 Where the project's kernel does not take the products (float64, or fewer than 8 output
-channels: BLAS's form), one ``np.matmul`` a sample, on the worker pool.
+channels: BLAS's form), one product a sample (:func:`~._chunks.sample_products`).  An
+empty batch never reaches here (``sandbox.array.conv`` answers it).
 """
 
 from __future__ import annotations
@@ -23,10 +24,9 @@ import math
 
 import numpy as np
 
-from ...runtime.threads import kernel_threads
-from .._gemm import lhs, matmul
-from .._parallel import parallel_map
-from ._chunks import add_bias, gemm_flops, pool_threads
+from .._gemm import lhs
+from .._parallel import OrderedSum
+from ._chunks import add_bias, sample_products
 
 __all__ = ["eligible", "forward", "input_grad", "weight_grad"]
 
@@ -37,27 +37,13 @@ def eligible(geom, groups: int, in_size, out_size) -> bool:
     return groups == 1 and geom.is_pointwise() and tuple(in_size) == tuple(out_size)
 
 
-def _products(a, b, out) -> None:
-    """``out[n] = a[n] @ b[n]`` for every sample ``n`` (3-D operands, ``a`` possibly a
-    stride-0 batch)."""
-    if a.dtype == np.float32 and matmul(a, b, out, num_threads=kernel_threads(out.size)):
-        return
-
-    def one(i):
-        np.matmul(a[i], b[i], out=out[i])
-
-    # the worker pool only for products worth its start-up (pool_threads' threshold)
-    n, m, k = a.shape
-    parallel_map(one, range(n), num_threads=pool_threads(gemm_flops(m, k, b.shape[2] * n, 1)))
-
-
 def forward(x, wmat, bias, y) -> None:
     """``y = conv2d(x, W) (+ bias)`` for ``wmat`` (O, C); ``x`` (N, C, H, W) and ``y``
     (N, O, H, W) C-contiguous, ``y`` overwritten."""
     n, c = x.shape[:2]
     o, plane = wmat.shape[0], math.prod(x.shape[2:])
     w = lhs(wmat)
-    _products(np.broadcast_to(w, (n, o, c)), x.reshape(n, c, plane), y.reshape(n, o, plane))
+    sample_products(np.broadcast_to(w, (n, o, c)), x.reshape(n, c, plane), y.reshape(n, o, plane))
     add_bias(y, bias)
 
 
@@ -66,7 +52,7 @@ def input_grad(grad_output, wmat, gx) -> None:
     n, o = grad_output.shape[:2]
     c, plane = wmat.shape[1], math.prod(grad_output.shape[2:])
     w = lhs(np.ascontiguousarray(wmat.T))
-    _products(np.broadcast_to(w, (n, c, o)), grad_output.reshape(n, o, plane),
+    sample_products(np.broadcast_to(w, (n, c, o)), grad_output.reshape(n, o, plane),
               gx.reshape(n, c, plane))
 
 
@@ -74,12 +60,10 @@ def weight_grad(x, grad_output) -> np.ndarray:
     """``sum_n g[n] @ x[n].T``, shape (O, C): the samples' products, added in order."""
     n, c = x.shape[:2]
     o, plane = grad_output.shape[1], math.prod(x.shape[2:])
-    if n == 0:
-        return np.zeros((o, c), dtype=x.dtype)
     partial = np.empty((n, o, c), dtype=x.dtype)
-    _products(grad_output.reshape(n, o, plane), x.reshape(n, c, plane).transpose(0, 2, 1),
-              partial)
-    total = partial[0].copy()
-    for i in range(1, n):  # in sample order: the bits do not depend on the threads
-        total += partial[i]
-    return total
+    sample_products(grad_output.reshape(n, o, plane),
+                    x.reshape(n, c, plane).transpose(0, 2, 1), partial)
+    total = OrderedSum(n)  # in sample order: the bits do not depend on the threads
+    for i in range(n):
+        total.add(i, partial[i])
+    return total.out

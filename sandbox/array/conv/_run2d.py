@@ -77,6 +77,12 @@ def conv_backward(grad_output, input, weight, plan, needs):
     gx = np.empty(input.shape, dtype=input.dtype) if needs[0] else None
     a = contiguous(input) if needs[1] else None
     gw, gb = None, None
+    if pointwise.eligible(geom, groups, (h, w), gout.shape[2:]):  # a batch of products
+        if needs[0]:
+            pointwise.input_grad(gout, _wmat(weight), gx)
+        if needs[1]:
+            gw = pointwise.weight_grad(a, gout).reshape(weight.shape)
+        return gx, gw, gout.sum(axis=(0, 2, 3)) if needs[2] else None
     _, tile_dx, tile_dw = _tiles(plan, input, weight)
     wino = needs[0] and tile_dx
     wino_dw = needs[1] and tile_dw
@@ -88,13 +94,6 @@ def conv_backward(grad_output, input, weight, plan, needs):
         gw = winograd.winograd_weight_grad(a, gout, geom.ph, geom.pw, chunk_threads(),
                                            tile=tile_dw)
         gb = gout.sum(axis=(0, 2, 3)) if needs[2] else None
-    if pointwise.eligible(geom, groups, (h, w), gout.shape[2:]):
-        if needs[0]:
-            pointwise.input_grad(gout, _wmat(weight), gx)
-        if needs[1]:
-            gw = pointwise.weight_grad(a, gout)
-        gb = gout.sum(axis=(0, 2, 3)) if needs[2] else None
-        return gx, None if gw is None else gw.reshape(weight.shape), gb
     fold_dx = needs[0] and not wino
     fold_dw = needs[1] and not wino_dw
     if fold_dx or fold_dw or (needs[2] and gb is None):

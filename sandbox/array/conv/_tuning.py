@@ -104,12 +104,18 @@ class ConvTuning:
     #: batch 2 1.54/1.24/0.63 vs 0.58-0.70/0.46/0.54, batch 4 1.28/1.19/1.14 vs
     #: 1.08/1.12/1.37; 128->128@8 at batch 1 (64 pixels) 0.35/0.34/0.32 vs
     #: 0.35/0.30/0.37, and at 2 threads 0.20/0.20/0.17 vs 0.44/0.26/0.30 (a batch-1
-    #: im2col call is one chunk, one thread).  AMD EPYC family 25.
+    #: im2col call is one chunk, one thread).  AMD EPYC family 25 model 17 (Zen 4), a
+    #: throwaway script over ``conv2d`` with ``tuned(winograd_min_pixels=10**9, ...)``;
+    #: a layer again: ``python benchmarks/bench_conv_passes.py --threads 1 2 --batch 1
+    #: --layers 256-256-4 --tuned winograd_min_batch_pixels=1`` against the same without
+    #: ``--tuned``.
     winograd_min_batch_pixels: int = 64
     #: 3-D Winograd (forward and both gradients) only from this many output voxels over
     #: the whole batch; below, vol2col (as in 2-D, its forward then leaves the weight in
     #: place and takes BLAS for narrow products).  Measured (us, forward / input grad /
-    #: weight grad, Winograd vs vol2col, AMD EPYC family 25): 64->128@4^3 batch 1, 1
+    #: weight grad, Winograd vs vol2col, AMD EPYC family 25 model 17, a throwaway script
+    #: over ``conv3d`` with ``tuned(winograd=False)``; ``sandbox bench --filter
+    #: conv3d-layer --threads 1,2`` times the 3-D UNet's layers): 64->128@4^3 batch 1, 1
     #: thread 881/861/800 vs 642/486/663, 2 threads 3252/2974/822 vs 583/480/697;
     #: 128->128@4^3 batch 2, 2 threads 4532/2326/2347 vs 1305/1063/1372; batch 4 (256
     #: voxels) 1 thread 3973/3615/4063 vs 4653/3293/4611; 64->64@8^3 batch 1 (512), 1

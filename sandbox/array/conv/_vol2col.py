@@ -31,10 +31,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..._C import _vol2col
-from .._gemm import NARROW_COLUMNS, grouped_matmul, lhs
+from .._gemm import grouped_matmul
 from .._parallel import OrderedSum, parallel_map, scratch
-from ._chunks import _blocks, _gather, _scatter, add_bias, gemm_flops, pool_threads
-from ._im2col import LHS_MIN_COLUMNS
+from ._chunks import _blocks, _gather, _scatter, add_bias, forward_weight, gemm_flops, pool_threads
 from ._tuning import TUNING, chunk_threads
 
 __all__ = ["fold_loop", "unfold_loop"]
@@ -108,10 +107,8 @@ def unfold_loop(a, wmat, geom, out_size, groups, y=None, b=None, bias=None):
     n = a.shape[0]
     o = wmat.shape[0]
     do, ho, wo = out_size
-    # read in place by the GEMM, from LHS_MIN_COLUMNS output columns in all (as in 2-D)
-    in_place = y is not None and n * do * ho * wo >= LHS_MIN_COLUMNS
-    w_lhs = lhs(wmat) if in_place else wmat
-    narrow = 0 if in_place else NARROW_COLUMNS
+    # read in place by the GEMM, unless too few columns in all (as in 2-D)
+    w_lhs, narrow = forward_weight(wmat, n * do * ho * wo) if y is not None else (wmat, 0)
     rows = a.shape[1] * geom[0] * geom[1] * geom[2]
     pointwise = _is_pointwise(geom)
     nb, nd = _plan(n, out_size, rows, a.itemsize, pointwise)
