@@ -112,6 +112,14 @@ cdef extern from "grid_simd2d.h":
     int sb_gs2d_cubic_coords_back_d(const double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, double,
                                     double, double, int32_t*, double*, double*, double*,
                                     unsigned char*) noexcept nogil
+    void sb_gs2d_cubic_grid_sums_f(const float*, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                                   const float*, Py_ssize_t, Py_ssize_t, const Py_ssize_t*,
+                                   const int32_t*, const float*, const float*,
+                                   const unsigned char*, float*, float*, float*) noexcept nogil
+    void sb_gs2d_cubic_grid_sums_d(const double*, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                                   const double*, Py_ssize_t, Py_ssize_t, const Py_ssize_t*,
+                                   const int32_t*, const double*, const double*,
+                                   const unsigned char*, double*, double*, double*) noexcept nogil
     int sb_gs2d_fused_f(int, const float*, const float*, float*, Py_ssize_t, Py_ssize_t,
                         Py_ssize_t, Py_ssize_t, Py_ssize_t, int, int, float, float, float, float,
                         float, float, unsigned char*, int*) noexcept nogil
@@ -1013,8 +1021,9 @@ cdef inline void _backward_block_2d_cubic(const real* gyn, const real* xn, const
                                           Py_ssize_t P, Py_ssize_t H, Py_ssize_t W, int pad,
                                           int ac) noexcept nogil:
     """The bicubic twin of _backward_block_2d (H, W >= 4): the weights and their
-    derivatives by grid_simd2d.h's vectorised coordinate loop, then point by point the
-    sums of _fast_bicubic_backward, or _backward_point for a point with a tap outside
+    derivatives by grid_simd2d.h's vectorised coordinate loop; the grid gradient of the
+    points with every tap inside by its channel-by-channel sums; then point by point the
+    pushes of _fast_bicubic_backward, or _backward_point for a point with a tap outside
     (where the padding acts per tap): the order, and so the values, of the per-point
     loop."""
     cdef Py_ssize_t idx[SB_GS_BLOCK]
@@ -1024,18 +1033,29 @@ cdef inline void _backward_block_2d_cubic(const real* gyn, const real* xn, const
     cdef real kx[16 * SB_GS_CUBIC_LD]
     cdef real ky[16 * SB_GS_CUBIC_LD]
     cdef unsigned char ok[SB_GS_BLOCK]
+    cdef real ax[SB_GS_BLOCK]
+    cdef real ay[SB_GS_BLOCK]
     cdef Params2d q = _params_2d(H, W, ac)
     cdef Py_ssize_t j, i
     _block_points(gn, pts, p0, cnt, idx, gbuf)
     if real is float:
         sb_gs2d_cubic_coords_back_f(gbuf, cnt, H, W, q.sx, q.sy, q.shift, off, wt, kx, ky, ok)
+        if ggn != NULL:
+            sb_gs2d_cubic_grid_sums_f(xn, C, H * W, W, gyn, P, cnt, idx, off, kx, ky, ok, ax,
+                                      ay, ggn)
     else:
         sb_gs2d_cubic_coords_back_d(gbuf, cnt, H, W, q.sx, q.sy, q.shift, off, wt, kx, ky, ok)
-    for j in range(cnt):  # in the block's order, so every value sums as point by point
+        if ggn != NULL:
+            sb_gs2d_cubic_grid_sums_d(xn, C, H * W, W, gyn, P, cnt, idx, off, kx, ky, ok, ax,
+                                      ay, ggn)
+    # the pushes in the block's order, so every value sums as point by point (the grid
+    # gradient of the points with every tap inside is written above)
+    for j in range(cnt):
         i = idx[j]
         if ok[j]:
-            _cubic_back_sums(gyn + i, xn, gxn, NULL if ggn == NULL else ggn + 2 * i, C, H * W,
-                             P, 2, H, W, off[j], wt + j, kx + j, ky + j, NULL, SB_GS_CUBIC_LD)
+            if gxn != NULL:
+                _cubic_back_sums(gyn + i, xn, gxn, NULL, C, H * W, P, 2, H, W, off[j], wt + j,
+                                 kx + j, ky + j, NULL, SB_GS_CUBIC_LD)
         else:
             _backward_point(gyn + i, xn, gn + 2 * i, gxn, NULL if ggn == NULL else ggn + 2 * i,
                             C, H * W, P, 2, 1, H, W, BICUBIC, pad, ac)
