@@ -1038,14 +1038,21 @@ cdef inline void _backward_block_2d_cubic(const real* gyn, const real* xn, const
     cdef Params2d q = _params_2d(H, W, ac)
     cdef Py_ssize_t j, i
     _block_points(gn, pts, p0, cnt, idx, gbuf)
+    # without a grid gradient, the forward's pass (the same weights, no derivatives)
     if real is float:
-        sb_gs2d_cubic_coords_back_f(gbuf, cnt, H, W, q.sx, q.sy, q.shift, off, wt, kx, ky, ok)
-        if ggn != NULL:
+        if ggn == NULL:
+            sb_gs2d_cubic_coords_f(gbuf, cnt, H, W, q.sx, q.sy, q.shift, off, wt, ok)
+        else:
+            sb_gs2d_cubic_coords_back_f(gbuf, cnt, H, W, q.sx, q.sy, q.shift, off, wt, kx, ky,
+                                        ok)
             sb_gs2d_cubic_grid_sums_f(xn, C, H * W, W, gyn, P, cnt, idx, off, kx, ky, ok, ax,
                                       ay, ggn)
     else:
-        sb_gs2d_cubic_coords_back_d(gbuf, cnt, H, W, q.sx, q.sy, q.shift, off, wt, kx, ky, ok)
-        if ggn != NULL:
+        if ggn == NULL:
+            sb_gs2d_cubic_coords_d(gbuf, cnt, H, W, q.sx, q.sy, q.shift, off, wt, ok)
+        else:
+            sb_gs2d_cubic_coords_back_d(gbuf, cnt, H, W, q.sx, q.sy, q.shift, off, wt, kx, ky,
+                                        ok)
             sb_gs2d_cubic_grid_sums_d(xn, C, H * W, W, gyn, P, cnt, idx, off, kx, ky, ok, ax,
                                       ay, ggn)
     # the pushes in the block's order, so every value sums as point by point (the grid
