@@ -754,7 +754,8 @@ def test_small_convolutions_run_on_the_calling_thread(rng, monkeypatch):
     monkeypatch.setattr("sandbox.array.conv._im2col.parallel_map", spy)
     with sandbox.num_threads(2):
         small = (conv.conv2d(x, w, padding=1), *conv.conv2d_backward(gy, x, w, padding=1))
-        with conv.tuned(min_parallel_flops=0):
+        # (and no one-pass for short columns, which a first layer's would take)
+        with conv.tuned(min_parallel_flops=0, one_pass_max_rows=0):
             pooled = (conv.conv2d(x, w, padding=1), *conv.conv2d_backward(gy, x, w, padding=1))
     assert seen == [1, None, None]  # small: the backward's chunks; pooled: both loops
     for a, b in zip(small, pooled, strict=True):
@@ -1483,6 +1484,31 @@ def test_first_layers_run_in_one_pass_with_the_chunks_bits(c, o, rng, monkeypatc
     for run in runs:
         for got, want in zip(run, chunks, strict=True):
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("side,one_pass", [(32, True), (128, False)])
+def test_short_columns_take_one_pass_above_the_pool_threshold(side, one_pass, rng,
+                                                              monkeypatch):
+    """A first layer (9 rows of columns) with enough flops for the worker pool (the AVX2
+    path's threshold, or none at all here) still runs in one pass while its batch's
+    columns fit TUNING.one_pass_max_bytes (4 MiB; batch 8 at 32x32: 0.3 MB), and chunk
+    by chunk on the pool above it (128x128: 4.7 MB); the same bits either way."""
+    from sandbox.array.conv import _im2col as loops2d
+
+    passes = _spy(monkeypatch, loops2d, "sample_products")
+    x = rng.standard_normal((8, 1, side, side)).astype(np.float32)
+    w = rng.standard_normal((16, 1, 3, 3)).astype(np.float32)
+    g = rng.standard_normal((8, 16, side, side)).astype(np.float32)
+    with sandbox.num_threads(2), conv.tuned(min_parallel_flops=0):
+        got = (conv.conv2d(x, w, None, 1, 1),
+               conv.conv2d_backward(g, x, w, 1, 1, needs=(False, True, True))[1])
+        assert len(passes) == (2 if one_pass else 0)
+        with conv.tuned(one_pass_max_rows=0):
+            chunks = (conv.conv2d(x, w, None, 1, 1),
+                      conv.conv2d_backward(g, x, w, 1, 1, needs=(False, True, True))[1])
+    assert len(passes) == (2 if one_pass else 0)
+    for a, b in zip(got, chunks, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("nd", [2, 3])

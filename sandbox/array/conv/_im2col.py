@@ -56,14 +56,20 @@ def _chunk(n: int, plane: int, rows: int, itemsize: int) -> int:
     return max(1, min(nb, cap))
 
 
-def _one_pass(n: int, nb: int, groups: int, pointwise: bool, flops: int, col_bytes: int) -> bool:
+def _one_pass(n: int, nb: int, groups: int, pointwise: bool, flops: int, rows: int,
+              col_bytes: int) -> bool:
     """Whether a loop runs all its samples in one pass instead of chunk by chunk: chunks
-    of one sample (each sample's product is then the same either way), too little work
-    for the worker pool (its chunks would run one after the other on the calling thread:
-    a first layer, 1-3 input channels), one group, and the whole batch's columns within
-    ``TUNING.max_col_bytes``.  The pass makes the columns of every sample in one kernel
-    call and their products in another, each on every thread."""
-    return (n > 1 and nb == 1 and groups == 1 and not pointwise and pool_threads(flops) == 1
+    of one sample (each sample's product is then the same either way), one group, the
+    whole batch's columns within ``TUNING.max_col_bytes``, and either too little work
+    for the worker pool (its chunks would run one after the other on the calling
+    thread) or columns of at most ``TUNING.one_pass_max_rows`` rows and
+    ``TUNING.one_pass_max_bytes`` in all (a first layer, 1-3 input channels, on a map
+    whose columns stay in cache: short products, whose chunks cost the pool more than
+    the pass).  The pass makes the columns of every sample in one kernel call and their
+    products in another, each on every thread."""
+    small_rows = rows <= TUNING.one_pass_max_rows and col_bytes <= TUNING.one_pass_max_bytes
+    return (n > 1 and nb == 1 and groups == 1 and not pointwise
+            and (pool_threads(flops) == 1 or small_rows)
             and col_bytes <= TUNING.max_col_bytes)
 
 
@@ -89,7 +95,7 @@ def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
     blocks = _blocks(n, nb_chunk)
     gw = None if b is None else OrderedSum(len(blocks))
     flops = gemm_flops(o, rows // groups, n * plane, (y is not None) + (b is not None))
-    if y is not None and b is None and _one_pass(n, nb_chunk, groups, pointwise, flops,
+    if y is not None and b is None and _one_pass(n, nb_chunk, groups, pointwise, flops, rows,
                                                  rows * n * plane * a.itemsize):
         col = scratch("col", (rows, n * plane), a.dtype)
         _im2col.im2col(a, col, 0, n, *geom.args(), ho, wo, nt)
@@ -139,7 +145,7 @@ def fold_loop(b, wmat, geom, h, w, groups, y=None, a=None, bias_grad=False):
     gw = None if a is None else OrderedSum(len(blocks))
     gb = OrderedSum(len(blocks)) if bias_grad else None
     flops = gemm_flops(o, rows // groups, n * plane, (y is not None) + (a is not None))
-    if y is None and a is not None and _one_pass(n, nb_chunk, groups, pointwise, flops,
+    if y is None and a is not None and _one_pass(n, nb_chunk, groups, pointwise, flops, rows,
                                                  rows * n * plane * b.itemsize):
         col = scratch("col", (rows, n * plane), b.dtype)
         _im2col.im2col(a, col, 0, n, *geom.args(), ho, wo, nt)

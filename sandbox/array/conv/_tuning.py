@@ -183,6 +183,22 @@ class ConvTuning:
     #: 1->16@64 3.77 -> 3.35 ms, 2->16@64 4.98 -> 3.74, 3->16@64 (RGB input, 0.79x
     #: PyTorch's speed before) 4.30, the 1x1 head 2.17 -> 2.45 (so it stays below).
     min_parallel_flops: int | None = None
+    #: an im2col loop whose columns have at most ``one_pass_max_rows`` rows (input
+    #: channels x kernel taps: a first layer of 1-3 channels at 3x3) and take at most
+    #: ``one_pass_max_bytes`` for the whole batch runs in one pass (every sample's columns
+    #: in one kernel call, their products in another, each on every thread;
+    #: ``_im2col._one_pass``) even above ``min_parallel_flops``, where it would otherwise
+    #: take the worker pool chunk by chunk.  On the AVX2 path (threshold 8 MFLOP) the
+    #: first layers of a batch-8 UNet are above it.  Measured on an AMD EPYC family 25
+    #: model 1 VM (Zen 3, AVX2), batch 8, 16 output channels, the one pass against the
+    #: pool's chunks interleaved in one process (medians of 25 paired rounds; a throwaway
+    #: script over ``conv2d`` / ``conv2d_backward`` under ``tuned(one_pass_max_rows=0)``),
+    #: forward / weight gradient: 1->16@64 0.68 / 0.73 of the time at 1 thread, 0.31 /
+    #: 0.46 at 2; 3->16@64 0.96 / 0.85 and 0.65 / 0.75; but at 128x128, whose columns
+    #: (4.7 and 14 MB) leave the caches, 1.43 / 0.99 and 0.89 / 1.46 (1->16), 1.55 / 1.17
+    #: and 1.76 / 1.94 (3->16): hence the byte bound.
+    one_pass_max_rows: int = 27
+    one_pass_max_bytes: int = 4 * 2**20
 
     def __post_init__(self):
         object.__setattr__(self, "stamp", next(_STAMPS))
