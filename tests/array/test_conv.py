@@ -737,13 +737,13 @@ def test_generic_ops_name_both_layouts():
 def test_small_convolutions_run_on_the_calling_thread(rng, monkeypatch):
     """Below TUNING.min_parallel_flops the chunks stay on the calling thread (the worker
     pool's overhead would cost more than the second core gains); the results are the
-    pool's, bit for bit.  (The forward, with chunks of one sample, then makes all its
-    columns and products in one pass instead: no chunks at all.)"""
+    pool's, bit for bit.  (4x4 maps: chunks of four samples, so no one pass, which
+    chunks of one sample would take instead.)"""
     from sandbox.array import _parallel
 
-    x = rng.standard_normal((4, 1, 16, 16)).astype(np.float32)
+    x = rng.standard_normal((8, 1, 4, 4)).astype(np.float32)
     w = rng.standard_normal((8, 1, 3, 3)).astype(np.float32)
-    gy = rng.standard_normal((4, 8, 16, 16)).astype(np.float32)
+    gy = rng.standard_normal((8, 8, 4, 4)).astype(np.float32)
     seen = []
     real_map = _parallel.parallel_map
 
@@ -754,10 +754,9 @@ def test_small_convolutions_run_on_the_calling_thread(rng, monkeypatch):
     monkeypatch.setattr("sandbox.array.conv._im2col.parallel_map", spy)
     with sandbox.num_threads(2):
         small = (conv.conv2d(x, w, padding=1), *conv.conv2d_backward(gy, x, w, padding=1))
-        # (and no one-pass for short columns, which a first layer's would take)
-        with conv.tuned(min_parallel_flops=0, one_pass_max_rows=0):
+        with conv.tuned(min_parallel_flops=0):
             pooled = (conv.conv2d(x, w, padding=1), *conv.conv2d_backward(gy, x, w, padding=1))
-    assert seen == [1, None, None]  # small: the backward's chunks; pooled: both loops
+    assert seen == [1, 1, None, None]  # small: both loops on this thread; pooled: the pool
     for a, b in zip(small, pooled, strict=True):
         assert np.array_equal(a, b)
 
@@ -1463,8 +1462,9 @@ def test_pointwise_convolutions_are_batched_products(dtype, n, c, o, h, w, rng, 
 def test_first_layers_run_in_one_pass_with_the_chunks_bits(c, o, rng, monkeypatch):
     """A layer too small for the worker pool, with chunks of one sample (a first layer:
     1-3 input channels at 64x64, batch 8), makes every sample's columns in one kernel call
-    and their products in another (forward, weight and bias gradients): the same bits as
-    the chunk-by-chunk loops, for any thread count."""
+    and their products in another (forward, weight and bias gradients; the input
+    gradient's products in one more, folded in one call): the same bits as the
+    chunk-by-chunk loops, for any thread count."""
     from sandbox.array.conv import _im2col as loops2d
 
     passes = _spy(monkeypatch, loops2d, "sample_products")
@@ -1476,11 +1476,15 @@ def test_first_layers_run_in_one_pass_with_the_chunks_bits(c, o, rng, monkeypatc
     for threads in (1, 2, 3):
         with sandbox.num_threads(threads):
             runs.append((conv.conv2d(x, w, b, 1, 1),
-                         *conv.conv2d_backward(g, x, w, 1, 1, needs=(False, True, True))[1:]))
-    assert len(passes) == 2 * 3
+                         *conv.conv2d_backward(g, x, w, 1, 1, needs=(False, True, True))[1:],
+                         *conv.conv2d_backward(g, x, w, 1, 1),
+                         conv.conv2d_backward(g, x, w, 1, 1, needs=(True, False, False))[0]))
+    assert len(passes) == 5 * 3
     monkeypatch.setattr(loops2d, "_one_pass", lambda *a: False)
     chunks = (conv.conv2d(x, w, b, 1, 1),
-              *conv.conv2d_backward(g, x, w, 1, 1, needs=(False, True, True))[1:])
+              *conv.conv2d_backward(g, x, w, 1, 1, needs=(False, True, True))[1:],
+              *conv.conv2d_backward(g, x, w, 1, 1),
+              conv.conv2d_backward(g, x, w, 1, 1, needs=(True, False, False))[0])
     for run in runs:
         for got, want in zip(run, chunks, strict=True):
             np.testing.assert_array_equal(got, want)

@@ -66,7 +66,8 @@ def _one_pass(n: int, nb: int, groups: int, pointwise: bool, flops: int, rows: i
     ``TUNING.one_pass_max_bytes`` in all (a first layer, 1-3 input channels, on a map
     whose columns stay in cache: short products, whose chunks cost the pool more than
     the pass).  The pass makes the columns of every sample in one kernel call and their
-    products in another, each on every thread."""
+    products in another, each on every thread (an input gradient: its products in one
+    more call, folded by one col2im)."""
     small_rows = rows <= TUNING.one_pass_max_rows and col_bytes <= TUNING.one_pass_max_bytes
     return (n > 1 and nb == 1 and groups == 1 and not pointwise
             and (pool_threads(flops) == 1 or small_rows)
@@ -145,18 +146,24 @@ def fold_loop(b, wmat, geom, h, w, groups, y=None, a=None, bias_grad=False):
     gw = None if a is None else OrderedSum(len(blocks))
     gb = OrderedSum(len(blocks)) if bias_grad else None
     flops = gemm_flops(o, rows // groups, n * plane, (y is not None) + (a is not None))
-    if y is None and a is not None and _one_pass(n, nb_chunk, groups, pointwise, flops, rows,
-                                                 rows * n * plane * b.itemsize):
+    if (y is not None or a is not None) and _one_pass(n, nb_chunk, groups, pointwise, flops,
+                                                      rows, rows * n * plane * b.itemsize):
         col = scratch("col", (rows, n * plane), b.dtype)
-        _im2col.im2col(a, col, 0, n, *geom.args(), ho, wo, nt)
-        cols = col.reshape(rows, n, plane).transpose(1, 0, 2)
-        partial = np.empty((n, *wmat.shape), wmat.dtype)
-        sample_products(b.reshape(n, o, plane), cols.transpose(0, 2, 1), partial)
+        cols = col.reshape(rows, n, plane).transpose(1, 0, 2)  # sample i: (rows, plane)
+        bmats = b.reshape(n, o, plane)
+        if a is not None:
+            _im2col.im2col(a, col, 0, n, *geom.args(), ho, wo, nt)
+            partial = np.empty((n, *wmat.shape), wmat.dtype)
+            sample_products(bmats, cols.transpose(0, 2, 1), partial)
+        if y is not None:  # the columns above are consumed: the input gradient's go there
+            sample_products(np.broadcast_to(wmat.T, (n, rows, o)), bmats, cols)
+            _im2col.col2im(col, y, 0, n, *geom.args(), ho, wo, nt)
         for i in range(n):  # in sample order, as OrderedSum adds the chunks' partials
-            gw.add(i, partial[i])
+            if gw is not None:
+                gw.add(i, partial[i])
             if gb is not None:
-                gb.add(i, b[i].reshape(o, plane).sum(axis=1))
-        return gw.out, (None if gb is None else gb.out)
+                gb.add(i, bmats[i].sum(axis=1))
+        return (None if gw is None else gw.out), (None if gb is None else gb.out)
 
     def task(block):
         i, n0, nb = block

@@ -196,7 +196,10 @@ class ConvTuning:
     #: forward / weight gradient: 1->16@64 0.68 / 0.73 of the time at 1 thread, 0.31 /
     #: 0.46 at 2; 3->16@64 0.96 / 0.85 and 0.65 / 0.75; but at 128x128, whose columns
     #: (4.7 and 14 MB) leave the caches, 1.43 / 0.99 and 0.89 / 1.46 (1->16), 1.55 / 1.17
-    #: and 1.76 / 1.94 (3->16): hence the byte bound.
+    #: and 1.76 / 1.94 (3->16): hence the byte bound.  A backward with the input gradient
+    #: takes the same pass (its products in one more kernel call, folded by one col2im):
+    #: input + weight gradients, same machine and script, 1->16@64 0.75 of the time at 1
+    #: thread and 0.49 at 2, 3->16@64 0.86 / 0.96, 1->16@96 0.88 / 0.98.
     one_pass_max_rows: int = 27
     one_pass_max_bytes: int = 4 * 2**20
 
