@@ -939,6 +939,20 @@ cdef inline void _grid_grad_block(real* ggn, const Py_ssize_t* idx, Py_ssize_t c
                 ggn[nd * idx[j] + k] = acc[k * SB_GS_BLOCK + j] * ds[k * SB_GS_BLOCK + j]
 
 
+cdef inline bint _bilinear_outside(const real* gp, Py_ssize_t H, Py_ssize_t W,
+                                   int ac) noexcept nogil:
+    """Whether a 2-D bilinear point has no tap inside along x or along y, by _axis's
+    rules: with zeros padding its sum is empty, +0 (what _forward_point writes)."""
+    cdef Py_ssize_t idx[4]
+    cdef real w[4]
+    cdef real dw[4]
+    _axis(gp[0], W, BILINEAR, ZEROS, ac, idx, w, dw)
+    if idx[0] < 0 and idx[1] < 0:
+        return True
+    _axis(gp[1], H, BILINEAR, ZEROS, ac, idx, w, dw)
+    return idx[0] < 0 and idx[1] < 0
+
+
 cdef inline void _forward_block_2d(const real* xn, const real* gp, real* outp, Py_ssize_t C,
                                    Py_ssize_t P, Py_ssize_t cnt, Py_ssize_t H, Py_ssize_t W,
                                    int mode, int pad, int ac, int isa) noexcept nogil:
@@ -972,8 +986,15 @@ cdef inline void _forward_block_2d(const real* xn, const real* gp, real* outp, P
     if not all_ok:
         for j in range(cnt):
             if not ok[j]:
-                _forward_point(xn, gp + 2 * j, outp + j, C, H * W, P, 2, 1, H, W, mode, pad,
-                               ac)
+                # a point wholly outside under zeros padding (a warp's border band: 3.5 %
+                # of the bench's points) is 0 without the general path's tap loops
+                if mode == BILINEAR and pad == ZEROS and _bilinear_outside(gp + 2 * j, H, W,
+                                                                           ac):
+                    for ch in range(C):
+                        outp[ch * P + j] = 0
+                else:
+                    _forward_point(xn, gp + 2 * j, outp + j, C, H * W, P, 2, 1, H, W, mode,
+                                   pad, ac)
 
 
 cdef inline void _forward_block_2d_cubic(const real* xn, const real* gp, real* outp,
