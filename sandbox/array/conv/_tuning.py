@@ -186,20 +186,19 @@ class ConvTuning:
     #: an im2col loop whose columns have at most ``one_pass_max_rows`` rows (input
     #: channels x kernel taps: a first layer of 1-3 channels at 3x3) and take at most
     #: ``one_pass_max_bytes`` for the whole batch runs in one pass (every sample's columns
-    #: in one kernel call, their products in another, each on every thread;
-    #: ``_im2col._one_pass``) even above ``min_parallel_flops``, where it would otherwise
-    #: take the worker pool chunk by chunk.  On the AVX2 path (threshold 8 MFLOP) the
-    #: first layers of a batch-8 UNet are above it.  Measured on an AMD EPYC family 25
-    #: model 1 VM (Zen 3, AVX2), batch 8, 16 output channels, the one pass against the
-    #: pool's chunks interleaved in one process (medians of 25 paired rounds; a throwaway
-    #: script over ``conv2d`` / ``conv2d_backward`` under ``tuned(one_pass_max_rows=0)``),
-    #: forward / weight gradient: 1->16@64 0.68 / 0.73 of the time at 1 thread, 0.31 /
-    #: 0.46 at 2; 3->16@64 0.96 / 0.85 and 0.65 / 0.75; but at 128x128, whose columns
-    #: (4.7 and 14 MB) leave the caches, 1.43 / 0.99 and 0.89 / 1.46 (1->16), 1.55 / 1.17
-    #: and 1.76 / 1.94 (3->16): hence the byte bound.  A backward with the input gradient
-    #: takes the same pass (its products in one more kernel call, folded by one col2im):
-    #: input + weight gradients, same machine and script, 1->16@64 0.75 of the time at 1
-    #: thread and 0.49 at 2, 3->16@64 0.86 / 0.96, 1->16@96 0.88 / 0.98.
+    #: in one kernel call, their products in another, each on every thread, an input
+    #: gradient's in one more; ``_im2col._one_pass``) even above ``min_parallel_flops``,
+    #: where it would otherwise take the worker pool chunk by chunk.  On the AVX2 path
+    #: (threshold 8 MFLOP) the first layers of a batch-8 UNet are above it.  Measured on
+    #: an AMD EPYC family 25 model 1 VM (Zen 3, AVX2), batch 8, ``python
+    #: benchmarks/ab_conv_tuning.py one_pass_max_rows=0 --threads 1 2 --layers 1-16-64
+    #: 3-16-64 1-16-96 1-16-128 --rounds 15`` (time of the one pass over the chunks',
+    #: forward / weight gradient / input + weight gradients): 1->16@64 0.74 / 0.75 / 0.74
+    #: at 1 thread, 0.37 / 0.28 / 0.50 at 2; 3->16@64 0.88 / 0.89 / 0.83 and 0.73 / 0.82 /
+    #: 1.05; 1->16@96 0.84 / 0.87 / 0.87 and 0.80 / 0.63 / 0.77; 1->16@128, above the byte
+    #: bound, keeps the chunks (1.00-1.02).  Without the bound (an earlier run of the same
+    #: comparison) the 128x128 layers, whose columns (4.7 and 14 MB) leave the caches, had
+    #: taken 1.43-1.94x the time at 1 or 2 threads.
     one_pass_max_rows: int = 27
     one_pass_max_bytes: int = 4 * 2**20
 

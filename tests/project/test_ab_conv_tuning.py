@@ -1,0 +1,22 @@
+"""benchmarks/ab_conv_tuning.py times a ConvTuning knob against the defaults: it runs,
+prints one line per thread count, layer and part, and leaves the defaults in force."""
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_ab_runs_and_leaves_the_defaults(capsys):
+    from sandbox.array.conv import TUNING
+
+    spec = importlib.util.spec_from_file_location(
+        "ab_conv_tuning", ROOT / "benchmarks" / "ab_conv_tuning.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    before = TUNING.one_pass_max_rows
+    module.main(["one_pass_max_rows=0", "--threads", "1", "2", "--layers", "1-4-16",
+                 "--batch", "2", "--rounds", "2", "--calls", "1"])
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "same bits" in ln]
+    assert len(lines) == 2 * 3, lines  # 2 thread counts x (fwd, dw, dxdw)
+    assert TUNING.one_pass_max_rows == before
