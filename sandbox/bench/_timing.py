@@ -13,6 +13,14 @@ their number.  A single call of tens of microseconds, right after the other
 library's, measures mostly threads waking up and caches refilling (on the 2-core VM
 this was written on, 30-100 % spread for 30 us calls); a training step calls its
 kernels back to back.
+For the same reason a sample of calls shorter than :data:`LEAD_IN_BELOW` starts
+with one untimed call (its *lead-in*): the other library's samples, or a sample at
+fewer threads, leave this library's threads asleep, and on a VM the first call after
+that wakes them through the host (an AMD EPYC family 25 model 1 VM: a 2-thread grid
+sampling call of 40 us took 130 us after 2 ms of Python and 240 us after 10 ms, then
+74, 53 and 44 us; ``python benchmarks/bench_thread_wake.py`` times the same on a
+ReLU), which a run of back-to-back calls pays once, not once a sample.  Both
+libraries get the lead-in.
 
 Spread is reported as the interquartile range (IQR) and the median absolute
 deviation (MAD); ``1.4826 * MAD`` estimates the standard deviation of normal
@@ -22,6 +30,13 @@ CPU utilisation is the process's CPU time (``time.process_time``: every thread
 of the process, ours and PyTorch's pools alike) over the wall time of the same
 timed calls, summed over the repeats: 1.0 is one busy core, 2.0 two.  Each
 library's calls are counted apart.
+Linux adds a thread's CPU time to the process's count when the thread is switched
+out or at the scheduler tick (4 ms at ``CONFIG_HZ=250``), except for the calling
+thread, so a worker thread that runs through a sample of a few milliseconds is
+counted in whichever sample its next tick falls in, often the other library's: a
+batch-1 grid sampling case, where PyTorch runs on one thread, showed ours at 1.16
+cores and PyTorch at 1.83 with samples of 1 ms.  Cores are therefore given only for
+samples of at least :data:`CORES_MIN_SAMPLE` (None otherwise).
 
 Peak memory is measured with :mod:`tracemalloc` in one extra call of our
 function, after the timed calls (tracing slows Python allocations, so it never
@@ -44,6 +59,10 @@ import numpy as np
 MAD_TO_SIGMA = 1.4826  # sigma of a normal distribution = 1.4826 * MAD
 #: The shortest timed sample, in seconds: shorter calls are repeated within a sample.
 MIN_SAMPLE = 1e-3
+#: A sample of calls shorter than this (seconds) starts with an untimed call.
+LEAD_IN_BELOW = 20e-3
+#: Samples shorter than this (seconds) get no CPU utilisation (the tick's granularity).
+CORES_MIN_SAMPLE = 20e-3
 _MAX_CALLS = 1000  # calls per sample at most
 
 
@@ -71,8 +90,9 @@ class Stats:
 
 
 def summarize(times, cpu_times=None, calls: int = 1) -> Stats:
-    """Median, IQR, MAD, minimum and count of a sequence of timings (seconds); with
-    the process CPU time of the same calls, the cores busy (sum CPU / sum wall);
+    """Median, IQR, MAD, minimum and count of a sequence of timings (seconds, per
+    call); with the process CPU time of the same calls, the cores busy (sum CPU / sum
+    wall) where a sample (``calls`` calls) lasts at least :data:`CORES_MIN_SAMPLE`;
     ``calls`` is recorded as the calls per sample."""
     t = np.asarray(times, dtype=np.float64)
     if t.size == 0:
@@ -80,7 +100,7 @@ def summarize(times, cpu_times=None, calls: int = 1) -> Stats:
     med = float(np.median(t))
     q1, q3 = np.percentile(t, [25, 75])
     cores = None
-    if cpu_times is not None and t.sum() > 0:
+    if cpu_times is not None and t.sum() > 0 and med * calls >= CORES_MIN_SAMPLE:
         cores = float(np.sum(cpu_times) / t.sum())
     return Stats(median=med, iqr=float(q3 - q1), mad=float(np.median(np.abs(t - med))),
                  min=float(t.min()), n=int(t.size), cores=cores, calls=calls)
@@ -92,9 +112,11 @@ def _timed(fn) -> float:
     return time.perf_counter() - t0
 
 
-def _timed_cpu(fn, walls: list, cpus: list, calls: int = 1) -> None:
+def _timed_cpu(fn, walls: list, cpus: list, calls: int = 1, lead_in: bool = False) -> None:
     """Append the wall time and the process CPU time per call of ``calls`` consecutive
-    calls of ``fn``."""
+    calls of ``fn`` (after one untimed call with ``lead_in``)."""
+    if lead_in:
+        fn()
     c0, t0 = time.process_time(), time.perf_counter()
     for _ in range(calls):
         fn()
@@ -105,10 +127,18 @@ def _timed_cpu(fn, walls: list, cpus: list, calls: int = 1) -> None:
 def calls_per_sample(fn, min_sample: float = MIN_SAMPLE) -> int:
     """Consecutive calls of ``fn`` that fill ``min_sample`` seconds (from the fastest of
     three calls; 1 for a call that long, or for ``min_sample`` <= 0)."""
+    return _sample_plan(fn, min_sample)[0]
+
+
+def _sample_plan(fn, min_sample: float) -> tuple[int, bool]:
+    """``(calls, lead_in)`` of a sample of ``fn``: the calls that fill ``min_sample``
+    seconds, and whether the call is short enough (:data:`LEAD_IN_BELOW`) for an untimed
+    call first; ``(1, False)`` for ``min_sample`` <= 0 (single calls, as they come)."""
     if min_sample <= 0:
-        return 1
+        return 1, False
     fastest = min(_timed(fn) for _ in range(3))
-    return max(1, min(_MAX_CALLS, math.ceil(min_sample / max(fastest, 1e-9))))
+    calls = max(1, min(_MAX_CALLS, math.ceil(min_sample / max(fastest, 1e-9))))
+    return calls, fastest < LEAD_IN_BELOW
 
 
 def median_ms(fn, repeat: int = 7, warmup: int = 2) -> float:
@@ -173,8 +203,8 @@ def time_pairs(works: dict, switch, repeat: int = 7, warmup: int = 2,
             ours()
             if theirs is not None:
                 theirs()
-        calls[n] = (calls_per_sample(ours, min_sample),
-                    calls_per_sample(theirs, min_sample) if theirs is not None else 1)
+        calls[n] = (_sample_plan(ours, min_sample),
+                    _sample_plan(theirs, min_sample) if theirs is not None else (1, False))
     samples = {n: ([], [], [], []) for n in counts}  # ours, theirs, their CPU times
     was_enabled = gc.isenabled()
     gc.collect()
@@ -185,22 +215,22 @@ def time_pairs(works: dict, switch, repeat: int = 7, warmup: int = 2,
                 if len(counts) > 1:
                     switch(n)
                 mine, other, mine_cpu, other_cpu = samples[n]
-                k_ours, k_theirs = calls[n]
+                plan_ours, plan_theirs = calls[n]
                 ours, theirs = works[n]
                 if theirs is None:
-                    _timed_cpu(ours, mine, mine_cpu, k_ours)
+                    _timed_cpu(ours, mine, mine_cpu, *plan_ours)
                 elif i % 2 == 0:
-                    _timed_cpu(ours, mine, mine_cpu, k_ours)
-                    _timed_cpu(theirs, other, other_cpu, k_theirs)
+                    _timed_cpu(ours, mine, mine_cpu, *plan_ours)
+                    _timed_cpu(theirs, other, other_cpu, *plan_theirs)
                 else:
-                    _timed_cpu(theirs, other, other_cpu, k_theirs)
-                    _timed_cpu(ours, mine, mine_cpu, k_ours)
+                    _timed_cpu(theirs, other, other_cpu, *plan_theirs)
+                    _timed_cpu(ours, mine, mine_cpu, *plan_ours)
     finally:
         if was_enabled:
             gc.enable()
     out = {}
     for n, (mine, other, mine_cpu, other_cpu) in samples.items():
-        k_ours, k_theirs = calls[n]
+        (k_ours, _), (k_theirs, _) = calls[n]
         out[n] = (summarize(mine, mine_cpu, k_ours),
                   summarize(other, other_cpu, k_theirs) if other else None)
     return out

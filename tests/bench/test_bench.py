@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from sandbox.bench import all_cases, main, select
+from sandbox.bench import _timing, all_cases, main, select
 from sandbox.bench._cases_3d import (
     CONV3D_LAYERS,
     RESIZE3D_VARIANTS,
@@ -149,14 +149,23 @@ def test_thread_counts_are_interleaved_round_by_round():
     assert calls == [4, "o", "o"] and other is None  # one count: set once
 
 
-def test_short_calls_are_timed_in_loops():
+def test_short_calls_are_timed_in_loops(monkeypatch):
     """A sample of a short call repeats it back to back (per call: the sample's time
-    over the calls); a call longer than the sample runs once per sample."""
+    over the calls), after one untimed call (its lead-in); a call longer than the sample
+    runs once per sample, and one longer than LEAD_IN_BELOW without a lead-in."""
+    monkeypatch.setattr(_timing, "LEAD_IN_BELOW", 0.002)
     calls = []
-    mine, other = time_pair(lambda: calls.append("o"), lambda: time.sleep(0.003), repeat=3,
-                            warmup=0, min_sample=1e-3)
+
+    def slow():
+        calls.append("t")
+        time.sleep(0.003)
+
+    mine, other = time_pair(lambda: calls.append("o"), slow, repeat=3, warmup=0,
+                            min_sample=1e-3)
     assert mine.calls > 1 and other.calls == 1
-    assert calls.count("o") == 3 + 3 * mine.calls  # three to size the sample, then 3 samples
+    # three calls to size each sample, then 3 samples of a lead-in and the timed calls
+    assert calls.count("o") == 3 + 3 * (1 + mine.calls)
+    assert calls.count("t") == 3 + 3  # no lead-in for the slow call
     assert other.median >= 0.003 and mine.median < 1e-3
     assert mine.as_dict()["calls"] == mine.calls
 
