@@ -18,9 +18,9 @@ with one untimed call (its *lead-in*): the other library's samples, or a sample 
 fewer threads, leave this library's threads asleep, and on a VM the first call after
 that wakes them through the host (an AMD EPYC family 25 model 1 VM: a 2-thread grid
 sampling call of 40 us took 130 us after 2 ms of Python and 240 us after 10 ms, then
-74, 53 and 44 us; ``python benchmarks/bench_thread_wake.py`` times the same on a
-ReLU), which a run of back-to-back calls pays once, not once a sample.  Both
-libraries get the lead-in.
+74, 53 and 44 us: ``python benchmarks/bench_first_calls.py --part wake``;
+``benchmarks/bench_thread_wake.py`` times the same on a ReLU), which a run of
+back-to-back calls pays once, not once a sample.  Both libraries get the lead-in.
 
 Spread is reported as the interquartile range (IQR) and the median absolute
 deviation (MAD); ``1.4826 * MAD`` estimates the standard deviation of normal

@@ -1,0 +1,35 @@
+"""benchmarks/bench_first_calls.py (the measurements behind the bench's lead-in call and
+its cores rule) runs each part and leaves the bench's settings as they were."""
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location(
+        "bench_first_calls", ROOT / "benchmarks" / "bench_first_calls.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_wake_prints_a_row_a_gap(capsys):
+    _module().main(["--part", "wake", "--gaps", "0", "0.5", "--calls", "3", "--rounds", "2",
+                    "--threads", "2"])
+    rows = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("gap ")]
+    assert len(rows) == 2 and all(len(r.split(":")[1].split()) == 3 for r in rows)
+
+
+def test_torch_parts_run_and_restore_the_lead_in(capsys, torch):
+    from sandbox.bench import _timing
+
+    module = _module()
+    module.main(["--part", "torch-cores", "--seconds", "0.01"])
+    module.main(["--part", "lead-in", "--rounds", "2", "--repeat", "1", "--cases",
+                 "grid_sample/2d/nearest-zeros/b1/fwd"])
+    out = capsys.readouterr().out
+    assert out.count(" cores") == 6  # 3 modes x 2 thread counts
+    assert " off ours " in out and " on  ours " in out
+    assert _timing.LEAD_IN_BELOW == 20e-3
