@@ -56,6 +56,10 @@ class Work:
     peak : callable or None
         ``peak() -> (ours_bytes, torch_bytes or None)``: the case's own peak-memory
         measurement of both libraries (used instead of tracemalloc on ``ours``).
+    baseline : callable or None
+        The same work through a lower layer of the sandbox (the array API under a public
+        API call), timed in the same rounds as ``ours`` so that their ratio, what the
+        upper layer costs, is paired.
     """
 
     ours: Callable[[], object]
@@ -65,6 +69,7 @@ class Work:
     torch_note: str | None = None
     flops: int | None = None
     peak: Callable[[], tuple[int, int | None]] | None = None
+    baseline: Callable[[], object] | None = None
 
 
 @dataclass(frozen=True)

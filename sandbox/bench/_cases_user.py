@@ -12,8 +12,9 @@
 * ``conv-autograd/<cin>-<cout>@<hw>``: the ``conv-layer`` shapes (every 3×3
   convolution of the classic UNet, batch 8) through the public autograd API:
   ``F.conv2d(x, w, padding=1)`` then ``y.backward(g)`` for the input and weight
-  gradients, against the same in PyTorch.  Same data as ``conv-layer/...``, so
-  the two tables side by side give the overhead of the autograd layer.
+  gradients, against the same in PyTorch, and against the same work through the
+  array API (the ``conv-layer`` calls on the same data, the case's ``baseline``)
+  timed in the same rounds: ``overhead`` is what the autograd layer costs.
 
 ``--quick`` shrinks widths, batch and pixels (same names).
 """
@@ -149,6 +150,7 @@ def _conv_autograd_case(cin: int, cout: int, hw: int) -> Case:
     def build(quick, torch):
         import sandbox
         import sandbox.functional as F
+        from sandbox.array.conv import conv2d, conv2d_backward
 
         x, w, g = conv_layer_data(f"conv-layer/{cin}-{cout}@{hw}", cin, cout, hw, quick)
         n, ci, s = x.shape[0], x.shape[1], x.shape[2]
@@ -163,11 +165,22 @@ def _conv_autograd_case(cin: int, cout: int, hw: int) -> Case:
             y.backward(sg)
             return y.numpy(), sx.grad.numpy(), sw.grad.numpy()
 
+        held = []
+
+        def array_api():
+            # the conv-layer work, each array alive as long as in ``ours``: the output
+            # until the backward is done, the gradients until the next call (as
+            # sx.grad and sw.grad)
+            held.clear()
+            y = conv2d(x, w, padding=1)
+            held.append(conv2d_backward(g, x, w, padding=1, needs=(True, True, False)))
+            del y
+
         desc = f"x{x.shape} w{w.shape} F.conv2d + backward"
         flops = conv_flops(n, ci, co, s, s)
         nbytes = 2 * (x.nbytes + w.nbytes + g.nbytes)
         if torch is None:
-            return Work(ours, None, nbytes, desc, flops=flops)
+            return Work(ours, None, nbytes, desc, flops=flops, baseline=array_api)
         tx = torch.from_numpy(x).requires_grad_()
         tw = torch.from_numpy(w).requires_grad_()
         tg = torch.from_numpy(g)
@@ -178,7 +191,7 @@ def _conv_autograd_case(cin: int, cout: int, hw: int) -> Case:
             y.backward(tg)
             return y.detach(), tx.grad, tw.grad
 
-        return Work(ours, theirs, nbytes, desc, flops=flops)
+        return Work(ours, theirs, nbytes, desc, flops=flops, baseline=array_api)
 
     return Case(name, "conv-autograd", build)
 

@@ -128,10 +128,9 @@ def scaling_table(results: list[dict]) -> str:
 
 
 def api_table(results: list[dict]) -> str:
-    """The conv layers through the autograd API (``conv-autograd``) beside the array API
-    (``conv-layer``, same data): ms of both and the autograd overhead."""
-    array = {(r["name"].split("/", 1)[1], r.get("threads")): r for r in results
-             if r["name"].startswith("conv-layer/") and not r.get("error")}
+    """The conv layers through the autograd API (``conv-autograd``) beside the same work
+    through the array API, timed in the same rounds (the case's baseline): ms of both,
+    their ratio, and PyTorch's speed."""
     several = _several_counts(results)
     header = ["layer", "F.conv2d ms", "array ms", "autograd/array", "torch ms", "speed"]
     rows = []
@@ -139,19 +138,17 @@ def api_table(results: list[dict]) -> str:
         if not r["name"].startswith("conv-autograd/") or r.get("error"):
             continue
         layer = r["name"].split("/", 1)[1]
-        arr = array.get((layer, r.get("threads")))
-        ours = r["ours"]["median"]
-        theirs = r.get("torch")
+        ours, base, theirs = r["ours"]["median"], r.get("baseline"), r.get("torch")
         rows.append([
             f"{layer} @{r['threads']}t" if several else layer, fmt_ms(ours),
-            fmt_ms(arr["ours"]["median"]) if arr else DASH,
-            f"{ours / arr['ours']['median']:.2f}" if arr else DASH,
+            fmt_ms(base["median"]) if base else DASH,
+            f"{r['overhead']:.3f}" if base else DASH,
             fmt_ms(theirs["median"]) if theirs else DASH,
             f"{theirs['median'] / ours:.2f}x" if theirs else DASH,
         ])
     footer = ("forward + input and weight gradients of each 3x3 layer: F.conv2d + backward (the "
-              "public autograd API) against the array API (conv-layer, run it in the same "
-              "--filter for this column); speed = PyTorch ms / F.conv2d ms")
+              "public autograd API) against the same calls of the array API (conv-layer's), "
+              "timed in the same rounds; speed = PyTorch ms / F.conv2d ms")
     return _table(header, rows) + "\n" + footer
 
 

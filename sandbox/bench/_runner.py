@@ -41,7 +41,7 @@ def _empty_result(case: Case) -> dict:
             "bw_frac": None, "peak_bytes": None, "torch_peak_bytes": None, "peak_method": None,
             "flops": None, "gflops": None, "torch_gflops": None, "sgemm_frac": None,
             "torch_sgemm_frac": None, "checksum": None, "torch_agreement": None,
-            "torch_note": None, "error": None}
+            "torch_note": None, "baseline": None, "overhead": None, "error": None}
 
 
 def _prepare(case: Case, quick: bool, torch, result: dict):
@@ -78,12 +78,16 @@ def _measure_memory(work, result: dict) -> None:
         result["peak_method"] = "tracemalloc"
 
 
-def _record(result: dict, work, mine, other, bandwidth, sgemm_gflops) -> dict:
-    """The timings and the figures derived from them, into ``result``."""
+def _record(result: dict, work, mine, other, bandwidth, sgemm_gflops, base=None) -> dict:
+    """The timings and the figures derived from them, into ``result`` (``base``: the
+    baseline's timings, paired with ``mine``; ``overhead`` is their ratio)."""
     result["ours"] = mine.as_dict()
     if other is not None:
         result["torch"] = other.as_dict()
         result["ratio"] = mine.median / other.median
+    if base is not None:
+        result["baseline"] = base.as_dict()
+        result["overhead"] = mine.median / base.median
     if work.flops:
         result["gflops"] = work.flops / mine.median / 1e9
         if other is not None:
@@ -158,7 +162,8 @@ def run_case_threads(case: Case, counts, switch, *, quick: bool, torch, repeat: 
         works[n] = prepared
     k = min(repeat, case.max_repeat or repeat)
     try:
-        timed = time_pairs({n: (work.ours, theirs) for n, (work, theirs) in works.items()},
+        timed = time_pairs({n: (work.ours, theirs, work.baseline)
+                            for n, (work, theirs) in works.items()},
                            switch, repeat=k, warmup=max(warmup - 1, 0), min_sample=min_sample)
         if memory:
             switch(counts[0])
@@ -169,7 +174,8 @@ def run_case_threads(case: Case, counts, switch, *, quick: bool, torch, repeat: 
         return results
     for n, result in zip(counts, results, strict=True):
         peak = sgemm_gflops.get(n) if isinstance(sgemm_gflops, dict) else sgemm_gflops
-        _record(result, works[n][0], *timed[n], bandwidth, peak)
+        mine, other, base = timed[n]
+        _record(result, works[n][0], mine, other, bandwidth, peak, base)
     return results
 
 

@@ -184,6 +184,8 @@ def time_pairs(works: dict, switch, repeat: int = 7, warmup: int = 2,
     ``n`` to its ``(ours, theirs)`` (``theirs`` may be None), and each round times both
     functions at every count, ``switch(n)`` setting the count before its samples (the
     order of the counts, and of the two functions, alternating from round to round).
+    A third function, ``(ours, theirs, baseline)``, is timed in the same rounds (the
+    order then ``ours, theirs, baseline`` and reversed); None skips it.
 
     So the counts see the same background load, and the speed-up from one count to
     another compares samples taken seconds apart rather than a case's runs minutes
@@ -192,20 +194,21 @@ def time_pairs(works: dict, switch, repeat: int = 7, warmup: int = 2,
     Returns
     -------
     dict
-        ``{n: (Stats of ours, Stats of theirs or None)}`` for every ``n`` of ``counts``.
-        The last count is left in force.
+        ``{n: (Stats of ours, Stats of theirs or None)}`` for every ``n`` of ``counts``,
+        with a third item, the Stats of the baseline or None, where ``works`` gave three
+        functions.  The last count is left in force.
     """
     counts = list(works)
-    calls = {}
-    for n, (ours, theirs) in works.items():
+    fns = {n: list(fs) for n, fs in works.items()}
+    plans = {}
+    for n, fs in fns.items():
         switch(n)
         for _ in range(warmup):
-            ours()
-            if theirs is not None:
-                theirs()
-        calls[n] = (_sample_plan(ours, min_sample),
-                    _sample_plan(theirs, min_sample) if theirs is not None else (1, False))
-    samples = {n: ([], [], [], []) for n in counts}  # ours, theirs, their CPU times
+            for fn in fs:
+                if fn is not None:
+                    fn()
+        plans[n] = [_sample_plan(fn, min_sample) if fn is not None else None for fn in fs]
+    samples = {n: [([], []) for _ in fs] for n, fs in fns.items()}  # (walls, cpus) each
     was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()
@@ -214,25 +217,17 @@ def time_pairs(works: dict, switch, repeat: int = 7, warmup: int = 2,
             for n in (counts if i % 2 == 0 else counts[::-1]):
                 if len(counts) > 1:
                     switch(n)
-                mine, other, mine_cpu, other_cpu = samples[n]
-                plan_ours, plan_theirs = calls[n]
-                ours, theirs = works[n]
-                if theirs is None:
-                    _timed_cpu(ours, mine, mine_cpu, *plan_ours)
-                elif i % 2 == 0:
-                    _timed_cpu(ours, mine, mine_cpu, *plan_ours)
-                    _timed_cpu(theirs, other, other_cpu, *plan_theirs)
-                else:
-                    _timed_cpu(theirs, other, other_cpu, *plan_theirs)
-                    _timed_cpu(ours, mine, mine_cpu, *plan_ours)
+                order = range(len(fns[n])) if i % 2 == 0 else reversed(range(len(fns[n])))
+                for j in order:
+                    if fns[n][j] is not None:
+                        _timed_cpu(fns[n][j], *samples[n][j], *plans[n][j])
     finally:
         if was_enabled:
             gc.enable()
     out = {}
-    for n, (mine, other, mine_cpu, other_cpu) in samples.items():
-        (k_ours, _), (k_theirs, _) = calls[n]
-        out[n] = (summarize(mine, mine_cpu, k_ours),
-                  summarize(other, other_cpu, k_theirs) if other else None)
+    for n, fs in fns.items():
+        out[n] = tuple(summarize(walls, cpus, plans[n][j][0]) if fs[j] is not None else None
+                       for j, (walls, cpus) in enumerate(samples[n]))
     return out
 
 

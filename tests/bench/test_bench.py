@@ -149,6 +149,23 @@ def test_thread_counts_are_interleaved_round_by_round():
     assert calls == [4, "o", "o"] and other is None  # one count: set once
 
 
+def test_a_baseline_is_timed_in_the_same_rounds():
+    """A third function (a case's baseline) joins each round, the order reversed every
+    other round; None in its place times only the other two."""
+    calls = []
+    works = {1: tuple(lambda k=k: calls.append(k) for k in "otb")}
+    timed = time_pairs(works, lambda n: None, repeat=3, warmup=1, min_sample=0)
+    assert calls == ["o", "t", "b",                    # warm-up
+                     "o", "t", "b", "b", "t", "o", "o", "t", "b"]
+    mine, other, base = timed[1]
+    assert mine.n == other.n == base.n == 3
+    calls.clear()
+    works = {1: (lambda: calls.append("o"), lambda: calls.append("t"), None)}
+    mine, other, base = time_pairs(works, lambda n: None, repeat=2, warmup=0,
+                                   min_sample=0)[1]
+    assert calls == ["o", "t", "t", "o"] and base is None
+
+
 def test_short_calls_are_timed_in_loops(monkeypatch):
     """A sample of a short call repeats it back to back (per call: the sample's time
     over the calls), after one untimed call (its lead-in); a call longer than the sample
