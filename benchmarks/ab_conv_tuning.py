@@ -11,6 +11,9 @@ How the figures of ``TUNING.one_pass_max_rows`` were taken:
 
     python benchmarks/ab_conv_tuning.py one_pass_max_rows=0 --threads 1 2 \\
         --layers 1-16-64 2-16-64 3-16-64 1-16-96 1-16-128 --parts fwd dw dxdw
+
+``--nd 3`` times 3x3x3 convolutions of ``side``^3 volumes instead (the 3-D UNet's layers
+run at batch 2: ``--batch 2``).
 """
 
 from __future__ import annotations
@@ -30,9 +33,9 @@ PARTS = ("fwd", "dw", "dxdw")
 
 def _calls(x, w, g, part):
     if part == "fwd":
-        return lambda: conv.conv2d(x, w, None, 1, 1)
+        return lambda: conv.conv(x, w, None, 1, 1)
     needs = (False, True, True) if part == "dw" else (True, True, True)
-    return lambda: conv.conv2d_backward(g, x, w, 1, 1, needs=needs)
+    return lambda: conv.conv_backward(g, x, w, 1, 1, needs=needs)
 
 
 def _bits(result):
@@ -48,12 +51,13 @@ def _block(fn, calls: int) -> float:
 
 
 def compare(knobs: dict, ci: int, co: int, side: int, part: str, batch: int, rounds: int,
-            calls: int, rng) -> tuple[float, float, float]:
-    """``(default us, tuned us, paired median default / tuned)`` of one layer and part;
-    raises AssertionError when the two settings give different bits."""
-    x = rng.standard_normal((batch, ci, side, side)).astype(np.float32)
-    w = (0.1 * rng.standard_normal((co, ci, 3, 3))).astype(np.float32)
-    g = rng.standard_normal((batch, co, side, side)).astype(np.float32)
+            calls: int, rng, nd: int = 2) -> tuple[float, float, float]:
+    """``(default us, tuned us, paired median default / tuned)`` of one layer and part
+    (``nd`` spatial axes of ``side``); raises AssertionError when the two settings give
+    different bits."""
+    x = rng.standard_normal((batch, ci, *(side,) * nd)).astype(np.float32)
+    w = (0.1 * rng.standard_normal((co, ci, *(3,) * nd))).astype(np.float32)
+    g = rng.standard_normal((batch, co, *(side,) * nd)).astype(np.float32)
     fn = _calls(x, w, g, part)
     with conv.tuned(**knobs):
         tuned_bits = _bits(fn())
@@ -89,6 +93,8 @@ def main(argv=None) -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=25)
     parser.add_argument("--calls", type=int, default=5)
+    parser.add_argument("--nd", type=int, choices=(2, 3), default=2,
+                        help="spatial axes: 3 times 3x3x3 convolutions of side^3 volumes")
     args = parser.parse_args(argv)
     knobs = dict(args.knobs)
     print(f"cpu: {cpu().describe()}; tuned({', '.join(f'{k}={v}' for k, v in knobs.items())}) "
@@ -101,7 +107,7 @@ def main(argv=None) -> None:
             ci, co, side = (int(v) for v in layer.split("-"))
             for part in args.parts:
                 d, t, ratio = compare(knobs, ci, co, side, part, args.batch, args.rounds,
-                                      args.calls, rng)
+                                      args.calls, rng, args.nd)
                 print(f"{threads}t {layer:>10} {part:>4}   default {d:9.0f}   tuned {t:9.0f}"
                       f"   ({ratio:.2f})   same bits")
 

@@ -13,6 +13,7 @@ from sandbox.array._validate import pair, triple
 from sandbox.array.conv import _vol2col as loops
 from sandbox.array.conv import _winograd3d
 from sandbox.autograd.gradcheck import gradcheck, gradgradcheck
+from sandbox.runtime import simd
 
 # (N, C, H, W, O, kh, kw, stride, padding, dilation, groups)
 CASES = [
@@ -513,8 +514,6 @@ def test_winograd_f4_avx2_gradient_rows_are_the_row_loops_bits(tiles_w, rng, avx
 def test_winograd_f4_avx2_rows_keep_the_layer_bits(rng, avx2_rows, monkeypatch):
     """A layer on the AVX2 (or portable) path, through the fused chunks (checked): forward,
     input and weight gradients the same bits with the AVX2 tile rows as with the row loops."""
-    from sandbox.runtime import simd
-
     fused = conv.winograd._winograd_fused
     conv_calls = _spy(monkeypatch, fused, "conv")
     wgrad_calls = _spy(monkeypatch, fused, "weight_grad")
@@ -1202,15 +1201,33 @@ def test_winograd3d_takes_the_unet_layer_shapes_by_default(rng, monkeypatch):
 
 
 def test_winograd3d_bitwise_equal_across_thread_counts(rng):
+    """The same bits at 1-3 threads, with the chunks on the worker pool
+    (``winograd3d_split_below=0``) and with their steps shared in the kernels (100)."""
     x, w, b = _winograd3d_data(rng, 3, 16, 16, (6, 10, 10), np.float32)
     results = []
-    with conv.tuned(winograd_target_tiles=16):
-        for nt in (1, 2, 3):
-            with sandbox.num_threads(nt):
-                results.append(_winograd3d_run(x, w, b, (1, 1, 1)))
+    for split_below in (0, 100):
+        with conv.tuned(winograd_target_tiles=16, winograd3d_split_below=split_below):
+            for nt in (1, 2, 3):
+                with sandbox.num_threads(nt):
+                    results.append(_winograd3d_run(x, w, b, (1, 1, 1)))
     for other in results[1:]:
         for a, c in zip(results[0], other, strict=True):
             assert np.array_equal(a, c)
+
+
+def test_winograd3d_shares_the_steps_of_few_chunks():
+    """Fewer than ``winograd3d_split_below`` chunks a thread: each chunk's steps on every
+    thread (float32 on the project's GEMM); more chunks, one thread, or float64: the pool."""
+    few, many = [None] * 7, [None] * 8  # 2 threads x the default 4 chunks a thread
+    own = simd.current().gemm_own
+    with sandbox.num_threads(2):
+        assert _winograd3d._split(few, np.float32) == (2 if own else 1)
+        assert _winograd3d._split(many, np.float32) == 1
+        assert _winograd3d._split(few, np.float64) == 1
+        with conv.tuned(split_in_kernels=False):
+            assert _winograd3d._split(few, np.float32) == 1
+    with sandbox.num_threads(1):
+        assert _winograd3d._split(few, np.float32) == 1
 
 
 # ------------------------------------------------------------------ both ranks (spatial_dims)

@@ -121,6 +121,20 @@ class ConvTuning:
     #: voxels) 1 thread 3973/3615/4063 vs 4653/3293/4611; 64->64@8^3 batch 1 (512), 1
     #: thread 1063/1011/1537 vs 2323/1878/2610.
     winograd3d_min_batch_voxels: int = 512
+    #: 3-D Winograd runs its chunks (a sample's slab of planes) one after another, every
+    #: step shared among the threads inside the kernels (with ``split_in_kernels``), when
+    #: there are fewer than this many chunks a thread; else whole chunks go to the worker
+    #: pool.  With few large chunks the pool cannot share them evenly, and the OpenMP
+    #: threads of the kernels before spin on the cores its threads need: the 3-D UNet's
+    #: 8^3 layers (two chunks at batch 2) ran no faster at 2 threads than at 1.
+    #: Measured on an AMD EPYC family 25 model 1 VM (Zen 3, AVX2), batch 2, ``python
+    #: benchmarks/ab_conv_tuning.py split_in_kernels=0 --nd 3 --batch 2 --threads 1 2
+    #: --layers 16-16-32 16-32-16 32-32-16 32-64-8 64-64-8 128-64-8 64-32-16 32-16-32
+    #: --parts fwd dxdw --rounds 9 --calls 2`` with every chunk count split (time split /
+    #: pool, forward and dx+dw at 2 threads): 32->64@8 0.74 / 0.75, 64->64@8 0.88 / 0.90,
+    #: 128->64@8 0.97 / 0.98 (2 chunks); 16->32@16 0.92 / 1.02, 32->32@16 0.97 / 1.01 (16
+    #: chunks); but 16->16@32 1.23 / 1.11 and 32->16@32 1.27 / 1.12 (64 chunks).
+    winograd3d_split_below: int = 4
     #: a Winograd chunk gets at least this many output tiles (GEMM columns).  128, not 64:
     #: min ms of 15 interleaved runs (loaded machine, 1 thread, 64 -> 128 tiles):
     #: 384->128@8 forward 4.88 -> 4.39, weight grad 27.5 -> 13.1 (fewer, longer-K GEMMs

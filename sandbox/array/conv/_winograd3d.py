@@ -82,16 +82,49 @@ def _depth_terms(pd: int, depth_in: int, z0: int, nz: int):
     return terms
 
 
-def _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx):
+def _split(chunks, dtype) -> int:
+    """Threads inside each step of a chunk: all of them when there are fewer than
+    ``TUNING.winograd3d_split_below`` chunks a thread and the chunks can run one after
+    another with every step shared among the threads (``TUNING.split_in_kernels``: the
+    transforms' ``prange`` over channels, the point products' over points; float32 on
+    the project's GEMM), else 1 (the chunks go to the worker pool, whole).  Each channel
+    and point is computed alike either way, so the bits do not depend on it."""
+    threads = get_num_threads()
+    if (threads > 1 and TUNING.split_in_kernels and simd.current().gemm_own
+            and np.dtype(dtype) == np.float32
+            and len(chunks) < TUNING.winograd3d_split_below * threads):
+        return threads
+    return 1
+
+
+def _products(a, b, out, accumulate: bool, threads: int) -> None:
+    """``out (+)= a @ b`` for the points, shared among ``threads`` inside the kernel where
+    it takes them, else on this thread (the same products either way)."""
+    if not matmul(a, b, out, accumulate=accumulate, num_threads=threads):
+        matmul(a, b, out, accumulate=accumulate)
+
+
+def _run(task, chunks, threads: int) -> None:
+    """Every chunk: one after another on this thread (their steps on ``threads``
+    threads), or on the worker pool (``threads`` 1)."""
+    if threads > 1:
+        for chunk in chunks:
+            task(chunk)
+    else:
+        parallel_map(task, chunks)
+
+
+def _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx, threads=1):
     """``(first, V)``: the input planes of sample ``s`` that output planes ``z0 ..
     z0+nz-1`` read (from ``first`` on, those inside the volume), 2-D Winograd
-    transformed into this thread's ``V`` scratch (points, C, planes * tiles)."""
+    transformed into this thread's ``V`` scratch (points, C, planes * tiles), the
+    transform on ``threads`` threads."""
     pd, ph, pw = pad
     first = max(0, z0 - pd)
     last = min(x.shape[2], z0 + nz - pd + 2)
     planes = _input_planes(x, s, first, last, "w3_x")
     v = w2d._points("wino_v", count, x.shape[1], (last - first) * th * tw, x.dtype)
-    kernels.input_transform(planes, v, 0, last - first, ph, pw, th, tw, 1, avx)
+    kernels.input_transform(planes, v, 0, last - first, ph, pw, th, tw, threads, avx)
     return first, v
 
 
@@ -112,25 +145,28 @@ def conv3x3x3(x, u_depth, y, pad, bias=None) -> None:
     u_depth = [lhs(u) for u in u_depth]
     chunks = _slabs(n, depth_out, tiles, max(c, o), count, x.itemsize)
     avx = simd.current().winograd_avx512  # read here, in the caller's thread
+    threads = _split(chunks, x.dtype)
 
     def task(chunk):
         _, s, z0, nz = chunk
-        first, v = _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx)
+        first, v = _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx,
+                                       threads)
         m = w2d._points("wino_m", count, o, nz * tiles, x.dtype)
         terms = _depth_terms(pd, depth_in, z0, nz)
         if not terms or (terms[0][1], terms[0][2]) != (z0, z0 + nz):
             m[...] = 0
         for i, (kz, za, zb, iz) in enumerate(terms):
             full = i == 0 and (za, zb) == (z0, z0 + nz)
-            matmul(u_depth[kz], v[:, :, (iz - first) * tiles:(iz - first + zb - za) * tiles],
-                   m[:, :, (za - z0) * tiles:(zb - z0) * tiles], accumulate=not full)
+            _products(u_depth[kz],
+                      v[:, :, (iz - first) * tiles:(iz - first + zb - za) * tiles],
+                      m[:, :, (za - z0) * tiles:(zb - z0) * tiles], not full, threads)
         out = scratch("w3_y", (nz, o, ho, wo), x.dtype)
-        kernels.output_transform(m, out, 0, nz, th, tw, 1, avx)
+        kernels.output_transform(m, out, 0, nz, th, tw, threads, avx)
         np.copyto(y[s, :, z0:z0 + nz], out.transpose(1, 0, 2, 3))
         if bias is not None:
             y[s, :, z0:z0 + nz] += bias.reshape(-1, 1, 1, 1)
 
-    parallel_map(task, chunks)
+    _run(task, chunks, threads)
 
 
 def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
@@ -145,22 +181,24 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
     chunks = _slabs(n, depth_out, tiles, max(c, o), count, x.itemsize)
     total = OrderedSum(len(chunks))
     avx = simd.current().winograd_avx512
+    threads = _split(chunks, x.dtype)
 
     def task(chunk):
         i, s, z0, nz = chunk
-        first, v = _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx)
+        first, v = _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx,
+                                       threads)
         grads = _input_planes(g, s, z0, z0 + nz, "w3_g")
         gt = w2d._points("wino_m", count, o, nz * tiles, x.dtype)
-        kernels.grad_transform(grads, gt, 0, nz, th, tw, 1, avx)
+        kernels.grad_transform(grads, gt, 0, nz, th, tw, threads, avx)
         partial = np.zeros((3, count, o, c), dtype=x.dtype)
         for kz, za, zb, iz in _depth_terms(pd, depth_in, z0, nz):
             cols = (zb - za) * tiles
-            matmul(gt[:, :, (za - z0) * tiles:(za - z0) * tiles + cols],
-                   v[:, :, (iz - first) * tiles:(iz - first) * tiles + cols].transpose(0, 2, 1),
-                   partial[kz], accumulate=True)
+            _products(gt[:, :, (za - z0) * tiles:(za - z0) * tiles + cols],
+                      v[:, :, (iz - first) * tiles:(iz - first) * tiles + cols]
+                      .transpose(0, 2, 1), partial[kz], True, threads)
         total.add(i, partial)
 
-    parallel_map(task, chunks)
+    _run(task, chunks, threads)
     gw = np.empty((o, c, 3, 3, 3), dtype=x.dtype)
     for kz in range(3):
         fold = np.empty((o, c, 3, 3), dtype=x.dtype)
