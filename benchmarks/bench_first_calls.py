@@ -12,13 +12,16 @@ Three measurements behind ``sandbox bench``'s lead-in call and its ``cores`` rul
   loops of ``--seconds`` at 1 and 2 threads: time per call and the process's CPU time
   over the wall time of the loop (long enough for the kernel's tick-based accounting of
   other threads).  Needs torch.
-* ``--part lead-in``: bench cases (``--cases``) timed with :func:`time_pair` with and
-  without the lead-in call, the two settings alternating over ``--rounds`` rounds, at
-  ``--threads``; medians of ours, PyTorch's and the ratio.  Needs torch.
+* ``--part lead-in``: bench cases (``--cases``) timed as ``sandbox bench`` does
+  (:func:`time_pairs`, the ``--threads`` counts interleaved) with and without the
+  lead-in call, the two settings alternating over ``--rounds`` rounds; medians of
+  ours, PyTorch's and the ratio per count.  Needs torch.
 
     python benchmarks/bench_first_calls.py --part wake --gaps 0.05 0.2 2 10
     python benchmarks/bench_first_calls.py --part torch-cores
     python benchmarks/bench_first_calls.py --part lead-in --rounds 8
+    python benchmarks/bench_first_calls.py --part lead-in --cases unet-user/bilinear/64 \\
+        --threads 1 2 --rounds 4 --repeat 5
 """
 
 from __future__ import annotations
@@ -93,36 +96,38 @@ def torch_cores(seconds: float) -> None:
                   f"{(time.process_time() - c0) / wall:.2f} cores")
 
 
-def lead_in(cases, rounds: int, threads: int, repeat: int) -> None:
-    """Bench cases with and without the lead-in call, alternating."""
+def lead_in(cases, rounds: int, threads, repeat: int) -> None:
+    """Bench cases with and without the lead-in call, alternating, at each thread count
+    of ``threads`` (interleaved as ``sandbox bench --threads 1,2`` does)."""
     import torch
 
     from sandbox.bench import _timing, all_cases, select
+    from sandbox.bench._env import set_threads
 
-    sandbox.set_num_threads(threads)
-    torch.set_num_threads(threads)
-    works = [(c.name, c.build(False, torch)) for c in select(all_cases(), list(cases))]
-    settings = {"off": 0.0, "on": _timing.LEAD_IN_BELOW}
-    default = _timing.LEAD_IN_BELOW
+    def switch(n):
+        set_threads(n, torch)
+
     results = {}
-    try:
+    for case in select(all_cases(), list(cases)):
+        works = {}
+        for n in threads:
+            switch(n)
+            work = case.build(False, torch)
+            works[n] = (work.ours, work.theirs)
         for r in range(rounds):
             for label in (("off", "on") if r % 2 == 0 else ("on", "off")):
-                _timing.LEAD_IN_BELOW = settings[label]
-                for name, work in works:
-                    ours, theirs = _timing.time_pair(work.ours, work.theirs, repeat=repeat,
-                                                     warmup=1)
-                    results.setdefault((name, label), []).append(
+                timed = _timing.time_pairs(works, switch, repeat=repeat, warmup=1,
+                                           lead_in=label == "on")
+                for n in threads:
+                    ours, theirs = timed[n]
+                    results.setdefault((case.name, label, n), []).append(
                         (ours.median, theirs.median))
-    finally:
-        _timing.LEAD_IN_BELOW = default
-    print(f"bench cases at {threads} thread(s), {rounds} rounds, lead-in off / on: "
-          "median ms of ours and PyTorch's, median ratio")
-    for name, _ in works:
-        for label in ("off", "on"):
-            v = np.array(results[name, label])
-            print(f"{name:40s} {label:3s} ours {np.median(v[:, 0]) * 1e3:.4f} torch "
-                  f"{np.median(v[:, 1]) * 1e3:.4f} ratio {np.median(v[:, 0] / v[:, 1]):.3f}")
+    print(f"bench cases, {rounds} rounds, lead-in off / on: median ms of ours and "
+          "PyTorch's, median ratio")
+    for name, label, n in results:
+        v = np.array(results[name, label, n])
+        print(f"{name:40s} {n}t {label:3s} ours {np.median(v[:, 0]) * 1e3:9.4f} torch "
+              f"{np.median(v[:, 1]) * 1e3:9.4f} ratio {np.median(v[:, 0] / v[:, 1]):.3f}")
 
 
 def main(argv=None) -> None:
@@ -132,14 +137,15 @@ def main(argv=None) -> None:
                         help="wake: ms the caller is busy before the calls")
     parser.add_argument("--calls", type=int, default=8, help="wake: calls after each gap")
     parser.add_argument("--rounds", type=int, default=40)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, nargs="+", default=[2],
+                        help="wake: the first count; lead-in: each, interleaved")
     parser.add_argument("--seconds", type=float, default=1.0, help="torch-cores: loop length")
     parser.add_argument("--cases", nargs="+", default=list(LEAD_IN_CASES))
-    parser.add_argument("--repeat", type=int, default=9, help="lead-in: samples a time_pair")
+    parser.add_argument("--repeat", type=int, default=9, help="lead-in: samples a round")
     args = parser.parse_args(argv)
     print(f"cpu: {cpu().describe()}")
     if args.part == "wake":
-        wake(args.gaps, args.calls, args.rounds, args.threads)
+        wake(args.gaps, args.calls, args.rounds, args.threads[0])
     elif args.part == "torch-cores":
         torch_cores(args.seconds)
     else:

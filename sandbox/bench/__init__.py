@@ -93,6 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a timed sample lasts at least this long: shorter calls run back to "
                         "back within it, as a training step calls them, and count per call "
                         "(default: 1; 0 times single calls, each after the other library's)")
+    g.add_argument("--no-lead-in", dest="lead_in", action="store_false",
+                   help="start a timed sample with the timed calls themselves, not with an "
+                        "untimed call first (the default: each sample then measures calls "
+                        "made after the library's own, as in a training loop, not after "
+                        "the other library's or another thread count's)")
     g.add_argument("--omp-wait-policy", choices=["passive", "active"],
                    help="OMP_WAIT_POLICY for the OpenMP runtimes (default: $OMP_WAIT_POLICY if "
                         "set, else passive: two spinning thread pools on 2 cores distort "
@@ -261,9 +266,9 @@ def _run_selected(args) -> int:
     results = run_suite(cases, quick=args.quick, torch=torch, repeat=repeat, warmup=warmup,
                         bandwidth=bandwidth, memory=args.memory, progress=args.progress,
                         sgemm_gflops=peaks, threads=counts,
-                        min_sample=args.min_sample_ms / 1e3)
+                        min_sample=args.min_sample_ms / 1e3, lead_in=args.lead_in)
     options = {"quick": args.quick, "threads": threads, "repeat": repeat, "warmup": warmup,
-               "min_sample_ms": args.min_sample_ms,
+               "min_sample_ms": args.min_sample_ms, "lead_in": args.lead_in,
                "filter": args.filter, "argv": args.argv, "isa": env["simd_path"]}
     doc = _report.document(results, env, options)
 

@@ -105,7 +105,8 @@ def _record(result: dict, work, mine, other, bandwidth, sgemm_gflops, base=None)
 
 def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
              bandwidth: float | None, memory: bool = True,
-             sgemm_gflops: float | None = None, min_sample: float = MIN_SAMPLE) -> dict:
+             sgemm_gflops: float | None = None, min_sample: float = MIN_SAMPLE,
+             lead_in: bool = True) -> dict:
     """Measure one case; never raises for a failing case (the error is recorded).
 
     Parameters
@@ -128,6 +129,8 @@ def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
     min_sample : float
         Seconds a timed sample lasts at least (shorter calls are repeated back to
         back within it; see :func:`._timing.time_pair`).
+    lead_in : bool
+        Start every timed sample with an untimed call (see :func:`._timing.time_pair`).
 
     Returns
     -------
@@ -138,12 +141,13 @@ def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
     return run_case_threads(case, [get_num_threads()], lambda n: None, quick=quick,
                             torch=torch, repeat=repeat, warmup=warmup, bandwidth=bandwidth,
                             memory=memory, sgemm_gflops=sgemm_gflops,
-                            min_sample=min_sample)[0]
+                            min_sample=min_sample, lead_in=lead_in)[0]
 
 
 def run_case_threads(case: Case, counts, switch, *, quick: bool, torch, repeat: int,
                      warmup: int, bandwidth: float | None, memory: bool = True,
-                     sgemm_gflops=None, min_sample: float = MIN_SAMPLE) -> list[dict]:
+                     sgemm_gflops=None, min_sample: float = MIN_SAMPLE,
+                     lead_in: bool = True) -> list[dict]:
     """:func:`run_case` at every thread count of ``counts``, the counts interleaved
     round by round (:func:`._timing.time_pairs`; ``switch(n)`` sets ``n`` threads):
     one result per count, each with its ``threads``.  The case is built and checked at
@@ -164,7 +168,8 @@ def run_case_threads(case: Case, counts, switch, *, quick: bool, torch, repeat: 
     try:
         timed = time_pairs({n: (work.ours, theirs, work.baseline)
                             for n, (work, theirs) in works.items()},
-                           switch, repeat=k, warmup=max(warmup - 1, 0), min_sample=min_sample)
+                           switch, repeat=k, warmup=max(warmup - 1, 0), min_sample=min_sample,
+                           lead_in=lead_in)
         if memory:
             switch(counts[0])
             _measure_memory(works[counts[0]][0], results[0])
@@ -189,7 +194,7 @@ def _stolen_share(before, after, wall) -> float | None:
 
 def run_suite(cases, *, quick: bool, torch, repeat: int, warmup: int, bandwidth, memory=True,
               progress: bool = True, sgemm_gflops=None, threads=None,
-              min_sample: float = MIN_SAMPLE) -> list[dict]:
+              min_sample: float = MIN_SAMPLE, lead_in: bool = True) -> list[dict]:
     """Run :func:`run_case` over ``cases`` with a tqdm progress bar on stderr.
 
     ``threads`` (a list of counts) runs each case at every count, the counts'
@@ -197,7 +202,7 @@ def run_suite(cases, *, quick: bool, torch, repeat: int, warmup: int, bandwidth,
     of one case see the same background load; each result records its ``threads``.
     Peak memory is measured at the first count only.  ``sgemm_gflops`` may be a number
     or a dict of numbers by thread count.  Without ``threads``, the cases run at the
-    thread count in force.
+    thread count in force.  ``lead_in``: every timed sample starts with an untimed call.
     """
     from tqdm import tqdm
 
@@ -214,13 +219,14 @@ def run_suite(cases, *, quick: bool, torch, repeat: int, warmup: int, bandwidth,
             done = run_case_threads(case, counts, lambda n: set_threads(n, torch), quick=quick,
                                     torch=torch, repeat=repeat, warmup=warmup,
                                     bandwidth=bandwidth, memory=memory,
-                                    sgemm_gflops=sgemm_gflops, min_sample=min_sample)
+                                    sgemm_gflops=sgemm_gflops, min_sample=min_sample,
+                                    lead_in=lead_in)
         else:
             peak = (sgemm_gflops.get(get_num_threads()) if isinstance(sgemm_gflops, dict)
                     else sgemm_gflops)
             done = [run_case(case, quick=quick, torch=torch, repeat=repeat, warmup=warmup,
                              bandwidth=bandwidth, memory=memory, sgemm_gflops=peak,
-                             min_sample=min_sample)]
+                             min_sample=min_sample, lead_in=lead_in)]
         share = _stolen_share(stolen, host_steal_seconds(), time.perf_counter() - start)
         for result in done:
             result["host_steal"] = share

@@ -13,14 +13,18 @@ their number.  A single call of tens of microseconds, right after the other
 library's, measures mostly threads waking up and caches refilling (on the 2-core VM
 this was written on, 30-100 % spread for 30 us calls); a training step calls its
 kernels back to back.
-For the same reason a sample of calls shorter than :data:`LEAD_IN_BELOW` starts
-with one untimed call (its *lead-in*): the other library's samples, or a sample at
-fewer threads, leave this library's threads asleep, and on a VM the first call after
-that wakes them through the host (an AMD EPYC family 25 model 1 VM: a 2-thread grid
-sampling call of 40 us took 130 us after 2 ms of Python and 240 us after 10 ms, then
-74, 53 and 44 us: ``python benchmarks/bench_first_calls.py --part wake``;
-``benchmarks/bench_thread_wake.py`` times the same on a ReLU), which a run of
-back-to-back calls pays once, not once a sample.  Both libraries get the lead-in.
+For the same reason every sample starts with one untimed call of its function (its
+*lead-in*, unless ``lead_in=False``), so that it measures a run of calls as a training
+loop makes them, each after the library's own.  The other library's sample, or a
+sample at another thread count, leaves this library's threads asleep and its data out
+of the caches: on an AMD EPYC family 25 model 1 VM a 2-thread grid sampling call of
+40 us took 130 us after 2 ms of Python and 240 us after 10 ms, then 74, 53 and 44 us
+(``python benchmarks/bench_first_calls.py --part wake``;
+``benchmarks/bench_thread_wake.py`` times the same on a ReLU), and the user-written
+UNet step (64^2 bilinear) gained 1.49x from the second thread without a lead-in and
+1.61x with one, PyTorch's 1.52x and 1.64x, the ratio between the libraries the same
+(``python benchmarks/bench_first_calls.py --part lead-in``).  Both libraries get the
+lead-in.
 
 Spread is reported as the interquartile range (IQR) and the median absolute
 deviation (MAD); ``1.4826 * MAD`` estimates the standard deviation of normal
@@ -59,8 +63,6 @@ import numpy as np
 MAD_TO_SIGMA = 1.4826  # sigma of a normal distribution = 1.4826 * MAD
 #: The shortest timed sample, in seconds: shorter calls are repeated within a sample.
 MIN_SAMPLE = 1e-3
-#: A sample of calls shorter than this (seconds) starts with an untimed call.
-LEAD_IN_BELOW = 20e-3
 #: Samples shorter than this (seconds) get no CPU utilisation (the tick's granularity).
 CORES_MIN_SAMPLE = 20e-3
 _MAX_CALLS = 1000  # calls per sample at most
@@ -127,18 +129,10 @@ def _timed_cpu(fn, walls: list, cpus: list, calls: int = 1, lead_in: bool = Fals
 def calls_per_sample(fn, min_sample: float = MIN_SAMPLE) -> int:
     """Consecutive calls of ``fn`` that fill ``min_sample`` seconds (from the fastest of
     three calls; 1 for a call that long, or for ``min_sample`` <= 0)."""
-    return _sample_plan(fn, min_sample)[0]
-
-
-def _sample_plan(fn, min_sample: float) -> tuple[int, bool]:
-    """``(calls, lead_in)`` of a sample of ``fn``: the calls that fill ``min_sample``
-    seconds, and whether the call is short enough (:data:`LEAD_IN_BELOW`) for an untimed
-    call first; ``(1, False)`` for ``min_sample`` <= 0 (single calls, as they come)."""
     if min_sample <= 0:
-        return 1, False
+        return 1
     fastest = min(_timed(fn) for _ in range(3))
-    calls = max(1, min(_MAX_CALLS, math.ceil(min_sample / max(fastest, 1e-9))))
-    return calls, fastest < LEAD_IN_BELOW
+    return max(1, min(_MAX_CALLS, math.ceil(min_sample / max(fastest, 1e-9))))
 
 
 def median_ms(fn, repeat: int = 7, warmup: int = 2) -> float:
@@ -149,7 +143,7 @@ def median_ms(fn, repeat: int = 7, warmup: int = 2) -> float:
 
 
 def time_pair(ours, theirs=None, repeat: int = 7, warmup: int = 2,
-              min_sample: float = MIN_SAMPLE):
+              min_sample: float = MIN_SAMPLE, lead_in: bool = True):
     """Time ``ours`` and (optionally) ``theirs`` with interleaved repeats.
 
     Parameters
@@ -167,6 +161,9 @@ def time_pair(ours, theirs=None, repeat: int = 7, warmup: int = 2,
         Seconds a sample lasts at least: a shorter call is repeated back to back
         within each sample (:func:`calls_per_sample`, for each function apart); 0
         times single calls.
+    lead_in : bool
+        Start every sample with an untimed call of its function (not with
+        ``min_sample`` 0, which times single calls as they come).
 
     Returns
     -------
@@ -175,11 +172,11 @@ def time_pair(ours, theirs=None, repeat: int = 7, warmup: int = 2,
         garbage collector is off while timing.
     """
     return time_pairs({None: (ours, theirs)}, lambda n: None, repeat=repeat, warmup=warmup,
-                      min_sample=min_sample)[None]
+                      min_sample=min_sample, lead_in=lead_in)[None]
 
 
 def time_pairs(works: dict, switch, repeat: int = 7, warmup: int = 2,
-               min_sample: float = MIN_SAMPLE) -> dict:
+               min_sample: float = MIN_SAMPLE, lead_in: bool = True) -> dict:
     """:func:`time_pair` at several thread counts, interleaved: ``works`` maps each count
     ``n`` to its ``(ours, theirs)`` (``theirs`` may be None), and each round times both
     functions at every count, ``switch(n)`` setting the count before its samples (the
@@ -207,7 +204,8 @@ def time_pairs(works: dict, switch, repeat: int = 7, warmup: int = 2,
             for fn in fs:
                 if fn is not None:
                     fn()
-        plans[n] = [_sample_plan(fn, min_sample) if fn is not None else None for fn in fs]
+        plans[n] = [(calls_per_sample(fn, min_sample), lead_in and min_sample > 0)
+                    if fn is not None else None for fn in fs]
     samples = {n: [([], []) for _ in fs] for n, fs in fns.items()}  # (walls, cpus) each
     was_enabled = gc.isenabled()
     gc.collect()

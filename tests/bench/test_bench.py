@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from sandbox.bench import _timing, all_cases, main, select
+from sandbox.bench import all_cases, main, select
 from sandbox.bench._cases_3d import (
     CONV3D_LAYERS,
     RESIZE3D_VARIANTS,
@@ -166,11 +166,10 @@ def test_a_baseline_is_timed_in_the_same_rounds():
     assert calls == ["o", "t", "t", "o"] and base is None
 
 
-def test_short_calls_are_timed_in_loops(monkeypatch):
+def test_short_calls_are_timed_in_loops():
     """A sample of a short call repeats it back to back (per call: the sample's time
-    over the calls), after one untimed call (its lead-in); a call longer than the sample
-    runs once per sample, and one longer than LEAD_IN_BELOW without a lead-in."""
-    monkeypatch.setattr(_timing, "LEAD_IN_BELOW", 0.002)
+    over the calls); a call longer than the sample runs once per sample.  Every sample
+    starts with an untimed call (its lead-in), unless ``lead_in=False``."""
     calls = []
 
     def slow():
@@ -182,9 +181,13 @@ def test_short_calls_are_timed_in_loops(monkeypatch):
     assert mine.calls > 1 and other.calls == 1
     # three calls to size each sample, then 3 samples of a lead-in and the timed calls
     assert calls.count("o") == 3 + 3 * (1 + mine.calls)
-    assert calls.count("t") == 3 + 3  # no lead-in for the slow call
+    assert calls.count("t") == 3 + 3 * 2
     assert other.median >= 0.003 and mine.median < 1e-3
     assert mine.as_dict()["calls"] == mine.calls
+    calls.clear()
+    mine, other = time_pair(lambda: calls.append("o"), slow, repeat=3, warmup=0,
+                            min_sample=1e-3, lead_in=False)
+    assert calls.count("o") == 3 + 3 * mine.calls and calls.count("t") == 3 + 3
 
 
 def test_registry_covers_the_suite_and_filters():
