@@ -20,3 +20,18 @@ def test_the_ab_runs_and_leaves_the_defaults(capsys):
     lines = [ln for ln in capsys.readouterr().out.splitlines() if "same bits" in ln]
     assert len(lines) == 2 * 3, lines  # 2 thread counts x (fwd, dw, dxdw)
     assert TUNING.one_pass_max_rows == before
+
+
+def test_other_algorithms_run_without_the_bits_check(capsys):
+    """--other-bits: a knob that changes the algorithm (im2col instead of Winograd here)
+    is timed without requiring the same bits; --nd 3 times 3x3x3 layers."""
+    spec = importlib.util.spec_from_file_location(
+        "ab_conv_tuning", ROOT / "benchmarks" / "ab_conv_tuning.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(["winograd=0", "--other-bits", "--threads", "1", "--layers", "16-16-4",
+                 "--parts", "fwd", "--batch", "8", "--rounds", "2", "--calls", "1"])
+    module.main(["split_in_kernels=0", "--nd", "3", "--threads", "2", "--layers", "16-16-4",
+                 "--parts", "dxdw", "--batch", "2", "--rounds", "2", "--calls", "1"])
+    out = capsys.readouterr().out
+    assert "bits not compared" in out and "same bits" in out
