@@ -27,32 +27,6 @@ LAYERS = [(16, 16, 64), (16, 32, 32), (32, 64, 16), (128, 128, 8), (128, 256, 4)
           (256, 256, 4)]
 
 
-def _calls(sandbox, F, conv2d, conv2d_backward, x, w, g):
-    """The array-level and the public-API forward + backward of one layer."""
-    sx = sandbox.from_numpy(x).requires_grad_()
-    sw = sandbox.from_numpy(w).requires_grad_()
-    sg = sandbox.from_numpy(g)
-
-    held = []
-
-    def array_api():
-        # Every array lives as long as in the public call: the output until the backward
-        # is done, the gradients until the next call (as x.grad and w.grad).  Freed
-        # earlier, their memory came back hot from the cache for the next array, which
-        # made the array call up to 5-10 % faster on the larger layers for reasons that
-        # are not the API's overhead.
-        held.clear()
-        y = conv2d(x, w, padding=1)
-        held.append(conv2d_backward(g, x, w, padding=1, needs=(True, True, False)))
-        del y
-
-    def public_api():
-        sx.grad = sw.grad = None
-        F.conv2d(sx, sw, padding=1).backward(sg)
-
-    return array_api, public_api
-
-
 def _split_medians(sandbox, F, conv2d, conv2d_backward, x, w, g, repeat):
     """Medians (ms) of the array forward, array backward, public forward and public
     backward (``y.backward``), timed apart in interleaved rounds."""
@@ -132,6 +106,7 @@ def main(argv=None) -> None:
 
     import sandbox
     from sandbox.array.conv import conv2d, conv2d_backward
+    from sandbox.bench._cases_user import conv_api_calls
     from sandbox.runtime import simd
 
     rng = np.random.default_rng(0)
@@ -157,7 +132,7 @@ def main(argv=None) -> None:
                                                               conv2d_backward, x, w, g,
                                                               args.repeat))
                 continue
-            array_api, public_api = _calls(sandbox, F, conv2d, conv2d_backward, x, w, g)
+            public_api, array_api = conv_api_calls(x, w, g)
             array_api()
             public_api()
             a, b = [], []

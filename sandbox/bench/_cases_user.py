@@ -144,38 +144,48 @@ def _user_case(mode: str, size: int, batch: int) -> Case:
     return Case(name, "unet-user", build, rtol=1e-4, max_repeat=5)
 
 
+def conv_api_calls(x, w, g):
+    """``(public, array)``: one layer's forward + input and weight gradients through the
+    public autograd API (``F.conv2d`` then ``backward``; returns the output and both
+    gradients) and the same calls of the array API (``conv2d``, ``conv2d_backward``).
+
+    Every array of the array call lives as long as in the public call: the output until
+    the backward is done, the gradients until the next call (as ``.grad``).  Freed
+    earlier, their memory came back hot from the cache for the next array, which made the
+    array call up to 5-10 % faster on the larger layers for reasons that are not the
+    API's overhead (``benchmarks/bench_conv_api.py``)."""
+    import sandbox
+    import sandbox.functional as F
+    from sandbox.array.conv import conv2d, conv2d_backward
+
+    sx = sandbox.tensor(x, requires_grad=True)
+    sw = sandbox.tensor(w, requires_grad=True)
+    sg = sandbox.tensor(g)
+    held = []
+
+    def public():
+        sx.grad = sw.grad = None
+        y = F.conv2d(sx, sw, padding=1)
+        y.backward(sg)
+        return y.numpy(), sx.grad.numpy(), sw.grad.numpy()
+
+    def array():
+        held.clear()
+        y = conv2d(x, w, padding=1)
+        held.append(conv2d_backward(g, x, w, padding=1, needs=(True, True, False)))
+        del y
+
+    return public, array
+
+
 def _conv_autograd_case(cin: int, cout: int, hw: int) -> Case:
     name = f"conv-autograd/{cin}-{cout}@{hw}"
 
     def build(quick, torch):
-        import sandbox
-        import sandbox.functional as F
-        from sandbox.array.conv import conv2d, conv2d_backward
-
         x, w, g = conv_layer_data(f"conv-layer/{cin}-{cout}@{hw}", cin, cout, hw, quick)
         n, ci, s = x.shape[0], x.shape[1], x.shape[2]
         co = w.shape[0]
-        sx = sandbox.tensor(x, requires_grad=True)
-        sw = sandbox.tensor(w, requires_grad=True)
-        sg = sandbox.tensor(g)
-
-        def ours():
-            sx.grad = sw.grad = None
-            y = F.conv2d(sx, sw, padding=1)
-            y.backward(sg)
-            return y.numpy(), sx.grad.numpy(), sw.grad.numpy()
-
-        held = []
-
-        def array_api():
-            # the conv-layer work, each array alive as long as in ``ours``: the output
-            # until the backward is done, the gradients until the next call (as
-            # sx.grad and sw.grad)
-            held.clear()
-            y = conv2d(x, w, padding=1)
-            held.append(conv2d_backward(g, x, w, padding=1, needs=(True, True, False)))
-            del y
-
+        ours, array_api = conv_api_calls(x, w, g)
         desc = f"x{x.shape} w{w.shape} F.conv2d + backward"
         flops = conv_flops(n, ci, co, s, s)
         nbytes = 2 * (x.nbytes + w.nbytes + g.nbytes)

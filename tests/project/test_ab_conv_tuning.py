@@ -1,19 +1,13 @@
 """benchmarks/ab_conv_tuning.py times a ConvTuning knob against the defaults: it runs,
 prints one line per thread count, layer and part, and leaves the defaults in force."""
 
-import importlib.util
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.scripts import load_benchmark
 
 
 def test_the_ab_runs_and_leaves_the_defaults(capsys):
     from sandbox.array.conv import TUNING
 
-    spec = importlib.util.spec_from_file_location(
-        "ab_conv_tuning", ROOT / "benchmarks" / "ab_conv_tuning.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("ab_conv_tuning")
     before = TUNING.one_pass_max_rows
     module.main(["one_pass_max_rows=0", "--threads", "1", "2", "--layers", "1-4-16",
                  "--batch", "2", "--rounds", "2", "--calls", "1"])
@@ -25,10 +19,7 @@ def test_the_ab_runs_and_leaves_the_defaults(capsys):
 def test_other_algorithms_run_without_the_bits_check(capsys):
     """--other-bits: a knob that changes the algorithm (im2col instead of Winograd here)
     is timed without requiring the same bits; --nd 3 times 3x3x3 layers."""
-    spec = importlib.util.spec_from_file_location(
-        "ab_conv_tuning", ROOT / "benchmarks" / "ab_conv_tuning.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("ab_conv_tuning")
     module.main(["winograd=0", "--other-bits", "--threads", "1", "--layers", "16-16-4",
                  "--parts", "fwd", "--batch", "8", "--rounds", "2", "--calls", "1"])
     module.main(["split_in_kernels=0", "--nd", "3", "--threads", "2", "--layers", "16-16-4",

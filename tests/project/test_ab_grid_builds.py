@@ -3,20 +3,16 @@ them: with a copy of the current build as the "previous" one, every case has the
 bits and the script restores the module it swapped."""
 
 import glob
-import importlib.util
 import shutil
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.scripts import load_benchmark
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location(
-        "ab_grid_builds", ROOT / "benchmarks" / "ab_grid_builds.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("ab_grid_builds")
     return module
 
 

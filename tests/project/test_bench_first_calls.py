@@ -1,18 +1,11 @@
 """benchmarks/bench_first_calls.py (the measurements behind the bench's lead-in call and
 its cores rule) runs each part."""
 
-import importlib.util
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.scripts import load_benchmark
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location(
-        "bench_first_calls", ROOT / "benchmarks" / "bench_first_calls.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_first_calls")
 
 
 def test_wake_prints_a_row_a_gap(capsys):

@@ -1,18 +1,13 @@
 """benchmarks/bench_step_ceiling.py runs its one-thread steps alone and in pairs and
 prints the throughput ceiling of each round."""
 
-import importlib.util
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.scripts import load_benchmark
 
 
 def test_the_ceiling_script_runs(capsys):
-    spec = importlib.util.spec_from_file_location(
-        "bench_step_ceiling", ROOT / "benchmarks" / "bench_step_ceiling.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("bench_step_ceiling")
     module.main(["--size", "16", "--batch", "2", "--widths", "2", "4", "--seconds", "0.1",
                  "--rounds", "1"])
     out = capsys.readouterr().out
