@@ -1201,33 +1201,40 @@ def test_winograd3d_takes_the_unet_layer_shapes_by_default(rng, monkeypatch):
 
 
 def test_winograd3d_bitwise_equal_across_thread_counts(rng):
-    """The same bits at 1-3 threads, with the chunks on the worker pool
-    (``winograd3d_split_below=0``) and with their steps shared in the kernels (100)."""
+    """The same bits at 1-3 threads, with the slabs on the worker pool
+    (``split_in_kernels=False``) and with their steps shared in the kernels; the forward
+    and input gradient the same bits either way (their slabs do not change them)."""
     x, w, b = _winograd3d_data(rng, 3, 16, 16, (6, 10, 10), np.float32)
-    results = []
-    for split_below in (0, 100):
-        with conv.tuned(winograd_target_tiles=16, winograd3d_split_below=split_below):
+    results = {}
+    for split in (False, True):
+        with conv.tuned(winograd_target_tiles=16, winograd3d_split_tiles=64,
+                        split_in_kernels=split):
             for nt in (1, 2, 3):
                 with sandbox.num_threads(nt):
-                    results.append(_winograd3d_run(x, w, b, (1, 1, 1)))
-    for other in results[1:]:
-        for a, c in zip(results[0], other, strict=True):
+                    results[split, nt] = _winograd3d_run(x, w, b, (1, 1, 1))
+    for (split, _), got in results.items():
+        for a, c in zip(results[split, 1], got, strict=True):
             assert np.array_equal(a, c)
+    y, gx = results[True, 2][:2], results[False, 2][:2]
+    assert all(np.array_equal(a, c) for a, c in zip(y, gx, strict=True))
 
 
-def test_winograd3d_shares_the_steps_of_few_chunks():
-    """Fewer than ``winograd3d_split_below`` chunks a thread: each chunk's steps on every
-    thread (float32 on the project's GEMM); more chunks, one thread, or float64: the pool."""
-    few, many = [None] * 7, [None] * 8  # 2 threads x the default 4 chunks a thread
+def test_winograd3d_slabs_follow_the_shapes_not_the_threads():
+    """Float32 on the project's GEMM: slabs of ``winograd3d_split_tiles`` tiles, their
+    steps on every thread; float64, or ``split_in_kernels`` off: slabs of
+    ``winograd_target_tiles`` on the worker pool.  The slabs are the same at any count."""
     own = simd.current().gemm_own
-    with sandbox.num_threads(2):
-        assert _winograd3d._split(few, np.float32) == (2 if own else 1)
-        assert _winograd3d._split(many, np.float32) == 1
-        assert _winograd3d._split(few, np.float64) == 1
-        with conv.tuned(split_in_kernels=False):
-            assert _winograd3d._split(few, np.float32) == 1
-    with sandbox.num_threads(1):
-        assert _winograd3d._split(few, np.float32) == 1
+    plans = {}
+    for nt in (1, 2):
+        with sandbox.num_threads(nt):
+            plans[nt] = _winograd3d._plan(2, 32, 64, 32, 36, np.float32)
+            assert plans[nt][1] == (nt if own else None)
+            assert _winograd3d._plan(2, 32, 64, 32, 36, np.float64)[1] is None
+            with conv.tuned(split_in_kernels=False):
+                assert _winograd3d._plan(2, 32, 64, 32, 36, np.float32)[1] is None
+    assert plans[1][0] == plans[2][0]
+    if own:  # 1024 tiles: 16 planes of 64 tiles a slab, 2 slabs a sample
+        assert [c[3] for c in plans[1][0]] == [16] * 4
 
 
 # ------------------------------------------------------------------ both ranks (spatial_dims)

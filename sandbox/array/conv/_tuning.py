@@ -121,20 +121,22 @@ class ConvTuning:
     #: voxels) 1 thread 3973/3615/4063 vs 4653/3293/4611; 64->64@8^3 batch 1 (512), 1
     #: thread 1063/1011/1537 vs 2323/1878/2610.
     winograd3d_min_batch_voxels: int = 512
-    #: 3-D Winograd runs its chunks (a sample's slab of planes) one after another, every
-    #: step shared among the threads inside the kernels (with ``split_in_kernels``), when
-    #: there are fewer than this many chunks a thread; else whole chunks go to the worker
-    #: pool.  With few large chunks the pool cannot share them evenly, and the OpenMP
-    #: threads of the kernels before spin on the cores its threads need: the 3-D UNet's
-    #: 8^3 layers (two chunks at batch 2) ran no faster at 2 threads than at 1.
-    #: Measured on an AMD EPYC family 25 model 1 VM (Zen 3, AVX2), batch 2, ``python
-    #: benchmarks/ab_conv_tuning.py split_in_kernels=0 --nd 3 --batch 2 --threads 1 2
-    #: --layers 16-16-32 16-32-16 32-32-16 32-64-8 64-64-8 128-64-8 64-32-16 32-16-32
-    #: --parts fwd dxdw --rounds 9 --calls 2`` with every chunk count split (time split /
-    #: pool, forward and dx+dw at 2 threads): 32->64@8 0.74 / 0.75, 64->64@8 0.88 / 0.90,
-    #: 128->64@8 0.97 / 0.98 (2 chunks); 16->32@16 0.92 / 1.02, 32->32@16 0.97 / 1.01 (16
-    #: chunks); but 16->16@32 1.23 / 1.11 and 32->16@32 1.27 / 1.12 (64 chunks).
-    winograd3d_split_below: int = 4
+    #: 3-D Winograd, where the project's GEMM takes float32 products (with
+    #: ``split_in_kernels``): slabs of output planes of at least this many tiles, run one
+    #: after another, each step shared among the threads inside the kernels (transforms
+    #: by channels, point products by points), instead of slabs of
+    #: ``winograd_target_tiles`` whole on the worker pool.  The pool's Python threads ran
+    #: beside libgomp's spinning ones (three busy threads on two cores), two chunks (8^3
+    #: maps, batch 2) could not be shared evenly, and small slabs made the transforms
+    #: and products short.  Measured on an AMD EPYC family 25 model 1 VM (Zen 3, AVX2),
+    #: batch 2, 2 threads, ``python benchmarks/ab_conv_tuning.py split_in_kernels=0 --nd 3
+    #: --batch 2 --threads 2 --layers ... --parts fwd`` (time split / pool): 16->16@32
+    #: 0.58, 32->16@32 0.81, 16->32@16 0.51, 32->32@16 0.66, 64->32@16 0.81, 32->64@8
+    #: 0.69; against 2048 tiles (``winograd3d_split_tiles=2048``) 0.73-0.81 at 32^3 and
+    #: 0.95-1.03 at 16^3, against 512 0.95-1.08.  Slabs of 128 tiles split this way had
+    #: cost the 32^3 layers 1.11-1.27x.  The weight gradient's slabs fix the order of its
+    #: sums, so its bits follow this setting (for any thread count).
+    winograd3d_split_tiles: int = 1024
     #: a Winograd chunk gets at least this many output tiles (GEMM columns).  128, not 64:
     #: min ms of 15 interleaved runs (loaded machine, 1 thread, 64 -> 128 tiles):
     #: 384->128@8 forward 4.88 -> 4.39, weight grad 27.5 -> 13.1 (fewer, longer-K GEMMs

@@ -48,11 +48,13 @@ def eligible(geom, groups: int, c_in: int, c_out: int, plane_pixels: int) -> boo
             and plane_pixels >= TUNING.winograd_min_pixels)
 
 
-def _slabs(n: int, depth_out: int, tiles: int, rows: int, count: int, itemsize: int):
-    """``(chunk index, sample, first output plane, planes)``: at least
-    ``winograd_target_tiles`` tiles per chunk, at most ``winograd_max_chunk_bytes`` of
-    transformed input (``rows`` channels, 2 extra planes)."""
-    nz = max(1, -(-TUNING.winograd_target_tiles // tiles))
+def _slabs(n: int, depth_out: int, tiles: int, rows: int, count: int, itemsize: int,
+           target: int | None = None):
+    """``(chunk index, sample, first output plane, planes)``: at least ``target`` tiles
+    (default ``winograd_target_tiles``) per chunk, at most ``winograd_max_chunk_bytes``
+    of transformed input (``rows`` channels, 2 extra planes)."""
+    target = TUNING.winograd_target_tiles if target is None else target
+    nz = max(1, -(-target // tiles))
     cap = TUNING.winograd_max_chunk_bytes // max(count * rows * tiles * itemsize, 1) - 2
     nz = max(1, min(nz, cap, depth_out))
     chunks = [(s, z0, min(nz, depth_out - z0)) for s in range(n) for z0 in range(0, depth_out, nz)]
@@ -82,39 +84,41 @@ def _depth_terms(pd: int, depth_in: int, z0: int, nz: int):
     return terms
 
 
-def _split(chunks, dtype) -> int:
-    """Threads inside each step of a chunk: all of them when there are fewer than
-    ``TUNING.winograd3d_split_below`` chunks a thread and the chunks can run one after
-    another with every step shared among the threads (``TUNING.split_in_kernels``: the
-    transforms' ``prange`` over channels, the point products' over points; float32 on
-    the project's GEMM), else 1 (the chunks go to the worker pool, whole).  Each channel
-    and point is computed alike either way, so the bits do not depend on it."""
-    threads = get_num_threads()
-    if (threads > 1 and TUNING.split_in_kernels and simd.current().gemm_own
-            and np.dtype(dtype) == np.float32
-            and len(chunks) < TUNING.winograd3d_split_below * threads):
-        return threads
-    return 1
+def _plan(n, depth_out, tiles, rows, count, dtype):
+    """``(chunks, threads)``: how a pass runs its slabs.
+
+    Where the project's GEMM takes float32 products (``TUNING.split_in_kernels``), the
+    slabs have ``TUNING.winograd3d_split_tiles`` tiles and run one after another, every
+    step shared among ``threads`` (all of them) inside the kernels (the transforms'
+    ``prange`` over channels, the point products' over points); else they have
+    ``winograd_target_tiles`` and go whole to the worker pool (``threads`` None).  The
+    rule does not depend on the thread count, so neither do the slabs, whose order fixes
+    the weight gradient's sums: the bits are the same for any number of threads."""
+    dtype = np.dtype(dtype)
+    if TUNING.split_in_kernels and simd.current().gemm_own and dtype == np.float32:
+        return (_slabs(n, depth_out, tiles, rows, count, dtype.itemsize,
+                       TUNING.winograd3d_split_tiles), get_num_threads())
+    return _slabs(n, depth_out, tiles, rows, count, dtype.itemsize), None
 
 
-def _products(a, b, out, accumulate: bool, threads: int) -> None:
-    """``out (+)= a @ b`` for the points, shared among ``threads`` inside the kernel where
-    it takes them, else on this thread (the same products either way)."""
-    if not matmul(a, b, out, accumulate=accumulate, num_threads=threads):
+def _products(a, b, out, accumulate: bool, threads) -> None:
+    """``out (+)= a @ b`` for the points, shared among ``threads`` (None: 1) inside the
+    kernel where it takes them, else on this thread (the same products either way)."""
+    if not matmul(a, b, out, accumulate=accumulate, num_threads=threads or 1):
         matmul(a, b, out, accumulate=accumulate)
 
 
-def _run(task, chunks, threads: int) -> None:
-    """Every chunk: one after another on this thread (their steps on ``threads``
-    threads), or on the worker pool (``threads`` 1)."""
-    if threads > 1:
-        for chunk in chunks:
-            task(chunk)
-    else:
+def _run(task, chunks, threads) -> None:
+    """Every chunk: one after another on this thread, their steps on ``threads`` threads
+    (:func:`_plan`'s split form), or, for ``threads`` None, on the worker pool."""
+    if threads is None:
         parallel_map(task, chunks)
+        return
+    for chunk in chunks:
+        task(chunk)
 
 
-def _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx, threads=1):
+def _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx, threads):
     """``(first, V)``: the input planes of sample ``s`` that output planes ``z0 ..
     z0+nz-1`` read (from ``first`` on, those inside the volume), 2-D Winograd
     transformed into this thread's ``V`` scratch (points, C, planes * tiles), the
@@ -124,7 +128,7 @@ def _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx, threads=
     last = min(x.shape[2], z0 + nz - pd + 2)
     planes = _input_planes(x, s, first, last, "w3_x")
     v = w2d._points("wino_v", count, x.shape[1], (last - first) * th * tw, x.dtype)
-    kernels.input_transform(planes, v, 0, last - first, ph, pw, th, tw, threads, avx)
+    kernels.input_transform(planes, v, 0, last - first, ph, pw, th, tw, threads or 1, avx)
     return first, v
 
 
@@ -143,9 +147,8 @@ def conv3x3x3(x, u_depth, y, pad, bias=None) -> None:
     th, tw = -(-ho // tile), -(-wo // tile)
     tiles = th * tw
     u_depth = [lhs(u) for u in u_depth]
-    chunks = _slabs(n, depth_out, tiles, max(c, o), count, x.itemsize)
+    chunks, threads = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
     avx = simd.current().winograd_avx512  # read here, in the caller's thread
-    threads = _split(chunks, x.dtype)
 
     def task(chunk):
         _, s, z0, nz = chunk
@@ -161,7 +164,7 @@ def conv3x3x3(x, u_depth, y, pad, bias=None) -> None:
                       v[:, :, (iz - first) * tiles:(iz - first + zb - za) * tiles],
                       m[:, :, (za - z0) * tiles:(zb - z0) * tiles], not full, threads)
         out = scratch("w3_y", (nz, o, ho, wo), x.dtype)
-        kernels.output_transform(m, out, 0, nz, th, tw, threads, avx)
+        kernels.output_transform(m, out, 0, nz, th, tw, threads or 1, avx)
         np.copyto(y[s, :, z0:z0 + nz], out.transpose(1, 0, 2, 3))
         if bias is not None:
             y[s, :, z0:z0 + nz] += bias.reshape(-1, 1, 1, 1)
@@ -178,10 +181,9 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
     count, kernels = w2d._KERNELS[tile]
     th, tw = -(-ho // tile), -(-wo // tile)
     tiles = th * tw
-    chunks = _slabs(n, depth_out, tiles, max(c, o), count, x.itemsize)
+    chunks, threads = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
     total = OrderedSum(len(chunks))
     avx = simd.current().winograd_avx512
-    threads = _split(chunks, x.dtype)
 
     def task(chunk):
         i, s, z0, nz = chunk
@@ -189,7 +191,7 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
                                        threads)
         grads = _input_planes(g, s, z0, z0 + nz, "w3_g")
         gt = w2d._points("wino_m", count, o, nz * tiles, x.dtype)
-        kernels.grad_transform(grads, gt, 0, nz, th, tw, threads, avx)
+        kernels.grad_transform(grads, gt, 0, nz, th, tw, threads or 1, avx)
         partial = np.zeros((3, count, o, c), dtype=x.dtype)
         for kz, za, zb, iz in _depth_terms(pd, depth_in, z0, nz):
             cols = (zb - za) * tiles
