@@ -133,8 +133,12 @@ class ConvBlock(Module):
 
 
 def _norm_relu(norm: Module, x):
-    """``relu(norm(x))``; a plain BatchNorm2d does both in one fused pass (same result)."""
-    if type(norm) is BatchNorm2d:  # not a subclass: it might override forward
+    """``relu(norm(x))``; a batch norm, 2-D or 3-D, does both in one fused pass (the same
+    bits), by the rule :class:`~sandbox.nn.Sequential` follows (``fuses_relu``: not a
+    subclass that overrides ``forward`` alone).  The 3-D UNet had run its batch norms
+    and ReLUs apart (the rule named ``BatchNorm2d``)."""
+    fuses = getattr(norm, "fuses_relu", None)
+    if fuses is not None and fuses():
         return norm.forward_relu(x)
     return F.relu(norm(x))
 

@@ -61,3 +61,38 @@ def test_a_subclass_that_changes_forward_is_not_fused():
     y = model(x)
     np.testing.assert_array_equal(y.numpy(), model[1](model[0](x)).numpy())
     assert not model[0].fuses_relu()
+
+
+@pytest.mark.parametrize("spatial_dims", [2, 3])
+def test_the_unet_blocks_fuse_batch_norm_and_relu_in_both_ranks(spatial_dims, monkeypatch):
+    """The UNet's convolution blocks run BatchNorm2d/3d + ReLU as the fused pass (the 3-D
+    blocks had run them apart), with the bits of the two ops one after the other."""
+    from sandbox.functional import relu
+    from sandbox.nn import _unet
+
+    shape = (2, 1) + (8,) * spatial_dims
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+
+    def run():
+        sb.manual_seed(0)
+        model = nn.UNet(1, 2, depth=2, base_width=4, spatial_dims=spatial_dims)
+        y = model(sb.from_numpy(x))
+        (y * y).sum().backward()
+        return y, [p.grad.numpy() for p in model.parameters()]
+
+    nodes = []
+    original = _unet._norm_relu
+
+    def spy(norm, t):
+        out = original(norm, t)
+        nodes.append(repr(out.grad_fn))
+        return out
+
+    monkeypatch.setattr(_unet, "_norm_relu", spy)
+    y1, g1 = run()
+    assert nodes and all("BatchNormReLUBackward" in n for n in nodes), nodes
+    monkeypatch.setattr(_unet, "_norm_relu", lambda norm, t: relu(norm(t)))
+    y2, g2 = run()
+    np.testing.assert_array_equal(y1.numpy(), y2.numpy())
+    for a, b in zip(g1, g2, strict=True):
+        np.testing.assert_array_equal(a, b)
