@@ -112,6 +112,25 @@ def copy_rows(const unsigned char[:, :] src,  # IN  (rows, width) bytes, rows st
         memcpy(&dst[o, offset], &src[o, 0], width)
 
 
+def copy_blocks(const unsigned char[::1] src,  # IN  bytes
+                unsigned char[::1] dst,        # OUT bytes
+                Py_ssize_t src_start, Py_ssize_t dst_start, Py_ssize_t outer,
+                Py_ssize_t inner, Py_ssize_t src_outer, Py_ssize_t src_inner,
+                Py_ssize_t dst_outer, Py_ssize_t dst_inner, Py_ssize_t width,
+                int num_threads):
+    """For ``i < outer`` and ``j < inner``, the ``width`` bytes at ``src_start + i *
+    src_outer + j * src_inner`` of ``src`` to ``dst_start + i * dst_outer + j *
+    dst_inner`` of ``dst``, the blocks shared among the threads: a copy that swaps two
+    axes of whole planes (a 3-D convolution's slab of depth planes as (planes, C, H, W)).
+    The caller keeps every block inside both buffers and the blocks of ``dst`` apart."""
+    cdef Py_ssize_t k, i, j
+    for k in prange(outer * inner, nogil=True, schedule="static", num_threads=num_threads):
+        i = k // inner
+        j = k - i * inner
+        memcpy(&dst[dst_start + i * dst_outer + j * dst_inner],
+               &src[src_start + i * src_outer + j * src_inner], width)
+
+
 def erf(const real[::1] x, real[::1] out, int num_threads):
     """``out = erf(x)`` elementwise, computed in double by the C library (float32 values
     are rounded once at the end), on every thread.

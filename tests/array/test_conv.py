@@ -1219,6 +1219,20 @@ def test_winograd3d_bitwise_equal_across_thread_counts(rng):
     assert all(np.array_equal(a, c) for a, c in zip(y, gx, strict=True))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_winograd3d_slab_copies_on_threads_match_numpy(dtype, rng):
+    """The split form's slab copies on several threads (``copy_blocks``) give numpy's
+    transposed copies: a slab of input planes in, a slab of output planes out."""
+    x = rng.standard_normal((2, 3, 7, 4, 5)).astype(dtype)
+    got = _winograd3d._input_planes(x, 1, 2, 6, "test_w3_x", threads=2).copy()
+    np.testing.assert_array_equal(got, x[1, :, 2:6].transpose(1, 0, 2, 3))
+    out = rng.standard_normal((4, 3, 4, 5)).astype(dtype)
+    y, want = np.zeros_like(x), np.zeros_like(x)
+    _winograd3d._output_planes(out, y, 1, 3, threads=2)
+    want[1, :, 3:7] = out.transpose(1, 0, 2, 3)
+    np.testing.assert_array_equal(y, want)
+
+
 def test_winograd3d_slabs_follow_the_shapes_not_the_threads():
     """Float32 on the project's GEMM: slabs of ``winograd3d_split_tiles`` tiles, their
     steps on every thread; float64, or ``split_in_kernels`` off: slabs of

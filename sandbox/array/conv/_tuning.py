@@ -137,6 +137,18 @@ class ConvTuning:
     #: cost the 32^3 layers 1.11-1.27x.  The weight gradient's slabs fix the order of its
     #: sums, so its bits follow this setting (for any thread count).
     winograd3d_split_tiles: int = 1024
+    #: the 3-D split form's slab copies (input and output-gradient planes in as (planes,
+    #: C, H, W), output planes out) on every thread (``_elementwise.copy_blocks``) when
+    #: there are several, instead of numpy's one, which the other threads waited for
+    #: (memmove was 8 % of the main thread's samples in the 3-D step at 2 threads).
+    #: Measured on an AMD EPYC family 25 model 1 VM (Zen 3), batch 2, 2 threads, ``python
+    #: benchmarks/ab_conv_tuning.py winograd3d_parallel_copies=0 --nd 3 --batch 2
+    #: --threads 2 --layers 16-16-32 32-16-32 16-32-16 64-32-16 32-64-8 --parts fwd dxdw
+    #: --rounds 11 --calls 2`` (time on / off, forward and dx+dw): 16->16@32 0.90 / 0.89,
+    #: 32->16@32 0.94 / 0.96, 16->32@16 1.01 / 0.94, 64->32@16 1.00 / 0.96, 32->64@8 1.02 /
+    #: 1.01 (a first run: 0.88-1.05).  At 1 thread numpy's copy was the faster (0.93-1.09
+    #: with the kernel on one thread), so one thread keeps it.
+    winograd3d_parallel_copies: bool = True
     #: a Winograd chunk gets at least this many output tiles (GEMM columns).  128, not 64:
     #: min ms of 15 interleaved runs (loaded machine, 1 thread, 64 -> 128 tiles):
     #: 384->128@8 forward 4.88 -> 4.39, weight grad 27.5 -> 13.1 (fewer, longer-K GEMMs

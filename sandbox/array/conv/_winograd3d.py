@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._C import _elementwise
 from ...runtime import simd
 from ...runtime.threads import get_num_threads
 from .._gemm import lhs, matmul
@@ -61,13 +62,42 @@ def _slabs(n: int, depth_out: int, tiles: int, rows: int, count: int, itemsize: 
     return [(i, *c) for i, c in enumerate(chunks)]
 
 
-def _input_planes(x, s, first, last, name):
-    """Planes ``first .. last - 1`` of sample ``s`` of ``x`` (N, C, D, H, W) as a
-    (planes, C, H, W) contiguous scratch array."""
-    c, _, h, w = x.shape[1:]
-    buf = scratch(name, (last - first, c, h, w), x.dtype)
-    np.copyto(buf, x[s, :, first:last].transpose(1, 0, 2, 3))
+def _bytes(a):
+    return a.reshape(-1).view(np.uint8)
+
+
+def _parallel_copies(threads) -> bool:
+    """Whether the split form's slab copies run on its ``threads`` (several) threads
+    (``TUNING.winograd3d_parallel_copies``), not on numpy's one."""
+    return threads is not None and threads > 1 and TUNING.winograd3d_parallel_copies
+
+
+def _input_planes(x, s, first, last, name, threads=None):
+    """Planes ``first .. last - 1`` of sample ``s`` of ``x`` (N, C, D, H, W), C-contiguous,
+    as a (planes, C, H, W) contiguous scratch array (copied on ``threads`` threads where
+    :func:`_parallel_copies`)."""
+    c, d, h, w = x.shape[1:]
+    planes, plane = last - first, h * w * x.itemsize
+    buf = scratch(name, (planes, c, h, w), x.dtype)
+    if not _parallel_copies(threads):
+        np.copyto(buf, x[s, :, first:last].transpose(1, 0, 2, 3))
+        return buf
+    _elementwise.copy_blocks(_bytes(x), _bytes(buf), (s * c * d + first) * plane, 0, planes,
+                             c, plane, d * plane, c * plane, plane, plane, threads)
     return buf
+
+
+def _output_planes(out, y, s, z0, threads=None) -> None:
+    """``y[s, :, z0:z0 + planes] = out.transpose(1, 0, 2, 3)`` for ``out`` (planes, O, Ho,
+    Wo) and ``y`` (N, O, Do, Ho, Wo), C-contiguous (on ``threads`` threads where
+    :func:`_parallel_copies`)."""
+    planes, o, ho, wo = out.shape
+    if not _parallel_copies(threads):
+        np.copyto(y[s, :, z0:z0 + planes], out.transpose(1, 0, 2, 3))
+        return
+    depth, plane = y.shape[2], ho * wo * y.itemsize
+    _elementwise.copy_blocks(_bytes(out), _bytes(y), 0, (s * o * depth + z0) * plane, planes,
+                             o, o * plane, plane, plane, depth * plane, plane, threads)
 
 
 def _depth_terms(pd: int, depth_in: int, z0: int, nz: int):
@@ -126,7 +156,7 @@ def _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx, threads)
     pd, ph, pw = pad
     first = max(0, z0 - pd)
     last = min(x.shape[2], z0 + nz - pd + 2)
-    planes = _input_planes(x, s, first, last, "w3_x")
+    planes = _input_planes(x, s, first, last, "w3_x", threads)
     v = w2d._points("wino_v", count, x.shape[1], (last - first) * th * tw, x.dtype)
     kernels.input_transform(planes, v, 0, last - first, ph, pw, th, tw, threads or 1, avx)
     return first, v
@@ -165,7 +195,7 @@ def conv3x3x3(x, u_depth, y, pad, bias=None) -> None:
                       m[:, :, (za - z0) * tiles:(zb - z0) * tiles], not full, threads)
         out = scratch("w3_y", (nz, o, ho, wo), x.dtype)
         kernels.output_transform(m, out, 0, nz, th, tw, threads or 1, avx)
-        np.copyto(y[s, :, z0:z0 + nz], out.transpose(1, 0, 2, 3))
+        _output_planes(out, y, s, z0, threads)
         if bias is not None:
             y[s, :, z0:z0 + nz] += bias.reshape(-1, 1, 1, 1)
 
@@ -189,7 +219,7 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
         i, s, z0, nz = chunk
         first, v = _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx,
                                        threads)
-        grads = _input_planes(g, s, z0, z0 + nz, "w3_g")
+        grads = _input_planes(g, s, z0, z0 + nz, "w3_g", threads)
         gt = w2d._points("wino_m", count, o, nz * tiles, x.dtype)
         kernels.grad_transform(grads, gt, 0, nz, th, tw, threads or 1, avx)
         partial = np.zeros((3, count, o, c), dtype=x.dtype)
