@@ -21,9 +21,10 @@ of the caches: on an AMD EPYC family 25 model 1 VM a 2-thread grid sampling call
 40 us took 130 us after 2 ms of Python and 240 us after 10 ms, then 74, 53 and 44 us
 (``python benchmarks/bench_first_calls.py --part wake``;
 ``benchmarks/bench_thread_wake.py`` times the same on a ReLU), and the user-written
-UNet step (64^2 bilinear) gained 1.49x from the second thread without a lead-in and
-1.61x with one, PyTorch's 1.52x and 1.64x, the ratio between the libraries the same
-(``python benchmarks/bench_first_calls.py --part lead-in``).  Both libraries get the
+UNet step (64^2 bilinear, batch 8) gained 1.49x from the second thread without a
+lead-in and 1.61x with one, PyTorch's 1.52x and 1.64x, the ratio between the libraries
+the same (``python benchmarks/bench_first_calls.py --part lead-in --cases
+unet-user/bilinear/64 --threads 1 2 --rounds 4 --repeat 5``).  Both libraries get the
 lead-in.
 
 Spread is reported as the interquartile range (IQR) and the median absolute

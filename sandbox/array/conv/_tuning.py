@@ -130,12 +130,15 @@ class ConvTuning:
     #: maps, batch 2) could not be shared evenly, and small slabs made the transforms
     #: and products short.  Measured on an AMD EPYC family 25 model 1 VM (Zen 3, AVX2),
     #: batch 2, 2 threads, ``python benchmarks/ab_conv_tuning.py split_in_kernels=0 --nd 3
-    #: --batch 2 --threads 2 --layers ... --parts fwd`` (time split / pool): 16->16@32
-    #: 0.58, 32->16@32 0.81, 16->32@16 0.51, 32->32@16 0.66, 64->32@16 0.81, 32->64@8
-    #: 0.69; against 2048 tiles (``winograd3d_split_tiles=2048``) 0.73-0.81 at 32^3 and
-    #: 0.95-1.03 at 16^3, against 512 0.95-1.08.  Slabs of 128 tiles split this way had
-    #: cost the 32^3 layers 1.11-1.27x.  The weight gradient's slabs fix the order of its
-    #: sums, so its bits follow this setting (for any thread count).
+    #: --batch 2 --threads 2 --layers 16-16-32 32-16-32 16-32-16 32-32-16 64-32-16 32-64-8
+    #: --parts fwd --rounds 9 --calls 2`` (time split / pool): 16->16@32 0.58, 32->16@32
+    #: 0.81, 16->32@16 0.51, 32->32@16 0.66, 64->32@16 0.81, 32->64@8 0.69; the same with
+    #: ``winograd3d_split_tiles=2048`` (--rounds 7), 1024 / 2048: 0.73-0.81 at 32^3 and
+    #: 0.95-1.03 at 16^3; with ``=512`` (5 layers, --rounds 7) 0.95-1.08.  At 1 thread the
+    #: full comparison is in docs/benchmarks.md (0.54-0.94 on the 16^3 and 32^3 layers).
+    #: Slabs of 128 tiles split this way had cost the 32^3 layers 1.11-1.27x.  The weight
+    #: gradient's slabs fix the order of its sums, so its bits follow this setting (for
+    #: any thread count).
     winograd3d_split_tiles: int = 1024
     #: the 3-D split form's slab copies (input and output-gradient planes in as (planes,
     #: C, H, W), output planes out) on every thread (``_elementwise.copy_blocks``) when

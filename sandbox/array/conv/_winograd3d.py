@@ -66,13 +66,13 @@ def _bytes(a):
     return a.reshape(-1).view(np.uint8)
 
 
-def _parallel_copies(threads) -> bool:
-    """Whether the split form's slab copies run on its ``threads`` (several) threads
+def _parallel_copies(threads: int) -> bool:
+    """Whether the slab copies run on ``threads`` (several) threads
     (``TUNING.winograd3d_parallel_copies``), not on numpy's one."""
-    return threads is not None and threads > 1 and TUNING.winograd3d_parallel_copies
+    return threads > 1 and TUNING.winograd3d_parallel_copies
 
 
-def _input_planes(x, s, first, last, name, threads=None):
+def _input_planes(x, s, first, last, name, threads: int = 1):
     """Planes ``first .. last - 1`` of sample ``s`` of ``x`` (N, C, D, H, W), C-contiguous,
     as a (planes, C, H, W) contiguous scratch array (copied on ``threads`` threads where
     :func:`_parallel_copies`)."""
@@ -87,7 +87,7 @@ def _input_planes(x, s, first, last, name, threads=None):
     return buf
 
 
-def _output_planes(out, y, s, z0, threads=None) -> None:
+def _output_planes(out, y, s, z0, threads: int = 1) -> None:
     """``y[s, :, z0:z0 + planes] = out.transpose(1, 0, 2, 3)`` for ``out`` (planes, O, Ho,
     Wo) and ``y`` (N, O, Do, Ho, Wo), C-contiguous (on ``threads`` threads where
     :func:`_parallel_copies`)."""
@@ -115,40 +115,41 @@ def _depth_terms(pd: int, depth_in: int, z0: int, nz: int):
 
 
 def _plan(n, depth_out, tiles, rows, count, dtype):
-    """``(chunks, threads)``: how a pass runs its slabs.
+    """``(chunks, threads, split)``: how a pass runs its slabs.
 
     Where the project's GEMM takes float32 products (``TUNING.split_in_kernels``), the
     slabs have ``TUNING.winograd3d_split_tiles`` tiles and run one after another, every
     step shared among ``threads`` (all of them) inside the kernels (the transforms'
-    ``prange`` over channels, the point products' over points); else they have
-    ``winograd_target_tiles`` and go whole to the worker pool (``threads`` None).  The
-    rule does not depend on the thread count, so neither do the slabs, whose order fixes
-    the weight gradient's sums: the bits are the same for any number of threads."""
+    ``prange`` over channels, the point products' over points: ``split``); else they
+    have ``winograd_target_tiles`` and go whole to the worker pool, each chunk's kernels
+    on its pool thread alone (``threads`` 1).  The rule does not depend on the thread
+    count, so neither do the slabs, whose order fixes the weight gradient's sums: the
+    bits are the same for any number of threads."""
     dtype = np.dtype(dtype)
     if TUNING.split_in_kernels and simd.current().gemm_own and dtype == np.float32:
         return (_slabs(n, depth_out, tiles, rows, count, dtype.itemsize,
-                       TUNING.winograd3d_split_tiles), get_num_threads())
-    return _slabs(n, depth_out, tiles, rows, count, dtype.itemsize), None
+                       TUNING.winograd3d_split_tiles), get_num_threads(), True)
+    return _slabs(n, depth_out, tiles, rows, count, dtype.itemsize), 1, False
 
 
-def _products(a, b, out, accumulate: bool, threads) -> None:
-    """``out (+)= a @ b`` for the points, shared among ``threads`` (None: 1) inside the
-    kernel where it takes them, else on this thread (the same products either way)."""
-    if not matmul(a, b, out, accumulate=accumulate, num_threads=threads or 1):
+def _products(a, b, out, accumulate: bool, threads: int) -> None:
+    """``out (+)= a @ b`` for the points, shared among ``threads`` inside the kernel where
+    it takes them, else on this thread (the same products either way)."""
+    if not matmul(a, b, out, accumulate=accumulate, num_threads=threads):
         matmul(a, b, out, accumulate=accumulate)
 
 
-def _run(task, chunks, threads) -> None:
-    """Every chunk: one after another on this thread, their steps on ``threads`` threads
-    (:func:`_plan`'s split form), or, for ``threads`` None, on the worker pool."""
-    if threads is None:
+def _run(task, chunks, split: bool) -> None:
+    """Every chunk: one after another on this thread (:func:`_plan`'s split form, the
+    steps shared inside the kernels), or on the worker pool."""
+    if not split:
         parallel_map(task, chunks)
         return
     for chunk in chunks:
         task(chunk)
 
 
-def _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx, threads):
+def _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx, threads: int):
     """``(first, V)``: the input planes of sample ``s`` that output planes ``z0 ..
     z0+nz-1`` read (from ``first`` on, those inside the volume), 2-D Winograd
     transformed into this thread's ``V`` scratch (points, C, planes * tiles), the
@@ -158,7 +159,7 @@ def _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx, threads)
     last = min(x.shape[2], z0 + nz - pd + 2)
     planes = _input_planes(x, s, first, last, "w3_x", threads)
     v = w2d._points("wino_v", count, x.shape[1], (last - first) * th * tw, x.dtype)
-    kernels.input_transform(planes, v, 0, last - first, ph, pw, th, tw, threads or 1, avx)
+    kernels.input_transform(planes, v, 0, last - first, ph, pw, th, tw, threads, avx)
     return first, v
 
 
@@ -177,7 +178,7 @@ def conv3x3x3(x, u_depth, y, pad, bias=None) -> None:
     th, tw = -(-ho // tile), -(-wo // tile)
     tiles = th * tw
     u_depth = [lhs(u) for u in u_depth]
-    chunks, threads = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
+    chunks, threads, split = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
     avx = simd.current().winograd_avx512  # read here, in the caller's thread
 
     def task(chunk):
@@ -194,12 +195,12 @@ def conv3x3x3(x, u_depth, y, pad, bias=None) -> None:
                       v[:, :, (iz - first) * tiles:(iz - first + zb - za) * tiles],
                       m[:, :, (za - z0) * tiles:(zb - z0) * tiles], not full, threads)
         out = scratch("w3_y", (nz, o, ho, wo), x.dtype)
-        kernels.output_transform(m, out, 0, nz, th, tw, threads or 1, avx)
+        kernels.output_transform(m, out, 0, nz, th, tw, threads, avx)
         _output_planes(out, y, s, z0, threads)
         if bias is not None:
             y[s, :, z0:z0 + nz] += bias.reshape(-1, 1, 1, 1)
 
-    _run(task, chunks, threads)
+    _run(task, chunks, split)
 
 
 def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
@@ -211,7 +212,7 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
     count, kernels = w2d._KERNELS[tile]
     th, tw = -(-ho // tile), -(-wo // tile)
     tiles = th * tw
-    chunks, threads = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
+    chunks, threads, split = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
     total = OrderedSum(len(chunks))
     avx = simd.current().winograd_avx512
 
@@ -221,7 +222,7 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
                                        threads)
         grads = _input_planes(g, s, z0, z0 + nz, "w3_g", threads)
         gt = w2d._points("wino_m", count, o, nz * tiles, x.dtype)
-        kernels.grad_transform(grads, gt, 0, nz, th, tw, threads or 1, avx)
+        kernels.grad_transform(grads, gt, 0, nz, th, tw, threads, avx)
         partial = np.zeros((3, count, o, c), dtype=x.dtype)
         for kz, za, zb, iz in _depth_terms(pd, depth_in, z0, nz):
             cols = (zb - za) * tiles
@@ -230,7 +231,7 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
                       .transpose(0, 2, 1), partial[kz], True, threads)
         total.add(i, partial)
 
-    _run(task, chunks, threads)
+    _run(task, chunks, split)
     gw = np.empty((o, c, 3, 3, 3), dtype=x.dtype)
     for kz in range(3):
         fold = np.empty((o, c, 3, 3), dtype=x.dtype)
