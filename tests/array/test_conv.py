@@ -1456,40 +1456,45 @@ def test_small_batches_of_small_volumes_take_vol2col(n, size, winograd, rng, tor
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("n,c,o,h,w", [
-    (8, 32, 16, 32, 32),  # the project's kernel: one batched product a pass
-    (8, 16, 2, 64, 64),   # a 2-class head: fewer than 8 rows, BLAS a sample
-    (3, 5, 7, 9, 11),
-    (1, 64, 32, 16, 16),
+@pytest.mark.parametrize("n,c,o,size", [
+    (8, 32, 16, (32, 32)),  # the project's kernel: one batched product a pass
+    (8, 16, 2, (64, 64)),   # a 2-class head: fewer than 8 rows, BLAS a sample
+    (3, 5, 7, (9, 11)),
+    (1, 64, 32, (16, 16)),
+    (2, 16, 4, (16, 16, 16)),  # the 3-D UNet's head
+    (2, 32, 16, (4, 6, 8)),
+    (3, 5, 7, (3, 4, 5)),
 ])
-def test_pointwise_convolutions_are_batched_products(dtype, n, c, o, h, w, rng, torch,
+def test_pointwise_convolutions_are_batched_products(dtype, n, c, o, size, rng, torch,
                                                      monkeypatch):
-    """A 1x1 stride-1 unpadded ungrouped convolution runs _pointwise (forward, input,
-    weight and bias gradients), not the im2col loops; values against torch, the same
-    bits for any thread count."""
-    from sandbox.array.conv import _im2col as loops2d
-    from sandbox.array.conv import _pointwise
+    """A 1x1 (1x1x1) stride-1 unpadded ungrouped convolution runs _pointwise (forward,
+    input, weight and bias gradients) in 2-D and 3-D alike, not the im2col or vol2col
+    loops; values against torch, the same bits for any thread count."""
+    from sandbox.array.conv import _im2col, _pointwise, _vol2col
 
+    nd = len(size)
+    loops, run = (_im2col, conv._run2d) if nd == 2 else (_vol2col, conv._run3d)
     calls = [_spy(monkeypatch, _pointwise, name) for name in ("forward", "input_grad",
                                                               "weight_grad")]
-    loops = [_spy(monkeypatch, loops2d, "unfold_loop"), _spy(monkeypatch, loops2d, "fold_loop")]
-    monkeypatch.setattr(conv._run2d, "unfold_loop", loops2d.unfold_loop)
-    monkeypatch.setattr(conv._run2d, "fold_loop", loops2d.fold_loop)
-    x = rng.standard_normal((n, c, h, w)).astype(dtype)
-    wt = rng.standard_normal((o, c, 1, 1)).astype(dtype)
+    spies = [_spy(monkeypatch, loops, "unfold_loop"), _spy(monkeypatch, loops, "fold_loop")]
+    monkeypatch.setattr(run, "unfold_loop", loops.unfold_loop)
+    monkeypatch.setattr(run, "fold_loop", loops.fold_loop)
+    x = rng.standard_normal((n, c, *size)).astype(dtype)
+    wt = rng.standard_normal((o, c) + (1,) * nd).astype(dtype)
     b = rng.standard_normal(o).astype(dtype)
-    g = rng.standard_normal((n, o, h, w)).astype(dtype)
+    g = rng.standard_normal((n, o, *size)).astype(dtype)
     runs = []
     for threads in (1, 2, 3):
         with sandbox.num_threads(threads):
-            runs.append((conv.conv2d(x, wt, b), *conv.conv2d_backward(g, x, wt)))
-    assert all(calls) and not any(loops)
-    for run in runs[1:]:
-        for a, r in zip(run, runs[0], strict=True):
+            runs.append((conv.conv(x, wt, b), *conv.conv_backward(g, x, wt)))
+    assert all(calls) and not any(spies)
+    for result in runs[1:]:
+        for a, r in zip(result, runs[0], strict=True):
             np.testing.assert_array_equal(a, r)
+    torch_conv = torch.nn.functional.conv2d if nd == 2 else torch.nn.functional.conv3d
     tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, wt, b))
-    torch.nn.functional.conv2d(tx, tw, tb).backward(torch.tensor(g))
-    want = (torch.nn.functional.conv2d(tx, tw, tb).detach(), tx.grad, tw.grad, tb.grad)
+    torch_conv(tx, tw, tb).backward(torch.tensor(g))
+    want = (torch_conv(tx, tw, tb).detach(), tx.grad, tw.grad, tb.grad)
     tol = 1e-4 if dtype == np.float32 else 1e-11
     for ours, ref in zip(runs[0], want, strict=True):
         ref = ref.numpy()

@@ -1,7 +1,9 @@
-"""1x1 convolutions (stride 1, no padding, one group): a batch of matrix products.
+"""1x1 and 1x1x1 convolutions (stride 1, no padding, one group): a batch of matrix
+products, in 2-D and 3-D alike.
 
 A 1x1 convolution of (N, C, H, W) is, per sample, ``y[n] = W @ x[n]`` with ``W`` (O, C)
-and ``x[n]`` (C, H*W): no im2col at all.  The im2col loops ran it chunk by chunk on the
+and ``x[n]`` (C, H*W): no im2col at all (in 3-D, ``x[n]`` is (C, D*H*W) and there is
+no vol2col).  The im2col loops ran it chunk by chunk on the
 worker pool, a GEMM and two copies a chunk and 15-25 µs of Python each, 0.2-0.35 ms for
 layers of a few MFLOP whatever their size.  Here each pass is one batched product inside
 one kernel call (:func:`sandbox.array._gemm.matmul` shares the samples' products among
@@ -31,15 +33,17 @@ from ._chunks import add_bias, sample_products
 __all__ = ["eligible", "forward", "input_grad", "weight_grad"]
 
 
-def eligible(geom, groups: int, in_size, out_size) -> bool:
-    """Whether a 2-D convolution is a batch of products: 1x1, stride 1, no padding, one
-    group (dilation does not matter for a 1x1 kernel)."""
-    return groups == 1 and geom.is_pointwise() and tuple(in_size) == tuple(out_size)
+def eligible(plan) -> bool:
+    """Whether a convolution's :class:`~._checks.ConvPlan` (2-D or 3-D) is a batch of
+    products: a 1x1 (1x1x1) kernel, stride 1, no padding, one group (dilation does
+    not matter for a one-tap kernel)."""
+    nd = plan.nd
+    return plan.groups == 1 and tuple(plan.geom[:3 * nd]) == (1,) * (2 * nd) + (0,) * nd
 
 
 def forward(x, wmat, bias, y) -> None:
-    """``y = conv2d(x, W) (+ bias)`` for ``wmat`` (O, C); ``x`` (N, C, H, W) and ``y``
-    (N, O, H, W) C-contiguous, ``y`` overwritten."""
+    """``y = conv(x, W) (+ bias)`` for ``wmat`` (O, C); ``x`` (N, C, *size) and ``y``
+    (N, O, *size) C-contiguous, ``y`` overwritten."""
     n, c = x.shape[:2]
     o, plane = wmat.shape[0], math.prod(x.shape[2:])
     w = lhs(wmat)
@@ -48,7 +52,7 @@ def forward(x, wmat, bias, y) -> None:
 
 
 def input_grad(grad_output, wmat, gx) -> None:
-    """``gx = W.T @ g`` per sample: the input gradient (N, C, H, W), overwritten."""
+    """``gx = W.T @ g`` per sample: the input gradient (N, C, *size), overwritten."""
     n, o = grad_output.shape[:2]
     c, plane = wmat.shape[1], math.prod(grad_output.shape[2:])
     w = lhs(np.ascontiguousarray(wmat.T))

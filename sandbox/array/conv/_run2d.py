@@ -63,7 +63,7 @@ def conv_forward(input, weight, bias, plan):
         # region when it runs in one
         u = winograd.pending_transform(weight, tile=tile)
         winograd.winograd_conv3x3(x, u, y, geom.ph, geom.pw, chunk_threads(), bias)
-    elif pointwise.eligible(geom, groups, input.shape[2:], (ho, wo)):
+    elif pointwise.eligible(plan):
         pointwise.forward(x, _wmat(weight), bias, y)
     else:
         unfold_loop(x, _wmat(weight), geom, ho, wo, groups, y=y, bias=bias)
@@ -77,7 +77,7 @@ def conv_backward(grad_output, input, weight, plan, needs):
     gx = np.empty(input.shape, dtype=input.dtype) if needs[0] else None
     a = contiguous(input) if needs[1] else None
     gw, gb = None, None
-    if pointwise.eligible(geom, groups, (h, w), gout.shape[2:]):  # a batch of products
+    if pointwise.eligible(plan):  # a batch of products
         if needs[0]:
             pointwise.input_grad(gout, _wmat(weight), gx)
         if needs[1]:

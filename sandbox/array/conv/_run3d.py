@@ -1,10 +1,11 @@
 """The 3-D convolutions on a validated :class:`~._checks.ConvPlan` (``(N, C, D, H, W)``).
 
 For 3x3x3 stride-1 kernels with enough channels: 2-D Winograd convolutions summed
-over depth (``_winograd3d``); otherwise vol2col + GEMM in fixed chunks of samples
-(``_vol2col``).  A transposed convolution is the adjoint of a convolution with the
-same weight, so it runs the same two loops the other way round.  Nothing here
-validates; every result is bitwise identical for any number of threads.
+over depth (``_winograd3d``); 1x1x1 ones are a batch of products (``_pointwise``, as
+in 2-D); otherwise vol2col + GEMM in fixed chunks of samples (``_vol2col``).  A
+transposed convolution is the adjoint of a convolution with the same weight, so it
+runs the same two loops the other way round.  Nothing here validates; every result
+is bitwise identical for any number of threads.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import math
 import numpy as np
 
 from ..copy import contiguous
+from . import _pointwise as pointwise
 from . import _winograd as wino2d
 from . import _winograd3d as wino3d
 from ._chunks import add_bias
@@ -42,6 +44,8 @@ def conv_forward(input, weight, bias, plan):
                                                                    out_size[1] * out_size[2]):
         tile = wino2d.tile_size(c_in, c_out, *out_size[1:])
         wino3d.conv3x3x3(x, wino3d.weight_transforms(weight, False, tile), y, geom[6:9], bias)
+    elif pointwise.eligible(plan):
+        pointwise.forward(x, _wmat(weight), bias, y)
     else:
         unfold_loop(x, _wmat(weight), geom, out_size, groups, y=y, bias=bias)
     return y
@@ -53,6 +57,12 @@ def conv_backward(grad_output, input, weight, plan, needs):
     gx = np.empty(input.shape, dtype=input.dtype) if needs[0] else None
     a = contiguous(input) if needs[1] else None
     gw, gb = None, None
+    if pointwise.eligible(plan):  # a batch of products
+        if needs[0]:
+            pointwise.input_grad(gout, _wmat(weight), gx)
+        if needs[1]:
+            gw = pointwise.weight_grad(a, gout).reshape(weight.shape)
+        return gx, gw, gout.sum(axis=(0, 2, 3, 4)) if needs[2] else None
     c_out, c_in = weight.shape[:2]
     h, w = input.shape[3:]
     pad = geom[6:9]
