@@ -7,7 +7,8 @@ Three measurements behind ``sandbox bench``'s lead-in call and its ``cores`` rul
   ``grid_sample/2d/nearest-zeros/b1/fwd`` data) called ``--calls`` times right after the
   calling thread was busy in Python for each of ``--gaps`` ms; the median time of each of
   those calls over ``--rounds`` rounds.  On a VM the first call after a pause wakes the
-  idle virtual CPU through the host.
+  idle virtual CPU through the host.  ``--pause sleep`` sleeps instead (``time.sleep``:
+  the calling thread idles too, as a loop that waits for its data does).
 * ``--part torch-cores``: PyTorch's batch-1 grid sample (nearest, bilinear, bicubic) in
   loops of ``--seconds`` at 1 and 2 threads: time per call and the process's CPU time
   over the wall time of the loop (long enough for the kernel's tick-based accounting of
@@ -18,6 +19,7 @@ Three measurements behind ``sandbox bench``'s lead-in call and its ``cores`` rul
   ours, PyTorch's and the ratio per count.  Needs torch.
 
     python benchmarks/bench_first_calls.py --part wake --gaps 0.05 0.2 2 10
+    python benchmarks/bench_first_calls.py --part wake --pause sleep --threads 1
     python benchmarks/bench_first_calls.py --part torch-cores
     python benchmarks/bench_first_calls.py --part lead-in --rounds 8
     python benchmarks/bench_first_calls.py --part lead-in --cases unet-user/bilinear/64 \\
@@ -52,8 +54,9 @@ def _busy(ms: float) -> None:
         pass
 
 
-def wake(gaps, calls: int, rounds: int, threads: int) -> None:
-    """Median µs of each of the first ``calls`` calls after each gap."""
+def wake(gaps, calls: int, rounds: int, threads: int, pause: str = "busy") -> None:
+    """Median µs of each of the first ``calls`` calls after each gap (``pause``: busy in
+    Python or asleep)."""
     from sandbox.array.grid_sample import grid_sample
 
     x, g = _grid_data()
@@ -61,11 +64,12 @@ def wake(gaps, calls: int, rounds: int, threads: int) -> None:
     for _ in range(200):
         grid_sample(x, g, mode="nearest")
     print(f"nearest grid sample (1, 4, 128²) at {threads} thread(s): median µs of call "
-          f"1..{calls} after a busy gap, {rounds} rounds")
+          f"1..{calls} after a {pause} gap, {rounds} rounds")
+    wait = _busy if pause == "busy" else (lambda ms: time.sleep(ms / 1e3))
     for gap in gaps:
         times = np.empty((rounds, calls))
         for r in range(rounds):
-            _busy(gap)
+            wait(gap)
             for k in range(calls):
                 t = time.perf_counter()
                 grid_sample(x, g, mode="nearest")
@@ -136,6 +140,8 @@ def main(argv=None) -> None:
     parser.add_argument("--gaps", type=float, nargs="+", default=[0.05, 0.2, 2, 10],
                         help="wake: ms the caller is busy before the calls")
     parser.add_argument("--calls", type=int, default=8, help="wake: calls after each gap")
+    parser.add_argument("--pause", choices=("busy", "sleep"), default="busy",
+                        help="wake: the caller busy in Python during a gap, or asleep")
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--threads", type=int, nargs="+", default=[2],
                         help="wake: the first count; lead-in: each, interleaved")
@@ -145,7 +151,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     print(f"cpu: {cpu().describe()}")
     if args.part == "wake":
-        wake(args.gaps, args.calls, args.rounds, args.threads[0])
+        wake(args.gaps, args.calls, args.rounds, args.threads[0], args.pause)
     elif args.part == "torch-cores":
         torch_cores(args.seconds)
     else:

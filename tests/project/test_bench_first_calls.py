@@ -1,6 +1,8 @@
 """benchmarks/bench_first_calls.py (the measurements behind the bench's lead-in call and
 its cores rule) runs each part."""
 
+import pytest
+
 from tests.support.scripts import load_benchmark
 
 
@@ -8,11 +10,14 @@ def _module():
     return load_benchmark("bench_first_calls")
 
 
-def test_wake_prints_a_row_a_gap(capsys):
+@pytest.mark.parametrize("pause", ["busy", "sleep"])
+def test_wake_prints_a_row_a_gap(pause, capsys):
     _module().main(["--part", "wake", "--gaps", "0", "0.5", "--calls", "3", "--rounds", "2",
-                    "--threads", "2"])
-    rows = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("gap ")]
+                    "--threads", "2", "--pause", pause])
+    out = capsys.readouterr().out
+    rows = [ln for ln in out.splitlines() if ln.startswith("gap ")]
     assert len(rows) == 2 and all(len(r.split(":")[1].split()) == 3 for r in rows)
+    assert f"after a {pause} gap" in out
 
 
 def test_torch_parts_run(capsys, torch):
