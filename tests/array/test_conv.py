@@ -1577,3 +1577,29 @@ def test_an_empty_batch_has_zero_weight_gradients(nd, k, transposed, torch):
     assert y.shape == tuple(ty.shape) and gx.shape == x.shape
     np.testing.assert_array_equal(gw, tw.grad.numpy())
     np.testing.assert_array_equal(gb, np.zeros(3, np.float32))
+
+
+@pytest.mark.parametrize("shapes", [
+    ((8, 1, 64, 64), (16, 1, 3, 3), 1),  # the first layer: 16 x 9 outputs over 4096 pixels
+    ((2, 16, 16, 16, 16), (4, 16, 1, 1, 1), 0),  # a 3-D head: 4 x 16 outputs over 4096
+])
+def test_weight_gradient_products_take_every_thread(shapes, rng, monkeypatch):
+    """The weight gradient's products of a batch (few outputs, each a sum over a whole
+    sample) run on every thread: sample_products sizes the threads by the products'
+    multiply-adds, not by their outputs alone.  The same bits at 1 and 2 threads."""
+    from sandbox.array.conv import _chunks
+
+    xs, ws, pad = shapes
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    g = rng.standard_normal((xs[0], ws[0], *xs[2:])).astype(np.float32)
+    threads = []
+    original = _chunks.matmul
+    monkeypatch.setattr(_chunks, "matmul", lambda *a, **k: threads.append(k["num_threads"])
+                        or original(*a, **k))
+    grads = []
+    for count in (1, 2):
+        with sandbox.num_threads(count):
+            grads.append(conv.conv_backward(g, x, w, padding=pad, needs=(False, True, False))[1])
+    assert threads and threads[-1] == 2
+    np.testing.assert_array_equal(grads[0], grads[1])

@@ -28,6 +28,14 @@ from ._tuning import MIN_PARALLEL_FLOPS, TUNING
 LHS_MIN_COLUMNS = 512
 
 
+#: multiply-adds of a product that count as one element of work for
+#: :func:`~sandbox.runtime.threads.kernel_threads` (a ``prange`` over elements): an AVX2
+#: core retires 16 float32 multiply-adds a cycle, about what an elementwise pass spends
+#: on one element.  The first layer's weight gradient (1->16 @ 64^2, batch 8: 8 products
+#: of 16 x 9 outputs over 4096 pixels) then runs on every thread.
+PRODUCT_WORK_PER_ELEMENT = 16
+
+
 def _blocks(n: int, nb: int) -> list[tuple[int, int, int]]:
     """``(chunk index, first sample, samples)`` for chunks of ``nb`` samples."""
     return [(i, n0, min(nb, n - n0)) for i, n0 in enumerate(range(0, n, nb))]
@@ -59,8 +67,14 @@ def sample_products(a, b, out, blas_below: int = 0) -> None:
     products among the threads; else, or where the kernel does not take them (BLAS's
     form), one :func:`~sandbox.array._gemm.matmul` a sample, as the chunk loops make
     them, on the worker pool when they are worth its start-up.  Each product is one
-    thread's: the bits do not depend on the thread count."""
-    if a.dtype == np.float32 and matmul(a, b, out, num_threads=kernel_threads(out.size),
+    thread's: the bits do not depend on the thread count.
+
+    The kernel takes all threads from :data:`PRODUCT_WORK_PER_ELEMENT` multiply-adds of
+    work per element of a ``prange`` pass: sized by the output alone, a weight
+    gradient's products (a few hundred outputs, each a sum over a whole sample's pixels)
+    ran on one thread."""
+    work = out.size * a.shape[-1] // PRODUCT_WORK_PER_ELEMENT
+    if a.dtype == np.float32 and matmul(a, b, out, num_threads=kernel_threads(work),
                                         blas_below=blas_below):
         return
     n, m, k = a.shape
