@@ -130,7 +130,7 @@ def scaling_table(results: list[dict]) -> str:
 def api_table(results: list[dict]) -> str:
     """The conv layers through the autograd API (``conv-autograd``) beside the same work
     through the array API, timed in the same rounds (the case's baseline): ms of both,
-    their ratio, and PyTorch's speed."""
+    the median of their rounds' ratios, and PyTorch's speed."""
     several = _several_counts(results)
     header = ["layer", "F.conv2d ms", "array ms", "autograd/array", "torch ms", "speed"]
     rows = []
@@ -148,7 +148,8 @@ def api_table(results: list[dict]) -> str:
         ])
     footer = ("forward + input and weight gradients of each 3x3 layer: F.conv2d + backward (the "
               "public autograd API) against the same calls of the array API (conv-layer's), "
-              "timed in the same rounds; speed = PyTorch ms / F.conv2d ms")
+              "timed in the same rounds (autograd/array: the median of the rounds' ratios); "
+              "speed = PyTorch ms / F.conv2d ms")
     return _table(header, rows) + "\n" + footer
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from ..runtime.threads import get_num_threads
 from ._cases import Case
 from ._compare import _as_arrays, checksum
-from ._timing import MIN_SAMPLE, peak_memory, time_pairs
+from ._timing import MIN_SAMPLE, paired_ratio, peak_memory, time_pairs
 
 
 def _describe(exc: BaseException) -> str:
@@ -80,14 +80,15 @@ def _measure_memory(work, result: dict) -> None:
 
 def _record(result: dict, work, mine, other, bandwidth, sgemm_gflops, base=None) -> dict:
     """The timings and the figures derived from them, into ``result`` (``base``: the
-    baseline's timings, paired with ``mine``; ``overhead`` is their ratio)."""
+    baseline's timings, paired with ``mine``; ``overhead`` is the median of their ratios
+    round by round, :func:`~._timing.paired_ratio`)."""
     result["ours"] = mine.as_dict()
     if other is not None:
         result["torch"] = other.as_dict()
         result["ratio"] = mine.median / other.median
     if base is not None:
         result["baseline"] = base.as_dict()
-        result["overhead"] = mine.median / base.median
+        result["overhead"] = paired_ratio(mine, base)
     if work.flops:
         result["gflops"] = work.flops / mine.median / 1e9
         if other is not None:

@@ -57,7 +57,7 @@ import gc
 import math
 import time
 import tracemalloc
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -80,6 +80,8 @@ class Stats:
     n: int
     cores: float | None = None
     calls: int = 1  # consecutive calls per sample
+    #: the per-call time of each sample, in the order taken (rounds, for time_pairs)
+    samples: tuple = field(default=(), repr=False)
 
     @property
     def rel_noise(self) -> float:
@@ -106,7 +108,19 @@ def summarize(times, cpu_times=None, calls: int = 1) -> Stats:
     if cpu_times is not None and t.sum() > 0 and med * calls >= CORES_MIN_SAMPLE:
         cores = float(np.sum(cpu_times) / t.sum())
     return Stats(median=med, iqr=float(q3 - q1), mad=float(np.median(np.abs(t - med))),
-                 min=float(t.min()), n=int(t.size), cores=cores, calls=calls)
+                 min=float(t.min()), n=int(t.size), cores=cores, calls=calls,
+                 samples=tuple(t.tolist()))
+
+
+def paired_ratio(a: Stats, b: Stats) -> float:
+    """The median over rounds of ``a``'s sample over ``b``'s of the same round, for two
+    functions timed in the same rounds (:func:`time_pairs`): a change of the machine's
+    speed between rounds moves both samples of a round and cancels in their ratio, where
+    it stays in the ratio of the medians (which this falls back to when the samples do
+    not pair)."""
+    if a.samples and len(a.samples) == len(b.samples):
+        return float(np.median(np.divide(a.samples, b.samples)))
+    return a.median / b.median
 
 
 def _timed(fn) -> float:

@@ -20,7 +20,7 @@ from sandbox.bench._cases_3d import (
 )
 from sandbox.bench._compare import checksum, compare, drift
 from sandbox.bench._report import plot_ratios, results_table
-from sandbox.bench._timing import peak_memory, summarize, time_pair, time_pairs
+from sandbox.bench._timing import paired_ratio, peak_memory, summarize, time_pair, time_pairs
 from tests.support.cli_helpers import assert_one_line_error, run_cli
 
 TINY = ["resize/nearest/a/fwd", "max_pool2d/16@64/bwd"]
@@ -128,6 +128,18 @@ def test_summarize_and_interleaved_timing():
     assert calls == ["o", "t", "o", "t", "t", "o", "o", "t", "t", "o"]
     assert mine.n == other.n == 4 and mine.calls == other.calls == 1
     assert peak_memory(lambda: np.ones(10**6)) >= 8 * 10**6
+
+
+def test_paired_ratio_takes_the_rounds_ratios():
+    """The median of the per-round ratios: a slow phase that takes both samples of a
+    round cancels in that round's ratio, where the ratio of the medians mixes rounds of
+    both phases; samples that do not pair fall back to the ratio of the medians."""
+    a = summarize([1.1, 2.2, 2.2])  # 10 % slower each round; the phase halves the speed
+    b = summarize([1.0, 1.0, 2.0])  # from round 2 for a, round 3 for b
+    assert a.samples == (1.1, 2.2, 2.2)
+    assert paired_ratio(a, b) == pytest.approx(1.1)
+    assert a.median / b.median == pytest.approx(2.2)
+    assert paired_ratio(a, summarize([1.0, 2.0])) == pytest.approx(2.2 / 1.5)
 
 
 def test_thread_counts_are_interleaved_round_by_round():
