@@ -248,9 +248,6 @@ class Function:
     array as its ``.grad`` instead of a copy.
     """
 
-    #: the plain backward's gradients are new arrays nothing else references
-    fresh_grads = False
-
     @staticmethod
     def forward(ctx, *args):
         raise NotImplementedError
