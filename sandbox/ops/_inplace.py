@@ -13,7 +13,9 @@ returns the tensor.  As in PyTorch:
 * **A non-leaf graph tensor** (or any tensor, when the other operand requires
   grad) is changed and *recorded*: the op's node takes the old value (its old
   place in the graph) as input and the tensor becomes that node's output, so
-  gradients flow through the write.  The node keeps its own copy of the old value.
+  gradients flow through the write.  The node keeps its own copy of the old value
+  (except ``relu_``'s, whose gradient needs only the result: it writes straight into
+  the tensor's array).
   A node recorded earlier that saved the tensor (``y = x.exp()`` saves ``y``)
   sees the version change and its backward raises PyTorch's "modified by an
   inplace operation" error.  A write into an indexing view ``h[i]`` of a graph
@@ -195,7 +197,26 @@ neg_ = _unary_("neg_", _arith.neg)
 exp_ = _unary_("exp_", _arith.exp)
 log_ = _unary_("log_", _arith.log)
 sqrt_ = _unary_("sqrt_", _arith.sqrt)
-relu_ = _unary_("relu_", _nonlinear.relu)
+
+
+def relu_(x):
+    """``x = x.relu()`` written into ``x``.
+
+    In the graph, unlike the other in-place ops, without a copy of the old value: ReLU's
+    gradient needs only its output, so the op writes straight into ``x``'s array and its
+    node saves that (a ResNet block's ``ReLU(inplace=True)`` after a batch norm had
+    copied the activation twice).  A view of another tensor takes the general path.
+    """
+    if (isinstance(x, Tensor) and _tracked(x, ()) and x.grad_fn is not None
+            and not (x._ver is not None and x._ver.view)):
+        old = Tensor._make(x._data, x.grad_fn, x._output_nr)  # x's place in the graph
+        out = _nonlinear.Relu.apply(old, True)
+        x.grad_fn, x._output_nr = out.grad_fn, out._output_nr
+        x._bump_version()  # nodes that saved x's old value refuse their backward
+        x.grad_fn._rebase_output(x._output_nr, x)  # the node's saved output is x
+        return x
+    return _apply(x, "relu_", _nonlinear.relu)
+
 sigmoid_ = _unary_("sigmoid_", _nonlinear.sigmoid)
 tanh_ = _unary_("tanh_", _nonlinear.tanh)
 

@@ -13,11 +13,19 @@ from ._util import normalize_axes
 
 
 class Relu(Function):
+    """``max(x, 0)``; with ``inplace``, written into ``x``'s own array (``relu_`` of a
+    graph tensor: the gradient needs only the output, so the old values need no copy)."""
+
     plain_backward_arrays = True  # outside create_graph, grad is an ndarray
 
     @staticmethod
-    def forward(ctx, x):
-        y = activation.relu(x)  # np.maximum(x, 0) on every thread
+    def forward(ctx, x, inplace=False):
+        y = activation.relu(x, out=x if inplace else None)  # on every thread
+        if inplace:
+            # a new array object over x's memory: the engine records it as this node's
+            # output (a saved output follows the tensor that comes to hold it, see
+            # _inplace.relu_), not as the input it also is
+            y = y.view()
         ctx.save_for_backward(y)  # the output is usually kept alive anyway; no mask copy
         return y
 
@@ -25,9 +33,9 @@ class Relu(Function):
     def backward(ctx, grad):
         if is_grad_enabled():  # create_graph: the product stays differentiable
             (y,) = ctx.saved_tensors
-            return grad * (y._data > 0)  # gradient 0 at x == 0, as torch
+            return grad * (y._data > 0), None  # gradient 0 at x == 0, as torch
         (y,) = ctx.saved_arrays
-        return activation.relu_backward(grad, y)
+        return activation.relu_backward(grad, y), None
 
 
 class LeakyRelu(Function):

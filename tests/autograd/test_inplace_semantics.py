@@ -150,7 +150,8 @@ def _graph_case(lib, x0, w0, op):
 
 
 @pytest.mark.parametrize("name", ["add_", "sub_", "mul_", "div_", "clamp_", "copy_", "fill0_",
-                                  "zero_", "sigmoid_", "tanh_", "abs_", "iadd", "imul", "pow_"])
+                                  "zero_", "sigmoid_", "tanh_", "abs_", "iadd", "imul", "pow_",
+                                  "relu_"])
 def test_in_place_on_a_graph_tensor_is_recorded_as_in_torch(torch, name):
     ops = {
         "add_": lambda h, w: h.add_(w, alpha=2.0),
@@ -167,6 +168,7 @@ def test_in_place_on_a_graph_tensor_is_recorded_as_in_torch(torch, name):
         "iadd": lambda h, w: h.__iadd__(w),
         "imul": lambda h, w: h.__imul__(w),
         "pow_": lambda h, w: h.pow_(3),
+        "relu_": lambda h, w: h.relu_(),
     }
     rng = np.random.default_rng(1)
     x0 = rng.standard_normal(5)
@@ -337,3 +339,72 @@ def test_in_place_into_a_base_whose_view_is_alive_is_refused():
     h.mul_(2.0)  # no view left: fine
     h.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0, 2.0])
+
+
+def _resnet_block(lib, x0, w0, inplace_twice=False):
+    """conv -> batch norm -> ReLU(inplace=True) -> conv, as torchvision's BasicBlock
+    writes it (the batch norm's output is a reshaped view in the sandbox)."""
+    x = lib.tensor(x0, requires_grad=True)
+    w = lib.tensor(w0, requires_grad=True)
+    h = lib.nn.functional.conv2d(x, w, padding=1)
+    h = lib.nn.functional.batch_norm(h, None, None, training=True)
+    out = lib.nn.functional.relu(h, inplace=True)
+    assert out is h
+    if inplace_twice:
+        h.add_(1.0)  # writes over the ReLU's saved output
+    y = lib.nn.functional.conv2d(h, w, padding=1)
+    y.sum().backward()
+    return h.detach().numpy(), x.grad.numpy(), w.grad.numpy()
+
+
+def test_in_place_relu_in_the_graph_writes_no_copy_and_trains_as_torch(torch, monkeypatch):
+    """relu_ of a graph tensor writes into the tensor's own array without keeping (or
+    copying back) its old value: ReLU's gradient needs only the output, which its node
+    saves; values and gradients as torch's, and a later write over that output is
+    refused at backward as in torch."""
+    import sandbox.ops._inplace as inplace
+
+    rng = np.random.default_rng(3)
+    x0 = rng.standard_normal((2, 3, 5, 5))
+    w0 = rng.standard_normal((3, 3, 3, 3))
+    copies = []
+    with monkeypatch.context() as patch:
+        general = inplace._apply
+        patch.setattr(inplace, "_apply", lambda *a, **k: copies.append(a[1]) or general(*a, **k))
+        ours = _resnet_block(sandbox, x0, w0)
+    assert not copies  # the general path (copy of the old value, copy back) did not run
+    for a, b in zip(ours, _resnet_block(torch, x0, w0), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+    for lib in (sandbox, torch):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            _resnet_block(lib, x0, w0, inplace_twice=True)
+    h = sandbox.tensor([0.5, -1.0, 2.0], requires_grad=True) * 1.0
+    before = h.numpy()
+    h.relu_()
+    assert h.numpy() is before and h.grad_fn.name() == "ReluBackward"
+
+
+def test_in_place_relu_keeps_the_version_rules(torch):
+    """A node that saved the old value refuses its backward (as torch); the in-place
+    ReLU is twice differentiable; a view of another tensor takes the general path."""
+    from sandbox.gradcheck import gradgradcheck
+
+    for lib in (sandbox, torch):
+        x = lib.tensor([0.5, -1.0], requires_grad=True)
+        y = x.exp() - 1.5  # Sub saves nothing; exp saved its output, not y
+        z = y * y  # saves y
+        y.relu_()
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            (z + y).sum().backward()
+
+    def f(x):
+        h = x * x - 0.3
+        h.relu_()
+        return h * x
+
+    x = sandbox.tensor(np.array([0.9, -0.2, 0.7, 1.3]), requires_grad=True)
+    assert gradcheck(f, (x,)) and gradgradcheck(f, (x,))
+    base = sandbox.tensor(np.array([[-1.0, 2.0], [3.0, -4.0]]), requires_grad=True) * 1.0
+    row = base[0]
+    row.relu_()  # recorded on base, as any in-place write into an indexing view
+    base.sum().backward()
