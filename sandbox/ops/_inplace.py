@@ -13,9 +13,9 @@ returns the tensor.  As in PyTorch:
 * **A non-leaf graph tensor** (or any tensor, when the other operand requires
   grad) is changed and *recorded*: the op's node takes the old value (its old
   place in the graph) as input and the tensor becomes that node's output, so
-  gradients flow through the write.  The node keeps its own copy of the old value
-  (except ``relu_``'s, whose gradient needs only the result: it writes straight into
-  the tensor's array).
+  gradients flow through the write.  The node keeps its own copy of the old value,
+  except where its gradient does not need it: ``add_`` and ``sub_`` read the tensor's
+  array itself, ``relu_`` writes straight into it (its gradient needs its result).
   A node recorded earlier that saved the tensor (``y = x.exp()`` saves ``y``)
   sees the version change and its backward raises PyTorch's "modified by an
   inplace operation" error.  A write into an indexing view ``h[i]`` of a graph
@@ -60,8 +60,13 @@ def _tracked(x, args) -> bool:
     return x._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args)
 
 
-def _apply(x, op, fn, *args, cast_check=True):
-    """Write ``fn(x, *args)`` (an out-of-place Tensor op) into ``x``; see the module doc."""
+def _apply(x, op, fn, *args, cast_check=True, keeps_old=True):
+    """Write ``fn(x, *args)`` (an out-of-place Tensor op) into ``x``; see the module doc.
+
+    ``keeps_old=False``: ``fn``'s node keeps nothing of ``x``'s old value (``add_``,
+    ``sub_``: their gradients are the incoming one), so it reads ``x``'s array itself
+    instead of a copy made for it.
+    """
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
     if _tracked(x, args):
@@ -76,7 +81,7 @@ def _apply(x, op, fn, *args, cast_check=True):
                 "is not supported (writes into x[i] itself are); use the out-of-place form "
                 "(x = x.op(...)) or clone() first"
             )
-        old = Tensor._make(x._data.copy(), x.grad_fn, x._output_nr)
+        old = Tensor._make(x._data.copy() if keeps_old else x._data, x.grad_fn, x._output_nr)
         old._requires_grad = x._requires_grad
         out = fn(old, *args)
         if cast_check:
@@ -130,11 +135,11 @@ def _ufunc_inplace(x, ufunc, other, op, to_float=False):
     return x
 
 
-def _binary_(name, fn, ufunc, to_float=False):
+def _binary_(name, fn, ufunc, to_float=False, keeps_old=True):
     def op_(x, other):
         if not _tracked(x, (other,)) and isinstance(x, Tensor):
             return _ufunc_inplace(x, ufunc, other, name, to_float)
-        return _apply(x, name, fn, other)
+        return _apply(x, name, fn, other, keeps_old=keeps_old)
 
     op_.__name__ = name
     op_.__doc__ = f"``x = x.{name[:-1]}(other)`` written into ``x`` (see the module doc)."
@@ -143,8 +148,8 @@ def _binary_(name, fn, ufunc, to_float=False):
 
 mul_ = _binary_("mul_", _arith.mul, np.multiply)
 div_ = _binary_("div_", _arith.div, np.true_divide, to_float=True)
-_add_ = _binary_("add_", _arith.add, np.add)
-_sub_ = _binary_("sub_", _arith.sub, np.subtract)
+_add_ = _binary_("add_", _arith.add, np.add, keeps_old=False)  # Add saves no operand
+_sub_ = _binary_("sub_", _arith.sub, np.subtract, keeps_old=False)
 
 
 def add_(x, other, *, alpha=1):

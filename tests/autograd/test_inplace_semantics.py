@@ -408,3 +408,29 @@ def test_in_place_relu_keeps_the_version_rules(torch):
     row = base[0]
     row.relu_()  # recorded on base, as any in-place write into an indexing view
     base.sum().backward()
+
+
+@pytest.mark.parametrize("write", ["iadd", "sub_", "relu_"])
+def test_in_place_writes_whose_gradient_needs_no_old_value_do_not_copy_it(write):
+    """``out += identity`` (a ResNet block's), ``sub_`` and ``relu_`` on a graph tensor
+    allocate at most the one result, not also a copy of the old value (numpy reports its
+    buffers to tracemalloc); gradients still flow to both operands."""
+    import tracemalloc
+
+    x = sandbox.tensor(np.ones((256, 1024), np.float32), requires_grad=True)  # 1 MiB
+    w = sandbox.tensor(np.full((256, 1024), 2.0, np.float32), requires_grad=True)
+    h = x * 3.0
+    ops = {"iadd": lambda: h.__iadd__(w), "sub_": lambda: h.sub_(w), "relu_": h.relu_}
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        ops[write]()
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.5 * h.numpy().nbytes, peak
+    h.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), 3.0)
+    if write != "relu_":
+        np.testing.assert_array_equal(w.grad.numpy(), 1.0 if write == "iadd" else -1.0)
