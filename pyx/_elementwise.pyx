@@ -29,6 +29,15 @@ cdef extern from *:
     SB_CLONES static void sb_relu_grad_##S(const T* restrict g, const T* restrict y,  \
             T* restrict out, Py_ssize_t n) {                                          \
         for (Py_ssize_t i = 0; i < n; i++) out[i] = g[i] * (T)(y[i] > 0); }          \
+    /* np.where(x > 0, x, x * s), s the slope in T (numpy's weak Python float) */     \
+    SB_CLONES static void sb_leaky_relu_##S(const T* restrict x, T* restrict out,     \
+            T s, Py_ssize_t n) {                                                      \
+        for (Py_ssize_t i = 0; i < n; i++) {                                           \
+            T v = x[i]; out[i] = v > 0 ? v : v * s; } }                               \
+    /* g * np.where(m > 0, 1, s): m the input, or the output for a slope >= 0 */       \
+    SB_CLONES static void sb_leaky_relu_grad_##S(const T* restrict g,                 \
+            const T* restrict m, T* restrict out, T s, Py_ssize_t n) {                \
+        for (Py_ssize_t i = 0; i < n; i++) out[i] = g[i] * (m[i] > 0 ? (T)1 : s); }  \
     /* out may be a (an in-place sum): no restrict, the compiler checks the overlap */ \
     SB_CLONES static void sb_add_##S(const T* a, const T* b, T* out, Py_ssize_t n) {   \
         for (Py_ssize_t i = 0; i < n; i++) out[i] = a[i] + b[i]; }
@@ -40,6 +49,12 @@ cdef extern from *:
     void sb_relu_grad_f(const float* g, const float* y, float* out, Py_ssize_t n) noexcept nogil
     void sb_relu_grad_d(const double* g, const double* y, double* out,
                         Py_ssize_t n) noexcept nogil
+    void sb_leaky_relu_f(const float* x, float* out, float s, Py_ssize_t n) noexcept nogil
+    void sb_leaky_relu_d(const double* x, double* out, double s, Py_ssize_t n) noexcept nogil
+    void sb_leaky_relu_grad_f(const float* g, const float* m, float* out, float s,
+                              Py_ssize_t n) noexcept nogil
+    void sb_leaky_relu_grad_d(const double* g, const double* m, double* out, double s,
+                              Py_ssize_t n) noexcept nogil
     void sb_add_f(const float* a, const float* b, float* out, Py_ssize_t n) noexcept nogil
     void sb_add_d(const double* a, const double* b, double* out, Py_ssize_t n) noexcept nogil
 
@@ -79,6 +94,44 @@ def relu_grad(const real[::1] g, const real[::1] y, real[::1] out, int num_threa
             sb_relu_grad_f(&g[start], &y[start], &out[start], min(BLOCK, n - start))
         else:
             sb_relu_grad_d(&g[start], &y[start], &out[start], min(BLOCK, n - start))
+
+
+def leaky_relu(const real[::1] x, real[::1] out, double slope, int num_threads):
+    """``out = np.where(x > 0, x, x * slope)`` elementwise, ``slope`` rounded to the
+    dtype first (as numpy takes a Python float).
+
+    x (IN), out (OUT): flat, same size and dtype; ``out`` may be ``x`` itself.
+    """
+    cdef Py_ssize_t n = x.shape[0], blocks = (n + BLOCK - 1) // BLOCK, b, start
+    cdef real s = <real> slope
+    if n == 0:
+        return
+    for b in prange(blocks, nogil=True, schedule="static", num_threads=num_threads):
+        start = b * BLOCK
+        if real is float:
+            sb_leaky_relu_f(&x[start], &out[start], s, min(BLOCK, n - start))
+        else:
+            sb_leaky_relu_d(&x[start], &out[start], s, min(BLOCK, n - start))
+
+
+def leaky_relu_grad(const real[::1] g, const real[::1] m, real[::1] out, double slope,
+                    int num_threads):
+    """``out = g * np.where(m > 0, 1, slope)`` elementwise (``slope`` in the dtype): the
+    gradient of the leaky ReLU through its input, or its output for a slope of at
+    least 0 (positive exactly where the input is).
+
+    g (IN), m (IN), out (OUT): flat, same size and dtype; ``out`` may be ``g``.
+    """
+    cdef Py_ssize_t n = g.shape[0], blocks = (n + BLOCK - 1) // BLOCK, b, start
+    cdef real s = <real> slope
+    if n == 0:
+        return
+    for b in prange(blocks, nogil=True, schedule="static", num_threads=num_threads):
+        start = b * BLOCK
+        if real is float:
+            sb_leaky_relu_grad_f(&g[start], &m[start], &out[start], s, min(BLOCK, n - start))
+        else:
+            sb_leaky_relu_grad_d(&g[start], &m[start], &out[start], s, min(BLOCK, n - start))
 
 
 def add_rows(const real[:, :] a, const real[:, :] b, real[:, :] out, int num_threads):

@@ -14,8 +14,10 @@ returns the tensor.  As in PyTorch:
   grad) is changed and *recorded*: the op's node takes the old value (its old
   place in the graph) as input and the tensor becomes that node's output, so
   gradients flow through the write.  The node keeps its own copy of the old value,
-  except where its gradient does not need it: ``add_`` and ``sub_`` read the tensor's
-  array itself, ``relu_`` writes straight into it (its gradient needs its result).
+  except where its gradient does not need it (``add_``, ``sub_``, ``neg_``, ``abs_``, and
+  ops whose node keeps the result: ``exp_``, ``sqrt_``, ``sigmoid_``, ``tanh_``,
+  ``leaky_relu_``): they read the tensor's array itself, and ``relu_`` writes straight
+  into it.
   A node recorded earlier that saved the tensor (``y = x.exp()`` saves ``y``)
   sees the version change and its backward raises PyTorch's "modified by an
   inplace operation" error.  A write into an indexing view ``h[i]`` of a graph
@@ -188,20 +190,22 @@ def clamp_(x, min=None, max=None):  # noqa: A002 - torch's argument names
     return _apply(x, "clamp_", lambda t: _arith.clamp(t, _value(min), _value(max)))
 
 
-def _unary_(name, fn):
+def _unary_(name, fn, keeps_old=True):
     def op_(x):
-        return _apply(x, name, fn)
+        return _apply(x, name, fn, keeps_old=keeps_old)
 
     op_.__name__ = name
     op_.__doc__ = f"``x = x.{name[:-1]}()`` written into ``x``."
     return op_
 
 
-abs_ = _unary_("abs_", _arith.abs)
-neg_ = _unary_("neg_", _arith.neg)
-exp_ = _unary_("exp_", _arith.exp)
+# keeps_old=False: the node keeps its result (exp, sqrt, sigmoid, tanh), a sign it
+# computed (abs) or nothing (neg), never the old value, which then needs no copy
+abs_ = _unary_("abs_", _arith.abs, keeps_old=False)
+neg_ = _unary_("neg_", _arith.neg, keeps_old=False)
+exp_ = _unary_("exp_", _arith.exp, keeps_old=False)
 log_ = _unary_("log_", _arith.log)
-sqrt_ = _unary_("sqrt_", _arith.sqrt)
+sqrt_ = _unary_("sqrt_", _arith.sqrt, keeps_old=False)
 
 
 def relu_(x):
@@ -222,13 +226,15 @@ def relu_(x):
         return x
     return _apply(x, "relu_", _nonlinear.relu)
 
-sigmoid_ = _unary_("sigmoid_", _nonlinear.sigmoid)
-tanh_ = _unary_("tanh_", _nonlinear.tanh)
+sigmoid_ = _unary_("sigmoid_", _nonlinear.sigmoid, keeps_old=False)
+tanh_ = _unary_("tanh_", _nonlinear.tanh, keeps_old=False)
 
 
 def leaky_relu_(x, negative_slope=0.01):
-    """``leaky_relu`` written into ``x``."""
-    return _apply(x, "leaky_relu_", lambda t: _nonlinear.leaky_relu(t, negative_slope))
+    """``leaky_relu`` written into ``x`` (without a copy of the old value for a slope of at
+    least 0, whose node keeps the result)."""
+    return _apply(x, "leaky_relu_", lambda t: _nonlinear.leaky_relu(t, negative_slope),
+                  keeps_old=negative_slope < 0)
 
 
 silu_ = _unary_("silu_", _nonlinear.silu)

@@ -39,16 +39,25 @@ class Relu(Function):
 
 
 class LeakyRelu(Function):
+    plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+
     @staticmethod
     def forward(ctx, x, slope):
         ctx.slope = slope
-        ctx.save_for_backward(x)
-        return np.where(x > 0, x, x * slope)
+        y = activation.leaky_relu(x, slope)  # np.where(x > 0, x, x * slope), every thread
+        # the gradient's mask x > 0: from the result where it tells the same (y > 0 just
+        # where x > 0 for a slope of at least 0), so an in-place call needs no old value
+        ctx.save_for_backward(y if slope >= 0 else x)
+        return y
 
     @staticmethod
     def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return grad * np.where(x._data > 0, 1.0, ctx.slope).astype(x.dtype), None
+        if is_grad_enabled():  # create_graph: the product stays differentiable
+            (mask_of,) = ctx.saved_tensors
+            mask = np.where(mask_of._data > 0, 1.0, ctx.slope).astype(mask_of.dtype)
+            return grad * mask, None
+        (mask_of,) = ctx.saved_arrays
+        return activation.leaky_relu_backward(grad, mask_of, ctx.slope), None
 
 
 def _sigmoid(x):

@@ -410,27 +410,43 @@ def test_in_place_relu_keeps_the_version_rules(torch):
     base.sum().backward()
 
 
-@pytest.mark.parametrize("write", ["iadd", "sub_", "relu_"])
+@pytest.mark.parametrize("write", ["iadd", "sub_", "relu_", "neg_", "abs_", "exp_", "sqrt_",
+                                   "sigmoid_", "tanh_", "leaky_relu_"])
 def test_in_place_writes_whose_gradient_needs_no_old_value_do_not_copy_it(write):
-    """``out += identity`` (a ResNet block's), ``sub_`` and ``relu_`` on a graph tensor
-    allocate at most the one result, not also a copy of the old value (numpy reports its
-    buffers to tracemalloc); gradients still flow to both operands."""
+    """``out += identity`` (a ResNet block's), ``sub_`` and the unary writes whose node
+    keeps its result, a sign or nothing take no more memory on a graph tensor than the
+    out-of-place op (numpy reports its buffers to tracemalloc): no copy of the old value
+    (1 MiB here) on top; gradients still flow to both operands."""
     import tracemalloc
+
+    import sandbox.functional as F
 
     x = sandbox.tensor(np.ones((256, 1024), np.float32), requires_grad=True)  # 1 MiB
     w = sandbox.tensor(np.full((256, 1024), 2.0, np.float32), requires_grad=True)
+    ops = {"iadd": lambda h: h.__iadd__(w), "sub_": lambda h: h.sub_(w)}
+    for name in ("relu_", "neg_", "abs_", "exp_", "sqrt_", "sigmoid_", "tanh_"):
+        ops[name] = getattr(sandbox.Tensor, name)
+    ops["leaky_relu_"] = lambda h: F.leaky_relu(h, 0.1, inplace=True)
+    out_of_place = {"iadd": lambda h: h + w, "sub_": lambda h: h - w,
+                    "leaky_relu_": lambda h: F.leaky_relu(h, 0.1)}
+
+    def peak(fn, h):
+        tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            before = tracemalloc.get_traced_memory()[0]
+            fn(h)
+            return tracemalloc.get_traced_memory()[1] - before
+        finally:
+            tracemalloc.stop()
+
+    plain = (out_of_place[write] if write in out_of_place
+             else getattr(sandbox.Tensor, write.rstrip("_")))
+    budget = peak(plain, x * 3.0)
     h = x * 3.0
-    ops = {"iadd": lambda: h.__iadd__(w), "sub_": lambda: h.sub_(w), "relu_": h.relu_}
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        before = tracemalloc.get_traced_memory()[0]
-        ops[write]()
-        peak = tracemalloc.get_traced_memory()[1] - before
-    finally:
-        tracemalloc.stop()
-    assert peak < 1.5 * h.numpy().nbytes, peak
+    assert peak(ops[write], h) < budget + 0.5 * h.numpy().nbytes
     h.sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), 3.0)
-    if write != "relu_":
+    if write in ("iadd", "sub_", "relu_", "leaky_relu_"):  # slopes 1 and 1 (x > 0)
+        np.testing.assert_array_equal(x.grad.numpy(), 3.0)
+    if write in ("iadd", "sub_"):
         np.testing.assert_array_equal(w.grad.numpy(), 1.0 if write == "iadd" else -1.0)
