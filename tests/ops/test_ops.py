@@ -355,3 +355,21 @@ def test_shape_errors_name_the_op(call, match):
 def test_index_error_names_the_shape():
     with pytest.raises(IndexError, match=r"getitem.*\(2, 3\)"):
         Tensor(np.ones((2, 3)))[5]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sigmoid_is_the_stable_where_form_bit_for_bit(dtype, torch):
+    """The stable sigmoid's numerator, ``max(e, x >= 0)`` with ``e = exp(-|x|)``, is
+    ``np.where(x >= 0, 1, e)`` bit for bit (signed zeros, infinities, NaN, underflow),
+    and the result is torch's within rounding."""
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.standard_normal(5000) * 6,
+                        [np.nan, -0.0, 0.0, np.inf, -np.inf, -200.0, 200.0, -1e-45]])
+    x = x.astype(dtype)
+    e = np.exp(-np.abs(x))
+    want = np.where(x >= 0, 1.0, e).astype(dtype) / (1.0 + e)
+    got = Tensor(x).sigmoid().numpy()
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    np.testing.assert_allclose(got, torch.sigmoid(torch.tensor(x)).numpy(), rtol=1e-6,
+                               atol=1e-30)
