@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Tensor, no_grad
+from ._norm import group_norm
 
 
 def _normalize(x, axes, eps):
@@ -42,7 +43,9 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     axes = tuple(range(2, input.ndim))
     bshape = (1, input.shape[1]) + (1,) * len(axes)
     if use_input_stats:
-        y = _normalize(input, axes, eps)
+        # a group norm of one channel a group: its kernels (one node, every thread) in
+        # place of the five-node composition, 3x slower
+        y = group_norm(input, input.shape[1], weight, bias, eps)
         if running_mean is not None:
             with no_grad():
                 data = input.numpy()
@@ -63,6 +66,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         rm = np.asarray(running_mean.numpy() if isinstance(running_mean, Tensor) else running_mean)
         rv = np.asarray(running_var.numpy() if isinstance(running_var, Tensor) else running_var)
         y = (input - rm.reshape(bshape)) / np.sqrt(rv.reshape(bshape) + eps)
-    if weight is not None:
-        y = y * weight.reshape(bshape)
-    return y + bias.reshape(bshape) if bias is not None else y
+        if weight is not None:
+            y = y * weight.reshape(bshape)
+        if bias is not None:
+            y = y + bias.reshape(bshape)
+    return y

@@ -26,7 +26,14 @@ from ._layers3d import AvgPool3d, BatchNorm3d, Conv3d, ConvTranspose3d, MaxPool3
 from ._loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from ._module import Module, Parameter
 from ._norm import BatchNorm2d, GroupNorm
-from ._norm_pool import AdaptiveAvgPool2d, AdaptiveMaxPool2d, Flatten, InstanceNorm2d, LayerNorm
+from ._norm_pool import (
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+    Flatten,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LayerNorm,
+)
 from ._unet import UNet
 from ._warp import SpatialTransformer, VecInt, Warp
 
@@ -53,6 +60,7 @@ __all__ = [
     "GroupNorm",
     "Identity",
     "InstanceNorm2d",
+    "InstanceNorm3d",
     "L1Loss",
     "LayerNorm",
     "LeakyReLU",

@@ -1,4 +1,4 @@
-"""LayerNorm, InstanceNorm2d and adaptive pooling layers (PyTorch's arguments and names)."""
+"""LayerNorm, InstanceNorm2d/3d and adaptive pooling layers (PyTorch's arguments and names)."""
 
 from __future__ import annotations
 
@@ -40,8 +40,11 @@ class LayerNorm(Module):
                 f"elementwise_affine={self.elementwise_affine}")
 
 
-class InstanceNorm2d(Module):
-    """Per-sample, per-channel normalisation of ``(N, C, H, W)`` (PyTorch's defaults: no affine)."""
+class _InstanceNorm(Module):
+    """Per-sample, per-channel normalisation over the spatial dims (PyTorch's defaults: no
+    affine, no running statistics); the subclasses fix the rank (``_spatial`` dims)."""
+
+    _spatial = 2
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
                  affine: bool = False, track_running_stats: bool = False, device=None,
@@ -69,14 +72,16 @@ class InstanceNorm2d(Module):
                 self.register_buffer(name, None)
 
     def forward(self, x):
-        if x.ndim not in (3, 4):
-            raise ValueError(f"InstanceNorm2d: expected a 3-d or 4-d input, got shape {x.shape}")
-        unbatched = x.ndim == 3
+        name, rank = type(self).__name__, self._spatial + 2
+        if x.ndim not in (rank - 1, rank):
+            raise ValueError(f"{name}: expected a {rank - 1}-d or {rank}-d input, got shape "
+                             f"{x.shape}")
+        unbatched = x.ndim == rank - 1
         if unbatched:
             x = x.unsqueeze(0)
         if x.shape[1] != self.num_features:
             raise ValueError(
-                f"InstanceNorm2d: expected {self.num_features} channels, got {x.shape[1]}"
+                f"{name}: expected {self.num_features} channels, got {x.shape[1]}"
             )
         # PyTorch's InstanceNorm keeps num_batches_tracked at 0 (only the batch norms count).
         use_input_stats = self.training or not self.track_running_stats
@@ -88,6 +93,18 @@ class InstanceNorm2d(Module):
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
                 f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Per-sample, per-channel normalisation of ``(N, C, H, W)`` (PyTorch's defaults: no
+    affine)."""
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Per-sample, per-channel normalisation of volumes ``(N, C, D, H, W)`` (PyTorch's
+    defaults: no affine)."""
+
+    _spatial = 3
 
 
 class AdaptiveAvgPool2d(Module):

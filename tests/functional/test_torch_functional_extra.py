@@ -128,6 +128,8 @@ def test_norms_gradcheck():
     w = Tensor(np.random.default_rng(10).standard_normal(3), requires_grad=True)
     gradcheck(lambda a, w_: F.layer_norm(a, 3, w_, None), (x, w))
     gradcheck(lambda a: F.instance_norm(a), (x,))
+    gradgradcheck(lambda a, w_: F.instance_norm(a, weight=w_), (x, Tensor(
+        np.random.default_rng(11).standard_normal(2), requires_grad=True)))
 
 
 def test_bce_and_l1_match_torch(torch):

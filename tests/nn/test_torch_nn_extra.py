@@ -216,3 +216,35 @@ def test_conv2d_string_padding_matches_torch(torch, padding, kernel, dilation, m
         nn.Conv2d(1, 1, 3, stride=2, padding="same")
     with pytest.raises(ValueError, match="'same' or 'valid'"):
         nn.Conv2d(1, 1, 3, padding="full")
+
+
+@pytest.mark.parametrize("dims", [2, 3])
+def test_instance_norm_runs_as_one_group_norm_node_and_matches_torch(dims, torch):
+    """InstanceNorm2d and InstanceNorm3d (affine, float32, a batch of two): one group-norm
+    node (a group a channel: its kernels, not the five-node composition), values and
+    every gradient as torch's; running statistics in eval mode as before; the rank and
+    channel count checked by name."""
+    cls, tcls = ((nn.InstanceNorm2d, torch.nn.InstanceNorm2d) if dims == 2
+                 else (nn.InstanceNorm3d, torch.nn.InstanceNorm3d))
+    shape = (2, 4) + (6,) * dims
+    x0 = RNG.standard_normal(shape).astype(np.float32) * 3 + 1
+    g0 = RNG.standard_normal(shape).astype(np.float32)
+    ours, theirs = cls(4, affine=True), tcls(4, affine=True)
+    with torch.no_grad():
+        for p in theirs.parameters():
+            p.uniform_(0.5, 1.5)
+    _copy_weights(ours, theirs)
+    x, tx = Tensor(x0, requires_grad=True), torch.tensor(x0, requires_grad=True)
+    out, tout = ours(x), theirs(tx)
+    assert out.grad_fn.name() == "GroupNormBackward"
+    out.backward(Tensor(g0))
+    tout.backward(torch.tensor(g0))
+    np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-3, atol=1e-4)
+    for name, p in ours.named_parameters():
+        np.testing.assert_allclose(p.grad.numpy(), dict(theirs.named_parameters())[name].grad,
+                                   rtol=1e-3, atol=1e-3, err_msg=name)
+    with pytest.raises(ValueError, match=f"InstanceNorm{dims}d: expected a"):
+        ours(Tensor(np.zeros((2, 4) + (3,) * (dims + 1), np.float32)))
+    with pytest.raises(ValueError, match=f"InstanceNorm{dims}d: expected 4 channels"):
+        ours(Tensor(np.zeros((2, 3) + (3,) * dims, np.float32)))
