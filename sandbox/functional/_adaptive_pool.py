@@ -43,6 +43,13 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002 - torch's argument na
     """Average ``input`` down (or up) to ``output_size`` (int, pair; None keeps a dim)."""
     oh, ow = _output_size(input, output_size, "adaptive_avg_pool2d")
     h, w = input.shape[-2:]
+    if h % oh == 0 and w % ow == 0:
+        # windows of one size side by side (a global average pool, 1x1, among them): a
+        # mean over each, one reduction, instead of two batched matmuls (of a (8, 16,
+        # 64, 64) input to 1x1, forward + backward 1.3-1.7 ms -> 0.3 on the AMD EPYC
+        # family 25 model 1 VM)
+        kh, kw = h // oh, w // ow
+        return input.reshape(*input.shape[:-2], oh, kh, ow, kw).mean(axis=(-3, -1))
     dtype = input.dtype
     a_h = _average_matrix(h, oh, dtype).astype(dtype)
     a_w = _average_matrix(w, ow, dtype).astype(dtype)

@@ -78,9 +78,10 @@ def test_one_hot_matches_torch_and_permutes_to_class_axis(torch):
         F.one_hot(Tensor(t.astype(np.float64)), 3)
 
 
-@pytest.mark.parametrize("size", [1, (3, 4), (None, 2), (5, 6), (7, 9)])
-def test_adaptive_pools_match_torch(torch, size):
-    x = np.random.default_rng(2).standard_normal((2, 3, 5, 6))
+@pytest.mark.parametrize("size", [1, (3, 4), (None, 2), (5, 6), (7, 9), (5, 3)])
+@pytest.mark.parametrize("batched", [True, False])
+def test_adaptive_pools_match_torch(torch, size, batched):
+    x = np.random.default_rng(2).standard_normal((2, 3, 5, 6) if batched else (3, 5, 6))
     _same_forward_backward(torch, lambda a: F.adaptive_avg_pool2d(a, size),
                            lambda a: torch.nn.functional.adaptive_avg_pool2d(a, size), x)
     _same_forward_backward(torch, lambda a: F.adaptive_max_pool2d(a, size),
@@ -94,6 +95,8 @@ def test_adaptive_pools_gradcheck():
     x = Tensor(np.random.default_rng(3).standard_normal((1, 2, 5, 4)), requires_grad=True)
     gradcheck(lambda a: F.adaptive_avg_pool2d(a, (3, 3)), (x,))
     gradgradcheck(lambda a: F.adaptive_avg_pool2d(a, (2, 3)), (x,))
+    for size in (1, (5, 2)):  # windows of one size: a mean over each
+        gradgradcheck(lambda a, size=size: F.adaptive_avg_pool2d(a, size), (x,))
     gradcheck(lambda a: F.adaptive_max_pool2d(a, (2, 3)), (x,))
 
 

@@ -1,0 +1,124 @@
+"""Everyday layers against PyTorch: forward + backward of one op through the public API.
+
+Activations, normalisations, pooling, dropout, softmax and elementwise arithmetic as a
+network written by hand calls them (``sandbox.functional`` and ``torch.nn.functional``),
+each on the same float32 input ((8, 16, 64, 64) unless ``--shape``), its output's
+gradient all ones; ours and PyTorch's calls interleaved in one process, medians of
+``--repeat``, at each ``--threads`` count.  ``ours/torch`` above 1: the sandbox is slower.
+An audit for the ops a UNet variant may use beyond the classic UNet's (where ``sandbox
+bench`` measures the step): the leaky ReLU of nnU-Net-style blocks ran 15-20x slower than
+PyTorch's before its kernel (docs/benchmarks.md).
+
+    python benchmarks/bench_ops_vs_torch.py --threads 1 2
+    python benchmarks/bench_ops_vs_torch.py --ops leaky_relu instance_norm --shape 2 16 32 32 32
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+
+def _ops(F, TF, torch):
+    """name -> (ours, PyTorch's) for an input tensor of the library."""
+    return {
+        "relu": (F.relu, TF.relu),
+        "leaky_relu": (lambda a: F.leaky_relu(a, 0.01), lambda a: TF.leaky_relu(a, 0.01)),
+        "silu": (F.silu, TF.silu),
+        "gelu": (F.gelu, TF.gelu),
+        "sigmoid": (F.sigmoid, torch.sigmoid),
+        "tanh": (F.tanh, torch.tanh),
+        "instance_norm": (F.instance_norm, TF.instance_norm),
+        "group_norm": (lambda a: F.group_norm(a, 4), lambda a: TF.group_norm(a, 4)),
+        "layer_norm": (lambda a: F.layer_norm(a, a.shape[-1:]),
+                       lambda a: TF.layer_norm(a, a.shape[-1:])),
+        "softmax": (lambda a: F.softmax(a, dim=1), lambda a: TF.softmax(a, dim=1)),
+        "dropout": (lambda a: F.dropout(a, 0.2, training=True),
+                    lambda a: TF.dropout(a, 0.2, training=True)),
+        "add": (lambda a: a + a, lambda a: a + a),
+        "mul": (lambda a: a * a, lambda a: a * a),
+        "mean": (lambda a: a.mean(), lambda a: a.mean()),
+    }
+
+
+def _spatial_ops(F, TF, nd):
+    """The ops that name their rank: pooling and resizing, 2-D or 3-D."""
+    pool = (F.avg_pool2d, F.max_pool2d, F.adaptive_avg_pool2d) if nd == 2 else (
+        F.avg_pool3d, F.max_pool3d, None)
+    tpool = (TF.avg_pool2d, TF.max_pool2d, TF.adaptive_avg_pool2d) if nd == 2 else (
+        TF.avg_pool3d, TF.max_pool3d, None)
+    mode = "bilinear" if nd == 2 else "trilinear"
+    out = {
+        "avg_pool": (lambda a: pool[0](a, 2), lambda a: tpool[0](a, 2)),
+        "max_pool": (lambda a: pool[1](a, 2), lambda a: tpool[1](a, 2)),
+        f"upsample_{mode}": (lambda a: F.interpolate(a, scale_factor=2, mode=mode),
+                             lambda a: TF.interpolate(a, scale_factor=2, mode=mode)),
+    }
+    if pool[2] is not None:
+        out["adaptive_avg_pool"] = (lambda a: pool[2](a, 1), lambda a: tpool[2](a, 1))
+    return out
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--shape", type=int, nargs="+", default=[8, 16, 64, 64])
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--ops", nargs="+", help="a subset of the ops, by name")
+    args = parser.parse_args(argv)
+
+    import torch
+    import torch.nn.functional as TF
+
+    import sandbox
+    import sandbox.functional as F
+    from sandbox.runtime import simd
+
+    shape = tuple(args.shape)
+    ops = {**_ops(F, TF, torch), **_spatial_ops(F, TF, len(shape) - 2)}
+    if args.ops:
+        unknown = sorted(set(args.ops) - set(ops))
+        if unknown:
+            raise SystemExit(f"unknown ops {unknown}; choose from {sorted(ops)}")
+        ops = {k: v for k, v in ops.items() if k in args.ops}
+    x0 = np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
+    print(f"cpu: {simd.cpu().describe()}; torch {torch.__version__}; input {shape} float32; "
+          f"ms per forward + backward, medians of {args.repeat} interleaved calls")
+    for threads in args.threads:
+        sandbox.set_num_threads(threads)
+        torch.set_num_threads(threads)
+        for name, (ours, theirs) in ops.items():
+            sx = sandbox.tensor(x0, requires_grad=True)
+            tx = torch.tensor(x0, requires_grad=True)
+            out_shape = tuple(ours(sx).shape)
+            sg = sandbox.from_numpy(np.ones(out_shape, np.float32))
+            tg = torch.ones(out_shape)
+
+            def run_ours(sx=sx, sg=sg, ours=ours):
+                sx.grad = None
+                t = time.perf_counter()
+                ours(sx).backward(sg)
+                return time.perf_counter() - t
+
+            def run_theirs(tx=tx, tg=tg, theirs=theirs):
+                tx.grad = None
+                t = time.perf_counter()
+                theirs(tx).backward(tg)
+                return time.perf_counter() - t
+
+            samples = ([], [])
+            for fn in (run_ours, run_theirs):
+                fn()
+            for _ in range(args.repeat):
+                samples[0].append(run_ours())
+                samples[1].append(run_theirs())
+            a, b = (statistics.median(s) * 1e3 for s in samples)
+            print(f"{threads} thread(s) {name:22s} ours {a:7.3f}  torch {b:7.3f}  "
+                  f"ours/torch {a / b:5.2f}")
+
+
+if __name__ == "__main__":
+    main()
