@@ -10,8 +10,11 @@ and the backward with ``dxhat = weight * dy``::
 
     dx = invstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
 
-Per-channel sums run over the contiguous last axis first (numpy's pairwise
-summation there keeps float32 accurate), then over the batch.
+The kernels (``pyx/_norm.pyx``, every thread) take sums in double.  Group norm runs
+batch norm's kernels on ``(1, N*G, K)`` views, where a group of a sample is one
+"channel" (its moments), and on ``(1, N*C, L)`` views for the affine passes and the
+backward's sums, with per-(sample, channel) scalars from numpy (numpy's passes, before,
+had made it 2-3x slower than PyTorch's).
 """
 
 from __future__ import annotations
@@ -57,16 +60,6 @@ def _check_eps(eps):
 def _view3(x):
     """(N, C, ...) -> contiguous (N, C, L)."""
     return contiguous(x).reshape(x.shape[0], x.shape[1], math.prod(x.shape[2:]))
-
-
-def _csum(a):
-    """Per-channel sum of (N, C, L) -> (C,)."""
-    return a.sum(axis=2).sum(axis=0)
-
-
-def _cdot(a, b):
-    """Per-channel sum of a * b for (N, C, L) arrays -> (C,)."""
-    return np.einsum("ncl,ncl->nc", a, b).sum(axis=0)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
@@ -297,19 +290,33 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """
     weight, bias = _check_group(input, num_groups, weight, bias, eps)
     n, c = input.shape[:2]
-    xg = np.ascontiguousarray(input).reshape(n, num_groups, -1)
-    k = xg.shape[2]
-    mean = xg.sum(axis=2) / xg.dtype.type(k)
-    xc = xg - mean[:, :, None]
-    var = np.einsum("ngk,ngk->ng", xc, xc) / xg.dtype.type(k)
-    invstd = 1 / np.sqrt(var + xg.dtype.type(eps))
-    xc *= invstd[:, :, None]
-    out = xc.reshape(n, c, -1)
-    if weight is not None:
-        out *= weight[:, None]
-    if bias is not None:
-        out += bias[:, None]
+    x = _view3(input)
+    dtype = x.dtype.type
+    threads = kernel_threads(x.size)
+    # the batch-norm kernels on (1, N*G, K) views: a group of a sample is a "channel"
+    # (moments in double, two passes), then the affine pass per (sample, channel) plane
+    mean64, var64 = np.empty(n * num_groups), np.empty(n * num_groups)
+    _kernels.channel_moments(x.reshape(1, n * num_groups, -1), mean64, var64, threads)
+    mean = mean64.astype(dtype).reshape(n, num_groups)
+    invstd = (1 / np.sqrt(var64 + eps)).astype(dtype).reshape(n, num_groups)
+    scale, shift = _group_affine(mean, invstd, c, weight, bias)
+    out = np.empty_like(x)
+    _kernels.affine(x.reshape(1, n * c, -1), scale.reshape(-1), shift.reshape(-1),
+                    out.reshape(1, n * c, -1), threads)
     return out.reshape(input.shape), mean, invstd
+
+
+def _group_affine(mean, invstd, c, weight, bias):
+    """Per (sample, channel): ``scale = invstd * weight`` and ``shift = bias - mean *
+    scale`` of group norm's ``y = (x - mean) * invstd * weight + bias``, the group's
+    statistics repeated over its channels; (N, C) each, C-contiguous."""
+    per_group = c // mean.shape[1]
+    inv_c = np.repeat(invstd, per_group, axis=1)
+    scale = inv_c if weight is None else inv_c * weight
+    shift = -np.repeat(mean, per_group, axis=1) * scale
+    if bias is not None:
+        shift += bias
+    return np.ascontiguousarray(scale), shift
 
 
 def group_norm_backward(grad_output, input, mean, invstd, num_groups, weight=None,
@@ -317,23 +324,37 @@ def group_norm_backward(grad_output, input, mean, invstd, num_groups, weight=Non
     """Gradients of :func:`group_norm` with respect to (input, weight, bias)."""
     _check_input(grad_output, "grad_output")
     n, c = input.shape[:2]
-    x3 = _view3(input)
-    g3 = _view3(grad_output)
-    ng = num_groups
-    xhat = (x3.reshape(n, ng, -1) - mean[:, :, None]) * invstd[:, :, None]
-    xhat3 = xhat.reshape(n, c, -1)
-    gw = _cdot(g3, xhat3) if needs[1] else None
-    gb = _csum(g3) if needs[2] else None
+    x, g = _view3(input), _view3(grad_output)
+    dtype = x.dtype.type
+    threads = kernel_threads(x.size)
+    ng, per_group, length = num_groups, c // num_groups, x.shape[2]
+    # sum(g) and sum(g * x) of every (sample, channel) plane, in double, in one pass
+    sum_g, sum_gx = np.empty(n * c), np.empty(n * c)
+    _kernels.channel_sums(g.reshape(1, n * c, -1), x.reshape(1, n * c, -1), sum_g, sum_gx,
+                          threads)
+    sum_g, sum_gx = sum_g.reshape(n, c), sum_gx.reshape(n, c)
+    mean_c = np.repeat(mean.astype(np.float64), per_group, axis=1)
+    inv_c = np.repeat(invstd.astype(np.float64), per_group, axis=1)
+    # sum(g * xhat) per plane, xhat = (x - mean) * invstd
+    sum_gxhat = inv_c * (sum_gx - mean_c * sum_g)
+    gw = sum_gxhat.sum(axis=0).astype(dtype) if needs[1] else None
+    gb = sum_g.sum(axis=0).astype(dtype) if needs[2] else None
     gx = None
     if needs[0]:
-        dxhat = g3 if weight is None else g3 * weight[:, None]
-        dxhat = dxhat.reshape(n, ng, -1)
-        k = dxhat.shape[2]
-        mean_d = dxhat.sum(axis=2) / dxhat.dtype.type(k)
-        mean_dx = np.einsum("ngk,ngk->ng", dxhat, xhat) / dxhat.dtype.type(k)
-        xhat *= mean_dx[:, :, None]
-        gx = dxhat - xhat
-        gx -= mean_d[:, :, None]
-        gx *= invstd[:, :, None]
-        gx = gx.reshape(input.shape)
+        w = np.ones(c) if weight is None else weight.astype(np.float64)
+        k = per_group * length
+        # dxhat = g * w: its mean and its mean against xhat, per (sample, group)
+        mean_d = (sum_g * w).reshape(n, ng, per_group).sum(axis=2) / k
+        mean_dx = (sum_gxhat * w).reshape(n, ng, per_group).sum(axis=2) / k
+        inv = invstd.astype(np.float64)
+        # gx = invstd * (dxhat - mean_d - xhat * mean_dx) = a * g + b * x + shift
+        a = inv_c * w
+        b = np.repeat(-inv * inv * mean_dx, per_group, axis=1)
+        shift = np.repeat(inv * (inv * mean_dx * mean.astype(np.float64) - mean_d), per_group,
+                          axis=1)
+        out = np.empty_like(g)
+        _kernels.affine2(g.reshape(1, n * c, -1), x.reshape(1, n * c, -1), None,
+                         *(np.ascontiguousarray(v.reshape(-1), dtype) for v in (a, b, shift)),
+                         out.reshape(1, n * c, -1), threads)
+        gx = out.reshape(input.shape)
     return gx, gw, gb

@@ -276,3 +276,30 @@ def test_per_channel_scalars_in_the_kernel_are_numpys_bits(dtype, affine, runnin
         else:
             assert a.dtype == e.dtype
             np.testing.assert_array_equal(a, e)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_group_norm_runs_the_batch_norm_kernels_with_the_same_bits_for_any_thread_count(
+        dtype, rng, monkeypatch):
+    """Group norm (and instance norm, a group a channel) takes its moments, sums and affine
+    passes from the batch-norm kernels on (1, N*G, K) views, not numpy's passes: the same
+    bits at 1-3 threads, forward and every gradient."""
+    from sandbox._C import _norm as kernels
+
+    calls = []
+    for name in ("channel_moments", "affine", "channel_sums", "affine2"):
+        original = getattr(kernels, name)
+        monkeypatch.setattr(kernels, name, lambda *a, _f=original, _n=name: calls.append(_n)
+                            or _f(*a))
+    x = (rng.standard_normal((3, 8, 9, 10)) * 2 + 1).astype(dtype)
+    g = rng.standard_normal(x.shape).astype(dtype)
+    w, b = (rng.standard_normal(8).astype(dtype) for _ in range(2))
+    runs = []
+    for threads in (1, 2, 3):
+        with sandbox.num_threads(threads):
+            out, mean, invstd = norm.group_norm(x, 4, w, b)
+            runs.append((out, *norm.group_norm_backward(g, x, mean, invstd, 4, w)))
+    assert {"channel_moments", "affine", "channel_sums", "affine2"} <= set(calls)
+    for run in runs[1:]:
+        for a, r in zip(run, runs[0], strict=True):
+            np.testing.assert_array_equal(a, r)
