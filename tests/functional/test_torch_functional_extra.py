@@ -203,3 +203,28 @@ def test_bce_gradcheck():
     p = Tensor(rng.uniform(0.1, 0.9, (2, 3)), requires_grad=True)
     t = Tensor(rng.uniform(0, 1, (2, 3)), requires_grad=True)
     gradcheck(lambda a, b: F.binary_cross_entropy(a, b), (p, t))
+
+
+def test_layer_norm_runs_as_a_group_norm_and_matches_torch_in_float32(torch):
+    """layer_norm is a group norm of one group a row (its kernels, one node) and the affine
+    ops: values and gradients as torch's in float32, twice differentiable, an empty input
+    as well."""
+    from sandbox.autograd import graph
+
+    rng = np.random.default_rng(15)
+    x0 = (rng.standard_normal((4, 7, 6, 10)) * 3 + 2).astype(np.float32)
+    w0, b0 = (rng.standard_normal((6, 10)).astype(np.float32) for _ in range(2))
+    g0 = rng.standard_normal(x0.shape).astype(np.float32)
+    x, w, b = (Tensor(a, requires_grad=True) for a in (x0, w0, b0))
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x0, w0, b0))
+    y = F.layer_norm(x, (6, 10), w, b)
+    ty = torch.nn.functional.layer_norm(tx, (6, 10), tw, tb)
+    assert "= GroupNormBackward(" in graph(y).text()
+    y.backward(Tensor(g0))
+    ty.backward(torch.tensor(g0))
+    np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+    for ours, theirs in ((x, tx), (w, tw), (b, tb)):
+        np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-3, atol=1e-3)
+    small = Tensor(rng.standard_normal((2, 3, 4)), requires_grad=True)
+    gradgradcheck(lambda a: F.layer_norm(a, 4), (small,))
+    assert F.layer_norm(Tensor(np.zeros((0, 4), np.float32)), 4).shape == (0, 4)
