@@ -153,6 +153,13 @@ def grouped_matmul(a, b, out, groups: int, trans_a: bool = False, trans_b: bool 
     (``op`` transposes when ``trans_a`` / ``trans_b``; ``blas_below`` as for
     :func:`matmul`)."""
     ra, rb, ro = a.shape[0] // groups, b.shape[0] // groups, out.shape[0] // groups
+    if groups > 1 and a.flags.c_contiguous and b.flags.c_contiguous and out.flags.c_contiguous:
+        # one batched call (each group's product as the loop below makes it): a depthwise
+        # convolution's 32 groups had cost 32 calls of 20 us of Python a chunk and pass
+        a3, b3 = a.reshape(groups, ra, -1), b.reshape(groups, rb, -1)
+        matmul(a3.transpose(0, 2, 1) if trans_a else a3, b3.transpose(0, 2, 1) if trans_b else b3,
+               out.reshape(groups, ro, -1), blas_below=blas_below)
+        return
     for g in range(groups):
         ag = a[g * ra:(g + 1) * ra]
         bg = b[g * rb:(g + 1) * rb]

@@ -226,3 +226,35 @@ def test_public_matmul_runs_the_avx2_kernel_when_selected(shape, rng):
     else:
         np.matmul(a, b, out=want[0])
     assert np.array_equal(out, want[0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("groups, rows, k, n", [(32, 1, 9, 500), (4, 8, 36, 100), (3, 5, 7, 9)])
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_grouped_matmul_batches_the_groups_with_the_loops_bits(dtype, groups, rows, k, n,
+                                                               trans_a, trans_b):
+    """Contiguous operands take one batched call (a depthwise convolution's groups), with
+    the bits of one matmul call a group, and the product's values."""
+    from sandbox.array._gemm import grouped_matmul, matmul
+
+    rng = np.random.default_rng(groups + rows)
+    a = rng.standard_normal((groups * (k if trans_a else rows), rows if trans_a else k))
+    b = rng.standard_normal((groups * (n if trans_b else k), k if trans_b else n))
+    a, b = a.astype(dtype), b.astype(dtype)
+    batched = np.empty((groups * rows, n), dtype)
+    grouped_matmul(a, b, batched, groups, trans_a, trans_b)
+    looped = np.empty_like(batched)
+    ra, rb = a.shape[0] // groups, b.shape[0] // groups
+    for g in range(groups):
+        ag, bg = a[g * ra:(g + 1) * ra], b[g * rb:(g + 1) * rb]
+        matmul(ag.T if trans_a else ag, bg.T if trans_b else bg,
+               looped[g * rows:(g + 1) * rows])
+    np.testing.assert_array_equal(batched, looped)
+    want = np.concatenate([
+        (a.reshape(groups, -1, a.shape[1])[i].T if trans_a else
+         a.reshape(groups, -1, a.shape[1])[i]).astype(np.float64)
+        @ (b.reshape(groups, -1, b.shape[1])[i].T if trans_b else
+           b.reshape(groups, -1, b.shape[1])[i]).astype(np.float64)
+        for i in range(groups)])
+    np.testing.assert_allclose(batched, want, rtol=1e-4, atol=1e-4)
