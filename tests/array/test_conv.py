@@ -1603,3 +1603,69 @@ def test_weight_gradient_products_take_every_thread(shapes, rng, monkeypatch):
             grads.append(conv.conv_backward(g, x, w, padding=pad, needs=(False, True, False))[1])
     assert threads and threads[-1] == 2
     np.testing.assert_array_equal(grads[0], grads[1])
+
+
+DEPTHWISE_CASES = [  # spatial shape, kernel, stride, padding, dilation
+    ((9, 11), 3, 1, 1, 1),
+    ((8, 8), 5, 2, 2, 1),
+    ((7, 5), 3, 3, 0, 1),
+    ((4, 4), 3, 2, 3, 2),
+    ((5, 6, 7), 3, 1, 1, 1),
+    ((6, 6, 6), 3, 2, 2, 2),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size, k, s, p, d", DEPTHWISE_CASES)
+def test_depthwise_convolutions_run_the_stencil(dtype, size, k, s, p, d, rng, torch,
+                                                monkeypatch):
+    """groups == in == out channels runs _depthwise's stencil (forward, input, weight and
+    bias gradients), not the im2col or vol2col loops, in 2-D and 3-D: values against
+    torch, the same bits for 1-3 threads."""
+    from sandbox.array.conv import _depthwise, _im2col, _vol2col
+
+    nd = len(size)
+    loops, run = (_im2col, conv._run2d) if nd == 2 else (_vol2col, conv._run3d)
+    calls = [_spy(monkeypatch, _depthwise, name) for name in ("forward", "input_grad",
+                                                              "weight_grad")]
+    spies = [_spy(monkeypatch, loops, "unfold_loop"), _spy(monkeypatch, loops, "fold_loop")]
+    monkeypatch.setattr(run, "unfold_loop", loops.unfold_loop)
+    monkeypatch.setattr(run, "fold_loop", loops.fold_loop)
+    c = 5
+    x = rng.standard_normal((2, c, *size)).astype(dtype)
+    w = rng.standard_normal((c, 1) + (k,) * nd).astype(dtype)
+    b = rng.standard_normal(c).astype(dtype)
+    opts = dict(stride=s, padding=p, dilation=d, groups=c)
+    y = conv.conv(x, w, b, **opts)
+    g = rng.standard_normal(y.shape).astype(dtype)
+    runs = []
+    for threads in (1, 2, 3):
+        with sandbox.num_threads(threads):
+            runs.append((conv.conv(x, w, b, **opts), *conv.conv_backward(g, x, w, **opts)))
+    assert all(calls) and not any(spies)
+    for result in runs[1:]:
+        for a, r in zip(result, runs[0], strict=True):
+            np.testing.assert_array_equal(a, r)
+    torch_conv = torch.nn.functional.conv2d if nd == 2 else torch.nn.functional.conv3d
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    torch_conv(tx, tw, tb, **opts).backward(torch.tensor(g))
+    want = (torch_conv(tx, tw, tb, **opts).detach(), tx.grad, tw.grad, tb.grad)
+    tol = 1e-4 if dtype == np.float32 else 1e-11
+    for ours, ref in zip(runs[0], want, strict=True):
+        ref = ref.numpy()
+        np.testing.assert_allclose(ours, ref, rtol=tol, atol=tol * np.abs(ref).max())
+
+
+def test_depthwise_convolution_gradcheck(rng):
+    """F.conv2d / F.conv3d with groups == channels: float64 finite differences."""
+    from sandbox.gradcheck import gradcheck
+
+    import sandbox.functional as F
+
+    for shape, fn in (((1, 3, 5, 6), F.conv2d), ((1, 2, 4, 4, 5), F.conv3d)):
+        nd = len(shape) - 2
+        x = sandbox.tensor(rng.standard_normal(shape), requires_grad=True)
+        w = sandbox.tensor(rng.standard_normal((shape[1], 1) + (3,) * nd), requires_grad=True)
+        b = sandbox.tensor(rng.standard_normal(shape[1]), requires_grad=True)
+        assert gradcheck(lambda a, w_, b_, fn=fn, c=shape[1]: fn(a, w_, b_, stride=2, padding=1,
+                                                                groups=c), (x, w, b))

@@ -13,6 +13,7 @@ import functools
 import numpy as np
 
 from ..copy import contiguous
+from . import _depthwise as depthwise
 from . import _pointwise as pointwise
 from . import _winograd as winograd
 from ._chunks import add_bias
@@ -65,6 +66,8 @@ def conv_forward(input, weight, bias, plan):
         winograd.winograd_conv3x3(x, u, y, geom.ph, geom.pw, chunk_threads(), bias)
     elif pointwise.eligible(plan):
         pointwise.forward(x, _wmat(weight), bias, y)
+    elif depthwise.eligible(plan, x.shape[1], y.shape[1]):
+        depthwise.forward(x, weight, bias, plan, y)
     else:
         unfold_loop(x, _wmat(weight), geom, ho, wo, groups, y=y, bias=bias)
     return y
@@ -82,6 +85,12 @@ def conv_backward(grad_output, input, weight, plan, needs):
             pointwise.input_grad(gout, _wmat(weight), gx)
         if needs[1]:
             gw = pointwise.weight_grad(a, gout).reshape(weight.shape)
+        return gx, gw, gout.sum(axis=(0, 2, 3)) if needs[2] else None
+    if depthwise.eligible(plan, input.shape[1], weight.shape[0]):  # a stencil a channel
+        if needs[0]:
+            depthwise.input_grad(gout, weight, plan, gx)
+        if needs[1]:
+            gw = depthwise.weight_grad(gout, a, plan, weight.shape)
         return gx, gw, gout.sum(axis=(0, 2, 3)) if needs[2] else None
     _, tile_dx, tile_dw = _tiles(plan, input, weight)
     wino = needs[0] and tile_dx

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ..copy import contiguous
+from . import _depthwise as depthwise
 from . import _pointwise as pointwise
 from . import _winograd as wino2d
 from . import _winograd3d as wino3d
@@ -46,6 +47,8 @@ def conv_forward(input, weight, bias, plan):
         wino3d.conv3x3x3(x, wino3d.weight_transforms(weight, False, tile), y, geom[6:9], bias)
     elif pointwise.eligible(plan):
         pointwise.forward(x, _wmat(weight), bias, y)
+    elif depthwise.eligible(plan, x.shape[1], c_out):
+        depthwise.forward(x, weight, bias, plan, y)
     else:
         unfold_loop(x, _wmat(weight), geom, out_size, groups, y=y, bias=bias)
     return y
@@ -62,6 +65,12 @@ def conv_backward(grad_output, input, weight, plan, needs):
             pointwise.input_grad(gout, _wmat(weight), gx)
         if needs[1]:
             gw = pointwise.weight_grad(a, gout).reshape(weight.shape)
+        return gx, gw, gout.sum(axis=(0, 2, 3, 4)) if needs[2] else None
+    if depthwise.eligible(plan, input.shape[1], weight.shape[0]):  # a stencil a channel
+        if needs[0]:
+            depthwise.input_grad(gout, weight, plan, gx)
+        if needs[1]:
+            gw = depthwise.weight_grad(gout, a, plan, weight.shape)
         return gx, gw, gout.sum(axis=(0, 2, 3, 4)) if needs[2] else None
     c_out, c_in = weight.shape[:2]
     h, w = input.shape[3:]

@@ -1,0 +1,225 @@
+# Directives: none in this file; setup.py's compiler_directives() sets them for every
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
+# Depthwise convolution (groups == in channels == out channels): each channel of each
+# sample is convolved with its own kernel, a stencil over one plane (2-D) or volume
+# (3-D, 2-D being depth 1), where im2col builds a column buffer kernel-size times the
+# input and runs a product of one row per group.  Arrays are (N, C, D, H, W); weights
+# (C, kd, kh, kw); stride, padding and dilation per axis.  Every loop below walks
+# output rows: for each tap, the outputs of a row whose input lies inside the volume
+# form one range, and a row primitive (C, below) runs over it: contiguous at stride
+# 1, so the compiler vectorises it.  Kernel contract: pyx/fused.pxd; the forward and
+# the input gradient own a (sample, channel) volume each, the weight gradient a
+# channel (its samples in order, sums in double): the same bits for any thread count.
+
+from cython.parallel cimport prange
+
+from fused cimport real
+
+cdef extern from "simd_clones.h":
+    pass  # SB_CLONES, used by the C below
+
+cdef extern from *:
+    """
+    /* One tap over a block of rows: rows r < m of the output (row pitch yp) take the
+     * input's rows (pitch xp), n outputs a row at input stride s.
+     * y[r][i] += w * x[r][i * s] (the forward), out[r][i * s] += w * g[r][i] (the
+     * input gradient) and sum(g[r][i] * x[r][i * s]) in double (the weight gradient). */
+    #define SB_DEPTHWISE(T, S)                                                         \
+    SB_CLONES static void sb_dw_gather_##S(T* restrict y, const T* restrict x, T w,    \
+            Py_ssize_t m, Py_ssize_t n, Py_ssize_t yp, Py_ssize_t xp, Py_ssize_t s) {  \
+        for (Py_ssize_t r = 0; r < m; r++) {                                           \
+            T* restrict yr = y + r * yp; const T* restrict xr = x + r * xp;            \
+            if (s == 1) { for (Py_ssize_t i = 0; i < n; i++) yr[i] += w * xr[i]; }     \
+            else { for (Py_ssize_t i = 0; i < n; i++) yr[i] += w * xr[i * s]; } } }    \
+    SB_CLONES static void sb_dw_scatter_##S(T* restrict out, const T* restrict g, T w, \
+            Py_ssize_t m, Py_ssize_t n, Py_ssize_t op, Py_ssize_t gp, Py_ssize_t s) {  \
+        for (Py_ssize_t r = 0; r < m; r++) {                                           \
+            T* restrict o = out + r * op; const T* restrict gr = g + r * gp;           \
+            if (s == 1) { for (Py_ssize_t i = 0; i < n; i++) o[i] += w * gr[i]; }      \
+            else { for (Py_ssize_t i = 0; i < n; i++) o[i * s] += w * gr[i]; } } }     \
+    SB_CLONES static double sb_dw_dot_##S(const T* restrict g, const T* restrict x,    \
+            Py_ssize_t m, Py_ssize_t n, Py_ssize_t gp, Py_ssize_t xp, Py_ssize_t s) {  \
+        double acc = 0;                                                                \
+        for (Py_ssize_t r = 0; r < m; r++) {                                           \
+            const T* restrict gr = g + r * gp; const T* restrict xr = x + r * xp;      \
+            for (Py_ssize_t i = 0; i < n; i++) acc += (double) gr[i] * xr[i * s]; }    \
+        return acc; }
+    SB_DEPTHWISE(float, f)
+    SB_DEPTHWISE(double, d)
+    """
+    void sb_dw_gather_f(float* y, const float* x, float w, Py_ssize_t m, Py_ssize_t n,
+                        Py_ssize_t yp, Py_ssize_t xp, Py_ssize_t s) noexcept nogil
+    void sb_dw_gather_d(double* y, const double* x, double w, Py_ssize_t m, Py_ssize_t n,
+                        Py_ssize_t yp, Py_ssize_t xp, Py_ssize_t s) noexcept nogil
+    void sb_dw_scatter_f(float* out, const float* g, float w, Py_ssize_t m, Py_ssize_t n,
+                         Py_ssize_t op, Py_ssize_t gp, Py_ssize_t s) noexcept nogil
+    void sb_dw_scatter_d(double* out, const double* g, double w, Py_ssize_t m, Py_ssize_t n,
+                         Py_ssize_t op, Py_ssize_t gp, Py_ssize_t s) noexcept nogil
+    double sb_dw_dot_f(const float* g, const float* x, Py_ssize_t m, Py_ssize_t n,
+                       Py_ssize_t gp, Py_ssize_t xp, Py_ssize_t s) noexcept nogil
+    double sb_dw_dot_d(const double* g, const double* x, Py_ssize_t m, Py_ssize_t n,
+                       Py_ssize_t gp, Py_ssize_t xp, Py_ssize_t s) noexcept nogil
+
+
+cdef inline void _span(Py_ssize_t out_len, Py_ssize_t in_len, Py_ssize_t stride,
+                       Py_ssize_t offset, Py_ssize_t* first, Py_ssize_t* last) noexcept nogil:
+    """The outputs ``o`` in ``[first, last)`` whose input ``o * stride + offset`` lies in
+    ``[0, in_len)`` (``last <= first``: none)."""
+    cdef Py_ssize_t lo = 0, hi
+    if offset < 0:
+        lo = (-offset + stride - 1) // stride
+    if in_len - 1 - offset < 0:
+        hi = 0
+    else:
+        hi = (in_len - 1 - offset) // stride + 1
+    first[0] = lo
+    last[0] = hi if hi < out_len else out_len
+
+
+def forward(const real[:, :, :, :, ::1] x, const real[:, :, :, ::1] w,
+            real[:, :, :, :, ::1] y, Py_ssize_t sd, Py_ssize_t sh, Py_ssize_t sw,
+            Py_ssize_t pd, Py_ssize_t ph, Py_ssize_t pw, Py_ssize_t dd, Py_ssize_t dh,
+            Py_ssize_t dw, int num_threads):
+    """``y[n, c] = sum over taps of w[c, tap] * x[n, c, shifted]`` (zero padding), the taps
+    added in order (depth, rows, columns) to every output.
+
+    x (IN) (N, C, D, H, W), w (IN) (C, kd, kh, kw), y (OUT) (N, C, Do, Ho, Wo).
+    """
+    cdef Py_ssize_t n_chan = x.shape[1], depth = x.shape[2], height = x.shape[3]
+    cdef Py_ssize_t width = x.shape[4], kd = w.shape[1], kh = w.shape[2], kw = w.shape[3]
+    cdef Py_ssize_t od_n = y.shape[2], oh_n = y.shape[3], ow_n = y.shape[4]
+    cdef Py_ssize_t plane, n, c, od, a, b, e, iz, h0, h1, o0, o1
+    for plane in prange(x.shape[0] * n_chan, nogil=True, schedule="static",
+                        num_threads=num_threads):
+        n = plane // n_chan
+        c = plane - n * n_chan
+        for od in range(od_n):
+            for h0 in range(oh_n):
+                for o0 in range(ow_n):
+                    y[n, c, od, h0, o0] = 0
+            for a in range(kd):
+                iz = od * sd - pd + a * dd
+                if iz < 0 or iz >= depth:
+                    continue
+                for b in range(kh):
+                    h0 = 0
+                    h1 = 0
+                    _span(oh_n, height, sh, b * dh - ph, &h0, &h1)
+                    if h1 <= h0:
+                        continue
+                    for e in range(kw):
+                        o0 = 0
+                        o1 = 0
+                        _span(ow_n, width, sw, e * dw - pw, &o0, &o1)
+                        if o1 <= o0:
+                            continue
+                        if real is float:
+                            sb_dw_gather_f(&y[n, c, od, h0, o0],
+                                           &x[n, c, iz, h0 * sh + b * dh - ph,
+                                              o0 * sw + e * dw - pw],
+                                           w[c, a, b, e], h1 - h0, o1 - o0, ow_n,
+                                           sh * width, sw)
+                        else:
+                            sb_dw_gather_d(&y[n, c, od, h0, o0],
+                                           &x[n, c, iz, h0 * sh + b * dh - ph,
+                                              o0 * sw + e * dw - pw],
+                                           w[c, a, b, e], h1 - h0, o1 - o0, ow_n,
+                                           sh * width, sw)
+
+
+def input_grad(const real[:, :, :, :, ::1] g, const real[:, :, :, ::1] w,
+               real[:, :, :, :, ::1] gx, Py_ssize_t sd, Py_ssize_t sh, Py_ssize_t sw,
+               Py_ssize_t pd, Py_ssize_t ph, Py_ssize_t pw, Py_ssize_t dd, Py_ssize_t dh,
+               Py_ssize_t dw, int num_threads):
+    """The forward's adjoint: ``gx[n, c, shifted] += w[c, tap] * g[n, c]`` over the taps,
+    each (sample, channel) volume zeroed and summed on one thread, in a fixed order.
+
+    g (IN) (N, C, Do, Ho, Wo), w (IN) (C, kd, kh, kw), gx (OUT) (N, C, D, H, W).
+    """
+    cdef Py_ssize_t n_chan = gx.shape[1], depth = gx.shape[2], height = gx.shape[3]
+    cdef Py_ssize_t width = gx.shape[4], kd = w.shape[1], kh = w.shape[2], kw = w.shape[3]
+    cdef Py_ssize_t od_n = g.shape[2], oh_n = g.shape[3], ow_n = g.shape[4]
+    cdef Py_ssize_t plane, n, c, od, a, b, e, iz, h0, h1, o0, o1
+    for plane in prange(gx.shape[0] * n_chan, nogil=True, schedule="static",
+                        num_threads=num_threads):
+        n = plane // n_chan
+        c = plane - n * n_chan
+        for iz in range(depth):
+            for h0 in range(height):
+                for o0 in range(width):
+                    gx[n, c, iz, h0, o0] = 0
+        for od in range(od_n):
+            for a in range(kd):
+                iz = od * sd - pd + a * dd
+                if iz < 0 or iz >= depth:
+                    continue
+                for b in range(kh):
+                    h0 = 0
+                    h1 = 0
+                    _span(oh_n, height, sh, b * dh - ph, &h0, &h1)
+                    if h1 <= h0:
+                        continue
+                    for e in range(kw):
+                        o0 = 0
+                        o1 = 0
+                        _span(ow_n, width, sw, e * dw - pw, &o0, &o1)
+                        if o1 <= o0:
+                            continue
+                        if real is float:
+                            sb_dw_scatter_f(&gx[n, c, iz, h0 * sh + b * dh - ph,
+                                                o0 * sw + e * dw - pw],
+                                            &g[n, c, od, h0, o0], w[c, a, b, e], h1 - h0,
+                                            o1 - o0, sh * width, ow_n, sw)
+                        else:
+                            sb_dw_scatter_d(&gx[n, c, iz, h0 * sh + b * dh - ph,
+                                                o0 * sw + e * dw - pw],
+                                            &g[n, c, od, h0, o0], w[c, a, b, e], h1 - h0,
+                                            o1 - o0, sh * width, ow_n, sw)
+
+
+def weight_grad(const real[:, :, :, :, ::1] g, const real[:, :, :, :, ::1] x,
+                real[:, :, :, ::1] gw, Py_ssize_t sd, Py_ssize_t sh, Py_ssize_t sw,
+                Py_ssize_t pd, Py_ssize_t ph, Py_ssize_t pw, Py_ssize_t dd, Py_ssize_t dh,
+                Py_ssize_t dw, int num_threads):
+    """``gw[c, tap] = sum over samples and outputs of g * x[shifted]``, each channel on one
+    thread, samples and depth planes in order, in double.
+
+    g (IN) (N, C, Do, Ho, Wo), x (IN) (N, C, D, H, W), gw (OUT) (C, kd, kh, kw).
+    """
+    cdef Py_ssize_t n_chan = x.shape[1], depth = x.shape[2], height = x.shape[3]
+    cdef Py_ssize_t width = x.shape[4], kd = gw.shape[1], kh = gw.shape[2], kw = gw.shape[3]
+    cdef Py_ssize_t od_n = g.shape[2], oh_n = g.shape[3], ow_n = g.shape[4]
+    cdef Py_ssize_t c, n, od, a, b, e, iz, h0, h1, o0, o1
+    cdef double acc
+    for c in prange(n_chan, nogil=True, schedule="static", num_threads=num_threads):
+        for a in range(kd):
+            for b in range(kh):
+                for e in range(kw):
+                    acc = 0
+                    h0 = 0
+                    h1 = 0
+                    o0 = 0
+                    o1 = 0
+                    _span(oh_n, height, sh, b * dh - ph, &h0, &h1)
+                    _span(ow_n, width, sw, e * dw - pw, &o0, &o1)
+                    if h1 > h0 and o1 > o0:
+                        for n in range(x.shape[0]):
+                            for od in range(od_n):
+                                iz = od * sd - pd + a * dd
+                                if iz < 0 or iz >= depth:
+                                    continue
+                                if real is float:
+                                    acc = acc + sb_dw_dot_f(
+                                        &g[n, c, od, h0, o0],
+                                        &x[n, c, iz, h0 * sh + b * dh - ph,
+                                           o0 * sw + e * dw - pw],
+                                        h1 - h0, o1 - o0, ow_n, sh * width, sw)
+                                else:
+                                    acc = acc + sb_dw_dot_d(
+                                        &g[n, c, od, h0, o0],
+                                        &x[n, c, iz, h0 * sh + b * dh - ph,
+                                           o0 * sw + e * dw - pw],
+                                        h1 - h0, o1 - o0, ow_n, sh * width, sw)
+                    gw[c, a, b, e] = <real> acc
