@@ -1,13 +1,14 @@
 """Everyday layers against PyTorch: forward + backward of one op through the public API.
 
-Activations, normalisations, pooling, dropout, softmax and elementwise arithmetic as a
-network written by hand calls them (``sandbox.functional`` and ``torch.nn.functional``),
-each on the same float32 input ((8, 16, 64, 64) unless ``--shape``), its output's
-gradient all ones; ours and PyTorch's calls interleaved in one process, medians of
-``--repeat``, at each ``--threads`` count.  ``ours/torch`` above 1: the sandbox is slower.
-An audit for the ops a UNet variant may use beyond the classic UNet's (where ``sandbox
-bench`` measures the step): the leaky ReLU of nnU-Net-style blocks ran 15-20x slower than
-PyTorch's before its kernel (docs/benchmarks.md).
+Activations, normalisations, pooling, a depthwise convolution, dropout, softmax and
+elementwise arithmetic as a network written by hand calls them (``sandbox.functional``
+and ``torch.nn.functional``), each on the same float32 input ((8, 16, 64, 64) unless
+``--shape``), its output's gradient all ones; ours and PyTorch's calls interleaved in
+one process, medians of ``--repeat``, at each ``--threads`` count.  ``ours/torch``
+above 1: the sandbox is slower.  An audit for the ops a UNet variant may use beyond the
+classic UNet's (where ``sandbox bench`` measures the step): the leaky ReLU of
+nnU-Net-style blocks ran 13-21x slower than PyTorch's before its kernel
+(docs/benchmarks.md).
 
     python benchmarks/bench_ops_vs_torch.py --threads 1 2
     python benchmarks/bench_ops_vs_torch.py --ops leaky_relu instance_norm --shape 2 16 32 32 32
@@ -44,8 +45,9 @@ def _ops(F, TF, torch):
     }
 
 
-def _spatial_ops(F, TF, nd):
-    """The ops that name their rank: pooling and resizing, 2-D or 3-D."""
+def _spatial_ops(F, TF, nd, channels, sandbox, torch):
+    """The ops that name their rank: pooling, resizing and a depthwise 3x3 convolution
+    (its weight a constant), 2-D or 3-D."""
     pool = (F.avg_pool2d, F.max_pool2d, F.adaptive_avg_pool2d) if nd == 2 else (
         F.avg_pool3d, F.max_pool3d, None)
     tpool = (TF.avg_pool2d, TF.max_pool2d, TF.adaptive_avg_pool2d) if nd == 2 else (
@@ -59,6 +61,11 @@ def _spatial_ops(F, TF, nd):
     }
     if pool[2] is not None:
         out["adaptive_avg_pool"] = (lambda a: pool[2](a, 1), lambda a: tpool[2](a, 1))
+    w = np.random.default_rng(1).standard_normal((channels, 1) + (3,) * nd, dtype=np.float32)
+    sw, tw = sandbox.tensor(w), torch.tensor(w)
+    conv, tconv = (F.conv2d, TF.conv2d) if nd == 2 else (F.conv3d, TF.conv3d)
+    out["depthwise_conv"] = (lambda a: conv(a, sw, padding=1, groups=channels),
+                             lambda a: tconv(a, tw, padding=1, groups=channels))
     return out
 
 
@@ -78,7 +85,7 @@ def main(argv=None) -> None:
     from sandbox.runtime import simd
 
     shape = tuple(args.shape)
-    ops = {**_ops(F, TF, torch), **_spatial_ops(F, TF, len(shape) - 2)}
+    ops = {**_ops(F, TF, torch), **_spatial_ops(F, TF, len(shape) - 2, shape[1], sandbox, torch)}
     if args.ops:
         unknown = sorted(set(args.ops) - set(ops))
         if unknown:
