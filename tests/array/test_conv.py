@@ -1669,3 +1669,60 @@ def test_depthwise_convolution_gradcheck(rng):
         b = sandbox.tensor(rng.standard_normal(shape[1]), requires_grad=True)
         assert gradcheck(lambda a, w_, b_, fn=fn, c=shape[1]: fn(a, w_, b_, stride=2, padding=1,
                                                                 groups=c), (x, w, b))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n, c, o, size, k", [
+    (8, 32, 16, (16, 16), 2),  # the original UNet's up-convolution
+    (2, 3, 5, (5, 7), 3),
+    (1, 4, 2, (3, 4), (2, 3)),
+])
+def test_transposed_convolutions_with_kernel_equal_to_stride_are_products_and_a_shuffle(
+        dtype, n, c, o, size, k, rng, torch, monkeypatch):
+    """A 2-D transposed convolution whose kernel equals its stride (no padding, dilation or
+    output padding) runs _patches (a 1x1 product and depth-to-space), not the im2col
+    loops: values and gradients against torch, the same bits for 1-3 threads; with an
+    output padding it takes the loops."""
+    from sandbox.array.conv import _im2col, _patches
+
+    calls = [_spy(monkeypatch, _patches, name) for name in ("transpose_forward",
+                                                            "transpose_backward")]
+    spies = [_spy(monkeypatch, _im2col, "unfold_loop"), _spy(monkeypatch, _im2col, "fold_loop")]
+    monkeypatch.setattr(conv._run2d, "unfold_loop", _im2col.unfold_loop)
+    monkeypatch.setattr(conv._run2d, "fold_loop", _im2col.fold_loop)
+    kk = (k, k) if isinstance(k, int) else k
+    x = rng.standard_normal((n, c, *size)).astype(dtype)
+    w = rng.standard_normal((c, o, *kk)).astype(dtype)
+    b = rng.standard_normal(o).astype(dtype)
+    y = conv.conv_transpose2d(x, w, b, stride=kk)
+    g = rng.standard_normal(y.shape).astype(dtype)
+    runs = []
+    for threads in (1, 2, 3):
+        with sandbox.num_threads(threads):
+            runs.append((conv.conv_transpose2d(x, w, b, stride=kk),
+                         *conv.conv_transpose2d_backward(g, x, w, stride=kk)))
+    assert all(calls) and not any(spies)
+    for result in runs[1:]:
+        for a, r in zip(result, runs[0], strict=True):
+            np.testing.assert_array_equal(a, r)
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    torch.nn.functional.conv_transpose2d(tx, tw, tb, stride=kk).backward(torch.tensor(g))
+    want = (torch.nn.functional.conv_transpose2d(tx, tw, tb, stride=kk).detach(), tx.grad,
+            tw.grad, tb.grad)
+    tol = 1e-4 if dtype == np.float32 else 1e-11
+    for ours, ref in zip(runs[0], want, strict=True):
+        ref = ref.numpy()
+        np.testing.assert_allclose(ours, ref, rtol=tol, atol=tol * np.abs(ref).max())
+    conv.conv_transpose2d(x, w, b, stride=kk, output_padding=1)  # not a shuffle: the loops
+    assert any(spies)
+
+
+def test_kernel_stride_transposed_convolution_gradcheck(rng):
+    from sandbox.gradcheck import gradcheck
+
+    import sandbox.functional as F
+
+    x = sandbox.tensor(rng.standard_normal((2, 3, 3, 4)), requires_grad=True)
+    w = sandbox.tensor(rng.standard_normal((3, 2, 2, 2)), requires_grad=True)
+    b = sandbox.tensor(rng.standard_normal(2), requires_grad=True)
+    assert gradcheck(lambda a, w_, b_: F.conv_transpose2d(a, w_, b_, stride=2), (x, w, b))

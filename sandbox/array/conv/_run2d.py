@@ -14,6 +14,7 @@ import numpy as np
 
 from ..copy import contiguous
 from . import _depthwise as depthwise
+from . import _patches as patches
 from . import _pointwise as pointwise
 from . import _winograd as winograd
 from ._chunks import add_bias
@@ -118,6 +119,8 @@ def conv_backward(grad_output, input, weight, plan, needs):
 def transpose_forward(input, weight, bias, plan):
     ho, wo = plan.out_size
     x = contiguous(input)
+    if patches.eligible(plan, input.shape[2:], (ho, wo)):  # kernel == stride: 1x1 + shuffle
+        return patches.transpose_forward(x, weight, bias, plan)
     y = np.empty((input.shape[0], weight.shape[1] * plan.groups, ho, wo), dtype=input.dtype)
     fold_loop(x, _wmat(weight), plan.geom, ho, wo, plan.groups, y=y)
     add_bias(y, bias)
@@ -127,6 +130,8 @@ def transpose_forward(input, weight, bias, plan):
 def transpose_backward(grad_output, input, weight, plan, needs):
     h, w = input.shape[2:]
     gout = contiguous(grad_output)
+    if patches.eligible(plan, (h, w), gout.shape[2:]):
+        return patches.transpose_backward(gout, contiguous(input), weight, plan, needs)
     gx = np.empty(input.shape, dtype=input.dtype) if needs[0] else None
     b = contiguous(input) if needs[1] else None
     gw = None
