@@ -78,55 +78,74 @@ cdef inline void _span(Py_ssize_t out_len, Py_ssize_t in_len, Py_ssize_t stride,
     last[0] = hi if hi < out_len else out_len
 
 
+cdef inline void _walk_taps(real* outs, real* ins, const real[:, :, :, ::1] w, Py_ssize_t c,
+                            Py_ssize_t od_n, Py_ssize_t oh_n, Py_ssize_t ow_n, Py_ssize_t depth,
+                            Py_ssize_t height, Py_ssize_t width, Py_ssize_t sd, Py_ssize_t sh,
+                            Py_ssize_t sw, Py_ssize_t pd, Py_ssize_t ph, Py_ssize_t pw,
+                            Py_ssize_t dd, Py_ssize_t dh, Py_ssize_t dw,
+                            bint scatter) noexcept nogil:
+    """Every tap of channel ``c``'s kernel over one (sample, channel) volume: ``outs`` the
+    output-shaped volume (Do, Ho, Wo), ``ins`` the input-shaped one (D, H, W).  The
+    forward gathers (``outs += w * ins[shifted]``), the input gradient scatters (``ins[
+    shifted] += w * outs``); one of the two is written, the other only read, so both
+    arrive as plain pointers.  Taps in order (depth, rows, columns), each over the block
+    of output rows and columns whose input lies inside the volume."""
+    cdef Py_ssize_t kd = w.shape[1], kh = w.shape[2], kw = w.shape[3]
+    cdef Py_ssize_t od, a, b, e, iz, h0 = 0, h1 = 0, o0 = 0, o1 = 0
+    cdef real* po
+    cdef real* pi
+    for od in range(od_n):
+        for a in range(kd):
+            iz = od * sd - pd + a * dd
+            if iz < 0 or iz >= depth:
+                continue
+            for b in range(kh):
+                _span(oh_n, height, sh, b * dh - ph, &h0, &h1)
+                if h1 <= h0:
+                    continue
+                for e in range(kw):
+                    _span(ow_n, width, sw, e * dw - pw, &o0, &o1)
+                    if o1 <= o0:
+                        continue
+                    po = outs + (od * oh_n + h0) * ow_n + o0
+                    pi = ins + (iz * height + h0 * sh + b * dh - ph) * width + o0 * sw + e * dw - pw
+                    if real is float:
+                        if scatter:
+                            sb_dw_scatter_f(pi, po, w[c, a, b, e], h1 - h0, o1 - o0,
+                                            sh * width, ow_n, sw)
+                        else:
+                            sb_dw_gather_f(po, pi, w[c, a, b, e], h1 - h0, o1 - o0, ow_n,
+                                           sh * width, sw)
+                    else:
+                        if scatter:
+                            sb_dw_scatter_d(pi, po, w[c, a, b, e], h1 - h0, o1 - o0,
+                                            sh * width, ow_n, sw)
+                        else:
+                            sb_dw_gather_d(po, pi, w[c, a, b, e], h1 - h0, o1 - o0, ow_n,
+                                           sh * width, sw)
+
+
 def forward(const real[:, :, :, :, ::1] x, const real[:, :, :, ::1] w,
             real[:, :, :, :, ::1] y, Py_ssize_t sd, Py_ssize_t sh, Py_ssize_t sw,
             Py_ssize_t pd, Py_ssize_t ph, Py_ssize_t pw, Py_ssize_t dd, Py_ssize_t dh,
             Py_ssize_t dw, int num_threads):
     """``y[n, c] = sum over taps of w[c, tap] * x[n, c, shifted]`` (zero padding), the taps
-    added in order (depth, rows, columns) to every output.
+    added in order to every output.
 
     x (IN) (N, C, D, H, W), w (IN) (C, kd, kh, kw), y (OUT) (N, C, Do, Ho, Wo).
     """
-    cdef Py_ssize_t n_chan = x.shape[1], depth = x.shape[2], height = x.shape[3]
-    cdef Py_ssize_t width = x.shape[4], kd = w.shape[1], kh = w.shape[2], kw = w.shape[3]
-    cdef Py_ssize_t od_n = y.shape[2], oh_n = y.shape[3], ow_n = y.shape[4]
-    cdef Py_ssize_t plane, n, c, od, a, b, e, iz, h0, h1, o0, o1
+    cdef Py_ssize_t n_chan = x.shape[1], plane, n, c, i
+    cdef Py_ssize_t size = y.shape[2] * y.shape[3] * y.shape[4]
     for plane in prange(x.shape[0] * n_chan, nogil=True, schedule="static",
                         num_threads=num_threads):
         n = plane // n_chan
         c = plane - n * n_chan
-        for od in range(od_n):
-            for h0 in range(oh_n):
-                for o0 in range(ow_n):
-                    y[n, c, od, h0, o0] = 0
-            for a in range(kd):
-                iz = od * sd - pd + a * dd
-                if iz < 0 or iz >= depth:
-                    continue
-                for b in range(kh):
-                    h0 = 0
-                    h1 = 0
-                    _span(oh_n, height, sh, b * dh - ph, &h0, &h1)
-                    if h1 <= h0:
-                        continue
-                    for e in range(kw):
-                        o0 = 0
-                        o1 = 0
-                        _span(ow_n, width, sw, e * dw - pw, &o0, &o1)
-                        if o1 <= o0:
-                            continue
-                        if real is float:
-                            sb_dw_gather_f(&y[n, c, od, h0, o0],
-                                           &x[n, c, iz, h0 * sh + b * dh - ph,
-                                              o0 * sw + e * dw - pw],
-                                           w[c, a, b, e], h1 - h0, o1 - o0, ow_n,
-                                           sh * width, sw)
-                        else:
-                            sb_dw_gather_d(&y[n, c, od, h0, o0],
-                                           &x[n, c, iz, h0 * sh + b * dh - ph,
-                                              o0 * sw + e * dw - pw],
-                                           w[c, a, b, e], h1 - h0, o1 - o0, ow_n,
-                                           sh * width, sw)
+        for i in range(size):
+            (&y[n, c, 0, 0, 0])[i] = 0
+        # x is only read: the walk gathers from it
+        _walk_taps(&y[n, c, 0, 0, 0], <real*> &x[n, c, 0, 0, 0], w, c, y.shape[2], y.shape[3],
+                   y.shape[4], x.shape[2], x.shape[3], x.shape[4], sd, sh, sw, pd, ph, pw,
+                   dd, dh, dw, False)
 
 
 def input_grad(const real[:, :, :, :, ::1] g, const real[:, :, :, ::1] w,
@@ -138,45 +157,18 @@ def input_grad(const real[:, :, :, :, ::1] g, const real[:, :, :, ::1] w,
 
     g (IN) (N, C, Do, Ho, Wo), w (IN) (C, kd, kh, kw), gx (OUT) (N, C, D, H, W).
     """
-    cdef Py_ssize_t n_chan = gx.shape[1], depth = gx.shape[2], height = gx.shape[3]
-    cdef Py_ssize_t width = gx.shape[4], kd = w.shape[1], kh = w.shape[2], kw = w.shape[3]
-    cdef Py_ssize_t od_n = g.shape[2], oh_n = g.shape[3], ow_n = g.shape[4]
-    cdef Py_ssize_t plane, n, c, od, a, b, e, iz, h0, h1, o0, o1
+    cdef Py_ssize_t n_chan = gx.shape[1], plane, n, c, i
+    cdef Py_ssize_t size = gx.shape[2] * gx.shape[3] * gx.shape[4]
     for plane in prange(gx.shape[0] * n_chan, nogil=True, schedule="static",
                         num_threads=num_threads):
         n = plane // n_chan
         c = plane - n * n_chan
-        for iz in range(depth):
-            for h0 in range(height):
-                for o0 in range(width):
-                    gx[n, c, iz, h0, o0] = 0
-        for od in range(od_n):
-            for a in range(kd):
-                iz = od * sd - pd + a * dd
-                if iz < 0 or iz >= depth:
-                    continue
-                for b in range(kh):
-                    h0 = 0
-                    h1 = 0
-                    _span(oh_n, height, sh, b * dh - ph, &h0, &h1)
-                    if h1 <= h0:
-                        continue
-                    for e in range(kw):
-                        o0 = 0
-                        o1 = 0
-                        _span(ow_n, width, sw, e * dw - pw, &o0, &o1)
-                        if o1 <= o0:
-                            continue
-                        if real is float:
-                            sb_dw_scatter_f(&gx[n, c, iz, h0 * sh + b * dh - ph,
-                                                o0 * sw + e * dw - pw],
-                                            &g[n, c, od, h0, o0], w[c, a, b, e], h1 - h0,
-                                            o1 - o0, sh * width, ow_n, sw)
-                        else:
-                            sb_dw_scatter_d(&gx[n, c, iz, h0 * sh + b * dh - ph,
-                                                o0 * sw + e * dw - pw],
-                                            &g[n, c, od, h0, o0], w[c, a, b, e], h1 - h0,
-                                            o1 - o0, sh * width, ow_n, sw)
+        for i in range(size):
+            (&gx[n, c, 0, 0, 0])[i] = 0
+        # g is only read: the walk scatters from it
+        _walk_taps(<real*> &g[n, c, 0, 0, 0], &gx[n, c, 0, 0, 0], w, c, g.shape[2], g.shape[3],
+                   g.shape[4], gx.shape[2], gx.shape[3], gx.shape[4], sd, sh, sw, pd, ph, pw,
+                   dd, dh, dw, True)
 
 
 def weight_grad(const real[:, :, :, :, ::1] g, const real[:, :, :, :, ::1] x,
