@@ -233,8 +233,9 @@ tanh_ = _unary_("tanh_", _nonlinear.tanh, keeps_old=False)
 def leaky_relu_(x, negative_slope=0.01):
     """``leaky_relu`` written into ``x`` (without a copy of the old value for a slope of at
     least 0, whose node keeps the result)."""
-    return _apply(x, "leaky_relu_", lambda t: _nonlinear.leaky_relu(t, negative_slope),
-                  keeps_old=negative_slope < 0)
+    slope = float(negative_slope)
+    return _apply(x, "leaky_relu_", lambda t: _nonlinear.LeakyRelu.apply(t, slope, True),
+                  keeps_old=slope < 0)
 
 
 silu_ = _unary_("silu_", _nonlinear.silu)

@@ -42,12 +42,14 @@ class LeakyRelu(Function):
     plain_backward_arrays = True  # outside create_graph, grad is an ndarray
 
     @staticmethod
-    def forward(ctx, x, slope):
+    def forward(ctx, x, slope, inplace=False):
         ctx.slope = slope
         y = activation.leaky_relu(x, slope)  # np.where(x > 0, x, x * slope), every thread
-        # the gradient's mask x > 0: from the result where it tells the same (y > 0 just
-        # where x > 0 for a slope of at least 0), so an in-place call needs no old value
-        ctx.save_for_backward(y if slope >= 0 else x)
+        # the gradient's mask x > 0.  As PyTorch: the input for the out-of-place op (so a
+        # later write into the result is allowed), the result for leaky_relu_, where it
+        # tells the same (y > 0 just where x > 0 for a slope of at least 0) and the old
+        # value then needs no copy
+        ctx.save_for_backward(y if inplace and slope >= 0 else x)
         return y
 
     @staticmethod
@@ -55,9 +57,9 @@ class LeakyRelu(Function):
         if is_grad_enabled():  # create_graph: the product stays differentiable
             (mask_of,) = ctx.saved_tensors
             mask = np.where(mask_of._data > 0, 1.0, ctx.slope).astype(mask_of.dtype)
-            return grad * mask, None
+            return grad * mask, None, None
         (mask_of,) = ctx.saved_arrays
-        return activation.leaky_relu_backward(grad, mask_of, ctx.slope), None
+        return activation.leaky_relu_backward(grad, mask_of, ctx.slope), None, None
 
 
 def _sigmoid(x):

@@ -450,3 +450,23 @@ def test_in_place_writes_whose_gradient_needs_no_old_value_do_not_copy_it(write)
         np.testing.assert_array_equal(x.grad.numpy(), 3.0)
     if write in ("iadd", "sub_"):
         np.testing.assert_array_equal(w.grad.numpy(), 1.0 if write == "iadd" else -1.0)
+
+
+def test_leaky_relu_saves_what_torch_saves(torch):
+    """The out-of-place leaky ReLU keeps its input (a later write into its result is
+    fine), leaky_relu_ its result (a later write into it is refused at backward), as in
+    PyTorch; the gradients match."""
+    import sandbox.functional as F
+
+    for lib, fn in ((sandbox, F), (torch, torch.nn.functional)):
+        x = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        y = fn.leaky_relu(x * 1.0, 0.1)
+        y.add_(1.0)
+        y.sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), [1.0, 0.1, 1.0], rtol=1e-6)
+        x = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        h = x * 1.0
+        fn.leaky_relu(h, 0.1, inplace=True)
+        h.add_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            h.sum().backward()
