@@ -361,6 +361,18 @@ def _spy(monkeypatch, module, name):
     return calls
 
 
+def _spy_loops(monkeypatch, nd):
+    """Spies on the rank's im2col or vol2col loops (as its runner calls them): a path
+    that should leave them alone asserts ``not any(...)`` of the result."""
+    from sandbox.array.conv import _im2col, _vol2col
+
+    loops, run = (_im2col, conv._run2d) if nd == 2 else (_vol2col, conv._run3d)
+    spies = [_spy(monkeypatch, loops, "unfold_loop"), _spy(monkeypatch, loops, "fold_loop")]
+    monkeypatch.setattr(run, "unfold_loop", loops.unfold_loop)
+    monkeypatch.setattr(run, "fold_loop", loops.fold_loop)
+    return spies
+
+
 def _g4_apply(a):
     """``G a`` over the first axis of ``a`` (3, ...) in float64, with the operations in
     the order of pyx/winograd/wino4_rows.h (sb_w4_wt): the F(4x4, 3x3) weight transform's
@@ -1470,15 +1482,12 @@ def test_pointwise_convolutions_are_batched_products(dtype, n, c, o, size, rng, 
     """A 1x1 (1x1x1) stride-1 unpadded ungrouped convolution runs _pointwise (forward,
     input, weight and bias gradients) in 2-D and 3-D alike, not the im2col or vol2col
     loops; values against torch, the same bits for any thread count."""
-    from sandbox.array.conv import _im2col, _pointwise, _vol2col
+    from sandbox.array.conv import _pointwise
 
     nd = len(size)
-    loops, run = (_im2col, conv._run2d) if nd == 2 else (_vol2col, conv._run3d)
     calls = [_spy(monkeypatch, _pointwise, name) for name in ("forward", "input_grad",
                                                               "weight_grad")]
-    spies = [_spy(monkeypatch, loops, "unfold_loop"), _spy(monkeypatch, loops, "fold_loop")]
-    monkeypatch.setattr(run, "unfold_loop", loops.unfold_loop)
-    monkeypatch.setattr(run, "fold_loop", loops.fold_loop)
+    spies = _spy_loops(monkeypatch, nd)
     x = rng.standard_normal((n, c, *size)).astype(dtype)
     wt = rng.standard_normal((o, c) + (1,) * nd).astype(dtype)
     b = rng.standard_normal(o).astype(dtype)
@@ -1622,15 +1631,12 @@ def test_depthwise_convolutions_run_the_stencil(dtype, size, k, s, p, d, rng, to
     """groups == in == out channels runs _depthwise's stencil (forward, input, weight and
     bias gradients), not the im2col or vol2col loops, in 2-D and 3-D: values against
     torch, the same bits for 1-3 threads."""
-    from sandbox.array.conv import _depthwise, _im2col, _vol2col
+    from sandbox.array.conv import _depthwise
 
     nd = len(size)
-    loops, run = (_im2col, conv._run2d) if nd == 2 else (_vol2col, conv._run3d)
     calls = [_spy(monkeypatch, _depthwise, name) for name in ("forward", "input_grad",
                                                               "weight_grad")]
-    spies = [_spy(monkeypatch, loops, "unfold_loop"), _spy(monkeypatch, loops, "fold_loop")]
-    monkeypatch.setattr(run, "unfold_loop", loops.unfold_loop)
-    monkeypatch.setattr(run, "fold_loop", loops.fold_loop)
+    spies = _spy_loops(monkeypatch, nd)
     c = 5
     x = rng.standard_normal((2, c, *size)).astype(dtype)
     w = rng.standard_normal((c, 1) + (k,) * nd).astype(dtype)
@@ -1683,13 +1689,11 @@ def test_transposed_convolutions_with_kernel_equal_to_stride_are_products_and_a_
     output padding) runs _patches (a 1x1 product and depth-to-space), not the im2col
     loops: values and gradients against torch, the same bits for 1-3 threads; with an
     output padding it takes the loops."""
-    from sandbox.array.conv import _im2col, _patches
+    from sandbox.array.conv import _patches
 
     calls = [_spy(monkeypatch, _patches, name) for name in ("transpose_forward",
                                                             "transpose_backward")]
-    spies = [_spy(monkeypatch, _im2col, "unfold_loop"), _spy(monkeypatch, _im2col, "fold_loop")]
-    monkeypatch.setattr(conv._run2d, "unfold_loop", _im2col.unfold_loop)
-    monkeypatch.setattr(conv._run2d, "fold_loop", _im2col.fold_loop)
+    spies = _spy_loops(monkeypatch, 2)
     kk = (k, k) if isinstance(k, int) else k
     x = rng.standard_normal((n, c, *size)).astype(dtype)
     w = rng.standard_normal((c, o, *kk)).astype(dtype)
