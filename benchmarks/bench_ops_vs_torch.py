@@ -1,14 +1,14 @@
 """Everyday layers against PyTorch: forward + backward of one op through the public API.
 
-Activations, normalisations, pooling, a depthwise convolution, dropout, softmax and
-elementwise arithmetic as a network written by hand calls them (``sandbox.functional``
-and ``torch.nn.functional``), each on the same float32 input ((8, 16, 64, 64) unless
-``--shape``), its output's gradient all ones; ours and PyTorch's calls interleaved in
-one process, medians of ``--repeat``, at each ``--threads`` count.  ``ours/torch``
-above 1: the sandbox is slower.  An audit for the ops a UNet variant may use beyond the
-classic UNet's (where ``sandbox bench`` measures the step): the leaky ReLU of
-nnU-Net-style blocks ran 13-21x slower than PyTorch's before its kernel
-(docs/benchmarks.md).
+Activations, normalisations, pooling, a depthwise convolution, an up-convolution,
+dropout, softmax and elementwise arithmetic as a network written by hand calls them
+(``sandbox.functional`` and ``torch.nn.functional``), each on the same float32 input
+((8, 16, 64, 64) unless ``--shape``), its output's gradient all ones; ours and
+PyTorch's calls interleaved in one process, medians of ``--repeat``, at each
+``--threads`` count.  ``ours/torch`` above 1: the sandbox is slower.  An audit for the
+ops a UNet variant may use beyond the classic UNet's (where ``sandbox bench`` measures
+the step): the leaky ReLU of nnU-Net-style blocks ran 13-21x slower than PyTorch's
+before its kernel (docs/benchmarks.md).
 
     python benchmarks/bench_ops_vs_torch.py --threads 1 2
     python benchmarks/bench_ops_vs_torch.py --ops leaky_relu instance_norm --shape 2 16 32 32 32
@@ -46,8 +46,8 @@ def _ops(F, TF, torch):
 
 
 def _spatial_ops(F, TF, nd, channels, sandbox, torch):
-    """The ops that name their rank: pooling, resizing and a depthwise 3x3 convolution
-    (its weight a constant), 2-D or 3-D."""
+    """The ops that name their rank: pooling, resizing, a depthwise 3x3 convolution and an
+    up-convolution (kernel 2, stride 2; their weights constants), 2-D or 3-D."""
     pool = (F.avg_pool2d, F.max_pool2d, F.adaptive_avg_pool2d) if nd == 2 else (
         F.avg_pool3d, F.max_pool3d, None)
     tpool = (TF.avg_pool2d, TF.max_pool2d, TF.adaptive_avg_pool2d) if nd == 2 else (
@@ -66,6 +66,13 @@ def _spatial_ops(F, TF, nd, channels, sandbox, torch):
     conv, tconv = (F.conv2d, TF.conv2d) if nd == 2 else (F.conv3d, TF.conv3d)
     out["depthwise_conv"] = (lambda a: conv(a, sw, padding=1, groups=channels),
                              lambda a: tconv(a, tw, padding=1, groups=channels))
+    # the original UNet's up-convolution: kernel 2, stride 2, half the channels
+    u = np.random.default_rng(2).standard_normal((channels, max(channels // 2, 1)) + (2,) * nd,
+                                                 dtype=np.float32)
+    su, tu = sandbox.tensor(u), torch.tensor(u)
+    up, tup = ((F.conv_transpose2d, TF.conv_transpose2d) if nd == 2
+               else (F.conv_transpose3d, TF.conv_transpose3d))
+    out["up_conv"] = (lambda a: up(a, su, stride=2), lambda a: tup(a, tu, stride=2))
     return out
 
 

@@ -6,10 +6,10 @@
 # sample is convolved with its own kernel, a stencil over one plane (2-D) or volume
 # (3-D, 2-D being depth 1), where im2col builds a column buffer kernel-size times the
 # input and runs a product of one row per group.  Arrays are (N, C, D, H, W); weights
-# (C, kd, kh, kw); stride, padding and dilation per axis.  Every loop below walks
-# output rows: for each tap, the outputs of a row whose input lies inside the volume
-# form one range, and a row primitive (C, below) runs over it: contiguous at stride
-# 1, so the compiler vectorises it.  Kernel contract: pyx/fused.pxd; the forward and
+# (C, kd, kh, kw); stride, padding and dilation per axis.  Every loop below walks the
+# taps: for each, the block of output rows and columns whose input lies inside the
+# volume (``_span`` per axis), and a primitive (C, below) runs over that block row by
+# row: contiguous at stride 1, so the compiler vectorises it.  Kernel contract: pyx/fused.pxd; the forward and
 # the input gradient own a (sample, channel) volume each, the weight gradient a
 # channel (its samples in order, sums in double): the same bits for any thread count.
 

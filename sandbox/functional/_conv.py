@@ -41,12 +41,6 @@ def _array(t):
     return t.numpy() if isinstance(t, Tensor) else t
 
 
-def _params(plan):
-    """``(stride, padding, dilation)`` of a plan, ``nd`` ints each."""
-    nd, geom = plan.nd, tuple(plan.geom)
-    return geom[nd:2 * nd], geom[2 * nd:3 * nd], geom[3 * nd:]
-
-
 def _apply_conv(x, weight, bias, stride, padding, dilation, groups, nd):
     plan = _conv.plan_conv(x.numpy(), weight.numpy(), _array(bias), stride, padding, dilation,
                            groups, nd=nd)
@@ -91,7 +85,7 @@ def _backward(ctx, grad, array_backward, input_grad, weight_grad):
 
 def _conv_input_grad(grad, weight, input_shape, plan):
     """``d/dx <conv(x, w), g>`` as a differentiable ``conv_transpose`` of ``g``."""
-    s, p, d = _params(plan)
+    s, p, d = plan.stride, plan.padding, plan.dilation
     k, out, size = weight.shape[2:], grad.shape[2:], input_shape[2:]
     # conv drops the last (size + 2p - d(k-1) - 1) % s inputs of each axis from its
     # windows; output_padding (always < stride) restores them in the transpose.
@@ -102,7 +96,7 @@ def _conv_input_grad(grad, weight, input_shape, plan):
 
 def _transpose_input_grad(grad, weight, input_shape, plan):
     """``d/dx <conv_transpose(x, w), g>`` as a differentiable ``conv`` of ``g``."""
-    s, p, d = _params(plan)
+    s, p, d = plan.stride, plan.padding, plan.dilation
     gx = _apply_conv(grad, weight, None, s, p, d, plan.groups, plan.nd)
     size = tuple(input_shape[2:])
     if gx.shape[2:] != size:  # output_padding >= stride: inputs no window reaches

@@ -49,7 +49,6 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if input.ndim < 3:
         raise ValueError(f"instance_norm: expected an (N, C, ...) input, got shape {input.shape}")
     axes = tuple(range(2, input.ndim))
-    bshape = (1, input.shape[1]) + (1,) * len(axes)
     if use_input_stats:
         # a group norm of one channel a group: its kernels (one node, every thread) in
         # place of the five-node composition, 3x slower
@@ -73,6 +72,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             )
         rm = np.asarray(running_mean.numpy() if isinstance(running_mean, Tensor) else running_mean)
         rv = np.asarray(running_var.numpy() if isinstance(running_var, Tensor) else running_var)
+        bshape = (1, input.shape[1]) + (1,) * len(axes)
         y = (input - rm.reshape(bshape)) / np.sqrt(rv.reshape(bshape) + eps)
         if weight is not None:
             y = y * weight.reshape(bshape)

@@ -95,11 +95,7 @@ def _apply(x, op, fn, *args, cast_check=True, keeps_old=True):
             _shape.write_through_view(x, out, entry)
             return x
         np.copyto(x._data, out._data)
-        x.grad_fn, x._output_nr, x._requires_grad = out.grad_fn, out._output_nr, out._requires_grad
-        x._bump_version()
-        if x.grad_fn is not None:  # the node saved its result (sigmoid_ ...): that is x now
-            x.grad_fn._rebase_output(x._output_nr, x)
-        return x
+        return _take_place(x, out)
     else:
         with no_grad():
             out = fn(x, *args)
@@ -108,6 +104,18 @@ def _apply(x, op, fn, *args, cast_check=True, keeps_old=True):
         _check_shape(out, x, op)
         np.copyto(x._data, out._data, casting="unsafe")
     x._bump_version()
+    return x
+
+
+def _take_place(x, out):
+    """``x``, written in place with ``out``'s values, takes ``out``'s place in the graph:
+    its node and output number, a new version (nodes that saved the old value refuse
+    their backward), and the node's saved result, if it saved one (sigmoid_, relu_ ...),
+    is ``x`` now."""
+    x.grad_fn, x._output_nr, x._requires_grad = out.grad_fn, out._output_nr, out._requires_grad
+    x._bump_version()
+    if x.grad_fn is not None:
+        x.grad_fn._rebase_output(x._output_nr, x)
     return x
 
 
@@ -208,6 +216,10 @@ log_ = _unary_("log_", _arith.log)
 sqrt_ = _unary_("sqrt_", _arith.sqrt, keeps_old=False)
 
 
+sigmoid_ = _unary_("sigmoid_", _nonlinear.sigmoid, keeps_old=False)
+tanh_ = _unary_("tanh_", _nonlinear.tanh, keeps_old=False)
+
+
 def relu_(x):
     """``x = x.relu()`` written into ``x``.
 
@@ -219,15 +231,8 @@ def relu_(x):
     if (isinstance(x, Tensor) and _tracked(x, ()) and x.grad_fn is not None
             and not (x._ver is not None and x._ver.view)):
         old = Tensor._make(x._data, x.grad_fn, x._output_nr)  # x's place in the graph
-        out = _nonlinear.Relu.apply(old, True)
-        x.grad_fn, x._output_nr = out.grad_fn, out._output_nr
-        x._bump_version()  # nodes that saved x's old value refuse their backward
-        x.grad_fn._rebase_output(x._output_nr, x)  # the node's saved output is x
-        return x
+        return _take_place(x, _nonlinear.Relu.apply(old, True))
     return _apply(x, "relu_", _nonlinear.relu)
-
-sigmoid_ = _unary_("sigmoid_", _nonlinear.sigmoid, keeps_old=False)
-tanh_ = _unary_("tanh_", _nonlinear.tanh, keeps_old=False)
 
 
 def leaky_relu_(x, negative_slope=0.01):

@@ -13,8 +13,8 @@ def test_prints_a_row_an_op_and_count(capsys, torch):
     rows = [ln for ln in capsys.readouterr().out.splitlines() if "ours/torch" in ln]
     assert len(rows) == 6
     assert all(float(r.split()[-1]) > 0 for r in rows)
-    module.main(["--threads", "1", "--shape", "1", "2", "4", "4", "4", "--repeat", "1",
-                 "--ops", "max_pool", "upsample_trilinear", "depthwise_conv"])  # the 3-D forms
-    assert capsys.readouterr().out.count("ours/torch") == 3
+    module.main(["--threads", "1", "--shape", "1", "2", "4", "4", "4", "--repeat", "1",  # 3-D
+                 "--ops", "max_pool", "upsample_trilinear", "depthwise_conv", "up_conv"])
+    assert capsys.readouterr().out.count("ours/torch") == 4
     with pytest.raises(SystemExit, match="unknown ops"):
         module.main(["--ops", "nope"])

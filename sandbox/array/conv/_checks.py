@@ -76,6 +76,23 @@ class ConvPlan(NamedTuple):
     #: ``output_padding`` (transposed convolutions only)
     output_padding: tuple = ()
 
+    @property
+    def kernel(self) -> tuple:
+        """The kernel size, ``nd`` ints."""
+        return tuple(self.geom[:self.nd])
+
+    @property
+    def stride(self) -> tuple:
+        return tuple(self.geom[self.nd:2 * self.nd])
+
+    @property
+    def padding(self) -> tuple:
+        return tuple(self.geom[2 * self.nd:3 * self.nd])
+
+    @property
+    def dilation(self) -> tuple:
+        return tuple(self.geom[3 * self.nd:4 * self.nd])
+
 
 def conv_out(size: int, k: int, s: int, p: int, d: int) -> int:
     return (size + 2 * p - d * (k - 1) - 1) // s + 1

@@ -7,9 +7,10 @@ overlap, so the op is a 1x1 convolution to ``O * k*k`` channels (the batched pro
 ``_pointwise``) followed by depth-to-space, a permutation; the input gradient is
 space-to-depth and the 1x1 product back, the weight gradient the 1x1 weight gradient
 of those.  im2col ran it as a column buffer, a fold and chunk loops: about 1 ms a pass
-whatever the layer's size, where these take a product and one copy (2-D, batch 8, 2
-threads, new over old time: forward 0.78-0.91, input gradient 0.54-0.89, weight gradient
-0.64-0.67 on the AMD EPYC family 25 model 1 VM).  Written for any rank, run in 2-D: 3-D's
+whatever the layer's size, where these take a product and one copy (2-D, batch 8,
+32->16 @32, 64->32 @16 and 128->64 @8, new over old time on the AMD EPYC family 25
+model 1 VM: forward 0.76-1.07 at 1 thread and 0.78-0.91 at 2, input gradient 0.60-0.81
+and 0.54-0.89, weight gradient 0.58-0.79 and 0.64-0.67).  Written for any rank, run in 2-D: 3-D's
 permutations cost more than vol2col's loops save (1.2-1.6 of the time at (2, 32, 16^3)).
 """
 
@@ -29,10 +30,9 @@ __all__ = ["eligible", "transpose_backward", "transpose_forward"]
 def eligible(plan, in_size, out_size) -> bool:
     """Whether a transposed convolution is kernel == stride, no padding, dilation 1, one
     group, and its output exactly ``in_size * kernel`` (no output padding)."""
-    nd, geom = plan.nd, tuple(plan.geom)
-    kernel, stride = geom[:nd], geom[nd:2 * nd]
-    return (plan.groups == 1 and kernel == stride and geom[2 * nd:3 * nd] == (0,) * nd
-            and geom[3 * nd:4 * nd] == (1,) * nd
+    kernel = plan.kernel
+    return (plan.groups == 1 and kernel == plan.stride and plan.padding == (0,) * plan.nd
+            and plan.dilation == (1,) * plan.nd
             and tuple(out_size) == tuple(s * k for s, k in zip(in_size, kernel, strict=True)))
 
 
@@ -63,7 +63,7 @@ def _to_depth(y, kernel):
                                                                 *size)
 
 
-def transpose_forward(x, weight, bias, plan):
+def transpose_forward(x, weight, bias):
     """``conv_transpose(x, weight, bias)``: ``x`` (N, C, *size) C-contiguous, ``weight``
     (C, O, *kernel)."""
     kernel = tuple(weight.shape[2:])
@@ -76,7 +76,7 @@ def transpose_forward(x, weight, bias, plan):
     return y
 
 
-def transpose_backward(grad_output, x, weight, plan, needs):
+def transpose_backward(grad_output, x, weight, needs):
     """``(gx, gw, gb)`` of :func:`transpose_forward` (None where ``needs`` says)."""
     kernel = tuple(weight.shape[2:])
     c = x.shape[1]

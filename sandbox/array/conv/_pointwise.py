@@ -30,15 +30,16 @@ from .._gemm import lhs
 from .._parallel import OrderedSum
 from ._chunks import add_bias, sample_products
 
-__all__ = ["eligible", "forward", "input_grad", "weight_grad"]
+__all__ = ["backward", "eligible", "forward", "input_grad", "weight_grad"]
 
 
 def eligible(plan) -> bool:
     """Whether a convolution's :class:`~._checks.ConvPlan` (2-D or 3-D) is a batch of
     products: a 1x1 (1x1x1) kernel, stride 1, no padding, one group (dilation does
     not matter for a one-tap kernel)."""
-    nd = plan.nd
-    return plan.groups == 1 and tuple(plan.geom[:3 * nd]) == (1,) * (2 * nd) + (0,) * nd
+    ones, zeros = (1,) * plan.nd, (0,) * plan.nd
+    return (plan.groups == 1 and plan.kernel == ones and plan.stride == ones
+            and plan.padding == zeros)
 
 
 def forward(x, wmat, bias, y) -> None:
@@ -71,3 +72,14 @@ def weight_grad(x, grad_output) -> np.ndarray:
     for i in range(n):
         total.add(i, partial[i])
     return total.out
+
+
+def backward(grad_output, x, weight, gx, needs):
+    """``(gx, gw, gb)`` of a pointwise convolution of either rank (None where ``needs``
+    says; ``gx`` the preallocated input gradient, ``x`` C-contiguous where ``needs[1]``)."""
+    wmat = np.ascontiguousarray(weight).reshape(weight.shape[0], -1)
+    if needs[0]:
+        input_grad(grad_output, wmat, gx)
+    gw = weight_grad(x, grad_output).reshape(weight.shape) if needs[1] else None
+    gb = grad_output.sum(axis=(0, *range(2, grad_output.ndim))) if needs[2] else None
+    return gx, gw, gb

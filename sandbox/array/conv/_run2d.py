@@ -82,17 +82,9 @@ def conv_backward(grad_output, input, weight, plan, needs):
     a = contiguous(input) if needs[1] else None
     gw, gb = None, None
     if pointwise.eligible(plan):  # a batch of products
-        if needs[0]:
-            pointwise.input_grad(gout, _wmat(weight), gx)
-        if needs[1]:
-            gw = pointwise.weight_grad(a, gout).reshape(weight.shape)
-        return gx, gw, gout.sum(axis=(0, 2, 3)) if needs[2] else None
+        return pointwise.backward(gout, a, weight, gx, needs)
     if depthwise.eligible(plan, input.shape[1], weight.shape[0]):  # a stencil a channel
-        if needs[0]:
-            depthwise.input_grad(gout, weight, plan, gx)
-        if needs[1]:
-            gw = depthwise.weight_grad(gout, a, plan, weight.shape)
-        return gx, gw, gout.sum(axis=(0, 2, 3)) if needs[2] else None
+        return depthwise.backward(gout, a, weight, plan, gx, needs)
     _, tile_dx, tile_dw = _tiles(plan, input, weight)
     wino = needs[0] and tile_dx
     wino_dw = needs[1] and tile_dw
@@ -120,7 +112,7 @@ def transpose_forward(input, weight, bias, plan):
     ho, wo = plan.out_size
     x = contiguous(input)
     if patches.eligible(plan, input.shape[2:], (ho, wo)):  # kernel == stride: 1x1 + shuffle
-        return patches.transpose_forward(x, weight, bias, plan)
+        return patches.transpose_forward(x, weight, bias)
     y = np.empty((input.shape[0], weight.shape[1] * plan.groups, ho, wo), dtype=input.dtype)
     fold_loop(x, _wmat(weight), plan.geom, ho, wo, plan.groups, y=y)
     add_bias(y, bias)
@@ -131,7 +123,7 @@ def transpose_backward(grad_output, input, weight, plan, needs):
     h, w = input.shape[2:]
     gout = contiguous(grad_output)
     if patches.eligible(plan, (h, w), gout.shape[2:]):
-        return patches.transpose_backward(gout, contiguous(input), weight, plan, needs)
+        return patches.transpose_backward(gout, contiguous(input), weight, needs)
     gx = np.empty(input.shape, dtype=input.dtype) if needs[0] else None
     b = contiguous(input) if needs[1] else None
     gw = None

@@ -61,17 +61,9 @@ def conv_backward(grad_output, input, weight, plan, needs):
     a = contiguous(input) if needs[1] else None
     gw, gb = None, None
     if pointwise.eligible(plan):  # a batch of products
-        if needs[0]:
-            pointwise.input_grad(gout, _wmat(weight), gx)
-        if needs[1]:
-            gw = pointwise.weight_grad(a, gout).reshape(weight.shape)
-        return gx, gw, gout.sum(axis=(0, 2, 3, 4)) if needs[2] else None
+        return pointwise.backward(gout, a, weight, gx, needs)
     if depthwise.eligible(plan, input.shape[1], weight.shape[0]):  # a stencil a channel
-        if needs[0]:
-            depthwise.input_grad(gout, weight, plan, gx)
-        if needs[1]:
-            gw = depthwise.weight_grad(gout, a, plan, weight.shape)
-        return gx, gw, gout.sum(axis=(0, 2, 3, 4)) if needs[2] else None
+        return depthwise.backward(gout, a, weight, plan, gx, needs)
     c_out, c_in = weight.shape[:2]
     h, w = input.shape[3:]
     pad = geom[6:9]
