@@ -155,6 +155,8 @@ def extensions():
     extra = {} if sys.platform == "win32" else {"_norm": ["-fno-trapping-math",
                                                           "-ffp-contract=off"],
                                                 "_elementwise": ["-fno-trapping-math"],
+                                                "_activation": ["-fno-trapping-math",
+                                                                "-ffp-contract=off"],
                                                 "_loss": ["-ffp-contract=off"],
                                                 "_pool": ["-fno-trapping-math"],
                                                 "_pool3d": ["-fno-trapping-math"],

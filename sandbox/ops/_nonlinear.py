@@ -62,20 +62,84 @@ class LeakyRelu(Function):
         return activation.leaky_relu_backward(grad, mask_of, ctx.slope), None, None
 
 
-def _sigmoid(x):
-    # 1 / (1 + e^-x) for x >= 0 and e^x / (1 + e^x) for x < 0: exp never overflows.  The
-    # numerator max(e, x >= 0) is 1 or e (e <= 1; NaN stays NaN), as np.where(x >= 0, 1,
-    # e) bit for bit but without a branch on each element's sign (np.where's took 2.5 of
-    # the 4 ms of a (8, 16, 64, 64) float32 forward on the AMD EPYC family 25 model 1 VM,
-    # numpy's one thread at any thread count)
-    e = np.exp(-np.abs(x))
-    return np.maximum(e, x >= 0) / (1.0 + e)
+class _Smooth(Function):
+    """An activation computed by the kernels of :mod:`sandbox.array.activation` (forward
+    and plain backward, on every thread) whose backward under ``create_graph`` is
+    :meth:`derivative`, written with Tensor ops so that it is differentiable again.
+    ``saves_output``: the gradient needs the output (else the input)."""
+
+    plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+    saves_output = False
+
+    @classmethod
+    def _run(cls, ctx, x, y):
+        ctx.save_for_backward(y if cls.saves_output else x)
+        return y
 
 
-Sigmoid = _elementwise(
-    "Sigmoid", lambda x: _sigmoid(x).astype(x.dtype, copy=False),
-    lambda grad, y: grad * (y * (1.0 - y)), saves="output", module=__name__,
-)
+class Sigmoid(_Smooth):
+    """``1 / (1 + e^-x)`` (``e^x / (1 + e^x)`` below 0: no overflow); ``dy = y (1 - y)``."""
+
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, x):
+        return Sigmoid._run(ctx, x, activation.sigmoid(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        if is_grad_enabled():  # create_graph
+            (y,) = ctx.saved_tensors
+            return grad * (y * (1.0 - y))
+        (y,) = ctx.saved_arrays
+        return activation.sigmoid_backward(grad, y)
+
+
+class Silu(_Smooth):
+    """``x * sigmoid(x)``; ``dy = s (1 + x (1 - s))`` with ``s = sigmoid(x)``."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return Silu._run(ctx, x, activation.silu(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        if is_grad_enabled():
+            (x,) = ctx.saved_tensors
+            s = Sigmoid.apply(x)
+            return grad * (s * (x * (1.0 - s) + 1.0))
+        (x,) = ctx.saved_arrays
+        return activation.silu_backward(grad, x)
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_GELU_CUBIC = 0.044715
+
+
+class Gelu(_Smooth):
+    """``x * Phi(x)``: ``dy = Phi(x) + x phi(x)``, or for ``approximate="tanh"``
+    (``y = x sigmoid(2u)``, ``u = sqrt(2/pi) (x + 0.044715 x^3)``) ``s + x s (1 - s) 2u'``."""
+
+    @staticmethod
+    def forward(ctx, x, approximate):
+        ctx.approximate = approximate
+        return Gelu._run(ctx, x, activation.gelu(x, approximate))
+
+    @staticmethod
+    def backward(ctx, grad):
+        if not is_grad_enabled():
+            (x,) = ctx.saved_arrays
+            return activation.gelu_backward(grad, x, ctx.approximate), None
+        (x,) = ctx.saved_tensors
+        if ctx.approximate == "tanh":
+            s = Sigmoid.apply((x + x * x * x * _GELU_CUBIC) * (2.0 * _SQRT_2_OVER_PI))
+            du2 = (x * x * (3.0 * _GELU_CUBIC) + 1.0) * (2.0 * _SQRT_2_OVER_PI)
+            return grad * (s + x * (s * (1.0 - s)) * du2), None
+        cdf = (Erf.apply(x * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
+        pdf = (x * x * -0.5).exp() * (1.0 / math.sqrt(2.0 * math.pi))
+        return grad * (cdf + x * pdf), None
+
+
 Tanh = _elementwise("Tanh", np.tanh, lambda grad, y: grad * (1.0 - y * y), saves="output",
                     module=__name__)
 
@@ -231,19 +295,14 @@ def gelu(x, approximate="none"):
     """GELU, ``x * Phi(x)``, as ``torch.nn.functional.gelu``.
 
     ``approximate="none"`` uses the exact normal CDF ``Phi(x) = (1 + erf(x/sqrt 2))/2``;
-    ``"tanh"`` uses ``(1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))/2``.  Built from
-    differentiable ops, so it has first and second derivatives.
+    ``"tanh"`` uses ``(1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))/2``.  First and second
+    derivatives (the backward under ``create_graph`` is built from differentiable ops).
     """
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    x = to_float(x)
-    if approximate == "tanh":
-        inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
-        return x * 0.5 * (tanh(inner) + 1.0)
-    return x * 0.5 * (erf(x * (1.0 / math.sqrt(2.0))) + 1.0)
+    return Gelu.apply(to_float(x), approximate)
 
 
 def silu(x):
     """SiLU (swish), ``x * sigmoid(x)``, as ``torch.nn.functional.silu``."""
-    x = to_float(x)
-    return x * sigmoid(x)
+    return Silu.apply(to_float(x))

@@ -1,5 +1,6 @@
 """sandbox.array.activation: the threaded ReLU and leaky ReLU kernels are bitwise numpy's, for any
-thread count."""
+thread count; the smooth activations (exp, sigmoid, SiLU, GELU) are within a few ulps of the
+exact values and do not depend on the thread count either."""
 
 import numpy as np
 import pytest
@@ -112,3 +113,149 @@ def test_leaky_relu_in_place_and_the_numpy_fallbacks():
                                   np.where(half > 0, half, half * 0.1))
     np.testing.assert_array_equal(activation.leaky_relu_backward(half, half, 0.1),
                                   half * np.where(half > 0, 1.0, 0.1).astype(np.float16))
+
+
+# -- the smooth activations ---------------------------------------------------------------
+
+_SQRT_2_OVER_PI = np.sqrt(np.longdouble(2) / np.longdouble(np.pi))
+
+
+def _wide_data(dtype, seed=0):
+    """Values across the whole range (underflow and overflow of exp included)."""
+    rng = np.random.default_rng(seed)
+    hi = 88.0 if dtype == np.float32 else 709.0
+    return np.concatenate([rng.standard_normal(20000) * 4, rng.uniform(-1.3 * hi, hi, 20000),
+                           np.linspace(-12, 12, 4801)]).astype(dtype)
+
+
+def _sig(v):
+    return 1 / (1 + np.exp(-v))
+
+
+def _normal_cdf(u_rounded):
+    """``erfc(u) / 2`` in float64 for each (already rounded) argument ``u = -x/sqrt 2``."""
+    import math
+
+    return np.array([math.erfc(float(u)) for u in u_rounded.ravel()]) / 2
+
+
+def _ulps(got, want, dtype):
+    """|got - want| in units of the last place of ``want`` in ``dtype``, where ``want`` is
+    a normal number of ``dtype`` (subnormal results carry fewer bits)."""
+    want = np.asarray(want, np.float64)
+    keep = np.isfinite(want) & (np.abs(want) >= np.finfo(dtype).tiny) & (
+        np.abs(want) <= np.finfo(dtype).max)
+    return np.abs(got[keep] - want[keep]) / np.spacing(np.abs(want[keep]).astype(dtype))
+
+
+def test_exp_sigmoid_and_silu_are_within_ulps_of_long_double(dtype):
+    x = _wide_data(dtype)
+    wide = x.astype(np.longdouble)
+    with np.errstate(over="ignore"):
+        exact = {"exp": np.exp(wide), "sigmoid": _sig(wide), "silu": wide * _sig(wide)}
+        for name, most in (("exp", 2), ("sigmoid", 4), ("silu", 5)):
+            got = getattr(activation, name)(x)
+            assert got.dtype == dtype
+            want = exact[name].astype(np.float64)
+            if name == "silu":  # where sigmoid(x) is subnormal, x * it has lost bits too
+                want[exact["sigmoid"] < np.finfo(dtype).tiny] = np.nan
+            assert _ulps(got, want, dtype).max() <= most, name
+
+
+def test_gelu_is_within_its_documented_error(dtype):
+    """The exact form against erfc of the same rounded argument: a relative error under
+    1e-6 (float32: the erfc fit and z^2's rounding; float64: the C library's erfc,
+    a few ulps) while |x| < 5, and every value close to float64's; the tanh form
+    against long double."""
+    x = _wide_data(dtype)[::7]
+    x = x[np.abs(x) < 30]
+    u = (-x * dtype(0.70710678118654752440)).astype(dtype)
+    want = x.astype(np.float64) * _normal_cdf(u)
+    got = activation.gelu(x)
+    core = (np.abs(x) < 5) & (want != 0)
+    rel = np.abs(got[core] - want[core]) / np.abs(want[core])
+    assert rel.max() < (1e-6 if dtype == np.float32 else 1e-14)
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-13,
+                               atol=1e-30)
+    wide = x.astype(np.longdouble)
+    tanh_form = wide * _sig(2 * _SQRT_2_OVER_PI * (wide + np.longdouble(0.044715) * wide ** 3))
+    # float32 rounds sqrt(2/pi) (x + 0.044715 x^3) to 24 bits: e^-|2u| then carries a
+    # relative error of about |2u| ulps (PyTorch's 1 + tanh(u) cancels there instead)
+    np.testing.assert_allclose(activation.gelu(x, "tanh"), tanh_form.astype(np.float64),
+                               rtol=2e-5 if dtype == np.float32 else 1e-14, atol=1e-30)
+
+
+def test_smooth_gradients_equal_their_formulas(dtype):
+    """sigmoid (through its output), SiLU and both GELUs (through the input) against their
+    derivatives in long double."""
+    x = (np.random.default_rng(4).standard_normal(5000) * 4).astype(dtype)
+    g = np.random.default_rng(5).standard_normal(5000).astype(dtype)
+    wide, gw = x.astype(np.longdouble), g.astype(np.longdouble)
+    rtol = 2e-5 if dtype == np.float32 else 1e-12
+    y = activation.sigmoid(x)
+    yw = y.astype(np.longdouble)
+    np.testing.assert_allclose(activation.sigmoid_backward(g, y),
+                               (gw * yw * (1 - yw)).astype(np.float64), rtol=rtol, atol=1e-30)
+    s = _sig(wide)
+    np.testing.assert_allclose(activation.silu_backward(g, x),
+                               (gw * s * (1 + wide * (1 - s))).astype(np.float64), rtol=rtol,
+                               atol=1e-7 if dtype == np.float32 else 1e-15)
+    u = (-x * dtype(0.70710678118654752440)).astype(dtype)
+    pdf = np.exp(-wide * wide / 2) / np.sqrt(2 * np.longdouble(np.pi))
+    want = gw * (_normal_cdf(u) + wide * pdf)
+    np.testing.assert_allclose(activation.gelu_backward(g, x), want.astype(np.float64),
+                               rtol=rtol, atol=1e-6 if dtype == np.float32 else 1e-14)
+    c = np.longdouble(0.044715)
+    s2 = _sig(2 * _SQRT_2_OVER_PI * (wide + c * wide ** 3))
+    du2 = 2 * _SQRT_2_OVER_PI * (1 + 3 * c * wide * wide)
+    want = gw * (s2 + wide * s2 * (1 - s2) * du2)
+    np.testing.assert_allclose(activation.gelu_backward(g, x, "tanh"), want.astype(np.float64),
+                               rtol=rtol, atol=1e-6 if dtype == np.float32 else 1e-14)
+
+
+def test_smooth_special_values_match_torch(dtype, torch):
+    """NaN stays NaN; infinities, signed zeros and the edges of exp's range give what
+    PyTorch gives."""
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 88.5, 89.5, -87.0, -104.5, 30.0, -30.0],
+                 dtype)
+    t = torch.from_numpy(x)
+    fn = torch.nn.functional
+    with np.errstate(over="ignore"):
+        pairs = [(activation.exp(x), torch.exp(t)), (activation.sigmoid(x), torch.sigmoid(t)),
+                 (activation.silu(x), fn.silu(t)), (activation.gelu(x), fn.gelu(t))]
+    for ours, ref in pairs:
+        np.testing.assert_allclose(ours, ref.numpy(), rtol=1e-6, atol=1e-30)
+
+
+def test_smooth_results_do_not_depend_on_the_thread_count(dtype):
+    x = _data((4, 16, 64, 64), dtype) * 4
+    g = _data((4, 16, 64, 64), dtype, seed=2)
+    y = activation.sigmoid(x)
+    runs = []
+    for n in (1, 2, 3):
+        with sandbox.num_threads(n):
+            runs.append([activation.exp(x), activation.sigmoid(x), activation.silu(x),
+                         activation.gelu(x), activation.gelu(x, "tanh"),
+                         activation.silu_backward(g, x), activation.gelu_backward(g, x),
+                         activation.gelu_backward(g, x, "tanh"),
+                         activation.sigmoid_backward(g, y)])
+    for run in runs[1:]:
+        for got, first in zip(run, runs[0], strict=True):
+            np.testing.assert_array_equal(got.view(np.uint8), first.view(np.uint8))
+
+
+def test_smooth_layouts_dtypes_and_out():
+    x = _data((3, 70000), np.float32)
+    want = activation.sigmoid(x)
+    assert activation.sigmoid(x, out=x) is x  # in place
+    np.testing.assert_array_equal(x, want)
+    strided = _data((6, 9), np.float64)[:, ::2]  # not contiguous: a contiguous copy
+    np.testing.assert_array_equal(activation.silu(strided),
+                                  activation.silu(np.ascontiguousarray(strided)))
+    half = np.linspace(-4, 4, 9).astype(np.float16)  # float16: in float32, rounded once
+    got = activation.gelu(half)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, activation.gelu(half.astype(np.float32)).astype(np.float16))
+    grad = activation.silu_backward(half, half)
+    assert grad.dtype == np.float16
+    assert activation.exp(np.array(1.0)).shape == ()
