@@ -51,6 +51,8 @@ def main(argv=None) -> None:
     p.add_argument("--mode", default="bilinear")
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--rows", type=int, default=20)
+    p.add_argument("--by-shape", action="store_true",
+                   help="one row per op and output shape (which layers share badly)")
     args = p.parse_args(argv)
 
     import sandbox
@@ -79,21 +81,25 @@ def main(argv=None) -> None:
             return apply(cls, *a, **k)
         depth[0] += 1
         before = _thread_clocks(task_dir, cache)
+        out = None
         try:
-            return apply(cls, *a, **k)
+            out = apply(cls, *a, **k)
+            return out
         finally:
-            record(f"{cls.__name__} fwd", before)
+            shape = f" {tuple(out.shape)}" if args.by_shape and hasattr(out, "shape") else ""
+            record(f"{cls.__name__}{shape} fwd", before)
             depth[0] -= 1
 
     visit = _engine._Walk.visit
 
     def timed_visit(self, node):
         depth[0] += 1
+        shape = f" {tuple(node._out_meta[0][0])}" if args.by_shape else ""
         before = _thread_clocks(task_dir, cache)
         try:
             return visit(self, node)
         finally:
-            record(f"{node._fn.__name__} bwd", before)
+            record(f"{node._fn.__name__}{shape} bwd", before)
             depth[0] -= 1
 
     _function.Function.apply = classmethod(timed_apply)
@@ -136,9 +142,9 @@ def main(argv=None) -> None:
     print(f"step CPU {whole:.1f} ms (calling thread {whole_main:.1f}); in ops {in_ops:.1f} ms, "
           f"their span {spans:.1f} ms; outside ops {whole - in_ops:.1f} ms")
     print(f"critical-path estimate {critical:.1f} ms: ideal speed-up {whole / critical:.2f}")
-    print(f"{'op':26s} {'n':>4s} {'total ms':>9s} {'span ms':>8s} {'span/total':>10s}")
+    print(f"{'op':44s} {'n':>4s} {'total ms':>9s} {'span ms':>8s} {'span/total':>10s}")
     for key in sorted(total, key=lambda k: -total[k])[:args.rows]:
-        print(f"{key:26s} {count[key] // n:4d} {total[key] / n / 1e6:9.2f} "
+        print(f"{key:44s} {count[key] // n:4d} {total[key] / n / 1e6:9.2f} "
               f"{span[key] / n / 1e6:8.2f} {span[key] / max(total[key], 1):10.2f}")
 
 
