@@ -157,6 +157,8 @@ def extensions():
                                                 "_elementwise": ["-fno-trapping-math"],
                                                 "_activation": ["-fno-trapping-math",
                                                                 "-ffp-contract=off"],
+                                                "_softmax": ["-fno-trapping-math",
+                                                             "-ffp-contract=off"],
                                                 "_loss": ["-ffp-contract=off"],
                                                 "_pool": ["-fno-trapping-math"],
                                                 "_pool3d": ["-fno-trapping-math"],

@@ -23,8 +23,22 @@ import time
 import numpy as np
 
 
-def _ops(F, TF, torch):
+def _classes(a, lib):
+    """Class targets (0 or 1) for cross-entropy of logits ``a``: (N, ...) of ``lib``."""
+    t = np.random.default_rng(3).integers(0, 2, (a.shape[0], *a.shape[2:]))
+    return lib.from_numpy(t)
+
+
+def _ops(F, TF, torch, sandbox):
     """name -> (ours, PyTorch's) for an input tensor of the library."""
+    targets = {}  # shape -> (ours, PyTorch's): made once, outside the timed calls
+
+    def target(a, k):
+        key = tuple(a.shape)
+        if key not in targets:
+            targets[key] = (_classes(a, sandbox), _classes(a, torch))
+        return targets[key][k]
+
     return {
         "relu": (F.relu, TF.relu),
         "leaky_relu": (lambda a: F.leaky_relu(a, 0.01), lambda a: TF.leaky_relu(a, 0.01)),
@@ -37,6 +51,10 @@ def _ops(F, TF, torch):
         "layer_norm": (lambda a: F.layer_norm(a, a.shape[-1:]),
                        lambda a: TF.layer_norm(a, a.shape[-1:])),
         "softmax": (lambda a: F.softmax(a, dim=1), lambda a: TF.softmax(a, dim=1)),
+        "softmax_last": (lambda a: F.softmax(a, dim=-1), lambda a: TF.softmax(a, dim=-1)),
+        "log_softmax": (lambda a: F.log_softmax(a, dim=1), lambda a: TF.log_softmax(a, dim=1)),
+        "cross_entropy": (lambda a: F.cross_entropy(a, target(a, 0)),
+                          lambda a: TF.cross_entropy(a, target(a, 1))),
         "dropout": (lambda a: F.dropout(a, 0.2, training=True),
                     lambda a: TF.dropout(a, 0.2, training=True)),
         "add": (lambda a: a + a, lambda a: a + a),
@@ -92,7 +110,8 @@ def main(argv=None) -> None:
     from sandbox.runtime import simd
 
     shape = tuple(args.shape)
-    ops = {**_ops(F, TF, torch), **_spatial_ops(F, TF, len(shape) - 2, shape[1], sandbox, torch)}
+    ops = {**_ops(F, TF, torch, sandbox),
+           **_spatial_ops(F, TF, len(shape) - 2, shape[1], sandbox, torch)}
     if args.ops:
         unknown = sorted(set(args.ops) - set(ops))
         if unknown:

@@ -1,5 +1,7 @@
 # Directives: none in this file; setup.py's compiler_directives() sets them for every
-# kernel (see _elementwise.pyx).
+# kernel.  Bounds, initialisation and None checks are off in a release build and on
+# with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
+# C, in both builds.  So every index must be in range and non-negative.
 # The smooth activations users call one by one (nn.SiLU, nn.GELU, torch.sigmoid) and
 # their gradients, elementwise on every thread.  The float32 forms compute in float32
 # with pyx/vec_math.h's vectorisable exp and erfc (about 1 ulp each: numpy's and the C

@@ -1,6 +1,6 @@
 """Elementwise kernels on every thread: ReLU (the forward and its gradient through the
-output), the leaky ReLU, the error function, and the smooth activations (sigmoid, SiLU,
-GELU and exp; below).
+output), the leaky ReLU, the error function, the smooth activations (sigmoid, SiLU, GELU
+and exp) and softmax (below).
 
 numpy's ``np.maximum(x, 0)`` and ``g * (y > 0)`` run on one thread; in a UNet
 written with ``nn.ReLU`` modules they were the largest serial part of a training
@@ -14,13 +14,16 @@ numpy's for any thread count; other dtypes and non-contiguous arrays take numpy'
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .._C import _activation, _elementwise
+from .._C import _activation, _elementwise, _softmax
 from ..runtime.threads import kernel_threads
 
 __all__ = ["erf", "exp", "gelu", "gelu_backward", "leaky_relu", "leaky_relu_backward", "relu",
-           "relu_backward", "sigmoid", "sigmoid_backward", "silu", "silu_backward"]
+           "relu_backward", "sigmoid", "sigmoid_backward", "silu", "silu_backward", "softmax",
+           "softmax_backward"]
 
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -320,3 +323,60 @@ def gelu_backward(grad: np.ndarray, x: np.ndarray, approximate: str = "none") ->
     ndarray
     """
     return _binary(_GELU_CODES[approximate], grad, x)
+
+
+# -- softmax (pyx/_softmax.pyx) ----------------------------------------------------------
+
+
+def _around(shape, axis: int) -> tuple[int, int, int]:
+    """``(outer, C, inner)``: ``shape`` seen with ``axis`` in the middle."""
+    return (math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:]))
+
+
+def softmax(x: np.ndarray, axis: int, log: bool = False) -> np.ndarray:
+    """Softmax of ``x`` along ``axis``, ``e^(x - m) / sum(e^(x - m))`` with ``m`` the
+    maximum (no overflow); ``log=True``: log-softmax, ``x - m - log(sum(e^(x - m)))``.
+
+    Parameters
+    ----------
+    x : ndarray, floating, at least 1-D
+    axis : int
+        A non-negative axis of ``x`` (the callers normalise it).
+    log : bool
+
+    Returns
+    -------
+    ndarray, shape and dtype of ``x``
+    """
+    flat = _work(x)
+    out = np.empty(x.shape, flat.dtype)
+    outer, c, inner = _around(x.shape, axis)
+    _softmax.forward(flat, out.reshape(-1), outer, c, inner, log, kernel_threads(flat.size))
+    return out.astype(x.dtype, copy=False)
+
+
+def softmax_backward(grad: np.ndarray, y: np.ndarray, axis: int, log: bool = False
+                     ) -> np.ndarray:
+    """The gradient of :func:`softmax` through its output ``y``: ``y * (grad - sum(grad *
+    y))`` along ``axis``, or for ``log=True`` ``grad - e^y * sum(grad)``.
+
+    Parameters
+    ----------
+    grad : ndarray
+        The gradient of the output.
+    y : ndarray
+        The forward's output (same shape).
+    axis : int
+    log : bool
+
+    Returns
+    -------
+    ndarray
+    """
+    g, s = _work(grad), _work(y)
+    if s.dtype != g.dtype:
+        s = s.astype(g.dtype)
+    out = np.empty(grad.shape, g.dtype)
+    outer, c, inner = _around(grad.shape, axis)
+    _softmax.backward(g, s, out.reshape(-1), outer, c, inner, log, kernel_threads(g.size))
+    return out.astype(grad.dtype, copy=False)

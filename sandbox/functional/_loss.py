@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..array import activation
 from ..array._validate import FLOAT_DTYPES
 from ..array.classes import softmax_cross_entropy_grad, take_classes
 from ..autograd import Function, Tensor, is_grad_enabled
@@ -106,19 +107,19 @@ def _index_targets(input, target, weight, ignore_index, op):
 class _IndexCrossEntropy(Function):
     """Cross-entropy of logits ``x`` (N, C, ...) with class indices, in one node.
 
-    ``loss_i = wt_i * (log s_i - z_i[t_i])`` with ``z = x - max_c x`` and ``s = sum_c
-    exp(z)`` (the composition's ``-coef * log_softmax``, whose other classes add zeros),
-    then ``reduction``; ``wt`` is each element's class weight, 0 where ignored.  The
+    ``loss_i = -wt_i * logp_i[t_i]`` with ``logp = log_softmax(x, 1)`` (the
+    composition's ``-coef * log_softmax``, whose other classes add zeros), then
+    ``reduction``; ``wt`` is each element's class weight, 0 where ignored.  The
     gradient is ``(softmax(x) * wt - onehot(t) * wt) * g``, written as the
-    composition's backward computes it: ``gl - exp(logp) * S`` with ``S = -g * wt``.
+    composition's backward computes it: ``gl - exp(logp) * S`` with ``S = -g * wt``
+    (the same kernels: the same bits).
     """
 
     @staticmethod
     def forward(ctx, x, t_safe, wt, divisor, reduction):
-        z = x - x.max(axis=1, keepdims=True)
-        logs = np.log(np.exp(z).sum(axis=1, keepdims=True))
-        loss = wt * -(take_classes(z, t_safe, check=False) - logs[:, 0])
-        ctx.z, ctx.logs, ctx.t, ctx.wt = z, logs, t_safe, wt
+        logp = activation.softmax(x, 1, log=True)
+        loss = wt * -take_classes(logp, t_safe, check=False)
+        ctx.logp, ctx.t, ctx.wt = logp, t_safe, wt
         ctx.divisor, ctx.reduction = divisor, reduction
         ctx.save_for_backward(x)
         if reduction == "none":
@@ -129,19 +130,17 @@ class _IndexCrossEntropy(Function):
     @staticmethod
     def backward(ctx, grad):
         # d loss_i / d x_ic = wt_i * (softmax_ic - [c == t_i]), times the reduction's g_i
-        dtype = ctx.z.dtype
+        dtype = ctx.logp.dtype
         if ctx.reduction == "mean":
             grad = grad / np.asarray(ctx.divisor, dtype)
         s = (-grad) * ctx.wt  # S = -g wt: the composition's class sum of its Mul's gradient
-        z = ctx.z
         if is_grad_enabled():  # create_graph: the same formula in differentiable ops
             (x,) = ctx.saved_tensors
-            onehot = np.zeros(z.shape, dtype)
+            onehot = np.zeros(ctx.logp.shape, dtype)
             np.put_along_axis(onehot, ctx.t[:, None], 1.0, axis=1)
             s = s.unsqueeze(1) if isinstance(s, Tensor) else Tensor(np.asarray(s)[:, None])
             return s * (onehot - softmax(x, 1)), None, None, None, None
-        prob = z - ctx.logs
-        np.exp(prob, out=prob)  # exp(log_softmax), as the composition's backward
+        prob = activation.exp(ctx.logp)  # exp(log_softmax), as the composition's backward
         # s - prob * s at the target class, 0 * s - prob * s = -(prob * s) elsewhere
         return (softmax_cross_entropy_grad(prob, ctx.t, s, check=False), None, None, None,
                 None)

@@ -172,35 +172,46 @@ class Softplus(Function):
 
 
 class Softmax(Function):
+    """``exp(x) / sum(exp(x))`` along an axis (max-shifted: no overflow), by the
+    kernels; ``dx = y (g - sum(g y))``."""
+
+    plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+
     @staticmethod
     def forward(ctx, x, axis):
         ctx.axis = axis
-        z = np.exp(x - x.max(axis=axis, keepdims=True))
-        z /= z.sum(axis=axis, keepdims=True)
-        ctx.save_for_backward(z)
-        return z
-
-    @staticmethod
-    def backward(ctx, grad):
-        # dx = y * (g - sum(g * y))
-        (y,) = ctx.saved_tensors
-        return y * (grad - (grad * y).sum(axis=ctx.axis, keepdims=True)), None
-
-
-class LogSoftmax(Function):
-    @staticmethod
-    def forward(ctx, x, axis):
-        ctx.axis = axis
-        shifted = x - x.max(axis=axis, keepdims=True)
-        y = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+        y = activation.softmax(x, axis)
         ctx.save_for_backward(y)
         return y
 
     @staticmethod
     def backward(ctx, grad):
-        # dx = g - softmax(x) * sum(g)
-        (y,) = ctx.saved_tensors
-        return grad - y.exp() * grad.sum(axis=ctx.axis, keepdims=True), None
+        if is_grad_enabled():  # create_graph: differentiable ops
+            (y,) = ctx.saved_tensors
+            return y * (grad - (grad * y).sum(axis=ctx.axis, keepdims=True)), None
+        (y,) = ctx.saved_arrays
+        return activation.softmax_backward(grad, y, ctx.axis), None
+
+
+class LogSoftmax(Function):
+    """``x - logsumexp(x)`` along an axis, by the kernels; ``dx = g - exp(y) sum(g)``."""
+
+    plain_backward_arrays = True
+
+    @staticmethod
+    def forward(ctx, x, axis):
+        ctx.axis = axis
+        y = activation.softmax(x, axis, log=True)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        if is_grad_enabled():
+            (y,) = ctx.saved_tensors
+            return grad - y.exp() * grad.sum(axis=ctx.axis, keepdims=True), None
+        (y,) = ctx.saved_arrays
+        return activation.softmax_backward(grad, y, ctx.axis, log=True), None
 
 
 class LogSumExp(Function):

@@ -259,3 +259,75 @@ def test_smooth_layouts_dtypes_and_out():
     grad = activation.silu_backward(half, half)
     assert grad.dtype == np.float16
     assert activation.exp(np.array(1.0)).shape == ()
+
+
+# -- softmax ----------------------------------------------------------------------------------
+
+def _softmax_exact(x, axis, log):
+    wide = x.astype(np.longdouble)
+    z = wide - wide.max(axis=axis, keepdims=True)
+    ls = np.log(np.exp(z).sum(axis=axis, keepdims=True))
+    return (z - ls if log else np.exp(z - ls)).astype(np.float64)
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("shape, axis", [((3, 5, 7), 1), ((4, 13), 1), ((2, 3, 300), 1),
+                                          ((2, 19, 5), 2), ((6, 1, 4), 1), ((5,), 0),
+                                          ((2, 16, 8, 8), 1), ((2, 4, 8, 64), 3)])
+def test_softmax_and_its_gradient_are_the_exact_values(shape, axis, log, dtype):
+    """Both layouts (the axis last: rows; else columns, 256 positions a block), class counts
+    that are and are not multiples of the rows' 8 lanes, one class; the gradient against
+    its formula on the output."""
+    rng = np.random.default_rng(sum(shape) + axis)
+    x = (rng.standard_normal(shape) * 6).astype(dtype)
+    g = rng.standard_normal(shape).astype(dtype)
+    y = activation.softmax(x, axis, log)
+    tol = 2e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(y, _softmax_exact(x, axis, log), rtol=tol, atol=tol)
+    yw, gw = y.astype(np.longdouble), g.astype(np.longdouble)
+    if log:
+        want = gw - np.exp(yw) * gw.sum(axis=axis, keepdims=True)
+    else:
+        want = yw * (gw - (gw * yw).sum(axis=axis, keepdims=True))
+    np.testing.assert_allclose(activation.softmax_backward(g, y, axis, log),
+                               want.astype(np.float64), rtol=10 * tol, atol=10 * tol)
+
+
+def test_softmax_special_values_match_torch(dtype, torch):
+    """Huge logits (no overflow, and log-softmax exact next to the maximum), -inf entries,
+    a NaN or +inf in a row (the whole row NaN), rows of -inf (NaN), as PyTorch."""
+    x = np.array([[1000.0, -1000.0, 0.0], [-1e4, -1e4 + 1, -1e4 + 2], [0.0, -np.inf, 1.0],
+                  [np.nan, 0.0, 1.0], [np.inf, 0.0, 1.0], [-np.inf, -np.inf, -np.inf]], dtype)
+    for axis, data in ((1, x), (0, np.ascontiguousarray(x.T))):
+        for log, fn in ((False, torch.softmax), (True, torch.log_softmax)):
+            want = fn(torch.from_numpy(data), axis).numpy()
+            np.testing.assert_allclose(activation.softmax(data, axis, log), want, rtol=1e-6,
+                                       atol=1e-6)
+
+
+def test_softmax_does_not_depend_on_the_thread_count(dtype):
+    x = _data((4, 16, 32, 33), dtype) * 3
+    x[0, 0, 0, :4] = 1.0  # _data's NaN and infinities would make whole rows NaN
+    g = _data((4, 16, 32, 33), dtype, seed=2)
+    for axis in (1, 3):
+        runs = []
+        for n in (1, 2, 3):
+            with sandbox.num_threads(n):
+                y = activation.softmax(x, axis)
+                runs.append((y, activation.softmax_backward(g, y, axis),
+                             activation.softmax(x, axis, log=True)))
+        for run in runs[1:]:
+            for got, first in zip(run, runs[0], strict=True):
+                np.testing.assert_array_equal(got.view(np.uint8), first.view(np.uint8))
+
+
+def test_softmax_layouts_and_dtypes():
+    x = _data((3, 8, 10), np.float64)[:, :, ::2]  # not contiguous
+    np.testing.assert_array_equal(activation.softmax(x, 1),
+                                  activation.softmax(np.ascontiguousarray(x), 1))
+    half = np.linspace(-3, 3, 12).astype(np.float16).reshape(3, 4)
+    got = activation.softmax(half, 1, log=True)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, activation.softmax(half.astype(np.float32), 1,
+                                                          log=True).astype(np.float16))
+    assert activation.softmax(np.zeros((2, 0, 3), np.float32), 1).shape == (2, 0, 3)
