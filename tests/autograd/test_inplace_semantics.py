@@ -404,10 +404,18 @@ def test_in_place_relu_keeps_the_version_rules(torch):
 
     x = sandbox.tensor(np.array([0.9, -0.2, 0.7, 1.3]), requires_grad=True)
     assert gradcheck(f, (x,)) and gradgradcheck(f, (x,))
-    base = sandbox.tensor(np.array([[-1.0, 2.0], [3.0, -4.0]]), requires_grad=True) * 1.0
-    row = base[0]
-    row.relu_()  # recorded on base, as any in-place write into an indexing view
-    base.sum().backward()
+    results = []
+    for lib in (sandbox, torch):
+        leaf = lib.tensor(np.array([[-1.0, 2.0], [3.0, -4.0]]), requires_grad=True)
+        base = leaf * 1.0
+        row = base[0]
+        row.relu_()  # recorded on base, as any in-place write into an indexing view
+        (base * base).sum().backward()
+        results.append((base.detach().numpy(), row.detach().numpy(), leaf.grad.numpy()))
+    for ours, theirs in zip(results[0], results[1], strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_array_equal(results[0][0], [[0.0, 2.0], [3.0, -4.0]])
+    np.testing.assert_array_equal(results[0][2], [[0.0, 4.0], [6.0, -8.0]])
 
 
 @pytest.mark.parametrize("write", ["iadd", "sub_", "relu_", "neg_", "abs_", "exp_", "sqrt_",

@@ -142,6 +142,22 @@ def test_paired_ratio_takes_the_rounds_ratios():
     assert paired_ratio(a, summarize([1.0, 2.0])) == pytest.approx(2.2 / 1.5)
 
 
+def test_a_result_records_the_paired_overhead_of_its_baseline():
+    """A case with a baseline (conv-autograd: the array API in the same rounds) records
+    the median of the rounds' ratios as its overhead, not the ratio of the medians."""
+    from types import SimpleNamespace
+
+    from sandbox.bench._runner import _record
+
+    mine = summarize([1.1, 2.2, 2.2, 1.21])
+    base = summarize([1.0, 1.0, 2.0, 1.1])
+    work = SimpleNamespace(flops=0, nbytes=0)
+    result = _record({}, work, mine, None, None, None, base=base)
+    assert result["overhead"] == pytest.approx(1.1)  # every round's ratio but the 2nd
+    assert result["baseline"] == base.as_dict() and result["ours"] == mine.as_dict()
+    assert "overhead" not in _record({}, work, mine, None, None, None)
+
+
 def test_thread_counts_are_interleaved_round_by_round():
     """Each round times both functions at every count, the counts' order and the
     functions' order alternating; the count is set before each count's samples."""
