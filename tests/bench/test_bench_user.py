@@ -105,10 +105,9 @@ def test_quick_user_run_at_two_thread_counts(tmp_path, capsys):
             assert (stats["cores"] > 0) if long_samples else stats["cores"] is None
     for r in results[2:4]:  # conv-autograd: the array API timed in the same rounds
         assert r["baseline"]["n"] == r["ours"]["n"]
-        # the median of the rounds' ratios (test_bench.py checks the value; two quick
-        # rounds here): finite and positive, and each side timed the same rounds
+        # the median of the rounds' ratios (test_bench.py checks the value on known
+        # samples; two quick rounds here)
         assert 0 < r["overhead"] < float("inf")
-        assert r["baseline"]["calls"] == r["ours"]["calls"]
     assert results[0]["baseline"] is None and results[0]["overhead"] is None
     # results are bitwise identical for any thread count
     assert results[4]["checksum"] == results[5]["checksum"]
