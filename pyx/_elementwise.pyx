@@ -43,6 +43,27 @@ cdef extern from *:
         for (Py_ssize_t i = 0; i < n; i++) out[i] = a[i] + b[i]; }
     SB_ELEMENTWISE(float, f)
     SB_ELEMENTWISE(double, d)
+
+    /* One output row of depth-to-space (to_space) or one input row of space-to-depth:
+     * `wide` (W * kw) interleaves the kw rows `narrow + b * stride` (W each):
+     * wide[w * kw + b] = narrow_b[w].  kw == 2 is the up-convolution's (one pass,
+     * gcc's interleaving shuffles). */
+    #define SB_SHUFFLE(T, S)                                                           \
+    SB_CLONES static void sb_shuffle_row_##S(T* restrict wide, T* restrict narrow,     \
+            Py_ssize_t stride, Py_ssize_t W, Py_ssize_t kw, int to_space) {            \
+        if (kw == 2) {                                                                 \
+            T* n0 = narrow; T* n1 = narrow + stride;                                   \
+            if (to_space) for (Py_ssize_t w = 0; w < W; w++) {                         \
+                wide[2 * w] = n0[w]; wide[2 * w + 1] = n1[w]; }                        \
+            else for (Py_ssize_t w = 0; w < W; w++) {                                  \
+                n0[w] = wide[2 * w]; n1[w] = wide[2 * w + 1]; }                        \
+            return; }                                                                  \
+        for (Py_ssize_t b = 0; b < kw; b++) {                                          \
+            T* nb = narrow + b * stride;                                               \
+            if (to_space) for (Py_ssize_t w = 0; w < W; w++) wide[w * kw + b] = nb[w];  \
+            else for (Py_ssize_t w = 0; w < W; w++) nb[w] = wide[w * kw + b]; } }
+    SB_SHUFFLE(float, f)
+    SB_SHUFFLE(double, d)
     """
     void sb_relu_f(const float* x, float* out, Py_ssize_t n) noexcept nogil
     void sb_relu_d(const double* x, double* out, Py_ssize_t n) noexcept nogil
@@ -57,6 +78,10 @@ cdef extern from *:
                               Py_ssize_t n) noexcept nogil
     void sb_add_f(const float* a, const float* b, float* out, Py_ssize_t n) noexcept nogil
     void sb_add_d(const double* a, const double* b, double* out, Py_ssize_t n) noexcept nogil
+    void sb_shuffle_row_f(float* wide, float* narrow, Py_ssize_t stride, Py_ssize_t W,
+                          Py_ssize_t kw, int to_space) noexcept nogil
+    void sb_shuffle_row_d(double* wide, double* narrow, Py_ssize_t stride, Py_ssize_t W,
+                          Py_ssize_t kw, int to_space) noexcept nogil
 
 # Elements per parallel block: large enough that a block's start-up is noise, small
 # enough that two threads share a 64x64x16 feature map of a batch of 8.
@@ -193,3 +218,47 @@ def erf(const real[::1] x, real[::1] out, int num_threads):
     cdef Py_ssize_t n = x.shape[0], i
     for i in prange(n, nogil=True, schedule="static", num_threads=num_threads):
         out[i] = <real> c_erf(<double> x[i])
+
+
+cdef void _shuffle_2d(real* depth, real* space, Py_ssize_t M, Py_ssize_t kh, Py_ssize_t kw,
+                     Py_ssize_t H, Py_ssize_t W, int to_space, int num_threads) noexcept nogil:
+    """Depth-to-space or space-to-depth (see the two wrappers), the rows of the written
+    array shared among the threads: each is written by one iteration."""
+    cdef Py_ssize_t r, m, h, a, rows = M * H * kh
+    cdef Py_ssize_t plane = H * W
+    if rows == 0 or W == 0 or kw == 0:
+        return
+    for r in prange(rows, schedule="static", num_threads=num_threads):
+        m = r // (H * kh)
+        h = (r // kh) % H
+        a = r % kh
+        if real is float:
+            sb_shuffle_row_f(space + r * W * kw, depth + ((m * kh + a) * kw) * plane + h * W,
+                             plane, W, kw, to_space)
+        else:
+            sb_shuffle_row_d(space + r * W * kw, depth + ((m * kh + a) * kw) * plane + h * W,
+                             plane, W, kw, to_space)
+
+
+def depth_to_space_2d(const real[::1] depth,  # IN  (M, kh, kw, H, W) flat
+                      real[::1] space,        # OUT (M, H * kh, W * kw) flat
+                      Py_ssize_t M, Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t H,
+                      Py_ssize_t W, int num_threads):
+    """``space[m, h kh + a, w kw + b] = depth[m, a, b, h, w]``: the up-convolution's
+    permutation (kernel == stride), on every thread."""
+    if space.shape[0] == 0:
+        return
+    with nogil:
+        _shuffle_2d(<real*> &depth[0], &space[0], M, kh, kw, H, W, 1, num_threads)
+
+
+def space_to_depth_2d(const real[::1] space,  # IN  (M, H * kh, W * kw) flat
+                      real[::1] depth,        # OUT (M, kh, kw, H, W) flat
+                      Py_ssize_t M, Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t H,
+                      Py_ssize_t W, int num_threads):
+    """The inverse permutation, ``depth[m, a, b, h, w] = space[m, h kh + a, w kw + b]``:
+    the up-convolution's gradient, on every thread."""
+    if depth.shape[0] == 0:
+        return
+    with nogil:
+        _shuffle_2d(&depth[0], <real*> &space[0], M, kh, kw, H, W, 0, num_threads)

@@ -1721,6 +1721,30 @@ def test_transposed_convolutions_with_kernel_equal_to_stride_are_products_and_a_
     assert any(spies)
 
 
+@pytest.mark.parametrize("kernel", [(2, 2), (3, 2), (2, 3), (1, 1)])
+def test_depth_to_space_kernels_equal_numpys_permutation(kernel, rng):
+    """The up-convolution's permutations (``_patches._to_space`` / ``_to_depth``): the
+    kernels' bits equal numpy's transposed copy for both dtypes and any thread count,
+    read-only inputs included; float16 takes numpy's path and agrees too."""
+    from sandbox.array.conv import _patches
+
+    n, o, h, w = 3, 5, 6, 7
+    kh, kw = kernel
+    for dtype in (np.float32, np.float64, np.float16):
+        cols = rng.standard_normal((n, o * kh * kw, h, w)).astype(dtype)
+        cols.setflags(write=False)
+        want = cols.reshape(n, o, kh, kw, h, w).transpose(0, 1, 4, 2, 5, 3).reshape(
+            n, o, h * kh, w * kw)
+        for threads in (1, 2, 3):
+            with sandbox.num_threads(threads):
+                space = _patches._to_space(cols, kernel)
+                space.setflags(write=False)
+                back = _patches._to_depth(space, kernel)
+            np.testing.assert_array_equal(space, want)
+            np.testing.assert_array_equal(back, cols)
+            assert space.flags.c_contiguous and back.flags.c_contiguous
+
+
 def test_kernel_stride_transposed_convolution_gradcheck(rng):
     from sandbox.gradcheck import gradcheck
 

@@ -21,8 +21,12 @@ import math
 
 import numpy as np
 
+from ..._C import _elementwise
+from ...runtime.threads import kernel_threads
 from . import _pointwise as pointwise
 from ._chunks import add_bias
+
+_KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 __all__ = ["eligible", "transpose_backward", "transpose_forward"]
 
@@ -36,15 +40,25 @@ def eligible(plan, in_size, out_size) -> bool:
             and tuple(out_size) == tuple(s * k for s, k in zip(in_size, kernel, strict=True)))
 
 
+def _kernel_form(a) -> bool:
+    """Whether ``a`` takes the 2-D permutation kernels (float32/float64, C-contiguous)."""
+    return a.ndim == 4 and a.dtype in _KERNEL_DTYPES and a.flags.c_contiguous
+
+
 def _to_space(cols, kernel):
-    """(N, O * prod(kernel), *size) -> (N, O, *(size * kernel)), C-contiguous: one copy
-    per kernel offset, each a contiguous block of ``cols`` into a strided view of the
-    output (a single transposed copy, whose innermost axis is the kernel's, ran 5 times
-    slower)."""
+    """(N, O * prod(kernel), *size) -> (N, O, *(size * kernel)), C-contiguous.  2-D:
+    one kernel pass, its output rows shared among the threads
+    (``_elementwise.depth_to_space_2d``); else one numpy copy per kernel offset, each a
+    contiguous block of ``cols`` into a strided view of the output (a single transposed
+    copy, whose innermost axis is the kernel's, ran 5 times slower)."""
     size = cols.shape[2:]
     n, o = cols.shape[0], cols.shape[1] // math.prod(kernel)
-    blocks = cols.reshape(n, o, *kernel, *size)
     y = np.empty((n, o, *(s * k for s, k in zip(size, kernel, strict=True))), cols.dtype)
+    if _kernel_form(cols):
+        _elementwise.depth_to_space_2d(cols.reshape(-1), y.reshape(-1), n * o, *kernel, *size,
+                                       kernel_threads(y.size))
+        return y
+    blocks = cols.reshape(n, o, *kernel, *size)
     split = y.reshape(n, o, *(v for s, k in zip(size, kernel, strict=True) for v in (s, k)))
     for offset in itertools.product(*(range(k) for k in kernel)):
         dst = (slice(None), slice(None), *(v for a in offset for v in (slice(None), a)))
@@ -53,10 +67,16 @@ def _to_space(cols, kernel):
 
 
 def _to_depth(y, kernel):
-    """(N, O, *(size * kernel)) -> (N, O * prod(kernel), *size), a C-contiguous copy."""
+    """(N, O, *(size * kernel)) -> (N, O * prod(kernel), *size), a C-contiguous copy
+    (2-D: ``_elementwise.space_to_depth_2d`` on every thread)."""
     nd = len(kernel)
     n, o = y.shape[:2]
     size = tuple(s // k for s, k in zip(y.shape[2:], kernel, strict=True))
+    if _kernel_form(y):
+        out = np.empty((n, o * math.prod(kernel), *size), y.dtype)
+        _elementwise.space_to_depth_2d(y.reshape(-1), out.reshape(-1), n * o, *kernel, *size,
+                                       kernel_threads(y.size))
+        return out
     split = y.reshape(n, o, *(v for s, k in zip(size, kernel, strict=True) for v in (s, k)))
     order = [0, 1] + [3 + 2 * i for i in range(nd)] + [2 + 2 * i for i in range(nd)]
     return np.ascontiguousarray(split.transpose(order)).reshape(n, o * math.prod(kernel),
