@@ -2,7 +2,7 @@
 # kernel.  Bounds, initialisation and None checks are off in a release build and on
 # with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
 # C, in both builds.  So every index must be in range and non-negative.
-# The smooth activations users call one by one (nn.SiLU, nn.GELU, torch.sigmoid) and
+# The smooth activations users call one by one (nn.SiLU, nn.GELU, torch.sigmoid, tanh) and
 # their gradients, elementwise on every thread.  The float32 forms compute in float32
 # with pyx/vec_math.h's vectorisable exp and erfc (about 1 ulp each: numpy's and the C
 # library's calls cannot be vectorised by gcc and ran on one thread); float64 uses the
@@ -41,7 +41,7 @@ cdef extern from *:
     #define SB_GELU_C 0.044715
     #define SB_SQRT_2_PI 0.79788456080286535588
 
-    #define SB_ACTIVATIONS(T, S, EXP, ERFC, SIG)                                            \\
+    #define SB_ACTIVATIONS(T, S, EXP, ERFC, SIG, TANH)                                            \\
     SB_CLONES static void sb_sigmoid_##S(const T* restrict x, T* restrict out,        \\
             Py_ssize_t n) {                                                            \\
         for (Py_ssize_t i = 0; i < n; i++) out[i] = SIG(x[i]); }        \\
@@ -87,36 +87,47 @@ cdef extern from *:
             out[i] = g[i] * (s + v * (s * ((T)1 - s)) * du2); } }                      \\
     SB_CLONES static void sb_exp_##S(const T* restrict x, T* restrict out,            \\
             Py_ssize_t n) {                                                            \\
-        for (Py_ssize_t i = 0; i < n; i++) out[i] = EXP(x[i]); }
-    SB_ACTIVATIONS(float, f, sb_expf, sb_erfcf, sb_sigmoid_value_f)
-    SB_ACTIVATIONS(double, d, sb_exp, sb_erfc_d, sb_sigmoid_value_d)
+        for (Py_ssize_t i = 0; i < n; i++) out[i] = EXP(x[i]); }                       \\
+    /* d e^x = e^x, the output */                                                      \\
+    SB_CLONES static void sb_exp_grad_##S(const T* restrict g, const T* restrict y,   \\
+            T* restrict out, Py_ssize_t n) {                                           \\
+        for (Py_ssize_t i = 0; i < n; i++) out[i] = g[i] * y[i]; }                     \\
+    SB_CLONES static void sb_tanh_##S(const T* restrict x, T* restrict out,           \\
+            Py_ssize_t n) {                                                            \\
+        for (Py_ssize_t i = 0; i < n; i++) out[i] = TANH(x[i]); }                      \\
+    /* d tanh = 1 - y^2 */                                                             \\
+    SB_CLONES static void sb_tanh_grad_##S(const T* restrict g, const T* restrict y,  \\
+            T* restrict out, Py_ssize_t n) {                                           \\
+        for (Py_ssize_t i = 0; i < n; i++) out[i] = g[i] * ((T)1 - y[i] * y[i]); }
+    SB_ACTIVATIONS(float, f, sb_expf, sb_erfcf, sb_sigmoid_value_f, sb_tanhf)
+    SB_ACTIVATIONS(double, d, sb_exp, sb_erfc_d, sb_sigmoid_value_d, sb_tanh)
 
     typedef void (*sb_unary_f)(const float*, float*, Py_ssize_t);
     typedef void (*sb_unary_d)(const double*, double*, Py_ssize_t);
     typedef void (*sb_binary_f)(const float*, const float*, float*, Py_ssize_t);
     typedef void (*sb_binary_d)(const double*, const double*, double*, Py_ssize_t);
     static sb_unary_f sb_unary_fs[] = {sb_sigmoid_f, sb_silu_f, sb_gelu_f, sb_gelu_tanh_f,
-                                       sb_exp_f};
+                                       sb_exp_f, sb_tanh_f};
     static sb_unary_d sb_unary_ds[] = {sb_sigmoid_d, sb_silu_d, sb_gelu_d, sb_gelu_tanh_d,
-                                       sb_exp_d};
+                                       sb_exp_d, sb_tanh_d};
     static sb_binary_f sb_binary_fs[] = {sb_sigmoid_grad_f, sb_silu_grad_f, sb_gelu_grad_f,
-                                         sb_gelu_tanh_grad_f};
+                                         sb_gelu_tanh_grad_f, sb_exp_grad_f, sb_tanh_grad_f};
     static sb_binary_d sb_binary_ds[] = {sb_sigmoid_grad_d, sb_silu_grad_d, sb_gelu_grad_d,
-                                         sb_gelu_tanh_grad_d};
+                                         sb_gelu_tanh_grad_d, sb_exp_grad_d, sb_tanh_grad_d};
     """
     ctypedef void (*sb_unary_f)(const float*, float*, Py_ssize_t) noexcept nogil
     ctypedef void (*sb_unary_d)(const double*, double*, Py_ssize_t) noexcept nogil
     ctypedef void (*sb_binary_f)(const float*, const float*, float*, Py_ssize_t) noexcept nogil
     ctypedef void (*sb_binary_d)(const double*, const double*, double*,
                                  Py_ssize_t) noexcept nogil
-    sb_unary_f sb_unary_fs[5]
-    sb_unary_d sb_unary_ds[5]
-    sb_binary_f sb_binary_fs[4]
-    sb_binary_d sb_binary_ds[4]
+    sb_unary_f sb_unary_fs[6]
+    sb_unary_d sb_unary_ds[6]
+    sb_binary_f sb_binary_fs[6]
+    sb_binary_d sb_binary_ds[6]
 
 # The functions, by the code the wrappers pass (sandbox/array/activation.py): forward
 # (unary) and gradient (binary) of each activation, and exp alone.
-SIGMOID, SILU, GELU, GELU_TANH, EXP = range(5)
+SIGMOID, SILU, GELU, GELU_TANH, EXP, TANH = range(6)
 
 # Elements per parallel block (as _elementwise.pyx): a block's start-up is noise, and
 # two threads share a (8, 16, 64, 64) map.
@@ -126,7 +137,7 @@ cdef enum:
 
 def unary(int fn, const real[::1] x, real[::1] out, int num_threads):
     """``out = f(x)`` elementwise for the activation ``fn`` (SIGMOID, SILU, GELU,
-    GELU_TANH or EXP).
+    GELU_TANH, EXP or TANH).
 
     x (IN), out (OUT): flat, same size and dtype; ``out`` may be ``x`` itself.
     """
@@ -145,8 +156,8 @@ def unary(int fn, const real[::1] x, real[::1] out, int num_threads):
 
 def gradient(int fn, const real[::1] g, const real[::1] saved, real[::1] out,
              int num_threads):
-    """``out = g * f'(x)`` elementwise for the activation ``fn`` (SIGMOID: ``saved`` is
-    the output y; SILU, GELU, GELU_TANH: the input x).
+    """``out = g * f'(x)`` elementwise for the activation ``fn`` (SIGMOID, EXP and TANH:
+    ``saved`` is the output y; SILU, GELU, GELU_TANH: the input x).
 
     g (IN), saved (IN), out (OUT): flat, same size and dtype; ``out`` may be ``g``.
     """

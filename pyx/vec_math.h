@@ -21,6 +21,7 @@
  * with -ffp-contract=off), so every clone gives the same bits. */
 #ifndef SANDBOX_VEC_MATH_H
 #define SANDBOX_VEC_MATH_H
+#include <math.h>
 #include <stdint.h>
 
 static inline uint32_t sb_bits_f(float x) { union { float f; uint32_t i; } u; u.f = x; return u.i; }
@@ -69,6 +70,44 @@ static inline double sb_exp(double x) {
                   + (1.0 / 479001600 + r * (1.0 / 6227020800.0)) * r4) * r8;
     double a = (n * 0.5 + SB_SHIFT_D) - SB_SHIFT_D;
     return p * sb_pow2_d(a) * sb_pow2_d(n - a);
+}
+
+/* e^u - 1 without the cancellation of exp(u) - 1 near 0: the Taylor series where |u| is
+ * small (float: |u| < 1, terms to u^10, the rest under 1/11! = 2.5e-8 of |u|; double:
+ * |u| < ln(2)/2, terms to u^13, under 1e-17), exp(u) - 1 elsewhere (there e^u - 1 is at
+ * least 0.29 in size: a few ulps).  Both are computed and one is selected (no branch). */
+static inline float sb_expm1f(float u) {
+    float u2 = u * u, u4 = u2 * u2, u8 = u4 * u4;
+    float small = ((u + u2 * 0.5f) + (1.0f / 6 + u * (1.0f / 24)) * (u2 * u))
+                  + ((1.0f / 120 + u * (1.0f / 720)) + (1.0f / 5040 + u * (1.0f / 40320)) * u2)
+                    * (u4 * u)
+                  + (1.0f / 362880 + u * (1.0f / 3628800)) * (u8 * u);
+    float large = sb_expf(u) - 1.0f;
+    return (u < 1.0f && u > -1.0f) ? small : large;
+}
+
+static inline double sb_expm1(double u) {
+    double u2 = u * u, u4 = u2 * u2, u8 = u4 * u4;
+    double small = ((u + u2 * 0.5) + (1.0 / 6 + u * (1.0 / 24)) * (u2 * u))
+                   + ((1.0 / 120 + u * (1.0 / 720)) + (1.0 / 5040 + u * (1.0 / 40320)) * u2)
+                     * (u4 * u)
+                   + (((1.0 / 362880 + u * (1.0 / 3628800))
+                       + (1.0 / 39916800 + u * (1.0 / 479001600)) * u2) + u4 * (1.0 / 6227020800.0))
+                     * (u8 * u);
+    double large = sb_exp(u) - 1.0;
+    return (u < 0.34657359027997264 && u > -0.34657359027997264) ? small : large;
+}
+
+/* tanh(x) = -expm1(-2|x|) / (2 + expm1(-2|x|)) with the sign of x: no overflow, no
+ * cancellation near 0, and 1 exactly once e^-2|x| rounds away. */
+static inline float sb_tanhf(float x) {
+    float e = sb_expm1f(-2.0f * fabsf(x));
+    return copysignf(-e / (2.0f + e), x);
+}
+
+static inline double sb_tanh(double x) {
+    double e = sb_expm1(-2.0 * fabs(x));
+    return copysign(-e / (2.0 + e), x);
 }
 
 /* erfc(u) for float: Numerical Recipes' erfcc (Press et al., 2nd ed., section 6.2), a

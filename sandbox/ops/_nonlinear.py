@@ -140,8 +140,22 @@ class Gelu(_Smooth):
         return grad * (cdf + x * pdf), None
 
 
-Tanh = _elementwise("Tanh", np.tanh, lambda grad, y: grad * (1.0 - y * y), saves="output",
-                    module=__name__)
+class Tanh(_Smooth):
+    """The hyperbolic tangent; ``dy = 1 - y^2``."""
+
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, x):
+        return Tanh._run(ctx, x, activation.tanh(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        if is_grad_enabled():  # create_graph
+            (y,) = ctx.saved_tensors
+            return grad * (1.0 - y * y)
+        (y,) = ctx.saved_arrays
+        return activation.tanh_backward(grad, y)
 
 
 class Softplus(Function):

@@ -148,12 +148,13 @@ def _ulps(got, want, dtype):
     return np.abs(got[keep] - want[keep]) / np.spacing(np.abs(want[keep]).astype(dtype))
 
 
-def test_exp_sigmoid_and_silu_are_within_ulps_of_long_double(dtype):
-    x = _wide_data(dtype)
+def test_exp_sigmoid_silu_and_tanh_are_within_ulps_of_long_double(dtype):
+    x = np.concatenate([_wide_data(dtype), np.linspace(-1e-3, 1e-3, 2001, dtype=dtype)])
     wide = x.astype(np.longdouble)
     with np.errstate(over="ignore"):
-        exact = {"exp": np.exp(wide), "sigmoid": _sig(wide), "silu": wide * _sig(wide)}
-        for name, most in (("exp", 2), ("sigmoid", 4), ("silu", 5)):
+        exact = {"exp": np.exp(wide), "sigmoid": _sig(wide), "silu": wide * _sig(wide),
+                 "tanh": np.tanh(wide)}
+        for name, most in (("exp", 2), ("sigmoid", 4), ("silu", 5), ("tanh", 6)):
             got = getattr(activation, name)(x)
             assert got.dtype == dtype
             want = exact[name].astype(np.float64)
@@ -196,6 +197,8 @@ def test_smooth_gradients_equal_their_formulas(dtype):
     yw = y.astype(np.longdouble)
     np.testing.assert_allclose(activation.sigmoid_backward(g, y),
                                (gw * yw * (1 - yw)).astype(np.float64), rtol=rtol, atol=1e-30)
+    y = activation.tanh(x)  # 1 - y^2 cancels near |y| = 1: the dtype's numpy form, bitwise
+    np.testing.assert_array_equal(activation.tanh_backward(g, y), g * (1 - y * y))
     s = _sig(wide)
     np.testing.assert_allclose(activation.silu_backward(g, x),
                                (gw * s * (1 + wide * (1 - s))).astype(np.float64), rtol=rtol,
@@ -214,17 +217,19 @@ def test_smooth_gradients_equal_their_formulas(dtype):
 
 
 def test_smooth_special_values_match_torch(dtype, torch):
-    """NaN stays NaN; infinities, signed zeros and the edges of exp's range give what
-    PyTorch gives."""
+    """NaN stays NaN; infinities, signed zeros (tanh keeps the sign) and the edges of
+    exp's range give what PyTorch gives."""
     x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 88.5, 89.5, -87.0, -104.5, 30.0, -30.0],
                  dtype)
     t = torch.from_numpy(x)
     fn = torch.nn.functional
     with np.errstate(over="ignore"):
         pairs = [(activation.exp(x), torch.exp(t)), (activation.sigmoid(x), torch.sigmoid(t)),
+                 (activation.tanh(x), torch.tanh(t)),
                  (activation.silu(x), fn.silu(t)), (activation.gelu(x), fn.gelu(t))]
     for ours, ref in pairs:
         np.testing.assert_allclose(ours, ref.numpy(), rtol=1e-6, atol=1e-30)
+    assert np.signbit(activation.tanh(x)[4]) and not np.signbit(activation.tanh(x)[3])
 
 
 def test_smooth_results_do_not_depend_on_the_thread_count(dtype):
@@ -235,6 +240,7 @@ def test_smooth_results_do_not_depend_on_the_thread_count(dtype):
     for n in (1, 2, 3):
         with sandbox.num_threads(n):
             runs.append([activation.exp(x), activation.sigmoid(x), activation.silu(x),
+                         activation.tanh(x), activation.tanh_backward(g, y),
                          activation.gelu(x), activation.gelu(x, "tanh"),
                          activation.silu_backward(g, x), activation.gelu_backward(g, x),
                          activation.gelu_backward(g, x, "tanh"),
