@@ -38,11 +38,22 @@ cdef extern from *:
     SB_CLONES static void sb_leaky_relu_grad_##S(const T* restrict g,                 \
             const T* restrict m, T* restrict out, T s, Py_ssize_t n) {                \
         for (Py_ssize_t i = 0; i < n; i++) out[i] = g[i] * (m[i] > 0 ? (T)1 : s); }  \
-    /* out may be a (an in-place sum): no restrict, the compiler checks the overlap */ \
+    /* a op b, numpy's one IEEE operation an element; out may be a or b (an in-place \
+     * sum): no restrict, the compiler checks the overlap */                          \
     SB_CLONES static void sb_add_##S(const T* a, const T* b, T* out, Py_ssize_t n) {   \
-        for (Py_ssize_t i = 0; i < n; i++) out[i] = a[i] + b[i]; }
+        for (Py_ssize_t i = 0; i < n; i++) out[i] = a[i] + b[i]; }                     \
+    SB_CLONES static void sb_sub_##S(const T* a, const T* b, T* out, Py_ssize_t n) {   \
+        for (Py_ssize_t i = 0; i < n; i++) out[i] = a[i] - b[i]; }                     \
+    SB_CLONES static void sb_mul_##S(const T* a, const T* b, T* out, Py_ssize_t n) {   \
+        for (Py_ssize_t i = 0; i < n; i++) out[i] = a[i] * b[i]; }                     \
+    SB_CLONES static void sb_div_##S(const T* a, const T* b, T* out, Py_ssize_t n) {   \
+        for (Py_ssize_t i = 0; i < n; i++) out[i] = a[i] / b[i]; }
     SB_ELEMENTWISE(float, f)
     SB_ELEMENTWISE(double, d)
+    typedef void (*sb_arith_f)(const float*, const float*, float*, Py_ssize_t);
+    typedef void (*sb_arith_d)(const double*, const double*, double*, Py_ssize_t);
+    static sb_arith_f sb_arith_fs[] = {sb_add_f, sb_sub_f, sb_mul_f, sb_div_f};
+    static sb_arith_d sb_arith_ds[] = {sb_add_d, sb_sub_d, sb_mul_d, sb_div_d};
 
     /* One output row of depth-to-space (to_space) or one input row of space-to-depth:
      * `wide` (W * kw) interleaves the kw rows `narrow + b * stride` (W each):
@@ -76,8 +87,11 @@ cdef extern from *:
                               Py_ssize_t n) noexcept nogil
     void sb_leaky_relu_grad_d(const double* g, const double* m, double* out, double s,
                               Py_ssize_t n) noexcept nogil
-    void sb_add_f(const float* a, const float* b, float* out, Py_ssize_t n) noexcept nogil
-    void sb_add_d(const double* a, const double* b, double* out, Py_ssize_t n) noexcept nogil
+    ctypedef void (*sb_arith_f)(const float*, const float*, float*, Py_ssize_t) noexcept nogil
+    ctypedef void (*sb_arith_d)(const double*, const double*, double*,
+                                Py_ssize_t) noexcept nogil
+    sb_arith_f sb_arith_fs[4]
+    sb_arith_d sb_arith_ds[4]
     void sb_shuffle_row_f(float* wide, float* narrow, Py_ssize_t stride, Py_ssize_t W,
                           Py_ssize_t kw, int to_space) noexcept nogil
     void sb_shuffle_row_d(double* wide, double* narrow, Py_ssize_t stride, Py_ssize_t W,
@@ -159,21 +173,29 @@ def leaky_relu_grad(const real[::1] g, const real[::1] m, real[::1] out, double 
             sb_leaky_relu_grad_d(&g[start], &m[start], &out[start], s, min(BLOCK, n - start))
 
 
-def add_rows(const real[:, :] a, const real[:, :] b, real[:, :] out, int num_threads):
-    """``out = a + b`` elementwise (as numpy adds), row by row in blocks shared among the
-    threads.  a (IN), b (IN), out (OUT, may be ``a`` or ``b``): one shape and dtype; each
-    row contiguous (element stride 1 along it), the rows anywhere."""
+# The operations of arith_rows, by code.
+ADD, SUB, MUL, DIV = range(4)
+
+
+def arith_rows(int op, const real[:, :] a, const real[:, :] b, real[:, :] out,
+               int num_threads):
+    """``out = a op b`` elementwise (``op``: ADD, SUB, MUL or DIV; as numpy computes
+    them), row by row in blocks shared among the threads.  a (IN), b (IN), out (OUT,
+    may be ``a`` or ``b``): one shape and dtype; each row contiguous (element stride 1
+    along it), the rows anywhere."""
     cdef Py_ssize_t rows = a.shape[0], n = a.shape[1], i, q, start
     cdef Py_ssize_t per_row = (n + BLOCK - 1) // BLOCK
+    cdef sb_arith_f kf = sb_arith_fs[op]
+    cdef sb_arith_d kd = sb_arith_ds[op]
     if rows == 0 or n == 0:
         return
     for q in prange(rows * per_row, nogil=True, schedule="static", num_threads=num_threads):
         i = q // per_row
         start = (q % per_row) * BLOCK
         if real is float:
-            sb_add_f(&a[i, start], &b[i, start], &out[i, start], min(BLOCK, n - start))
+            kf(&a[i, start], &b[i, start], &out[i, start], min(BLOCK, n - start))
         else:
-            sb_add_d(&a[i, start], &b[i, start], &out[i, start], min(BLOCK, n - start))
+            kd(&a[i, start], &b[i, start], &out[i, start], min(BLOCK, n - start))
 
 
 def copy_rows(const unsigned char[:, :] src,  # IN  (rows, width) bytes, rows strided

@@ -1,10 +1,13 @@
-"""Sums on every thread: numpy's ``a + b`` runs on one.
+"""Sums, differences, products and quotients on every thread: numpy's ``a + b`` runs on
+one.
 
 The backward of a network sums gradients wherever a tensor feeds two ops: a UNet's
 skip connections each get one gradient from the decoder's concatenation (a slice of
 its gradient) and one from the encoder's pooling, 0.25-2 MB apiece at batch 8 of 64²
-maps.  :func:`add` splits such sums by rows (``pyx/_elementwise.pyx``: ``add_rows``);
-each element is the one IEEE sum numpy forms, so the bits are numpy's.
+maps; a residual block adds, a gate multiplies, and a product's backward multiplies
+twice.  :func:`binary` splits such operations by rows (``pyx/_elementwise.pyx``:
+``arith_rows``) where both operands have one shape and dtype (broadcasting ones take
+numpy's); each element is the one IEEE operation numpy forms, so the bits are numpy's.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from .._C import _elementwise
 from ..runtime.threads import kernel_threads
 from .copy import row_view
 
-__all__ = ["add"]
+__all__ = ["add", "binary"]
 
 #: below this many bytes a term one thread adds as fast
 _PARALLEL_MIN_BYTES = 1 << 19
@@ -23,15 +26,23 @@ _PARALLEL_MIN_BYTES = 1 << 19
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def add(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``np.add(a, b, out=out)`` for two ndarrays of one shape, on every thread.
+_CODES = {np.add: _elementwise.ADD, np.subtract: _elementwise.SUB,
+          np.multiply: _elementwise.MUL, np.true_divide: _elementwise.DIV}
+
+
+def binary(ufunc, a, b, out: np.ndarray | None = None):
+    """``ufunc(a, b, out=out)`` for ``np.add``, ``np.subtract``, ``np.multiply`` or
+    ``np.true_divide``, on every thread where the operands allow.
 
     Parameters
     ----------
-    a, b : ndarray
-        Any layout.  Float32 or float64 arrays of one shape and dtype whose rows are
-        contiguous runs (C-contiguous, or slices along a leading axis) take the
-        threaded sum; anything else numpy's.
+    ufunc : numpy ufunc
+        One of the four above; another runs as numpy's call.
+    a, b : ndarray or scalar
+        Float32 or float64 ndarrays of one shape and dtype, at least 512 KiB, whose
+        rows are contiguous runs (C-contiguous, or slices along a leading axis) take
+        the threaded kernel; anything else (broadcasting, scalars, other dtypes)
+        numpy's call.
     out : ndarray, optional
         Where to write (may be ``a`` or ``b``); a new C-contiguous array if None.
 
@@ -40,17 +51,35 @@ def add(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarr
     ndarray
         ``out``, or the new array.
     """
-    if (a.shape != b.shape or a.dtype != b.dtype or a.dtype not in _KERNEL_DTYPES
+    code = _CODES.get(ufunc)
+    if (code is None or type(a) is not np.ndarray or type(b) is not np.ndarray
+            or a.shape != b.shape or a.dtype != b.dtype or a.dtype not in _KERNEL_DTYPES
             or a.nbytes < _PARALLEL_MIN_BYTES
             or (out is not None and (out.shape != a.shape or out.dtype != a.dtype))):
-        return np.add(a, b, out=out)
+        return ufunc(a, b, out=out)
     if out is None:
         out = np.empty(a.shape, dtype=a.dtype)
     views = _rows_alike((a, b, out))
     if views is None:
-        return np.add(a, b, out=out)
-    _elementwise.add_rows(*views, kernel_threads(a.size))
+        return ufunc(a, b, out=out)
+    _elementwise.arith_rows(code, *views, kernel_threads(a.size))
     return out
+
+
+def add(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``np.add(a, b, out=out)`` on every thread where the operands allow (:func:`binary`).
+
+    Parameters
+    ----------
+    a, b : ndarray
+    out : ndarray, optional
+        Where to write (may be ``a`` or ``b``).
+
+    Returns
+    -------
+    ndarray
+    """
+    return binary(np.add, a, b, out)
 
 
 def _rows_alike(arrays):

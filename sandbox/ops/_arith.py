@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..array import activation
+from ..array import activation, arith
 from ..autograd import Function, Tensor, unbroadcast
 from ._promote import float_result, promote
 from ._util import operand, shape_of
@@ -17,7 +17,7 @@ from ._util import operand, shape_of
 
 def _binary(ufunc, name, a, b):
     try:
-        return ufunc(a, b)
+        return arith.binary(ufunc, a, b)  # numpy's ufunc, on every thread for large operands
     except ValueError as exc:
         raise ValueError(
             f"{name}: shapes {shape_of(a)} and {shape_of(b)} cannot be broadcast together"

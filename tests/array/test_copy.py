@@ -123,7 +123,55 @@ def test_add_equals_numpy(case, in_place):
 
 
 def test_add_takes_the_row_kernel_for_a_strided_gradient(monkeypatch):
-    calls = _first_shapes(monkeypatch, arith._elementwise, "add_rows")
+    calls = []
+    real = arith._elementwise.arith_rows
+    monkeypatch.setattr(arith._elementwise, "arith_rows",
+                        lambda op, *args: calls.append((op, args[0].shape)) or real(op, *args))
     g = np.ones((8, 48, 64, 64), dtype=np.float32)
     got = add(g[:, 16:], np.ones((8, 32, 64, 64), dtype=np.float32))
-    assert calls == [(8, 32 * 64 * 64)] and np.all(got == 2)
+    assert calls == [(arith._elementwise.ADD, (8, 32 * 64 * 64))] and np.all(got == 2)
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.subtract, np.multiply, np.true_divide])
+@pytest.mark.parametrize("case", range(8))
+def test_binary_equals_numpy_bitwise(ufunc, case):
+    """Each operation on every thread gives numpy's bits (signed zeros, infinities and
+    NaN included: division by the zeros below), in place into either operand too;
+    operands the kernel does not take (broadcasting, small, mixed dtypes) go to numpy."""
+    a, b = list(_sum_cases())[case]
+    a, b = np.array(a), np.array(b)
+    if b.dtype.kind == "f" and b.size > 4:
+        b.reshape(-1)[:3] = [0.0, -0.0, np.inf]
+    with np.errstate(all="ignore"):
+        want = ufunc(a, b)
+        for threads in (1, 2, 3):
+            with sandbox.num_threads(threads):
+                got = arith.binary(ufunc, a, b)
+                np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+                if want.dtype == a.dtype and want.shape == a.shape:
+                    out = np.array(a)
+                    assert arith.binary(ufunc, out, b, out=out) is out
+                    np.testing.assert_array_equal(out.view(np.uint8), want.view(np.uint8))
+    assert arith.binary(np.maximum, a[:1], a[:1]).shape == a[:1].shape  # not one of the four
+
+
+def test_tensor_arithmetic_takes_the_threaded_kernel(monkeypatch):
+    """``a * b`` of large same-shape tensors, and its backward's products, run the row
+    kernel; a broadcast operand takes numpy's."""
+    from sandbox import Tensor
+
+    ops = []
+    real = arith._elementwise.arith_rows
+    monkeypatch.setattr(arith._elementwise, "arith_rows",
+                        lambda op, *args: ops.append(op) or real(op, *args))
+    rng = np.random.default_rng(0)
+    a = Tensor(rng.standard_normal((8, 16, 64, 64)).astype(np.float32), requires_grad=True)
+    b = Tensor(rng.standard_normal((8, 16, 64, 64)).astype(np.float32), requires_grad=True)
+    y = a * b
+    np.testing.assert_array_equal(y.numpy(), a.numpy() * b.numpy())
+    y.backward(Tensor(np.ones(y.shape, np.float32)))
+    np.testing.assert_array_equal(a.grad.numpy(), b.numpy())
+    assert ops == [arith._elementwise.MUL] * 3  # the forward, then one product each
+    ops.clear()
+    (a * Tensor(np.float32(2.0))).numpy()
+    assert ops == []
