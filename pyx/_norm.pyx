@@ -29,29 +29,33 @@ cdef extern from "simd_clones.h":
 
 cdef extern from *:
     """
+    /* the 16 partial sums in a fixed tree: lane j + 8 onto lane j, then pairs */
+    #define SB_FOLD16(s, t)                                                             \
+        for (int j = 0; j < 8; j++) t[j] = s[j] + s[j + 8];                             \
+        return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
     #define SB_NORM(T, S)                                                                \
     SB_CLONES static double sb_sum_##S(const T* restrict p, Py_ssize_t n) {             \
-        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;                                          \
+        double s[16] = {0}, t[8];                                                       \
         Py_ssize_t i = 0;                                                               \
-        for (; i + 3 < n; i += 4) {                                                     \
-            s0 += p[i]; s1 += p[i + 1]; s2 += p[i + 2]; s3 += p[i + 3]; }               \
-        for (; i < n; i++) s0 += p[i];                                                  \
-        return (s0 + s1) + (s2 + s3); }                                                 \
+        for (; i + 15 < n; i += 16)                                                     \
+            for (int j = 0; j < 16; j++) s[j] += p[i + j];                              \
+        for (; i < n; i++) s[0] += p[i];                                                \
+        SB_FOLD16(s, t) }                                                               \
     SB_CLONES static double sb_sq_dev_##S(const T* restrict p, Py_ssize_t n, double mu) { \
-        double s[8] = {0, 0, 0, 0, 0, 0, 0, 0}, d;                                      \
+        double s[16] = {0}, t[8], d;                                                    \
         Py_ssize_t i = 0;                                                               \
-        for (; i + 7 < n; i += 8)                                                       \
-            for (int j = 0; j < 8; j++) { d = p[i + j] - mu; s[j] += d * d; }           \
+        for (; i + 15 < n; i += 16)                                                     \
+            for (int j = 0; j < 16; j++) { d = p[i + j] - mu; s[j] += d * d; }          \
         for (; i < n; i++) { d = p[i] - mu; s[0] += d * d; }                            \
-        return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])); }     \
+        SB_FOLD16(s, t) }                                                               \
     SB_CLONES static double sb_dot_##S(const T* restrict a, const T* restrict b,       \
             Py_ssize_t n) {                                                             \
-        double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                         \
+        double s[16] = {0}, t[8];                                                       \
         Py_ssize_t i = 0;                                                               \
-        for (; i + 7 < n; i += 8)                                                       \
-            for (int j = 0; j < 8; j++) s[j] += (double)a[i + j] * b[i + j];            \
+        for (; i + 15 < n; i += 16)                                                     \
+            for (int j = 0; j < 16; j++) s[j] += (double)a[i + j] * b[i + j];           \
         for (; i < n; i++) s[0] += (double)a[i] * b[i];                                 \
-        return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])); }     \
+        SB_FOLD16(s, t) }                                                               \
     SB_CLONES static void sb_mask_##S(const T* restrict g, const T* restrict y,         \
             T* restrict out, Py_ssize_t n) {                                            \
         for (Py_ssize_t i = 0; i < n; i++) out[i] = g[i] * (T)(y[i] > 0); }             \
