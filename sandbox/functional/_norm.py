@@ -29,6 +29,7 @@ class _Normalization(Function):
     the other arguments get None."""
 
     plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+    fresh_grads = True  # the array backwards allocate every gradient they return
 
     @classmethod
     def backward(cls, ctx, grad):

@@ -17,6 +17,7 @@ class Relu(Function):
     graph tensor: the gradient needs only the output, so the old values need no copy)."""
 
     plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+    fresh_grads = True  # relu_backward allocates the gradient
 
     @staticmethod
     def forward(ctx, x, inplace=False):
@@ -40,6 +41,7 @@ class Relu(Function):
 
 class LeakyRelu(Function):
     plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+    fresh_grads = True  # leaky_relu_backward allocates the gradient
 
     @staticmethod
     def forward(ctx, x, slope, inplace=False):
@@ -69,6 +71,7 @@ class _Smooth(Function):
     ``saves_output``: the gradient needs the output (else the input)."""
 
     plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+    fresh_grads = True  # the array backwards allocate the gradient
     saves_output = False
 
     @classmethod
@@ -190,6 +193,7 @@ class Softmax(Function):
     kernels; ``dx = y (g - sum(g y))``."""
 
     plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+    fresh_grads = True  # softmax_backward allocates the gradient
 
     @staticmethod
     def forward(ctx, x, axis):
@@ -211,6 +215,7 @@ class LogSoftmax(Function):
     """``x - logsumexp(x)`` along an axis, by the kernels; ``dx = g - exp(y) sum(g)``."""
 
     plain_backward_arrays = True
+    fresh_grads = True
 
     @staticmethod
     def forward(ctx, x, axis):
