@@ -65,7 +65,7 @@ def _ops(F, TF, torch, sandbox):
 
 def _spatial_ops(F, TF, nd, channels, sandbox, torch):
     """The ops that name their rank: pooling, resizing, a depthwise 3x3 convolution and an
-    up-convolution (kernel 2, stride 2; their weights constants), 2-D or 3-D."""
+    up-convolution (kernel 2, stride 2; their weight gradients too), 2-D or 3-D."""
     pool = (F.avg_pool2d, F.max_pool2d, F.adaptive_avg_pool2d) if nd == 2 else (
         F.avg_pool3d, F.max_pool3d, None)
     tpool = (TF.avg_pool2d, TF.max_pool2d, TF.adaptive_avg_pool2d) if nd == 2 else (
@@ -79,15 +79,18 @@ def _spatial_ops(F, TF, nd, channels, sandbox, torch):
     }
     if pool[2] is not None:
         out["adaptive_avg_pool"] = (lambda a: pool[2](a, 1), lambda a: tpool[2](a, 1))
+    # the weights train as in a network: their gradients too (accumulated across calls
+    # on both sides)
     w = np.random.default_rng(1).standard_normal((channels, 1) + (3,) * nd, dtype=np.float32)
-    sw, tw = sandbox.tensor(w), torch.tensor(w)
+    sw = sandbox.tensor(w, requires_grad=True)
+    tw = torch.tensor(w, requires_grad=True)
     conv, tconv = (F.conv2d, TF.conv2d) if nd == 2 else (F.conv3d, TF.conv3d)
     out["depthwise_conv"] = (lambda a: conv(a, sw, padding=1, groups=channels),
                              lambda a: tconv(a, tw, padding=1, groups=channels))
     # the original UNet's up-convolution: kernel 2, stride 2, half the channels
     u = np.random.default_rng(2).standard_normal((channels, max(channels // 2, 1)) + (2,) * nd,
                                                  dtype=np.float32)
-    su, tu = sandbox.tensor(u), torch.tensor(u)
+    su, tu = sandbox.tensor(u, requires_grad=True), torch.tensor(u, requires_grad=True)
     up, tup = ((F.conv_transpose2d, TF.conv_transpose2d) if nd == 2
                else (F.conv_transpose3d, TF.conv_transpose3d))
     out["up_conv"] = (lambda a: up(a, su, stride=2), lambda a: tup(a, tu, stride=2))

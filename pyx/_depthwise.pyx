@@ -39,13 +39,26 @@ cdef extern from *:
             T* restrict o = out + r * op; const T* restrict gr = g + r * gp;           \
             if (s == 1) { for (Py_ssize_t i = 0; i < n; i++) o[i] += w * gr[i]; }      \
             else { for (Py_ssize_t i = 0; i < n; i++) o[i * s] += w * gr[i]; } } }     \
+    /* the dot in 16 partial sums (one sum's add latency bound the loop to an element  \
+     * every 4 cycles), lane k taking the outputs i = k mod 16 of every row, folded in  \
+     * a fixed tree */                                                                 \
     SB_CLONES static double sb_dw_dot_##S(const T* restrict g, const T* restrict x,    \
             Py_ssize_t m, Py_ssize_t n, Py_ssize_t gp, Py_ssize_t xp, Py_ssize_t s) {  \
-        double acc = 0;                                                                \
+        double acc[16] = {0}, t[8];                                                    \
+        Py_ssize_t body = n - n % 16;                                                  \
         for (Py_ssize_t r = 0; r < m; r++) {                                           \
             const T* restrict gr = g + r * gp; const T* restrict xr = x + r * xp;      \
-            for (Py_ssize_t i = 0; i < n; i++) acc += (double) gr[i] * xr[i * s]; }    \
-        return acc; }
+            Py_ssize_t i = 0;                                                          \
+            if (s == 1) {                                                              \
+                for (; i < body; i += 16)                                              \
+                    for (int k = 0; k < 16; k++) acc[k] += (double) gr[i + k] * xr[i + k]; \
+            } else {                                                                   \
+                for (; i < body; i += 16)                                              \
+                    for (int k = 0; k < 16; k++)                                       \
+                        acc[k] += (double) gr[i + k] * xr[(i + k) * s]; }              \
+            for (; i < n; i++) acc[i % 16] += (double) gr[i] * xr[i * s]; }            \
+        for (int k = 0; k < 8; k++) t[k] = acc[k] + acc[k + 8];                        \
+        return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7])); }
     SB_DEPTHWISE(float, f)
     SB_DEPTHWISE(double, d)
     """

@@ -1621,6 +1621,8 @@ DEPTHWISE_CASES = [  # spatial shape, kernel, stride, padding, dilation
     ((4, 4), 3, 2, 3, 2),
     ((5, 6, 7), 3, 1, 1, 1),
     ((6, 6, 6), 3, 2, 2, 2),
+    ((6, 37), 3, 1, 1, 1),  # rows of 37: the weight gradient's 16 lanes and a tail
+    ((5, 70), 3, 2, 1, 1),  # rows of 35 outputs at stride 2
 ]
 
 
