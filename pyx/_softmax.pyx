@@ -104,49 +104,56 @@ cdef extern from *:
         else { for (c = 0; c < C; c++) out[c] = y[c] * (g[c] - d); } }
     SB_SOFTMAX(float, f, sb_expf, logf)
     SB_SOFTMAX(double, d, sb_exp, log)
+
+    /* One parallel unit: a row (inner = 1) or a block of nb positions, of the forward
+     * (a = x) or the gradient (a = g, b = y). */
+    #define SB_SOFTMAX_UNIT(T, S)                                                        \
+    static void sb_softmax_unit_##S(const T* a, const T* b, T* out, Py_ssize_t C,       \
+            Py_ssize_t inner, Py_ssize_t nb, int as_log, int grad) {                    \
+        if (inner == 1) {                                                               \
+            if (grad) sb_softmax_grad_row_##S(a, b, out, C, as_log);                    \
+            else sb_softmax_row_##S(a, out, C, as_log);                                 \
+        } else {                                                                        \
+            if (grad) sb_softmax_grad_cols_##S(a, b, out, C, inner, nb, as_log);        \
+            else sb_softmax_cols_##S(a, out, C, inner, nb, as_log); } }
+    SB_SOFTMAX_UNIT(float, f)
+    SB_SOFTMAX_UNIT(double, d)
     """
     enum: SB_SOFTMAX_BLOCK
-    void sb_softmax_cols_f(const float* x, float* out, Py_ssize_t C, Py_ssize_t inner,
-                           Py_ssize_t nb, int as_log) noexcept nogil
-    void sb_softmax_cols_d(const double* x, double* out, Py_ssize_t C, Py_ssize_t inner,
-                           Py_ssize_t nb, int as_log) noexcept nogil
-    void sb_softmax_grad_cols_f(const float* g, const float* y, float* out, Py_ssize_t C,
-                                Py_ssize_t inner, Py_ssize_t nb, int as_log) noexcept nogil
-    void sb_softmax_grad_cols_d(const double* g, const double* y, double* out, Py_ssize_t C,
-                                Py_ssize_t inner, Py_ssize_t nb, int as_log) noexcept nogil
-    void sb_softmax_row_f(const float* x, float* out, Py_ssize_t C, int as_log) noexcept nogil
-    void sb_softmax_row_d(const double* x, double* out, Py_ssize_t C, int as_log) noexcept nogil
-    void sb_softmax_grad_row_f(const float* g, const float* y, float* out, Py_ssize_t C,
-                               int as_log) noexcept nogil
-    void sb_softmax_grad_row_d(const double* g, const double* y, double* out, Py_ssize_t C,
-                               int as_log) noexcept nogil
+    void sb_softmax_unit_f(const float* a, const float* b, float* out, Py_ssize_t C,
+                           Py_ssize_t inner, Py_ssize_t nb, int as_log, int grad) noexcept nogil
+    void sb_softmax_unit_d(const double* a, const double* b, double* out, Py_ssize_t C,
+                           Py_ssize_t inner, Py_ssize_t nb, int as_log, int grad) noexcept nogil
+
+
+cdef void _passes(const real* a, const real* b, real* out, Py_ssize_t outer, Py_ssize_t C,
+                  Py_ssize_t inner, int as_log, int grad, int num_threads) noexcept nogil:
+    """Every unit of the forward or the gradient, shared among the threads: the rows
+    (inner = 1) or blocks of SB_SOFTMAX_BLOCK positions of each outer index."""
+    cdef Py_ssize_t blocks = 1, units = outer, q, start, nb = 1
+    if inner > 1:
+        blocks = (inner + SB_SOFTMAX_BLOCK - 1) // SB_SOFTMAX_BLOCK
+        units = outer * blocks
+    for q in prange(units, schedule="static", num_threads=num_threads):
+        if inner == 1:
+            start = q * C
+        else:
+            start = (q // blocks) * C * inner + (q % blocks) * SB_SOFTMAX_BLOCK
+            nb = min(SB_SOFTMAX_BLOCK, inner - (q % blocks) * SB_SOFTMAX_BLOCK)
+        if real is float:
+            sb_softmax_unit_f(a + start, b + start, out + start, C, inner, nb, as_log, grad)
+        else:
+            sb_softmax_unit_d(a + start, b + start, out + start, C, inner, nb, as_log, grad)
 
 
 def forward(const real[::1] x,  # IN  (outer, C, inner) flat
             real[::1] out,      # OUT same
             Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, bint as_log, int num_threads):
     """``out`` = softmax (``as_log``: log-softmax) of ``x`` along its middle axis (C >= 1)."""
-    cdef Py_ssize_t blocks, q, o, start, r
-    cdef int lg = as_log
     if outer * C * inner == 0:
         return
-    if inner == 1:
-        for r in prange(outer, nogil=True, schedule="static", num_threads=num_threads):
-            if real is float:
-                sb_softmax_row_f(&x[r * C], &out[r * C], C, lg)
-            else:
-                sb_softmax_row_d(&x[r * C], &out[r * C], C, lg)
-        return
-    blocks = (inner + SB_SOFTMAX_BLOCK - 1) // SB_SOFTMAX_BLOCK
-    for q in prange(outer * blocks, nogil=True, schedule="static", num_threads=num_threads):
-        o = q // blocks
-        start = o * C * inner + (q % blocks) * SB_SOFTMAX_BLOCK
-        if real is float:
-            sb_softmax_cols_f(&x[start], &out[start], C, inner,
-                              min(SB_SOFTMAX_BLOCK, inner - (q % blocks) * SB_SOFTMAX_BLOCK), lg)
-        else:
-            sb_softmax_cols_d(&x[start], &out[start], C, inner,
-                              min(SB_SOFTMAX_BLOCK, inner - (q % blocks) * SB_SOFTMAX_BLOCK), lg)
+    with nogil:
+        _passes(&x[0], &x[0], &out[0], outer, C, inner, as_log, 0, num_threads)
 
 
 def backward(const real[::1] g,  # IN  (outer, C, inner) flat: the output's gradient
@@ -154,26 +161,7 @@ def backward(const real[::1] g,  # IN  (outer, C, inner) flat: the output's grad
              real[::1] out,      # OUT same: the input's gradient
              Py_ssize_t outer, Py_ssize_t C, Py_ssize_t inner, bint as_log, int num_threads):
     """``out = y (g - sum_c g y)``, or for log-softmax ``g - exp(y) sum_c g``."""
-    cdef Py_ssize_t blocks, q, o, start, r
-    cdef int lg = as_log
     if outer * C * inner == 0:
         return
-    if inner == 1:
-        for r in prange(outer, nogil=True, schedule="static", num_threads=num_threads):
-            if real is float:
-                sb_softmax_grad_row_f(&g[r * C], &y[r * C], &out[r * C], C, lg)
-            else:
-                sb_softmax_grad_row_d(&g[r * C], &y[r * C], &out[r * C], C, lg)
-        return
-    blocks = (inner + SB_SOFTMAX_BLOCK - 1) // SB_SOFTMAX_BLOCK
-    for q in prange(outer * blocks, nogil=True, schedule="static", num_threads=num_threads):
-        o = q // blocks
-        start = o * C * inner + (q % blocks) * SB_SOFTMAX_BLOCK
-        if real is float:
-            sb_softmax_grad_cols_f(&g[start], &y[start], &out[start], C, inner,
-                                   min(SB_SOFTMAX_BLOCK, inner - (q % blocks) * SB_SOFTMAX_BLOCK),
-                                   lg)
-        else:
-            sb_softmax_grad_cols_d(&g[start], &y[start], &out[start], C, inner,
-                                   min(SB_SOFTMAX_BLOCK, inner - (q % blocks) * SB_SOFTMAX_BLOCK),
-                                   lg)
+    with nogil:
+        _passes(&g[0], &y[0], &out[0], outer, C, inner, as_log, 1, num_threads)

@@ -65,54 +65,67 @@ class LeakyRelu(Function):
 
 
 class _Smooth(Function):
-    """An activation computed by the kernels of :mod:`sandbox.array.activation` (forward
-    and plain backward, on every thread) whose backward under ``create_graph`` is
-    :meth:`derivative`, written with Tensor ops so that it is differentiable again.
-    ``saves_output``: the gradient needs the output (else the input)."""
+    """An activation ``y = f(x, *options)`` on the kernels of
+    :mod:`sandbox.array.activation` (``_forward`` and, for a plain backward,
+    ``_backward(grad, saved, *options)``, on every thread); under ``create_graph`` the
+    gradient is ``grad * _slope(saved, *options)``, written with Tensor ops so that it
+    is differentiable again.  ``saved`` is the output (``saves_output``) or the input."""
 
     plain_backward_arrays = True  # outside create_graph, grad is an ndarray
     fresh_grads = True  # the array backwards allocate the gradient
     saves_output = False
 
     @classmethod
-    def _run(cls, ctx, x, y):
+    def forward(cls, ctx, x, *options):
+        ctx.options = options
+        y = cls._forward(x, *options)
         ctx.save_for_backward(y if cls.saves_output else x)
         return y
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        options = ctx.options
+        if is_grad_enabled():  # create_graph
+            (saved,) = ctx.saved_tensors
+            return (grad * cls._slope(saved, *options), *(None,) * len(options))
+        (saved,) = ctx.saved_arrays
+        return (cls._backward(grad, saved, *options), *(None,) * len(options))
 
 
 class Sigmoid(_Smooth):
     """``1 / (1 + e^-x)`` (``e^x / (1 + e^x)`` below 0: no overflow); ``dy = y (1 - y)``."""
 
     saves_output = True
+    _forward = staticmethod(activation.sigmoid)
+    _backward = staticmethod(activation.sigmoid_backward)
 
     @staticmethod
-    def forward(ctx, x):
-        return Sigmoid._run(ctx, x, activation.sigmoid(x))
+    def _slope(y):
+        return y * (1.0 - y)
+
+
+class Tanh(_Smooth):
+    """The hyperbolic tangent; ``dy = 1 - y^2``."""
+
+    saves_output = True
+    _forward = staticmethod(activation.tanh)
+    _backward = staticmethod(activation.tanh_backward)
 
     @staticmethod
-    def backward(ctx, grad):
-        if is_grad_enabled():  # create_graph
-            (y,) = ctx.saved_tensors
-            return grad * (y * (1.0 - y))
-        (y,) = ctx.saved_arrays
-        return activation.sigmoid_backward(grad, y)
+    def _slope(y):
+        return 1.0 - y * y
 
 
 class Silu(_Smooth):
     """``x * sigmoid(x)``; ``dy = s (1 + x (1 - s))`` with ``s = sigmoid(x)``."""
 
-    @staticmethod
-    def forward(ctx, x):
-        return Silu._run(ctx, x, activation.silu(x))
+    _forward = staticmethod(activation.silu)
+    _backward = staticmethod(activation.silu_backward)
 
     @staticmethod
-    def backward(ctx, grad):
-        if is_grad_enabled():
-            (x,) = ctx.saved_tensors
-            s = Sigmoid.apply(x)
-            return grad * (s * (x * (1.0 - s) + 1.0))
-        (x,) = ctx.saved_arrays
-        return activation.silu_backward(grad, x)
+    def _slope(x):
+        s = Sigmoid.apply(x)
+        return s * (x * (1.0 - s) + 1.0)
 
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -123,42 +136,18 @@ class Gelu(_Smooth):
     """``x * Phi(x)``: ``dy = Phi(x) + x phi(x)``, or for ``approximate="tanh"``
     (``y = x sigmoid(2u)``, ``u = sqrt(2/pi) (x + 0.044715 x^3)``) ``s + x s (1 - s) 2u'``."""
 
-    @staticmethod
-    def forward(ctx, x, approximate):
-        ctx.approximate = approximate
-        return Gelu._run(ctx, x, activation.gelu(x, approximate))
+    _forward = staticmethod(activation.gelu)
+    _backward = staticmethod(activation.gelu_backward)
 
     @staticmethod
-    def backward(ctx, grad):
-        if not is_grad_enabled():
-            (x,) = ctx.saved_arrays
-            return activation.gelu_backward(grad, x, ctx.approximate), None
-        (x,) = ctx.saved_tensors
-        if ctx.approximate == "tanh":
+    def _slope(x, approximate):
+        if approximate == "tanh":
             s = Sigmoid.apply((x + x * x * x * _GELU_CUBIC) * (2.0 * _SQRT_2_OVER_PI))
             du2 = (x * x * (3.0 * _GELU_CUBIC) + 1.0) * (2.0 * _SQRT_2_OVER_PI)
-            return grad * (s + x * (s * (1.0 - s)) * du2), None
+            return s + x * (s * (1.0 - s)) * du2
         cdf = (Erf.apply(x * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
         pdf = (x * x * -0.5).exp() * (1.0 / math.sqrt(2.0 * math.pi))
-        return grad * (cdf + x * pdf), None
-
-
-class Tanh(_Smooth):
-    """The hyperbolic tangent; ``dy = 1 - y^2``."""
-
-    saves_output = True
-
-    @staticmethod
-    def forward(ctx, x):
-        return Tanh._run(ctx, x, activation.tanh(x))
-
-    @staticmethod
-    def backward(ctx, grad):
-        if is_grad_enabled():  # create_graph
-            (y,) = ctx.saved_tensors
-            return grad * (1.0 - y * y)
-        (y,) = ctx.saved_arrays
-        return activation.tanh_backward(grad, y)
+        return cdf + x * pdf
 
 
 class Softplus(Function):
