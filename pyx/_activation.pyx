@@ -37,11 +37,25 @@ cdef extern from *:
     /* Phi(x) = erfc(-x / sqrt 2) / 2, the standard normal CDF; phi(x) its density */
     #define SB_RSQRT2 0.70710678118654752440
     #define SB_RSQRT2PI 0.39894228040143267794
+    /* Phi(v) and phi(v) for GELU's gradient; in float one exp serves both:
+     * with z = |v| / sqrt 2, e^(-z^2) = e^(-v^2 / 2) and erfc(z) = erfcx(z) e^(-z^2) */
+    static inline void sb_gelu_parts_f(float v, float* cdf, float* pdf) {
+        float u = -v * (float)SB_RSQRT2;
+        float z = sb_erfc_arg_f(u);
+        float e = sb_expf(-z * z);
+        float ans = sb_erfcxf(z) * e;
+        *cdf = 0.5f * (u < 0 ? 2.0f - ans : ans);
+        *pdf = e * (float)SB_RSQRT2PI;
+    }
+    static inline void sb_gelu_parts_d(double v, double* cdf, double* pdf) {
+        *cdf = 0.5 * erfc(-v * SB_RSQRT2);
+        *pdf = sb_exp(v * v * -0.5) * SB_RSQRT2PI;
+    }
     /* GELU's tanh form: x (1 + tanh u) / 2 = x sigmoid(2u), u = sqrt(2/pi) (x + c x^3) */
     #define SB_GELU_C 0.044715
     #define SB_SQRT_2_PI 0.79788456080286535588
 
-    #define SB_ACTIVATIONS(T, S, EXP, ERFC, SIG, TANH)                                            \\
+    #define SB_ACTIVATIONS(T, S, EXP, ERFC, SIG, TANH, GELU_PARTS)                                            \\
     SB_CLONES static void sb_sigmoid_##S(const T* restrict x, T* restrict out,        \\
             Py_ssize_t n) {                                                            \\
         for (Py_ssize_t i = 0; i < n; i++) out[i] = SIG(x[i]); }        \\
@@ -67,8 +81,8 @@ cdef extern from *:
             T* restrict out, Py_ssize_t n) {                                           \\
         for (Py_ssize_t i = 0; i < n; i++) {                                           \\
             T v = x[i];                                                                \\
-            T cdf = (T)0.5 * ERFC(-v * (T)SB_RSQRT2);                                  \\
-            T pdf = EXP(v * v * (T)-0.5) * (T)SB_RSQRT2PI;                             \\
+            T cdf, pdf;                                                                \\
+            GELU_PARTS(v, &cdf, &pdf);                                                 \\
             out[i] = g[i] * (cdf + v * pdf); } }                                       \\
     SB_CLONES static void sb_gelu_tanh_##S(const T* restrict x, T* restrict out,      \\
             Py_ssize_t n) {                                                            \\
@@ -99,8 +113,8 @@ cdef extern from *:
     SB_CLONES static void sb_tanh_grad_##S(const T* restrict g, const T* restrict y,  \\
             T* restrict out, Py_ssize_t n) {                                           \\
         for (Py_ssize_t i = 0; i < n; i++) out[i] = g[i] * ((T)1 - y[i] * y[i]); }
-    SB_ACTIVATIONS(float, f, sb_expf, sb_erfcf, sb_sigmoid_value_f, sb_tanhf)
-    SB_ACTIVATIONS(double, d, sb_exp, sb_erfc_d, sb_sigmoid_value_d, sb_tanh)
+    SB_ACTIVATIONS(float, f, sb_expf, sb_erfcf, sb_sigmoid_value_f, sb_tanhf, sb_gelu_parts_f)
+    SB_ACTIVATIONS(double, d, sb_exp, sb_erfc_d, sb_sigmoid_value_d, sb_tanh, sb_gelu_parts_d)
 
     typedef void (*sb_unary_f)(const float*, float*, Py_ssize_t);
     typedef void (*sb_unary_d)(const double*, double*, Py_ssize_t);
