@@ -75,6 +75,42 @@ cdef extern from *:
             T gm = g[i] * (T)(y[i] > 0); out[i] = a * gm + b * x[i] + c; } }
     SB_NORM(float, f)
     SB_NORM(double, d)
+
+    /* Layer norm along a row of n: y = (x - m) s w + b (w, b optional: NULL), and its
+     * input gradient gx = s (d - a - xhat c) with d = g w, xhat = (x - m) s, where a and
+     * c are the row's means of d and of d xhat; the two sums in 16 partial sums. */
+    #define SB_LAYER_NORM(T, S)                                                                 \
+    SB_CLONES static void sb_ln_row_##S(const T* restrict x, T* restrict y, T m, T s,           \
+            const T* restrict w, const T* restrict b, Py_ssize_t n) {                           \
+        if (w && b) { for (Py_ssize_t i = 0; i < n; i++) y[i] = (x[i] - m) * s * w[i] + b[i]; } \
+        else if (w) { for (Py_ssize_t i = 0; i < n; i++) y[i] = (x[i] - m) * s * w[i]; }        \
+        else if (b) { for (Py_ssize_t i = 0; i < n; i++) y[i] = (x[i] - m) * s + b[i]; }        \
+        else { for (Py_ssize_t i = 0; i < n; i++) y[i] = (x[i] - m) * s; } }                    \
+    SB_CLONES static void sb_ln_row_sums_##S(const T* restrict g, const T* restrict x,          \
+            T m, T s, const T* restrict w, Py_ssize_t n, double* sum_d, double* sum_dx) {       \
+        double a[16] = {0}, c[16] = {0}, ta[8], tc[8];                                          \
+        Py_ssize_t i = 0, body = n - n % 16;                                                    \
+        for (; i < body; i += 16)                                                               \
+            for (int k = 0; k < 16; k++) {                                                      \
+                T d = w ? g[i + k] * w[i + k] : g[i + k];                                       \
+                a[k] += d; c[k] += (double)d * ((x[i + k] - m) * s); }                          \
+        for (; i < n; i++) {                                                                    \
+            T d = w ? g[i] * w[i] : g[i];                                                       \
+            a[i % 16] += d; c[i % 16] += (double)d * ((x[i] - m) * s); }                        \
+        for (int k = 0; k < 8; k++) { ta[k] = a[k] + a[k + 8]; tc[k] = c[k] + c[k + 8]; }       \
+        *sum_d = ((ta[0] + ta[1]) + (ta[2] + ta[3])) + ((ta[4] + ta[5]) + (ta[6] + ta[7]));     \
+        *sum_dx = ((tc[0] + tc[1]) + (tc[2] + tc[3])) + ((tc[4] + tc[5]) + (tc[6] + tc[7])); }  \
+    SB_CLONES static void sb_ln_row_grad_##S(const T* restrict g, const T* restrict x,          \
+            T m, T s, const T* restrict w, T a, T c, T* restrict gx, Py_ssize_t n) {            \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                    \
+            T d = w ? g[i] * w[i] : g[i];                                                       \
+            gx[i] = s * (d - a - ((x[i] - m) * s) * c); } }                                     \
+    SB_CLONES static void sb_ln_cols_##S(const T* restrict g, const T* restrict x,              \
+            T m, T s, double* restrict gw, double* restrict gb, Py_ssize_t n) {                 \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                    \
+            gw[i] += (double)g[i] * ((x[i] - m) * s); gb[i] += g[i]; } }
+    SB_LAYER_NORM(float, f)
+    SB_LAYER_NORM(double, d)
     """
     double sb_sum_f(const float*, Py_ssize_t) noexcept nogil
     double sb_sum_d(const double*, Py_ssize_t) noexcept nogil
@@ -96,6 +132,22 @@ cdef extern from *:
                              float, Py_ssize_t) noexcept nogil
     void sb_masked_affine2_d(const double*, const double*, const double*, double*, double,
                              double, double, Py_ssize_t) noexcept nogil
+    void sb_ln_row_f(const float*, float*, float, float, const float*, const float*,
+                     Py_ssize_t) noexcept nogil
+    void sb_ln_row_d(const double*, double*, double, double, const double*, const double*,
+                     Py_ssize_t) noexcept nogil
+    void sb_ln_row_sums_f(const float*, const float*, float, float, const float*, Py_ssize_t,
+                          double*, double*) noexcept nogil
+    void sb_ln_row_sums_d(const double*, const double*, double, double, const double*,
+                          Py_ssize_t, double*, double*) noexcept nogil
+    void sb_ln_row_grad_f(const float*, const float*, float, float, const float*, float, float,
+                          float*, Py_ssize_t) noexcept nogil
+    void sb_ln_row_grad_d(const double*, const double*, double, double, const double*, double,
+                          double, double*, Py_ssize_t) noexcept nogil
+    void sb_ln_cols_f(const float*, const float*, float, float, double*, double*,
+                      Py_ssize_t) noexcept nogil
+    void sb_ln_cols_d(const double*, const double*, double, double, double*, double*,
+                      Py_ssize_t) noexcept nogil
 
 
 cdef inline double _sum(const real* p, Py_ssize_t n) noexcept nogil:
@@ -426,3 +478,91 @@ def backward_fused(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[
                          &gx[n, c, 0], a[c], b[c], shift[c], length, masked)
     if failed[0]:
         raise MemoryError("batch norm backward: could not allocate a row buffer")
+
+
+# -- layer norm: rows (R, L) normalised along L, an elementwise affine over L --------------
+
+cdef inline const real* _opt(const real[::1] a, bint present) noexcept nogil:
+    """The data of an optional argument (NULL when absent: the kernels skip it)."""
+    return &a[0] if present else NULL
+
+
+def layer_norm_forward(const real[:, ::1] x, const real[::1] weight, const real[::1] bias,
+                       bint has_weight, bint has_bias, double eps, real[:, ::1] out,
+                       real[::1] mean, real[::1] rstd, int num_threads):
+    """``out[r] = (x[r] - mean[r]) * rstd[r] * weight + bias`` for every row ``r``, the
+    row's mean and ``1 / sqrt(var + eps)`` (biased variance) in double, rounded once.
+
+    x (IN) (R, L), weight, bias (IN) (L,) or anything when absent, out (OUT) (R, L), mean,
+    rstd (OUT) (R,).  Rows are shared among the threads.
+    """
+    cdef Py_ssize_t rows = x.shape[0], length = x.shape[1], r
+    cdef double mu, var
+    cdef real m, sd
+    if rows == 0 or length == 0:
+        return
+    with nogil:
+        for r in prange(rows, schedule="static", num_threads=num_threads):
+            mu = _sum(&x[r, 0], length) / length
+            var = _sq_dev(&x[r, 0], length, mu) / length
+            m = <real> mu
+            sd = <real> (1 / sqrt(var + eps))
+            mean[r] = m
+            rstd[r] = sd
+            if real is float:
+                sb_ln_row_f(&x[r, 0], &out[r, 0], m, sd, _opt(weight, has_weight),
+                            _opt(bias, has_bias), length)
+            else:
+                sb_ln_row_d(&x[r, 0], &out[r, 0], m, sd, _opt(weight, has_weight),
+                            _opt(bias, has_bias), length)
+
+
+def layer_norm_backward(const real[:, ::1] g, const real[:, ::1] x, const real[::1] mean,
+                        const real[::1] rstd, const real[::1] weight, bint has_weight,
+                        real[:, ::1] gx, bint want_gx, double[:, ::1] parts,
+                        bint want_params, int num_threads):
+    """The input gradient ``gx`` (``want_gx``) of :func:`layer_norm_forward`, and
+    (``want_params``) per chunk of rows the column sums ``parts[k, :L] += sum g * xhat``
+    and ``parts[k, L:] += sum g`` over the rows of chunk ``k`` (``parts`` (chunks, 2L),
+    zeros in; the chunks are fixed by the caller, not the thread count, and added in
+    order by it: the bits do not depend on the threads).
+
+    g, x (IN) (R, L), mean, rstd (IN) (R,), weight (IN) (L,) if ``has_weight``.
+    """
+    cdef Py_ssize_t rows = x.shape[0], length = x.shape[1], r, k, first, last
+    cdef Py_ssize_t chunks = parts.shape[0]
+    cdef double sd_, sdx_
+    cdef real a, c
+    cdef const real* w = _opt(weight, has_weight)
+    if rows == 0 or length == 0:
+        return
+    with nogil:
+        if want_gx:
+            for r in prange(rows, schedule="static", num_threads=num_threads):
+                sd_ = 0
+                sdx_ = 0
+                if real is float:
+                    sb_ln_row_sums_f(&g[r, 0], &x[r, 0], mean[r], rstd[r], w, length, &sd_,
+                                     &sdx_)
+                    a = <real> (sd_ / length)
+                    c = <real> (sdx_ / length)
+                    sb_ln_row_grad_f(&g[r, 0], &x[r, 0], mean[r], rstd[r], w, a, c,
+                                     &gx[r, 0], length)
+                else:
+                    sb_ln_row_sums_d(&g[r, 0], &x[r, 0], mean[r], rstd[r], w, length, &sd_,
+                                     &sdx_)
+                    a = <real> (sd_ / length)
+                    c = <real> (sdx_ / length)
+                    sb_ln_row_grad_d(&g[r, 0], &x[r, 0], mean[r], rstd[r], w, a, c,
+                                     &gx[r, 0], length)
+        if want_params:
+            for k in prange(chunks, schedule="static", num_threads=num_threads):
+                first = rows * k // chunks
+                last = rows * (k + 1) // chunks
+                for r in range(first, last):
+                    if real is float:
+                        sb_ln_cols_f(&g[r, 0], &x[r, 0], mean[r], rstd[r], &parts[k, 0],
+                                     &parts[k, length], length)
+                    else:
+                        sb_ln_cols_d(&g[r, 0], &x[r, 0], mean[r], rstd[r], &parts[k, 0],
+                                     &parts[k, length], length)

@@ -31,6 +31,7 @@ from ._validate import FLOAT_DTYPES, check_float, check_same_dtype
 from .copy import contiguous
 
 __all__ = ["batch_norm", "batch_norm_backward", "batch_norm_relu", "batch_norm_relu_backward",
+           "layer_norm", "layer_norm_backward",
            "group_norm", "group_norm_backward"]
 
 
@@ -359,3 +360,73 @@ def group_norm_backward(grad_output, input, mean, invstd, num_groups, weight=Non
                          out.reshape(1, n * c, -1), threads)
         gx = out.reshape(input.shape)
     return gx, gw, gb
+
+
+# -- layer norm ---------------------------------------------------------------------------
+
+#: row chunks of layer norm's weight and bias gradients (a function of the shape only)
+_LN_CHUNKS = 16
+
+
+def layer_norm(input, length, weight=None, bias=None, eps=1e-5):
+    """Layer normalisation over the last axes (their product ``length``), with an
+    elementwise affine, as ``torch.nn.functional.layer_norm``; the kernels' rows on every
+    thread (``pyx/_norm.pyx``: statistics in double, one pass each for the moments and the
+    output).
+
+    Parameters
+    ----------
+    input : ndarray, float32 or float64, its last axes of ``length`` elements in all
+    length : int
+        The number of elements normalised together (the product of ``normalized_shape``).
+    weight, bias : ndarray of ``length`` elements (any shape), optional
+    eps : float
+
+    Returns
+    -------
+    out : ndarray, the input's shape
+    mean, rstd : ndarray, one per row (``input.size // length``), the input's dtype
+    """
+    x = np.ascontiguousarray(input).reshape(-1, length)
+    dtype = x.dtype
+    out = np.empty_like(x)
+    mean, rstd = np.empty(x.shape[0], dtype), np.empty(x.shape[0], dtype)
+    w = _ln_param(weight, dtype, length)
+    b = _ln_param(bias, dtype, length)
+    _kernels.layer_norm_forward(x, w, b, weight is not None, bias is not None, float(eps), out,
+                                mean, rstd, kernel_threads(x.size))
+    return out.reshape(input.shape), mean, rstd
+
+
+def _ln_param(p, dtype, length):
+    """A weight or bias as the kernels' flat contiguous array (a placeholder when None)."""
+    if p is None:
+        return np.zeros(1, dtype)
+    return np.ascontiguousarray(p, dtype=dtype).reshape(length)
+
+
+def layer_norm_backward(grad_output, input, mean, rstd, weight=None, needs=(True, True, True)):
+    """Gradients of :func:`layer_norm` with respect to (input, weight, bias), None where
+    ``needs`` says (the weight and bias gradients also where there is no weight or bias).
+
+    The input gradient is ``rstd * (d - mean(d) - xhat * mean(d * xhat))`` per row, with
+    ``d = grad * weight`` and ``xhat = (x - mean) * rstd``; the weight's ``sum(grad *
+    xhat)`` and the bias's ``sum(grad)`` over the rows, in double, by fixed chunks of
+    rows added in order.
+    """
+    length = mean.size and input.size // mean.size
+    x = np.ascontiguousarray(input).reshape(-1, length)
+    g = np.ascontiguousarray(grad_output, dtype=x.dtype).reshape(x.shape)
+    dtype = x.dtype
+    want_params = bool(needs[1] or needs[2])
+    gx = np.empty_like(x) if needs[0] else np.empty((1, 1), dtype)
+    chunks = max(1, min(_LN_CHUNKS, x.shape[0]))
+    parts = np.zeros((chunks, 2 * length) if want_params else (1, 1))
+    _kernels.layer_norm_backward(g, x, mean, rstd, _ln_param(weight, dtype, length),
+                                 weight is not None, gx, bool(needs[0]), parts, want_params,
+                                 kernel_threads(x.size))
+    sums = parts.sum(axis=0) if want_params else None  # the chunks in order
+    shape = None if weight is None else np.shape(weight)
+    gw = sums[:length].astype(dtype).reshape(shape or (length,)) if needs[1] else None
+    gb = sums[length:].astype(dtype).reshape(shape or (length,)) if needs[2] else None
+    return (gx.reshape(input.shape) if needs[0] else None), gw, gb

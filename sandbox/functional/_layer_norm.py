@@ -1,14 +1,14 @@
-"""Layer and instance normalisation: group norms (one group a row, one a channel), whose
-kernels run on every thread, and Tensor ops for the rest."""
+"""Layer and instance normalisation: layer norm's own row kernels (with its elementwise
+affine) and instance norm as a group norm of one channel a group, both on every thread,
+and Tensor ops for the rest (empty inputs, float16)."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from ..array._validate import FLOAT_DTYPES
 from ..autograd import Tensor, no_grad
-from ._norm import group_norm
+from ._norm import LayerNorm, group_norm
 
 
 def _normalize(x, axes, eps):
@@ -26,12 +26,13 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # no
             f"layer_norm: normalized_shape {shape} must equal the last dims of the input "
             f"{input.shape}"
         )
-    if input.numel():  # a group norm of one group per leading index: its kernels, one node
-        rows = math.prod(input.shape[:input.ndim - len(shape)])
-        y = group_norm(input.reshape(rows, 1, math.prod(shape)), 1, eps=eps)
-        y = y.reshape(input.shape)
-    else:
-        y = _normalize(input, tuple(range(input.ndim - len(shape), input.ndim)), eps)
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p.shape) != shape:
+            raise ValueError(f"layer_norm: {name} must have the normalized shape {shape}, "
+                             f"got {tuple(p.shape)}")
+    if input.numel() and input.dtype in FLOAT_DTYPES:  # the kernels: one node, its affine too
+        return LayerNorm.apply(input, weight, bias, len(shape), float(eps))
+    y = _normalize(input, tuple(range(input.ndim - len(shape), input.ndim)), eps)
     if weight is not None:
         y = y * weight
     return y + bias if bias is not None else y

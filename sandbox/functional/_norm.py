@@ -7,6 +7,8 @@ statistics recomputed inside the graph), so second and higher derivatives work.
 
 from __future__ import annotations
 
+import math
+
 from ..array import norm as _norm
 from ..autograd import Function, Tensor, is_grad_enabled
 
@@ -105,6 +107,41 @@ class GroupNorm(_Normalization):
         x, weight = saved
         return _norm.group_norm_backward(grad, x, *ctx.stats, ctx.num_groups, weight,
                                          needs=needs)
+
+
+class LayerNorm(_Normalization):
+    """Layer norm over the last ``nd`` axes (``length`` elements a row) with an
+    elementwise affine (``weight``, ``bias`` of the normalised shape, or None)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, nd, eps):
+        length = math.prod(x.shape[x.ndim - nd:])
+        out, mean, rstd = _norm.layer_norm(x, length, weight, bias, eps)
+        _keep(ctx, (x, weight), mean, rstd, nd=nd, eps=eps)
+        return out
+
+    @staticmethod
+    def _graph_grads(ctx, grad, saved, needs):
+        x, weight = saved
+        axes = tuple(range(x.ndim - ctx.nd, x.ndim))
+        lead = tuple(range(x.ndim - ctx.nd))
+        xc = x - x.mean(axis=axes, keepdims=True)  # the statistics again, in the graph
+        invstd = ((xc * xc).mean(axis=axes, keepdims=True) + ctx.eps) ** -0.5
+        xhat = xc * invstd
+        gx = gw = gb = None
+        if needs[0]:
+            dxhat = grad if weight is None else grad * weight
+            gx = _normalized_grad(dxhat, xhat, invstd, axes)
+        if needs[1]:
+            gw = (grad * xhat).sum(axis=lead) if lead else grad * xhat
+        if needs[2]:
+            gb = grad.sum(axis=lead) if lead else grad
+        return gx, gw, gb
+
+    @staticmethod
+    def _kernel_grads(ctx, grad, saved, needs):
+        x, weight = saved
+        return _norm.layer_norm_backward(grad, x, *ctx.stats, weight, needs=needs)
 
 
 def _normalized_grad(dxhat, xhat, invstd, axes):

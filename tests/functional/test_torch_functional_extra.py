@@ -205,10 +205,9 @@ def test_bce_gradcheck():
     gradcheck(lambda a, b: F.binary_cross_entropy(a, b), (p, t))
 
 
-def test_layer_norm_runs_as_a_group_norm_and_matches_torch_in_float32(torch):
-    """layer_norm is a group norm of one group a row (its kernels, one node) and the affine
-    ops: values and gradients as torch's in float32, twice differentiable, an empty input
-    as well."""
+def test_layer_norm_is_one_kernel_node_and_matches_torch_in_float32(torch):
+    """layer_norm is one node (its row kernels, the elementwise affine included): values
+    and gradients as torch's in float32, twice differentiable, an empty input as well."""
     from sandbox.autograd import graph
 
     rng = np.random.default_rng(15)
@@ -219,7 +218,7 @@ def test_layer_norm_runs_as_a_group_norm_and_matches_torch_in_float32(torch):
     tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x0, w0, b0))
     y = F.layer_norm(x, (6, 10), w, b)
     ty = torch.nn.functional.layer_norm(tx, (6, 10), tw, tb)
-    assert "= GroupNormBackward(" in graph(y).text()
+    assert "= LayerNormBackward(" in graph(y).text() and "Mul" not in graph(y).text()
     y.backward(Tensor(g0))
     ty.backward(torch.tensor(g0))
     np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
@@ -228,3 +227,49 @@ def test_layer_norm_runs_as_a_group_norm_and_matches_torch_in_float32(torch):
     small = Tensor(rng.standard_normal((2, 3, 4)), requires_grad=True)
     gradgradcheck(lambda a: F.layer_norm(a, 4), (small,))
     assert F.layer_norm(Tensor(np.zeros((0, 4), np.float32)), 4).shape == (0, 4)
+
+
+def test_layer_norm_gradients_float64_threads_and_errors(torch):
+    """Every gradient (input, weight, bias) by finite differences and twice, against torch in
+    float64 with and without the affine, one row of the whole input (no leading axis), the
+    same bits for 1-3 threads, and a weight of the wrong shape named."""
+    import sandbox
+
+    rng = np.random.default_rng(16)
+    x0 = rng.standard_normal((3, 5, 37)) * 2 + 1
+    w0, b0 = rng.standard_normal(37), rng.standard_normal(37)
+    x, w, b = (Tensor(a, requires_grad=True) for a in (x0, w0, b0))
+    assert gradcheck(lambda a, w_, b_: F.layer_norm(a, 37, w_, b_), (x, w, b))
+    assert gradgradcheck(lambda a, w_, b_: F.layer_norm(a, 37, w_, b_), (x, w, b))
+    g0 = rng.standard_normal(x0.shape)
+    for affine in (True, False):
+        ours = [Tensor(a, requires_grad=True) for a in (x0, w0, b0)]
+        theirs = [torch.tensor(a, requires_grad=True) for a in (x0, w0, b0)]
+        args = (ours[1], ours[2]) if affine else (None, None)
+        targs = (theirs[1], theirs[2]) if affine else (None, None)
+        y = F.layer_norm(ours[0], (37,), *args)
+        ty = torch.nn.functional.layer_norm(theirs[0], (37,), *targs)
+        y.backward(Tensor(g0))
+        ty.backward(torch.tensor(g0))
+        np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-12, atol=1e-12)
+        for a, t in zip(ours if affine else ours[:1], theirs if affine else theirs[:1],
+                        strict=True):
+            np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-10,
+                                       atol=1e-10)
+    whole = Tensor(x0, requires_grad=True)  # every axis normalised: one row
+    F.layer_norm(whole, x0.shape).sum().backward()
+    np.testing.assert_allclose(whole.grad.numpy(), 0, atol=1e-12)
+    runs = []
+    big = rng.standard_normal((64, 300)).astype(np.float32)
+    gb = rng.standard_normal((64, 300)).astype(np.float32)
+    for n in (1, 2, 3):
+        with sandbox.num_threads(n):
+            xs, ws, bs = (Tensor(a, requires_grad=True) for a in
+                          (big, big[0].copy(), big[1].copy()))
+            F.layer_norm(xs, 300, ws, bs).backward(Tensor(gb))
+            runs.append([t.grad.numpy().copy() for t in (xs, ws, bs)])
+    for run in runs[1:]:
+        for a, first in zip(run, runs[0], strict=True):
+            np.testing.assert_array_equal(a, first)
+    with pytest.raises(ValueError, match=r"weight must have the normalized shape \(37,\)"):
+        F.layer_norm(x, 37, Tensor(np.ones(36)))
