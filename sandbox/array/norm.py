@@ -407,7 +407,8 @@ def _ln_param(p, dtype, length):
 
 def layer_norm_backward(grad_output, input, mean, rstd, weight=None, needs=(True, True, True)):
     """Gradients of :func:`layer_norm` with respect to (input, weight, bias), None where
-    ``needs`` says (the weight and bias gradients also where there is no weight or bias).
+    ``needs`` says; the weight's and the bias's flat, ``length`` elements (the caller
+    gives them the normalised shape), also where there is no weight or bias.
 
     The input gradient is ``rstd * (d - mean(d) - xhat * mean(d * xhat))`` per row, with
     ``d = grad * weight`` and ``xhat = (x - mean) * rstd``; the weight's ``sum(grad *
@@ -426,7 +427,6 @@ def layer_norm_backward(grad_output, input, mean, rstd, weight=None, needs=(True
                                  weight is not None, gx, bool(needs[0]), parts, want_params,
                                  kernel_threads(x.size))
     sums = parts.sum(axis=0) if want_params else None  # the chunks in order
-    shape = None if weight is None else np.shape(weight)
-    gw = sums[:length].astype(dtype).reshape(shape or (length,)) if needs[1] else None
-    gb = sums[length:].astype(dtype).reshape(shape or (length,)) if needs[2] else None
+    gw = sums[:length].astype(dtype) if needs[1] else None
+    gb = sums[length:].astype(dtype) if needs[2] else None
     return (gx.reshape(input.shape) if needs[0] else None), gw, gb

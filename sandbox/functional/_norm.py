@@ -141,7 +141,10 @@ class LayerNorm(_Normalization):
     @staticmethod
     def _kernel_grads(ctx, grad, saved, needs):
         x, weight = saved
-        return _norm.layer_norm_backward(grad, x, *ctx.stats, weight, needs=needs)
+        gx, gw, gb = _norm.layer_norm_backward(grad, x, *ctx.stats, weight, needs=needs)
+        shape = x.shape[x.ndim - ctx.nd:]  # the normalised shape: the weight's and bias's
+        return (gx, None if gw is None else gw.reshape(shape),
+                None if gb is None else gb.reshape(shape))
 
 
 def _normalized_grad(dxhat, xhat, invstd, axes):

@@ -271,5 +271,14 @@ def test_layer_norm_gradients_float64_threads_and_errors(torch):
     for run in runs[1:]:
         for a, first in zip(run, runs[0], strict=True):
             np.testing.assert_array_equal(a, first)
+    # a bias without a weight over two axes: its gradient has the normalised shape
+    xs = Tensor(x0[:, :4], requires_grad=True)
+    bs = Tensor(rng.standard_normal((4, 37)), requires_grad=True)
+    txs, tbs = (torch.tensor(a.numpy(), requires_grad=True) for a in (xs, bs))
+    F.layer_norm(xs, (4, 37), None, bs).backward(Tensor(g0[:, :4]))
+    torch.nn.functional.layer_norm(txs, (4, 37), None, tbs).backward(torch.tensor(g0[:, :4]))
+    for ours, theirs in ((xs, txs), (bs, tbs)):
+        np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-10,
+                                   atol=1e-10)
     with pytest.raises(ValueError, match=r"weight must have the normalized shape \(37,\)"):
         F.layer_norm(x, 37, Tensor(np.ones(36)))
