@@ -154,14 +154,10 @@ def erf(x: np.ndarray) -> np.ndarray:
     -------
     ndarray
     """
-    flat = _flat(x)
-    out = np.empty_like(x)
-    if flat is None:  # not contiguous (or 0-d): through a contiguous copy
-        out[...] = erf(np.ascontiguousarray(x).reshape(-1) if x.ndim else x.reshape(1)
-                       ).reshape(x.shape)
-        return out
+    flat = _work(x)  # float16: in float32, as PyTorch (it had recursed without end)
+    out = np.empty(x.shape, flat.dtype)
     _elementwise.erf(flat, out.reshape(-1), kernel_threads(flat.size))
-    return out
+    return out.astype(x.dtype, copy=False)
 
 
 # -- the smooth activations (pyx/_activation.pyx) ---------------------------------------

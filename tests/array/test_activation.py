@@ -73,6 +73,10 @@ def test_erf_equals_math_erf_for_both_dtypes_and_layouts():
     with sandbox.num_threads(1):
         one = activation.erf(x)
     np.testing.assert_array_equal(one, want)
+    half = np.linspace(-3, 3, 13).astype(np.float16)  # in float32, rounded once
+    got = activation.erf(half)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, activation.erf(half.astype(np.float32)).astype(np.float16))
 
 
 @pytest.mark.parametrize("slope", [0.01, 0.2, 0.0, -0.5, 1.7])
