@@ -2,16 +2,16 @@
 # kernel.  Bounds, initialisation and None checks are off in a release build and on
 # with SANDBOX_DEBUG=1; negative indices never wrap and / and % always truncate as in
 # C, in both builds.  So every index must be in range and non-negative.
-# Elementwise kernels for the activations users call one by one (nn.ReLU after
-# nn.BatchNorm2d, F.relu): numpy's ufuncs run on one thread, these on every
-# thread, with the same operations, so results are bitwise numpy's.
+# Elementwise arithmetic of same-shape operands (numpy's a + b and its kin run on one
+# thread; these, with the same IEEE operations, give numpy's bits on every thread),
+# copies of rows and blocks, and the up-convolution's depth-to-space.  The activations'
+# kernels are pyx/_activation.pyx's.
 # Kernel contract: pyx/fused.pxd (no validation, C-contiguous operands of one
 # dtype and size, nogil prange with a Python-computed thread count; every
 # iteration writes only its own block of the output -> bitwise identical for any
 # thread count).
 
 from cython.parallel cimport prange
-from libc.math cimport erf as c_erf
 from libc.string cimport memcpy
 from fused cimport real
 
@@ -20,26 +20,9 @@ cdef extern from "simd_clones.h":
 
 cdef extern from *:
     """
-    /* max(x, 0) as np.maximum(x, 0) computes it: NaN passes through, -0.0 becomes 0. */
-    #define SB_ELEMENTWISE(T, S)                                                       \
-    SB_CLONES static void sb_relu_##S(const T* restrict x, T* restrict out,           \
-            Py_ssize_t n) {                                                           \
-        for (Py_ssize_t i = 0; i < n; i++) {                                           \
-            T v = x[i]; out[i] = (v > 0 || v != v) ? v : 0; } }                       \
-    SB_CLONES static void sb_relu_grad_##S(const T* restrict g, const T* restrict y,  \
-            T* restrict out, Py_ssize_t n) {                                          \
-        for (Py_ssize_t i = 0; i < n; i++) out[i] = g[i] * (T)(y[i] > 0); }          \
-    /* np.where(x > 0, x, x * s), s the slope in T (numpy's weak Python float) */     \
-    SB_CLONES static void sb_leaky_relu_##S(const T* restrict x, T* restrict out,     \
-            T s, Py_ssize_t n) {                                                      \
-        for (Py_ssize_t i = 0; i < n; i++) {                                           \
-            T v = x[i]; out[i] = v > 0 ? v : v * s; } }                               \
-    /* g * np.where(m > 0, 1, s): m the input, or the output for a slope >= 0 */       \
-    SB_CLONES static void sb_leaky_relu_grad_##S(const T* restrict g,                 \
-            const T* restrict m, T* restrict out, T s, Py_ssize_t n) {                \
-        for (Py_ssize_t i = 0; i < n; i++) out[i] = g[i] * (m[i] > 0 ? (T)1 : s); }  \
-    /* a op b, numpy's one IEEE operation an element; out may be a or b (an in-place \
-     * sum): no restrict, the compiler checks the overlap */                          \
+    /* a op b, numpy's one IEEE operation an element; out may be a or b (an in-place
+     * sum): no restrict, the compiler checks the overlap */
+    #define SB_ARITH(T, S)                                                             \
     SB_CLONES static void sb_add_##S(const T* a, const T* b, T* out, Py_ssize_t n) {   \
         for (Py_ssize_t i = 0; i < n; i++) out[i] = a[i] + b[i]; }                     \
     SB_CLONES static void sb_sub_##S(const T* a, const T* b, T* out, Py_ssize_t n) {   \
@@ -48,8 +31,8 @@ cdef extern from *:
         for (Py_ssize_t i = 0; i < n; i++) out[i] = a[i] * b[i]; }                     \
     SB_CLONES static void sb_div_##S(const T* a, const T* b, T* out, Py_ssize_t n) {   \
         for (Py_ssize_t i = 0; i < n; i++) out[i] = a[i] / b[i]; }
-    SB_ELEMENTWISE(float, f)
-    SB_ELEMENTWISE(double, d)
+    SB_ARITH(float, f)
+    SB_ARITH(double, d)
     typedef void (*sb_arith_f)(const float*, const float*, float*, Py_ssize_t);
     typedef void (*sb_arith_d)(const double*, const double*, double*, Py_ssize_t);
     static sb_arith_f sb_arith_fs[] = {sb_add_f, sb_sub_f, sb_mul_f, sb_div_f};
@@ -76,17 +59,6 @@ cdef extern from *:
     SB_SHUFFLE(float, f)
     SB_SHUFFLE(double, d)
     """
-    void sb_relu_f(const float* x, float* out, Py_ssize_t n) noexcept nogil
-    void sb_relu_d(const double* x, double* out, Py_ssize_t n) noexcept nogil
-    void sb_relu_grad_f(const float* g, const float* y, float* out, Py_ssize_t n) noexcept nogil
-    void sb_relu_grad_d(const double* g, const double* y, double* out,
-                        Py_ssize_t n) noexcept nogil
-    void sb_leaky_relu_f(const float* x, float* out, float s, Py_ssize_t n) noexcept nogil
-    void sb_leaky_relu_d(const double* x, double* out, double s, Py_ssize_t n) noexcept nogil
-    void sb_leaky_relu_grad_f(const float* g, const float* m, float* out, float s,
-                              Py_ssize_t n) noexcept nogil
-    void sb_leaky_relu_grad_d(const double* g, const double* m, double* out, double s,
-                              Py_ssize_t n) noexcept nogil
     ctypedef void (*sb_arith_f)(const float*, const float*, float*, Py_ssize_t) noexcept nogil
     ctypedef void (*sb_arith_d)(const double*, const double*, double*,
                                 Py_ssize_t) noexcept nogil
@@ -101,76 +73,6 @@ cdef extern from *:
 # enough that two threads share a 64x64x16 feature map of a batch of 8.
 cdef enum:
     BLOCK = 32768
-
-
-def relu(const real[::1] x, real[::1] out, int num_threads):
-    """``out = max(x, 0)`` elementwise (as ``np.maximum(x, 0)``).
-
-    x (IN), out (OUT): flat, same size and dtype; ``out`` may be ``x`` itself.
-    """
-    cdef Py_ssize_t n = x.shape[0], blocks = (n + BLOCK - 1) // BLOCK, b, start
-    if n == 0:
-        return
-    for b in prange(blocks, nogil=True, schedule="static", num_threads=num_threads):
-        start = b * BLOCK
-        if real is float:
-            sb_relu_f(&x[start], &out[start], min(BLOCK, n - start))
-        else:
-            sb_relu_d(&x[start], &out[start], min(BLOCK, n - start))
-
-
-def relu_grad(const real[::1] g, const real[::1] y, real[::1] out, int num_threads):
-    """``out = g * (y > 0)`` elementwise: the gradient of ReLU through its output ``y``.
-
-    g (IN), y (IN), out (OUT): flat, same size and dtype; ``out`` may be ``g``.
-    """
-    cdef Py_ssize_t n = g.shape[0], blocks = (n + BLOCK - 1) // BLOCK, b, start
-    if n == 0:
-        return
-    for b in prange(blocks, nogil=True, schedule="static", num_threads=num_threads):
-        start = b * BLOCK
-        if real is float:
-            sb_relu_grad_f(&g[start], &y[start], &out[start], min(BLOCK, n - start))
-        else:
-            sb_relu_grad_d(&g[start], &y[start], &out[start], min(BLOCK, n - start))
-
-
-def leaky_relu(const real[::1] x, real[::1] out, double slope, int num_threads):
-    """``out = np.where(x > 0, x, x * slope)`` elementwise, ``slope`` rounded to the
-    dtype first (as numpy takes a Python float).
-
-    x (IN), out (OUT): flat, same size and dtype; ``out`` may be ``x`` itself.
-    """
-    cdef Py_ssize_t n = x.shape[0], blocks = (n + BLOCK - 1) // BLOCK, b, start
-    cdef real s = <real> slope
-    if n == 0:
-        return
-    for b in prange(blocks, nogil=True, schedule="static", num_threads=num_threads):
-        start = b * BLOCK
-        if real is float:
-            sb_leaky_relu_f(&x[start], &out[start], s, min(BLOCK, n - start))
-        else:
-            sb_leaky_relu_d(&x[start], &out[start], s, min(BLOCK, n - start))
-
-
-def leaky_relu_grad(const real[::1] g, const real[::1] m, real[::1] out, double slope,
-                    int num_threads):
-    """``out = g * np.where(m > 0, 1, slope)`` elementwise (``slope`` in the dtype): the
-    gradient of the leaky ReLU through its input, or its output for a slope of at
-    least 0 (positive exactly where the input is).
-
-    g (IN), m (IN), out (OUT): flat, same size and dtype; ``out`` may be ``g``.
-    """
-    cdef Py_ssize_t n = g.shape[0], blocks = (n + BLOCK - 1) // BLOCK, b, start
-    cdef real s = <real> slope
-    if n == 0:
-        return
-    for b in prange(blocks, nogil=True, schedule="static", num_threads=num_threads):
-        start = b * BLOCK
-        if real is float:
-            sb_leaky_relu_grad_f(&g[start], &m[start], &out[start], s, min(BLOCK, n - start))
-        else:
-            sb_leaky_relu_grad_d(&g[start], &m[start], &out[start], s, min(BLOCK, n - start))
 
 
 # The operations of arith_rows, by code.
@@ -229,17 +131,6 @@ def copy_blocks(const unsigned char[::1] src,  # IN  bytes
         j = k - i * inner
         memcpy(&dst[dst_start + i * dst_outer + j * dst_inner],
                &src[src_start + i * src_outer + j * src_inner], width)
-
-
-def erf(const real[::1] x, real[::1] out, int num_threads):
-    """``out = erf(x)`` elementwise, computed in double by the C library (float32 values
-    are rounded once at the end), on every thread.
-
-    x (IN), out (OUT): flat, same size and dtype.
-    """
-    cdef Py_ssize_t n = x.shape[0], i
-    for i in prange(n, nogil=True, schedule="static", num_threads=num_threads):
-        out[i] = <real> c_erf(<double> x[i])
 
 
 cdef void _shuffle_2d(real* depth, real* space, Py_ssize_t M, Py_ssize_t kh, Py_ssize_t kw,

@@ -8,7 +8,7 @@ step after the Python overhead; numpy's ``np.where`` of the leaky ReLU took 5 ns
 element (a branch on the sign of each: 2.6 ms for a (8, 16, 64, 64) float32 map on the
 AMD EPYC family 25 model 1 VM, on numpy's one thread, 7 times ``np.maximum``; the leaky
 ReLU's forward + backward at 2 threads went from 6.16 to 0.24 ms).  The kernels
-(``pyx/_elementwise.pyx``) compute the same operations, so the results are bitwise
+(``pyx/_activation.pyx``) compute the same operations, so the results are bitwise
 numpy's for any thread count; other dtypes and non-contiguous arrays take numpy's path.
 """
 
@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from .._C import _activation, _elementwise, _softmax
+from .._C import _activation, _softmax
 from ..runtime.threads import kernel_threads
 
 __all__ = ["erf", "exp", "gelu", "gelu_backward", "leaky_relu", "leaky_relu_backward", "relu",
@@ -35,29 +35,29 @@ def _flat(a: np.ndarray) -> np.ndarray | None:
     return a.reshape(-1)
 
 
-def _pass(kernel, x, out, numpy_form, *args):
-    """``out`` (allocated like ``x`` when None) by ``kernel(flat x, flat out, *args,
-    threads)`` where the kernels take both arrays; else ``numpy_form(out)``, numpy's
-    operations written into ``out`` (a new array for None)."""
+def _pass(code, x, out, numpy_form, param=0.0):
+    """``out`` (allocated like ``x`` when None) by the kernel ``code`` where it takes both
+    arrays; else ``numpy_form(out)``, numpy's operations written into ``out`` (a new
+    array for None)."""
     flat = _flat(x)
     if flat is not None:
         if out is None:
             out = np.empty_like(x)
         flat_out = _flat(out) if out.dtype == x.dtype else None
         if flat_out is not None:
-            kernel(flat, flat_out, *args, kernel_threads(flat.size))
+            _activation.unary(code, flat, flat_out, param, kernel_threads(flat.size))
             return out
     return numpy_form(out)
 
 
-def _gradient(kernel, grad, other, numpy_form, *args):
-    """``kernel(flat grad, flat other, flat out, *args, threads)`` into a new array where
-    the kernels take ``grad`` and ``other`` (one dtype and shape), else ``numpy_form()``."""
+def _gradient(code, grad, other, numpy_form, param=0.0):
+    """The gradient kernel ``code`` of ``grad`` and ``other`` into a new array where it
+    takes them (one dtype and shape), else ``numpy_form()``."""
     g, o = _flat(grad), _flat(other)
     if g is None or o is None or grad.dtype != other.dtype or grad.shape != other.shape:
         return numpy_form()
     out = np.empty_like(grad)
-    kernel(g, o, out.reshape(-1), *args, kernel_threads(g.size))
+    _activation.gradient(code, g, o, out.reshape(-1), param, kernel_threads(g.size))
     return out
 
 
@@ -74,7 +74,7 @@ def relu(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     -------
     ndarray
     """
-    return _pass(_elementwise.relu, x, out, lambda o: np.maximum(x, 0, out=o))
+    return _pass(_activation.RELU, x, out, lambda o: np.maximum(x, 0, out=o))
 
 
 def relu_backward(grad: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -91,7 +91,7 @@ def relu_backward(grad: np.ndarray, y: np.ndarray) -> np.ndarray:
     -------
     ndarray
     """
-    return _gradient(_elementwise.relu_grad, grad, y, lambda: grad * (y > 0))
+    return _gradient(_activation.RELU, grad, y, lambda: grad * (y > 0))
 
 
 def _into(out, y):
@@ -117,7 +117,7 @@ def leaky_relu(x: np.ndarray, slope: float, out: np.ndarray | None = None) -> np
     -------
     ndarray
     """
-    return _pass(_elementwise.leaky_relu, x, out,
+    return _pass(_activation.LEAKY_RELU, x, out,
                  lambda o: _into(o, np.where(x > 0, x, x * slope)), slope)
 
 
@@ -138,7 +138,7 @@ def leaky_relu_backward(grad: np.ndarray, mask_of: np.ndarray, slope: float) -> 
     -------
     ndarray
     """
-    return _gradient(_elementwise.leaky_relu_grad, grad, mask_of,
+    return _gradient(_activation.LEAKY_RELU, grad, mask_of,
                      lambda: grad * np.where(mask_of > 0, 1.0, slope).astype(grad.dtype), slope)
 
 
@@ -154,10 +154,7 @@ def erf(x: np.ndarray) -> np.ndarray:
     -------
     ndarray
     """
-    flat = _work(x)  # float16: in float32, as PyTorch (it had recursed without end)
-    out = np.empty(x.shape, flat.dtype)
-    _elementwise.erf(flat, out.reshape(-1), kernel_threads(flat.size))
-    return out.astype(x.dtype, copy=False)
+    return _unary(_activation.ERF, x, None)  # float16: in float32, as PyTorch
 
 
 # -- the smooth activations (pyx/_activation.pyx) ---------------------------------------
@@ -183,7 +180,7 @@ def _unary(code: int, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     flat = _work(x)
     direct = out is not None and _flat(out) is not None and out.dtype == flat.dtype
     res = out if direct else np.empty(x.shape, flat.dtype)
-    _activation.unary(code, flat, res.reshape(-1), kernel_threads(flat.size))
+    _activation.unary(code, flat, res.reshape(-1), 0.0, kernel_threads(flat.size))
     if direct:
         return out
     return _into(out, res.astype(x.dtype, copy=False))
@@ -195,7 +192,7 @@ def _binary(code: int, grad: np.ndarray, saved: np.ndarray) -> np.ndarray:
     if s.dtype != g.dtype:
         s = s.astype(g.dtype)
     out = np.empty(grad.shape, g.dtype)
-    _activation.gradient(code, g, s, out.reshape(-1), kernel_threads(g.size))
+    _activation.gradient(code, g, s, out.reshape(-1), 0.0, kernel_threads(g.size))
     return out.astype(grad.dtype, copy=False)
 
 
