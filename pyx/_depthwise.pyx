@@ -138,6 +138,27 @@ cdef inline void _walk_taps(real* outs, real* ins, const real[:, :, :, ::1] w, P
                                            sh * width, sw)
 
 
+cdef void _every_volume(real* outs, real* ins, const real[:, :, :, ::1] w, Py_ssize_t n_batch,
+                        Py_ssize_t n_chan, Py_ssize_t od_n, Py_ssize_t oh_n, Py_ssize_t ow_n,
+                        Py_ssize_t depth, Py_ssize_t height, Py_ssize_t width, Py_ssize_t sd,
+                        Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t pd, Py_ssize_t ph,
+                        Py_ssize_t pw, Py_ssize_t dd, Py_ssize_t dh, Py_ssize_t dw,
+                        bint scatter, int num_threads) noexcept nogil:
+    """:func:`_walk_taps` over every (sample, channel) volume, each on one thread: the
+    written volume (the outputs ``outs`` when gathering, the inputs ``ins`` when
+    scattering) zeroed first, then the taps in order."""
+    cdef Py_ssize_t out_size = od_n * oh_n * ow_n, in_size = depth * height * width
+    cdef Py_ssize_t plane, c, i
+    cdef real* written
+    for plane in prange(n_batch * n_chan, schedule="static", num_threads=num_threads):
+        c = plane % n_chan
+        written = ins + plane * in_size if scatter else outs + plane * out_size
+        for i in range(in_size if scatter else out_size):
+            written[i] = 0
+        _walk_taps(outs + plane * out_size, ins + plane * in_size, w, c, od_n, oh_n, ow_n,
+                   depth, height, width, sd, sh, sw, pd, ph, pw, dd, dh, dw, scatter)
+
+
 def forward(const real[:, :, :, :, ::1] x, const real[:, :, :, ::1] w,
             real[:, :, :, :, ::1] y, Py_ssize_t sd, Py_ssize_t sh, Py_ssize_t sw,
             Py_ssize_t pd, Py_ssize_t ph, Py_ssize_t pw, Py_ssize_t dd, Py_ssize_t dh,
@@ -147,18 +168,12 @@ def forward(const real[:, :, :, :, ::1] x, const real[:, :, :, ::1] w,
 
     x (IN) (N, C, D, H, W), w (IN) (C, kd, kh, kw), y (OUT) (N, C, Do, Ho, Wo).
     """
-    cdef Py_ssize_t n_chan = x.shape[1], plane, n, c, i
-    cdef Py_ssize_t size = y.shape[2] * y.shape[3] * y.shape[4]
-    for plane in prange(x.shape[0] * n_chan, nogil=True, schedule="static",
-                        num_threads=num_threads):
-        n = plane // n_chan
-        c = plane - n * n_chan
-        for i in range(size):
-            (&y[n, c, 0, 0, 0])[i] = 0
-        # x is only read: the walk gathers from it
-        _walk_taps(&y[n, c, 0, 0, 0], <real*> &x[n, c, 0, 0, 0], w, c, y.shape[2], y.shape[3],
-                   y.shape[4], x.shape[2], x.shape[3], x.shape[4], sd, sh, sw, pd, ph, pw,
-                   dd, dh, dw, False)
+    if x.shape[0] * x.shape[1] == 0:
+        return
+    with nogil:  # x is only read: the walk gathers from it
+        _every_volume(&y[0, 0, 0, 0, 0], <real*> &x[0, 0, 0, 0, 0], w, x.shape[0], x.shape[1],
+                      y.shape[2], y.shape[3], y.shape[4], x.shape[2], x.shape[3], x.shape[4],
+                      sd, sh, sw, pd, ph, pw, dd, dh, dw, False, num_threads)
 
 
 def input_grad(const real[:, :, :, :, ::1] g, const real[:, :, :, ::1] w,
@@ -170,18 +185,13 @@ def input_grad(const real[:, :, :, :, ::1] g, const real[:, :, :, ::1] w,
 
     g (IN) (N, C, Do, Ho, Wo), w (IN) (C, kd, kh, kw), gx (OUT) (N, C, D, H, W).
     """
-    cdef Py_ssize_t n_chan = gx.shape[1], plane, n, c, i
-    cdef Py_ssize_t size = gx.shape[2] * gx.shape[3] * gx.shape[4]
-    for plane in prange(gx.shape[0] * n_chan, nogil=True, schedule="static",
-                        num_threads=num_threads):
-        n = plane // n_chan
-        c = plane - n * n_chan
-        for i in range(size):
-            (&gx[n, c, 0, 0, 0])[i] = 0
-        # g is only read: the walk scatters from it
-        _walk_taps(<real*> &g[n, c, 0, 0, 0], &gx[n, c, 0, 0, 0], w, c, g.shape[2], g.shape[3],
-                   g.shape[4], gx.shape[2], gx.shape[3], gx.shape[4], sd, sh, sw, pd, ph, pw,
-                   dd, dh, dw, True)
+    if gx.shape[0] * gx.shape[1] == 0:
+        return
+    with nogil:  # g is only read: the walk scatters from it
+        _every_volume(<real*> &g[0, 0, 0, 0, 0], &gx[0, 0, 0, 0, 0], w, gx.shape[0],
+                      gx.shape[1], g.shape[2], g.shape[3], g.shape[4], gx.shape[2],
+                      gx.shape[3], gx.shape[4], sd, sh, sw, pd, ph, pw, dd, dh, dw, True,
+                      num_threads)
 
 
 def weight_grad(const real[:, :, :, :, ::1] g, const real[:, :, :, :, ::1] x,

@@ -517,6 +517,28 @@ def layer_norm_forward(const real[:, ::1] x, const real[::1] weight, const real[
                             _opt(bias, has_bias), length)
 
 
+cdef inline void _ln_row_grad(const real* g, const real* x, real m, real s, const real* w,
+                              real* gx, Py_ssize_t n) noexcept nogil:
+    """One row's input gradient: its two sums in double, their means rounded once, then
+    ``gx = s (d - a - xhat c)``."""
+    cdef double sum_d = 0, sum_dx = 0
+    if real is float:
+        sb_ln_row_sums_f(g, x, m, s, w, n, &sum_d, &sum_dx)
+        sb_ln_row_grad_f(g, x, m, s, w, <real> (sum_d / n), <real> (sum_dx / n), gx, n)
+    else:
+        sb_ln_row_sums_d(g, x, m, s, w, n, &sum_d, &sum_dx)
+        sb_ln_row_grad_d(g, x, m, s, w, <real> (sum_d / n), <real> (sum_dx / n), gx, n)
+
+
+cdef inline void _ln_cols(const real* g, const real* x, real m, real s, double* gw,
+                          double* gb, Py_ssize_t n) noexcept nogil:
+    """One row's terms added into the column sums ``gw += g * xhat``, ``gb += g``."""
+    if real is float:
+        sb_ln_cols_f(g, x, m, s, gw, gb, n)
+    else:
+        sb_ln_cols_d(g, x, m, s, gw, gb, n)
+
+
 def layer_norm_backward(const real[:, ::1] g, const real[:, ::1] x, const real[::1] mean,
                         const real[::1] rstd, const real[::1] weight, bint has_weight,
                         real[:, ::1] gx, bint want_gx, double[:, ::1] parts,
@@ -531,38 +553,17 @@ def layer_norm_backward(const real[:, ::1] g, const real[:, ::1] x, const real[:
     """
     cdef Py_ssize_t rows = x.shape[0], length = x.shape[1], r, k, first, last
     cdef Py_ssize_t chunks = parts.shape[0]
-    cdef double sd_, sdx_
-    cdef real a, c
     cdef const real* w = _opt(weight, has_weight)
     if rows == 0 or length == 0:
         return
     with nogil:
         if want_gx:
             for r in prange(rows, schedule="static", num_threads=num_threads):
-                sd_ = 0
-                sdx_ = 0
-                if real is float:
-                    sb_ln_row_sums_f(&g[r, 0], &x[r, 0], mean[r], rstd[r], w, length, &sd_,
-                                     &sdx_)
-                    a = <real> (sd_ / length)
-                    c = <real> (sdx_ / length)
-                    sb_ln_row_grad_f(&g[r, 0], &x[r, 0], mean[r], rstd[r], w, a, c,
-                                     &gx[r, 0], length)
-                else:
-                    sb_ln_row_sums_d(&g[r, 0], &x[r, 0], mean[r], rstd[r], w, length, &sd_,
-                                     &sdx_)
-                    a = <real> (sd_ / length)
-                    c = <real> (sdx_ / length)
-                    sb_ln_row_grad_d(&g[r, 0], &x[r, 0], mean[r], rstd[r], w, a, c,
-                                     &gx[r, 0], length)
+                _ln_row_grad(&g[r, 0], &x[r, 0], mean[r], rstd[r], w, &gx[r, 0], length)
         if want_params:
             for k in prange(chunks, schedule="static", num_threads=num_threads):
                 first = rows * k // chunks
                 last = rows * (k + 1) // chunks
                 for r in range(first, last):
-                    if real is float:
-                        sb_ln_cols_f(&g[r, 0], &x[r, 0], mean[r], rstd[r], &parts[k, 0],
-                                     &parts[k, length], length)
-                    else:
-                        sb_ln_cols_d(&g[r, 0], &x[r, 0], mean[r], rstd[r], &parts[k, 0],
-                                     &parts[k, length], length)
+                    _ln_cols(&g[r, 0], &x[r, 0], mean[r], rstd[r], &parts[k, 0],
+                             &parts[k, length], length)

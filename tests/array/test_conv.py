@@ -1467,6 +1467,26 @@ def test_small_batches_of_small_volumes_take_vol2col(n, size, winograd, rng, tor
     assert not copies  # vol2col's forward copies the weight only from 512 columns
 
 
+def _same_bits_and_torchs_values(torch, run, torch_op, x, w, b, g, dtype):
+    """``run()`` (forward, then the input, weight and bias gradients for ``g``) gives the
+    same bits for 1-3 threads and, within rounding, ``torch_op``'s values and gradients of
+    ``(x, w, b)``."""
+    runs = []
+    for threads in (1, 2, 3):
+        with sandbox.num_threads(threads):
+            runs.append(run())
+    for result in runs[1:]:
+        for a, r in zip(result, runs[0], strict=True):
+            np.testing.assert_array_equal(a, r)
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    torch_op(tx, tw, tb).backward(torch.tensor(g))
+    want = (torch_op(tx, tw, tb).detach(), tx.grad, tw.grad, tb.grad)
+    tol = 1e-4 if dtype == np.float32 else 1e-11
+    for ours, ref in zip(runs[0], want, strict=True):
+        ref = ref.numpy()
+        np.testing.assert_allclose(ours, ref, rtol=tol, atol=tol * np.abs(ref).max())
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n,c,o,size", [
     (8, 32, 16, (32, 32)),  # the project's kernel: one batched product a pass
@@ -1492,22 +1512,11 @@ def test_pointwise_convolutions_are_batched_products(dtype, n, c, o, size, rng, 
     wt = rng.standard_normal((o, c) + (1,) * nd).astype(dtype)
     b = rng.standard_normal(o).astype(dtype)
     g = rng.standard_normal((n, o, *size)).astype(dtype)
-    runs = []
-    for threads in (1, 2, 3):
-        with sandbox.num_threads(threads):
-            runs.append((conv.conv(x, wt, b), *conv.conv_backward(g, x, wt)))
-    assert all(calls) and not any(spies)
-    for result in runs[1:]:
-        for a, r in zip(result, runs[0], strict=True):
-            np.testing.assert_array_equal(a, r)
     torch_conv = torch.nn.functional.conv2d if nd == 2 else torch.nn.functional.conv3d
-    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, wt, b))
-    torch_conv(tx, tw, tb).backward(torch.tensor(g))
-    want = (torch_conv(tx, tw, tb).detach(), tx.grad, tw.grad, tb.grad)
-    tol = 1e-4 if dtype == np.float32 else 1e-11
-    for ours, ref in zip(runs[0], want, strict=True):
-        ref = ref.numpy()
-        np.testing.assert_allclose(ours, ref, rtol=tol, atol=tol * np.abs(ref).max())
+    _same_bits_and_torchs_values(
+        torch, lambda: (conv.conv(x, wt, b), *conv.conv_backward(g, x, wt)), torch_conv,
+        x, wt, b, g, dtype)
+    assert all(calls) and not any(spies)
 
 
 @pytest.mark.parametrize("c,o", [(1, 16), (3, 16), (1, 4)])
@@ -1646,22 +1655,11 @@ def test_depthwise_convolutions_run_the_stencil(dtype, size, k, s, p, d, rng, to
     opts = dict(stride=s, padding=p, dilation=d, groups=c)
     y = conv.conv(x, w, b, **opts)
     g = rng.standard_normal(y.shape).astype(dtype)
-    runs = []
-    for threads in (1, 2, 3):
-        with sandbox.num_threads(threads):
-            runs.append((conv.conv(x, w, b, **opts), *conv.conv_backward(g, x, w, **opts)))
-    assert all(calls) and not any(spies)
-    for result in runs[1:]:
-        for a, r in zip(result, runs[0], strict=True):
-            np.testing.assert_array_equal(a, r)
     torch_conv = torch.nn.functional.conv2d if nd == 2 else torch.nn.functional.conv3d
-    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
-    torch_conv(tx, tw, tb, **opts).backward(torch.tensor(g))
-    want = (torch_conv(tx, tw, tb, **opts).detach(), tx.grad, tw.grad, tb.grad)
-    tol = 1e-4 if dtype == np.float32 else 1e-11
-    for ours, ref in zip(runs[0], want, strict=True):
-        ref = ref.numpy()
-        np.testing.assert_allclose(ours, ref, rtol=tol, atol=tol * np.abs(ref).max())
+    _same_bits_and_torchs_values(
+        torch, lambda: (conv.conv(x, w, b, **opts), *conv.conv_backward(g, x, w, **opts)),
+        lambda a, w_, b_: torch_conv(a, w_, b_, **opts), x, w, b, g, dtype)
+    assert all(calls) and not any(spies)
 
 
 def test_depthwise_convolution_gradcheck(rng):
@@ -1702,23 +1700,12 @@ def test_transposed_convolutions_with_kernel_equal_to_stride_are_products_and_a_
     b = rng.standard_normal(o).astype(dtype)
     y = conv.conv_transpose2d(x, w, b, stride=kk)
     g = rng.standard_normal(y.shape).astype(dtype)
-    runs = []
-    for threads in (1, 2, 3):
-        with sandbox.num_threads(threads):
-            runs.append((conv.conv_transpose2d(x, w, b, stride=kk),
-                         *conv.conv_transpose2d_backward(g, x, w, stride=kk)))
+    _same_bits_and_torchs_values(
+        torch, lambda: (conv.conv_transpose2d(x, w, b, stride=kk),
+                        *conv.conv_transpose2d_backward(g, x, w, stride=kk)),
+        lambda a, w_, b_: torch.nn.functional.conv_transpose2d(a, w_, b_, stride=kk),
+        x, w, b, g, dtype)
     assert all(calls) and not any(spies)
-    for result in runs[1:]:
-        for a, r in zip(result, runs[0], strict=True):
-            np.testing.assert_array_equal(a, r)
-    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
-    torch.nn.functional.conv_transpose2d(tx, tw, tb, stride=kk).backward(torch.tensor(g))
-    want = (torch.nn.functional.conv_transpose2d(tx, tw, tb, stride=kk).detach(), tx.grad,
-            tw.grad, tb.grad)
-    tol = 1e-4 if dtype == np.float32 else 1e-11
-    for ours, ref in zip(runs[0], want, strict=True):
-        ref = ref.numpy()
-        np.testing.assert_allclose(ours, ref, rtol=tol, atol=tol * np.abs(ref).max())
     conv.conv_transpose2d(x, w, b, stride=kk, output_padding=1)  # not a shuffle: the loops
     assert any(spies)
 
