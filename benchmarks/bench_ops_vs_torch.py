@@ -12,6 +12,7 @@ before its kernel (docs/benchmarks.md).
 
     python benchmarks/bench_ops_vs_torch.py --threads 1 2
     python benchmarks/bench_ops_vs_torch.py --ops leaky_relu instance_norm --shape 2 16 32 32 32
+    python benchmarks/bench_ops_vs_torch.py --ops layer_norm_affine --shape 8 1024 256
 """
 
 from __future__ import annotations
@@ -29,15 +30,29 @@ def _classes(a, lib):
     return lib.from_numpy(t)
 
 
+def _affine(a, lib):
+    """A weight and a bias of ``a``'s last axis for layer norm, requiring grad, of ``lib``."""
+    rng = np.random.default_rng(4)
+    w, b = (rng.standard_normal(a.shape[-1]).astype(np.float32) for _ in range(2))
+    return lib.tensor(w, requires_grad=True), lib.tensor(b, requires_grad=True)
+
+
 def _ops(F, TF, torch, sandbox):
     """name -> (ours, PyTorch's) for an input tensor of the library."""
-    targets = {}  # shape -> (ours, PyTorch's): made once, outside the timed calls
+    made = {}  # (what, shape) -> (ours, PyTorch's): made once, outside the timed calls
+
+    def once(what, a, k, make):
+        key = (what, tuple(a.shape))
+        if key not in made:
+            made[key] = (make(a, sandbox), make(a, torch))
+        return made[key][k]
 
     def target(a, k):
-        key = tuple(a.shape)
-        if key not in targets:
-            targets[key] = (_classes(a, sandbox), _classes(a, torch))
-        return targets[key][k]
+        return once("classes", a, k, _classes)
+
+    def affine(a, k):
+        """Layer norm's weight and bias over the last axis, trained (their gradients too)."""
+        return once("affine", a, k, _affine)
 
     return {
         "relu": (F.relu, TF.relu),
@@ -50,6 +65,8 @@ def _ops(F, TF, torch, sandbox):
         "group_norm": (lambda a: F.group_norm(a, 4), lambda a: TF.group_norm(a, 4)),
         "layer_norm": (lambda a: F.layer_norm(a, a.shape[-1:]),
                        lambda a: TF.layer_norm(a, a.shape[-1:])),
+        "layer_norm_affine": (lambda a: F.layer_norm(a, a.shape[-1:], *affine(a, 0)),
+                              lambda a: TF.layer_norm(a, a.shape[-1:], *affine(a, 1))),
         "softmax": (lambda a: F.softmax(a, dim=1), lambda a: TF.softmax(a, dim=1)),
         "softmax_last": (lambda a: F.softmax(a, dim=-1), lambda a: TF.softmax(a, dim=-1)),
         "log_softmax": (lambda a: F.log_softmax(a, dim=1), lambda a: TF.log_softmax(a, dim=1)),

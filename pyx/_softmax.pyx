@@ -9,7 +9,8 @@
 #   gradients:    dx = y (g - sum_c g y)   and   dx = g - exp(y) sum_c g
 # numpy took a pass per step (max, subtract, exp, sum, divide), on one thread: softmax
 # over the channels of a (8, 16, 64, 64) map, forward + backward, ran 2.4 times
-# PyTorch's time at 1 thread.  Here each block of positions is read in one go per step,
+# PyTorch's time at 1 thread and 4.3 at 2 (AMD EPYC family 25 model 1 VM, python
+# benchmarks/bench_ops_vs_torch.py --threads 1 2 --ops softmax).  Here each block of positions is read in one go per step,
 # with pyx/vec_math.h's exp.  Every position's sums run over c in order (the row form
 # in 8 lanes, then the lanes in a fixed order), so the bits do not depend on the
 # thread count.

@@ -7,7 +7,8 @@ written with ``nn.ReLU`` modules they were the largest serial part of a training
 step after the Python overhead; numpy's ``np.where`` of the leaky ReLU took 5 ns an
 element (a branch on the sign of each: 2.6 ms for a (8, 16, 64, 64) float32 map on the
 AMD EPYC family 25 model 1 VM, on numpy's one thread, 7 times ``np.maximum``; the leaky
-ReLU's forward + backward at 2 threads went from 6.16 to 0.24 ms).  The kernels
+ReLU's forward + backward at 2 threads went from 6.16 to 0.24 ms, ``python
+benchmarks/bench_ops_vs_torch.py --threads 1 2 --ops leaky_relu``).  The kernels
 (``pyx/_activation.pyx``) compute the same operations, so the results are bitwise
 numpy's for any thread count; other dtypes and non-contiguous arrays take numpy's path.
 """
@@ -159,12 +160,13 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 # -- the smooth activations (pyx/_activation.pyx) ---------------------------------------
 #
-# numpy's exp and tanh, and the C library's exp and erf, are calls gcc cannot vectorise, on one
-# thread: SiLU's forward + backward took 2.3 times PyTorch's time at 1 thread, GELU's 5
-# times (a (8, 16, 64, 64) float32 map, AMD EPYC family 25 model 1 VM).  The kernels
-# compute float32 in float32 with their own vectorisable exp (about 1 ulp; 2 for
-# float64) and erfc (a fitted e^(z^2) erfc(z) times one exp), on every thread, for any thread count
-# the same bits.  Float16 computes in float32 and rounds once, as PyTorch.
+# numpy's exp and tanh, and the C library's exp and erf, are calls gcc cannot vectorise,
+# on one thread: SiLU's forward + backward took 2.3 times PyTorch's time at 1 thread and
+# 3.7 at 2, GELU's 5.1 and 5.3 (a (8, 16, 64, 64) float32 map, AMD EPYC family 25 model 1
+# VM, python benchmarks/bench_ops_vs_torch.py --threads 1 2 --ops silu gelu).  The
+# kernels compute float32 in float32 with their own vectorisable exp (within 2 ulps, as
+# in float64) and erfc (a fitted e^(z^2) erfc(z) times one exp), on every thread, for any
+# thread count the same bits.  Float16 computes in float32 and rounds once, as PyTorch.
 
 _GELU_CODES = {"none": _activation.GELU, "tanh": _activation.GELU_TANH}
 
@@ -197,7 +199,7 @@ def _binary(code: int, grad: np.ndarray, saved: np.ndarray) -> np.ndarray:
 
 
 def exp(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``e^x`` elementwise on every thread (within about 1 ulp of ``np.exp``).
+    """``e^x`` elementwise on every thread (within 2 ulps of the exact value).
 
     Parameters
     ----------

@@ -15,8 +15,9 @@ batch norm's kernels on ``(1, N*G, K)`` views, where a group of a sample is one
 "channel" (its moments), and on ``(1, N*C, L)`` views for the affine passes and the
 backward's sums, with per-(sample, channel) scalars from numpy.  numpy's passes had
 made group norm's forward + backward of a (8, 16, 64, 64) float32 map 1.83x PyTorch's
-time at 1 thread and 2.29-2.57x at 2, 1.6x at both now (AMD EPYC family 25 model 1
-VM, ``python benchmarks/bench_ops_vs_torch.py --ops group_norm``).
+time at 1 thread and 2.29-2.57x at 2; 1.6x at both on these views, 1.19x and 1.14x since
+the kernels' sums took 16 partial sums (AMD EPYC family 25 model 1 VM, ``python
+benchmarks/bench_ops_vs_torch.py --threads 1 2 --ops group_norm``).
 """
 
 from __future__ import annotations

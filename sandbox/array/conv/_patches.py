@@ -7,11 +7,13 @@ overlap, so the op is a 1x1 convolution to ``O * k*k`` channels (the batched pro
 ``_pointwise``) followed by depth-to-space, a permutation; the input gradient is
 space-to-depth and the 1x1 product back, the weight gradient the 1x1 weight gradient
 of those.  im2col ran it as a column buffer, a fold and chunk loops: about 1 ms a pass
-whatever the layer's size, where these take a product and one copy (2-D, batch 8,
-32->16 @32, 64->32 @16 and 128->64 @8, new over old time on the AMD EPYC family 25
-model 1 VM: forward 0.76-1.07 at 1 thread and 0.78-0.91 at 2, input gradient 0.60-0.81
-and 0.54-0.89, weight gradient 0.58-0.79 and 0.64-0.67).  Written for any rank, run in 2-D: 3-D's
-permutations cost more than vol2col's loops save (1.2-1.6 of the time at (2, 32, 16^3)).
+whatever the layer's size, where these take a product and one kernel copy.  Forward and
+both gradients, batch 8, ours over PyTorch's time at 1 / 2 threads on the AMD EPYC family
+25 model 1 VM (``python benchmarks/bench_ops_vs_torch.py --threads 1 2 --ops up_conv
+--shape 8 C S S``): 16->8 @64 0.63-0.67 / 0.59-0.64, 32->16 @32 and 64->32 @16
+0.66-0.73 (im2col's: 1.06-1.16 at 2 threads).  Written for any rank, run in 2-D: 3-D's
+permutations cost more than vol2col's loops save (1.2-1.6 of the time at (2, 32, 16^3)
+in a one-off A/B when this was written, not kept as a script).
 """
 
 from __future__ import annotations
