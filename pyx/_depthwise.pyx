@@ -6,14 +6,16 @@
 # sample is convolved with its own kernel, a stencil over one plane (2-D) or volume
 # (3-D, 2-D being depth 1), where im2col builds a column buffer kernel-size times the
 # input and runs a product of one row per group.  Arrays are (N, C, D, H, W); weights
-# (C, kd, kh, kw); stride, padding and dilation per axis.  Every loop below walks the
-# taps: for each, the block of output rows and columns whose input lies inside the
-# volume (``_span`` per axis), and a primitive (C, below) runs over that block row by
-# row: contiguous at stride 1, so the compiler vectorises it.  Kernel contract: pyx/fused.pxd; the forward and
-# the input gradient own a (sample, channel) volume each, the weight gradient a
-# channel (its samples in order, sums in double): the same bits for any thread count.
+# (C, kd, kh, kw); stride, padding and dilation per axis.  With every stride 1,
+# correlate and weight_dots run the rows of depthwise_rows.h over each volume copied
+# into a zero-padded box.  Otherwise the loops below walk the taps: for each, the
+# block of output rows and columns whose input lies inside the volume (``_span`` per
+# axis), and a primitive (C, below) runs over that block row by row.  Kernel
+# contract: pyx/fused.pxd; the forward and the input gradient own a (sample, channel)
+# volume each, the weight gradient a channel (its samples in order, sums in double):
+# the same bits for any thread count.
 
-from cython.parallel cimport prange
+from cython.parallel cimport prange, threadid
 
 from fused cimport real
 
@@ -74,6 +76,27 @@ cdef extern from *:
                        Py_ssize_t gp, Py_ssize_t xp, Py_ssize_t s) noexcept nogil
     double sb_dw_dot_d(const double* g, const double* x, Py_ssize_t m, Py_ssize_t n,
                        Py_ssize_t gp, Py_ssize_t xp, Py_ssize_t s) noexcept nogil
+
+
+cdef extern from "depthwise_rows.h":
+    void sb_dw_place_f(float* dst, Py_ssize_t PD, Py_ssize_t PH, Py_ssize_t PW, const float* src,
+                     Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t ld, Py_ssize_t lh,
+                     Py_ssize_t lw) noexcept nogil
+    void sb_dw_place_d(double* dst, Py_ssize_t PD, Py_ssize_t PH, Py_ssize_t PW,
+                     const double* src, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W,
+                     Py_ssize_t ld, Py_ssize_t lh, Py_ssize_t lw) noexcept nogil
+    void sb_dw_corr_f(float* out, Py_ssize_t rows, Py_ssize_t n, const float* box,
+                      Py_ssize_t oh_n, Py_ssize_t PH, Py_ssize_t PW, const Py_ssize_t* off,
+                      const float* w, Py_ssize_t ntaps) noexcept nogil
+    void sb_dw_corr_d(double* out, Py_ssize_t rows, Py_ssize_t n, const double* box,
+                      Py_ssize_t oh_n, Py_ssize_t PH, Py_ssize_t PW, const Py_ssize_t* off,
+                      const double* w, Py_ssize_t ntaps) noexcept nogil
+    void sb_dw_dots_f(const float* g, Py_ssize_t rows, Py_ssize_t n, const float* box,
+                      Py_ssize_t oh_n, Py_ssize_t PH, Py_ssize_t PW, const Py_ssize_t* off,
+                      Py_ssize_t ntaps, double* acc) noexcept nogil
+    void sb_dw_dots_d(const double* g, Py_ssize_t rows, Py_ssize_t n, const double* box,
+                      Py_ssize_t oh_n, Py_ssize_t PH, Py_ssize_t PW, const Py_ssize_t* off,
+                      Py_ssize_t ntaps, double* acc) noexcept nogil
 
 
 cdef inline void _span(Py_ssize_t out_len, Py_ssize_t in_len, Py_ssize_t stride,
@@ -238,3 +261,78 @@ def weight_grad(const real[:, :, :, :, ::1] g, const real[:, :, :, :, ::1] x,
                                            o0 * sw + e * dw - pw],
                                         h1 - h0, o1 - o0, ow_n, sh * width, sw)
                     gw[c, a, b, e] = <real> acc
+
+
+# -- every stride 1: correlations of zero-padded volumes (depthwise_rows.h)
+
+cdef inline void _place(real* dst, Py_ssize_t PD, Py_ssize_t PH, Py_ssize_t PW, const real* src,
+                      Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t ld, Py_ssize_t lh,
+                      Py_ssize_t lw) noexcept nogil:
+    if real is float:
+        sb_dw_place_f(dst, PD, PH, PW, src, D, H, W, ld, lh, lw)
+    else:
+        sb_dw_place_d(dst, PD, PH, PW, src, D, H, W, ld, lh, lw)
+
+
+def correlate(const real[:, :, :, :, ::1] src, const real[:, ::1] w, real[:, :, :, :, ::1] out,
+              const Py_ssize_t[::1] off, Py_ssize_t ld, Py_ssize_t lh, Py_ssize_t lw,
+              Py_ssize_t PD, Py_ssize_t PH, Py_ssize_t PW, real[:, ::1] scratch,
+              int num_threads):
+    """``out[n, c, z, y, i] = sum over taps t, in order, of w[c, t] * P[z, y, i + off[t]]``,
+    P the (sample, channel) volume of ``src`` placed at (ld, lh, lw) in a zeroed
+    (PD, PH, PW) box (one row of ``scratch`` a thread), each volume on one thread.
+
+    The stride-1 forward (``src`` the input, placed at the padding) and input gradient
+    (``src`` the output gradient, the taps reversed); the caller gives ``off`` and the
+    box (pyx/depthwise_rows.h).  src (IN) (N, C, D, H, W), w (IN) (C, taps), out (OUT)
+    (N, C, Do, Ho, Wo), scratch (threads, PD * PH * PW + a vector), zero.
+    """
+    cdef Py_ssize_t n_chan = src.shape[1], ntaps = w.shape[1]
+    cdef Py_ssize_t od_n = out.shape[2], oh_n = out.shape[3], ow_n = out.shape[4]
+    cdef Py_ssize_t plane, n, c
+    cdef real* box
+    if src.shape[0] * n_chan == 0 or ow_n == 0:
+        return
+    for plane in prange(src.shape[0] * n_chan, nogil=True, schedule="static",
+                        num_threads=num_threads):
+        n = plane // n_chan
+        c = plane % n_chan
+        box = &scratch[threadid(), 0]
+        _place(box, PD, PH, PW, &src[n, c, 0, 0, 0], src.shape[2], src.shape[3], src.shape[4],
+             ld, lh, lw)
+        if real is float:
+            sb_dw_corr_f(&out[n, c, 0, 0, 0], od_n * oh_n, ow_n, box, oh_n, PH, PW, &off[0],
+                         &w[c, 0], ntaps)
+        else:
+            sb_dw_corr_d(&out[n, c, 0, 0, 0], od_n * oh_n, ow_n, box, oh_n, PH, PW, &off[0],
+                         &w[c, 0], ntaps)
+
+
+def weight_dots(const real[:, :, :, :, ::1] g, const real[:, :, :, :, ::1] x,
+                real[:, ::1] gw, const Py_ssize_t[::1] off, Py_ssize_t ld, Py_ssize_t lh,
+                Py_ssize_t lw, Py_ssize_t PD, Py_ssize_t PH, Py_ssize_t PW,
+                real[:, ::1] scratch, double[:, ::1] acc, int num_threads):
+    """The stride-1 weight gradient: ``gw[c, t] = sum over samples and outputs of g *
+    P[z, y, i + off[t]]``, P each input volume placed in its box as for
+    :func:`correlate`; each channel on one thread, its samples in order, each volume's
+    dots in ``real`` added to the double ``acc[c, t]`` (zeroed by the caller).
+
+    g (IN) (N, C, Do, Ho, Wo), x (IN) (N, C, D, H, W), gw (OUT) (C, taps).
+    """
+    cdef Py_ssize_t n_chan = x.shape[1], ntaps = gw.shape[1]
+    cdef Py_ssize_t od_n = g.shape[2], oh_n = g.shape[3], ow_n = g.shape[4]
+    cdef Py_ssize_t c, n, t
+    cdef real* box
+    for c in prange(n_chan, nogil=True, schedule="static", num_threads=num_threads):
+        box = &scratch[threadid(), 0]
+        for n in range(x.shape[0]):
+            _place(box, PD, PH, PW, &x[n, c, 0, 0, 0], x.shape[2], x.shape[3], x.shape[4],
+                 ld, lh, lw)
+            if real is float:
+                sb_dw_dots_f(&g[n, c, 0, 0, 0], od_n * oh_n, ow_n, box, oh_n, PH, PW, &off[0],
+                             ntaps, &acc[c, 0])
+            else:
+                sb_dw_dots_d(&g[n, c, 0, 0, 0], od_n * oh_n, ow_n, box, oh_n, PH, PW, &off[0],
+                             ntaps, &acc[c, 0])
+        for t in range(ntaps):
+            gw[c, t] = <real> acc[c, t]

@@ -1632,6 +1632,19 @@ DEPTHWISE_CASES = [  # spatial shape, kernel, stride, padding, dilation
     ((6, 6, 6), 3, 2, 2, 2),
     ((6, 37), 3, 1, 1, 1),  # rows of 37: the weight gradient's 16 lanes and a tail
     ((5, 70), 3, 2, 1, 1),  # rows of 35 outputs at stride 2
+    # stride 1 (the padded boxes of depthwise_rows.h): rows shorter than a vector, a
+    # valid convolution, padding past the kernel's reach (outputs that see only
+    # padding), dilation, an even kernel, 7x7, rows in and out of groups of four
+    ((5, 3), 3, 1, 0, 1),
+    ((7, 20), 5, 1, 5, 1),
+    ((9, 16), 3, 1, 2, 2),
+    ((6, 17), 2, 1, 1, 1),
+    ((10, 24), 7, 1, 3, 1),
+    ((1, 9), 3, 1, 1, 1),
+    ((11, 3), 3, 1, 1, 1),  # rows of 3: a vector's tail would reach past the next row
+    ((13, 7), 3, 1, 1, 1),  # rows of 7: it reaches one into the next
+    ((4, 5, 9), 3, 1, 0, 1),
+    ((3, 6, 10), 3, 1, 2, 2),
 ]
 
 
@@ -1660,6 +1673,28 @@ def test_depthwise_convolutions_run_the_stencil(dtype, size, k, s, p, d, rng, to
         torch, lambda: (conv.conv(x, w, b, **opts), *conv.conv_backward(g, x, w, **opts)),
         lambda a, w_, b_: torch_conv(a, w_, b_, **opts), x, w, b, g, dtype)
     assert all(calls) and not any(spies)
+
+
+@pytest.mark.parametrize("where", ["weight", "grad_output"])
+def test_depthwise_infinities_skip_the_padding_as_torch(where, torch):
+    """An infinity in the weight or the output gradient meets the stride-1 path's zero
+    padding (0 * inf): PyTorch skips padded taps, and so do the values and both
+    gradients here (inf where torch has inf, no NaN where it has none)."""
+    c = 3
+    x = np.arange(2 * c * 5 * 6, dtype=np.float32).reshape(2, c, 5, 6) / 50
+    w = np.linspace(-1, 1, c * 9, dtype=np.float32).reshape(c, 1, 3, 3)
+    g = np.ones((2, c, 5, 6), np.float32)
+    if where == "weight":
+        w[1, 0, 0, 2] = np.inf
+    else:
+        g[0, 2, 4, 0] = -np.inf
+    ours = (conv.conv(x, w, None, padding=1, groups=c),
+            *conv.conv_backward(g, x, w, padding=1, groups=c)[:2])
+    tx, tw = (torch.from_numpy(a).requires_grad_() for a in (x, w))
+    ty = torch.nn.functional.conv2d(tx, tw, padding=1, groups=c)
+    ty.backward(torch.from_numpy(g))
+    for a, b in zip(ours, (ty.detach(), tx.grad, tw.grad), strict=True):
+        np.testing.assert_allclose(a, b.numpy(), rtol=1e-5, atol=1e-5)
 
 
 def test_depthwise_convolution_gradcheck(rng):

@@ -4,20 +4,30 @@ channel of each sample convolved with its own kernel, in 2-D and 3-D alike.
 im2col ran them as one product of one row per group over a column buffer
 kernel-size times the input: a 3x3 depthwise layer of a (8, 32, 32, 32) float32 batch,
 forward and both gradients, took 6.4 ms at 1 thread and 4.3 at 2 that way, 3.2 and 1.6
-this way (AMD EPYC family 25 model 1 VM, interleaved pairs); on (8, 16, 64, 64), forward
-and both gradients, it is 1.62x PyTorch's time at 1 thread and 1.31x at 2 (``python
-benchmarks/bench_ops_vs_torch.py --threads 1 2 --ops depthwise_conv``; before the weight
-gradient's 16 partial sums, 2.36x and 1.99x).
+with the tap-by-tap walk of ``pyx/_depthwise.pyx`` (AMD EPYC family 25 model 1 VM,
+interleaved pairs).  With every stride 1 the kernels now copy each volume into a
+zero-padded box and run whole rows (``pyx/depthwise_rows.h``): through ``F.conv2d``,
+forward and both gradients, against PyTorch's time, (8, 16, 64, 64) went from 1.71x at
+1 thread and 1.32x at 2 to 0.90-0.97x and 0.72-0.79x, (8, 96, 28, 28) from 1.59x and
+1.90x to 0.87-1.01x and 0.77-0.98x (``python benchmarks/bench_ops_vs_torch.py --threads
+1 2 --ops depthwise_conv --shape 8 96 28 28``, the same machine, two runs).
 
 ``pyx/_depthwise.pyx`` runs the stencil itself on (N, C, D, H, W) arrays (2-D as depth
-1): the forward and the input gradient own a (sample, channel) plane each, the weight
-gradient a channel (its samples in order, sums in double), so the bits do not depend
-on the thread count.  Any kernel size, stride, padding and dilation; a channel
-multiplier (more output channels than groups) and transposed depthwise convolutions
-take the im2col loops.
+1): the forward and the input gradient own a (sample, channel) volume each, the weight
+gradient a channel (its samples in order; each volume's sum in the input's dtype, then
+in double), so the bits do not depend on the thread count.  Any kernel size, stride,
+padding and dilation; a channel multiplier (more output channels than groups) and
+transposed depthwise convolutions take the im2col loops.  A box's padding is read as
+zeros where the walk skips the tap, which differs only where an infinity or NaN meets
+it (0 * inf): PyTorch skips those taps, so a non-finite weight takes the walk, and so
+does a weight gradient the box made non-finite (recomputed: it is rare).
 """
 
 from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -54,27 +64,104 @@ def _kernel(weight: np.ndarray, nd: int) -> np.ndarray:
     return w.reshape(w.shape[0], *((1,) if nd == 2 else ()), *w.shape[2:])
 
 
+_VECTOR_ELEMENTS = 8  # depthwise_rows.h's vectors: 32 bytes
+
+
+class _Box(NamedTuple):
+    """Where the stride-1 kernels place a source volume: at ``place`` (per axis, depth
+    first) in a zeroed box of ``shape``, read at ``offsets`` (one a tap, in the taps'
+    order) from each output's position."""
+
+    place: tuple
+    shape: tuple
+    offsets: np.ndarray
+
+
+def _box(plan, kernel, source, adjoint_of=None) -> _Box | None:
+    """The box of the stride-1 path, or None where a stride is not 1 or an axis is empty.
+
+    ``kernel`` is the kernels' (C, kd, kh, kw) weight, ``source`` the (N, C, D, H, W)
+    shape of the volume read.  The forward's and the weight gradient's box
+    (``adjoint_of`` None) holds the input at the padding, tap t read at ``t d``:
+    ``y[i] = sum w[t] x[i + t d - p]``.  The input gradient's (``adjoint_of``: its
+    (D, H, W)) holds the output gradient at ``(k - 1) d - p``, tap t read at
+    ``(k - 1 - t) d``: ``gx[i] = sum w[t] g[i + p - t d]``."""
+    geometry = _geometry(plan)
+    if any(v != 1 for v in geometry[0:3]) or 0 in source[2:]:
+        return None
+    return _box_of(geometry[3:6], geometry[6:9], kernel.shape[1:], tuple(source[2:]),
+                   None if adjoint_of is None else tuple(adjoint_of))
+
+
+@functools.lru_cache(maxsize=256)
+def _box_of(pad, dil, k, size, adjoint_of) -> _Box:
+    """:func:`_box` of padding, dilation, kernel and source sizes (depth first; cached:
+    a layer asks for the same box at every call)."""
+    reach = [(k[i] - 1) * dil[i] for i in range(3)]
+    if adjoint_of is None:
+        place = pad
+        shape = tuple(size[i] + 2 * pad[i] for i in range(3))
+        taps = np.indices(k).reshape(3, -1)
+    else:
+        place = tuple(reach[i] - pad[i] for i in range(3))
+        shape = tuple(adjoint_of[i] + reach[i] for i in range(3))
+        taps = (np.array(k) - 1)[:, None] - np.indices(k).reshape(3, -1)
+    step = taps * np.array(dil)[:, None]
+    offsets = np.ascontiguousarray((step[0] * shape[1] + step[1]) * shape[2] + step[2],
+                                   dtype=np.intp)
+    offsets.setflags(write=False)
+    return _Box(place, shape, offsets)
+
+
+def _scratch(box, threads, dtype) -> np.ndarray:
+    """A zeroed box a thread (the kernels write only the cells the source lands on: the
+    padding stays zero), and a vector's elements after it: a row's last vector may
+    read past the box's end (its lanes past the row are not stored)."""
+    return np.zeros((threads, math.prod(box.shape) + _VECTOR_ELEMENTS), dtype)
+
+
 def forward(x, weight, bias, plan, y) -> None:
     """``y = conv(x, weight, bias)`` (``y`` (N, C, *out_size) C-contiguous, overwritten)."""
     nd = plan.nd
-    _depthwise.forward(_volume(x, nd), _kernel(weight, nd), _volume(y, nd), *_geometry(plan),
-                       kernel_threads(y.size))
+    xv, wv, yv = _volume(x, nd), _kernel(weight, nd), _volume(y, nd)
+    threads = kernel_threads(y.size)
+    box = _box(plan, wv, xv.shape)
+    if box is None or y.size == 0 or not np.isfinite(wv).all():
+        _depthwise.forward(xv, wv, yv, *_geometry(plan), threads)
+    else:
+        _depthwise.correlate(xv, wv.reshape(wv.shape[0], -1), yv, box.offsets, *box.place,
+                             *box.shape, _scratch(box, threads, x.dtype), threads)
     add_bias(y, bias)
 
 
 def input_grad(grad_output, weight, plan, gx) -> None:
     """The input gradient into ``gx`` (the input's shape, C-contiguous, overwritten)."""
     nd = plan.nd
-    _depthwise.input_grad(_volume(grad_output, nd), _kernel(weight, nd), _volume(gx, nd),
-                          *_geometry(plan), kernel_threads(gx.size))
+    gv, wv, gxv = _volume(grad_output, nd), _kernel(weight, nd), _volume(gx, nd)
+    threads = kernel_threads(gx.size)
+    box = _box(plan, wv, gv.shape, adjoint_of=gxv.shape[2:])
+    if box is None or gx.size == 0 or not np.isfinite(wv).all():
+        _depthwise.input_grad(gv, wv, gxv, *_geometry(plan), threads)
+    else:
+        _depthwise.correlate(gv, wv.reshape(wv.shape[0], -1), gxv, box.offsets, *box.place,
+                             *box.shape, _scratch(box, threads, gx.dtype), threads)
 
 
 def weight_grad(grad_output, x, plan, weight_shape) -> np.ndarray:
     """The weight gradient, ``weight_shape`` (C, 1, *k)."""
     nd = plan.nd
     gw = np.empty(weight_shape, dtype=x.dtype)
-    _depthwise.weight_grad(_volume(grad_output, nd), _volume(x, nd), _kernel(gw, nd),
-                           *_geometry(plan), kernel_threads(x.size))
+    gv, xv, gwv = _volume(grad_output, nd), _volume(x, nd), _kernel(gw, nd)
+    threads = kernel_threads(x.size)
+    box = _box(plan, gwv, xv.shape)
+    if box is None or grad_output.size == 0:
+        _depthwise.weight_grad(gv, xv, gwv, *_geometry(plan), threads)
+    else:
+        _depthwise.weight_dots(gv, xv, gwv.reshape(gwv.shape[0], -1), box.offsets, *box.place,
+                               *box.shape, _scratch(box, threads, x.dtype),
+                               np.zeros(gwv.shape[:1] + (box.offsets.size,)), threads)
+        if not np.isfinite(gw).all():  # an infinity may have met the padding: skip it
+            _depthwise.weight_grad(gv, xv, gwv, *_geometry(plan), threads)
     return gw
 
 
