@@ -119,14 +119,13 @@ def _empty_apart(shape, dtype, other):
     """An empty C-contiguous array of ``shape`` and ``dtype`` whose data starts
     :data:`_APART` bytes away from ``other``'s modulo 4 KiB (a view of a buffer 4 KiB
     larger)."""
-    itemsize = np.dtype(dtype).itemsize
-    nbytes = math.prod(shape) * itemsize
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < _APART_MIN_BYTES:
         return np.empty(shape, dtype)
     buf = np.empty(nbytes + 4096, np.uint8)
     start = (page_offset(other) + _APART - page_offset(buf)) % 4096
-    start -= start % itemsize
-    return buf[start:start + nbytes].view(dtype).reshape(shape)
+    return np.ndarray(shape, dtype, buf, start - start % dtype.itemsize)
 
 
 def forward(input, grid, plan, isa=None):
