@@ -17,10 +17,13 @@ import numpy as np
 from .._C import _elementwise
 from ..runtime.threads import kernel_threads
 
-__all__ = ["concatenate", "contiguous", "row_view"]
+__all__ = ["concatenate", "contiguous", "copy", "row_view"]
 
 #: below this many bytes one thread copies as fast
 _PARALLEL_MIN_BYTES = 1 << 20
+
+#: a contiguous copy is cut into blocks of this many bytes, shared among the threads
+_BLOCK_BYTES = 1 << 16
 
 #: rows shorter than this many bytes take numpy's copy (a memcpy per row would cost more)
 _MIN_ROW_BYTES = 256
@@ -118,4 +121,32 @@ def contiguous(a: np.ndarray) -> np.ndarray:
     out = np.empty(a.shape, dtype=a.dtype)
     _elementwise.copy_rows(src.view(np.uint8), out.reshape(src.shape).view(np.uint8), 0,
                            kernel_threads(a.size))
+    return out
+
+
+def copy(a: np.ndarray) -> np.ndarray:
+    """``np.array(a, order="C")``: a new C-contiguous array with ``a``'s values and dtype,
+    copied on every thread where it is large.
+
+    Parameters
+    ----------
+    a : ndarray
+        Any layout.
+
+    Returns
+    -------
+    ndarray
+        Always a new array (never ``a``).  A C-contiguous ``a`` of at least 1 MiB is
+        copied in 64 KiB blocks on every thread; a strided one as :func:`contiguous`.
+    """
+    if not a.flags.c_contiguous:
+        return contiguous(a)  # a new array: a strided array is never returned as is
+    if a.nbytes < _PARALLEL_MIN_BYTES:
+        return np.array(a, order="C")
+    out = np.empty(a.shape, dtype=a.dtype)
+    src, dst = a.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8)
+    whole = a.nbytes - a.nbytes % _BLOCK_BYTES
+    _elementwise.copy_rows(src[:whole].reshape(-1, _BLOCK_BYTES),
+                           dst[:whole].reshape(-1, _BLOCK_BYTES), 0, kernel_threads(a.size))
+    dst[whole:] = src[whole:]
     return out

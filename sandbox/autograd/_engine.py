@@ -21,6 +21,7 @@ the core calls it only for a node that has hooks, retains or is captured.
 
 from __future__ import annotations
 
+import functools
 from operator import attrgetter
 
 import numpy as np
@@ -65,6 +66,19 @@ def set_gradient_sum(fn) -> None:
     arrays, the same values) the walk's sum of gradients."""
     global _add_arrays
     _add_arrays = fn
+
+
+#: how a leaf takes a copy of a gradient it may not keep (one another array holds, such
+#: as the seed or an add's): ``fn(a)``, a new C-contiguous array of ``a``'s values and
+#: dtype; the tensor ops install the array layer's threaded copy as the sum above.
+_copy_array = functools.partial(np.array, order="C")
+
+
+def set_gradient_copy(fn) -> None:
+    """Make ``fn(a)`` (a new C-contiguous array with ``a``'s values and dtype) the copy a
+    leaf keeps of a gradient it may not own."""
+    global _copy_array
+    _copy_array = fn
 
 
 def _run(walk, roots, seeds):
@@ -198,13 +212,15 @@ def _accumulate_into(t, g, create, fresh=False):
         t.grad = g if t.grad is None else t.grad + g
     elif t.grad is None:
         dtype = t._data.dtype
-        if not (fresh and g.dtype == dtype and g.flags.c_contiguous and g.flags.writeable):
-            g = np.array(g, dtype=dtype, order="C")  # own a fresh copy
+        if g.dtype != dtype:
+            g = g.astype(dtype, order="C")  # a fresh copy
+        elif not (fresh and g.flags.c_contiguous and g.flags.writeable):
+            g = _copy_array(g)  # own a fresh copy
         t.grad = Tensor._make(g)
     else:
         have = t.grad._data
         if not t.grad._requires_grad and have.flags.writeable and have.shape == g.shape:
-            np.add(have, g, out=have)
+            _add_arrays(have, g, out=have)  # on every thread, as the walk's sums
         else:
             t.grad = Tensor._make(have + g)
 

@@ -11,6 +11,8 @@ are written out in :class:`~sandbox.ops._methods.TensorMethods` and given to
 from __future__ import annotations
 
 from ..array.arith import add as _threaded_add
+from ..array.copy import copy as _threaded_copy
+from ..autograd._engine import set_gradient_copy as _set_gradient_copy
 from ..autograd._engine import set_gradient_sum as _set_gradient_sum
 from ._arith import (
     abs,
@@ -120,3 +122,4 @@ __all__ = [
 
 install()  # Tensor's operators and methods: see _methods.py
 _set_gradient_sum(_threaded_add)  # the engine sums gradients on every thread
+_set_gradient_copy(_threaded_copy)  # and copies a leaf's first one there

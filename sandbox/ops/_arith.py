@@ -62,6 +62,8 @@ class Sub(Add):
 
 
 class Mul(Function):
+    fresh_grads = True  # grad * b and grad * a are new products (summed back: new too)
+
     @staticmethod
     def forward(ctx, a, b):
         na, nb = ctx.needs_input_grad

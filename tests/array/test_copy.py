@@ -8,7 +8,7 @@ import sandbox
 from sandbox.array import arith
 from sandbox.array import copy as copy_mod
 from sandbox.array.arith import add
-from sandbox.array.copy import concatenate, contiguous
+from sandbox.array.copy import concatenate, contiguous, copy
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8, np.bool_])
@@ -87,6 +87,47 @@ def test_contiguous_takes_the_row_copy_for_a_concatenation_part(monkeypatch):
 def test_contiguous_returns_a_contiguous_array_itself():
     a = np.ones((3, 4), dtype=np.float32)
     assert contiguous(a) is a
+
+
+@pytest.mark.parametrize("shape, dtype", [
+    ((8, 16, 64, 64), np.float32),  # 2 MiB: 64 KiB blocks on every thread
+    ((3, 70001), np.float64),  # a tail after the whole blocks
+    ((5, 7), np.float32),  # small: numpy's copy
+    ((0, 4), np.float32),
+])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_copy_is_a_new_array_with_the_same_bytes(shape, dtype, threads):
+    """copy() always returns a new C-contiguous array, byte for byte numpy's copy, on any
+    thread count (the leaf's copy of a gradient it may not keep)."""
+    a = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    previous = sandbox.get_num_threads()
+    sandbox.set_num_threads(threads)
+    try:
+        b = copy(a)
+    finally:
+        sandbox.set_num_threads(previous)
+    assert b is not a and not np.shares_memory(a, b) and b.flags.c_contiguous
+    assert b.tobytes() == a.tobytes()
+    strided = np.asfortranarray(a)
+    c = copy(strided)
+    assert c is not strided and c.flags.c_contiguous and c.tobytes() == a.tobytes()
+
+
+@pytest.mark.parametrize("op", ["add", "mul"])
+def test_a_leaf_owns_its_gradient_of_a_sum_and_a_product(op):
+    """x + x hands the leaf the seed twice (copied, then added into the copy); x * x two
+    new products (kept, then added): either way .grad is the right sum and shares no
+    memory with the seed, which stays as it was."""
+    a = np.random.default_rng(1).standard_normal((8, 16, 64, 64)).astype(np.float32)
+    seed = np.random.default_rng(2).standard_normal(a.shape).astype(np.float32)
+    kept = seed.copy()
+    x = sandbox.tensor(a, requires_grad=True)
+    y = x + x if op == "add" else x * x
+    y.backward(sandbox.from_numpy(seed))
+    expected = seed + seed if op == "add" else seed * a + seed * a
+    np.testing.assert_array_equal(x.grad.numpy(), expected)
+    assert not np.shares_memory(x.grad.numpy(), seed)
+    np.testing.assert_array_equal(seed, kept)
 
 
 def _sum_cases():
