@@ -29,6 +29,7 @@ cdef extern from "simd_clones.h":
 
 cdef extern from *:
     """
+    #include <string.h>
     /* the 16 partial sums in a fixed tree: lane j + 8 onto lane j, then pairs */
     #define SB_FOLD16(s, t)                                                             \
         for (int j = 0; j < 8; j++) t[j] = s[j] + s[j + 8];                             \
@@ -78,8 +79,50 @@ cdef extern from *:
 
     /* Layer norm along a row of n: y = (x - m) s w + b (w, b optional: NULL), and its
      * input gradient gx = s (d - a - xhat c) with d = g w, xhat = (x - m) s, where a and
-     * c are the row's means of d and of d xhat; the two sums in 16 partial sums. */
+     * c are the row's means of d and of d xhat.  Each sum runs 16 partial sums in T over
+     * blocks of at most SB_LN_BLOCK elements, each block's folded in a fixed tree and
+     * added in double (sums in double throughout had cost a conversion an element and
+     * twice the vectors; a block bounds what a T partial sum holds to 64 terms). */
+    #define SB_LN_BLOCK 1024
+    typedef float sb_ln_vec_f __attribute__((vector_size(32)));
+    typedef double sb_ln_vec_d __attribute__((vector_size(32)));
+    /* the 16 partial sums (NV vectors of lanes) s of T folded in a fixed tree: lane j + 8
+     * onto lane j, then pairs; as a double */
+    #define SB_LN_FOLD(T, s) ({                                                                 \
+        T l_[16], t_[8];                                                                        \
+        memcpy(l_, s, sizeof l_);                                                               \
+        for (int j = 0; j < 8; j++) t_[j] = l_[j] + l_[j + 8];                                  \
+        (double) (((t_[0] + t_[1]) + (t_[2] + t_[3])) + ((t_[4] + t_[5]) + (t_[6] + t_[7]))); })
+    /* a block [b, end) of a row's elements, 16 a step into the NV vectors of s, the rest
+     * one by one into lane i % 16; EXPR(i) is element i's term: a V for a step, a T alone */
+    #define SB_LN_BLOCK_SUM(T, S, s, b, end, VEXPR, EXPR) do {                                \
+        enum { L_ = 32 / sizeof(T), NV_ = 16 / L_ };                                            \
+        Py_ssize_t i = b;                                                                       \
+        for (; i + 15 < end; i += 16)                                                           \
+            for (int v = 0; v < NV_; v++) { const Py_ssize_t at = i + v * L_; s[v] += VEXPR; } \
+        for (; i < end; i++) s[(i % 16) / L_][i % L_] += EXPR;                                  \
+    } while (0)
+    #define SB_LN_LOAD(S, p) ({ sb_ln_vec_##S u_; memcpy(&u_, (p), sizeof u_); u_; })
     #define SB_LAYER_NORM(T, S)                                                                 \
+    SB_CLONES static void sb_ln_stats_##S(const T* restrict x, Py_ssize_t n, double* mean,      \
+            double* sq_dev) {                                                                   \
+        enum { NV = 16 * sizeof(T) / 32 };                                                      \
+        double total = 0, dev = 0;                                                              \
+        for (Py_ssize_t b = 0; b < n; b += SB_LN_BLOCK) {                                       \
+            const Py_ssize_t end = b + SB_LN_BLOCK < n ? b + SB_LN_BLOCK : n;                   \
+            sb_ln_vec_##S s[NV] = {{0}};                                                        \
+            SB_LN_BLOCK_SUM(T, S, s, b, end, SB_LN_LOAD(S, x + at), x[i]);                      \
+            total += SB_LN_FOLD(T, s); }                                                        \
+        const T m = (T) (total / n);                                                            \
+        for (Py_ssize_t b = 0; b < n; b += SB_LN_BLOCK) {                                       \
+            const Py_ssize_t end = b + SB_LN_BLOCK < n ? b + SB_LN_BLOCK : n;                   \
+            sb_ln_vec_##S s[NV] = {{0}};                                                        \
+            SB_LN_BLOCK_SUM(T, S, s, b, end,                                                    \
+                            (SB_LN_LOAD(S, x + at) - m) * (SB_LN_LOAD(S, x + at) - m),          \
+                            (x[i] - m) * (x[i] - m));                                           \
+            dev += SB_LN_FOLD(T, s); }                                                          \
+        *mean = total / n;                                                                      \
+        *sq_dev = dev; }                                                                        \
     SB_CLONES static void sb_ln_row_##S(const T* restrict x, T* restrict y, T m, T s,           \
             const T* restrict w, const T* restrict b, Py_ssize_t n) {                           \
         if (w && b) { for (Py_ssize_t i = 0; i < n; i++) y[i] = (x[i] - m) * s * w[i] + b[i]; } \
@@ -88,27 +131,39 @@ cdef extern from *:
         else { for (Py_ssize_t i = 0; i < n; i++) y[i] = (x[i] - m) * s; } }                    \
     SB_CLONES static void sb_ln_row_sums_##S(const T* restrict g, const T* restrict x,          \
             T m, T s, const T* restrict w, Py_ssize_t n, double* sum_d, double* sum_dx) {       \
-        double a[16] = {0}, c[16] = {0}, ta[8], tc[8];                                          \
-        Py_ssize_t i = 0, body = n - n % 16;                                                    \
-        for (; i < body; i += 16)                                                               \
-            for (int k = 0; k < 16; k++) {                                                      \
-                T d = w ? g[i + k] * w[i + k] : g[i + k];                                       \
-                a[k] += d; c[k] += (double)d * ((x[i + k] - m) * s); }                          \
-        for (; i < n; i++) {                                                                    \
-            T d = w ? g[i] * w[i] : g[i];                                                       \
-            a[i % 16] += d; c[i % 16] += (double)d * ((x[i] - m) * s); }                        \
-        for (int k = 0; k < 8; k++) { ta[k] = a[k] + a[k + 8]; tc[k] = c[k] + c[k + 8]; }       \
-        *sum_d = ((ta[0] + ta[1]) + (ta[2] + ta[3])) + ((ta[4] + ta[5]) + (ta[6] + ta[7]));     \
-        *sum_dx = ((tc[0] + tc[1]) + (tc[2] + tc[3])) + ((tc[4] + tc[5]) + (tc[6] + tc[7])); }  \
+        enum { NV = 16 * sizeof(T) / 32 };                                                      \
+        double total_d = 0, total_dx = 0;                                                       \
+        for (Py_ssize_t b = 0; b < n; b += SB_LN_BLOCK) {                                       \
+            const Py_ssize_t end = b + SB_LN_BLOCK < n ? b + SB_LN_BLOCK : n;                   \
+            sb_ln_vec_##S a[NV] = {{0}}, c[NV] = {{0}};                                         \
+            if (w) {                                                                            \
+                SB_LN_BLOCK_SUM(T, S, a, b, end, SB_LN_LOAD(S, g + at) * SB_LN_LOAD(S, w + at), \
+                                g[i] * w[i]);                                                   \
+                SB_LN_BLOCK_SUM(T, S, c, b, end, SB_LN_LOAD(S, g + at) * SB_LN_LOAD(S, w + at)  \
+                                * ((SB_LN_LOAD(S, x + at) - m) * s),                            \
+                                g[i] * w[i] * ((x[i] - m) * s));                                \
+            } else {                                                                            \
+                SB_LN_BLOCK_SUM(T, S, a, b, end, SB_LN_LOAD(S, g + at), g[i]);                  \
+                SB_LN_BLOCK_SUM(T, S, c, b, end,                                                \
+                                SB_LN_LOAD(S, g + at) * ((SB_LN_LOAD(S, x + at) - m) * s),      \
+                                g[i] * ((x[i] - m) * s));                                       \
+            }                                                                                   \
+            total_d += SB_LN_FOLD(T, a);                                                        \
+            total_dx += SB_LN_FOLD(T, c); }                                                     \
+        *sum_d = total_d;                                                                       \
+        *sum_dx = total_dx; }                                                                   \
     SB_CLONES static void sb_ln_row_grad_##S(const T* restrict g, const T* restrict x,          \
             T m, T s, const T* restrict w, T a, T c, T* restrict gx, Py_ssize_t n) {            \
         for (Py_ssize_t i = 0; i < n; i++) {                                                    \
             T d = w ? g[i] * w[i] : g[i];                                                       \
             gx[i] = s * (d - a - ((x[i] - m) * s) * c); } }                                     \
     SB_CLONES static void sb_ln_cols_##S(const T* restrict g, const T* restrict x,              \
-            T m, T s, double* restrict gw, double* restrict gb, Py_ssize_t n) {                 \
+            T m, T s, T* restrict gw, T* restrict gb, Py_ssize_t n) {                           \
         for (Py_ssize_t i = 0; i < n; i++) {                                                    \
-            gw[i] += (double)g[i] * ((x[i] - m) * s); gb[i] += g[i]; } }
+            gw[i] += g[i] * ((x[i] - m) * s); gb[i] += g[i]; } }                                \
+    SB_CLONES static void sb_ln_flush_##S(T* restrict block, double* restrict parts,            \
+            Py_ssize_t n) {                                                                     \
+        for (Py_ssize_t i = 0; i < n; i++) { parts[i] += block[i]; block[i] = 0; } }
     SB_LAYER_NORM(float, f)
     SB_LAYER_NORM(double, d)
     """
@@ -132,6 +187,8 @@ cdef extern from *:
                              float, Py_ssize_t) noexcept nogil
     void sb_masked_affine2_d(const double*, const double*, const double*, double*, double,
                              double, double, Py_ssize_t) noexcept nogil
+    void sb_ln_stats_f(const float*, Py_ssize_t, double*, double*) noexcept nogil
+    void sb_ln_stats_d(const double*, Py_ssize_t, double*, double*) noexcept nogil
     void sb_ln_row_f(const float*, float*, float, float, const float*, const float*,
                      Py_ssize_t) noexcept nogil
     void sb_ln_row_d(const double*, double*, double, double, const double*, const double*,
@@ -144,10 +201,12 @@ cdef extern from *:
                           float*, Py_ssize_t) noexcept nogil
     void sb_ln_row_grad_d(const double*, const double*, double, double, const double*, double,
                           double, double*, Py_ssize_t) noexcept nogil
-    void sb_ln_cols_f(const float*, const float*, float, float, double*, double*,
+    void sb_ln_cols_f(const float*, const float*, float, float, float*, float*,
                       Py_ssize_t) noexcept nogil
     void sb_ln_cols_d(const double*, const double*, double, double, double*, double*,
                       Py_ssize_t) noexcept nogil
+    void sb_ln_flush_f(float*, double*, Py_ssize_t) noexcept nogil
+    void sb_ln_flush_d(double*, double*, Py_ssize_t) noexcept nogil
 
 
 cdef inline double _sum(const real* p, Py_ssize_t n) noexcept nogil:
@@ -482,6 +541,9 @@ def backward_fused(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[
 
 # -- layer norm: rows (R, L) normalised along L, an elementwise affine over L --------------
 
+cdef enum:
+    LN_BLOCK_ROWS = 64  # rows a block of the column sums takes in ``real`` before double
+
 cdef inline const real* _opt(const real[::1] a, bint present) noexcept nogil:
     """The data of an optional argument (NULL when absent: the kernels skip it)."""
     return &a[0] if present else NULL
@@ -491,7 +553,7 @@ def layer_norm_forward(const real[:, ::1] x, const real[::1] weight, const real[
                        bint has_weight, bint has_bias, double eps, real[:, ::1] out,
                        real[::1] mean, real[::1] rstd, int num_threads):
     """``out[r] = (x[r] - mean[r]) * rstd[r] * weight + bias`` for every row ``r``, the
-    row's mean and ``1 / sqrt(var + eps)`` (biased variance) in double, rounded once.
+    row's mean and ``1 / sqrt(var + eps)`` (biased variance) from sb_ln_stats' sums, rounded once.
 
     x (IN) (R, L), weight, bias (IN) (L,) or anything when absent, out (OUT) (R, L), mean,
     rstd (OUT) (R,).  Rows are shared among the threads.
@@ -503,8 +565,11 @@ def layer_norm_forward(const real[:, ::1] x, const real[::1] weight, const real[
         return
     with nogil:
         for r in prange(rows, schedule="static", num_threads=num_threads):
-            mu = _sum(&x[r, 0], length) / length
-            var = _sq_dev(&x[r, 0], length, mu) / length
+            if real is float:
+                sb_ln_stats_f(&x[r, 0], length, &mu, &var)
+            else:
+                sb_ln_stats_d(&x[r, 0], length, &mu, &var)
+            var = var / length
             m = <real> mu
             sd = <real> (1 / sqrt(var + eps))
             mean[r] = m
@@ -530,40 +595,59 @@ cdef inline void _ln_row_grad(const real* g, const real* x, real m, real s, cons
         sb_ln_row_grad_d(g, x, m, s, w, <real> (sum_d / n), <real> (sum_dx / n), gx, n)
 
 
-cdef inline void _ln_cols(const real* g, const real* x, real m, real s, double* gw,
-                          double* gb, Py_ssize_t n) noexcept nogil:
-    """One row's terms added into the column sums ``gw += g * xhat``, ``gb += g``."""
+cdef inline void _ln_cols(const real* g, const real* x, real m, real s, real* gw, real* gb,
+                          Py_ssize_t n) noexcept nogil:
+    """One row's terms added into the block's column sums ``gw += g * xhat``, ``gb += g``."""
     if real is float:
         sb_ln_cols_f(g, x, m, s, gw, gb, n)
     else:
         sb_ln_cols_d(g, x, m, s, gw, gb, n)
 
 
+cdef inline void _ln_flush(real* block, double* parts, Py_ssize_t n) noexcept nogil:
+    """``parts += block`` (in double), and the block zeroed."""
+    if real is float:
+        sb_ln_flush_f(block, parts, n)
+    else:
+        sb_ln_flush_d(block, parts, n)
+
+
 def layer_norm_backward(const real[:, ::1] g, const real[:, ::1] x, const real[::1] mean,
                         const real[::1] rstd, const real[::1] weight, bint has_weight,
                         real[:, ::1] gx, bint want_gx, double[:, ::1] parts,
-                        bint want_params, int num_threads):
+                        real[:, ::1] block, bint want_params, int num_threads):
     """The input gradient ``gx`` (``want_gx``) of :func:`layer_norm_forward`, and
     (``want_params``) per chunk of rows the column sums ``parts[k, :L] += sum g * xhat``
     and ``parts[k, L:] += sum g`` over the rows of chunk ``k`` (``parts`` (chunks, 2L),
     zeros in; the chunks are fixed by the caller, not the thread count, and added in
-    order by it: the bits do not depend on the threads).
+    order by it: the bits do not depend on the threads).  A chunk's rows go in blocks
+    of LN_BLOCK_ROWS, summed in ``real`` into its row of ``block`` (chunks, 2L; zeros
+    in, zeros out) and added into ``parts`` in double; a row's input gradient is made
+    in the same pass, so g and x are read once.
 
     g, x (IN) (R, L), mean, rstd (IN) (R,), weight (IN) (L,) if ``has_weight``.
     """
-    cdef Py_ssize_t rows = x.shape[0], length = x.shape[1], r, k, first, last
+    cdef Py_ssize_t rows = x.shape[0], length = x.shape[1], r, k, first, last, b, end
     cdef Py_ssize_t chunks = parts.shape[0]
     cdef const real* w = _opt(weight, has_weight)
     if rows == 0 or length == 0:
         return
     with nogil:
-        if want_gx:
-            for r in prange(rows, schedule="static", num_threads=num_threads):
-                _ln_row_grad(&g[r, 0], &x[r, 0], mean[r], rstd[r], w, &gx[r, 0], length)
         if want_params:
             for k in prange(chunks, schedule="static", num_threads=num_threads):
                 first = rows * k // chunks
                 last = rows * (k + 1) // chunks
-                for r in range(first, last):
-                    _ln_cols(&g[r, 0], &x[r, 0], mean[r], rstd[r], &parts[k, 0],
-                             &parts[k, length], length)
+                b = first
+                while b < last:
+                    end = min(b + LN_BLOCK_ROWS, last)
+                    for r in range(b, end):
+                        if want_gx:
+                            _ln_row_grad(&g[r, 0], &x[r, 0], mean[r], rstd[r], w, &gx[r, 0],
+                                         length)
+                        _ln_cols(&g[r, 0], &x[r, 0], mean[r], rstd[r], &block[k, 0],
+                                 &block[k, length], length)
+                    _ln_flush(&block[k, 0], &parts[k, 0], 2 * length)
+                    b = end
+        elif want_gx:
+            for r in prange(rows, schedule="static", num_threads=num_threads):
+                _ln_row_grad(&g[r, 0], &x[r, 0], mean[r], rstd[r], w, &gx[r, 0], length)

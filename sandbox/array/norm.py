@@ -413,8 +413,8 @@ def layer_norm_backward(grad_output, input, mean, rstd, weight=None, needs=(True
 
     The input gradient is ``rstd * (d - mean(d) - xhat * mean(d * xhat))`` per row, with
     ``d = grad * weight`` and ``xhat = (x - mean) * rstd``; the weight's ``sum(grad *
-    xhat)`` and the bias's ``sum(grad)`` over the rows, in double, by fixed chunks of
-    rows added in order.
+    xhat)`` and the bias's ``sum(grad)`` over the rows by fixed chunks of rows added in
+    order, each chunk's blocks of 64 rows summed in the input's dtype, then in double.
     """
     length = mean.size and input.size // mean.size
     x = np.ascontiguousarray(input).reshape(-1, length)
@@ -424,9 +424,10 @@ def layer_norm_backward(grad_output, input, mean, rstd, weight=None, needs=(True
     gx = np.empty_like(x) if needs[0] else np.empty((1, 1), dtype)
     chunks = max(1, min(_LN_CHUNKS, x.shape[0]))
     parts = np.zeros((chunks, 2 * length) if want_params else (1, 1))
+    block = np.zeros(parts.shape, dtype)  # each chunk's block of rows, in the input's dtype
     _kernels.layer_norm_backward(g, x, mean, rstd, _ln_param(weight, dtype, length),
-                                 weight is not None, gx, bool(needs[0]), parts, want_params,
-                                 kernel_threads(x.size))
+                                 weight is not None, gx, bool(needs[0]), parts, block,
+                                 want_params, kernel_threads(x.size))
     sums = parts.sum(axis=0) if want_params else None  # the chunks in order
     gw = sums[:length].astype(dtype) if needs[1] else None
     gb = sums[length:].astype(dtype) if needs[2] else None
