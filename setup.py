@@ -159,7 +159,7 @@ def extensions():
                                                                 "-ffp-contract=off"],
                                                 "_softmax": ["-fno-trapping-math",
                                                              "-ffp-contract=off"],
-                                                "_loss": ["-ffp-contract=off"],
+                                                "_loss": ["-fno-trapping-math", "-ffp-contract=off"],
                                                 "_pool": ["-fno-trapping-math"],
                                                 "_pool3d": ["-fno-trapping-math"],
                                                 "_optim": ["-ffp-contract=off", "-fno-math-errno"],

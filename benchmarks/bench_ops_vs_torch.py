@@ -1,7 +1,8 @@
 """Everyday layers against PyTorch: forward + backward of one op through the public API.
 
 Activations, normalisations, pooling, a depthwise convolution, an up-convolution,
-dropout, softmax and elementwise arithmetic as a network written by hand calls them
+dropout, softmax, losses (cross-entropy, MSE, L1, BCE on logits, against fixed targets)
+and elementwise arithmetic as a network written by hand calls them
 (``sandbox.functional`` and ``torch.nn.functional``), each on the same float32 input
 ((8, 16, 64, 64) unless ``--shape``), its output's gradient all ones; ours and
 PyTorch's calls interleaved in one process, medians of ``--repeat``, at each
@@ -30,6 +31,14 @@ def _classes(a, lib):
     return lib.from_numpy(t)
 
 
+def _regression(a, lib):
+    """A normal float target and a 0/1 one, of ``a``'s shape and dtype, of ``lib``."""
+    rng = np.random.default_rng(5)
+    t = rng.standard_normal(a.shape).astype(np.float32)
+    b = rng.integers(0, 2, a.shape).astype(np.float32)
+    return lib.from_numpy(t), lib.from_numpy(b)
+
+
 def _affine(a, lib):
     """A weight and a bias of ``a``'s last axis for layer norm, requiring grad, of ``lib``."""
     rng = np.random.default_rng(4)
@@ -49,6 +58,11 @@ def _ops(F, TF, torch, sandbox):
 
     def target(a, k):
         return once("classes", a, k, _classes)
+
+    def regression(a, k):
+        """A float target of the input's shape (MSE, L1), and a 0/1 one (binary
+        cross-entropy on logits), not trained."""
+        return once("regression", a, k, _regression)
 
     def affine(a, k):
         """Layer norm's weight and bias over the last axis, trained (their gradients too)."""
@@ -72,6 +86,13 @@ def _ops(F, TF, torch, sandbox):
         "log_softmax": (lambda a: F.log_softmax(a, dim=1), lambda a: TF.log_softmax(a, dim=1)),
         "cross_entropy": (lambda a: F.cross_entropy(a, target(a, 0)),
                           lambda a: TF.cross_entropy(a, target(a, 1))),
+        "mse_loss": (lambda a: F.mse_loss(a, regression(a, 0)[0]),
+                     lambda a: TF.mse_loss(a, regression(a, 1)[0])),
+        "l1_loss": (lambda a: F.l1_loss(a, regression(a, 0)[0]),
+                    lambda a: TF.l1_loss(a, regression(a, 1)[0])),
+        "bce_with_logits": (
+            lambda a: F.binary_cross_entropy_with_logits(a, regression(a, 0)[1]),
+            lambda a: TF.binary_cross_entropy_with_logits(a, regression(a, 1)[1])),
         "dropout": (lambda a: F.dropout(a, 0.2, training=True),
                     lambda a: TF.dropout(a, 0.2, training=True)),
         "add": (lambda a: a + a, lambda a: a + a),

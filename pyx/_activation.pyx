@@ -26,23 +26,14 @@ cdef extern from "vec_math.h":
 cdef extern from *:
     """
     #include <math.h>
-    /* The value of each activation at v and its slope, per dtype S (f, d): sigmoid(x)
-     * = 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below (with e = exp(-|x|) the exp
-     * never overflows); Phi(x) = erfc(-x / sqrt 2) / 2, the standard normal CDF, and
+    /* The value of each activation at v and its slope, per dtype S (f, d): sigmoid from
+     * vec_math.h; Phi(x) = erfc(-x / sqrt 2) / 2, the standard normal CDF, and
      * phi(x) its density; GELU's tanh form x (1 + tanh u) / 2 = x sigmoid(2u), u =
      * sqrt(2/pi) (x + c x^3). */
     #define SB_RSQRT2 0.70710678118654752440
     #define SB_RSQRT2PI 0.39894228040143267794
     #define SB_GELU_C 0.044715
     #define SB_SQRT_2_PI 0.79788456080286535588
-    static inline float sb_sigmoid_value_f(float x) {
-        float e = sb_expf(-fabsf(x));
-        return (x >= 0 ? 1.0f : e) / (1.0f + e);
-    }
-    static inline double sb_sigmoid_value_d(double x) {
-        double e = sb_exp(-fabs(x));
-        return (x >= 0 ? 1.0 : e) / (1.0 + e);
-    }
     /* d (x Phi(x)) = Phi(x) + x phi(x); in float one exp serves both: with z = |v| /
      * sqrt 2, e^(-z^2) = e^(-v^2 / 2) and erfc(z) = erfcx(z) e^(-z^2) */
     static inline float sb_gelu_slope_f(float v) {

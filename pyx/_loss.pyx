@@ -17,6 +17,12 @@ from fused cimport real
 cdef extern from "simd_clones.h":
     pass  # SB_CLONES, used by the C below
 
+cdef extern from "vec_math.h":
+    pass  # sb_expf, sb_exp, the sigmoid and log1p on [0, 1], used by the C below
+
+cdef extern from "lane_sums.h":
+    pass  # SB_LANES, SB_LANE_SUM, SB_LANE_FOLD: the losses' block sums
+
 cdef extern from *:
     """
     /* One block of points of one sample: out[c, p] = s[p] - prob[c, p] * s[p] where
@@ -36,12 +42,57 @@ cdef extern from *:
             out[k] = s[p] - prob[k] * s[p]; } }
     SB_XENT_GRAD(float, f)
     SB_XENT_GRAD(double, d)
+
+    /* Pointwise losses of an input v and a target w, per kind: the values of a block
+     * into a buffer (one vectorised loop a kind), then their sum in lane_sums.h's lanes;
+     * and the gradient in v.  MSE (v - w)^2, slope 2 (v - w); L1 |v - w|, slope
+     * sign(v - w) (0 where equal, NaN stays NaN); BCE on logits max(v, 0) - v w +
+     * log1p(e^-|v|) (softplus(v) - v w), slope sigmoid(v) - w. */
+    #define SB_LOSS_MSE 0
+    #define SB_LOSS_L1 1
+    #define SB_LOSS_BCE_LOGITS 2
+    #define SB_LOSS_KIND(NAME, T, S, VALUE, SLOPE)                                      \
+    SB_CLONES static void sb_loss_values_##NAME##_##S(const T* restrict x,              \
+            const T* restrict t, T* restrict out, Py_ssize_t n) {                       \
+        for (Py_ssize_t i = 0; i < n; i++) { const T v = x[i], w = t[i]; out[i] = VALUE; } } \
+    SB_CLONES static void sb_loss_grad_##NAME##_##S(const T* restrict x,                \
+            const T* restrict t, T scale, T* restrict out, Py_ssize_t n) {              \
+        for (Py_ssize_t i = 0; i < n; i++) {                                            \
+            const T v = x[i], w = t[i]; out[i] = (SLOPE) * scale; } }
+    #define SB_POINTWISE_LOSS(T, S, FABS, EXP, LOG1P01)                                 \
+    SB_LOSS_KIND(mse, T, S, (v - w) * (v - w), (T) 2 * (v - w))                          \
+    SB_LOSS_KIND(l1, T, S, FABS(v - w), v > w ? (T) 1 : v < w ? (T) -1 : (v - w))       \
+    SB_LOSS_KIND(bce, T, S, (v > 0 ? v : 0) - v * w + LOG1P01(EXP(-FABS(v))),            \
+                 sb_sigmoid_value_##S(v) - w)                                            \
+    static double sb_loss_sum_##S(int kind, const T* x, const T* t, Py_ssize_t n) {     \
+        T buf[SB_LANE_BLOCK];                                                            \
+        SB_LANES(T, S, s);                                                               \
+        if (kind == SB_LOSS_MSE) sb_loss_values_mse_##S(x, t, buf, n);                   \
+        else if (kind == SB_LOSS_L1) sb_loss_values_l1_##S(x, t, buf, n);                \
+        else sb_loss_values_bce_##S(x, t, buf, n);                                       \
+        SB_LANE_SUM(T, s, 0, n, SB_LANE_LOAD(S, buf + at), buf[i]);                      \
+        return SB_LANE_FOLD(T, s); }                                                     \
+    static void sb_loss_grad_##S(int kind, const T* x, const T* t, T scale, T* out,     \
+            Py_ssize_t n) {                                                              \
+        if (kind == SB_LOSS_MSE) sb_loss_grad_mse_##S(x, t, scale, out, n);              \
+        else if (kind == SB_LOSS_L1) sb_loss_grad_l1_##S(x, t, scale, out, n);           \
+        else sb_loss_grad_bce_##S(x, t, scale, out, n); }
+    SB_POINTWISE_LOSS(float, f, fabsf, sb_expf, sb_log1p01f)
+    SB_POINTWISE_LOSS(double, d, fabs, sb_exp, sb_log1p01)
     """
     void sb_xent_grad_f(const float* prob, const Py_ssize_t* t, const float* s, float* out,
                         Py_ssize_t classes, Py_ssize_t stride, Py_ssize_t len) noexcept nogil
     void sb_xent_grad_d(const double* prob, const Py_ssize_t* t, const double* s,
                         double* out, Py_ssize_t classes, Py_ssize_t stride,
                         Py_ssize_t len) noexcept nogil
+    enum: SB_LANE_BLOCK
+    double sb_loss_sum_f(int kind, const float* x, const float* t, Py_ssize_t n) noexcept nogil
+    double sb_loss_sum_d(int kind, const double* x, const double* t,
+                         Py_ssize_t n) noexcept nogil
+    void sb_loss_grad_f(int kind, const float* x, const float* t, float scale, float* out,
+                        Py_ssize_t n) noexcept nogil
+    void sb_loss_grad_d(int kind, const double* x, const double* t, double scale,
+                        double* out, Py_ssize_t n) noexcept nogil
 
 
 cdef enum:
@@ -88,3 +139,54 @@ def class_grad(const real[:, :, ::1] prob, const Py_ssize_t[:, ::1] t,
         else:
             sb_xent_grad_d(&prob[n, 0, start], &t[n, start], &s[n, start], &out[n, 0, start],
                            classes, points, min(BLOCK, points - start))
+
+
+# -- pointwise losses: MSE, L1 and binary cross-entropy on logits, reduced -------------
+
+#: the kinds of :func:`loss_sums` and :func:`loss_grad`
+MSE, L1, BCE_LOGITS = range(3)
+
+
+def loss_sums(int kind, const real[::1] x, const real[::1] t, double[::1] parts,
+              int num_threads):
+    """``parts[k]`` = the sum of the losses of chunk ``k`` of the elements (the chunks:
+    ``parts``' length, fixed by the caller, not by the threads), each chunk's in 16 lanes
+    of ``real`` over blocks of SB_LANE_BLOCK, each block's added in double: the caller adds
+    the parts in order.
+
+    x, t (IN) (n,), parts (OUT) (chunks,).  ``kind``: :data:`MSE`, :data:`L1` or
+    :data:`BCE_LOGITS`.
+    """
+    cdef Py_ssize_t n = x.shape[0], chunks = parts.shape[0], k, b, first, last
+    cdef double total
+    for k in prange(chunks, nogil=True, schedule="static", num_threads=num_threads):
+        first = n * k // chunks
+        last = n * (k + 1) // chunks
+        total = 0
+        b = first
+        while b < last:
+            if real is float:
+                total = total + sb_loss_sum_f(kind, &x[b], &t[b],
+                                              min(SB_LANE_BLOCK, last - b))
+            else:
+                total = total + sb_loss_sum_d(kind, &x[b], &t[b],
+                                              min(SB_LANE_BLOCK, last - b))
+            b = b + SB_LANE_BLOCK
+        parts[k] = total
+
+
+def loss_grad(int kind, const real[::1] x, const real[::1] t, real scale, real[::1] out,
+              int num_threads):
+    """``out = scale * d loss / d x``, elementwise (see :func:`loss_sums`).
+
+    x, t (IN) (n,), out (OUT) (n,).
+    """
+    cdef Py_ssize_t n = x.shape[0], blocks = (n + BLOCK - 1) // BLOCK, i, start
+    for i in prange(blocks, nogil=True, schedule="static", num_threads=num_threads):
+        start = i * BLOCK
+        if real is float:
+            sb_loss_grad_f(kind, &x[start], &t[start], scale, &out[start],
+                           min(BLOCK, n - start))
+        else:
+            sb_loss_grad_d(kind, &x[start], &t[start], scale, &out[start],
+                           min(BLOCK, n - start))

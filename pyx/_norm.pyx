@@ -27,6 +27,9 @@ from fused cimport real
 cdef extern from "simd_clones.h":
     pass  # SB_CLONES, used by the C below
 
+cdef extern from "lane_sums.h":
+    pass  # SB_LANES, SB_LANE_SUM, SB_LANE_FOLD: layer norm's block sums
+
 cdef extern from *:
     """
     #include <string.h>
@@ -79,48 +82,25 @@ cdef extern from *:
 
     /* Layer norm along a row of n: y = (x - m) s w + b (w, b optional: NULL), and its
      * input gradient gx = s (d - a - xhat c) with d = g w, xhat = (x - m) s, where a and
-     * c are the row's means of d and of d xhat.  Each sum runs 16 partial sums in T over
-     * blocks of at most SB_LN_BLOCK elements, each block's folded in a fixed tree and
-     * added in double (sums in double throughout had cost a conversion an element and
-     * twice the vectors; a block bounds what a T partial sum holds to 64 terms). */
-    #define SB_LN_BLOCK 1024
-    typedef float sb_ln_vec_f __attribute__((vector_size(32)));
-    typedef double sb_ln_vec_d __attribute__((vector_size(32)));
-    /* the 16 partial sums (NV vectors of lanes) s of T folded in a fixed tree: lane j + 8
-     * onto lane j, then pairs; as a double */
-    #define SB_LN_FOLD(T, s) ({                                                                 \
-        T l_[16], t_[8];                                                                        \
-        memcpy(l_, s, sizeof l_);                                                               \
-        for (int j = 0; j < 8; j++) t_[j] = l_[j] + l_[j + 8];                                  \
-        (double) (((t_[0] + t_[1]) + (t_[2] + t_[3])) + ((t_[4] + t_[5]) + (t_[6] + t_[7]))); })
-    /* a block [b, end) of a row's elements, 16 a step into the NV vectors of s, the rest
-     * one by one into lane i % 16; EXPR(i) is element i's term: a V for a step, a T alone */
-    #define SB_LN_BLOCK_SUM(T, S, s, b, end, VEXPR, EXPR) do {                                \
-        enum { L_ = 32 / sizeof(T), NV_ = 16 / L_ };                                            \
-        Py_ssize_t i = b;                                                                       \
-        for (; i + 15 < end; i += 16)                                                           \
-            for (int v = 0; v < NV_; v++) { const Py_ssize_t at = i + v * L_; s[v] += VEXPR; } \
-        for (; i < end; i++) s[(i % 16) / L_][i % L_] += EXPR;                                  \
-    } while (0)
-    #define SB_LN_LOAD(S, p) ({ sb_ln_vec_##S u_; memcpy(&u_, (p), sizeof u_); u_; })
+     * c are the row's means of d and of d xhat.  Each sum runs lane_sums.h's 16 lanes of
+     * T over blocks of SB_LANE_BLOCK elements, each block's added in double. */
     #define SB_LAYER_NORM(T, S)                                                                 \
     SB_CLONES static void sb_ln_stats_##S(const T* restrict x, Py_ssize_t n, double* mean,      \
             double* sq_dev) {                                                                   \
-        enum { NV = 16 * sizeof(T) / 32 };                                                      \
         double total = 0, dev = 0;                                                              \
-        for (Py_ssize_t b = 0; b < n; b += SB_LN_BLOCK) {                                       \
-            const Py_ssize_t end = b + SB_LN_BLOCK < n ? b + SB_LN_BLOCK : n;                   \
-            sb_ln_vec_##S s[NV] = {{0}};                                                        \
-            SB_LN_BLOCK_SUM(T, S, s, b, end, SB_LN_LOAD(S, x + at), x[i]);                      \
-            total += SB_LN_FOLD(T, s); }                                                        \
+        for (Py_ssize_t b = 0; b < n; b += SB_LANE_BLOCK) {                                       \
+            const Py_ssize_t end = b + SB_LANE_BLOCK < n ? b + SB_LANE_BLOCK : n;                   \
+            SB_LANES(T, S, s);                                                                  \
+            SB_LANE_SUM(T, s, b, end, SB_LANE_LOAD(S, x + at), x[i]);                      \
+            total += SB_LANE_FOLD(T, s); }                                                        \
         const T m = (T) (total / n);                                                            \
-        for (Py_ssize_t b = 0; b < n; b += SB_LN_BLOCK) {                                       \
-            const Py_ssize_t end = b + SB_LN_BLOCK < n ? b + SB_LN_BLOCK : n;                   \
-            sb_ln_vec_##S s[NV] = {{0}};                                                        \
-            SB_LN_BLOCK_SUM(T, S, s, b, end,                                                    \
-                            (SB_LN_LOAD(S, x + at) - m) * (SB_LN_LOAD(S, x + at) - m),          \
+        for (Py_ssize_t b = 0; b < n; b += SB_LANE_BLOCK) {                                       \
+            const Py_ssize_t end = b + SB_LANE_BLOCK < n ? b + SB_LANE_BLOCK : n;                   \
+            SB_LANES(T, S, s);                                                                  \
+            SB_LANE_SUM(T, s, b, end,                                                    \
+                            (SB_LANE_LOAD(S, x + at) - m) * (SB_LANE_LOAD(S, x + at) - m),          \
                             (x[i] - m) * (x[i] - m));                                           \
-            dev += SB_LN_FOLD(T, s); }                                                          \
+            dev += SB_LANE_FOLD(T, s); }                                                          \
         *mean = total / n;                                                                      \
         *sq_dev = dev; }                                                                        \
     SB_CLONES static void sb_ln_row_##S(const T* restrict x, T* restrict y, T m, T s,           \
@@ -131,25 +111,25 @@ cdef extern from *:
         else { for (Py_ssize_t i = 0; i < n; i++) y[i] = (x[i] - m) * s; } }                    \
     SB_CLONES static void sb_ln_row_sums_##S(const T* restrict g, const T* restrict x,          \
             T m, T s, const T* restrict w, Py_ssize_t n, double* sum_d, double* sum_dx) {       \
-        enum { NV = 16 * sizeof(T) / 32 };                                                      \
         double total_d = 0, total_dx = 0;                                                       \
-        for (Py_ssize_t b = 0; b < n; b += SB_LN_BLOCK) {                                       \
-            const Py_ssize_t end = b + SB_LN_BLOCK < n ? b + SB_LN_BLOCK : n;                   \
-            sb_ln_vec_##S a[NV] = {{0}}, c[NV] = {{0}};                                         \
+        for (Py_ssize_t b = 0; b < n; b += SB_LANE_BLOCK) {                                       \
+            const Py_ssize_t end = b + SB_LANE_BLOCK < n ? b + SB_LANE_BLOCK : n;                   \
+            SB_LANES(T, S, a);                                                                  \
+            SB_LANES(T, S, c);                                                                  \
             if (w) {                                                                            \
-                SB_LN_BLOCK_SUM(T, S, a, b, end, SB_LN_LOAD(S, g + at) * SB_LN_LOAD(S, w + at), \
+                SB_LANE_SUM(T, a, b, end, SB_LANE_LOAD(S, g + at) * SB_LANE_LOAD(S, w + at), \
                                 g[i] * w[i]);                                                   \
-                SB_LN_BLOCK_SUM(T, S, c, b, end, SB_LN_LOAD(S, g + at) * SB_LN_LOAD(S, w + at)  \
-                                * ((SB_LN_LOAD(S, x + at) - m) * s),                            \
+                SB_LANE_SUM(T, c, b, end, SB_LANE_LOAD(S, g + at) * SB_LANE_LOAD(S, w + at)  \
+                                * ((SB_LANE_LOAD(S, x + at) - m) * s),                            \
                                 g[i] * w[i] * ((x[i] - m) * s));                                \
             } else {                                                                            \
-                SB_LN_BLOCK_SUM(T, S, a, b, end, SB_LN_LOAD(S, g + at), g[i]);                  \
-                SB_LN_BLOCK_SUM(T, S, c, b, end,                                                \
-                                SB_LN_LOAD(S, g + at) * ((SB_LN_LOAD(S, x + at) - m) * s),      \
+                SB_LANE_SUM(T, a, b, end, SB_LANE_LOAD(S, g + at), g[i]);                  \
+                SB_LANE_SUM(T, c, b, end,                                                \
+                                SB_LANE_LOAD(S, g + at) * ((SB_LANE_LOAD(S, x + at) - m) * s),      \
                                 g[i] * ((x[i] - m) * s));                                       \
             }                                                                                   \
-            total_d += SB_LN_FOLD(T, a);                                                        \
-            total_dx += SB_LN_FOLD(T, c); }                                                     \
+            total_d += SB_LANE_FOLD(T, a);                                                        \
+            total_dx += SB_LANE_FOLD(T, c); }                                                     \
         *sum_d = total_d;                                                                       \
         *sum_dx = total_dx; }                                                                   \
     SB_CLONES static void sb_ln_row_grad_##S(const T* restrict g, const T* restrict x,          \

@@ -138,7 +138,9 @@ class Context:
         self._check_saved()
         return tuple(
             [
-                item._data if isinstance(item, Tensor) else getattr(item, "data", item)
+                item._data if isinstance(item, Tensor)
+                else item.data if isinstance(item, _SavedOutput)
+                else item  # an array (not an output), a constant or None
                 for item in self._saved
             ]
         )

@@ -5,7 +5,9 @@ log-sum-exp with a max shift, BCE through ``softplus``.  Class weights and targe
 constants.  They are compositions of differentiable Tensor ops, except cross-entropy
 with class-index targets and no label smoothing (what a segmentation step computes):
 one node, :class:`_IndexCrossEntropy`, whose values and gradient replay the
-composition's operations (same bits) without its six nodes and dense coefficients.
+composition's operations (same bits) without its six nodes and dense coefficients;
+and MSE, L1 and BCE-with-logits reduced by a mean or a sum without weights: one node
+on kernels each (:mod:`._pointwise_loss`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ..array._validate import FLOAT_DTYPES
 from ..array.classes import softmax_cross_entropy_grad, take_classes
 from ..autograd import Function, Tensor, is_grad_enabled
 from ..ops import log_softmax, sigmoid, softmax, softplus
+from ._pointwise_loss import reduced_loss
 
 __all__ = [
     "binary_cross_entropy_with_logits",
@@ -248,6 +251,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None
             "binary_cross_entropy_with_logits: target shape "
             f"{tuple(np.shape(target))} must equal input shape {input.shape}"
         )
+    if weight is None and pos_weight is None:
+        fused = reduced_loss("bce_with_logits", input, target, reduction)
+        if fused is not None:
+            return fused
     t = target if isinstance(target, Tensor) else Tensor(np.asarray(target, input.dtype))
     if pos_weight is None:
         loss = softplus(input, threshold=np.inf) - input * t  # = (1 - t) x + softplus(-x)
@@ -338,6 +345,9 @@ def mse_loss(input, target, reduction="mean"):
         raise ValueError(
             f"mse_loss: target shape {tuple(np.shape(target))} must equal input shape {input.shape}"
         )
+    fused = reduced_loss("mse", input, target, reduction)
+    if fused is not None:
+        return fused
     d = input - target
     return _reduce(d * d, reduction)
 
@@ -353,5 +363,8 @@ def l1_loss(input, target, reduction="mean"):
     """Mean absolute error ``|input - target|`` reduced as ``reduction``."""
     _check_reduction(reduction)
     _same_shape(input, target, "l1_loss")
+    fused = reduced_loss("l1", input, target, reduction)
+    if fused is not None:
+        return fused
     return _reduce((input - target).abs(), reduction)
 

@@ -387,3 +387,27 @@ def test_inplace_methods_bump_the_version_counter():
         assert w._version == before + 1
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             y.backward()
+
+
+def test_saved_arrays_give_back_a_saved_array_itself():
+    """An array saved that is neither an input's nor an output (a constant target) comes
+    back from saved_arrays as that array (its ``.data`` is a buffer, not the values)."""
+    from sandbox.autograd import Function, Tensor
+
+    kept = np.arange(3.0)
+
+    class Scale(Function):
+        @staticmethod
+        def forward(ctx, x, c):
+            ctx.save_for_backward(c, None)
+            return x * c
+
+        @staticmethod
+        def backward(ctx, g):
+            c, nothing = ctx.saved_arrays
+            assert c is kept and nothing is None
+            return g * c, None
+
+    x = Tensor(np.ones(3), requires_grad=True)
+    Scale.apply(x, kept).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), kept)

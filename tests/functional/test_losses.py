@@ -308,3 +308,87 @@ def test_float16_logits_take_the_composition():
     loss.backward()
     assert loss.dtype == np.float16 and x.grad.dtype == np.float16
     assert np.isfinite(loss.item()) and loss.grad_fn.name() != "_IndexCrossEntropyBackward"
+
+
+POINTWISE = {"mse": ("mse_loss", {}), "l1": ("l1_loss", {}),
+             "bce_with_logits": ("binary_cross_entropy_with_logits", {})}
+
+
+def _pointwise_data(kind, shape, dtype):
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    x.flat[:4] = [0.0, 40.0, -40.0, 1e4]  # zero-initialised heads, saturated logits
+    if kind == "bce_with_logits":
+        t = (rng.random(shape) > 0.5).astype(dtype)
+        t.flat[4:6] = [0.25, 0.75]  # soft targets
+    else:
+        t = rng.standard_normal(shape).astype(dtype)
+        t.flat[4] = x.flat[4]  # equal: L1's slope is 0 there
+    return x, t
+
+
+@pytest.mark.parametrize("kind", list(POINTWISE))
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pointwise_losses_are_one_node_with_torchs_values_and_gradients(
+        torch, kind, reduction, dtype, monkeypatch):
+    """MSE, L1 and BCE on logits reduced by a mean or a sum run the kernels (one node):
+    the loss and the input and target gradients as torch's, on a map of several of the
+    sum's chunks; the same bits for 1-3 threads."""
+    import sandbox
+    from sandbox.array import pointwise_loss
+
+    calls = []
+    real_sum = pointwise_loss.loss_sum
+    monkeypatch.setattr(pointwise_loss, "loss_sum",
+                        lambda *a: calls.append(a[0]) or real_sum(*a))
+    x, t = _pointwise_data(kind, (2, 3, 130, 170), dtype)  # 132,600: three chunks
+    name, _ = POINTWISE[kind]
+    runs = []
+    previous = sandbox.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            sandbox.set_num_threads(threads)
+            ox, ot = Tensor(x, requires_grad=True), Tensor(t, requires_grad=True)
+            loss = getattr(F, name)(ox, ot, reduction=reduction)
+            loss.backward()
+            runs.append((loss.numpy().tobytes(), ox.grad.numpy().tobytes(),
+                         ot.grad.numpy().tobytes()))
+    finally:
+        sandbox.set_num_threads(previous)
+    assert calls == [kind] * 3 and runs[0] == runs[1] == runs[2]
+    tx, tt = (torch.tensor(a, requires_grad=True) for a in (x, t))
+    theirs = getattr(torch.nn.functional, name)(tx, tt, reduction=reduction)
+    theirs.backward()
+    tol = dict(rtol=2e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(loss.numpy(), theirs.detach().numpy(), **tol)
+    np.testing.assert_allclose(ox.grad.numpy(), tx.grad.numpy(), **tol)
+    np.testing.assert_allclose(ot.grad.numpy(), tt.grad.numpy(), **tol)
+    assert loss.dtype == dtype and ox.grad.dtype == dtype
+
+
+@pytest.mark.parametrize("kind", list(POINTWISE))
+def test_pointwise_loss_nodes_have_second_derivatives(kind):
+    """Under create_graph the node's backward is tensor ops: gradgradcheck in float64
+    (L1's slope is piecewise constant, its second derivative 0)."""
+    x, t = _pointwise_data(kind, (3, 5), np.float64)
+    x[0, :4] = [0.3, 1.5, -1.2, 2.0]  # nothing saturated: finite differences work
+    name, _ = POINTWISE[kind]
+    fn = lambda a, b: getattr(F, name)(a, b)  # noqa: E731
+    args = (Tensor(x, requires_grad=True), Tensor(t + 0.01, requires_grad=True))
+    assert gradcheck(fn, args) and gradgradcheck(fn, args)
+
+
+def test_pointwise_losses_keep_the_composition_for_none_and_weights(monkeypatch):
+    """reduction="none", a weight or a pos_weight, and a target of another dtype take
+    the composition, not the kernels."""
+    from sandbox.array import pointwise_loss
+
+    monkeypatch.setattr(pointwise_loss, "loss_sum", lambda *a: pytest.fail("kernel ran"))
+    x = Tensor(np.linspace(-2, 2, 12).reshape(3, 4), requires_grad=True)
+    t = np.linspace(0, 1, 12).reshape(3, 4)
+    F.mse_loss(x, t, reduction="none").sum().backward()
+    F.l1_loss(x, t, reduction="none")
+    F.binary_cross_entropy_with_logits(x, t, weight=np.ones(4))
+    F.binary_cross_entropy_with_logits(x, t, pos_weight=np.ones(4))
+    F.mse_loss(x, Tensor(t.astype(np.float32)))

@@ -1,0 +1,38 @@
+/* Sums in 16 lanes of the element type T, folded in a fixed tree and returned in double:
+ * the blocks of layer norm's rows (pyx/_norm.pyx) and of the pointwise losses
+ * (pyx/_loss.pyx).  A sum in double throughout costs a conversion an element and twice
+ * the vectors; a block of at most SB_LANE_BLOCK elements keeps what a lane of T holds to
+ * SB_LANE_BLOCK / 16 terms, and the blocks are added in double by the caller.
+ *
+ * The lanes are gcc/clang vector extensions of 32 bytes (8 floats, 4 doubles; gcc had
+ * left 16 float partial sums in an array scalar): SB_LANES(T, S, s) declares 16 / lanes
+ * of them, zeroed; SB_LANE_SUM adds a block's terms, 16 a step (VEXPR: the vector of
+ * terms at element `at`), the rest one by one into lane i % 16 (EXPR: the term of
+ * element i); SB_LANE_FOLD folds them (lane j + 8 onto lane j, then pairs) into a
+ * double.  Element i always lands in lane i % 16 of its block, so the bits depend on
+ * the block, never on the threads. */
+#ifndef SANDBOX_LANE_SUMS_H
+#define SANDBOX_LANE_SUMS_H
+#include <string.h>
+
+#define SB_LANE_BLOCK 1024
+
+typedef float sb_lanes_f __attribute__((vector_size(32)));
+typedef double sb_lanes_d __attribute__((vector_size(32)));
+
+#define SB_LANES(T, S, name) sb_lanes_##S name[16 * sizeof(T) / 32] = {{0}}
+#define SB_LANE_LOAD(S, p) ({ sb_lanes_##S u_; memcpy(&u_, (p), sizeof u_); u_; })
+#define SB_LANE_SUM(T, s, b, end, VEXPR, EXPR) do {                                       \
+    enum { L_ = 32 / sizeof(T), NV_ = 16 / L_ };                                          \
+    Py_ssize_t i = (b);                                                                   \
+    for (; i + 15 < (end); i += 16)                                                       \
+        for (int v = 0; v < NV_; v++) { const Py_ssize_t at = i + v * L_; s[v] += VEXPR; } \
+    for (; i < (end); i++) s[(i % 16) / L_][i % L_] += EXPR;                              \
+} while (0)
+#define SB_LANE_FOLD(T, s) ({                                                             \
+    T l_[16], t_[8];                                                                      \
+    memcpy(l_, s, sizeof l_);                                                             \
+    for (int j = 0; j < 8; j++) t_[j] = l_[j] + l_[j + 8];                                \
+    (double) (((t_[0] + t_[1]) + (t_[2] + t_[3])) + ((t_[4] + t_[5]) + (t_[6] + t_[7]))); })
+
+#endif
