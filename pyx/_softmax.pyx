@@ -25,9 +25,13 @@ cdef extern from "simd_clones.h":
 cdef extern from "vec_math.h":
     pass
 
+cdef extern from "lane_sums.h":
+    pass  # the lanes' vector types and loads
+
 cdef extern from *:
     """
     #include <math.h>
+    #include <string.h>
     /* positions a block handles at once in the column form (inner > 1) */
     #define SB_SOFTMAX_BLOCK 256
 
@@ -81,24 +85,39 @@ cdef extern from *:
         T m8[8], s8[8], m, s;                                                           \\
         Py_ssize_t c, k, body = C - C % 8;                                              \\
         m = x[0];                                                                       \\
-        for (k = 0; k < 8; k++) { m8[k] = m; s8[k] = 0; }                               \\
+        for (k = 0; k < 8; k++) m8[k] = m;                                              \\
         for (c = 0; c < body; c += 8)                                                   \\
             for (k = 0; k < 8; k++) m8[k] = x[c + k] > m8[k] ? x[c + k] : m8[k];        \\
         for (k = 0; k < 8; k++) m = m8[k] > m ? m8[k] : m;                              \\
         for (c = body; c < C; c++) m = x[c] > m ? x[c] : m;                             \\
         for (c = 0; c < C; c++) out[c] = EXP(x[c] - m);  /* e, then the sum of it */    \\
-        for (c = 0; c < body; c += 8)                                                   \\
-            for (k = 0; k < 8; k++) s8[k] += out[c + k];                                \\
+        {   /* the sum's 8 lanes as vectors, as the gradient's */                      \\
+            enum { L = 32 / sizeof(T), NV = 8 / L };                                    \\
+            sb_lanes_##S acc[NV] = {{0}};                                               \\
+            for (c = 0; c < body; c += 8)                                               \\
+                for (int v = 0; v < NV; v++) acc[v] += SB_LANE_LOAD(S, out + c + v * L); \\
+            memcpy(s8, acc, sizeof s8);                                                 \\
+        }                                                                               \\
         s = ((s8[0] + s8[1]) + (s8[2] + s8[3])) + ((s8[4] + s8[5]) + (s8[6] + s8[7]));  \\
         for (c = body; c < C; c++) s += out[c];                                         \\
         if (as_log) { T ls = LOG(s); for (c = 0; c < C; c++) out[c] = (x[c] - m) - ls; }\\
         else { for (c = 0; c < C; c++) out[c] = out[c] / s; } }                         \\
     SB_CLONES static void sb_softmax_grad_row_##S(const T* restrict g,                 \\
             const T* restrict y, T* restrict out, Py_ssize_t C, int as_log) {             \\
-        T d8[8] = {0, 0, 0, 0, 0, 0, 0, 0}, d;                                          \\
-        Py_ssize_t c, k, body = C - C % 8;                                              \\
-        for (c = 0; c < body; c += 8)                                                   \\
-            for (k = 0; k < 8; k++) d8[k] += as_log ? g[c + k] : g[c + k] * y[c + k];      \\
+        /* the 8 lanes as vectors (gcc left an array of 8 partial sums scalar) */       \\
+        enum { L = 32 / sizeof(T), NV = 8 / L };                                        \\
+        sb_lanes_##S acc[NV] = {{0}};                                                   \\
+        T d8[8], d;                                                                     \\
+        Py_ssize_t c, body = C - C % 8;                                                 \\
+        if (as_log) {                                                                   \\
+            for (c = 0; c < body; c += 8)                                               \\
+                for (int v = 0; v < NV; v++) acc[v] += SB_LANE_LOAD(S, g + c + v * L); \\
+        } else {                                                                        \\
+            for (c = 0; c < body; c += 8)                                               \\
+                for (int v = 0; v < NV; v++)                                            \\
+                    acc[v] += SB_LANE_LOAD(S, g + c + v * L) * SB_LANE_LOAD(S, y + c + v * L); \\
+        }                                                                               \\
+        memcpy(d8, acc, sizeof d8);                                                     \\
         d = ((d8[0] + d8[1]) + (d8[2] + d8[3])) + ((d8[4] + d8[5]) + (d8[6] + d8[7]));  \\
         for (c = body; c < C; c++) d += as_log ? g[c] : g[c] * y[c];                       \\
         if (as_log) { for (c = 0; c < C; c++) out[c] = g[c] - EXP(y[c]) * d; }             \\
