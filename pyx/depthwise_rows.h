@@ -34,23 +34,23 @@
 #define SANDBOX_DEPTHWISE_ROWS_H
 #include <stdint.h>
 #include <string.h>
+#include "lane_sums.h"
 #include "simd_clones.h"
 
-typedef float sb_dw_vec_f __attribute__((vector_size(32)));
-typedef double sb_dw_vec_d __attribute__((vector_size(32)));
-typedef int32_t sb_dw_mask_f __attribute__((vector_size(32)));  /* lane masks */
+/* the vectors: lane_sums.h's sb_lanes_f, sb_lanes_d; lane masks of their size */
+typedef int32_t sb_dw_mask_f __attribute__((vector_size(32)));
 typedef int64_t sb_dw_mask_d __attribute__((vector_size(32)));
 
-/* the products of the vectors at g and x (type sb_dw_vec_S); the same with the lanes
+/* the products of the vectors at g and x (type sb_lanes_S); the same with the lanes
  * outside the mask `keep` zeroed after the multiply (so an infinity read past a row
  * gives no NaN) */
 #define SB_DW_PRODUCT(S, g, x) __extension__ ({                                         \
-    sb_dw_vec_##S u_, v_;                                                                \
+    sb_lanes_##S u_, v_;                                                                \
     SB_DW_LOAD(u_, (g));                                                                 \
     SB_DW_LOAD(v_, (x));                                                                 \
     u_ * v_; })
 #define SB_DW_MASKED(S, g, x, keep) \
-    ((sb_dw_vec_##S) ((sb_dw_mask_##S) SB_DW_PRODUCT(S, g, x) & (keep)))
+    ((sb_lanes_##S) ((sb_dw_mask_##S) SB_DW_PRODUCT(S, g, x) & (keep)))
 
 /* a row copy stays a loop of vector moves, not a call of memcpy per short row */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -67,7 +67,7 @@ typedef int64_t sb_dw_mask_d __attribute__((vector_size(32)));
 SB_CLONES SB_DW_NO_MEMCPY static void sb_dw_place_##S(T* dst, Py_ssize_t PD, Py_ssize_t PH, Py_ssize_t PW,         \
         const T* src, Py_ssize_t D, Py_ssize_t H, Py_ssize_t W, Py_ssize_t ld,           \
         Py_ssize_t lh, Py_ssize_t lw) {                                                  \
-    enum { L = sizeof(sb_dw_vec_##S) / sizeof(T) };                                      \
+    enum { L = sizeof(sb_lanes_##S) / sizeof(T) };                                      \
     /* the box columns [x0, x1) hold source columns x - lw; rows likewise */             \
     const Py_ssize_t x0 = lw > 0 ? lw : 0, x1 = W + lw < PW ? W + lw : PW;               \
     const Py_ssize_t y0 = lh > 0 ? lh : 0, y1 = H + lh < PH ? H + lh : PH;               \
@@ -78,7 +78,7 @@ SB_CLONES SB_DW_NO_MEMCPY static void sb_dw_place_##S(T* dst, Py_ssize_t PD, Py_
             T* to = dst + (z * PH + y) * PW + x0;                                        \
             const T* from = src + ((z - ld) * H + (y - lh)) * W + (x0 - lw);             \
             Py_ssize_t i = 0;                                                            \
-            sb_dw_vec_##S v;                                                             \
+            sb_lanes_##S v;                                                             \
             for (; i + L <= m; i += L) { /* inline copies: rows are short */             \
                 SB_DW_LOAD(v, from + i);                                                 \
                 SB_DW_STORE(to + i, v);                                                  \
@@ -88,7 +88,7 @@ SB_CLONES SB_DW_NO_MEMCPY static void sb_dw_place_##S(T* dst, Py_ssize_t PD, Py_
 }                                                                                        \
                                                                                          \
 /* the first m (< a vector's) lanes of v to p */                                       \
-static inline void sb_dw_part_##S(T* p, const sb_dw_vec_##S* v, Py_ssize_t m) {                 \
+static inline void sb_dw_part_##S(T* p, const sb_lanes_##S* v, Py_ssize_t m) {                 \
     for (Py_ssize_t k = 0; k < m; k++) p[k] = (*v)[k];                                      \
 }                                                                                        \
                                                                                          \
@@ -107,7 +107,7 @@ static inline const T* sb_dw_row_##S(const T* box, Py_ssize_t* z, Py_ssize_t* y,
 SB_CLONES SB_DW_NO_MEMCPY static void sb_dw_corr_##S(T* restrict out, Py_ssize_t rows, Py_ssize_t n,     \
         const T* restrict box, Py_ssize_t oh_n, Py_ssize_t PH, Py_ssize_t PW,            \
         const Py_ssize_t* off, const T* w, Py_ssize_t ntaps) {                           \
-    enum { L = sizeof(sb_dw_vec_##S) / sizeof(T) };                                      \
+    enum { L = sizeof(sb_lanes_##S) / sizeof(T) };                                      \
     Py_ssize_t r = 0, z = 0, y = 0;                                                      \
     for (; r + 4 <= rows; r += 4) { /* four rows: four independent sums */               \
         const T* b0 = sb_dw_row_##S(box, &z, &y, oh_n, PH, PW);                          \
@@ -116,7 +116,7 @@ SB_CLONES SB_DW_NO_MEMCPY static void sb_dw_corr_##S(T* restrict out, Py_ssize_t
         const T* b3 = sb_dw_row_##S(box, &z, &y, oh_n, PH, PW);                          \
         T* o = out + r * n;                                                              \
         for (Py_ssize_t i = 0; i < n; i += L) {                                          \
-            sb_dw_vec_##S a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, v0, v1, v2, v3;        \
+            sb_lanes_##S a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, v0, v1, v2, v3;        \
             for (Py_ssize_t t = 0; t < ntaps; t++) {                                     \
                 const Py_ssize_t at = off[t] + i;                                        \
                 const T wt = w[t];                                                       \
@@ -145,7 +145,7 @@ SB_CLONES SB_DW_NO_MEMCPY static void sb_dw_corr_##S(T* restrict out, Py_ssize_t
     for (; r < rows; r++) {                                                              \
         const T* b = sb_dw_row_##S(box, &z, &y, oh_n, PH, PW);                           \
         for (Py_ssize_t i = 0; i < n; i += L) {                                          \
-            sb_dw_vec_##S a = {0}, v;                                                    \
+            sb_lanes_##S a = {0}, v;                                                    \
             for (Py_ssize_t t = 0; t < ntaps; t++) {                                     \
                 SB_DW_LOAD(v, b + off[t] + i);                                           \
                 a += w[t] * v;                                                           \
@@ -161,7 +161,7 @@ SB_CLONES SB_DW_NO_MEMCPY static void sb_dw_corr_##S(T* restrict out, Py_ssize_t
 SB_CLONES static void sb_dw_dots_##S(const T* restrict g, Py_ssize_t rows, Py_ssize_t n, \
         const T* restrict box, Py_ssize_t oh_n, Py_ssize_t PH, Py_ssize_t PW,            \
         const Py_ssize_t* off, Py_ssize_t ntaps, double* acc) {                          \
-    enum { L = sizeof(sb_dw_vec_##S) / sizeof(T) };                                      \
+    enum { L = sizeof(sb_lanes_##S) / sizeof(T) };                                      \
     const Py_ssize_t nv = n - n % L;  /* the columns in whole vectors */                 \
     sb_dw_mask_##S keep; /* the lanes of a row's last, partial vector that are in it */  \
     for (int k = 0; k < L; k++) keep[k] = k < n - nv ? -1 : 0;                           \
@@ -171,7 +171,7 @@ SB_CLONES static void sb_dw_dots_##S(const T* restrict g, Py_ssize_t rows, Py_ss
     const int spills = n % L != 0 && L - n % L > n;                                      \
     const Py_ssize_t grouped = rows > 1 && !spills ? (rows - 1) - (rows - 1) % 4 : 0;   \
     for (Py_ssize_t t = 0; t < ntaps; t++) {                                             \
-        sb_dw_vec_##S a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                            \
+        sb_lanes_##S a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                            \
         T s = 0;                                                                         \
         Py_ssize_t r = 0, z = 0, y = 0;                                                  \
         for (; r < grouped; r += 4) { /* four rows: four independent sums */             \

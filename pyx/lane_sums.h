@@ -1,6 +1,7 @@
 /* Sums in 16 lanes of the element type T, folded in a fixed tree and returned in double:
  * the blocks of layer norm's rows (pyx/_norm.pyx) and of the pointwise losses
- * (pyx/_loss.pyx).  A sum in double throughout costs a conversion an element and twice
+ * (pyx/_loss.pyx); softmax's rows (pyx/_softmax.pyx) use the lane types and loads for
+ * their 8 lanes.  A sum in double throughout costs a conversion an element and twice
  * the vectors; a block of at most SB_LANE_BLOCK elements keeps what a lane of T holds to
  * SB_LANE_BLOCK / 16 terms, and the blocks are added in double by the caller.
  *
