@@ -392,3 +392,19 @@ def test_pointwise_losses_keep_the_composition_for_none_and_weights(monkeypatch)
     F.binary_cross_entropy_with_logits(x, t, weight=np.ones(4))
     F.binary_cross_entropy_with_logits(x, t, pos_weight=np.ones(4))
     F.mse_loss(x, Tensor(t.astype(np.float32)))
+
+
+@pytest.mark.parametrize("kind", list(POINTWISE))
+def test_pointwise_loss_nodes_take_strided_inputs_and_0d(torch, kind):
+    """A strided view of the input (every other channel) and a 0-d input: torch's loss
+    and input gradient."""
+    x, t = _pointwise_data(kind, (4, 6, 10), np.float32)
+    name, _ = POINTWISE[kind]
+    for take, target in ((lambda a: a[:, ::2], t[:, ::2]), (lambda a: a[1, 1, 3], t[1, 1, 3])):
+        ox, tx = Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        ours = getattr(F, name)(take(ox), np.array(target))
+        theirs = getattr(torch.nn.functional, name)(take(tx), torch.tensor(target))
+        ours.backward()
+        theirs.backward()
+        np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-6)
+        np.testing.assert_allclose(ox.grad.numpy(), tx.grad.numpy(), rtol=1e-6, atol=1e-7)
