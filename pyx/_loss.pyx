@@ -76,7 +76,28 @@ cdef extern from *:
             Py_ssize_t n) {                                                              \
         if (kind == SB_LOSS_MSE) sb_loss_grad_mse_##S(x, t, scale, out, n);              \
         else if (kind == SB_LOSS_L1) sb_loss_grad_l1_##S(x, t, scale, out, n);           \
-        else sb_loss_grad_bce_##S(x, t, scale, out, n); }
+        else sb_loss_grad_bce_##S(x, t, scale, out, n); }                                \
+    /* BCE on logits with weights w and positive weights p (full arrays, ones where the \
+     * caller has none): w ((1 - t) v + c softplus(-v)), c = 1 + (p - 1) t, softplus(-v) \
+     * = max(-v, 0) + log1p(e^-|v|); slope w (c sigmoid(v) - p t) */                     \
+    SB_CLONES static void sb_bcew_values_##S(const T* restrict x, const T* restrict t,  \
+            const T* restrict w, const T* restrict p, T* restrict out, Py_ssize_t n) {  \
+        for (Py_ssize_t i = 0; i < n; i++) {                                            \
+            const T v = x[i], y = t[i], c = 1 + (p[i] - 1) * y;                         \
+            out[i] = w[i] * ((1 - y) * v + c * ((v < 0 ? -v : 0) + LOG1P01(EXP(-FABS(v))))); } } \
+    SB_CLONES static void sb_bcew_grad_##S(const T* restrict x, const T* restrict t,    \
+            const T* restrict w, const T* restrict p, T scale, T* restrict out,         \
+            Py_ssize_t n) {                                                              \
+        for (Py_ssize_t i = 0; i < n; i++) {                                            \
+            const T y = t[i], c = 1 + (p[i] - 1) * y;                                   \
+            out[i] = w[i] * (c * sb_sigmoid_value_##S(x[i]) - p[i] * y) * scale; } }     \
+    static double sb_bcew_sum_##S(const T* x, const T* t, const T* w, const T* p,       \
+            Py_ssize_t n) {                                                              \
+        T buf[SB_LANE_BLOCK];                                                            \
+        SB_LANES(T, S, s);                                                               \
+        sb_bcew_values_##S(x, t, w, p, buf, n);                                          \
+        SB_LANE_SUM(T, s, 0, n, SB_LANE_LOAD(S, buf + at), buf[i]);                      \
+        return SB_LANE_FOLD(T, s); }
     SB_POINTWISE_LOSS(float, f, fabsf, sb_expf, sb_log1p01f)
     SB_POINTWISE_LOSS(double, d, fabs, sb_exp, sb_log1p01)
     """
@@ -93,6 +114,14 @@ cdef extern from *:
                         Py_ssize_t n) noexcept nogil
     void sb_loss_grad_d(int kind, const double* x, const double* t, double scale,
                         double* out, Py_ssize_t n) noexcept nogil
+    double sb_bcew_sum_f(const float* x, const float* t, const float* w, const float* p,
+                         Py_ssize_t n) noexcept nogil
+    double sb_bcew_sum_d(const double* x, const double* t, const double* w, const double* p,
+                         Py_ssize_t n) noexcept nogil
+    void sb_bcew_grad_f(const float* x, const float* t, const float* w, const float* p,
+                        float scale, float* out, Py_ssize_t n) noexcept nogil
+    void sb_bcew_grad_d(const double* x, const double* t, const double* w, const double* p,
+                        double scale, double* out, Py_ssize_t n) noexcept nogil
 
 
 cdef enum:
@@ -189,4 +218,43 @@ def loss_grad(int kind, const real[::1] x, const real[::1] t, real scale, real[:
                            min(BLOCK, n - start))
         else:
             sb_loss_grad_d(kind, &x[start], &t[start], scale, &out[start],
+                           min(BLOCK, n - start))
+
+
+def weighted_bce_sums(const real[::1] x, const real[::1] t, const real[::1] w,
+                      const real[::1] p, double[::1] parts, int num_threads):
+    """:func:`loss_sums` of binary cross-entropy on logits with weights ``w`` and positive
+    weights ``p`` (full arrays of ``x``'s size; ones where there are none): ``w ((1 - t)
+    x + (1 + (p - 1) t) softplus(-x))``.
+    """
+    cdef Py_ssize_t n = x.shape[0], chunks = parts.shape[0], k, b, first, last
+    cdef double total
+    for k in prange(chunks, nogil=True, schedule="static", num_threads=num_threads):
+        first = n * k // chunks
+        last = n * (k + 1) // chunks
+        total = 0
+        b = first
+        while b < last:
+            if real is float:
+                total = total + sb_bcew_sum_f(&x[b], &t[b], &w[b], &p[b],
+                                              min(SB_LANE_BLOCK, last - b))
+            else:
+                total = total + sb_bcew_sum_d(&x[b], &t[b], &w[b], &p[b],
+                                              min(SB_LANE_BLOCK, last - b))
+            b = b + SB_LANE_BLOCK
+        parts[k] = total
+
+
+def weighted_bce_grad(const real[::1] x, const real[::1] t, const real[::1] w,
+                      const real[::1] p, real scale, real[::1] out, int num_threads):
+    """``out = scale * w ((1 + (p - 1) t) sigmoid(x) - p t)``, the input gradient of
+    :func:`weighted_bce_sums`' terms."""
+    cdef Py_ssize_t n = x.shape[0], blocks = (n + BLOCK - 1) // BLOCK, i, start
+    for i in prange(blocks, nogil=True, schedule="static", num_threads=num_threads):
+        start = i * BLOCK
+        if real is float:
+            sb_bcew_grad_f(&x[start], &t[start], &w[start], &p[start], scale, &out[start],
+                           min(BLOCK, n - start))
+        else:
+            sb_bcew_grad_d(&x[start], &t[start], &w[start], &p[start], scale, &out[start],
                            min(BLOCK, n - start))

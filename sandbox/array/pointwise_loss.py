@@ -27,7 +27,7 @@ KINDS = {"mse": _loss.MSE, "l1": _loss.L1, "bce_with_logits": _loss.BCE_LOGITS}
 CHUNK = 1 << 16
 
 
-def loss_sum(kind: str, x: np.ndarray, t: np.ndarray) -> float:
+def loss_sum(kind: str, x: np.ndarray, t: np.ndarray, weights=None) -> float:
     """The sum over the elements of the loss ``kind`` (:data:`KINDS`) of ``x`` against
     ``t``.
 
@@ -37,6 +37,11 @@ def loss_sum(kind: str, x: np.ndarray, t: np.ndarray) -> float:
         ``(x - t)**2``, ``|x - t|``, or ``max(x, 0) - x t + log(1 + exp(-|x|))``.
     x, t : ndarray
         One shape and one float dtype, float32 or float64 (the caller checks).
+    weights : (ndarray, ndarray), optional
+        For ``"bce_with_logits"`` only: the weights ``w`` and positive weights ``p`` as
+        arrays of ``x``'s shape and dtype (ones where there are none); the loss is then
+        ``w ((1 - t) x + (1 + (p - 1) t) log(1 + exp(-x)))``, PyTorch's ``weight`` and
+        ``pos_weight``.
 
     Returns
     -------
@@ -45,16 +50,26 @@ def loss_sum(kind: str, x: np.ndarray, t: np.ndarray) -> float:
     """
     n = x.size
     parts = np.empty(max(1, -(-n // CHUNK)))
-    _loss.loss_sums(KINDS[kind], _flat(x), _flat(t), parts, kernel_threads(n))
+    if weights is None:
+        _loss.loss_sums(KINDS[kind], _flat(x), _flat(t), parts, kernel_threads(n))
+    else:
+        _loss.weighted_bce_sums(_flat(x), _flat(t), *map(_flat, weights), parts,
+                                kernel_threads(n))
     return float(sum(parts.tolist()))  # the chunks in order
 
 
-def loss_grad(kind: str, x: np.ndarray, t: np.ndarray, scale: float) -> np.ndarray:
+def loss_grad(kind: str, x: np.ndarray, t: np.ndarray, scale: float,
+              weights=None) -> np.ndarray:
     """``scale`` times the derivative of the loss ``kind`` in ``x``, elementwise: ``2 (x -
-    t)``, ``sign(x - t)`` or ``sigmoid(x) - t`` (a new array of ``x``'s shape)."""
+    t)``, ``sign(x - t)`` or ``sigmoid(x) - t``, with ``weights`` (as for :func:`loss_sum`)
+    ``w ((1 + (p - 1) t) sigmoid(x) - p t)`` (a new array of ``x``'s shape)."""
     out = np.empty(x.shape, x.dtype)
-    _loss.loss_grad(KINDS[kind], _flat(x), _flat(t), x.dtype.type(scale), out.reshape(-1),
-                    kernel_threads(x.size))
+    if weights is None:
+        _loss.loss_grad(KINDS[kind], _flat(x), _flat(t), x.dtype.type(scale),
+                        out.reshape(-1), kernel_threads(x.size))
+    else:
+        _loss.weighted_bce_grad(_flat(x), _flat(t), *map(_flat, weights),
+                                x.dtype.type(scale), out.reshape(-1), kernel_threads(x.size))
     return out
 
 

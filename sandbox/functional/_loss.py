@@ -6,7 +6,7 @@ constants.  They are compositions of differentiable Tensor ops, except cross-ent
 with class-index targets and no label smoothing (what a segmentation step computes):
 one node, :class:`_IndexCrossEntropy`, whose values and gradient replay the
 composition's operations (same bits) without its six nodes and dense coefficients;
-and MSE, L1 and BCE-with-logits reduced by a mean or a sum without weights: one node
+and MSE, L1 and BCE-with-logits (with its weights) reduced by a mean or a sum: one node
 on kernels each (:mod:`._pointwise_loss`).
 """
 
@@ -251,10 +251,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None
             "binary_cross_entropy_with_logits: target shape "
             f"{tuple(np.shape(target))} must equal input shape {input.shape}"
         )
-    if weight is None and pos_weight is None:
-        fused = reduced_loss("bce_with_logits", input, target, reduction)
-        if fused is not None:
-            return fused
+    fused = reduced_loss("bce_with_logits", input, target, reduction, weight, pos_weight)
+    if fused is not None:
+        return fused
     t = target if isinstance(target, Tensor) else Tensor(np.asarray(target, input.dtype))
     if pos_weight is None:
         loss = softplus(input, threshold=np.inf) - input * t  # = (1 - t) x + softplus(-x)

@@ -379,9 +379,9 @@ def test_pointwise_loss_nodes_have_second_derivatives(kind):
     assert gradcheck(fn, args) and gradgradcheck(fn, args)
 
 
-def test_pointwise_losses_keep_the_composition_for_none_and_weights(monkeypatch):
-    """reduction="none", a weight or a pos_weight, and a target of another dtype take
-    the composition, not the kernels."""
+def test_pointwise_losses_keep_the_composition_for_none_and_trained_weights(monkeypatch):
+    """reduction="none", a weight that requires grad, one that does not broadcast, and a
+    target of another dtype take the composition, not the kernels."""
     from sandbox.array import pointwise_loss
 
     monkeypatch.setattr(pointwise_loss, "loss_sum", lambda *a: pytest.fail("kernel ran"))
@@ -389,9 +389,52 @@ def test_pointwise_losses_keep_the_composition_for_none_and_weights(monkeypatch)
     t = np.linspace(0, 1, 12).reshape(3, 4)
     F.mse_loss(x, t, reduction="none").sum().backward()
     F.l1_loss(x, t, reduction="none")
-    F.binary_cross_entropy_with_logits(x, t, weight=np.ones(4))
-    F.binary_cross_entropy_with_logits(x, t, pos_weight=np.ones(4))
+    F.binary_cross_entropy_with_logits(x, t, weight=Tensor(np.ones(4), requires_grad=True))
+    with pytest.raises(ValueError):
+        F.binary_cross_entropy_with_logits(x, t, pos_weight=np.ones(3))
     F.mse_loss(x, Tensor(t.astype(np.float32)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("which", ["weight", "pos_weight", "both"])
+def test_weighted_bce_with_logits_is_one_node_with_torchs_values_and_gradients(
+        torch, dtype, reduction, which, monkeypatch):
+    """A per-channel pos_weight (C, 1, 1) and a per-sample weight (N, 1, 1, 1), alone or
+    together, run the kernel: torch's loss and input and target gradients."""
+    from sandbox.array import pointwise_loss
+
+    calls = []
+    real_sum = pointwise_loss.loss_sum
+    monkeypatch.setattr(pointwise_loss, "loss_sum",
+                        lambda *a: calls.append(a[0]) or real_sum(*a))
+    x, t = _pointwise_data("bce_with_logits", (3, 4, 20, 30), dtype)
+    w = np.linspace(0.5, 2, 3).reshape(3, 1, 1, 1).astype(dtype) if which != "pos_weight" \
+        else None
+    pw = np.linspace(0.25, 4, 4).reshape(4, 1, 1).astype(dtype) if which != "weight" else None
+    ox, ot = Tensor(x, requires_grad=True), Tensor(t, requires_grad=True)
+    ours = F.binary_cross_entropy_with_logits(ox, ot, w, pw, reduction)
+    ours.backward()
+    tx, tt = (torch.tensor(a, requires_grad=True) for a in (x, t))
+    theirs = torch.nn.functional.binary_cross_entropy_with_logits(
+        tx, tt, None if w is None else torch.tensor(w), reduction=reduction,
+        pos_weight=None if pw is None else torch.tensor(pw))
+    theirs.backward()
+    assert calls == ["bce_with_logits"]
+    tol = dict(rtol=2e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), **tol)
+    np.testing.assert_allclose(ox.grad.numpy(), tx.grad.numpy(), **tol)
+    np.testing.assert_allclose(ot.grad.numpy(), tt.grad.numpy(), **tol)
+
+
+def test_weighted_bce_with_logits_node_has_second_derivatives():
+    """gradgradcheck through the weighted node's create_graph path (float64)."""
+    x = np.linspace(-2, 2, 12).reshape(2, 2, 3)
+    t = np.linspace(0, 1, 12).reshape(2, 2, 3)
+    w, pw = np.array([0.5, 1.5]).reshape(2, 1, 1), np.array([2.0, 0.5, 1.0])
+    fn = lambda a, b: F.binary_cross_entropy_with_logits(a, b, w, pw)  # noqa: E731
+    args = (Tensor(x, requires_grad=True), Tensor(t, requires_grad=True))
+    assert gradcheck(fn, args) and gradgradcheck(fn, args)
 
 
 @pytest.mark.parametrize("kind", list(POINTWISE))
