@@ -176,17 +176,34 @@ def class_grad(const real[:, :, ::1] prob, const Py_ssize_t[:, ::1] t,
 MSE, L1, BCE_LOGITS = range(3)
 
 
-def loss_sums(int kind, const real[::1] x, const real[::1] t, double[::1] parts,
-              int num_threads):
+cdef inline double _block_sum(int kind, const real* x, const real* t, const real* w,
+                              const real* p, Py_ssize_t n) noexcept nogil:
+    """The sum of one block's losses (``w`` NULL: unweighted)."""
+    if w != NULL:
+        if real is float:
+            return sb_bcew_sum_f(x, t, w, p, n)
+        else:
+            return sb_bcew_sum_d(x, t, w, p, n)
+    if real is float:
+        return sb_loss_sum_f(kind, x, t, n)
+    else:
+        return sb_loss_sum_d(kind, x, t, n)
+
+
+def loss_sums(int kind, const real[::1] x, const real[::1] t, const real[::1] w,
+              const real[::1] p, double[::1] parts, int num_threads):
     """``parts[k]`` = the sum of the losses of chunk ``k`` of the elements (the chunks:
     ``parts``' length, fixed by the caller, not by the threads), each chunk's in 16 lanes
     of ``real`` over blocks of SB_LANE_BLOCK, each block's added in double: the caller adds
     the parts in order.
 
     x, t (IN) (n,), parts (OUT) (chunks,).  ``kind``: :data:`MSE`, :data:`L1` or
-    :data:`BCE_LOGITS`.
+    :data:`BCE_LOGITS`.  ``w``, ``p`` (IN): empty, or for BCE_LOGITS the weights and
+    positive weights as full arrays (ones where there are none): ``w ((1 - t) x + (1 +
+    (p - 1) t) softplus(-x))``.
     """
     cdef Py_ssize_t n = x.shape[0], chunks = parts.shape[0], k, b, first, last
+    cdef bint weighted = w.shape[0] > 0
     cdef double total
     for k in prange(chunks, nogil=True, schedule="static", num_threads=num_threads):
         first = n * k // chunks
@@ -194,67 +211,39 @@ def loss_sums(int kind, const real[::1] x, const real[::1] t, double[::1] parts,
         total = 0
         b = first
         while b < last:
-            if real is float:
-                total = total + sb_loss_sum_f(kind, &x[b], &t[b],
-                                              min(SB_LANE_BLOCK, last - b))
-            else:
-                total = total + sb_loss_sum_d(kind, &x[b], &t[b],
-                                              min(SB_LANE_BLOCK, last - b))
+            total = total + _block_sum(kind, &x[b], &t[b], &w[b] if weighted else NULL,
+                                       &p[b] if weighted else NULL,
+                                       min(SB_LANE_BLOCK, last - b))
             b = b + SB_LANE_BLOCK
         parts[k] = total
 
 
-def loss_grad(int kind, const real[::1] x, const real[::1] t, real scale, real[::1] out,
-              int num_threads):
-    """``out = scale * d loss / d x``, elementwise (see :func:`loss_sums`).
+cdef inline void _block_grad(int kind, const real* x, const real* t, const real* w,
+                             const real* p, real scale, real* out,
+                             Py_ssize_t n) noexcept nogil:
+    """One block of the input gradient (``w`` NULL: unweighted)."""
+    if w != NULL:
+        if real is float:
+            sb_bcew_grad_f(x, t, w, p, scale, out, n)
+        else:
+            sb_bcew_grad_d(x, t, w, p, scale, out, n)
+    elif real is float:
+        sb_loss_grad_f(kind, x, t, scale, out, n)
+    else:
+        sb_loss_grad_d(kind, x, t, scale, out, n)
 
-    x, t (IN) (n,), out (OUT) (n,).
+
+def loss_grad(int kind, const real[::1] x, const real[::1] t, const real[::1] w,
+              const real[::1] p, real scale, real[::1] out, int num_threads):
+    """``out = scale * d loss / d x``, elementwise (see :func:`loss_sums`; weighted:
+    ``scale * w ((1 + (p - 1) t) sigmoid(x) - p t)``).
+
+    x, t (IN) (n,), w, p (IN) empty or (n,), out (OUT) (n,).
     """
     cdef Py_ssize_t n = x.shape[0], blocks = (n + BLOCK - 1) // BLOCK, i, start
+    cdef bint weighted = w.shape[0] > 0
     for i in prange(blocks, nogil=True, schedule="static", num_threads=num_threads):
         start = i * BLOCK
-        if real is float:
-            sb_loss_grad_f(kind, &x[start], &t[start], scale, &out[start],
-                           min(BLOCK, n - start))
-        else:
-            sb_loss_grad_d(kind, &x[start], &t[start], scale, &out[start],
-                           min(BLOCK, n - start))
-
-
-def weighted_bce_sums(const real[::1] x, const real[::1] t, const real[::1] w,
-                      const real[::1] p, double[::1] parts, int num_threads):
-    """:func:`loss_sums` of binary cross-entropy on logits with weights ``w`` and positive
-    weights ``p`` (full arrays of ``x``'s size; ones where there are none): ``w ((1 - t)
-    x + (1 + (p - 1) t) softplus(-x))``.
-    """
-    cdef Py_ssize_t n = x.shape[0], chunks = parts.shape[0], k, b, first, last
-    cdef double total
-    for k in prange(chunks, nogil=True, schedule="static", num_threads=num_threads):
-        first = n * k // chunks
-        last = n * (k + 1) // chunks
-        total = 0
-        b = first
-        while b < last:
-            if real is float:
-                total = total + sb_bcew_sum_f(&x[b], &t[b], &w[b], &p[b],
-                                              min(SB_LANE_BLOCK, last - b))
-            else:
-                total = total + sb_bcew_sum_d(&x[b], &t[b], &w[b], &p[b],
-                                              min(SB_LANE_BLOCK, last - b))
-            b = b + SB_LANE_BLOCK
-        parts[k] = total
-
-
-def weighted_bce_grad(const real[::1] x, const real[::1] t, const real[::1] w,
-                      const real[::1] p, real scale, real[::1] out, int num_threads):
-    """``out = scale * w ((1 + (p - 1) t) sigmoid(x) - p t)``, the input gradient of
-    :func:`weighted_bce_sums`' terms."""
-    cdef Py_ssize_t n = x.shape[0], blocks = (n + BLOCK - 1) // BLOCK, i, start
-    for i in prange(blocks, nogil=True, schedule="static", num_threads=num_threads):
-        start = i * BLOCK
-        if real is float:
-            sb_bcew_grad_f(&x[start], &t[start], &w[start], &p[start], scale, &out[start],
-                           min(BLOCK, n - start))
-        else:
-            sb_bcew_grad_d(&x[start], &t[start], &w[start], &p[start], scale, &out[start],
-                           min(BLOCK, n - start))
+        _block_grad(kind, &x[start], &t[start], &w[start] if weighted else NULL,
+                    &p[start] if weighted else NULL, scale, &out[start],
+                    min(BLOCK, n - start))

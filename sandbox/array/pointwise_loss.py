@@ -50,11 +50,8 @@ def loss_sum(kind: str, x: np.ndarray, t: np.ndarray, weights=None) -> float:
     """
     n = x.size
     parts = np.empty(max(1, -(-n // CHUNK)))
-    if weights is None:
-        _loss.loss_sums(KINDS[kind], _flat(x), _flat(t), parts, kernel_threads(n))
-    else:
-        _loss.weighted_bce_sums(_flat(x), _flat(t), *map(_flat, weights), parts,
-                                kernel_threads(n))
+    _loss.loss_sums(KINDS[kind], _flat(x), _flat(t), *_weights(weights, x.dtype), parts,
+                    kernel_threads(n))
     return float(sum(parts.tolist()))  # the chunks in order
 
 
@@ -64,13 +61,17 @@ def loss_grad(kind: str, x: np.ndarray, t: np.ndarray, scale: float,
     t)``, ``sign(x - t)`` or ``sigmoid(x) - t``, with ``weights`` (as for :func:`loss_sum`)
     ``w ((1 + (p - 1) t) sigmoid(x) - p t)`` (a new array of ``x``'s shape)."""
     out = np.empty(x.shape, x.dtype)
-    if weights is None:
-        _loss.loss_grad(KINDS[kind], _flat(x), _flat(t), x.dtype.type(scale),
-                        out.reshape(-1), kernel_threads(x.size))
-    else:
-        _loss.weighted_bce_grad(_flat(x), _flat(t), *map(_flat, weights),
-                                x.dtype.type(scale), out.reshape(-1), kernel_threads(x.size))
+    _loss.loss_grad(KINDS[kind], _flat(x), _flat(t), *_weights(weights, x.dtype),
+                    x.dtype.type(scale), out.reshape(-1), kernel_threads(x.size))
     return out
+
+
+def _weights(weights, dtype) -> tuple:
+    """The kernels' ``(w, p)``: the weights flat, or two empty arrays (unweighted)."""
+    if weights is None:
+        none = np.empty(0, dtype)
+        return none, none
+    return tuple(_flat(a) for a in weights)
 
 
 def _flat(a: np.ndarray) -> np.ndarray:
