@@ -4,11 +4,14 @@
 # C, in both builds.  So every index must be in range and non-negative.
 # Cross-entropy with class-index targets (sandbox/functional/_loss.py): the two steps
 # numpy has no fast form for, picking each element's target class along the class
-# axis and the gradient that differs at it.  The exponentials stay numpy's (its
-# vectorised exp).  Kernel contract: pyx/fused.pxd; every (n, p) element is one
-# iteration's, so results do not depend on the thread count.  setup.py compiles this
-# file with -ffp-contract=off: the gradient's s - prob * s must round as numpy's
-# separate multiply and subtract.
+# axis and the gradient that differs at it.  And the pointwise losses reduced to a sum
+# (sandbox/array/pointwise_loss.py): MSE, L1 and binary cross-entropy on logits (with
+# its weights), their values and input gradients in one pass each.  Kernel contract:
+# pyx/fused.pxd; every element is one iteration's, and the sums run over chunks the
+# caller fixes, so results do not depend on the thread count.  setup.py compiles this
+# file with -ffp-contract=off (the cross-entropy gradient's s - prob * s rounds as
+# numpy's separate multiply and subtract) and -fno-trapping-math (the losses' selects
+# become vector blends).
 
 from cython.parallel cimport prange
 
@@ -64,14 +67,17 @@ cdef extern from *:
     SB_LOSS_KIND(l1, T, S, FABS(v - w), v > w ? (T) 1 : v < w ? (T) -1 : (v - w))       \
     SB_LOSS_KIND(bce, T, S, (v > 0 ? v : 0) - v * w + LOG1P01(EXP(-FABS(v))),            \
                  sb_sigmoid_value_##S(v) - w)                                            \
+    /* the sum of a block's values (n <= SB_LANE_BLOCK), in lanes */                    \
+    static double sb_values_sum_##S(const T* buf, Py_ssize_t n) {                       \
+        SB_LANES(T, S, s);                                                              \
+        SB_LANE_SUM(T, s, 0, n, SB_LANE_LOAD(S, buf + at), buf[i]);                     \
+        return SB_LANE_FOLD(T, s); }                                                    \
     static double sb_loss_sum_##S(int kind, const T* x, const T* t, Py_ssize_t n) {     \
-        T buf[SB_LANE_BLOCK];                                                            \
-        SB_LANES(T, S, s);                                                               \
-        if (kind == SB_LOSS_MSE) sb_loss_values_mse_##S(x, t, buf, n);                   \
-        else if (kind == SB_LOSS_L1) sb_loss_values_l1_##S(x, t, buf, n);                \
-        else sb_loss_values_bce_##S(x, t, buf, n);                                       \
-        SB_LANE_SUM(T, s, 0, n, SB_LANE_LOAD(S, buf + at), buf[i]);                      \
-        return SB_LANE_FOLD(T, s); }                                                     \
+        T buf[SB_LANE_BLOCK];                                                           \
+        if (kind == SB_LOSS_MSE) sb_loss_values_mse_##S(x, t, buf, n);                  \
+        else if (kind == SB_LOSS_L1) sb_loss_values_l1_##S(x, t, buf, n);               \
+        else sb_loss_values_bce_##S(x, t, buf, n);                                      \
+        return sb_values_sum_##S(buf, n); }                                             \
     static void sb_loss_grad_##S(int kind, const T* x, const T* t, T scale, T* out,     \
             Py_ssize_t n) {                                                              \
         if (kind == SB_LOSS_MSE) sb_loss_grad_mse_##S(x, t, scale, out, n);              \
@@ -94,10 +100,8 @@ cdef extern from *:
     static double sb_bcew_sum_##S(const T* x, const T* t, const T* w, const T* p,       \
             Py_ssize_t n) {                                                              \
         T buf[SB_LANE_BLOCK];                                                            \
-        SB_LANES(T, S, s);                                                               \
         sb_bcew_values_##S(x, t, w, p, buf, n);                                          \
-        SB_LANE_SUM(T, s, 0, n, SB_LANE_LOAD(S, buf + at), buf[i]);                      \
-        return SB_LANE_FOLD(T, s); }
+        return sb_values_sum_##S(buf, n); }
     SB_POINTWISE_LOSS(float, f, fabsf, sb_expf, sb_log1p01f)
     SB_POINTWISE_LOSS(double, d, fabs, sb_exp, sb_log1p01)
     """

@@ -28,38 +28,35 @@ cdef extern from "simd_clones.h":
     pass  # SB_CLONES, used by the C below
 
 cdef extern from "lane_sums.h":
-    pass  # SB_LANES, SB_LANE_SUM, SB_LANE_FOLD: layer norm's block sums
+    pass  # SB_LANES, SB_LANE_SUM, SB_LANE_FOLD: the sums' lanes and their fold
 
 cdef extern from *:
     """
     #include <string.h>
-    /* the 16 partial sums in a fixed tree: lane j + 8 onto lane j, then pairs */
-    #define SB_FOLD16(s, t)                                                             \
-        for (int j = 0; j < 8; j++) t[j] = s[j] + s[j + 8];                             \
-        return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+    /* 16 partial sums in double, folded by lane_sums.h's tree (SB_LANE_FOLD) */
     #define SB_NORM(T, S)                                                                \
     SB_CLONES static double sb_sum_##S(const T* restrict p, Py_ssize_t n) {             \
-        double s[16] = {0}, t[8];                                                       \
+        double s[16] = {0};                                                             \
         Py_ssize_t i = 0;                                                               \
         for (; i + 15 < n; i += 16)                                                     \
             for (int j = 0; j < 16; j++) s[j] += p[i + j];                              \
         for (; i < n; i++) s[0] += p[i];                                                \
-        SB_FOLD16(s, t) }                                                               \
+        return SB_LANE_FOLD(double, s); }                                               \
     SB_CLONES static double sb_sq_dev_##S(const T* restrict p, Py_ssize_t n, double mu) { \
-        double s[16] = {0}, t[8], d;                                                    \
+        double s[16] = {0}, d;                                                          \
         Py_ssize_t i = 0;                                                               \
         for (; i + 15 < n; i += 16)                                                     \
             for (int j = 0; j < 16; j++) { d = p[i + j] - mu; s[j] += d * d; }          \
         for (; i < n; i++) { d = p[i] - mu; s[0] += d * d; }                            \
-        SB_FOLD16(s, t) }                                                               \
+        return SB_LANE_FOLD(double, s); }                                               \
     SB_CLONES static double sb_dot_##S(const T* restrict a, const T* restrict b,       \
             Py_ssize_t n) {                                                             \
-        double s[16] = {0}, t[8];                                                       \
+        double s[16] = {0};                                                             \
         Py_ssize_t i = 0;                                                               \
         for (; i + 15 < n; i += 16)                                                     \
             for (int j = 0; j < 16; j++) s[j] += (double)a[i + j] * b[i + j];           \
         for (; i < n; i++) s[0] += (double)a[i] * b[i];                                 \
-        SB_FOLD16(s, t) }                                                               \
+        return SB_LANE_FOLD(double, s); }                                               \
     SB_CLONES static void sb_mask_##S(const T* restrict g, const T* restrict y,         \
             T* restrict out, Py_ssize_t n) {                                            \
         for (Py_ssize_t i = 0; i < n; i++) out[i] = g[i] * (T)(y[i] > 0); }             \
@@ -564,8 +561,8 @@ def layer_norm_forward(const real[:, ::1] x, const real[::1] weight, const real[
 
 cdef inline void _ln_row_grad(const real* g, const real* x, real m, real s, const real* w,
                               real* gx, Py_ssize_t n) noexcept nogil:
-    """One row's input gradient: its two sums in double, their means rounded once, then
-    ``gx = s (d - a - xhat c)``."""
+    """One row's input gradient: its two sums (lanes of ``real`` by blocks, then double),
+    their means rounded once, then ``gx = s (d - a - xhat c)``."""
     cdef double sum_d = 0, sum_dx = 0
     if real is float:
         sb_ln_row_sums_f(g, x, m, s, w, n, &sum_d, &sum_dx)

@@ -82,7 +82,7 @@ cdef extern from *:
     /* the row form (inner = 1): C contiguous classes, reductions in 8 lanes */         \\
     SB_CLONES static void sb_softmax_row_##S(const T* restrict x, T* restrict out,     \\
             Py_ssize_t C, int as_log) {                                                   \\
-        T m8[8], s8[8], m, s;                                                           \\
+        T m8[8], m, s;                                                                  \\
         Py_ssize_t c, k, body = C - C % 8;                                              \\
         m = x[0];                                                                       \\
         for (k = 0; k < 8; k++) m8[k] = m;                                              \\
@@ -96,9 +96,8 @@ cdef extern from *:
             sb_lanes_##S acc[NV] = {{0}};                                               \\
             for (c = 0; c < body; c += 8)                                               \\
                 for (int v = 0; v < NV; v++) acc[v] += SB_LANE_LOAD(S, out + c + v * L); \\
-            memcpy(s8, acc, sizeof s8);                                                 \\
+            s = SB_LANE_FOLD8(T, acc);                                                  \\
         }                                                                               \\
-        s = ((s8[0] + s8[1]) + (s8[2] + s8[3])) + ((s8[4] + s8[5]) + (s8[6] + s8[7]));  \\
         for (c = body; c < C; c++) s += out[c];                                         \\
         if (as_log) { T ls = LOG(s); for (c = 0; c < C; c++) out[c] = (x[c] - m) - ls; }\\
         else { for (c = 0; c < C; c++) out[c] = out[c] / s; } }                         \\
@@ -107,7 +106,7 @@ cdef extern from *:
         /* the 8 lanes as vectors (gcc left an array of 8 partial sums scalar) */       \\
         enum { L = 32 / sizeof(T), NV = 8 / L };                                        \\
         sb_lanes_##S acc[NV] = {{0}};                                                   \\
-        T d8[8], d;                                                                     \\
+        T d;                                                                            \\
         Py_ssize_t c, body = C - C % 8;                                                 \\
         if (as_log) {                                                                   \\
             for (c = 0; c < body; c += 8)                                               \\
@@ -117,8 +116,7 @@ cdef extern from *:
                 for (int v = 0; v < NV; v++)                                            \\
                     acc[v] += SB_LANE_LOAD(S, g + c + v * L) * SB_LANE_LOAD(S, y + c + v * L); \\
         }                                                                               \\
-        memcpy(d8, acc, sizeof d8);                                                     \\
-        d = ((d8[0] + d8[1]) + (d8[2] + d8[3])) + ((d8[4] + d8[5]) + (d8[6] + d8[7]));  \\
+        d = SB_LANE_FOLD8(T, acc);                                                      \\
         for (c = body; c < C; c++) d += as_log ? g[c] : g[c] * y[c];                       \\
         if (as_log) { for (c = 0; c < C; c++) out[c] = g[c] - EXP(y[c]) * d; }             \\
         else { for (c = 0; c < C; c++) out[c] = y[c] * (g[c] - d); } }

@@ -9,8 +9,8 @@
  * left 16 float partial sums in an array scalar): SB_LANES(T, S, s) declares 16 / lanes
  * of them, zeroed; SB_LANE_SUM adds a block's terms, 16 a step (VEXPR: the vector of
  * terms at element `at`), the rest one by one into lane i % 16 (EXPR: the term of
- * element i); SB_LANE_FOLD folds them (lane j + 8 onto lane j, then pairs) into a
- * double.  Element i always lands in lane i % 16 of its block, so the bits depend on
+ * element i); SB_LANE_FOLD folds them (lane j + 8 onto lane j, then pairs: SB_LANE_FOLD8)
+ * into a double.  Element i always lands in lane i % 16 of its block, so the bits depend on
  * the block, never on the threads. */
 #ifndef SANDBOX_LANE_SUMS_H
 #define SANDBOX_LANE_SUMS_H
@@ -30,10 +30,15 @@ typedef double sb_lanes_d __attribute__((vector_size(32)));
         for (int v = 0; v < NV_; v++) { const Py_ssize_t at = i + v * L_; s[v] += VEXPR; } \
     for (; i < (end); i++) s[(i % 16) / L_][i % L_] += EXPR;                              \
 } while (0)
+/* 8 lanes of T at p (an array, or vectors of lanes) in a fixed tree of pairs, as a T */
+#define SB_LANE_FOLD8(T, p) ({                                                            \
+    T t_[8];                                                                              \
+    memcpy(t_, p, sizeof t_);                                                             \
+    ((t_[0] + t_[1]) + (t_[2] + t_[3])) + ((t_[4] + t_[5]) + (t_[6] + t_[7])); })
 #define SB_LANE_FOLD(T, s) ({                                                             \
-    T l_[16], t_[8];                                                                      \
+    T l_[16], h_[8];                                                                      \
     memcpy(l_, s, sizeof l_);                                                             \
-    for (int j = 0; j < 8; j++) t_[j] = l_[j] + l_[j + 8];                                \
-    (double) (((t_[0] + t_[1]) + (t_[2] + t_[3])) + ((t_[4] + t_[5]) + (t_[6] + t_[7]))); })
+    for (int j = 0; j < 8; j++) h_[j] = l_[j] + l_[j + 8];                                \
+    (double) SB_LANE_FOLD8(T, h_); })
 
 #endif

@@ -372,8 +372,8 @@ _LN_CHUNKS = 16
 def layer_norm(input, length, weight=None, bias=None, eps=1e-5):
     """Layer normalisation over the last axes (their product ``length``), with an
     elementwise affine, as ``torch.nn.functional.layer_norm``; the kernels' rows on every
-    thread (``pyx/_norm.pyx``: statistics in double, one pass each for the moments and the
-    output).
+    thread (``pyx/_norm.pyx``: a row's mean and squared deviations in lanes of its dtype
+    by blocks, then double; then the output with its affine in one pass).
 
     Parameters
     ----------

@@ -3,11 +3,12 @@ cross-entropy on logits, and their input gradients (``pyx/_loss.pyx``).
 
 PyTorch runs each as one pass; composed of tensor ops (a difference, a square, a mean
 and their backward) MSE had made eight passes over the batch and taken 1.95x PyTorch's
-time at 1 thread, and BCE on logits (softplus, a product, a difference, a mean)
-3.7x-4.1x (forward + backward of a (8, 16, 64, 64) float32 map, ``python
-benchmarks/bench_ops_vs_torch.py --ops mse_loss bce_with_logits``; AMD EPYC family 25
-model 1 VM).  The sum is cut into chunks of :data:`CHUNK` elements whatever the thread
-count, each chunk's summed in blocks in the input's dtype and the blocks in double
+time at 1 thread and 1.94x at 2, BCE on logits (softplus, a product, a difference, a
+mean) 3.67x and 4.13x; on these kernels 0.88x / 0.80x and 0.52x / 0.49x (forward +
+backward of a (8, 16, 64, 64) float32 map, ``python benchmarks/bench_ops_vs_torch.py
+--threads 1 2 --ops mse_loss bce_with_logits``; AMD EPYC family 25 model 1 VM).  The
+sum is cut into chunks of :data:`CHUNK` elements whatever the thread count, each
+chunk's summed in blocks in the input's dtype and the blocks in double
 (``pyx/lane_sums.h``), the chunks added in order: the same bits for any thread count.
 """
 

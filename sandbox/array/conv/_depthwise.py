@@ -64,7 +64,7 @@ def _kernel(weight: np.ndarray, nd: int) -> np.ndarray:
     return w.reshape(w.shape[0], *((1,) if nd == 2 else ()), *w.shape[2:])
 
 
-_VECTOR_ELEMENTS = 8  # depthwise_rows.h's vectors: 32 bytes
+_VECTOR_ELEMENTS = 8  # depthwise_rows.h's vectors: 32 bytes, 8 floats at most
 
 
 class _Box(NamedTuple):
@@ -120,31 +120,32 @@ def _scratch(box, threads, dtype) -> np.ndarray:
     return np.zeros((threads, math.prod(box.shape) + _VECTOR_ELEMENTS), dtype)
 
 
+def _stencil(walk, source, weight, out, plan, adjoint):
+    """``out`` (overwritten) from ``source`` and ``weight``: the forward (``walk`` the
+    kernels' forward) or the input gradient (``walk`` their input_grad, ``source`` the
+    output gradient, ``adjoint`` True), on the padded box where every stride is 1 and
+    the weight is finite (an infinity must skip the padding, as PyTorch's does), else on
+    the walk."""
+    nd = plan.nd
+    sv, wv, ov = _volume(source, nd), _kernel(weight, nd), _volume(out, nd)
+    threads = kernel_threads(out.size)
+    box = _box(plan, wv, sv.shape, adjoint_of=ov.shape[2:] if adjoint else None)
+    if box is None or out.size == 0 or not np.isfinite(wv).all():
+        walk(sv, wv, ov, *_geometry(plan), threads)
+    else:
+        _depthwise.correlate(sv, wv.reshape(wv.shape[0], -1), ov, box.offsets, *box.place,
+                             *box.shape, _scratch(box, threads, out.dtype), threads)
+
+
 def forward(x, weight, bias, plan, y) -> None:
     """``y = conv(x, weight, bias)`` (``y`` (N, C, *out_size) C-contiguous, overwritten)."""
-    nd = plan.nd
-    xv, wv, yv = _volume(x, nd), _kernel(weight, nd), _volume(y, nd)
-    threads = kernel_threads(y.size)
-    box = _box(plan, wv, xv.shape)
-    if box is None or y.size == 0 or not np.isfinite(wv).all():
-        _depthwise.forward(xv, wv, yv, *_geometry(plan), threads)
-    else:
-        _depthwise.correlate(xv, wv.reshape(wv.shape[0], -1), yv, box.offsets, *box.place,
-                             *box.shape, _scratch(box, threads, x.dtype), threads)
+    _stencil(_depthwise.forward, x, weight, y, plan, adjoint=False)
     add_bias(y, bias)
 
 
 def input_grad(grad_output, weight, plan, gx) -> None:
     """The input gradient into ``gx`` (the input's shape, C-contiguous, overwritten)."""
-    nd = plan.nd
-    gv, wv, gxv = _volume(grad_output, nd), _kernel(weight, nd), _volume(gx, nd)
-    threads = kernel_threads(gx.size)
-    box = _box(plan, wv, gv.shape, adjoint_of=gxv.shape[2:])
-    if box is None or gx.size == 0 or not np.isfinite(wv).all():
-        _depthwise.input_grad(gv, wv, gxv, *_geometry(plan), threads)
-    else:
-        _depthwise.correlate(gv, wv.reshape(wv.shape[0], -1), gxv, box.offsets, *box.place,
-                             *box.shape, _scratch(box, threads, gx.dtype), threads)
+    _stencil(_depthwise.input_grad, grad_output, weight, gx, plan, adjoint=True)
 
 
 def weight_grad(grad_output, x, plan, weight_shape) -> np.ndarray:
