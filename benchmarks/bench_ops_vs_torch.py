@@ -1,8 +1,9 @@
 """Everyday layers against PyTorch: forward + backward of one op through the public API.
 
 Activations, normalisations, pooling, a depthwise convolution, an up-convolution,
-dropout, softmax, losses (cross-entropy, MSE, L1, BCE on logits, against fixed targets)
-and elementwise arithmetic as a network written by hand calls them
+dropout, softmax, losses (cross-entropy, MSE, L1, BCE on logits alone and with a positive
+weight per channel, against fixed targets) and elementwise arithmetic as a network
+written by hand calls them
 (``sandbox.functional`` and ``torch.nn.functional``), each on the same float32 input
 ((8, 16, 64, 64) unless ``--shape``), its output's gradient all ones; ours and
 PyTorch's calls interleaved in one process, medians of ``--repeat``, at each
@@ -32,11 +33,13 @@ def _classes(a, lib):
 
 
 def _regression(a, lib):
-    """A normal float target and a 0/1 one, of ``a``'s shape and dtype, of ``lib``."""
+    """A normal float target and a 0/1 one, of ``a``'s shape and dtype, and a positive
+    weight per channel ((C, 1, ...), for class imbalance), of ``lib``."""
     rng = np.random.default_rng(5)
     t = rng.standard_normal(a.shape).astype(np.float32)
     b = rng.integers(0, 2, a.shape).astype(np.float32)
-    return lib.from_numpy(t), lib.from_numpy(b)
+    pw = np.linspace(0.5, 3, a.shape[1], dtype=np.float32).reshape(-1, *(1,) * (a.ndim - 2))
+    return lib.from_numpy(t), lib.from_numpy(b), lib.from_numpy(pw)
 
 
 def _affine(a, lib):
@@ -93,6 +96,11 @@ def _ops(F, TF, torch, sandbox):
         "bce_with_logits": (
             lambda a: F.binary_cross_entropy_with_logits(a, regression(a, 0)[1]),
             lambda a: TF.binary_cross_entropy_with_logits(a, regression(a, 1)[1])),
+        "bce_pos_weight": (
+            lambda a: F.binary_cross_entropy_with_logits(a, regression(a, 0)[1],
+                                                         pos_weight=regression(a, 0)[2]),
+            lambda a: TF.binary_cross_entropy_with_logits(a, regression(a, 1)[1],
+                                                          pos_weight=regression(a, 1)[2])),
         "dropout": (lambda a: F.dropout(a, 0.2, training=True),
                     lambda a: TF.dropout(a, 0.2, training=True)),
         "add": (lambda a: a + a, lambda a: a + a),
