@@ -9,21 +9,19 @@
 #
 # Arrays are viewed as (N, C, L): batch norm reduces each channel c over N and L;
 # group norm views its input as (1, N*G, L') so that the same kernels reduce
-# each (sample, group).  Sums accumulate in double (PyTorch's CPU accumulation
-# type for float32), with four (sums) or eight (squares, products) partial sums
-# to break the add dependency chain.
+# each (sample, group).  Every sum runs lane_sums.h's 16 lanes of the element type
+# over blocks of SB_LANE_BLOCK elements of a plane or row, and adds the blocks in
+# double (the accumulation type; a lane holds at most 64 terms).
 
 from cython.parallel cimport parallel, prange
 from libc.math cimport sqrt
-from libc.stdlib cimport free, malloc
 from fused cimport real
 
 
 # The inner loops in C, each with an AVX2 clone chosen at load time (gcc
 # target_clones; the baseline x86-64 build vectorises at most 2 doubles or 4 floats
-# wide).  Same operations in the same order as before: sums in double with four
-# (plain sums) or eight (squares, products) partial sums that break the add
-# dependency chain, so every clone gives the same bits.
+# wide).  Every clone runs the same operations in the same order, so gives the same
+# bits; element i of a block always lands in lane i % 16.
 cdef extern from "simd_clones.h":
     pass  # SB_CLONES, used by the C below
 
@@ -33,33 +31,52 @@ cdef extern from "lane_sums.h":
 cdef extern from *:
     """
     #include <string.h>
-    /* 16 partial sums in double, folded by lane_sums.h's tree (SB_LANE_FOLD) */
-    #define SB_NORM(T, S)                                                                \
-    SB_CLONES static double sb_sum_##S(const T* restrict p, Py_ssize_t n) {             \
-        double s[16] = {0};                                                             \
-        Py_ssize_t i = 0;                                                               \
-        for (; i + 15 < n; i += 16)                                                     \
-            for (int j = 0; j < 16; j++) s[j] += p[i + j];                              \
-        for (; i < n; i++) s[0] += p[i];                                                \
-        return SB_LANE_FOLD(double, s); }                                               \
-    SB_CLONES static double sb_sq_dev_##S(const T* restrict p, Py_ssize_t n, double mu) { \
-        double s[16] = {0}, d;                                                          \
-        Py_ssize_t i = 0;                                                               \
-        for (; i + 15 < n; i += 16)                                                     \
-            for (int j = 0; j < 16; j++) { d = p[i + j] - mu; s[j] += d * d; }          \
-        for (; i < n; i++) { d = p[i] - mu; s[0] += d * d; }                            \
-        return SB_LANE_FOLD(double, s); }                                               \
-    SB_CLONES static double sb_dot_##S(const T* restrict a, const T* restrict b,       \
-            Py_ssize_t n) {                                                             \
-        double s[16] = {0};                                                             \
-        Py_ssize_t i = 0;                                                               \
-        for (; i + 15 < n; i += 16)                                                     \
-            for (int j = 0; j < 16; j++) s[j] += (double)a[i + j] * b[i + j];           \
-        for (; i < n; i++) s[0] += (double)a[i] * b[i];                                 \
-        return SB_LANE_FOLD(double, s); }                                               \
-    SB_CLONES static void sb_mask_##S(const T* restrict g, const T* restrict y,         \
-            T* restrict out, Py_ssize_t n) {                                            \
-        for (Py_ssize_t i = 0; i < n; i++) out[i] = g[i] * (T)(y[i] > 0); }             \
+    /* Sums in 16 lanes of T by blocks of SB_LANE_BLOCK, each block folded and added in
+     * double (lane_sums.h): sum(p); sum((p - m)^2) about the mean rounded to T, m; and, in
+     * one pass, sum(gm) and sum(gm * x) with gm = g * (y > 0) when y is given (batch norm
+     * + ReLU's backward: a product with 1 or +0, as ReLU's own backward computes it),
+     * else gm = g. */
+    #define SB_BLOCKS(T, S, n, SUM_A_BLOCK) do {                                            \
+        for (Py_ssize_t b = 0; b < (n); b += SB_LANE_BLOCK) {                             \
+            const Py_ssize_t end = b + SB_LANE_BLOCK < (n) ? b + SB_LANE_BLOCK : (n);     \
+            SUM_A_BLOCK; } } while (0)
+    /* g's lanes at `at` times 1 or +0 where y's are > 0 or not, as ReLU's backward */
+    #define SB_MASKED(S, g, y, at) ({                                                       \
+        const sb_mask_##S one_ = (sb_mask_##S) ((sb_lanes_##S) {0} + 1);                  \
+        SB_LANE_LOAD(S, (g) + (at))                                                         \
+            * (sb_lanes_##S) (one_ & (sb_mask_##S) (SB_LANE_LOAD(S, (y) + (at)) > 0)); })
+    #define SB_NORM(T, S, INT)                                                              \
+    typedef INT sb_mask_##S __attribute__((vector_size(32)));                             \
+    SB_CLONES static double sb_sum_##S(const T* restrict p, Py_ssize_t n) {                \
+        double total = 0;                                                                   \
+        SB_BLOCKS(T, S, n, SB_LANES(T, S, s);                                               \
+                  SB_LANE_SUM(T, s, b, end, SB_LANE_LOAD(S, p + at), p[i]);                 \
+                  total += SB_LANE_FOLD(T, s));                                             \
+        return total; }                                                                     \
+    SB_CLONES static double sb_sq_dev_##S(const T* restrict p, Py_ssize_t n, T m) {       \
+        double total = 0;                                                                   \
+        SB_BLOCKS(T, S, n, SB_LANES(T, S, s);                                               \
+                  SB_LANE_SUM(T, s, b, end,                                                 \
+                              (SB_LANE_LOAD(S, p + at) - m) * (SB_LANE_LOAD(S, p + at) - m), \
+                              (p[i] - m) * (p[i] - m));                                     \
+                  total += SB_LANE_FOLD(T, s));                                             \
+        return total; }                                                                     \
+    SB_CLONES static void sb_plane_sums_##S(const T* restrict g, const T* restrict x,      \
+            const T* restrict y, Py_ssize_t n, double* sum_g, double* sum_gx) {             \
+        double total_g = 0, total_gx = 0;                                                   \
+        SB_BLOCKS(T, S, n, SB_LANES(T, S, a); SB_LANES(T, S, c);                            \
+            if (y)                                                                          \
+                SB_LANE_SUM2(T, a, c, b, end, SB_MASKED(S, g, y, at),                      \
+                             SB_MASKED(S, g, y, at) * SB_LANE_LOAD(S, x + at),             \
+                             g[i] * (T) (y[i] > 0), g[i] * (T) (y[i] > 0) * x[i]);          \
+            else                                                                            \
+                SB_LANE_SUM2(T, a, c, b, end, SB_LANE_LOAD(S, g + at),                      \
+                             SB_LANE_LOAD(S, g + at) * SB_LANE_LOAD(S, x + at),             \
+                             g[i], g[i] * x[i]);                                            \
+            total_g += SB_LANE_FOLD(T, a);                                                  \
+            total_gx += SB_LANE_FOLD(T, c));                                                \
+        *sum_g = total_g;                                                                   \
+        *sum_gx = total_gx; }                                                               \
     SB_CLONES static void sb_affine_##S(const T* restrict x, T* restrict out, T a, T b, \
             Py_ssize_t n) {                                                             \
         for (Py_ssize_t i = 0; i < n; i++) out[i] = x[i] * a + b; }                     \
@@ -74,8 +91,8 @@ cdef extern from *:
             const T* restrict y, T* restrict out, T a, T b, T c, Py_ssize_t n) {        \
         for (Py_ssize_t i = 0; i < n; i++) {                                            \
             T gm = g[i] * (T)(y[i] > 0); out[i] = a * gm + b * x[i] + c; } }
-    SB_NORM(float, f)
-    SB_NORM(double, d)
+    SB_NORM(float, f, int)
+    SB_NORM(double, d, long long)
 
     /* Layer norm along a row of n: y = (x - m) s w + b (w, b optional: NULL), and its
      * input gradient gx = s (d - a - xhat c) with d = g w, xhat = (x - m) s, where a and
@@ -84,22 +101,8 @@ cdef extern from *:
     #define SB_LAYER_NORM(T, S)                                                                 \
     SB_CLONES static void sb_ln_stats_##S(const T* restrict x, Py_ssize_t n, double* mean,      \
             double* sq_dev) {                                                                   \
-        double total = 0, dev = 0;                                                              \
-        for (Py_ssize_t b = 0; b < n; b += SB_LANE_BLOCK) {                                       \
-            const Py_ssize_t end = b + SB_LANE_BLOCK < n ? b + SB_LANE_BLOCK : n;                   \
-            SB_LANES(T, S, s);                                                                  \
-            SB_LANE_SUM(T, s, b, end, SB_LANE_LOAD(S, x + at), x[i]);                      \
-            total += SB_LANE_FOLD(T, s); }                                                        \
-        const T m = (T) (total / n);                                                            \
-        for (Py_ssize_t b = 0; b < n; b += SB_LANE_BLOCK) {                                       \
-            const Py_ssize_t end = b + SB_LANE_BLOCK < n ? b + SB_LANE_BLOCK : n;                   \
-            SB_LANES(T, S, s);                                                                  \
-            SB_LANE_SUM(T, s, b, end,                                                    \
-                            (SB_LANE_LOAD(S, x + at) - m) * (SB_LANE_LOAD(S, x + at) - m),          \
-                            (x[i] - m) * (x[i] - m));                                           \
-            dev += SB_LANE_FOLD(T, s); }                                                          \
-        *mean = total / n;                                                                      \
-        *sq_dev = dev; }                                                                        \
+        *mean = sb_sum_##S(x, n) / n;                                                           \
+        *sq_dev = sb_sq_dev_##S(x, n, (T) *mean); }                                             \
     SB_CLONES static void sb_ln_row_##S(const T* restrict x, T* restrict y, T m, T s,           \
             const T* restrict w, const T* restrict b, Py_ssize_t n) {                           \
         if (w && b) { for (Py_ssize_t i = 0; i < n; i++) y[i] = (x[i] - m) * s * w[i] + b[i]; } \
@@ -146,12 +149,12 @@ cdef extern from *:
     """
     double sb_sum_f(const float*, Py_ssize_t) noexcept nogil
     double sb_sum_d(const double*, Py_ssize_t) noexcept nogil
-    double sb_sq_dev_f(const float*, Py_ssize_t, double) noexcept nogil
+    double sb_sq_dev_f(const float*, Py_ssize_t, float) noexcept nogil
     double sb_sq_dev_d(const double*, Py_ssize_t, double) noexcept nogil
-    double sb_dot_f(const float*, const float*, Py_ssize_t) noexcept nogil
-    double sb_dot_d(const double*, const double*, Py_ssize_t) noexcept nogil
-    void sb_mask_f(const float*, const float*, float*, Py_ssize_t) noexcept nogil
-    void sb_mask_d(const double*, const double*, double*, Py_ssize_t) noexcept nogil
+    void sb_plane_sums_f(const float*, const float*, const float*, Py_ssize_t, double*,
+                         double*) noexcept nogil
+    void sb_plane_sums_d(const double*, const double*, const double*, Py_ssize_t, double*,
+                         double*) noexcept nogil
     void sb_affine_f(const float*, float*, float, float, Py_ssize_t) noexcept nogil
     void sb_affine_d(const double*, double*, double, double, Py_ssize_t) noexcept nogil
     void sb_affine_relu_f(const float*, float*, float, float, Py_ssize_t) noexcept nogil
@@ -193,33 +196,28 @@ cdef inline double _sum(const real* p, Py_ssize_t n) noexcept nogil:
         return sb_sum_d(p, n)
 
 
-cdef inline double _sq_dev(const real* p, Py_ssize_t n, double mu) noexcept nogil:
-    """sum((p - mu)**2), eight partial sums (the add latency bounds fewer)."""
+cdef inline double _sq_dev(const real* p, Py_ssize_t n, real m) noexcept nogil:
+    """sum((p - m)**2)."""
     if real is float:
-        return sb_sq_dev_f(p, n, mu)
+        return sb_sq_dev_f(p, n, m)
     else:
-        return sb_sq_dev_d(p, n, mu)
-
-
-cdef inline double _dot(const real* a, const real* b, Py_ssize_t n) noexcept nogil:
-    """sum(a * b) in double, eight partial sums."""
-    if real is float:
-        return sb_dot_f(a, b, n)
-    else:
-        return sb_dot_d(a, b, n)
+        return sb_sq_dev_d(p, n, m)
 
 
 cdef inline double _moments(const real[:, :, ::1] x, Py_ssize_t c, double* var) noexcept nogil:
-    """Mean (returned) and biased variance (``var``) of channel ``c`` of ``x``, two passes."""
+    """Mean (returned) and biased variance (``var``) of channel ``c`` of ``x``, two passes:
+    the sum, then the squared deviations from the mean rounded to ``real``."""
     cdef Py_ssize_t n_batch = x.shape[0], length = x.shape[2]
     cdef Py_ssize_t n
     cdef double s = 0, mu, count = <double> (n_batch * length)
+    cdef real m
     for n in range(n_batch):
         s = s + _sum(&x[n, c, 0], length)
     mu = s / count
+    m = <real> mu
     s = 0
     for n in range(n_batch):
-        s = s + _sq_dev(&x[n, c, 0], length, mu)
+        s = s + _sq_dev(&x[n, c, 0], length, m)
     var[0] = s / count
     return mu
 
@@ -239,21 +237,28 @@ def channel_moments(const real[:, :, ::1] x, double[::1] mean, double[::1] var,
             var[c] = v
 
 
+cdef inline void _plane_sums(const real* g, const real* x, const real* y, Py_ssize_t n,
+                             double* sum_g, double* sum_gx) noexcept nogil:
+    """``sum(gm)`` and ``sum(gm * x)`` of ``n`` values in one pass, ``gm = g * (y > 0)``,
+    or ``g`` where ``y`` is NULL."""
+    if real is float:
+        sb_plane_sums_f(g, x, y, n, sum_g, sum_gx)
+    else:
+        sb_plane_sums_d(g, x, y, n, sum_g, sum_gx)
+
+
 cdef inline double _sums(const real[:, :, ::1] g, const real[:, :, ::1] x,
-                         const real[:, :, ::1] y, bint masked, Py_ssize_t c, real* buf,
+                         const real[:, :, ::1] y, bint masked, Py_ssize_t c,
                          double* sum_gx) noexcept nogil:
-    """``sum(gm)`` (returned) and ``sum(gm * x)`` (``sum_gx``) of channel ``c``, with ``gm =
-    g * (y > 0)`` through the plane buffer ``buf`` when ``masked``, else ``g``."""
+    """``sum(gm)`` (returned) and ``sum(gm * x)`` (``sum_gx``) of channel ``c`` in one pass
+    over each plane, with ``gm = g * (y > 0)`` when ``masked``, else ``g``."""
     cdef Py_ssize_t n, length = g.shape[2]
-    cdef double sg = 0, sgx = 0
-    cdef const real* gp
+    cdef double sg = 0, sgx = 0, plane_g, plane_gx
     for n in range(g.shape[0]):
-        gp = &g[n, c, 0]
-        if masked:
-            _mask(gp, &y[n, c, 0], buf, length)
-            gp = buf
-        sg = sg + _sum(gp, length)
-        sgx = sgx + _dot(gp, &x[n, c, 0], length)
+        _plane_sums(&g[n, c, 0], &x[n, c, 0], &y[n, c, 0] if masked else NULL, length,
+                    &plane_g, &plane_gx)
+        sg = sg + plane_g
+        sgx = sgx + plane_gx
     sum_gx[0] = sgx
     return sg
 
@@ -270,7 +275,7 @@ def channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x, double[::1] s
     with nogil:
         for c in prange(g.shape[1], schedule="static", num_threads=num_threads):
             sgx = 0  # assigned in the loop: private to each thread
-            sum_g[c] = _sums(g, x, x, False, c, NULL, &sgx)
+            sum_g[c] = _sums(g, x, x, False, c, &sgx)
             sum_gx[c] = sgx
 
 
@@ -351,44 +356,22 @@ def affine2(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[:, :, :
 # element made the backward several times slower.
 
 
-cdef inline void _mask(const real* g, const real* y, real* out, Py_ssize_t n) noexcept nogil:
-    """``out = g * (y > 0)``: vector compares and ANDs (see -fno-trapping-math in setup.py)."""
-    if real is float:
-        sb_mask_f(g, y, out, n)
-    else:
-        sb_mask_d(g, y, out, n)
-
-
 def masked_channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x,
                         const real[:, :, ::1] y, double[::1] sum_g, double[::1] sum_gx,
                         int num_threads):
-    """Per-channel ``sum(gm)`` and ``sum(gm * x)``, ``gm = g * (y > 0)``, parallel over C.
-
-    Each (n, c) plane of ``gm`` goes through a per-thread buffer (never a whole
-    array), then the same ``_sum`` and ``_dot`` as :func:`channel_sums`.
+    """Per-channel ``sum(gm)`` and ``sum(gm * x)``, ``gm = g * (y > 0)``, parallel over C:
+    :func:`channel_sums` of ReLU's input gradient, which is never stored.
 
     Arguments: ``g`` (IN), ``x`` (IN), ``y`` (IN), ``sum_g`` (OUT), ``sum_gx`` (OUT),
     ``num_threads`` (IN).
     """
     cdef Py_ssize_t c
     cdef double sgx
-    cdef real* buf
-    cdef int failed[1]
-    cdef int* failed_flag = &failed[0]
-    failed[0] = 0
-    with nogil, parallel(num_threads=num_threads):
-        buf = <real*> malloc(g.shape[2] * sizeof(real))
-        if buf == NULL:
-            failed_flag[0] = 1  # shared write through a pointer
-        for c in prange(g.shape[1], schedule="static"):
-            if buf == NULL:
-                continue
-            sgx = 0
-            sum_g[c] = _sums(g, x, y, True, c, buf, &sgx)
+    with nogil:
+        for c in prange(g.shape[1], schedule="static", num_threads=num_threads):
+            sgx = 0  # assigned in the loop: private to each thread
+            sum_g[c] = _sums(g, x, y, True, c, &sgx)
             sum_gx[c] = sgx
-        free(buf)
-    if failed[0]:
-        raise MemoryError("masked_channel_sums: could not allocate a row buffer")
 
 
 # The per-channel scalars of batch norm, each a few float operations on C values: in numpy
@@ -490,30 +473,106 @@ def backward_fused(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[
     cdef bint masked = y is not None, grad_input = gx is not None
     cdef const real[:, :, ::1] mask_of = y if masked else x  # read only when masked
     cdef real fm = <real> (g.shape[0] * length)
-    cdef real* buf
-    cdef int failed[1]
-    cdef int* failed_flag = &failed[0]
-    failed[0] = 0
     with nogil, parallel(num_threads=num_threads):
-        buf = <real*> malloc(length * sizeof(real)) if masked else NULL
-        if masked and buf == NULL:
-            failed_flag[0] = 1  # shared write through a pointer
         for c in prange(n_chan, schedule="static"):
-            if masked and buf == NULL:
-                continue
             sgx = 0  # assigned in the loop: private to each thread
-            sg = _sums(g, x, mask_of, masked, c, buf, &sgx)
+            sg = _sums(g, x, mask_of, masked, c, &sgx)
             _backward_scalars(c, sg, sgx, mean, invstd, weight, fm, has_weight, training,
                               sum_g, sum_gxhat, a, b, shift)
-        free(buf)
         if grad_input:
             for plane in prange(g.shape[0] * n_chan, schedule="static"):
                 n = plane // n_chan
                 c = plane - n * n_chan
                 _affine2(&g[n, c, 0], &x[n, c, 0], &y[n, c, 0] if masked else NULL,
                          &gx[n, c, 0], a[c], b[c], shift[c], length, masked)
-    if failed[0]:
-        raise MemoryError("batch norm backward: could not allocate a row buffer")
+
+
+# -- group norm: (N, C, L) in groups of C / G channels of one sample -----------------------
+#
+# A group of a sample is C / G consecutive planes, one contiguous span of (C / G) * L
+# values: one iteration of the loop over the N * G groups takes its statistics, its
+# per-channel scalars and its output (or input gradient) planes, so each whole pass is
+# one parallel loop, and the result never depends on the threads.
+
+def group_norm_forward(const real[:, :, ::1] x, Py_ssize_t num_groups, double eps,
+                       const real[::1] weight, const real[::1] bias, bint has_weight,
+                       bint has_bias, real[:, :, ::1] out, real[:, ::1] mean,
+                       real[:, ::1] invstd, int num_threads):
+    """``out = (x - mean) * invstd * weight + bias`` per group of a sample: its mean and
+    ``1 / sqrt(var + eps)`` (biased variance, from the two passes of ``_moments``, in
+    double, rounded once), then per channel ``scale = invstd * weight`` and ``shift =
+    bias - mean * scale`` in ``real``, then ``x * scale + shift`` over the channel's plane.
+
+    x (IN) (N, C, L), weight, bias (IN) (C,) or anything when their flag is False, out (OUT)
+    (N, C, L), mean, invstd (OUT) (N, G).
+    """
+    cdef Py_ssize_t per_group = x.shape[1] // num_groups, length = x.shape[2]
+    cdef Py_ssize_t span = per_group * length
+    cdef Py_ssize_t group, n, g, c
+    cdef double total, dev
+    cdef real m, sd, scale, shift
+    with nogil:
+        for group in prange(x.shape[0] * num_groups, schedule="static",
+                            num_threads=num_threads):
+            n = group // num_groups
+            g = group - n * num_groups
+            total = _sum(&x[n, g * per_group, 0], span) / span
+            m = <real> total
+            dev = _sq_dev(&x[n, g * per_group, 0], span, m) / span
+            sd = <real> (1 / sqrt(dev + eps))
+            mean[n, g] = m
+            invstd[n, g] = sd
+            for c in range(g * per_group, (g + 1) * per_group):
+                scale = sd * weight[c] if has_weight else sd
+                shift = bias[c] - m * scale if has_bias else -m * scale
+                _affine(&x[n, c, 0], &out[n, c, 0], scale, shift, length, False)
+
+
+def group_norm_backward(const real[:, :, ::1] g, const real[:, :, ::1] x,
+                        const real[:, ::1] mean, const real[:, ::1] invstd,
+                        const real[::1] weight, bint has_weight, double[:, ::1] sum_g,
+                        double[:, ::1] sum_gxhat, real[:, :, ::1] gx, int num_threads):
+    """Group norm's backward per group of a sample: each plane's ``sum(g)`` and ``sum(g *
+    x)`` (one pass), ``sum(g * xhat) = invstd * (sum(g x) - mean sum(g))``, then, when
+    ``gx`` is not None, ``gx = invstd * (d - mean(d) - xhat * mean(d * xhat))`` with ``d = g
+    * weight``, written ``a * g + b * x + shift`` per channel (coefficients in double,
+    rounded once).
+
+    g, x (IN) (N, C, L), mean, invstd (IN) (N, G), weight (IN) (C,) or anything when
+    ``has_weight`` is False, sum_g, sum_gxhat (OUT) (N, C) per plane (the bias's and the
+    weight's gradients are their sums over N), gx (OUT) (N, C, L) or None.
+    """
+    cdef Py_ssize_t num_groups = mean.shape[1]
+    cdef Py_ssize_t per_group = g.shape[1] // num_groups, length = g.shape[2]
+    cdef double count = <double> (per_group * length)
+    cdef Py_ssize_t group, n, k, c
+    cdef double sg, sgx, m, inv, w, mean_d, mean_dx
+    cdef bint grad_input = gx is not None
+    with nogil:
+        for group in prange(g.shape[0] * num_groups, schedule="static",
+                            num_threads=num_threads):
+            n = group // num_groups
+            k = group - n * num_groups
+            m = mean[n, k]
+            inv = invstd[n, k]
+            mean_d = 0
+            mean_dx = 0
+            for c in range(k * per_group, (k + 1) * per_group):
+                _plane_sums(&g[n, c, 0], &x[n, c, 0], NULL, length, &sg, &sgx)
+                sum_g[n, c] = sg
+                sum_gxhat[n, c] = inv * (sgx - m * sg)
+                w = weight[c] if has_weight else 1
+                mean_d = mean_d + sg * w
+                mean_dx = mean_dx + sum_gxhat[n, c] * w
+            if not grad_input:
+                continue
+            mean_d = mean_d / count
+            mean_dx = mean_dx / count
+            for c in range(k * per_group, (k + 1) * per_group):
+                w = weight[c] if has_weight else 1
+                _affine2(&g[n, c, 0], &x[n, c, 0], NULL, &gx[n, c, 0], <real> (inv * w),
+                         <real> (-inv * inv * mean_dx),
+                         <real> (inv * (inv * mean_dx * m - mean_d)), length, False)
 
 
 # -- layer norm: rows (R, L) normalised along L, an elementwise affine over L --------------

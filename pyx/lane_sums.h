@@ -9,7 +9,7 @@
  * left 16 float partial sums in an array scalar): SB_LANES(T, S, s) declares 16 / lanes
  * of them, zeroed; SB_LANE_SUM adds a block's terms, 16 a step (VEXPR: the vector of
  * terms at element `at`), the rest one by one into lane i % 16 (EXPR: the term of
- * element i); SB_LANE_FOLD folds them (lane j + 8 onto lane j, then pairs: SB_LANE_FOLD8)
+ * element i), SB_LANE_SUM2 two such sums in one pass; SB_LANE_FOLD folds them (lane j + 8 onto lane j, then pairs: SB_LANE_FOLD8)
  * into a double.  Element i always lands in lane i % 16 of its block, so the bits depend on
  * the block, never on the threads. */
 #ifndef SANDBOX_LANE_SUMS_H
@@ -29,6 +29,20 @@ typedef double sb_lanes_d __attribute__((vector_size(32)));
     for (; i + 15 < (end); i += 16)                                                       \
         for (int v = 0; v < NV_; v++) { const Py_ssize_t at = i + v * L_; s[v] += VEXPR; } \
     for (; i < (end); i++) s[(i % 16) / L_][i % L_] += EXPR;                              \
+} while (0)
+/* Two sums over one block in one pass, each as SB_LANE_SUM's: SVEXPR/SEXPR into s,
+ * TVEXPR/TEXPR into t (the terms of one element share its loads) */
+#define SB_LANE_SUM2(T, s, t, b, end, SVEXPR, TVEXPR, SEXPR, TEXPR) do {                   \
+    enum { L_ = 32 / sizeof(T), NV_ = 16 / L_ };                                          \
+    Py_ssize_t i = (b);                                                                   \
+    for (; i + 15 < (end); i += 16)                                                       \
+        for (int v = 0; v < NV_; v++) {                                                   \
+            const Py_ssize_t at = i + v * L_;                                             \
+            s[v] += SVEXPR;                                                               \
+            t[v] += TVEXPR; }                                                             \
+    for (; i < (end); i++) {                                                              \
+        s[(i % 16) / L_][i % L_] += SEXPR;                                                \
+        t[(i % 16) / L_][i % L_] += TEXPR; }                                              \
 } while (0)
 /* 8 lanes of T at p (an array, or vectors of lanes) in a fixed tree of pairs, as a T */
 #define SB_LANE_FOLD8(T, p) ({                                                            \

@@ -10,13 +10,15 @@ and the backward with ``dxhat = weight * dy``::
 
     dx = invstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
 
-The kernels (``pyx/_norm.pyx``, every thread) take sums in double.  Group norm runs
-batch norm's kernels on ``(1, N*G, K)`` views, where a group of a sample is one
-"channel" (its moments), and on ``(1, N*C, L)`` views for the affine passes and the
-backward's sums, with per-(sample, channel) scalars from numpy.  numpy's passes had
-made group norm's forward + backward of a (8, 16, 64, 64) float32 map 1.83x PyTorch's
-time at 1 thread and 2.29-2.57x at 2; 1.6x at both on these views, 1.19x and 1.14x since
-the kernels' sums took 16 partial sums (AMD EPYC family 25 model 1 VM, ``python
+The kernels (``pyx/_norm.pyx``, every thread) take their sums in lanes of the input's
+dtype by blocks of 1024 values of a plane (of a group, in group norm), the blocks
+added in double.  Batch norm parallelises over channels; group norm over the groups of
+the samples, one kernel a pass: a group of a sample (C/G consecutive planes) gets its
+statistics, its per-channel scalars and its output or input-gradient planes in one
+iteration.  With
+numpy's steps on (N, C) arrays between batch norm's kernels, group norm's forward +
+backward of a (8, 16, 64, 64) float32 map had taken 1.18x PyTorch's time at 1 thread
+and 1.22x at 2; 0.89x and 0.84x this way (AMD EPYC family 25 model 1 VM, ``python
 benchmarks/bench_ops_vs_torch.py --threads 1 2 --ops group_norm``).
 """
 
@@ -293,74 +295,39 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     mean, invstd : ndarray, shape (N, num_groups)
     """
     weight, bias = _check_group(input, num_groups, weight, bias, eps)
-    n, c = input.shape[:2]
     x = _view3(input)
-    dtype = x.dtype.type
-    threads = kernel_threads(x.size)
-    # the batch-norm kernels on (1, N*G, K) views: a group of a sample is a "channel"
-    # (moments in double, two passes), then the affine pass per (sample, channel) plane
-    mean64, var64 = np.empty(n * num_groups), np.empty(n * num_groups)
-    _kernels.channel_moments(x.reshape(1, n * num_groups, -1), mean64, var64, threads)
-    mean = mean64.astype(dtype).reshape(n, num_groups)
-    invstd = (1 / np.sqrt(var64 + eps)).astype(dtype).reshape(n, num_groups)
-    scale, shift = _group_affine(mean, invstd, c, weight, bias)
     out = np.empty_like(x)
-    _kernels.affine(x.reshape(1, n * c, -1), scale.reshape(-1), shift.reshape(-1),
-                    out.reshape(1, n * c, -1), threads)
+    mean = np.empty((x.shape[0], num_groups), x.dtype)
+    invstd = np.empty_like(mean)
+    _kernels.group_norm_forward(x, num_groups, float(eps), _param(weight, x.dtype),
+                                _param(bias, x.dtype), weight is not None, bias is not None,
+                                out, mean, invstd, kernel_threads(x.size))
     return out.reshape(input.shape), mean, invstd
 
 
-def _group_affine(mean, invstd, c, weight, bias):
-    """Per (sample, channel): ``scale = invstd * weight`` and ``shift = bias - mean *
-    scale`` of group norm's ``y = (x - mean) * invstd * weight + bias``, the group's
-    statistics repeated over its channels; (N, C) each, C-contiguous."""
-    per_group = c // mean.shape[1]
-    inv_c = np.repeat(invstd, per_group, axis=1)
-    scale = inv_c if weight is None else inv_c * weight
-    shift = -np.repeat(mean, per_group, axis=1) * scale
-    if bias is not None:
-        shift += bias
-    return np.ascontiguousarray(scale), shift
+def _param(p, dtype, length=-1):
+    """A weight or bias as the kernels take it: flat, contiguous, of ``dtype`` (``length``
+    elements when given), or a placeholder when None."""
+    if p is None:
+        return np.zeros(1, dtype)
+    return np.ascontiguousarray(p, dtype=dtype).reshape(length)
 
 
 def group_norm_backward(grad_output, input, mean, invstd, num_groups, weight=None,
                         needs=(True, True, True)):
     """Gradients of :func:`group_norm` with respect to (input, weight, bias)."""
     _check_input(grad_output, "grad_output")
-    n, c = input.shape[:2]
     x, g = _view3(input), _view3(grad_output)
-    dtype = x.dtype.type
-    threads = kernel_threads(x.size)
-    ng, per_group, length = num_groups, c // num_groups, x.shape[2]
-    # sum(g) and sum(g * x) of every (sample, channel) plane, in double, in one pass
-    sum_g, sum_gx = np.empty(n * c), np.empty(n * c)
-    _kernels.channel_sums(g.reshape(1, n * c, -1), x.reshape(1, n * c, -1), sum_g, sum_gx,
-                          threads)
-    sum_g, sum_gx = sum_g.reshape(n, c), sum_gx.reshape(n, c)
-    mean64, inv64 = mean.astype(np.float64), invstd.astype(np.float64)
-    mean_c = np.repeat(mean64, per_group, axis=1)
-    inv_c = np.repeat(inv64, per_group, axis=1)
-    # sum(g * xhat) per plane, xhat = (x - mean) * invstd
-    sum_gxhat = inv_c * (sum_gx - mean_c * sum_g)
-    gw = sum_gxhat.sum(axis=0).astype(dtype) if needs[1] else None
-    gb = sum_g.sum(axis=0).astype(dtype) if needs[2] else None
-    gx = None
-    if needs[0]:
-        w = np.ones(c) if weight is None else weight.astype(np.float64)
-        k = per_group * length
-        # dxhat = g * w: its mean and its mean against xhat, per (sample, group)
-        mean_d = (sum_g * w).reshape(n, ng, per_group).sum(axis=2) / k
-        mean_dx = (sum_gxhat * w).reshape(n, ng, per_group).sum(axis=2) / k
-        # gx = invstd * (dxhat - mean_d - xhat * mean_dx) = a * g + b * x + shift
-        a = inv_c * w
-        b = np.repeat(-inv64 * inv64 * mean_dx, per_group, axis=1)
-        shift = np.repeat(inv64 * (inv64 * mean_dx * mean64 - mean_d), per_group, axis=1)
-        out = np.empty_like(g)
-        _kernels.affine2(g.reshape(1, n * c, -1), x.reshape(1, n * c, -1), None,
-                         *(np.ascontiguousarray(v.reshape(-1), dtype) for v in (a, b, shift)),
-                         out.reshape(1, n * c, -1), threads)
-        gx = out.reshape(input.shape)
-    return gx, gw, gb
+    n, c = x.shape[:2]
+    sum_g, sum_gxhat = np.empty((n, c)), np.empty((n, c))  # per (sample, channel) plane
+    gx = np.empty_like(g) if needs[0] else None
+    stats = (np.ascontiguousarray(v, dtype=x.dtype) for v in (mean, invstd))
+    _kernels.group_norm_backward(g, x, *stats, _param(weight, x.dtype),
+                                 weight is not None, sum_g, sum_gxhat, gx,
+                                 kernel_threads(x.size))
+    gw = sum_gxhat.sum(axis=0).astype(x.dtype) if needs[1] else None
+    gb = sum_g.sum(axis=0).astype(x.dtype) if needs[2] else None
+    return (None if gx is None else gx.reshape(input.shape)), gw, gb
 
 
 # -- layer norm ---------------------------------------------------------------------------
@@ -392,18 +359,11 @@ def layer_norm(input, length, weight=None, bias=None, eps=1e-5):
     dtype = x.dtype
     out = np.empty_like(x)
     mean, rstd = np.empty(x.shape[0], dtype), np.empty(x.shape[0], dtype)
-    w = _ln_param(weight, dtype, length)
-    b = _ln_param(bias, dtype, length)
+    w = _param(weight, dtype, length)
+    b = _param(bias, dtype, length)
     _kernels.layer_norm_forward(x, w, b, weight is not None, bias is not None, float(eps), out,
                                 mean, rstd, kernel_threads(x.size))
     return out.reshape(input.shape), mean, rstd
-
-
-def _ln_param(p, dtype, length):
-    """A weight or bias as the kernels' flat contiguous array (a placeholder when None)."""
-    if p is None:
-        return np.zeros(1, dtype)
-    return np.ascontiguousarray(p, dtype=dtype).reshape(length)
 
 
 def layer_norm_backward(grad_output, input, mean, rstd, weight=None, needs=(True, True, True)):
@@ -425,7 +385,7 @@ def layer_norm_backward(grad_output, input, mean, rstd, weight=None, needs=(True
     chunks = max(1, min(_LN_CHUNKS, x.shape[0]))
     parts = np.zeros((chunks, 2 * length) if want_params else (1, 1))
     block = np.zeros(parts.shape, dtype)  # each chunk's block of rows, in the input's dtype
-    _kernels.layer_norm_backward(g, x, mean, rstd, _ln_param(weight, dtype, length),
+    _kernels.layer_norm_backward(g, x, mean, rstd, _param(weight, dtype, length),
                                  weight is not None, gx, bool(needs[0]), parts, block,
                                  want_params, kernel_threads(x.size))
     sums = parts.sum(axis=0) if want_params else None  # the chunks in order
