@@ -553,6 +553,8 @@ def group_norm_backward(const real[:, :, ::1] g, const real[:, :, ::1] x,
                             num_threads=num_threads):
             n = group // num_groups
             k = group - n * num_groups
+            sg = 0  # assigned in the loop (not only through their addresses): private
+            sgx = 0
             m = mean[n, k]
             inv = invstd[n, k]
             mean_d = 0
@@ -601,6 +603,7 @@ def layer_norm_forward(const real[:, ::1] x, const real[::1] weight, const real[
         return
     with nogil:
         for r in prange(rows, schedule="static", num_threads=num_threads):
+            mu = 0  # assigned in the loop, so private (written through its address below)
             if real is float:
                 sb_ln_stats_f(&x[r, 0], length, &mu, &var)
             else:
