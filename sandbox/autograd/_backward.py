@@ -6,8 +6,8 @@ subclass of ``_engine._Walk`` that adds, at the walk's hook points:
 * :class:`_BackwardWalk` (``backward()``): the hooks of a non-leaf tensor run on
   its summed gradient when its node is visited, before ``retain_grad()`` stores it
   and before the op's backward sees it; a leaf's hooks run **once**, on the
-  gradient summed over the whole pass, so leaves with hooks wait in ``leaf_grads``
-  until :meth:`finish` adds the hooked result into ``.grad``.
+  gradient summed over the whole pass, when the core walk's ``finish`` accumulates
+  the leaves (:meth:`_BackwardWalk.accumulate`).
 * :class:`_GradWalk` (``grad()``): ``.grad`` is never touched; the gradients of the
   requested inputs are **captured** instead (a leaf's as it would enter ``.grad``,
   a non-leaf's as its node pops it), and the nodes that lead to none of the inputs
@@ -23,24 +23,13 @@ from ._function import _FREED_MESSAGE
 from ._grad_mode import is_grad_enabled
 from ._hooks import run_hooks
 from ._node import Edge
-from ._tensor import Tensor, as_ndarray
+from ._tensor import Tensor
 
 __all__ = ["backward", "grad"]
 
 
-def _sum(grads, key, g, create):
-    """Add ``g`` into ``grads[key]`` (a fresh array from the second one on)."""
-    prev = grads.get(key)
-    grads[key] = g if prev is None else prev + g if create else as_ndarray(prev + g)
-
-
 class _BackwardWalk(_Walk):
     """backward(): tensor hooks and retain_grad() (see the module docstring)."""
-
-    def __init__(self, retain_graph, create_graph):
-        super().__init__(retain_graph, create_graph)
-        self.hooked = {}  # id(leaf) -> leaf, for the leaves that have hooks
-        self.leaf_grads = {}  # id(leaf) -> its summed gradient, until finish()
 
     def outputs(self, node, grads):
         """Run the output tensors' hooks, then store the retained gradients."""
@@ -55,17 +44,11 @@ class _BackwardWalk(_Walk):
                 _accumulate_into(ref(), grads[i], self.create)
         return grads
 
-    def leaf(self, t, g, fresh=False):
-        if not t._hooks:
-            _accumulate_into(t, g, self.create, fresh)
-        else:
-            _sum(self.leaf_grads, id(t), g, self.create)
-            self.hooked[id(t)] = t
-
-    def finish(self):
-        for key, t in self.hooked.items():
-            g = run_hooks(t._hooks, self.leaf_grads.pop(key), self.create, "a leaf")
-            _accumulate_into(t, g, self.create)
+    def accumulate(self, t, g, owned):
+        """A leaf's hooks run once, on its summed gradient, before ``.grad`` gets it."""
+        if t._hooks:
+            g, owned = run_hooks(t._hooks, g, self.create, "a leaf"), False
+        _accumulate_into(t, g, self.create, owned)
 
 
 class _GradWalk(_Walk):
@@ -123,13 +106,15 @@ class _GradWalk(_Walk):
 
     def leaf(self, t, g, fresh=False):
         if id(t) in self.leaves:
-            _sum(self.leaf_grads, id(t), g, self.create)
+            super().leaf(t, g, fresh)
 
     def finish(self):
-        for key, g in self.leaf_grads.items():
-            t = self.leaves[key]
+        """Capture the requested leaves' summed gradients (after their hooks); ``.grad``
+        is left alone."""
+        for t, g, _ in self.leaf_sums.values():
             if t._hooks:
-                self.leaf_grads[key] = run_hooks(t._hooks, g, self.create, "a leaf")
+                g = run_hooks(t._hooks, g, self.create, "a leaf")
+            self.leaf_grads[id(t)] = g
 
     def captured(self, t):
         if t.grad_fn is None:

@@ -9,7 +9,12 @@
 3. **visit** each node (:meth:`_Walk.visit`): pop the summed gradient of each of
    its outputs, call the op's ``backward``, **free** the node unless
    ``retain_graph=True``, and **send** each returned gradient on: added into the
-   pending gradient of the node that made that input, or into a leaf's ``.grad``.
+   pending gradient of the node that made that input, or of the leaf;
+4. **accumulate** each leaf's summed gradient into its ``.grad`` (:meth:`_Walk.finish`),
+   once, as PyTorch's AccumulateGrad does when every gradient of the leaf has arrived: a
+   tensor used twice (``a + a``) adds its two gradients into one new array that becomes
+   ``.grad``, where a first gradient copied into ``.grad`` and the second added there
+   would pass over the data twice.
 
 Gradients are plain ndarrays throughout, or Tensors under ``create_graph=True``
 (grad mode is then on, so the ops inside each backward are recorded); the only
@@ -106,6 +111,7 @@ class _Walk:
         self.create = create_graph
         self.pending = {}  # node -> summed gradient of each output (None: none yet)
         self.owned = set()  # ids of sums allocated here: only those are added into in place
+        self.leaf_sums = {}  # id(leaf) -> [leaf, summed gradient, owned by the walk?]
         self.anomaly = _anomaly._flag.enabled  # read once: no cost per node when off
 
     def visit(self, node):
@@ -180,10 +186,28 @@ class _Walk:
         return grads
 
     def leaf(self, t, g, fresh=False):
-        _accumulate_into(t, g, self.create, fresh)
+        """Add ``g`` to the pending gradient of leaf ``t`` (``fresh``: a new array no one
+        else holds, which the walk may keep and add into)."""
+        entry = self.leaf_sums.get(id(t))
+        if entry is None:
+            self.leaf_sums[id(t)] = [t, g, fresh]
+        elif self.create:
+            entry[1] = entry[1] + g
+        elif entry[2]:
+            _add_arrays(entry[1], g, out=entry[1])
+        else:  # on every thread for large sums; 0-d + 0-d gives a numpy scalar
+            entry[1], entry[2] = as_ndarray(_add_arrays(entry[1], g)), True
 
     def finish(self):
-        pass
+        """Accumulate each leaf's summed gradient, in the order the leaves got their first."""
+        for t, g, owned in self.leaf_sums.values():
+            self.accumulate(t, g, owned)
+        self.leaf_sums.clear()
+
+    def accumulate(self, t, g, owned):
+        """Add a leaf's summed gradient ``g`` into its ``.grad`` (kept as it is if the walk
+        owns it and ``.grad`` is None)."""
+        _accumulate_into(t, g, self.create, owned)
 
 
 def _fill_zeros(node, grads, create):

@@ -102,3 +102,29 @@ def test_fan_in_is_summed_without_touching_a_shared_gradient():
     total.backward(g)
     np.testing.assert_array_equal(g, kept)  # the seed was not added into in place
     np.testing.assert_array_equal(x.grad.numpy(), 4 * g)
+
+
+def test_a_leaf_sums_its_gradients_before_its_grad_gets_them(monkeypatch):
+    """As PyTorch's AccumulateGrad: a leaf used twice gets the sum of its two gradients
+    in one new array, neither copied first (``a + a``: one pass over the data, not a
+    copy and an add), and the gradients it received are left untouched."""
+    from sandbox.autograd import _engine
+
+    copies = []
+    copy = _engine._copy_array
+    monkeypatch.setattr(_engine, "_copy_array", lambda a: copies.append(a) or copy(a))
+    rng = np.random.default_rng(1)
+    a = sandbox.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    g = rng.standard_normal((3, 4))
+    kept = g.copy()
+    (a + a).backward(g)
+    assert copies == []
+    np.testing.assert_array_equal(g, kept)
+    np.testing.assert_array_equal(a.grad.numpy(), 2 * kept)
+    (a + a).backward(g)  # into the .grad it has: the sum, then one add
+    np.testing.assert_array_equal(a.grad.numpy(), 4 * kept)
+    b = sandbox.tensor(rng.standard_normal(4), requires_grad=True)
+    gb = rng.standard_normal(4)
+    (b + 0.0).backward(gb)  # one gradient the leaf may not keep (the seed): copied
+    assert len(copies) == 1 and copies[0] is gb and b.grad.numpy() is not gb
+    np.testing.assert_array_equal(b.grad.numpy(), gb)
