@@ -4,8 +4,8 @@
 # C, in both builds.  So every index must be in range and non-negative.
 # Elementwise arithmetic of same-shape operands (numpy's a + b and its kin run on one
 # thread; these, with the same IEEE operations, give numpy's bits on every thread),
-# copies of rows and blocks, and the up-convolution's depth-to-space.  The activations'
-# kernels are pyx/_activation.pyx's.
+# sums of rows, copies and fills of rows and blocks, and the up-convolution's
+# depth-to-space.  The activations' kernels are pyx/_activation.pyx's.
 # Kernel contract: pyx/fused.pxd (no validation, C-contiguous operands of one
 # dtype and size, nogil prange with a Python-computed thread count; every
 # iteration writes only its own block of the output -> bitwise identical for any
@@ -17,6 +17,9 @@ from fused cimport real
 
 cdef extern from "simd_clones.h":
     pass  # SB_CLONES, used by the C below
+
+cdef extern from "lane_sums.h":
+    pass  # SB_BLOCK_SUM: sums in lanes by blocks
 
 cdef extern from *:
     """
@@ -33,6 +36,8 @@ cdef extern from *:
         for (Py_ssize_t i = 0; i < n; i++) out[i] = a[i] / b[i]; }
     SB_ARITH(float, f)
     SB_ARITH(double, d)
+    SB_BLOCK_SUM(float, f)
+    SB_BLOCK_SUM(double, d)
     typedef void (*sb_arith_f)(const float*, const float*, float*, Py_ssize_t);
     typedef void (*sb_arith_d)(const double*, const double*, double*, Py_ssize_t);
     static sb_arith_f sb_arith_fs[] = {sb_add_f, sb_sub_f, sb_mul_f, sb_div_f};
@@ -64,6 +69,8 @@ cdef extern from *:
                                 Py_ssize_t) noexcept nogil
     sb_arith_f sb_arith_fs[4]
     sb_arith_d sb_arith_ds[4]
+    double sb_sum_f(const float*, Py_ssize_t) noexcept nogil
+    double sb_sum_d(const double*, Py_ssize_t) noexcept nogil
     void sb_shuffle_row_f(float* wide, float* narrow, Py_ssize_t stride, Py_ssize_t W,
                           Py_ssize_t kw, int to_space) noexcept nogil
     void sb_shuffle_row_d(double* wide, double* narrow, Py_ssize_t stride, Py_ssize_t W,
@@ -112,6 +119,46 @@ def copy_rows(const unsigned char[:, :] src,  # IN  (rows, width) bytes, rows st
         return
     for o in prange(rows, nogil=True, schedule="static", num_threads=num_threads):
         memcpy(&dst[o, offset], &src[o, 0], width)
+
+
+def row_sums(const real[:, ::1] x,    # IN  (rows, width)
+             Py_ssize_t chunk,           # IN  elements of a part (the last may be short)
+             double[:, ::1] parts,       # OUT (rows, ceil(width / chunk))
+             int num_threads):
+    """``parts[r, k]`` = the sum of ``x[r, k * chunk:(k + 1) * chunk]`` (lane_sums.h's
+    lanes by blocks, the blocks in double), the parts shared among the threads; the
+    caller adds each row's parts in their order, so the sums never depend on the
+    threads."""
+    cdef Py_ssize_t rows = x.shape[0], n = x.shape[1], per_row = parts.shape[1], q, i, start
+    if rows == 0 or n == 0:
+        return
+    for q in prange(rows * per_row, nogil=True, schedule="static", num_threads=num_threads):
+        i = q // per_row
+        start = (q % per_row) * chunk
+        if real is float:
+            parts[i, q % per_row] = sb_sum_f(&x[i, start], min(chunk, n - start))
+        else:
+            parts[i, q % per_row] = sb_sum_d(&x[i, start], min(chunk, n - start))
+
+
+def fill_rows(const real[::1] values,  # IN  (rows,)
+              real[:, ::1] out,            # OUT (rows, width)
+              int num_threads):
+    """``out[r, :] = values[r]`` for every row, in blocks shared among the threads: a
+    broadcast array whose trailing axes repeat one value (the gradient of a mean or a sum
+    over them) made contiguous."""
+    cdef Py_ssize_t rows = out.shape[0], n = out.shape[1], i, j, q, start, stop
+    cdef Py_ssize_t per_row = (n + BLOCK - 1) // BLOCK
+    cdef real v
+    if rows == 0 or n == 0:
+        return
+    for q in prange(rows * per_row, nogil=True, schedule="static", num_threads=num_threads):
+        i = q // per_row
+        start = (q % per_row) * BLOCK
+        stop = min(start + BLOCK, n)
+        v = values[i]
+        for j in range(start, stop):
+            out[i, j] = v
 
 
 def copy_blocks(const unsigned char[::1] src,  # IN  bytes

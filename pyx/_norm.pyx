@@ -32,14 +32,10 @@ cdef extern from *:
     """
     #include <string.h>
     /* Sums in 16 lanes of T by blocks of SB_LANE_BLOCK, each block folded and added in
-     * double (lane_sums.h): sum(p); sum((p - m)^2) about the mean rounded to T, m; and, in
-     * one pass, sum(gm) and sum(gm * x) with gm = g * (y > 0) when y is given (batch norm
-     * + ReLU's backward: a product with 1 or +0, as ReLU's own backward computes it),
-     * else gm = g. */
-    #define SB_BLOCKS(T, S, n, SUM_A_BLOCK) do {                                            \
-        for (Py_ssize_t b = 0; b < (n); b += SB_LANE_BLOCK) {                             \
-            const Py_ssize_t end = b + SB_LANE_BLOCK < (n) ? b + SB_LANE_BLOCK : (n);     \
-            SUM_A_BLOCK; } } while (0)
+     * double (lane_sums.h): sum(p) (SB_BLOCK_SUM); sum((p - m)^2) about the mean rounded
+     * to T, m; and, in one pass, sum(gm) and sum(gm * x) with gm = g * (y > 0) when y is
+     * given (batch norm + ReLU's backward: a product with 1 or +0, as ReLU's own backward
+     * computes it), else gm = g. */
     /* g's lanes at `at` times 1 or +0 where y's are > 0 or not, as ReLU's backward */
     #define SB_MASKED(S, g, y, at) ({                                                       \
         const sb_mask_##S one_ = (sb_mask_##S) ((sb_lanes_##S) {0} + 1);                  \
@@ -47,24 +43,19 @@ cdef extern from *:
             * (sb_lanes_##S) (one_ & (sb_mask_##S) (SB_LANE_LOAD(S, (y) + (at)) > 0)); })
     #define SB_NORM(T, S, INT)                                                              \
     typedef INT sb_mask_##S __attribute__((vector_size(32)));                             \
-    SB_CLONES static double sb_sum_##S(const T* restrict p, Py_ssize_t n) {                \
-        double total = 0;                                                                   \
-        SB_BLOCKS(T, S, n, SB_LANES(T, S, s);                                               \
-                  SB_LANE_SUM(T, s, b, end, SB_LANE_LOAD(S, p + at), p[i]);                 \
-                  total += SB_LANE_FOLD(T, s));                                             \
-        return total; }                                                                     \
+    SB_BLOCK_SUM(T, S)                                                                  \
     SB_CLONES static double sb_sq_dev_##S(const T* restrict p, Py_ssize_t n, T m) {       \
         double total = 0;                                                                   \
-        SB_BLOCKS(T, S, n, SB_LANES(T, S, s);                                               \
-                  SB_LANE_SUM(T, s, b, end,                                                 \
-                              (SB_LANE_LOAD(S, p + at) - m) * (SB_LANE_LOAD(S, p + at) - m), \
-                              (p[i] - m) * (p[i] - m));                                     \
-                  total += SB_LANE_FOLD(T, s));                                             \
+        SB_BLOCKS(n, SB_LANES(T, S, s);                                                     \
+            SB_LANE_SUM(T, s, b, end,                                                       \
+                        (SB_LANE_LOAD(S, p + at) - m) * (SB_LANE_LOAD(S, p + at) - m),      \
+                        (p[i] - m) * (p[i] - m));                                           \
+            total += SB_LANE_FOLD(T, s));                                                   \
         return total; }                                                                     \
     SB_CLONES static void sb_plane_sums_##S(const T* restrict g, const T* restrict x,      \
             const T* restrict y, Py_ssize_t n, double* sum_g, double* sum_gx) {             \
         double total_g = 0, total_gx = 0;                                                   \
-        SB_BLOCKS(T, S, n, SB_LANES(T, S, a); SB_LANES(T, S, c);                            \
+        SB_BLOCKS(n, SB_LANES(T, S, a); SB_LANES(T, S, c);                                  \
             if (y)                                                                          \
                 SB_LANE_SUM2(T, a, c, b, end, SB_MASKED(S, g, y, at),                      \
                              SB_MASKED(S, g, y, at) * SB_LANE_LOAD(S, x + at),             \

@@ -1,17 +1,18 @@
 /* Sums in 16 lanes of the element type T, folded in a fixed tree and returned in double:
- * the blocks of layer norm's rows (pyx/_norm.pyx) and of the pointwise losses
- * (pyx/_loss.pyx); softmax's rows (pyx/_softmax.pyx) use the lane types and loads for
- * their 8 lanes.  A sum in double throughout costs a conversion an element and twice
- * the vectors; a block of at most SB_LANE_BLOCK elements keeps what a lane of T holds to
- * SB_LANE_BLOCK / 16 terms, and the blocks are added in double by the caller.
+ * the normalisations' sums (pyx/_norm.pyx), the row sums of means and sums
+ * (pyx/_elementwise.pyx) and the pointwise losses (pyx/_loss.pyx); softmax's rows
+ * (pyx/_softmax.pyx) use the lane types and loads for their 8 lanes.  A sum in double
+ * throughout costs a conversion an element and twice the vectors; a block of at most
+ * SB_LANE_BLOCK elements keeps what a lane of T holds to SB_LANE_BLOCK / 16 terms, and
+ * the blocks are added in double by the caller (SB_BLOCKS, SB_BLOCK_SUM).
  *
  * The lanes are gcc/clang vector extensions of 32 bytes (8 floats, 4 doubles; gcc had
  * left 16 float partial sums in an array scalar): SB_LANES(T, S, s) declares 16 / lanes
  * of them, zeroed; SB_LANE_SUM adds a block's terms, 16 a step (VEXPR: the vector of
  * terms at element `at`), the rest one by one into lane i % 16 (EXPR: the term of
- * element i), SB_LANE_SUM2 two such sums in one pass; SB_LANE_FOLD folds them (lane j + 8 onto lane j, then pairs: SB_LANE_FOLD8)
- * into a double.  Element i always lands in lane i % 16 of its block, so the bits depend on
- * the block, never on the threads. */
+ * element i), SB_LANE_SUM2 two such sums in one pass; SB_LANE_FOLD folds them (lane
+ * j + 8 onto lane j, then pairs: SB_LANE_FOLD8) into a double.  Element i always lands
+ * in lane i % 16 of its block, so the bits depend on the block, never on the threads. */
 #ifndef SANDBOX_LANE_SUMS_H
 #define SANDBOX_LANE_SUMS_H
 #include <string.h>
@@ -54,5 +55,21 @@ typedef double sb_lanes_d __attribute__((vector_size(32)));
     memcpy(l_, s, sizeof l_);                                                             \
     for (int j = 0; j < 8; j++) h_[j] = l_[j] + l_[j + 8];                                \
     (double) SB_LANE_FOLD8(T, h_); })
+
+/* Runs SUM_A_BLOCK (which reads b, end) for each block [b, end) of SB_LANE_BLOCK
+ * elements of [0, n) */
+#define SB_BLOCKS(n, SUM_A_BLOCK) do {                                                    \
+    for (Py_ssize_t b = 0; b < (n); b += SB_LANE_BLOCK) {                                 \
+        const Py_ssize_t end = b + SB_LANE_BLOCK < (n) ? b + SB_LANE_BLOCK : (n);         \
+        SUM_A_BLOCK; } } while (0)
+/* SB_BLOCK_SUM(T, S) defines sb_sum_##S(p, n): sum(p[0..n)) in 16 lanes of T by blocks,
+ * the blocks added in double (the caller includes simd_clones.h for SB_CLONES) */
+#define SB_BLOCK_SUM(T, S)                                                                \
+SB_CLONES static double sb_sum_##S(const T* restrict p, Py_ssize_t n) {                  \
+    double total = 0;                                                                     \
+    SB_BLOCKS(n, SB_LANES(T, S, s);                                                       \
+              SB_LANE_SUM(T, s, b, end, SB_LANE_LOAD(S, p + at), p[i]);                   \
+              total += SB_LANE_FOLD(T, s));                                               \
+    return total; }
 
 #endif

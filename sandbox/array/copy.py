@@ -115,12 +115,29 @@ def contiguous(a: np.ndarray) -> np.ndarray:
     """
     if a.flags.c_contiguous:
         return a
-    src = row_view(a) if a.nbytes >= _PARALLEL_MIN_BYTES else None
-    if src is None:
+    if a.nbytes < _PARALLEL_MIN_BYTES:
         return np.ascontiguousarray(a)
+    src = row_view(a)
+    if src is None:
+        return _fill_constant_rows(a)
     out = np.empty(a.shape, dtype=a.dtype)
     _elementwise.copy_rows(src.view(np.uint8), out.reshape(src.shape).view(np.uint8), 0,
                            kernel_threads(a.size))
+    return out
+
+
+def _fill_constant_rows(a: np.ndarray) -> np.ndarray:
+    """``np.ascontiguousarray(a)`` of a broadcast ``a`` whose trailing axes repeat one
+    value (stride 0: the gradient of a mean or a sum over them, expanded), filled on every
+    thread; numpy's copy for any other layout."""
+    k = a.ndim
+    while k > 0 and (a.strides[k - 1] == 0 or a.shape[k - 1] == 1):
+        k -= 1
+    if k == a.ndim or a.dtype not in (np.float32, np.float64):
+        return np.ascontiguousarray(a)
+    values = np.ascontiguousarray(a[(Ellipsis, *([0] * (a.ndim - k)))]).reshape(-1)
+    out = np.empty(a.shape, dtype=a.dtype)
+    _elementwise.fill_rows(values, out.reshape(values.size, -1), kernel_threads(a.size))
     return out
 
 

@@ -43,6 +43,12 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002 - torch's argument na
     """Average ``input`` down (or up) to ``output_size`` (int, pair; None keeps a dim)."""
     oh, ow = _output_size(input, output_size, "adaptive_avg_pool2d")
     h, w = input.shape[-2:]
+    if oh == ow == 1:
+        # a global average pool: a mean over the trailing axes, on every thread
+        # (sandbox.array.reduce), whose gradient a leaf fills on every thread (a (8, 16, 64,
+        # 64) float32 input, forward + backward: 0.93 / 1.23 -> 0.62 / 0.61 PyTorch's time at
+        # 1 / 2 threads on the AMD EPYC family 25 model 1 VM)
+        return input.mean(axis=(-2, -1), keepdims=True)
     if h % oh == 0 and w % ow == 0:
         # windows of one size side by side (a global average pool, 1x1, among them): a
         # mean over each, one reduction, instead of two batched matmuls (a (8, 16, 64, 64)

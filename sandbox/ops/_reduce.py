@@ -6,6 +6,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..array.reduce import trailing_mean, trailing_sum
 from ..autograd import Function, Tensor, is_grad_enabled
 from ._util import normalize_axes, pick_axis, pick_keep
 
@@ -14,19 +15,36 @@ def _kept_shape(shape, axes):
     return tuple(1 if i in axes else n for i, n in enumerate(shape))
 
 
+def _spread(grad, kept, shape, scale=None):
+    """The gradient of a sum (times ``scale``, a mean's ``1 / count``) over the reduced
+    axes: ``grad`` with them kept, broadcast to the input's ``shape`` (a view; whoever
+    needs it contiguous fills it on every thread, ``sandbox.array.copy``).  Tensor ops
+    under create_graph, arrays otherwise."""
+    g = grad.reshape(kept)
+    if scale is not None:
+        g = g * scale
+    if isinstance(g, Tensor):
+        return g.expand(shape)
+    return np.broadcast_to(g, shape)
+
+
 class Sum(Function):
+    plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+
     @staticmethod
     def forward(ctx, x, axes, keepdims):
         ctx.shape = x.shape
         ctx.kept = _kept_shape(x.shape, axes)
-        return np.sum(x, axis=axes, keepdims=keepdims)
+        return trailing_sum(x, axes, keepdims)
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.reshape(ctx.kept).expand(ctx.shape), None, None
+        return _spread(grad, ctx.kept, ctx.shape), None, None
 
 
 class Mean(Function):
+    plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+
     @staticmethod
     def forward(ctx, x, axes, keepdims):
         ctx.shape = x.shape
@@ -34,12 +52,12 @@ class Mean(Function):
         ctx.count = int(np.prod([x.shape[a] for a in axes]))
         if ctx.count == 0:  # the mean of nothing: NaN, as torch (numpy would also warn)
             return np.full(np.sum(x, axis=axes, keepdims=keepdims).shape, np.nan, x.dtype)
-        return np.mean(x, axis=axes, keepdims=keepdims)
+        return trailing_mean(x, axes, keepdims)
 
     @staticmethod
     def backward(ctx, grad):
         scale = 1.0 / (ctx.count or 1)  # count 0: x is empty, and so is its gradient
-        return (grad.reshape(ctx.kept) * scale).expand(ctx.shape), None, None
+        return _spread(grad, ctx.kept, ctx.shape, scale), None, None
 
 
 class Amax(Function):

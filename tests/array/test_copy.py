@@ -216,3 +216,29 @@ def test_tensor_arithmetic_takes_the_threaded_kernel(monkeypatch):
     ops.clear()
     (a * Tensor(np.float32(2.0))).numpy()
     assert ops == []
+
+
+@pytest.mark.parametrize("values, shape", [
+    ((8, 16, 1, 1), (8, 16, 64, 64)),  # a global average pool's gradient, expanded
+    ((1, 16, 1, 1), (8, 16, 64, 64)),  # a leading axis broadcast too
+    ((3, 1), (3, 200001)),  # rows longer than a block, with a tail
+    ((1,), (600, 700)),  # one value everywhere (a whole-array mean's gradient)
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_contiguous_fills_a_broadcast_on_every_thread(values, shape, dtype, monkeypatch):
+    """A broadcast whose trailing axes repeat one value (the gradient of a mean or a sum
+    over them) is filled by rows on every thread, equal to numpy's copy."""
+    calls = _first_shapes(monkeypatch, copy_mod._elementwise, "fill_rows")
+    v = np.random.default_rng(2).standard_normal(values).astype(dtype)
+    a = np.broadcast_to(v, shape)
+    want = np.ascontiguousarray(a)
+    for threads in (1, 2, 3):
+        with sandbox.num_threads(threads):
+            got, new = contiguous(a), copy(a)
+        for out in (got, new):
+            assert out.flags.c_contiguous and out.dtype == want.dtype
+            np.testing.assert_array_equal(out, want)
+    assert len(calls) == 6
+    contiguous(np.broadcast_to(v.astype(np.int32), shape))  # another dtype: numpy's copy
+    contiguous(np.broadcast_to(np.ones((1, 64, 64), dtype), (8, 64, 64)))  # not trailing
+    assert len(calls) == 6
