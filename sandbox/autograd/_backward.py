@@ -123,39 +123,51 @@ class _GradWalk(_Walk):
 
 
 def _roots_and_seeds(outputs, grad_outputs):
+    """The output Tensors as a list and each one's checked seed gradient."""
     outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
-    if grad_outputs is None or isinstance(grad_outputs, Tensor | np.ndarray):
-        grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
-    grad_outputs = list(grad_outputs)
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    elif isinstance(grad_outputs, _ONE_GRADIENT):
+        grad_outputs = [grad_outputs]
+    else:
+        grad_outputs = list(grad_outputs)
     if len(grad_outputs) != len(outputs):
         raise ValueError(
             f"got {len(grad_outputs)} grad_outputs for {len(outputs)} outputs; give one each"
         )
-    seeds = []
-    for k, (t, g) in enumerate(zip(outputs, grad_outputs, strict=True)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"outputs must be Tensors, got {type(t).__name__} at position {k}")
-        if not t._requires_grad:
+    pairs = zip(outputs, grad_outputs, strict=True)
+    return outputs, [_seed(t, g, k) for k, (t, g) in enumerate(pairs)]
+
+
+#: what a single gradient (rather than a sequence of them) may be
+_ONE_GRADIENT = (Tensor, np.ndarray)
+
+
+def _seed(t, g, k):
+    """The seed gradient ``g`` of output ``t`` (position ``k``), checked: ones for a
+    one-element output without one; a Tensor's array unless it is itself recorded."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"outputs must be Tensors, got {type(t).__name__} at position {k}")
+    if not t._requires_grad:
+        raise RuntimeError(
+            f"element {k} of tensors does not require grad and does not have a grad_fn"
+        )
+    if g is None:
+        if t._data.size != 1:
             raise RuntimeError(
-                f"element {k} of tensors does not require grad and does not have a grad_fn"
+                f"grad can be implicitly created only for one-element outputs; output {k} "
+                f"has shape {t.shape}: pass a gradient"
             )
-        if g is None:
-            if t._data.size != 1:
-                raise RuntimeError(
-                    f"grad can be implicitly created only for one-element outputs; output {k} "
-                    f"has shape {t.shape}: pass a gradient"
-                )
-            g = np.ones(t.shape, t.dtype)
-        elif isinstance(g, Tensor):
-            g = g if is_grad_enabled() and g._requires_grad else g._data
-        else:
-            g = np.asarray(g, dtype=t.dtype)
-        if g.shape != t.shape:
-            raise ValueError(
-                f"gradient for output {k} has shape {tuple(g.shape)}, expected {tuple(t.shape)}"
-            )
-        seeds.append(g)
-    return outputs, seeds
+        return np.ones(t.shape, t.dtype)
+    if isinstance(g, Tensor):
+        g = g if g._requires_grad and is_grad_enabled() else g._data
+    else:
+        g = np.asarray(g, dtype=t.dtype)
+    if g.shape != t._data.shape:
+        raise ValueError(
+            f"gradient for output {k} has shape {tuple(g.shape)}, expected {tuple(t.shape)}"
+        )
+    return g
 
 
 def _seeds_for(seeds, create_graph):

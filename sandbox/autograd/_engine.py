@@ -47,6 +47,8 @@ def _toposort(roots):
     and so the same order of sums where a tensor feeds several ops.  The search uses
     an explicit stack: no recursion, so any depth works.
     """
+    if len(roots) == 1 and not any(type(e) is Edge for e in roots[0]._next or ()):
+        return list(roots)  # one node whose inputs are leaves (a layer's call, a loss)
     seen = set(roots)
     stack = list(seen)
     while stack:
