@@ -191,8 +191,8 @@ class _Walk:
         """Add ``g`` to the pending gradient of leaf ``t`` (``fresh``: a new array no one
         else holds, which the walk may keep and add into)."""
         entry = self.leaf_sums.get(id(t))
-        if entry is None:
-            self.leaf_sums[id(t)] = [t, g, fresh]
+        if entry is None:  # a fresh array is the walk's to add into, if it can be written
+            self.leaf_sums[id(t)] = [t, g, fresh and not self.create and g.flags.writeable]
         elif self.create:
             entry[1] = entry[1] + g
         elif entry[2]:

@@ -128,3 +128,26 @@ def test_a_leaf_sums_its_gradients_before_its_grad_gets_them(monkeypatch):
     (b + 0.0).backward(gb)  # one gradient the leaf may not keep (the seed): copied
     assert len(copies) == 1 and copies[0] is gb and b.grad.numpy() is not gb
     np.testing.assert_array_equal(b.grad.numpy(), gb)
+
+
+def test_a_read_only_fresh_gradient_is_summed_into_a_new_array():
+    """A Function that declares fresh gradients but returns a read-only array: a leaf that
+    gets two of them sums into a new array instead of writing into the first."""
+
+    class ReadOnly(Function):
+        plain_backward_arrays = True
+        fresh_grads = True
+
+        @staticmethod
+        def forward(ctx, x):
+            return x.copy()
+
+        @staticmethod
+        def backward(ctx, g):
+            out = g * 2.0
+            out.setflags(write=False)
+            return out
+
+    a = sandbox.tensor(np.ones(5), requires_grad=True)
+    (ReadOnly.apply(a) + ReadOnly.apply(a)).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.full(5, 4.0))
