@@ -38,11 +38,10 @@ cdef extern from *:
      * computes it), else gm = g. */
     /* g's lanes at `at` times 1 or +0 where y's are > 0 or not, as ReLU's backward */
     #define SB_MASKED(S, g, y, at) ({                                                       \
-        const sb_mask_##S one_ = (sb_mask_##S) ((sb_lanes_##S) {0} + 1);                  \
+        const sb_lane_bits_##S one_ = (sb_lane_bits_##S) ((sb_lanes_##S) {0} + 1);        \
         SB_LANE_LOAD(S, (g) + (at))                                                         \
-            * (sb_lanes_##S) (one_ & (sb_mask_##S) (SB_LANE_LOAD(S, (y) + (at)) > 0)); })
-    #define SB_NORM(T, S, INT)                                                              \
-    typedef INT sb_mask_##S __attribute__((vector_size(32)));                             \
+            * (sb_lanes_##S) (one_ & (sb_lane_bits_##S) (SB_LANE_LOAD(S, (y) + (at)) > 0)); })
+    #define SB_NORM(T, S)                                                                   \
     SB_BLOCK_SUM(T, S)                                                                  \
     SB_CLONES static double sb_sq_dev_##S(const T* restrict p, Py_ssize_t n, T m) {       \
         double total = 0;                                                                   \
@@ -82,8 +81,8 @@ cdef extern from *:
             const T* restrict y, T* restrict out, T a, T b, T c, Py_ssize_t n) {        \
         for (Py_ssize_t i = 0; i < n; i++) {                                            \
             T gm = g[i] * (T)(y[i] > 0); out[i] = a * gm + b * x[i] + c; } }
-    SB_NORM(float, f, int)
-    SB_NORM(double, d, long long)
+    SB_NORM(float, f)
+    SB_NORM(double, d)
 
     /* Layer norm along a row of n: y = (x - m) s w + b (w, b optional: NULL), and its
      * input gradient gx = s (d - a - xhat c) with d = g w, xhat = (x - m) s, where a and

@@ -85,9 +85,19 @@ cdef extern from *:
         T m8[8], m, s;                                                                  \\
         Py_ssize_t c, k, body = C - C % 8;                                              \\
         m = x[0];                                                                       \\
-        for (k = 0; k < 8; k++) m8[k] = m;                                              \\
-        for (c = 0; c < body; c += 8)                                                   \\
-            for (k = 0; k < 8; k++) m8[k] = x[c + k] > m8[k] ? x[c + k] : m8[k];        \\
+        {   /* 8 lanes of running maxima as vectors (an array of 8 was left scalar):   \\
+             * lane k keeps x > lane ? x : lane, as a bitwise select on the compare */ \\
+            enum { L = 32 / sizeof(T), NV = 8 / L };                                    \\
+            sb_lanes_##S mv[NV];                                                        \\
+            for (int v = 0; v < NV; v++) mv[v] = (sb_lanes_##S) {0} + m;                \\
+            for (c = 0; c < body; c += 8)                                               \\
+                for (int v = 0; v < NV; v++) {                                          \\
+                    const sb_lanes_##S xv = SB_LANE_LOAD(S, x + c + v * L);             \\
+                    const sb_lane_bits_##S up = (sb_lane_bits_##S) (xv > mv[v]);                  \\
+                    mv[v] = (sb_lanes_##S) ((up & (sb_lane_bits_##S) xv)                     \\
+                                            | (~up & (sb_lane_bits_##S) mv[v])); }           \\
+            memcpy(m8, mv, sizeof m8);                                                  \\
+        }                                                                               \\
         for (k = 0; k < 8; k++) m = m8[k] > m ? m8[k] : m;                              \\
         for (c = body; c < C; c++) m = x[c] > m ? x[c] : m;                             \\
         for (c = 0; c < C; c++) out[c] = EXP(x[c] - m);  /* e, then the sum of it */    \\

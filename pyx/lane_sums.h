@@ -22,6 +22,11 @@
 typedef float sb_lanes_f __attribute__((vector_size(32)));
 typedef double sb_lanes_d __attribute__((vector_size(32)));
 
+/* the bits of a lane vector (what a compare of two gives: all ones where true), for the
+ * bitwise selects and masks on lanes */
+typedef int sb_lane_bits_f __attribute__((vector_size(32)));
+typedef long long sb_lane_bits_d __attribute__((vector_size(32)));
+
 #define SB_LANES(T, S, name) sb_lanes_##S name[16 * sizeof(T) / 32] = {{0}}
 #define SB_LANE_LOAD(S, p) ({ sb_lanes_##S u_; memcpy(&u_, (p), sizeof u_); u_; })
 #define SB_LANE_SUM(T, s, b, end, VEXPR, EXPR) do {                                       \
