@@ -28,23 +28,29 @@ cdef extern from "lane_sums.h":
 
 cdef extern from *:
     """
-    /* One block of points of one sample: out[c, p] = s[p] - prob[c, p] * s[p] where
-     * t[p] == c, else -(prob[c, p] * s[p]); rows of the classes are ``stride`` apart.
-     * Every class row first (a plain vector loop), then the target entries again. */
-    #define SB_XENT_GRAD(T, S)                                                          \
-    SB_CLONES static void sb_xent_grad_##S(const T* restrict prob,                      \
+    /* One block of points of one sample: out[c, p] = s[p] - q[c, p] * s[p] where
+     * t[p] == c, else -(q[c, p] * s[p]); rows of the classes are ``stride`` apart.
+     * Every class row first (a plain vector loop), then the target entries again.  q is
+     * the softmax PROB(v) of the input's entry v: the entry itself (sb_xent_grad), or the
+     * exp of a log-softmax (sb_xent_grad_log: the same exp as activation.exp's kernel, so
+     * the same bits as exp first, then this, without the array between). */
+    #define SB_XENT_GRAD(T, S, NAME, PROB)                                              \
+    SB_CLONES static void NAME##_##S(const T* restrict prob,                            \
             const Py_ssize_t* restrict t, const T* restrict s, T* restrict out,         \
             Py_ssize_t classes, Py_ssize_t stride, Py_ssize_t len) {                    \
         for (Py_ssize_t c = 0; c < classes; c++) {                                      \
             const T* restrict pc = prob + c * stride;                                   \
             T* restrict oc = out + c * stride;                                          \
-            for (Py_ssize_t p = 0; p < len; p++) oc[p] = -(pc[p] * s[p]);               \
+            for (Py_ssize_t p = 0; p < len; p++) oc[p] = -(PROB(pc[p]) * s[p]);         \
         }                                                                               \
         for (Py_ssize_t p = 0; p < len; p++) {                                          \
             Py_ssize_t k = t[p] * stride + p;                                           \
-            out[k] = s[p] - prob[k] * s[p]; } }
-    SB_XENT_GRAD(float, f)
-    SB_XENT_GRAD(double, d)
+            out[k] = s[p] - PROB(prob[k]) * s[p]; } }
+    #define SB_SAME(v) (v)
+    SB_XENT_GRAD(float, f, sb_xent_grad, SB_SAME)
+    SB_XENT_GRAD(double, d, sb_xent_grad, SB_SAME)
+    SB_XENT_GRAD(float, f, sb_xent_grad_log, sb_expf)
+    SB_XENT_GRAD(double, d, sb_xent_grad_log, sb_exp)
 
     /* Pointwise losses of an input v and a target w, per kind: the values of a block
      * into a buffer (one vectorised loop a kind), then their sum in lane_sums.h's lanes;
@@ -110,6 +116,12 @@ cdef extern from *:
     void sb_xent_grad_d(const double* prob, const Py_ssize_t* t, const double* s,
                         double* out, Py_ssize_t classes, Py_ssize_t stride,
                         Py_ssize_t len) noexcept nogil
+    void sb_xent_grad_log_f(const float* logp, const Py_ssize_t* t, const float* s,
+                            float* out, Py_ssize_t classes, Py_ssize_t stride,
+                            Py_ssize_t len) noexcept nogil
+    void sb_xent_grad_log_d(const double* logp, const Py_ssize_t* t, const double* s,
+                            double* out, Py_ssize_t classes, Py_ssize_t stride,
+                            Py_ssize_t len) noexcept nogil
     enum: SB_LANE_BLOCK
     double sb_loss_sum_f(int kind, const float* x, const float* t, Py_ssize_t n) noexcept nogil
     double sb_loss_sum_d(int kind, const double* x, const double* t,
@@ -151,9 +163,10 @@ def take_classes(const real[:, :, ::1] x, const Py_ssize_t[:, ::1] t, real[:, ::
 
 
 def class_grad(const real[:, :, ::1] prob, const Py_ssize_t[:, ::1] t,
-               const real[:, ::1] s, real[:, :, ::1] out, int num_threads):
+               const real[:, ::1] s, real[:, :, ::1] out, int num_threads, bint log=False):
     """Cross-entropy's input gradient from the softmax ``prob`` and ``s = -g * wt``:
-    ``out[n, c, p] = s - prob * s`` at ``c == t[n, p]``, else ``-(prob * s)``.
+    ``out[n, c, p] = s - prob * s`` at ``c == t[n, p]``, else ``-(prob * s)``; with
+    ``log``, ``prob`` holds the log-softmax, whose exp is taken on the way.
 
     prob (IN) (N, C, P), t (IN) (N, P), s (IN) (N, P), out (OUT) (N, C, P).
     """
@@ -167,11 +180,13 @@ def class_grad(const real[:, :, ::1] prob, const Py_ssize_t[:, ::1] t,
         n = i // blocks
         start = (i - n * blocks) * BLOCK
         if real is float:
-            sb_xent_grad_f(&prob[n, 0, start], &t[n, start], &s[n, start], &out[n, 0, start],
-                           classes, points, min(BLOCK, points - start))
+            (sb_xent_grad_log_f if log else sb_xent_grad_f)(
+                &prob[n, 0, start], &t[n, start], &s[n, start], &out[n, 0, start], classes,
+                points, min(BLOCK, points - start))
         else:
-            sb_xent_grad_d(&prob[n, 0, start], &t[n, start], &s[n, start], &out[n, 0, start],
-                           classes, points, min(BLOCK, points - start))
+            (sb_xent_grad_log_d if log else sb_xent_grad_d)(
+                &prob[n, 0, start], &t[n, start], &s[n, start], &out[n, 0, start], classes,
+                points, min(BLOCK, points - start))
 
 
 # -- pointwise losses: MSE, L1 and binary cross-entropy on logits, reduced -------------

@@ -67,14 +67,15 @@ def take_classes(x: np.ndarray, t: np.ndarray, check: bool = True) -> np.ndarray
 
 
 def softmax_cross_entropy_grad(prob: np.ndarray, t: np.ndarray, s,
-                               check: bool = True) -> np.ndarray:
+                               check: bool = True, *, log: bool = False) -> np.ndarray:
     """The input gradient of cross-entropy from the softmax: ``-(prob * s[:, None])``,
     with ``s - prob * s`` at each element's class ``t``.
 
     Parameters
     ----------
     prob : ndarray, float32 or float64, shape (N, C, ...)
-        ``softmax(x)`` over axis 1.
+        ``softmax(x)`` over axis 1; with ``log``, ``log_softmax(x)``, whose exp the
+        kernel takes on the way (the bits of ``activation.exp`` first, without its array).
     t : ndarray of int, shape (N, ...), every entry in ``[0, C)``
     s : ndarray, shape (N, ...) (or broadcasting to it), prob's dtype
         ``-g * w[t]``: the upstream gradient times the target's class weight, negated.
@@ -92,5 +93,5 @@ def softmax_cross_entropy_grad(prob: np.ndarray, t: np.ndarray, s,
     s = np.ascontiguousarray(np.broadcast_to(np.asarray(s, prob.dtype), t.shape))
     out = np.empty(prob.shape, prob.dtype)
     _loss.class_grad(prob.reshape(n, c, points), _rows(t), s.reshape(n, points),
-                     out.reshape(n, c, points), kernel_threads(prob.size))
+                     out.reshape(n, c, points), kernel_threads(prob.size), log)
     return out

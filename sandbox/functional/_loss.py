@@ -96,15 +96,16 @@ def _index_targets(input, target, weight, ignore_index, op):
             f"(expected {expected} for an (N, C, ...) input)"
         )
     valid = t != ignore_index
-    t_safe = np.where(valid, t, 0)
-    if np.any((t_safe < 0) | (t_safe >= n_classes)):
+    every = bool(valid.all())  # the common case: nothing ignored
+    t_safe = t.copy() if every else np.where(valid, t, 0)  # kept for the backward: a copy
+    if t_safe.size and (t_safe.min() < 0 or t_safe.max() >= n_classes):
         bad = t_safe[(t_safe < 0) | (t_safe >= n_classes)][0]
         raise ValueError(
             f"{op}: target value {bad} is out of range for {n_classes} classes "
             f"(valid: 0..{n_classes - 1} or ignore_index={ignore_index})"
         )
     w = _class_weights(weight, n_classes, input.dtype, op)
-    return t_safe, valid, w, w[t_safe] * valid
+    return t_safe, valid, w, (w[t_safe] if every else w[t_safe] * valid)
 
 
 class _IndexCrossEntropy(Function):
@@ -117,6 +118,9 @@ class _IndexCrossEntropy(Function):
     composition's backward computes it: ``gl - exp(logp) * S`` with ``S = -g * wt``
     (the same kernels: the same bits).
     """
+
+    plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+    fresh_grads = True  # softmax_cross_entropy_grad allocates the input gradient
 
     @staticmethod
     def forward(ctx, x, t_safe, wt, divisor, reduction):
@@ -143,10 +147,10 @@ class _IndexCrossEntropy(Function):
             np.put_along_axis(onehot, ctx.t[:, None], 1.0, axis=1)
             s = s.unsqueeze(1) if isinstance(s, Tensor) else Tensor(np.asarray(s)[:, None])
             return s * (onehot - softmax(x, 1)), None, None, None, None
-        prob = activation.exp(ctx.logp)  # exp(log_softmax), as the composition's backward
+        # prob = exp(log_softmax) as the composition's backward takes it (in the kernel);
         # s - prob * s at the target class, 0 * s - prob * s = -(prob * s) elsewhere
-        return (softmax_cross_entropy_grad(prob, ctx.t, s, check=False), None, None, None,
-                None)
+        return (softmax_cross_entropy_grad(ctx.logp, ctx.t, s, check=False, log=True), None,
+                None, None, None)
 
 
 def _nll(logp, target, weight, ignore_index, reduction, label_smoothing, op, probs_ok=True):
