@@ -111,7 +111,9 @@ def contiguous(a: np.ndarray) -> np.ndarray:
     ndarray
         C-contiguous, same values and dtype.  Strided arrays whose rows are contiguous
         runs (a slice along a leading axis, such as one input's part of a
-        concatenation's gradient) are copied by rows on every thread; others by numpy.
+        concatenation's gradient) are copied by rows on every thread, broadcasts whose
+        trailing axes repeat one value (a mean's gradient) filled by rows on every
+        thread; others copied by numpy.
     """
     if a.flags.c_contiguous:
         return a
@@ -133,7 +135,8 @@ def _fill_constant_rows(a: np.ndarray) -> np.ndarray:
     k = a.ndim
     while k > 0 and (a.strides[k - 1] == 0 or a.shape[k - 1] == 1):
         k -= 1
-    if k == a.ndim or a.dtype not in (np.float32, np.float64):
+    repeats = math.prod(a.shape[k:])  # values a row repeats (1: nothing is broadcast)
+    if repeats == 1 or a.dtype not in (np.float32, np.float64):
         return np.ascontiguousarray(a)
     values = np.ascontiguousarray(a[(Ellipsis, *([0] * (a.ndim - k)))]).reshape(-1)
     out = np.empty(a.shape, dtype=a.dtype)

@@ -241,4 +241,6 @@ def test_contiguous_fills_a_broadcast_on_every_thread(values, shape, dtype, monk
     assert len(calls) == 6
     contiguous(np.broadcast_to(v.astype(np.int32), shape))  # another dtype: numpy's copy
     contiguous(np.broadcast_to(np.ones((1, 64, 64), dtype), (8, 64, 64)))  # not trailing
+    strided = np.ones((8, 16, 64, 2), dtype)[..., :1]  # a trailing 1, nothing repeated
+    np.testing.assert_array_equal(contiguous(strided), np.ascontiguousarray(strided))
     assert len(calls) == 6
