@@ -121,9 +121,9 @@ def copy_rows(const unsigned char[:, :] src,  # IN  (rows, width) bytes, rows st
         memcpy(&dst[o, offset], &src[o, 0], width)
 
 
-def row_sums(const real[:, ::1] x,    # IN  (rows, width)
-             Py_ssize_t chunk,           # IN  elements of a part (the last may be short)
-             double[:, ::1] parts,       # OUT (rows, ceil(width / chunk))
+def row_sums(const real[:, ::1] x,  # IN  (rows, width)
+             Py_ssize_t chunk,         # IN  elements of a part (the last may be short)
+             double[:, ::1] parts,     # OUT (rows, ceil(width / chunk))
              int num_threads):
     """``parts[r, k]`` = the sum of ``x[r, k * chunk:(k + 1) * chunk]`` (lane_sums.h's
     lanes by blocks, the blocks in double), the parts shared among the threads; the

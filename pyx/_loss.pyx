@@ -24,7 +24,7 @@ cdef extern from "vec_math.h":
     pass  # sb_expf, sb_exp, the sigmoid and log1p on [0, 1], used by the C below
 
 cdef extern from "lane_sums.h":
-    pass  # SB_LANES, SB_LANE_SUM, SB_LANE_FOLD: the losses' block sums
+    pass  # SB_BLOCK_SUM: the losses' block sums
 
 cdef extern from *:
     """
@@ -73,17 +73,14 @@ cdef extern from *:
     SB_LOSS_KIND(l1, T, S, FABS(v - w), v > w ? (T) 1 : v < w ? (T) -1 : (v - w))       \
     SB_LOSS_KIND(bce, T, S, (v > 0 ? v : 0) - v * w + LOG1P01(EXP(-FABS(v))),            \
                  sb_sigmoid_value_##S(v) - w)                                            \
-    /* the sum of a block's values (n <= SB_LANE_BLOCK), in lanes */                    \
-    static double sb_values_sum_##S(const T* buf, Py_ssize_t n) {                       \
-        SB_LANES(T, S, s);                                                              \
-        SB_LANE_SUM(T, s, 0, n, SB_LANE_LOAD(S, buf + at), buf[i]);                     \
-        return SB_LANE_FOLD(T, s); }                                                    \
+    /* a block's values (n <= SB_LANE_BLOCK) summed by lane_sums.h's sb_sum */          \
+    SB_BLOCK_SUM(T, S)                                                                  \
     static double sb_loss_sum_##S(int kind, const T* x, const T* t, Py_ssize_t n) {     \
         T buf[SB_LANE_BLOCK];                                                           \
         if (kind == SB_LOSS_MSE) sb_loss_values_mse_##S(x, t, buf, n);                  \
         else if (kind == SB_LOSS_L1) sb_loss_values_l1_##S(x, t, buf, n);               \
         else sb_loss_values_bce_##S(x, t, buf, n);                                      \
-        return sb_values_sum_##S(buf, n); }                                             \
+        return sb_sum_##S(buf, n); }                                             \
     static void sb_loss_grad_##S(int kind, const T* x, const T* t, T scale, T* out,     \
             Py_ssize_t n) {                                                              \
         if (kind == SB_LOSS_MSE) sb_loss_grad_mse_##S(x, t, scale, out, n);              \
@@ -107,7 +104,7 @@ cdef extern from *:
             Py_ssize_t n) {                                                              \
         T buf[SB_LANE_BLOCK];                                                            \
         sb_bcew_values_##S(x, t, w, p, buf, n);                                          \
-        return sb_values_sum_##S(buf, n); }
+        return sb_sum_##S(buf, n); }
     SB_POINTWISE_LOSS(float, f, fabsf, sb_expf, sb_log1p01f)
     SB_POINTWISE_LOSS(double, d, fabs, sb_exp, sb_log1p01)
     """

@@ -8,8 +8,8 @@
 # writes only its own output -> bitwise identical for any thread count).
 #
 # Arrays are viewed as (N, C, L): batch norm reduces each channel c over N and L;
-# group norm views its input as (1, N*G, L') so that the same kernels reduce
-# each (sample, group).  Every sum runs lane_sums.h's 16 lanes of the element type
+# group norm each group of C / G consecutive planes of a sample (its own kernels,
+# below); layer norm rows (R, L).  Every sum runs lane_sums.h's 16 lanes of the element type
 # over blocks of SB_LANE_BLOCK elements of a plane or row, and adds the blocks in
 # double (the accumulation type; a lane holds at most 64 terms).
 
@@ -102,24 +102,19 @@ cdef extern from *:
     SB_CLONES static void sb_ln_row_sums_##S(const T* restrict g, const T* restrict x,          \
             T m, T s, const T* restrict w, Py_ssize_t n, double* sum_d, double* sum_dx) {       \
         double total_d = 0, total_dx = 0;                                                       \
-        for (Py_ssize_t b = 0; b < n; b += SB_LANE_BLOCK) {                                       \
-            const Py_ssize_t end = b + SB_LANE_BLOCK < n ? b + SB_LANE_BLOCK : n;                   \
-            SB_LANES(T, S, a);                                                                  \
-            SB_LANES(T, S, c);                                                                  \
-            if (w) {                                                                            \
-                SB_LANE_SUM(T, a, b, end, SB_LANE_LOAD(S, g + at) * SB_LANE_LOAD(S, w + at), \
-                                g[i] * w[i]);                                                   \
-                SB_LANE_SUM(T, c, b, end, SB_LANE_LOAD(S, g + at) * SB_LANE_LOAD(S, w + at)  \
-                                * ((SB_LANE_LOAD(S, x + at) - m) * s),                            \
-                                g[i] * w[i] * ((x[i] - m) * s));                                \
-            } else {                                                                            \
-                SB_LANE_SUM(T, a, b, end, SB_LANE_LOAD(S, g + at), g[i]);                  \
-                SB_LANE_SUM(T, c, b, end,                                                \
-                                SB_LANE_LOAD(S, g + at) * ((SB_LANE_LOAD(S, x + at) - m) * s),      \
-                                g[i] * ((x[i] - m) * s));                                       \
-            }                                                                                   \
-            total_d += SB_LANE_FOLD(T, a);                                                        \
-            total_dx += SB_LANE_FOLD(T, c); }                                                     \
+        SB_BLOCKS(n, SB_LANES(T, S, a); SB_LANES(T, S, c);                                      \
+            if (w)                                                                              \
+                SB_LANE_SUM2(T, a, c, b, end,                                                   \
+                             SB_LANE_LOAD(S, g + at) * SB_LANE_LOAD(S, w + at),                 \
+                             SB_LANE_LOAD(S, g + at) * SB_LANE_LOAD(S, w + at)                  \
+                                 * ((SB_LANE_LOAD(S, x + at) - m) * s),                         \
+                             g[i] * w[i], g[i] * w[i] * ((x[i] - m) * s));                      \
+            else                                                                                \
+                SB_LANE_SUM2(T, a, c, b, end, SB_LANE_LOAD(S, g + at),                          \
+                             SB_LANE_LOAD(S, g + at) * ((SB_LANE_LOAD(S, x + at) - m) * s),     \
+                             g[i], g[i] * ((x[i] - m) * s));                                    \
+            total_d += SB_LANE_FOLD(T, a);                                                      \
+            total_dx += SB_LANE_FOLD(T, c));                                                    \
         *sum_d = total_d;                                                                       \
         *sum_dx = total_dx; }                                                                   \
     SB_CLONES static void sb_ln_row_grad_##S(const T* restrict g, const T* restrict x,          \
@@ -489,8 +484,8 @@ def group_norm_forward(const real[:, :, ::1] x, Py_ssize_t num_groups, double ep
                        bint has_bias, real[:, :, ::1] out, real[:, ::1] mean,
                        real[:, ::1] invstd, int num_threads):
     """``out = (x - mean) * invstd * weight + bias`` per group of a sample: its mean and
-    ``1 / sqrt(var + eps)`` (biased variance, from the two passes of ``_moments``, in
-    double, rounded once), then per channel ``scale = invstd * weight`` and ``shift =
+    ``1 / sqrt(var + eps)`` (biased variance, the sum then the squared deviations from the
+    mean rounded to ``real``, as ``_moments`` takes them; in double, rounded once), then per channel ``scale = invstd * weight`` and ``shift =
     bias - mean * scale`` in ``real``, then ``x * scale + shift`` over the channel's plane.
 
     x (IN) (N, C, L), weight, bias (IN) (C,) or anything when their flag is False, out (OUT)

@@ -37,9 +37,7 @@
 #include "lane_sums.h"
 #include "simd_clones.h"
 
-/* the vectors: lane_sums.h's sb_lanes_f, sb_lanes_d; lane masks of their size */
-typedef int32_t sb_dw_mask_f __attribute__((vector_size(32)));
-typedef int64_t sb_dw_mask_d __attribute__((vector_size(32)));
+/* the vectors and their lane masks: lane_sums.h's sb_lanes_S and sb_lane_bits_S */
 
 /* the products of the vectors at g and x (type sb_lanes_S); the same with the lanes
  * outside the mask `keep` zeroed after the multiply (so an infinity read past a row
@@ -50,7 +48,7 @@ typedef int64_t sb_dw_mask_d __attribute__((vector_size(32)));
     SB_DW_LOAD(v_, (x));                                                                 \
     u_ * v_; })
 #define SB_DW_MASKED(S, g, x, keep) \
-    ((sb_lanes_##S) ((sb_dw_mask_##S) SB_DW_PRODUCT(S, g, x) & (keep)))
+    ((sb_lanes_##S) ((sb_lane_bits_##S) SB_DW_PRODUCT(S, g, x) & (keep)))
 
 /* a row copy stays a loop of vector moves, not a call of memcpy per short row */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -163,7 +161,7 @@ SB_CLONES static void sb_dw_dots_##S(const T* restrict g, Py_ssize_t rows, Py_ss
         const Py_ssize_t* off, Py_ssize_t ntaps, double* acc) {                          \
     enum { L = sizeof(sb_lanes_##S) / sizeof(T) };                                      \
     const Py_ssize_t nv = n - n % L;  /* the columns in whole vectors */                 \
-    sb_dw_mask_##S keep; /* the lanes of a row's last, partial vector that are in it */  \
+    sb_lane_bits_##S keep; /* the lanes of a row's last, partial vector that are in it */  \
     for (int k = 0; k < L; k++) keep[k] = k < n - nv ? -1 : 0;                           \
     /* rows before the last in groups of four, the partial vector's products masked */   \
     /* (it reads into the next row: only where it stays in that row); the rest a row */  \

@@ -1,7 +1,8 @@
 /* Sums in 16 lanes of the element type T, folded in a fixed tree and returned in double:
  * the normalisations' sums (pyx/_norm.pyx), the row sums of means and sums
  * (pyx/_elementwise.pyx) and the pointwise losses (pyx/_loss.pyx); softmax's rows
- * (pyx/_softmax.pyx) use the lane types and loads for their 8 lanes.  A sum in double
+ * (pyx/_softmax.pyx) use the lane types, loads and bit masks for their 8 lanes, and the
+ * depthwise rows (pyx/depthwise_rows.h) the types and masks.  A sum in double
  * throughout costs a conversion an element and twice the vectors; a block of at most
  * SB_LANE_BLOCK elements keeps what a lane of T holds to SB_LANE_BLOCK / 16 terms, and
  * the blocks are added in double by the caller (SB_BLOCKS, SB_BLOCK_SUM).

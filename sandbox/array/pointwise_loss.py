@@ -77,4 +77,4 @@ def _weights(weights, dtype) -> tuple:
 
 def _flat(a: np.ndarray) -> np.ndarray:
     """``a``'s elements as a contiguous 1-D array (a view where ``a`` is C-contiguous)."""
-    return a.reshape(-1) if a.flags.c_contiguous else np.ascontiguousarray(a).reshape(-1)
+    return a.ravel()

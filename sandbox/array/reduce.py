@@ -4,10 +4,10 @@ A global average pool (``x.mean((2, 3))``) or a whole-array mean of a feature ma
 reduction over the trailing axes of a C-contiguous array: rows of ``width`` values.
 Each row is cut into parts of :data:`PART` values, a length fixed by the row alone; the
 threads share the parts (``pyx/_elementwise.pyx``'s ``row_sums``: lanes of the dtype by
-blocks of 1024, the blocks in double), and each row's parts are then added in their
-order, so a sum never depends on the threads.  Sums are taken in double and rounded
-once to the input's dtype: numpy's float32 sums are float32 pairwise sums, within a few
-ulps of these.
+blocks of 1024, the blocks in double), and each row's parts are then added by numpy in
+an order fixed by their number, so a sum never depends on the threads.  Sums are taken
+in double and rounded once to the input's dtype: numpy's float32 sums are float32
+pairwise sums, within a few ulps of these.
 """
 
 from __future__ import annotations

@@ -122,6 +122,10 @@ class _GradWalk(_Walk):
         return self.node_grads.get((t.grad_fn, t._output_nr))
 
 
+#: what a single gradient (rather than a sequence of them) may be
+_ONE_GRADIENT = (Tensor, np.ndarray)
+
+
 def _roots_and_seeds(outputs, grad_outputs):
     """The output Tensors as a list and each one's checked seed gradient."""
     outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
@@ -137,10 +141,6 @@ def _roots_and_seeds(outputs, grad_outputs):
         )
     pairs = zip(outputs, grad_outputs, strict=True)
     return outputs, [_seed(t, g, k) for k, (t, g) in enumerate(pairs)]
-
-
-#: what a single gradient (rather than a sequence of them) may be
-_ONE_GRADIENT = (Tensor, np.ndarray)
 
 
 def _seed(t, g, k):

@@ -46,8 +46,9 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002 - torch's argument na
     if oh == ow == 1:
         # a global average pool: a mean over the trailing axes, on every thread
         # (sandbox.array.reduce), whose gradient a leaf fills on every thread (a (8, 16, 64,
-        # 64) float32 input, forward + backward: 0.93 / 1.23 -> 0.62 / 0.61 PyTorch's time at
-        # 1 / 2 threads on the AMD EPYC family 25 model 1 VM)
+        # 64) float32 input, forward + backward: 0.93 / 1.23 -> 0.60-0.68 / 0.69-0.76
+        # PyTorch's time at 1 / 2 threads on the AMD EPYC family 25 model 1 VM, two runs of
+        # python benchmarks/bench_ops_vs_torch.py --threads 1 2 --repeat 31)
         return input.mean(axis=(-2, -1), keepdims=True)
     if h % oh == 0 and w % ow == 0:
         # windows of one size side by side (a global average pool, 1x1, among them): a

@@ -56,33 +56,34 @@ def test_a_kernel_backward_gets_arrays_a_tensor_backward_tensors():
     np.testing.assert_array_equal(g.numpy(), np.full(3, 6.0))
 
 
+def _copy_op(backward, fresh_grads):
+    """A kernel-style Function whose forward copies its input and whose plain backward is
+    ``backward(g)`` (arrays in and out), declaring ``fresh_grads`` as given."""
+
+    class CopyOp(Function):
+        plain_backward_arrays = True
+
+        @staticmethod
+        def forward(ctx, x):
+            return x.copy()
+
+    CopyOp.fresh_grads = fresh_grads
+    CopyOp.backward = staticmethod(lambda ctx, g: backward(g))
+    return CopyOp
+
+
 def test_fresh_gradients_are_kept_by_a_leaf_others_copied():
     out = {}
 
-    class Fresh(Function):
-        plain_backward_arrays = True
-        fresh_grads = True
+    def fresh(g):
+        out["fresh"] = g * 1.0
+        return out["fresh"]
 
-        @staticmethod
-        def forward(ctx, x):
-            return x.copy()
+    def passed(g):
+        out["passed"] = g
+        return g
 
-        @staticmethod
-        def backward(ctx, g):
-            out["fresh"] = g * 1.0
-            return out["fresh"]
-
-    class Passed(Function):
-        plain_backward_arrays = True
-
-        @staticmethod
-        def forward(ctx, x):
-            return x.copy()
-
-        @staticmethod
-        def backward(ctx, g):
-            out["passed"] = g
-            return g
+    Fresh, Passed = _copy_op(fresh, fresh_grads=True), _copy_op(passed, fresh_grads=False)
 
     a = sandbox.tensor(np.ones(4), requires_grad=True)
     b = sandbox.tensor(np.ones(4), requires_grad=True)
@@ -134,19 +135,12 @@ def test_a_read_only_fresh_gradient_is_summed_into_a_new_array():
     """A Function that declares fresh gradients but returns a read-only array: a leaf that
     gets two of them sums into a new array instead of writing into the first."""
 
-    class ReadOnly(Function):
-        plain_backward_arrays = True
-        fresh_grads = True
+    def read_only(g):
+        out = g * 2.0
+        out.setflags(write=False)
+        return out
 
-        @staticmethod
-        def forward(ctx, x):
-            return x.copy()
-
-        @staticmethod
-        def backward(ctx, g):
-            out = g * 2.0
-            out.setflags(write=False)
-            return out
+    ReadOnly = _copy_op(read_only, fresh_grads=True)
 
     a = sandbox.tensor(np.ones(5), requires_grad=True)
     (ReadOnly.apply(a) + ReadOnly.apply(a)).sum().backward()
