@@ -56,7 +56,7 @@ def norm_relu_ops(torch, c, s, rng):
 
     def fused():
         y, mean, invstd = norm.batch_norm_relu(x, rm, rv, w, b, True)
-        return norm.batch_norm_relu_backward(g, x, y, mean, invstd, w, True)
+        return norm.batch_norm_relu_backward(g, x, mean, invstd, w, b, True)
 
     def unfused():
         a, mean, invstd = norm.batch_norm(x, rm, rv, w, b, True)

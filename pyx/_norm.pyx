@@ -33,14 +33,16 @@ cdef extern from *:
     #include <string.h>
     /* Sums in 16 lanes of T by blocks of SB_LANE_BLOCK, each block folded and added in
      * double (lane_sums.h): sum(p) (SB_BLOCK_SUM); sum((p - m)^2) about the mean rounded
-     * to T, m; and, in one pass, sum(gm) and sum(gm * x) with gm = g * (y > 0) when y is
-     * given (batch norm + ReLU's backward: a product with 1 or +0, as ReLU's own backward
-     * computes it), else gm = g. */
-    /* g's lanes at `at` times 1 or +0 where y's are > 0 or not, as ReLU's backward */
-    #define SB_MASKED(S, g, y, at) ({                                                       \
+     * to T, m; and, in one pass, sum(gm) and sum(gm * x) with gm = g * (x * ms + mb > 0)
+     * when masked (batch norm + ReLU's backward: ReLU's mask recomputed from the input
+     * with the forward's scale ms and shift mb, so the forward's bits, as a product with 1
+     * or +0, as ReLU's own backward computes it), else gm = g. */
+    /* g's lanes at `at` times 1 or +0 where x * ms + mb (batch norm's output before the
+     * ReLU; -ffp-contract=off keeps it unfused, as in the forward) is > 0 or not */
+    #define SB_MASKED(S, g, x, at, ms, mb) ({                                               \
         const sb_lane_bits_##S one_ = (sb_lane_bits_##S) ((sb_lanes_##S) {0} + 1);        \
-        SB_LANE_LOAD(S, (g) + (at))                                                         \
-            * (sb_lanes_##S) (one_ & (sb_lane_bits_##S) (SB_LANE_LOAD(S, (y) + (at)) > 0)); })
+        SB_LANE_LOAD(S, (g) + (at)) * (sb_lanes_##S) (                                      \
+            one_ & (sb_lane_bits_##S) (SB_LANE_LOAD(S, (x) + (at)) * (ms) + (mb) > 0)); })
     #define SB_NORM(T, S)                                                                   \
     SB_BLOCK_SUM(T, S)                                                                  \
     SB_CLONES static double sb_sq_dev_##S(const T* restrict p, Py_ssize_t n, T m) {       \
@@ -52,13 +54,14 @@ cdef extern from *:
             total += SB_LANE_FOLD(T, s));                                                   \
         return total; }                                                                     \
     SB_CLONES static void sb_plane_sums_##S(const T* restrict g, const T* restrict x,      \
-            const T* restrict y, Py_ssize_t n, double* sum_g, double* sum_gx) {             \
+            Py_ssize_t n, T ms, T mb, int masked, double* sum_g, double* sum_gx) {          \
         double total_g = 0, total_gx = 0;                                                   \
         SB_BLOCKS(n, SB_LANES(T, S, a); SB_LANES(T, S, c);                                  \
-            if (y)                                                                          \
-                SB_LANE_SUM2(T, a, c, b, end, SB_MASKED(S, g, y, at),                      \
-                             SB_MASKED(S, g, y, at) * SB_LANE_LOAD(S, x + at),             \
-                             g[i] * (T) (y[i] > 0), g[i] * (T) (y[i] > 0) * x[i]);          \
+            if (masked)                                                                     \
+                SB_LANE_SUM2(T, a, c, b, end, SB_MASKED(S, g, x, at, ms, mb),              \
+                             SB_MASKED(S, g, x, at, ms, mb) * SB_LANE_LOAD(S, x + at),     \
+                             g[i] * (T) (x[i] * ms + mb > 0),                               \
+                             g[i] * (T) (x[i] * ms + mb > 0) * x[i]);                       \
             else                                                                            \
                 SB_LANE_SUM2(T, a, c, b, end, SB_LANE_LOAD(S, g + at),                      \
                              SB_LANE_LOAD(S, g + at) * SB_LANE_LOAD(S, x + at),             \
@@ -78,9 +81,9 @@ cdef extern from *:
             T* restrict out, T a, T b, T c, Py_ssize_t n) {                             \
         for (Py_ssize_t i = 0; i < n; i++) out[i] = a * g[i] + b * x[i] + c; }          \
     SB_CLONES static void sb_masked_affine2_##S(const T* restrict g, const T* restrict x, \
-            const T* restrict y, T* restrict out, T a, T b, T c, Py_ssize_t n) {        \
+            T* restrict out, T ms, T mb, T a, T b, T c, Py_ssize_t n) {                   \
         for (Py_ssize_t i = 0; i < n; i++) {                                            \
-            T gm = g[i] * (T)(y[i] > 0); out[i] = a * gm + b * x[i] + c; } }
+            T gm = g[i] * (T) (x[i] * ms + mb > 0); out[i] = a * gm + b * x[i] + c; } }
     SB_NORM(float, f)
     SB_NORM(double, d)
 
@@ -136,10 +139,10 @@ cdef extern from *:
     double sb_sum_d(const double*, Py_ssize_t) noexcept nogil
     double sb_sq_dev_f(const float*, Py_ssize_t, float) noexcept nogil
     double sb_sq_dev_d(const double*, Py_ssize_t, double) noexcept nogil
-    void sb_plane_sums_f(const float*, const float*, const float*, Py_ssize_t, double*,
+    void sb_plane_sums_f(const float*, const float*, Py_ssize_t, float, float, int, double*,
                          double*) noexcept nogil
-    void sb_plane_sums_d(const double*, const double*, const double*, Py_ssize_t, double*,
-                         double*) noexcept nogil
+    void sb_plane_sums_d(const double*, const double*, Py_ssize_t, double, double, int,
+                         double*, double*) noexcept nogil
     void sb_affine_f(const float*, float*, float, float, Py_ssize_t) noexcept nogil
     void sb_affine_d(const double*, double*, double, double, Py_ssize_t) noexcept nogil
     void sb_affine_relu_f(const float*, float*, float, float, Py_ssize_t) noexcept nogil
@@ -148,9 +151,9 @@ cdef extern from *:
                       Py_ssize_t) noexcept nogil
     void sb_affine2_d(const double*, const double*, double*, double, double, double,
                       Py_ssize_t) noexcept nogil
-    void sb_masked_affine2_f(const float*, const float*, const float*, float*, float, float,
+    void sb_masked_affine2_f(const float*, const float*, float*, float, float, float, float,
                              float, Py_ssize_t) noexcept nogil
-    void sb_masked_affine2_d(const double*, const double*, const double*, double*, double,
+    void sb_masked_affine2_d(const double*, const double*, double*, double, double, double,
                              double, double, Py_ssize_t) noexcept nogil
     void sb_ln_stats_f(const float*, Py_ssize_t, double*, double*) noexcept nogil
     void sb_ln_stats_d(const double*, Py_ssize_t, double*, double*) noexcept nogil
@@ -222,26 +225,24 @@ def channel_moments(const real[:, :, ::1] x, double[::1] mean, double[::1] var,
             var[c] = v
 
 
-cdef inline void _plane_sums(const real* g, const real* x, const real* y, Py_ssize_t n,
-                             double* sum_g, double* sum_gx) noexcept nogil:
-    """``sum(gm)`` and ``sum(gm * x)`` of ``n`` values in one pass, ``gm = g * (y > 0)``,
-    or ``g`` where ``y`` is NULL."""
+cdef inline void _plane_sums(const real* g, const real* x, Py_ssize_t n, real ms, real mb,
+                             bint masked, double* sum_g, double* sum_gx) noexcept nogil:
+    """``sum(gm)`` and ``sum(gm * x)`` of ``n`` values in one pass, ``gm = g * (x * ms + mb
+    > 0)`` when ``masked``, else ``g``."""
     if real is float:
-        sb_plane_sums_f(g, x, y, n, sum_g, sum_gx)
+        sb_plane_sums_f(g, x, n, ms, mb, masked, sum_g, sum_gx)
     else:
-        sb_plane_sums_d(g, x, y, n, sum_g, sum_gx)
+        sb_plane_sums_d(g, x, n, ms, mb, masked, sum_g, sum_gx)
 
 
-cdef inline double _sums(const real[:, :, ::1] g, const real[:, :, ::1] x,
-                         const real[:, :, ::1] y, bint masked, Py_ssize_t c,
-                         double* sum_gx) noexcept nogil:
+cdef inline double _sums(const real[:, :, ::1] g, const real[:, :, ::1] x, real ms, real mb,
+                         bint masked, Py_ssize_t c, double* sum_gx) noexcept nogil:
     """``sum(gm)`` (returned) and ``sum(gm * x)`` (``sum_gx``) of channel ``c`` in one pass
-    over each plane, with ``gm = g * (y > 0)`` when ``masked``, else ``g``."""
+    over each plane, with ``gm = g * (x * ms + mb > 0)`` when ``masked``, else ``g``."""
     cdef Py_ssize_t n, length = g.shape[2]
     cdef double sg = 0, sgx = 0, plane_g, plane_gx
     for n in range(g.shape[0]):
-        _plane_sums(&g[n, c, 0], &x[n, c, 0], &y[n, c, 0] if masked else NULL, length,
-                    &plane_g, &plane_gx)
+        _plane_sums(&g[n, c, 0], &x[n, c, 0], length, ms, mb, masked, &plane_g, &plane_gx)
         sg = sg + plane_g
         sgx = sgx + plane_gx
     sum_gx[0] = sgx
@@ -260,7 +261,7 @@ def channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x, double[::1] s
     with nogil:
         for c in prange(g.shape[1], schedule="static", num_threads=num_threads):
             sgx = 0  # assigned in the loop: private to each thread
-            sum_g[c] = _sums(g, x, x, False, c, &sgx)
+            sum_g[c] = _sums(g, x, 0, 0, False, c, &sgx)
             sum_gx[c] = sgx
 
 
@@ -296,66 +297,73 @@ def affine(const real[:, :, ::1] x, const real[::1] scale, const real[::1] shift
             _affine(&x[n, c, 0], &out[n, c, 0], scale[c], shift[c], length, relu)
 
 
-cdef inline void _affine2(const real* g, const real* x, const real* y, real* out, real a,
+cdef inline void _affine2(const real* g, const real* x, real* out, real ms, real mb, real a,
                           real b, real c, Py_ssize_t n, bint masked) noexcept nogil:
-    """``out = a * g + b * x + c``; with ``masked``, ``g * (y > 0)`` in place of ``g``."""
+    """``out = a * g + b * x + c``; with ``masked``, ``g * (x * ms + mb > 0)`` in place of
+    ``g``."""
     if real is float:
         if masked:
-            sb_masked_affine2_f(g, x, y, out, a, b, c, n)
+            sb_masked_affine2_f(g, x, out, ms, mb, a, b, c, n)
         else:
             sb_affine2_f(g, x, out, a, b, c, n)
     else:
         if masked:
-            sb_masked_affine2_d(g, x, y, out, a, b, c, n)
+            sb_masked_affine2_d(g, x, out, ms, mb, a, b, c, n)
         else:
             sb_affine2_d(g, x, out, a, b, c, n)
 
 
-def affine2(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[:, :, ::1] y,
-            const real[::1] a, const real[::1] b, const real[::1] shift, real[:, :, ::1] out,
-            int num_threads):
+def affine2(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[::1] mask_scale,
+            const real[::1] mask_shift, const real[::1] a, const real[::1] b,
+            const real[::1] shift, real[:, :, ::1] out, int num_threads):
     """``out = a[c] * g + b[c] * x + shift[c]`` (the batch-norm input gradient), per plane;
-    with ``y`` (not None), ``g * (y > 0)`` in place of ``g`` (batch norm + ReLU, below).
+    with ``mask_scale`` and ``mask_shift`` (not None), ``g * (x * mask_scale[c] +
+    mask_shift[c] > 0)`` in place of ``g`` (batch norm + ReLU, below).
 
-    Arguments: ``g`` (IN), ``x`` (IN), ``y`` (IN, or None), ``a`` (IN), ``b`` (IN),
-    ``shift`` (IN), ``out`` (OUT), ``num_threads`` (IN).
+    Arguments: ``g`` (IN), ``x`` (IN), ``mask_scale``, ``mask_shift`` (IN, or None),
+    ``a``, ``b``, ``shift`` (IN), ``out`` (OUT), ``num_threads`` (IN).
     """
     cdef Py_ssize_t n_chan = g.shape[1], length = g.shape[2]
     cdef Py_ssize_t plane, n, c
-    cdef bint masked = y is not None
+    cdef bint masked = mask_scale is not None
     with nogil:
         for plane in prange(g.shape[0] * n_chan, schedule="static", num_threads=num_threads):
             n = plane // n_chan
             c = plane - n * n_chan
-            _affine2(&g[n, c, 0], &x[n, c, 0], &y[n, c, 0] if masked else NULL,
-                     &out[n, c, 0], a[c], b[c], shift[c], length, masked)
+            _affine2(&g[n, c, 0], &x[n, c, 0], &out[n, c, 0],
+                     mask_scale[c] if masked else 0, mask_shift[c] if masked else 0,
+                     a[c], b[c], shift[c], length, masked)
 
 
 # ---------------------------------------------------------------- batch norm + ReLU
 #
-# The fused kernels (affine with ``relu``, affine2 with ``y``, masked_channel_sums)
-# compute exactly what the unfused sequence computes (affine, then max(., 0); ReLU
-# backward as g * (y > 0), then the sums and affine2), with the same accumulation
-# order, so the results are bitwise identical to it.  The mask is a multiplication,
-# not a branch: about half the signs are random, and a mispredicted branch per
-# element made the backward several times slower.
+# The fused kernels (affine with ``relu``; affine2 and the sums with ReLU's mask) compute
+# exactly what the unfused sequence computes (affine, then max(., 0); ReLU backward as
+# g * (y > 0), then the sums and affine2), with the same accumulation order, so the
+# results are bitwise identical to it.  The backward does not read the output y: its mask
+# y > 0 is x * scale + shift > 0 with the forward's scale and shift, recomputed in the
+# same float operations (no fused multiply-add in this file), which is the same mask and
+# saves a third of the backward's memory traffic.  The mask is a multiplication, not a
+# branch: about half the signs are random, and a mispredicted branch per element made
+# the backward several times slower.
 
 
 def masked_channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x,
-                        const real[:, :, ::1] y, double[::1] sum_g, double[::1] sum_gx,
-                        int num_threads):
-    """Per-channel ``sum(gm)`` and ``sum(gm * x)``, ``gm = g * (y > 0)``, parallel over C:
-    :func:`channel_sums` of ReLU's input gradient, which is never stored.
+                        const real[::1] mask_scale, const real[::1] mask_shift,
+                        double[::1] sum_g, double[::1] sum_gx, int num_threads):
+    """Per-channel ``sum(gm)`` and ``sum(gm * x)``, ``gm = g * (x * mask_scale[c] +
+    mask_shift[c] > 0)``, parallel over C: :func:`channel_sums` of ReLU's input gradient,
+    which is never stored.
 
-    Arguments: ``g`` (IN), ``x`` (IN), ``y`` (IN), ``sum_g`` (OUT), ``sum_gx`` (OUT),
-    ``num_threads`` (IN).
+    Arguments: ``g`` (IN), ``x`` (IN), ``mask_scale`` (IN), ``mask_shift`` (IN), ``sum_g``
+    (OUT), ``sum_gx`` (OUT), ``num_threads`` (IN).
     """
     cdef Py_ssize_t c
     cdef double sgx
     with nogil:
         for c in prange(g.shape[1], schedule="static", num_threads=num_threads):
             sgx = 0  # assigned in the loop: private to each thread
-            sum_g[c] = _sums(g, x, y, True, c, &sgx)
+            sum_g[c] = _sums(g, x, mask_scale[c], mask_shift[c], True, c, &sgx)
             sum_gx[c] = sgx
 
 
@@ -442,34 +450,44 @@ cdef inline void _backward_scalars(Py_ssize_t c, double sum_g64, double sum_gx64
         shift[c] = 0
 
 
-def backward_fused(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[:, :, ::1] y,
-                   const real[::1] mean, const real[::1] invstd, const real[::1] weight,
-                   bint has_weight, bint training, real[::1] sum_g, real[::1] sum_gxhat,
-                   real[::1] a, real[::1] b, real[::1] shift, real[:, :, ::1] gx,
+def backward_fused(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[::1] mean,
+                   const real[::1] invstd, const real[::1] weight, const real[::1] bias,
+                   bint has_weight, bint has_bias, bint relu, bint training,
+                   real[::1] sum_g, real[::1] sum_gxhat, real[::1] a, real[::1] b,
+                   real[::1] shift, real[::1] mask_shift, real[:, :, ::1] gx,
                    int num_threads):
-    """Batch norm's backward (with ``y``, not None, of batch norm + ReLU) in one parallel
-    region: each channel's sums (:func:`channel_sums` or :func:`masked_channel_sums`'
-    operations) and scalars (``_backward_scalars``) in one iteration, then, after the
-    barrier and when ``gx`` is not None, ``gx`` = :func:`affine2` over the planes.
-    ``g``, ``x``, ``y`` (IN), ``gx`` (OUT), the others as for ``_backward_scalars``."""
+    """Batch norm's backward (with ``relu``, of batch norm + ReLU) in one parallel region:
+    each channel's sums (:func:`channel_sums` or :func:`masked_channel_sums`' operations,
+    the mask's shift ``bias - mean * a`` kept in ``mask_shift``) and scalars
+    (``_backward_scalars``) in one iteration, then, after the barrier and when ``gx`` is
+    not None, ``gx`` = :func:`affine2` over the planes.  ``g``, ``x`` (IN), ``bias`` (IN,
+    read when ``has_bias``), ``mask_shift`` (scratch), ``gx`` (OUT), the others as for
+    ``_backward_scalars``."""
     cdef Py_ssize_t n_chan = g.shape[1], length = g.shape[2]
     cdef Py_ssize_t c, plane, n
     cdef double sg, sgx
-    cdef bint masked = y is not None, grad_input = gx is not None
-    cdef const real[:, :, ::1] mask_of = y if masked else x  # read only when masked
+    cdef real ms, mb
+    cdef bint grad_input = gx is not None
     cdef real fm = <real> (g.shape[0] * length)
     with nogil, parallel(num_threads=num_threads):
         for c in prange(n_chan, schedule="static"):
             sgx = 0  # assigned in the loop: private to each thread
-            sg = _sums(g, x, mask_of, masked, c, &sgx)
+            ms = 0
+            mb = 0
+            if relu:  # the forward's scale and shift (_train_scalars), the same operations
+                ms = invstd[c] * weight[c] if has_weight else invstd[c]
+                mb = bias[c] - mean[c] * ms if has_bias else -mean[c] * ms
+                mask_shift[c] = mb
+            sg = _sums(g, x, ms, mb, relu, c, &sgx)
             _backward_scalars(c, sg, sgx, mean, invstd, weight, fm, has_weight, training,
                               sum_g, sum_gxhat, a, b, shift)
         if grad_input:
             for plane in prange(g.shape[0] * n_chan, schedule="static"):
                 n = plane // n_chan
                 c = plane - n * n_chan
-                _affine2(&g[n, c, 0], &x[n, c, 0], &y[n, c, 0] if masked else NULL,
-                         &gx[n, c, 0], a[c], b[c], shift[c], length, masked)
+                # a[c] is the forward's scale (invstd * weight), as ms above
+                _affine2(&g[n, c, 0], &x[n, c, 0], &gx[n, c, 0], a[c],
+                         mask_shift[c] if relu else 0, a[c], b[c], shift[c], length, relu)
 
 
 # -- group norm: (N, C, L) in groups of C / G channels of one sample -----------------------
@@ -545,7 +563,7 @@ def group_norm_backward(const real[:, :, ::1] g, const real[:, :, ::1] x,
             mean_d = 0
             mean_dx = 0
             for c in range(k * per_group, (k + 1) * per_group):
-                _plane_sums(&g[n, c, 0], &x[n, c, 0], NULL, length, &sg, &sgx)
+                _plane_sums(&g[n, c, 0], &x[n, c, 0], length, 0, 0, False, &sg, &sgx)
                 sum_g[n, c] = sg
                 sum_gxhat[n, c] = inv * (sgx - m * sg)
                 w = weight[c] if has_weight else 1
@@ -557,7 +575,7 @@ def group_norm_backward(const real[:, :, ::1] g, const real[:, :, ::1] x,
             mean_dx = mean_dx / count
             for c in range(k * per_group, (k + 1) * per_group):
                 w = weight[c] if has_weight else 1
-                _affine2(&g[n, c, 0], &x[n, c, 0], NULL, &gx[n, c, 0], <real> (inv * w),
+                _affine2(&g[n, c, 0], &x[n, c, 0], &gx[n, c, 0], 0, 0, <real> (inv * w),
                          <real> (-inv * inv * mean_dx),
                          <real> (inv * (inv * mean_dx * m - mean_d)), length, False)
 

@@ -34,6 +34,7 @@ from ._validate import FLOAT_DTYPES, check_float, check_same_dtype
 from .copy import contiguous
 
 __all__ = ["batch_norm", "batch_norm_backward", "batch_norm_relu", "batch_norm_relu_backward",
+           "batch_norm_relu_mask",
            "layer_norm", "layer_norm_backward",
            "group_norm", "group_norm_backward"]
 
@@ -118,6 +119,32 @@ def batch_norm_relu(input, running_mean, running_var, weight=None, bias=None, tr
                        relu=True)
 
 
+def batch_norm_relu_mask(input, mean, invstd, weight=None, bias=None):
+    """ReLU's mask of :func:`batch_norm_relu`: where its output is > 0, recomputed from
+    the input with the forward's scale and shift (its bits).
+
+    Parameters
+    ----------
+    input : ndarray, shape (N, C, ...)
+    mean, invstd : ndarray, shape (C,)
+        The statistics :func:`batch_norm_relu` returned.
+    weight, bias : ndarray, shape (C,), or None
+        The forward's affine parameters.
+
+    Returns
+    -------
+    ndarray of bool, the shape of ``input``
+    """
+    _check_input(input)
+    dtype = input.dtype.type
+    scale = (invstd if weight is None else invstd * weight).astype(dtype)
+    shift = (-mean * scale if bias is None else bias - mean * scale).astype(dtype)
+    x = _view3(input)
+    out = np.empty_like(x)
+    _kernels.affine(x, scale, shift, out, kernel_threads(x.size), True)
+    return (out > 0).reshape(input.shape)
+
+
 def _scalars_in_kernel(dtype, *arrays) -> bool:
     """Whether batch norm runs in the one-region kernels ``train_forward`` /
     ``backward_fused``, whose per-channel scalars replay the numpy expressions below bit
@@ -191,59 +218,75 @@ def batch_norm_backward(grad_output, input, mean, invstd, weight=None, training=
     training mode the statistics depend on the input (the full formula in the
     module docstring); in eval mode they are constants.
     """
-    return _batch_norm_backward(grad_output, input, None, mean, invstd, weight, training, needs)
+    return _batch_norm_backward(grad_output, input, mean, invstd, weight, None, training, needs,
+                                relu=False)
 
 
-def batch_norm_relu_backward(grad_output, input, output, mean, invstd, weight=None,
+def batch_norm_relu_backward(grad_output, input, mean, invstd, weight=None, bias=None,
                              training=False, needs=(True, True, True)):
     """Gradients of :func:`batch_norm_relu` with respect to (input, weight, bias).
 
-    ``output`` is what :func:`batch_norm_relu` returned: the ReLU passes the
-    gradient where ``output > 0`` (0 at 0, as PyTorch).  Bitwise identical to
-    :func:`batch_norm_backward` of ``grad_output * (output > 0)``, without that
-    array and in two passes over the data.
+    The ReLU passes the gradient where the output is > 0 (0 at 0, as PyTorch).  That
+    mask is recomputed from ``input`` with the forward's own scale and shift (from
+    ``mean``, ``invstd``, ``weight`` and ``bias``, in the same float operations), so it
+    is the forward's mask bit for bit and the output need not be kept or read.  Bitwise
+    identical to :func:`batch_norm_backward` of ``grad_output * (output > 0)``, without
+    that array and in two passes over the data.
 
     Parameters
     ----------
-    grad_output, input, output : ndarray, shape (N, C, ...)
-    mean, invstd, weight, training, needs
+    grad_output, input : ndarray, shape (N, C, ...)
+    mean, invstd : ndarray, shape (C,)
+        The statistics :func:`batch_norm_relu` returned.
+    weight, bias : ndarray, shape (C,), or None
+        The forward's affine parameters (``bias`` sets the mask, not a gradient).
+    training, needs
         As for :func:`batch_norm_backward`.
     """
-    _check_input(output, "output")
-    if output.shape != input.shape:
-        raise ValueError(f"output must have the shape of input {input.shape}, "
-                         f"got {output.shape}")
-    return _batch_norm_backward(grad_output, input, output, mean, invstd, weight, training, needs)
+    return _batch_norm_backward(grad_output, input, mean, invstd, weight, bias, training, needs,
+                                relu=True)
 
 
-def _batch_norm_backward(grad_output, input, output, mean, invstd, weight, training, needs):
+def _batch_norm_backward(grad_output, input, mean, invstd, weight, bias, training, needs, relu):
     _check_input(grad_output, "grad_output")
     if grad_output.shape != input.shape:
         raise ValueError(f"grad_output must have the shape of input {input.shape}, "
                          f"got {grad_output.shape}")
+    c = input.shape[1]
+    for stat, name in ((mean, "mean"), (invstd, "invstd")):
+        if _check_param(stat, name, c) is None:
+            raise TypeError(f"{name} must be the ndarray of shape ({c},) that the forward "
+                            f"returned, got None")
+    _check_param(weight, "weight", c, input)
+    _check_param(bias, "bias", c, input)
     x = _view3(input)
     g = _view3(grad_output)
-    y = None if output is None else _view3(output)
     n, c, length = x.shape
     m = n * length
     dtype = x.dtype.type
     threads = kernel_threads(x.size)
-    if mean is not None and invstd is not None and _scalars_in_kernel(x.dtype, mean, invstd,
-                                                                      weight):
+    if _scalars_in_kernel(x.dtype, mean, invstd, weight, bias):
         # sums, scalars and the input gradient in one parallel region (same bits)
         sum_g, sum_gxhat = np.empty(c, x.dtype), np.empty(c, x.dtype)
-        coeffs = (np.empty(c, x.dtype), np.empty(c, x.dtype), np.empty(c, x.dtype))
+        scratch = (np.empty(c, x.dtype), np.empty(c, x.dtype), np.empty(c, x.dtype),
+                   np.empty(c, x.dtype))
         gx = np.empty_like(g) if needs[0] else None
-        _kernels.backward_fused(g, x, y, mean, invstd, mean if weight is None else weight,
-                                weight is not None, training, sum_g, sum_gxhat, *coeffs, gx,
-                                threads)
+        _kernels.backward_fused(g, x, mean, invstd, mean if weight is None else weight,
+                                mean if bias is None else bias, weight is not None,
+                                bias is not None, relu, training, sum_g, sum_gxhat, *scratch,
+                                gx, threads)
         return (None if gx is None else gx.reshape(input.shape),
                 sum_gxhat if needs[1] else None, sum_g if needs[2] else None)
+    # the forward's scale and shift (_batch_norm's numpy path): ReLU's mask and dx's a
+    scale = (invstd if weight is None else invstd * weight).astype(dtype)
+    mask = None
+    if relu:
+        mask = (scale, (-mean * scale if bias is None else bias - mean * scale).astype(dtype))
     sum_g64, sum_gx64 = np.empty(c), np.empty(c)
-    if y is None:
+    if mask is None:
         _kernels.channel_sums(g, x, sum_g64, sum_gx64, threads)
     else:
-        _kernels.masked_channel_sums(g, x, y, sum_g64, sum_gx64, threads)
+        _kernels.masked_channel_sums(g, x, *mask, sum_g64, sum_gx64, threads)
     sum_g = sum_g64.astype(dtype)
     # sum(g * xhat) = invstd * (sum(g * x) - mean * sum(g))
     sum_gxhat = (invstd * (sum_gx64 - mean * sum_g64)).astype(dtype)
@@ -259,7 +302,7 @@ def _batch_norm_backward(grad_output, input, output, mean, invstd, weight, train
             shift = np.zeros_like(a)
         gx = np.empty_like(g)
         coeffs = (a.astype(dtype), b.astype(dtype), shift.astype(dtype))
-        _kernels.affine2(g, x, y, *coeffs, gx, threads)
+        _kernels.affine2(g, x, *(mask or (None, None)), *coeffs, gx, threads)
         gx = gx.reshape(input.shape)
     gw = sum_gxhat if needs[1] else None
     gb = sum_g if needs[2] else None

@@ -64,7 +64,8 @@ class BatchNorm(_Normalization):
 
 
 class BatchNormReLU(_Normalization):
-    """Batch norm then ReLU in one kernel pass; saves the input and the output only.
+    """Batch norm then ReLU in one kernel pass; saves the input and the affine
+    parameters only (the backward recomputes ReLU's mask from the input).
 
     Under ``create_graph=True`` the backward is ReLU's mask times the Tensor-op
     batch-norm gradients, like the unfused pair.
@@ -74,18 +75,19 @@ class BatchNormReLU(_Normalization):
     def forward(ctx, x, weight, bias, running_mean, running_var, training, momentum, eps):
         out, mean, invstd = _norm.batch_norm_relu(x, running_mean, running_var, weight, bias,
                                                   training, momentum, eps)
-        _keep(ctx, (x, weight, out), mean, invstd, training=training, eps=eps)
+        _keep(ctx, (x, weight, bias), mean, invstd, training=training, eps=eps)
         return out
 
     @staticmethod
     def _graph_grads(ctx, grad, saved, needs):
-        x, weight, out = saved  # ReLU's mask (a constant), then batch norm's gradients
-        return _batch_norm_grads(grad * (out.numpy() > 0), x, weight, ctx, needs)
+        x, weight, bias = saved  # ReLU's mask (a constant), then batch norm's gradients
+        mask = _norm.batch_norm_relu_mask(x.numpy(), *ctx.stats, _array(weight), _array(bias))
+        return _batch_norm_grads(grad * mask, x, weight, ctx, needs)
 
     @staticmethod
     def _kernel_grads(ctx, grad, saved, needs):
-        x, weight, out = saved
-        return _norm.batch_norm_relu_backward(grad, x, out, *ctx.stats, weight, ctx.training,
+        x, weight, bias = saved
+        return _norm.batch_norm_relu_backward(grad, x, *ctx.stats, weight, bias, ctx.training,
                                               needs=needs)
 
 
@@ -216,8 +218,8 @@ def batch_norm_relu(input, running_mean, running_var, weight=None, bias=None, tr
 
     Same arguments and results as ``relu(batch_norm(input, ...))`` (bitwise), but
     neither the normalised intermediate nor the ReLU mask is ever materialised:
-    the forward writes the output directly, the backward reads the gradient, the
-    input and the output.
+    the forward writes the output directly, the backward reads the gradient and the
+    input (the mask recomputed from it, the forward's bits).
 
     Parameters
     ----------

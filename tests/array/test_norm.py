@@ -251,7 +251,7 @@ def test_per_channel_scalars_in_the_kernel_are_numpys_bits(dtype, affine, runnin
         fwd = norm.batch_norm_relu if relu else norm.batch_norm
         out, mean, invstd = fwd(x, rm, rv, w, b, True, 0.1, 1e-5)
         if relu:
-            grads = norm.batch_norm_relu_backward(g, x, out, mean, invstd, w, True)
+            grads = norm.batch_norm_relu_backward(g, x, mean, invstd, w, b, True)
         else:
             grads = norm.batch_norm_backward(g, x, mean, invstd, w, True)
         evals = norm.batch_norm_backward(g, x, mean, invstd, w, False)

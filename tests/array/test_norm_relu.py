@@ -67,15 +67,27 @@ def test_batch_norm_relu_gradcheck(training):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("training", [True, False])
-def test_fused_equals_unfused_bitwise(dtype, training, rng):
+@pytest.mark.parametrize("affine", ["both", "weight", "bias", "none"])
+@pytest.mark.parametrize("kernel", [True, False])
+def test_fused_equals_unfused_bitwise(dtype, training, affine, kernel, rng):
     x, w, b, rm, rv, g = _data(rng, (4, 5, 24, 20), dtype)
+    w = w if affine in ("both", "weight") else None
+    b = b if affine in ("both", "bias") else None
+    if not training:  # values whose normalised output is exactly 0 (bias 0): the kink
+        x[:, :, 3] = rm[None, :, None]
+        b = None if b is None else np.where(np.arange(5) % 2, b, 0).astype(dtype)
     rm2, rv2 = rm.copy(), rv.copy()
     y, mean, invstd = norm.batch_norm_relu(x, rm, rv, w, b, training, 0.1, 1e-5)
     y_ref, mean_ref, invstd_ref = norm.batch_norm(x, rm2, rv2, w, b, training, 0.1, 1e-5)
     y_ref = np.maximum(y_ref, 0)
     for a, ref in ((y, y_ref), (mean, mean_ref), (invstd, invstd_ref), (rm, rm2), (rv, rv2)):
         np.testing.assert_array_equal(a, ref)
-    grads = norm.batch_norm_relu_backward(g, x, y, mean, invstd, w, training)
+    if not training:
+        assert (y[:, ::2, 3] == 0).all()  # on the kink: no gradient passes, as PyTorch
+    np.testing.assert_array_equal(norm.batch_norm_relu_mask(x, mean, invstd, w, b), y > 0)
+    if not kernel:  # statistics strided: the numpy path for the scalars, the same bits
+        mean, invstd = np.repeat(mean, 2)[::2], np.repeat(invstd, 2)[::2]
+    grads = norm.batch_norm_relu_backward(g, x, mean, invstd, w, b, training)
     refs = norm.batch_norm_backward(g * (y_ref > 0), x, mean, invstd, w, training)
     for a, ref in zip(grads, refs, strict=True):
         np.testing.assert_array_equal(a, ref)
@@ -89,7 +101,7 @@ def test_batch_norm_relu_is_bitwise_identical_for_any_thread_count(dtype, rng):
         with sandbox.num_threads(threads):
             rm, rv = np.zeros(5, dtype), np.ones(5, dtype)
             out, mean, invstd = norm.batch_norm_relu(x, rm, rv, w, b, training=True)
-            grads = norm.batch_norm_relu_backward(g, x, out, mean, invstd, w, training=True)
+            grads = norm.batch_norm_relu_backward(g, x, mean, invstd, w, b, training=True)
             results.append((out, mean, invstd, rm, rv, *grads))
     for other in results[1:]:
         for a, b_ in zip(results[0], other, strict=True):
@@ -101,15 +113,19 @@ def test_nan_propagates_and_needs_skips_gradients(rng):
     x[0, 1, 2, 2] = np.nan
     y, mean, invstd = norm.batch_norm_relu(x, rm, rv, w, b, training=False)
     assert np.isnan(y[0, 1, 2, 2]) and np.isfinite(np.delete(y.ravel(), 16 + 10)).all()
-    gx, gw, gb = norm.batch_norm_relu_backward(g, x, y, mean, invstd, w, needs=(False, True,
-                                                                                   False))
+    gx, gw, gb = norm.batch_norm_relu_backward(g, x, mean, invstd, w, b,
+                                               needs=(False, True, False))
     assert gx is None and gb is None and gw.shape == (3,)
 
 
 @pytest.mark.parametrize(("call", "match"), [
-    (lambda x, y, g: norm.batch_norm_relu_backward(g, x, y[:1], *_stats(x)), "output must have"),
-    (lambda x, y, g: norm.batch_norm_relu_backward(g[:1], x, y, *_stats(x)), "grad_output must"),
-    (lambda x, y, g: norm.batch_norm_relu_backward(g, x, y.astype(int), *_stats(x)), "output"),
+    (lambda x, y, g: norm.batch_norm_relu_backward(g[:1], x, *_stats(x)), "grad_output must"),
+    (lambda x, y, g: norm.batch_norm_relu_backward(g, x, *_stats(x)[::-1][:1], None),
+     "invstd must be"),
+    (lambda x, y, g: norm.batch_norm_relu_backward(g, x, y[0, 0, 0], *_stats(x)[1:]),
+     "mean must have shape"),
+    (lambda x, y, g: norm.batch_norm_relu_backward(g, x, *_stats(x), None, x[0, :, 0, 0]
+                                                   .astype(np.float32)), "bias"),
     (lambda x, y, g: norm.batch_norm_relu(x, None, None), "needs running_mean"),
 ])
 def test_validation(call, match, rng):
