@@ -252,6 +252,8 @@ def _run_selected(args) -> int:
     _env.set_threads(counts[-1], torch)
     bandwidth = _env.copy_bandwidth(32 * 2**20 if args.quick else 256 * 2**20)
     env = _env.environment(threads, torch, bandwidth)
+    balance_seconds = 0.25 if args.quick else 1.0
+    env["cpu_balance_before"] = _env.cpu_balance(balance_seconds)
     env["isa_limits"] = limits
     peaks = None
     if any(c.group in ("conv-layer", "conv3d-layer", "conv-autograd") for c in cases):
@@ -267,6 +269,7 @@ def _run_selected(args) -> int:
                         bandwidth=bandwidth, memory=args.memory, progress=args.progress,
                         sgemm_gflops=peaks, threads=counts,
                         min_sample=args.min_sample_ms / 1e3, lead_in=args.lead_in)
+    env["cpu_balance_after"] = _env.cpu_balance(balance_seconds)
     options = {"quick": args.quick, "threads": threads, "repeat": repeat, "warmup": warmup,
                "min_sample_ms": args.min_sample_ms, "lead_in": args.lead_in,
                "filter": args.filter, "argv": args.argv, "isa": env["simd_path"]}
@@ -287,6 +290,9 @@ def _run_selected(args) -> int:
     steal = _report.steal_summary(results)
     if steal:
         print(steal)
+    balance = _report.balance_summary(env)
+    if balance:
+        print(balance)
     print("ratio = ours / PyTorch (< 1: sandbox faster); ±noise = 1.4826*MAD/median; "
           "peak MB = tracemalloc peak of one call (numpy arrays only), or for unet-classic "
           "and unet3d-step the resident-set growth of 3 steps in a fresh process (torch MB: "

@@ -79,6 +79,62 @@ def host_steal_seconds() -> float | None:
         return None
 
 
+def _spin(n: int) -> float:
+    """Seconds of a fixed pure-Python loop of ``n`` additions (integer work, no memory)."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(n):
+        total += i
+    return time.perf_counter() - start
+
+
+def cpu_balance(seconds: float = 1.0, loop: int = 50_000, max_cpus: int = 8) -> dict | None:
+    """How evenly fast this process's CPUs are: a fixed loop timed on each CPU in turn
+    (pinned with ``sched_setaffinity``), round after round for about ``seconds``.
+
+    A VM's vCPUs may share physical cores with other guests, and a hybrid CPU has cores
+    of two speeds: where one CPU runs slower than the others, the threads of a parallel
+    region on it finish last, and a figure at 2 threads says less about the code than
+    about the machine at that moment.  Each round's ratio is its slowest CPU's time over
+    its fastest's.
+
+    Returns
+    -------
+    dict or None
+        ``cpus`` (the CPUs timed), ``rounds``, ``uneven_share`` (the share of rounds with
+        a ratio above 1.25) and the ratios' ``median`` and ``p90``; None where the
+        process may run on one CPU only or cannot pin itself (not Linux).
+    """
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    cpus = allowed[:max_cpus]
+    if len(cpus) < 2:
+        return None
+    ratios = []
+    end = time.perf_counter() + seconds
+    try:
+        while time.perf_counter() < end or len(ratios) < 3:
+            times = []
+            for cpu in cpus:
+                os.sched_setaffinity(0, {cpu})
+                _spin(loop // 10)  # settle on the CPU
+                times.append(min(_spin(loop) for _ in range(2)))
+            ratios.append(max(times) / min(times))
+    except OSError:
+        return None
+    finally:
+        try:
+            os.sched_setaffinity(0, allowed)
+        except OSError:  # pragma: no cover - restoring what we had
+            pass
+    ratios.sort()
+    return {"cpus": cpus, "rounds": len(ratios),
+            "uneven_share": sum(r > 1.25 for r in ratios) / len(ratios),
+            "median": ratios[len(ratios) // 2], "p90": ratios[int(0.9 * (len(ratios) - 1))]}
+
+
 def copy_bandwidth(nbytes: int = 256 * 2**20, repeat: int = 5) -> float:
     """Measured memory bandwidth of ``np.copyto`` on a large float32 array, in GB/s.
 

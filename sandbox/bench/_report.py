@@ -248,6 +248,24 @@ def env_summary(env: dict) -> str:
             f"{env.get('git_commit') or DASH}")
 
 
+def balance_summary(env: dict) -> str | None:
+    """One line on how evenly fast the CPUs were before and after the run
+    (:func:`sandbox.bench._env.cpu_balance`), or None where it was not measured."""
+    parts = []
+    for when in ("before", "after"):
+        b = env.get(f"cpu_balance_{when}")
+        if b:
+            parts.append(f"{when}: {100 * b['uneven_share']:.0f}% of {b['rounds']} rounds "
+                         f"uneven (slowest/fastest median {b['median']:.2f}, p90 "
+                         f"{b['p90']:.2f})")
+    if not parts:
+        return None
+    cpus = (env.get("cpu_balance_before") or env.get("cpu_balance_after"))["cpus"]
+    return (f"CPU balance (a fixed loop on each of CPUs {', '.join(map(str, cpus))} in turn; "
+            f"uneven: one >1.25x slower than another, which a 2-thread figure feels) "
+            + "; ".join(parts))
+
+
 def comparison_table(deltas: list[Delta]) -> str:
     """Plain-text table of per-case changes against a baseline."""
     header = ["case", "base ms", "now ms", "change", "allowed", "status"]

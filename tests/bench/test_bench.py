@@ -556,3 +556,28 @@ def test_the_hosts_steal_is_read_and_reported(monkeypatch):
     assert _report.steal_summary([dict(row, host_steal=None)]) is None
     monkeypatch.setattr("builtins.open", lambda *a, **k: (_ for _ in ()).throw(OSError()))
     assert _env.host_steal_seconds() is None
+
+
+def test_cpu_balance_times_every_cpu_and_restores_the_affinity(monkeypatch):
+    import os
+
+    from sandbox.bench import _env, _report
+
+    before = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    balance = _env.cpu_balance(seconds=0.05, loop=2000)
+    if before is None or len(before) < 2:
+        assert balance is None
+    else:
+        assert os.sched_getaffinity(0) == before  # pinned while timing, then released
+        assert balance["cpus"] == sorted(before)[:8] and balance["rounds"] >= 3
+        assert 0.0 <= balance["uneven_share"] <= 1.0
+        assert 1.0 <= balance["median"] <= balance["p90"]
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert _env.cpu_balance(seconds=0.01) is None  # one CPU: nothing to compare
+    env = {"cpu_balance_before": {"cpus": [0, 1], "rounds": 40, "uneven_share": 0.25,
+                                  "median": 1.04, "p90": 1.83},
+           "cpu_balance_after": None}
+    line = _report.balance_summary(env)
+    assert "CPUs 0, 1" in line and "before: 25% of 40 rounds uneven" in line
+    assert "p90 1.83" in line and "after" not in line
+    assert _report.balance_summary({}) is None
