@@ -215,7 +215,9 @@ SB_RS8_AVX2 static void sb_rs8_gather_f32(float *dst, ptrdiff_t dstride, const f
     for (ptrdiff_t j0 = 0; j0 < len; j0 += 8) {
         const ptrdiff_t nj = len - j0 < 8 ? len - j0 : 8;
         const __m256i m = sb_rs8_lanes(nj);
-        for (int i = 0; i < 8; i++) r[i] = _mm256_maskload_ps(src + i * sstride + j0, m);
+        for (int i = 0; i < 8; i++)  /* (AVX2's masked moves are slow: only for a tail) */
+            r[i] = nj == 8 ? _mm256_loadu_ps(src + i * sstride + j0)
+                           : _mm256_maskload_ps(src + i * sstride + j0, m);
         sb_rs8_transpose(r);
         for (ptrdiff_t j = 0; j < nj; j++) _mm256_store_ps(scratch + 8 * (j0 + j), r[j]);
     }
@@ -235,7 +237,12 @@ SB_RS8_AVX2 static void sb_rs8_gather_f32(float *dst, ptrdiff_t dstride, const f
         }
         sb_rs8_transpose(r);
         const __m256i m = sb_rs8_lanes(no);
-        for (int i = 0; i < 8; i++) _mm256_maskstore_ps(dst + i * dstride + o0, m, r[i]);
+        for (int i = 0; i < 8; i++) {
+            if (no == 8)  /* a masked store takes many cycles on AMD's Zen: only a tail */
+                _mm256_storeu_ps(dst + i * dstride + o0, r[i]);
+            else
+                _mm256_maskstore_ps(dst + i * dstride + o0, m, r[i]);
+        }
     }
 }
 
