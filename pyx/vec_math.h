@@ -176,4 +176,24 @@ static inline double sb_log1p01(double u) {
     return 2.0 * s * (lo + hi * z8);
 }
 
+/* log(s) for s >= 1 or NaN (a softmax's sum of e^(x - max), the max's own term 1): s = 2^e
+ * m with m in [1, 2), log s = e ln 2 + log1p(m - 1) (sb_log1p01 on m - 1 in [0, 1): every
+ * term >= 0, no cancellation), ln 2 split in two (Cody and Waite) so that e ln 2 keeps its
+ * bits for e up to 2^12.  Branch-free, so gcc vectorises it where the C library's log is a
+ * call per element; NaN comes back as itself. */
+static inline float sb_log_ge1f(float s) {
+    const uint32_t bits = sb_bits_f(s);
+    const float e = (float)(int32_t)((bits >> 23) - 127);
+    const float m = sb_float_bits((bits & 0x007fffffu) | 0x3f800000u);
+    const float r = e * 0.693145751953125f + (e * 1.428606765330187e-06f + sb_log1p01f(m - 1.0f));
+    return s == s ? r : s;
+}
+static inline double sb_log_ge1(double s) {
+    const uint64_t bits = sb_bits_d(s);
+    const double e = (double)(int64_t)((bits >> 52) - 1023);
+    const double m = sb_double_bits((bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull);
+    const double r = e * 0.6931471803691238 + (e * 1.9082149292705877e-10 + sb_log1p01(m - 1.0));
+    return s == s ? r : s;
+}
+
 #endif

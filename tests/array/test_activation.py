@@ -283,7 +283,8 @@ def _softmax_exact(x, axis, log):
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("shape, axis", [((3, 5, 7), 1), ((4, 13), 1), ((2, 3, 300), 1),
                                           ((2, 19, 5), 2), ((6, 1, 4), 1), ((5,), 0),
-                                          ((2, 16, 8, 8), 1), ((2, 4, 8, 64), 3)])
+                                          ((2, 16, 8, 8), 1), ((2, 4, 8, 64), 3),
+                                          ((2, 1000, 5), 1), ((1, 3, 300), 0)])
 def test_softmax_and_its_gradient_are_the_exact_values(shape, axis, log, dtype):
     """Both layouts (the axis last: rows; else columns, 256 positions a block), class counts
     that are and are not multiples of the rows' 8 lanes, one class; the gradient against
