@@ -306,6 +306,25 @@ def _schedule(shape: tuple, dtype_char: str, plan: Plan, adjoint: bool):
     return _pass_steps(shape, tables), out_shape
 
 
+def _call(step, x: np.ndarray, out: np.ndarray) -> None:
+    """One step's kernel on a C-contiguous view ``x`` into ``out``."""
+    if step.simd:
+        step.kernel(x, out, *step.args, kernel_threads(step.work), simd_code())
+    else:
+        step.kernel(x, out, *step.args, kernel_threads(step.work))
+
+
+def samples_contiguous(x: np.ndarray) -> bool:
+    """Whether each sample ``x[n]`` of a non-empty (N, C, ...) array is C-contiguous: a
+    slice of channels, as a concatenation's backward hands each of its inputs."""
+    expected = x.itemsize
+    for axis in range(x.ndim - 1, 0, -1):
+        if x.shape[axis] != 1 and x.strides[axis] != expected:
+            return False
+        expected *= x.shape[axis]
+    return x.size > 0 and x.strides[0] > 0
+
+
 def _run(x: np.ndarray, steps, out_shape) -> np.ndarray:
     if steps is None:
         return np.zeros(out_shape, dtype=x.dtype)
@@ -314,11 +333,14 @@ def _run(x: np.ndarray, steps, out_shape) -> np.ndarray:
     cur = x
     for step in steps:
         out = np.empty(step.out_view, dtype=x.dtype)
-        if step.simd:
-            step.kernel(cur.reshape(step.in_view), out, *step.args, kernel_threads(step.work),
-                        simd_code())
-        else:
-            step.kernel(cur.reshape(step.in_view), out, *step.args, kernel_threads(step.work))
+        if cur.flags.c_contiguous:
+            _call(step, cur.reshape(step.in_view), out)
+        else:  # samples each contiguous (samples_contiguous): the first step sample by
+            # sample, not a copy of the whole array; every plane's outputs are the same
+            n = cur.shape[0]
+            ins, outs = (step.in_view[0] // n, *step.in_view[1:]), (-1, *step.out_view[1:])
+            for k, block in enumerate(np.split(out.reshape(n, -1), n)):
+                _call(step, cur[k].reshape(ins), block.reshape(outs))
         cur = out
     return cur.reshape(out_shape)
 
@@ -340,6 +362,7 @@ def apply_single_tap(x: np.ndarray, tables: list[Table]):
 
 
 def resample(x: np.ndarray, plan: Plan, adjoint: bool) -> np.ndarray:
-    """Run ``plan`` (forward or adjoint) on a contiguous array with the best kernel."""
+    """Run ``plan`` (forward or adjoint) with the best kernel on an array that is
+    C-contiguous or whose samples each are (:func:`samples_contiguous`)."""
     return _run(x, *_schedule(x.shape, x.dtype.char, plan, adjoint))
 
