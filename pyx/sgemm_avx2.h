@@ -30,6 +30,12 @@
  * that kernel (one FMA chain per KC block), and the results of the two are equal.
  * Edge tiles (fewer than 4 rows or 24 columns) are packed with zeros, computed into a
  * local tile and copied out, so the micro-kernel has no branches and no masks.
+ * B is not packed where its rows are contiguous and k is short (at most SB2_IN_PLACE_K:
+ * a Winograd point's product, channels by tiles): a full panel is read where it lies,
+ * its rows bsk apart.  Packing had copied all of B once more for 4-16 row panels of A;
+ * reading in place made the UNet's convolution layers (forward and both gradients)
+ * 0.95-0.98 of their time at 1 thread and 0.95 at 2, 0.90-0.94 on the 128^2 ones (Zen 3
+ * VM, family 25 model 1; the same products in the same order, so the same bits).
  *
  * Every C element is the sum over k in a fixed order (KC blocks in order, k in order
  * within a block, one FMA chain from zero per block, then added to C): results do not
@@ -54,6 +60,7 @@
 #define SB2_NR 24
 #define SB2_MC 96   /* 24 panels of 4 rows: 96 x 256 x 4 B = 96 KiB of packed A (L2) */
 #define SB2_NC 1008 /* 42 panels of 24 columns (SB_NC = 1024 is not a multiple of 24) */
+#define SB2_IN_PLACE_K 64  /* B read unpacked up to this k (its panel: 6 KiB, in L1) */
 
 /* 1 when this CPU can run the AVX2 kernel (AVX2 and FMA). */
 static int sb_sgemm_avx2_available(void)
@@ -70,22 +77,23 @@ static int sb_sgemm_avx2_available(void)
 
 /* The micro-kernel: C[0:4, 0:24] (row stride ldc) = or += A Bp, where A(r, k) =
  * ap[k*ask + r] (a packed panel: ask = 4; or, unpacked, a transposed operand whose 4
- * rows are adjacent in memory) and B(k, j) = bp[k*24 + j] (a packed panel). */
+ * rows are adjacent in memory) and B(k, j) = bp[k*bsk + j] (a packed panel: bsk = 24;
+ * or, unpacked, 24 adjacent columns of B's rows, bsk apart). */
 #define SB2_ROWS(X) X(0) X(1) X(2) X(3)
 #define SB2_VECS(X, r) X(r, 0) X(r, 1) X(r, 2)
 #define SB2_DECL1(r, v) __m256 c##r##_##v = _mm256_setzero_ps();
 #define SB2_DECL(r) SB2_VECS(SB2_DECL1, r)
 #define SB2_FMA1(r, v) c##r##_##v = _mm256_fmadd_ps(av, b##v, c##r##_##v);
 #define SB2_FMA(r) { __m256 av = _mm256_broadcast_ss(ap + (r)); SB2_VECS(SB2_FMA1, r) }
-#define SB2_LOADB(r, v) __m256 b##v = _mm256_load_ps(bp + 8 * (v));
+#define SB2_LOADB(r, v) __m256 b##v = _mm256_loadu_ps(bp + 8 * (v));
 #define SB2_ADD1(r, v) c##r##_##v = _mm256_add_ps(_mm256_loadu_ps(row + 8 * (v)), c##r##_##v);
 #define SB2_STORE1(r, v) _mm256_storeu_ps(row + 8 * (v), c##r##_##v);
 #define SB2_STORE(r) { float *row = c + (r) * ldc;                  \
                        if (accumulate) { SB2_VECS(SB2_ADD1, r) }   \
                        SB2_VECS(SB2_STORE1, r) }
 __attribute__((target("avx2,fma")))
-static void sb_kernel_4x24(int kc, const float *ap, ptrdiff_t ask, const float *bp, float *c,
-                           ptrdiff_t ldc, int accumulate)
+static void sb_kernel_4x24(int kc, const float *ap, ptrdiff_t ask, const float *bp,
+                           ptrdiff_t bsk, float *c, ptrdiff_t ldc, int accumulate)
 {
     SB2_ROWS(SB2_DECL)
     int k;
@@ -93,7 +101,7 @@ static void sb_kernel_4x24(int kc, const float *ap, ptrdiff_t ask, const float *
         SB2_VECS(SB2_LOADB, 0)
         SB2_ROWS(SB2_FMA)
         ap += ask;
-        bp += SB2_NR;
+        bp += bsk;
     }
     SB2_ROWS(SB2_STORE)
 }
@@ -122,6 +130,10 @@ static int sb_sgemm_avx2(int m, int n, int kdim,
     /* with one block of rows, each B panel is packed right before its micro-kernels run
      * (into one slot, still in L1 when they read it) instead of all panels first */
     int fused = m <= SB2_MC;
+    /* B's rows contiguous and few (short k, a Winograd point's channels): a full panel is
+     * read where it lies, its kc rows of 24 columns small enough to stay in L1 across
+     * the row panels; packing copied all of B once more (same products, same order) */
+    int in_place = sb1 == 1 && kdim <= SB2_IN_PLACE_K;
 
     if (sb_gemm_trivial(m, n, kdim, c, sc0, accumulate)) return 0;
     if (sb_buffers(&ap, &bp) != 0) return -1;
@@ -131,7 +143,7 @@ static int sb_sgemm_avx2(int m, int n, int kdim,
       for (pc = 0; pc < kdim; pc += SB_KC) {
         int kc = kdim - pc < SB_KC ? kdim - pc : SB_KC;
         int acc = accumulate || pc > 0;
-        for (jr = 0; jr < n_panels && !fused; jr++) {
+        for (jr = 0; jr < n_panels && !fused && !in_place; jr++) {
             int nr = nc - jr * SB2_NR < SB2_NR ? nc - jr * SB2_NR : SB2_NR;
             sb_pack_b(b + pc * sb0 + (ptrdiff_t)(jc + jr * SB2_NR) * sb1, sb0, sb1, kc, nr,
                       SB2_NR, bp + (ptrdiff_t)jr * SB2_NR * kc);
@@ -148,9 +160,15 @@ static int sb_sgemm_avx2(int m, int n, int kdim,
             for (jr = 0; jr < n_panels; jr++) {
                 int nr = nc - jr * SB2_NR < SB2_NR ? nc - jr * SB2_NR : SB2_NR;
                 const float *bpanel = fused ? bp : bp + (ptrdiff_t)jr * SB2_NR * kc;
-                if (fused)
+                ptrdiff_t bsk = SB2_NR;
+                if (in_place && nr == SB2_NR) {
+                    bpanel = b + pc * sb0 + jc + (ptrdiff_t)jr * SB2_NR;
+                    bsk = sb0;
+                } else if (fused || in_place) {
+                    bpanel = bp;
                     sb_pack_b(b + pc * sb0 + (ptrdiff_t)(jc + jr * SB2_NR) * sb1, sb0, sb1, kc,
                               nr, SB2_NR, bp);
+                }
                 for (ir = 0; ir < m_panels; ir++) {
                     int mr = mc - ir * SB2_MR < SB2_MR ? mc - ir * SB2_MR : SB2_MR;
                     const float *apanel = ap + (ptrdiff_t)ir * SB2_MR * kc;
@@ -162,9 +180,9 @@ static int sb_sgemm_avx2(int m, int n, int kdim,
                         ask = sa1;
                     }
                     if (mr == SB2_MR && nr == SB2_NR) {
-                        sb_kernel_4x24(kc, apanel, ask, bpanel, ctile, sc0, acc);
+                        sb_kernel_4x24(kc, apanel, ask, bpanel, bsk, ctile, sc0, acc);
                     } else {  /* an edge: the full tile computed locally, then copied */
-                        sb_kernel_4x24(kc, apanel, ask, bpanel, tile, SB2_NR, 0);
+                        sb_kernel_4x24(kc, apanel, ask, bpanel, bsk, tile, SB2_NR, 0);
                         sb_tile_out(tile, SB2_NR, mr, nr, ctile, sc0, acc);
                     }
                 }
