@@ -119,6 +119,16 @@ def batch_norm_relu(input, running_mean, running_var, weight=None, bias=None, tr
                        relu=True)
 
 
+def _scale_shift(mean, invstd, weight, bias, dtype):
+    """Batch norm's affine ``y = x * scale + shift``: ``scale = invstd * weight``, ``shift
+    = bias - mean * scale``, in numpy's operations in ``dtype`` (the bits ``train_forward``
+    replays, and the backward recomputes ReLU's mask with)."""
+    scale = np.ascontiguousarray(invstd if weight is None else invstd * weight, dtype=dtype)
+    shift = np.ascontiguousarray(-mean * scale if bias is None else bias - mean * scale,
+                                 dtype=dtype)
+    return scale, shift
+
+
 def batch_norm_relu_mask(input, mean, invstd, weight=None, bias=None):
     """ReLU's mask of :func:`batch_norm_relu`: where its output is > 0, recomputed from
     the input with the forward's scale and shift (its bits).
@@ -136,9 +146,7 @@ def batch_norm_relu_mask(input, mean, invstd, weight=None, bias=None):
     ndarray of bool, the shape of ``input``
     """
     _check_input(input)
-    dtype = input.dtype.type
-    scale = (invstd if weight is None else invstd * weight).astype(dtype)
-    shift = (-mean * scale if bias is None else bias - mean * scale).astype(dtype)
+    scale, shift = _scale_shift(mean, invstd, weight, bias, input.dtype)
     x = _view3(input)
     out = np.empty_like(x)
     _kernels.affine(x, scale, shift, out, kernel_threads(x.size), True)
@@ -202,9 +210,7 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
             raise ValueError("batch_norm with training=False needs running_mean and running_var")
         mean = running_mean.astype(dtype)
         invstd = (1 / np.sqrt(running_var + eps)).astype(dtype)
-    # y = x * scale + shift with scale = invstd * weight, shift = bias - mean * scale
-    scale = invstd if weight is None else invstd * weight
-    shift = -mean * scale if bias is None else bias - mean * scale
+    scale, shift = _scale_shift(mean, invstd, weight, bias, x.dtype)
     out = np.empty_like(x)
     _kernels.affine(x, scale, shift, out, threads, relu)
     return out.reshape(input.shape), mean, invstd
@@ -277,11 +283,8 @@ def _batch_norm_backward(grad_output, input, mean, invstd, weight, bias, trainin
                                 gx, threads)
         return (None if gx is None else gx.reshape(input.shape),
                 sum_gxhat if needs[1] else None, sum_g if needs[2] else None)
-    # the forward's scale and shift (_batch_norm's numpy path): ReLU's mask and dx's a
-    scale = (invstd if weight is None else invstd * weight).astype(dtype)
-    mask = None
-    if relu:
-        mask = (scale, (-mean * scale if bias is None else bias - mean * scale).astype(dtype))
+    # ReLU's mask from the forward's affine (its bits), where the kernels' scalars cannot run
+    mask = _scale_shift(mean, invstd, weight, bias, x.dtype) if relu else None
     sum_g64, sum_gx64 = np.empty(c), np.empty(c)
     if mask is None:
         _kernels.channel_sums(g, x, sum_g64, sum_gx64, threads)
