@@ -1,0 +1,95 @@
+"""In-process A/B of two builds of the Winograd convolution module: the classic UNet's 3x3
+layers, forward and both gradients, with an old build of ``_winograd_fused`` against this
+tree's, call by call in one process.
+
+An old build of an extension module can share a process with the new one when it is
+loaded from its own file under its own name (``importlib``); the array-level convolution
+looks the module up at call time (``sandbox.array.conv._winograd._winograd_fused``), so
+swapping that reference switches builds between calls.  Interleaved calls see the same
+phases of a VM whose speed drifts between minutes (see ``ab_checkouts.py`` for whole
+steps in alternating processes).  Both builds' outputs and gradients are compared equal,
+bit for bit, before timing.
+
+    git worktree add /tmp/old HEAD~1 && (cd /tmp/old && python setup.py build_ext --inplace)
+    python benchmarks/ab_winograd_builds.py \\
+        /tmp/old/sandbox/_C/_winograd_fused.cpython-311-x86_64-linux-gnu.so --threads 1 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import time
+
+import numpy as np
+
+import sandbox
+from sandbox.array.conv import _winograd, conv2d, conv2d_backward
+from sandbox.runtime import simd
+
+#: (c_in, c_out, size) of the classic UNet's Winograd layers (batch 8)
+LAYERS = [(16, 16, 128), (48, 16, 128), (16, 32, 64), (32, 32, 64), (96, 32, 64),
+          (32, 64, 32), (64, 64, 32), (64, 128, 16), (128, 128, 16), (128, 256, 8)]
+
+
+def _load(path):
+    spec = importlib.util.spec_from_file_location("_winograd_fused", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _compare(old, new, layer, rounds, rng):
+    """Median milliseconds of one layer's forward + both gradients on each build."""
+    c, o, s = layer
+    x = rng.standard_normal((8, c, s, s), dtype=np.float32)
+    w = rng.standard_normal((o, c, 3, 3), dtype=np.float32)
+    g = rng.standard_normal((8, o, s, s), dtype=np.float32)
+
+    def run(module):
+        _winograd._winograd_fused = module
+        y = conv2d(x, w, padding=1)
+        gx, gw, _ = conv2d_backward(g, x, w, padding=1, needs=(True, True, False))
+        return y, gx, gw
+
+    first, second = run(old), run(new)
+    assert all(np.array_equal(a, b) for a, b in zip(first, second, strict=True)), \
+        f"the two builds differ on layer {layer}"
+    times = {0: [], 1: []}
+    for r in range(rounds):
+        for k, module in ((0, old), (1, new)) if r % 2 else ((1, new), (0, old)):
+            t0 = time.perf_counter()
+            run(module)
+            times[k].append(time.perf_counter() - t0)
+    return statistics.median(times[0]) * 1e3, statistics.median(times[1]) * 1e3
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("old_so", help="the old build's _winograd_fused extension file")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--rounds", type=int, default=16)
+    args = parser.parse_args()
+    new = _winograd._winograd_fused
+    old = _load(args.old_so)
+    rng = np.random.default_rng(0)
+    print(f"cpu: {simd.cpu().describe()}; ms, medians over {args.rounds} interleaved calls")
+    try:
+        for threads in args.threads:
+            sandbox.set_num_threads(threads)
+            total_old = total_new = 0.0
+            for layer in LAYERS:
+                t_old, t_new = _compare(old, new, layer, args.rounds, rng)
+                total_old, total_new = total_old + t_old, total_new + t_new
+                c, o, s = layer
+                print(f"{threads} thread(s) {c:3d}->{o:3d}@{s:<3d} old {t_old:7.2f} "
+                      f"new {t_new:7.2f} new/old {t_new / t_old:.3f}")
+            print(f"{threads} thread(s) all layers old {total_old:.1f} new {total_new:.1f} "
+                  f"new/old {total_new / total_old:.3f}")
+    finally:
+        _winograd._winograd_fused = new
+
+
+if __name__ == "__main__":
+    main()
