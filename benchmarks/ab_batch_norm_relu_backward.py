@@ -48,8 +48,18 @@ def _compare(old, shape, threads, rounds, rng):
     scalars = [np.empty(c, np.float32) for _ in range(6)]
     gx_old, gx_new = np.empty_like(x), np.empty_like(x)
 
-    def run_old():
+    def run_old_kernel():  # the old build: the output y passed, ReLU's mask read from it
         old.backward_fused(g, x, y, mean, inv, w, True, True, *scalars[:5], gx_old, threads)
+
+    def run_same_kernel():  # a build of this tree's kernel (the script's own test)
+        old.backward_fused(g, x, mean, inv, w, b, True, True, True, True, *scalars, gx_old,
+                           threads)
+
+    try:
+        run_old_kernel()
+        run_old = run_old_kernel
+    except TypeError:  # another argument list: the build is of this tree's kernel
+        run_old = run_same_kernel
 
     def run_new():
         new.backward_fused(g, x, mean, inv, w, b, True, True, True, True, *scalars, gx_new,
@@ -67,12 +77,12 @@ def _compare(old, shape, threads, rounds, rng):
     return (statistics.median(times[run_old]) * 1e6, statistics.median(times[run_new]) * 1e6)
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("old_so", help="the old build's _norm extension file")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--rounds", type=int, default=60)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     old = _load(args.old_so)
     rng = np.random.default_rng(0)
     print(f"cpu: {simd.cpu().describe()}; microseconds, medians over {args.rounds} "

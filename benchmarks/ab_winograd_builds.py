@@ -65,12 +65,16 @@ def _compare(old, new, layer, rounds, rng):
     return statistics.median(times[0]) * 1e3, statistics.median(times[1]) * 1e3
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("old_so", help="the old build's _winograd_fused extension file")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--rounds", type=int, default=16)
-    args = parser.parse_args()
+    parser.add_argument("--layers", nargs="+", metavar="CIN-COUT-SIZE",
+                        help="layers to time instead of the classic UNet's (e.g. 16-16-32)")
+    args = parser.parse_args(argv)
+    layers = ([tuple(int(v) for v in spec.split("-")) for spec in args.layers]
+              if args.layers else LAYERS)
     new = _winograd._winograd_fused
     old = _load(args.old_so)
     rng = np.random.default_rng(0)
@@ -79,13 +83,13 @@ def main():
         for threads in args.threads:
             sandbox.set_num_threads(threads)
             total_old = total_new = 0.0
-            for layer in LAYERS:
+            for layer in layers:
                 t_old, t_new = _compare(old, new, layer, args.rounds, rng)
                 total_old, total_new = total_old + t_old, total_new + t_new
                 c, o, s = layer
-                print(f"{threads} thread(s) {c:3d}->{o:3d}@{s:<3d} old {t_old:7.2f} "
-                      f"new {t_new:7.2f} new/old {t_new / t_old:.3f}")
-            print(f"{threads} thread(s) all layers old {total_old:.1f} new {total_new:.1f} "
+                print(f"{threads} thread(s) {c:3d}->{o:3d}@{s:<3d} old {t_old:8.3f} "
+                      f"new {t_new:8.3f} new/old {t_new / t_old:.3f}")
+            print(f"{threads} thread(s) all layers old {total_old:.3f} new {total_new:.3f} "
                   f"new/old {total_new / total_old:.3f}")
     finally:
         _winograd._winograd_fused = new
