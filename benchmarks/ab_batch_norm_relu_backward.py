@@ -3,10 +3,11 @@ reads the forward's output for ReLU's mask, against this tree's, which recompute
 from the input.
 
 An old build of an extension module can share a process with the new one when it is
-loaded from its own file under its own name (``importlib``), so the two kernels are
-timed interleaved, call by call, in one process: on a VM whose speed drifts between
-minutes, that is steadier than alternating processes (``ab_norm_checkouts.py``).  The
-gradients of both are checked equal, bit for bit, before timing.
+loaded from its own file under its own name (``sandbox.bench._builds``), so the two
+kernels are timed interleaved, call by call, in one process (``sandbox.bench._timing``'s
+``time_pair``): on a VM whose speed drifts between minutes, that is steadier than
+alternating processes (``ab_norm_checkouts.py``).  The gradients of both are checked
+equal, bit for bit, before timing.
 
     git worktree add /tmp/old 3efa315 && (cd /tmp/old && python setup.py build_ext --inplace)
     python benchmarks/ab_batch_norm_relu_backward.py \\
@@ -16,25 +17,17 @@ gradients of both are checked equal, bit for bit, before timing.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import statistics
-import time
 
 import numpy as np
 
 from sandbox._C import _norm as new
 from sandbox.array import norm
+from sandbox.bench._builds import load_extension
+from sandbox.bench._timing import time_pair
 from sandbox.runtime import simd
 
 SHAPES = [(8, 16, 128, 128), (8, 16, 64, 64), (8, 32, 64, 64), (8, 32, 32, 32),
           (8, 64, 16, 16), (8, 128, 8, 8), (8, 256, 4, 4)]
-
-
-def _load(path):
-    spec = importlib.util.spec_from_file_location("_norm", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _compare(old, shape, threads, rounds, rng):
@@ -68,13 +61,8 @@ def _compare(old, shape, threads, rounds, rng):
     run_old()
     run_new()
     assert np.array_equal(gx_old, gx_new), "the two builds' gradients differ"
-    times = {run_old: [], run_new: []}
-    for r in range(rounds):
-        for f in (run_old, run_new) if r % 2 else (run_new, run_old):
-            t0 = time.perf_counter()
-            f()
-            times[f].append(time.perf_counter() - t0)
-    return (statistics.median(times[run_old]) * 1e6, statistics.median(times[run_new]) * 1e6)
+    new_stats, old_stats = time_pair(run_new, run_old, repeat=rounds, warmup=0, min_sample=0)
+    return old_stats.median * 1e6, new_stats.median * 1e6
 
 
 def main(argv=None):
@@ -83,7 +71,7 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--rounds", type=int, default=60)
     args = parser.parse_args(argv)
-    old = _load(args.old_so)
+    old = load_extension(args.old_so, "_norm")
     rng = np.random.default_rng(0)
     print(f"cpu: {simd.cpu().describe()}; microseconds, medians over {args.rounds} "
           f"interleaved calls")

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import functools
 import glob
-import importlib.util
 import os
 import statistics
 
@@ -37,10 +36,9 @@ def _load_previous(folder: str):
     if not paths:
         raise SystemExit(f"ab_grid_builds: no _grid_sample*.so in {folder!r}; copy the "
                          "previous build's sandbox/_C/_grid_sample*.so there")
-    spec = importlib.util.spec_from_file_location("sandbox._C._grid_sample", paths[0])
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from sandbox.bench._builds import load_extension
+
+    return load_extension(paths[0], "_grid_sample")
 
 
 def _same_bits(a, b) -> bool:

@@ -3,9 +3,10 @@ layers, forward and both gradients, with an old build of ``_winograd_fused`` aga
 tree's, call by call in one process.
 
 An old build of an extension module can share a process with the new one when it is
-loaded from its own file under its own name (``importlib``); the array-level convolution
-looks the module up at call time (``sandbox.array.conv._winograd._winograd_fused``), so
-swapping that reference switches builds between calls.  Interleaved calls see the same
+loaded from its own file under its own name (``sandbox.bench._builds``); the array-level
+convolution looks the module up at call time (``sandbox.array.conv._winograd.
+_winograd_fused``), so swapping that reference switches builds between calls
+(``sandbox.bench._timing``'s ``time_pair`` interleaves them).  Interleaved calls see the same
 phases of a VM whose speed drifts between minutes (see ``ab_checkouts.py`` for whole
 steps in alternating processes).  Both builds' outputs and gradients are compared equal,
 bit for bit, before timing.
@@ -18,26 +19,18 @@ bit for bit, before timing.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import statistics
-import time
 
 import numpy as np
 
 import sandbox
 from sandbox.array.conv import _winograd, conv2d, conv2d_backward
+from sandbox.bench._builds import load_extension
+from sandbox.bench._timing import time_pair
 from sandbox.runtime import simd
 
 #: (c_in, c_out, size) of the classic UNet's Winograd layers (batch 8)
 LAYERS = [(16, 16, 128), (48, 16, 128), (16, 32, 64), (32, 32, 64), (96, 32, 64),
           (32, 64, 32), (64, 64, 32), (64, 128, 16), (128, 128, 16), (128, 256, 8)]
-
-
-def _load(path):
-    spec = importlib.util.spec_from_file_location("_winograd_fused", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _compare(old, new, layer, rounds, rng):
@@ -56,13 +49,9 @@ def _compare(old, new, layer, rounds, rng):
     first, second = run(old), run(new)
     assert all(np.array_equal(a, b) for a, b in zip(first, second, strict=True)), \
         f"the two builds differ on layer {layer}"
-    times = {0: [], 1: []}
-    for r in range(rounds):
-        for k, module in ((0, old), (1, new)) if r % 2 else ((1, new), (0, old)):
-            t0 = time.perf_counter()
-            run(module)
-            times[k].append(time.perf_counter() - t0)
-    return statistics.median(times[0]) * 1e3, statistics.median(times[1]) * 1e3
+    new_stats, old_stats = time_pair(lambda: run(new), lambda: run(old), repeat=rounds,
+                                     warmup=0, min_sample=0)
+    return old_stats.median * 1e3, new_stats.median * 1e3
 
 
 def main(argv=None):
@@ -76,7 +65,7 @@ def main(argv=None):
     layers = ([tuple(int(v) for v in spec.split("-")) for spec in args.layers]
               if args.layers else LAYERS)
     new = _winograd._winograd_fused
-    old = _load(args.old_so)
+    old = load_extension(args.old_so, "_winograd_fused")
     rng = np.random.default_rng(0)
     print(f"cpu: {simd.cpu().describe()}; ms, medians over {args.rounds} interleaved calls")
     try:

@@ -377,6 +377,19 @@ def masked_channel_sums(const real[:, :, ::1] g, const real[:, :, ::1] x,
 # -ffp-contract=off: a fused multiply-add would round differently.
 
 
+cdef inline real _bn_scale(const real[::1] invstd, const real[::1] weight, bint has_weight,
+                           Py_ssize_t c) noexcept nogil:
+    """Channel ``c``'s ``scale = invstd * weight`` (``invstd`` without a weight): the
+    forward's affine and the backward's ``a``."""
+    return invstd[c] * weight[c] if has_weight else invstd[c]
+
+
+cdef inline real _bn_shift(const real[::1] mean, const real[::1] bias, bint has_bias,
+                           real scale, Py_ssize_t c) noexcept nogil:
+    """Channel ``c``'s ``shift = bias - mean * scale`` (``-mean * scale`` without a bias)."""
+    return bias[c] - mean[c] * scale if has_bias else -mean[c] * scale
+
+
 cdef inline void _train_scalars(Py_ssize_t c, double mean64, double var64, double eps,
                                 const real[::1] weight, const real[::1] bias,
                                 real[::1] running_mean, real[::1] running_var, real keep,
@@ -397,8 +410,8 @@ cdef inline void _train_scalars(Py_ssize_t c, double mean64, double var64, doubl
     if has_running_var:
         running_var[c] = running_var[c] * keep
         running_var[c] = running_var[c] + unbias * <real> var64
-    scale[c] = invstd[c] * weight[c] if has_weight else invstd[c]
-    shift[c] = bias[c] - mean[c] * scale[c] if has_bias else -mean[c] * scale[c]
+    scale[c] = _bn_scale(invstd, weight, has_weight, c)
+    shift[c] = _bn_shift(mean, bias, has_bias, scale[c], c)
 
 
 def train_forward(const real[:, :, ::1] x, double eps, const real[::1] weight,
@@ -441,7 +454,7 @@ cdef inline void _backward_scalars(Py_ssize_t c, double sum_g64, double sum_gx64
     sum_g[c] = <real> sum_g64
     # sum(g * xhat) = invstd * (sum(g * x) - mean * sum(g)), in float64
     sum_gxhat[c] = <real> (<double> invstd[c] * (sum_gx64 - <double> mean[c] * sum_g64))
-    a[c] = invstd[c] * weight[c] if has_weight else invstd[c]
+    a[c] = _bn_scale(invstd, weight, has_weight, c)
     if training:
         b[c] = -a[c] * invstd[c] * sum_gxhat[c] / fm
         shift[c] = -a[c] * sum_g[c] / fm - b[c] * mean[c]
@@ -474,9 +487,9 @@ def backward_fused(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[
             sgx = 0  # assigned in the loop: private to each thread
             ms = 0
             mb = 0
-            if relu:  # the forward's scale and shift (_train_scalars), the same operations
-                ms = invstd[c] * weight[c] if has_weight else invstd[c]
-                mb = bias[c] - mean[c] * ms if has_bias else -mean[c] * ms
+            if relu:  # the forward's scale and shift (_train_scalars'), the same operations
+                ms = _bn_scale(invstd, weight, has_weight, c)
+                mb = _bn_shift(mean, bias, has_bias, ms, c)
                 mask_shift[c] = mb
             sg = _sums(g, x, ms, mb, relu, c, &sgx)
             _backward_scalars(c, sg, sgx, mean, invstd, weight, fm, has_weight, training,
@@ -485,7 +498,7 @@ def backward_fused(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[
             for plane in prange(g.shape[0] * n_chan, schedule="static"):
                 n = plane // n_chan
                 c = plane - n * n_chan
-                # a[c] is the forward's scale (invstd * weight), as ms above
+                # a[c] is the forward's scale (_bn_scale), as ms above
                 _affine2(&g[n, c, 0], &x[n, c, 0], &gx[n, c, 0], a[c],
                          mask_shift[c] if relu else 0, a[c], b[c], shift[c], length, relu)
 

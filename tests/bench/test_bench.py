@@ -581,3 +581,21 @@ def test_cpu_balance_times_every_cpu_and_restores_the_affinity(monkeypatch):
     assert "CPUs 0, 1" in line and "before: 25% of 40 rounds uneven" in line
     assert "p90 1.83" in line and "after" not in line
     assert _report.balance_summary({}) is None
+
+
+def test_load_extension_loads_a_second_build_beside_the_one_in_use(tmp_path):
+    import shutil
+    import sys
+
+    import sandbox._C._norm as in_use
+
+    from sandbox.bench._builds import load_extension
+
+    copy = tmp_path / "old_build.so"  # another build: another file
+    shutil.copy(in_use.__file__, copy)
+    other = load_extension(str(copy), "_norm")
+    assert other is not in_use and other.backward_fused is not in_use.backward_fused
+    assert other.__file__ == str(copy)
+    assert sys.modules["sandbox._C._norm"] is in_use  # the module in use stays
+    with pytest.raises(ImportError):
+        load_extension(str(copy))  # a renamed copy needs the module's name

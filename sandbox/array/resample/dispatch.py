@@ -43,6 +43,7 @@ import numpy as np
 from ..._C import _resample as _kernels
 from ...runtime import simd
 from ...runtime.threads import kernel_threads
+from ..copy import row_view
 from ._options import Plan, make_plan
 from ._weights import Table, get_table
 
@@ -315,14 +316,11 @@ def _call(step, x: np.ndarray, out: np.ndarray) -> None:
 
 
 def samples_contiguous(x: np.ndarray) -> bool:
-    """Whether each sample ``x[n]`` of a non-empty (N, C, ...) array is C-contiguous: a
-    slice of channels, as a concatenation's backward hands each of its inputs."""
-    expected = x.itemsize
-    for axis in range(x.ndim - 1, 0, -1):
-        if x.shape[axis] != 1 and x.strides[axis] != expected:
-            return False
-        expected *= x.shape[axis]
-    return x.size > 0 and x.strides[0] > 0
+    """Whether each sample ``x[n]`` of a non-empty (N, C, ...) array is C-contiguous, the
+    samples in order: a slice of channels, as a concatenation's backward hands each of
+    its inputs (``copy.row_view``'s contiguous runs, each whole samples)."""
+    rows = row_view(x, min_row_bytes=0) if x.size else None
+    return rows is not None and x.strides[0] > 0 and rows.shape[1] % math.prod(x.shape[1:]) == 0
 
 
 def _run(x: np.ndarray, steps, out_shape) -> np.ndarray:
