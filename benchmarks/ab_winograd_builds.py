@@ -14,6 +14,10 @@ bit for bit, before timing.
     git worktree add /tmp/old HEAD~1 && (cd /tmp/old && python setup.py build_ext --inplace)
     python benchmarks/ab_winograd_builds.py \\
         /tmp/old/sandbox/_C/_winograd_fused.cpython-311-x86_64-linux-gnu.so --threads 1 2
+    python benchmarks/ab_winograd_builds.py OLD_SO --layers 256-256-4 --parts fwd dx dw
+
+``--parts`` times the forward (``fwd``), the input gradient (``dx``) and the weight
+gradient (``dw``) apart instead of all three in one call sequence (``all``).
 """
 
 from __future__ import annotations
@@ -33,18 +37,27 @@ LAYERS = [(16, 16, 128), (48, 16, 128), (16, 32, 64), (32, 32, 64), (96, 32, 64)
           (32, 64, 32), (64, 64, 32), (64, 128, 16), (128, 128, 16), (128, 256, 8)]
 
 
-def _compare(old, new, layer, rounds, rng):
-    """Median milliseconds of one layer's forward + both gradients on each build."""
+#: what each part runs: the forward, the input gradient, the weight gradient, or all
+PARTS = {"fwd": (True, False, False), "dx": (False, True, False), "dw": (False, False, True),
+         "all": (True, True, True)}
+
+
+def _compare(old, new, layer, rounds, rng, part="all"):
+    """Median milliseconds of one layer's ``part`` (:data:`PARTS`) on each build."""
     c, o, s = layer
     x = rng.standard_normal((8, c, s, s), dtype=np.float32)
     w = rng.standard_normal((o, c, 3, 3), dtype=np.float32)
     g = rng.standard_normal((8, o, s, s), dtype=np.float32)
+    forward, input_grad, weight_grad = PARTS[part]
 
     def run(module):
         _winograd._winograd_fused = module
-        y = conv2d(x, w, padding=1)
-        gx, gw, _ = conv2d_backward(g, x, w, padding=1, needs=(True, True, False))
-        return y, gx, gw
+        y = conv2d(x, w, padding=1) if forward else None
+        gx, gw = None, None
+        if input_grad or weight_grad:
+            gx, gw, _ = conv2d_backward(g, x, w, padding=1,
+                                        needs=(input_grad, weight_grad, False))
+        return [r for r in (y, gx, gw) if r is not None]
 
     first, second = run(old), run(new)
     assert all(np.array_equal(a, b) for a, b in zip(first, second, strict=True)), \
@@ -61,6 +74,8 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=16)
     parser.add_argument("--layers", nargs="+", metavar="CIN-COUT-SIZE",
                         help="layers to time instead of the classic UNet's (e.g. 16-16-32)")
+    parser.add_argument("--parts", nargs="+", choices=list(PARTS), default=["all"],
+                        help="fwd, dx, dw apart, or all three together (the default)")
     args = parser.parse_args(argv)
     layers = ([tuple(int(v) for v in spec.split("-")) for spec in args.layers]
               if args.layers else LAYERS)
@@ -71,15 +86,16 @@ def main(argv=None):
     try:
         for threads in args.threads:
             sandbox.set_num_threads(threads)
-            total_old = total_new = 0.0
-            for layer in layers:
-                t_old, t_new = _compare(old, new, layer, args.rounds, rng)
-                total_old, total_new = total_old + t_old, total_new + t_new
-                c, o, s = layer
-                print(f"{threads} thread(s) {c:3d}->{o:3d}@{s:<3d} old {t_old:8.3f} "
-                      f"new {t_new:8.3f} new/old {t_new / t_old:.3f}")
-            print(f"{threads} thread(s) all layers old {total_old:.3f} new {total_new:.3f} "
-                  f"new/old {total_new / total_old:.3f}")
+            for part in args.parts:
+                total_old = total_new = 0.0
+                for layer in layers:
+                    t_old, t_new = _compare(old, new, layer, args.rounds, rng, part)
+                    total_old, total_new = total_old + t_old, total_new + t_new
+                    c, o, s = layer
+                    print(f"{threads} thread(s) {part:3s} {c:3d}->{o:3d}@{s:<3d} old "
+                          f"{t_old:8.3f} new {t_new:8.3f} new/old {t_new / t_old:.3f}")
+                print(f"{threads} thread(s) {part:3s} all layers old {total_old:.3f} new "
+                      f"{total_new:.3f} new/old {total_new / total_old:.3f}")
     finally:
         _winograd._winograd_fused = new
 

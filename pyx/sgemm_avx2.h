@@ -28,8 +28,12 @@
  * B panels are used against all of it; the 1 MiB block of packed B lives in L3.  KC is
  * the AVX-512 kernel's, so the packed form sums every element in the same order as
  * that kernel (one FMA chain per KC block), and the results of the two are equal.
- * Edge tiles (fewer than 4 rows or 24 columns) are packed with zeros, computed into a
- * local tile and copied out, so the micro-kernel has no branches and no masks.
+ * A last panel of at most 16 (or 8) columns runs a narrower micro-kernel, 4 x 16 (or
+ * 8 x 8 over two panels of A) instead of the full tile on zeros: a 32-column product
+ * (a Winograd point's 32 tiles, the 4x4 maps of a batch of 8) had computed 48 columns.
+ * Edge tiles (fewer rows, or columns short of the kernel's) are packed with zeros,
+ * computed into a local tile and copied out, so the micro-kernels have no branches and
+ * no masks.
  * B is not packed where its rows are contiguous and k is short (at most SB2_IN_PLACE_K:
  * a Winograd point's product, channels by tiles): a full panel is read where it lies,
  * its rows bsk apart.  Packing had copied all of B once more for 4-16 row panels of A;
@@ -75,46 +79,62 @@ static int sb_sgemm_avx2_available(void)
 
 #if SB_SGEMM_AVX2_X86
 
-/* The micro-kernel: C[0:4, 0:24] (row stride ldc) = or += A Bp, where A(r, k) =
- * ap[k*ask + r] (a packed panel: ask = 4; or, unpacked, a transposed operand whose 4
- * rows are adjacent in memory) and B(k, j) = bp[k*bsk + j] (a packed panel: bsk = 24;
- * or, unpacked, 24 adjacent columns of B's rows, bsk apart). */
-#define SB2_ROWS(X) X(0) X(1) X(2) X(3)
-#define SB2_VECS(X, r) X(r, 0) X(r, 1) X(r, 2)
+/* The micro-kernels: C[0:R, 0:8V] (row stride ldc) = or += A Bp, where A(r, k) =
+ * ap0[k*ask + r] for rows 0-3 (a packed panel: ask = 4; or, unpacked, a transposed
+ * operand whose 4 rows are adjacent in memory) and ap1[k*ask + r - 4] for rows 4-7 (the
+ * next panel of A, in the same form), and B(k, j) = bp[k*bsk + j] (a packed panel: bsk
+ * = 24; or, unpacked, adjacent columns of B's rows, bsk apart).  One macro makes every
+ * shape: ROWS(X) lists the R rows, VECS(X, r) the V vectors of 8 columns. */
+#define SB2_R4(X) X(0) X(1) X(2) X(3)
+#define SB2_R8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define SB2_V1(X, r) X(r, 0)
+#define SB2_V2(X, r) X(r, 0) X(r, 1)
+#define SB2_V3(X, r) X(r, 0) X(r, 1) X(r, 2)
+#define SB2_APTR(r) ((r) < 4 ? ap0 + (r) : ap1 + ((r) - 4))
 #define SB2_DECL1(r, v) __m256 c##r##_##v = _mm256_setzero_ps();
-#define SB2_DECL(r) SB2_VECS(SB2_DECL1, r)
 #define SB2_FMA1(r, v) c##r##_##v = _mm256_fmadd_ps(av, b##v, c##r##_##v);
-#define SB2_FMA(r) { __m256 av = _mm256_broadcast_ss(ap + (r)); SB2_VECS(SB2_FMA1, r) }
 #define SB2_LOADB(r, v) __m256 b##v = _mm256_loadu_ps(bp + 8 * (v));
 #define SB2_ADD1(r, v) c##r##_##v = _mm256_add_ps(_mm256_loadu_ps(row + 8 * (v)), c##r##_##v);
 #define SB2_STORE1(r, v) _mm256_storeu_ps(row + 8 * (v), c##r##_##v);
-#define SB2_STORE(r) { float *row = c + (r) * ldc;                  \
-                       if (accumulate) { SB2_VECS(SB2_ADD1, r) }   \
-                       SB2_VECS(SB2_STORE1, r) }
-__attribute__((target("avx2,fma")))
-static void sb_kernel_4x24(int kc, const float *ap, ptrdiff_t ask, const float *bp,
-                           ptrdiff_t bsk, float *c, ptrdiff_t ldc, int accumulate)
-{
-    SB2_ROWS(SB2_DECL)
-    int k;
-    for (k = 0; k < kc; k++) {
-        SB2_VECS(SB2_LOADB, 0)
-        SB2_ROWS(SB2_FMA)
-        ap += ask;
-        bp += bsk;
-    }
-    SB2_ROWS(SB2_STORE)
+#define SB2_KERNEL(NAME, ROWS, VECS)                                                       \
+__attribute__((target("avx2,fma")))                                                       \
+static void NAME(int kc, const float *ap0, const float *ap1, ptrdiff_t ask,                \
+                 const float *bp, ptrdiff_t bsk, float *c, ptrdiff_t ldc, int accumulate)  \
+{                                                                                          \
+    int k;                                                                                 \
+    ROWS(SB2_DECL_ROW_##VECS)                                                              \
+    for (k = 0; k < kc; k++) {                                                             \
+        VECS(SB2_LOADB, 0)                                                                 \
+        ROWS(SB2_FMA_ROW_##VECS)                                                           \
+        ap0 += ask;                                                                        \
+        ap1 += ask;                                                                        \
+        bp += bsk;                                                                         \
+    }                                                                                      \
+    ROWS(SB2_STORE_ROW_##VECS)                                                             \
 }
-#undef SB2_STORE
-#undef SB2_STORE1
-#undef SB2_ADD1
-#undef SB2_LOADB
-#undef SB2_FMA
-#undef SB2_FMA1
-#undef SB2_DECL
-#undef SB2_DECL1
-#undef SB2_VECS
-#undef SB2_ROWS
+#define SB2_DECL_ROW_SB2_V1(r) SB2_V1(SB2_DECL1, r)
+#define SB2_DECL_ROW_SB2_V2(r) SB2_V2(SB2_DECL1, r)
+#define SB2_DECL_ROW_SB2_V3(r) SB2_V3(SB2_DECL1, r)
+#define SB2_FMA_ROW(VECS, r) { __m256 av = _mm256_broadcast_ss(SB2_APTR(r)); VECS(SB2_FMA1, r) }
+#define SB2_FMA_ROW_SB2_V1(r) SB2_FMA_ROW(SB2_V1, r)
+#define SB2_FMA_ROW_SB2_V2(r) SB2_FMA_ROW(SB2_V2, r)
+#define SB2_FMA_ROW_SB2_V3(r) SB2_FMA_ROW(SB2_V3, r)
+#define SB2_STORE_ROW(VECS, r) { float *row = c + (r) * ldc;                             \
+                                 if (accumulate) { VECS(SB2_ADD1, r) }                   \
+                                 VECS(SB2_STORE1, r) }
+#define SB2_STORE_ROW_SB2_V1(r) SB2_STORE_ROW(SB2_V1, r)
+#define SB2_STORE_ROW_SB2_V2(r) SB2_STORE_ROW(SB2_V2, r)
+#define SB2_STORE_ROW_SB2_V3(r) SB2_STORE_ROW(SB2_V3, r)
+/* the full tile: 12 accumulators, 3 loads of B and 4 broadcasts of A per k */
+SB2_KERNEL(sb_kernel_4x24, SB2_R4, SB2_V3)
+/* Narrow last panels of B (at most 16 or 8 columns), which the full tile would compute
+ * as 24 (two thirds wasted on a 32-column product, a Winograd point's 32 tiles on 4x4
+ * maps): 8 accumulators each, so that the 4-cycle fused multiply-adds still overlap
+ * (two rows' panels at once for 8 columns).  Each element is the same FMA chain as in
+ * the full tile, so the results do not change. */
+SB2_KERNEL(sb_kernel_4x16, SB2_R4, SB2_V2)
+SB2_KERNEL(sb_kernel_8x8, SB2_R8, SB2_V1)
+SB2_KERNEL(sb_kernel_4x8, SB2_R4, SB2_V1)
 
 /* C (m x n) = op(A) (m x k) @ op(B) (k x n), or += when accumulate.  Returns 0, or -1
  * when the packing buffers cannot be allocated (C is then untouched). */
@@ -125,7 +145,7 @@ static int sb_sgemm_avx2(int m, int n, int kdim,
                          float *c, ptrdiff_t sc0, int accumulate)
 {
     float *bp, *ap;
-    float tile[SB2_MR * SB2_NR] __attribute__((aligned(32)));
+    float tile[2 * SB2_MR * SB2_NR] __attribute__((aligned(32)));  /* 8 x 8 in 24 columns */
     int jc, pc, ic, jr, ir;
     /* with one block of rows, each B panel is packed right before its micro-kernels run
      * (into one slot, still in L1 when they read it) instead of all panels first */
@@ -159,6 +179,7 @@ static int sb_sgemm_avx2(int m, int n, int kdim,
             }
             for (jr = 0; jr < n_panels; jr++) {
                 int nr = nc - jr * SB2_NR < SB2_NR ? nc - jr * SB2_NR : SB2_NR;
+                int vecs = (nr + 7) / 8;  /* 3: the full tile; 1, 2: a narrow kernel */
                 const float *bpanel = fused ? bp : bp + (ptrdiff_t)jr * SB2_NR * kc;
                 ptrdiff_t bsk = SB2_NR;
                 if (in_place && nr == SB2_NR) {
@@ -169,22 +190,37 @@ static int sb_sgemm_avx2(int m, int n, int kdim,
                     sb_pack_b(b + pc * sb0 + (ptrdiff_t)(jc + jr * SB2_NR) * sb1, sb0, sb1, kc,
                               nr, SB2_NR, bp);
                 }
-                for (ir = 0; ir < m_panels; ir++) {
+                for (ir = 0; ir < m_panels; ) {
                     int mr = mc - ir * SB2_MR < SB2_MR ? mc - ir * SB2_MR : SB2_MR;
-                    const float *apanel = ap + (ptrdiff_t)ir * SB2_MR * kc;
-                    ptrdiff_t ask = SB2_MR;
+                    int mr1 = mc - (ir + 1) * SB2_MR < SB2_MR ? mc - (ir + 1) * SB2_MR : SB2_MR;
+                    /* 8 columns or fewer: this panel of A and the next in one 8 x 8
+                     * kernel, when both are read the same way (their steps agree) */
+                    int two = vecs == 1 && ir + 1 < m_panels && !(sa0 == 1 && mr1 < SB2_MR);
+                    int rows = two ? mr + mr1 : mr;
+                    const float *ap0 = ap + (ptrdiff_t)ir * SB2_MR * kc, *ap1;
+                    ptrdiff_t ask = SB2_MR, next = SB2_MR * kc;  /* the next panel of A */
                     float *ctile = c + (ptrdiff_t)(ic + ir * SB2_MR) * sc0 + jc
                                    + (ptrdiff_t)jr * SB2_NR;
+                    /* a full tile stored in place; an edge computed locally, then copied */
+                    int whole = rows == (two ? 2 : 1) * SB2_MR && nr == 8 * vecs;
+                    float *dst = whole ? ctile : tile;
+                    ptrdiff_t ldd = whole ? sc0 : SB2_NR;
                     if (mr == SB2_MR && sa0 == 1) {  /* 4 adjacent rows: no packing needed */
-                        apanel = a + (ptrdiff_t)(ic + ir * SB2_MR) + pc * sa1;
+                        ap0 = a + (ptrdiff_t)(ic + ir * SB2_MR) + pc * sa1;
                         ask = sa1;
+                        next = SB2_MR;
                     }
-                    if (mr == SB2_MR && nr == SB2_NR) {
-                        sb_kernel_4x24(kc, apanel, ask, bpanel, bsk, ctile, sc0, acc);
-                    } else {  /* an edge: the full tile computed locally, then copied */
-                        sb_kernel_4x24(kc, apanel, ask, bpanel, bsk, tile, SB2_NR, 0);
-                        sb_tile_out(tile, SB2_NR, mr, nr, ctile, sc0, acc);
-                    }
+                    ap1 = ap0 + next;
+                    if (vecs == 3)
+                        sb_kernel_4x24(kc, ap0, ap1, ask, bpanel, bsk, dst, ldd, whole && acc);
+                    else if (vecs == 2)
+                        sb_kernel_4x16(kc, ap0, ap1, ask, bpanel, bsk, dst, ldd, whole && acc);
+                    else if (two)
+                        sb_kernel_8x8(kc, ap0, ap1, ask, bpanel, bsk, dst, ldd, whole && acc);
+                    else
+                        sb_kernel_4x8(kc, ap0, ap1, ask, bpanel, bsk, dst, ldd, whole && acc);
+                    if (!whole) sb_tile_out(tile, SB2_NR, rows, nr, ctile, sc0, acc);
+                    ir += two ? 2 : 1;
                 }
             }
         }

@@ -120,6 +120,32 @@ def test_results_do_not_depend_on_where_a_tile_starts(kernels, rng):
 
 
 @pytest.mark.parametrize("kernels", KERNELS)
+@pytest.mark.parametrize("m", [1, 4, 8, 12, 13, 22])
+@pytest.mark.parametrize("n", [1, 5, 8, 13, 16, 32, 40, 56, 64])
+@pytest.mark.parametrize("a_layout", ["rows", "cols"])
+def test_narrow_last_panels_give_the_full_tiles_bits(kernels, m, n, a_layout, rng):
+    """Products whose last panel of B has at most 16 columns (a Winograd point's 32
+    tiles on 4x4 maps) run narrow micro-kernels (4 x 16, 8 x 8 over two panels of A,
+    4 x 8): every element is the full 4 x 24 tile's sum, bit for bit, whatever the rows,
+    packed or read in place (k <= 64 reads B in place too), and added into C."""
+    matmul = kernels[0]
+    for k in (40, 300):
+        a = _operand(rng, (1, m, k), a_layout)
+        b = rng.standard_normal((1, k, 72)).astype(np.float32)  # 3 full panels
+        full = np.empty((1, m, 72), np.float32)
+        assert matmul(a, b, full) is None  # it raises MemoryError when it cannot run
+        part = np.full((1, m, n), np.nan, np.float32)
+        assert matmul(a, b[:, :, 72 - n:], part) is None
+        assert np.array_equal(full[:, :, 72 - n:], part)
+        full_acc = rng.standard_normal((1, m, 72)).astype(np.float32)
+        acc = full_acc[:, :, 72 - n:].copy()
+        assert matmul(a, b, full_acc, True) is None
+        assert matmul(a, b[:, :, 72 - n:], acc, True) is None
+        assert np.array_equal(full_acc[:, :, 72 - n:], acc)
+        _check(part, a, b[:, :, 72 - n:])
+
+
+@pytest.mark.parametrize("kernels", KERNELS)
 def test_results_do_not_depend_on_the_thread_count(kernels, rng):
     """A batch of products (the Winograd points) on 1, 2 and 3 threads: bitwise equal."""
     matmul, dot = kernels

@@ -33,3 +33,8 @@ def test_winograd_layers_against_the_same_build(capsys):
     out = capsys.readouterr().out
     assert len(_rows(out)) == 3  # two layers and their total
     assert "all layers" in out
+    script.main([str(Path(winograd_module.__file__)), "--threads", "1", "--rounds", "1",
+                 "--layers", "16-16-32", "--parts", "fwd", "dx", "dw"])
+    out = capsys.readouterr().out
+    assert len(_rows(out)) == 6  # a layer and its total, each part
+    assert all(f" {part} " in out for part in ("fwd", "dx", "dw"))
