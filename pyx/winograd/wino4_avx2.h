@@ -72,15 +72,38 @@ SB_W4_AVX2 static inline __m256i sb_w4_keep(int n)
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* y[0..6) to dst + j * pitch, the first n lanes of each (keep: those lanes' mask). */
+/* The first n (< 8) lanes of v to dst, in plain stores of 4, 2 and 1 lanes.  AVX2's
+ * masked store is slow on AMD's Zen (many cycles each), and a tile row of 4 tiles (a
+ * 16-wide map: the F(4x4) weight gradient's transforms at 16x16) is all tail: its 36
+ * masked stores had made the output-gradient transform 31 % of the 32->64@16 weight
+ * gradient (AMD EPYC family 25 model 1, perf). */
+SB_W4_AVX2 static inline void sb_w4_store_first(float *dst, __m256 v, int n)
+{
+    __m128 q = _mm256_castps256_ps128(v);
+    if (n >= 4) {
+        _mm_storeu_ps(dst, q);
+        q = _mm256_extractf128_ps(v, 1);
+        dst += 4;
+        n -= 4;
+    }
+    if (n >= 2) {
+        _mm_storel_pi((__m64 *)dst, q);
+        q = _mm_movehl_ps(q, q);
+        dst += 2;
+        n -= 2;
+    }
+    if (n) _mm_store_ss(dst, q);
+}
+
+/* y[0..6) to dst + j * pitch, the first n lanes of each. */
 SB_W4_AVX2 static inline void sb_w4_store6(float *dst, ptrdiff_t pitch, const __m256 y[6],
-                                           int n, __m256i keep)
+                                           int n)
 {
     for (int j = 0; j < 6; j++) {
         if (n == 8)
             _mm256_storeu_ps(dst + j * pitch, y[j]);
         else
-            _mm256_maskstore_ps(dst + j * pitch, keep, y[j]);
+            sb_w4_store_first(dst + j * pitch, y[j], n);
     }
 }
 
@@ -105,7 +128,6 @@ SB_W4_AVX2 static void sb_w4_in_tilerow_avx2(const float *d, ptrdiff_t wp, int n
 {
     for (int t0 = 0; t0 < ntiles; t0 += 8) {
         const int n = ntiles - t0 < 8 ? ntiles - t0 : 8;
-        const __m256i keep = sb_w4_keep(n);
         __m256 ph[6][6];   /* ph[i][l]: phase l (4, 5: of the next tile) of input row i */
         for (int i = 0; i < 6; i++) {
             __m256 next[4];
@@ -124,7 +146,7 @@ SB_W4_AVX2 static void sb_w4_in_tilerow_avx2(const float *d, ptrdiff_t wp, int n
         for (int k = 0; k < 6; k++) {   /* V[6 k + j] = (R B)[k][j] */
             __m256 y[6];
             SB_W4_BT8(r[k][0], r[k][1], r[k][2], r[k][3], r[k][4], r[k][5], y);
-            sb_w4_store6(v + 6 * k * pitch + t0, pitch, y, n, keep);
+            sb_w4_store6(v + 6 * k * pitch + t0, pitch, y, n);
         }
     }
 }
@@ -189,7 +211,6 @@ SB_W4_AVX2 static void sb_w4_grad_tilerow_avx2(const float *rows, ptrdiff_t wt, 
 {
     for (int t0 = 0; t0 < ntiles; t0 += 8) {
         const int n = ntiles - t0 < 8 ? ntiles - t0 : 8;
-        const __m256i keep = sb_w4_keep(n);
         __m256 q[4][4];    /* q[i][l]: phase l of row i */
         for (int i = 0; i < 4; i++) {
             const float *p = rows + i * wt + 4 * t0;
@@ -210,7 +231,7 @@ SB_W4_AVX2 static void sb_w4_grad_tilerow_avx2(const float *rows, ptrdiff_t wt, 
         for (int k = 0; k < 6; k++) {   /* Gt[6 k + j] = (R A^T)[k][j] */
             __m256 y[6];
             SB_W4_A8(r[k][0], r[k][1], r[k][2], r[k][3], y);
-            sb_w4_store6(v + 6 * k * pitch + t0, pitch, y, n, keep);
+            sb_w4_store6(v + 6 * k * pitch + t0, pitch, y, n);
         }
     }
 }

@@ -468,7 +468,7 @@ def avx2_rows():
 
 @pytest.mark.parametrize("tiles_w", [1, 2, 7, 8, 9, 16, 17])
 def test_winograd_f4_avx2_input_rows_are_the_row_loops_bits(tiles_w, rng, avx2_rows):
-    """The AVX2 tile rows (8 tiles a register, the last block masked) compute the row
+    """The AVX2 tile rows (8 tiles a register, the last block partial) compute the row
     loops' operations in their order: the same bits, padding and partial tiles included."""
     from sandbox._C import _winograd4
 
