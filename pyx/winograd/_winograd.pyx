@@ -62,6 +62,9 @@ def avx512_available():
 # input transform, batch 8, 1.76 ms).
 
 
+include "avx2_rows.pxi"
+
+
 def input_transform(const real[:, :, :, ::1] x,   # IN  (N, C, H, W)
                     real[:, :, :] V,                 # OUT (16, C, nb*tiles_h*tiles_w)
                     Py_ssize_t n0, Py_ssize_t nb, int ph, int pw,

@@ -72,7 +72,7 @@ SB_W4_AVX2 static inline __m256i sb_w4_keep(int n)
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* The first n (< 8) lanes of v to dst, in plain stores of 4, 2 and 1 lanes.  AVX2's
+/* The first n (<= 8) lanes of v to dst, in plain stores of 8, 4, 2 and 1 lanes.  AVX2's
  * masked store is slow on AMD's Zen (many cycles each), and a tile row of 4 tiles (a
  * 16-wide map: the F(4x4) weight gradient's transforms at 16x16) is all tail: its 36
  * masked stores had made the output-gradient transform 31 % of the 32->64@16 weight
@@ -80,6 +80,10 @@ SB_W4_AVX2 static inline __m256i sb_w4_keep(int n)
 SB_W4_AVX2 static inline void sb_w4_store_first(float *dst, __m256 v, int n)
 {
     __m128 q = _mm256_castps256_ps128(v);
+    if (n >= 8) {
+        _mm256_storeu_ps(dst, v);
+        return;
+    }
     if (n >= 4) {
         _mm_storeu_ps(dst, q);
         q = _mm256_extractf128_ps(v, 1);

@@ -24,29 +24,37 @@
 #include "wino2_rows.h"
 #include "wino4_rows.h"
 #include "wino4_avx2.h"
+#include "wino2_avx2.h"
 
-/* Whether the float32 F(4x4) transforms (input, output, output gradient) take
- * wino4_avx2.h's tile rows (the same bits as the row loops): the CPU runs AVX2, unless a
- * test turned it off.  The float64 loops never do: their tile-row names are no-ops. */
-static int sb_w4_avx2_rows = -1;
-static inline int sb_w4_rows_fast_f(void)
+/* Whether the float32 transforms take the AVX2 tile rows (the same bits as the row
+ * loops): wino4_avx2.h's F(4x4) input, output and output gradient, wino2_avx2.h's F(2x2)
+ * input and output; the CPU runs AVX2, unless a test turned it off.  The float64 loops
+ * never do: their tile-row names are no-ops. */
+static int sb_wino_avx2_rows = -1;
+static inline int sb_wino_rows_fast_f(void)
 {
-    if (sb_w4_avx2_rows < 0) sb_w4_avx2_rows = sb_w4_avx2_available();
-    return sb_w4_avx2_rows;
+    if (sb_wino_avx2_rows < 0) sb_wino_avx2_rows = sb_w4_avx2_available();
+    return sb_wino_avx2_rows;
 }
-#define sb_w4_rows_fast_d() 0
+#define sb_wino_rows_fast_d() 0
 #ifdef SB_W4_HAVE_AVX2
 #define sb_w4_in_tilerow_f sb_w4_in_tilerow_avx2
 #define sb_w4_out_tilerow_f sb_w4_out_tilerow_avx2
 #define sb_w4_grad_tilerow_f sb_w4_grad_tilerow_avx2
+#define sb_w2_in_tilerow_f sb_w2_in_tilerow_avx2
+#define sb_w2_out_tilerow_f sb_w2_out_tilerow_avx2
 #else
 #define sb_w4_in_tilerow_f(...) ((void)0)
 #define sb_w4_out_tilerow_f(...) ((void)0)
 #define sb_w4_grad_tilerow_f(...) ((void)0)
+#define sb_w2_in_tilerow_f(...) ((void)0)
+#define sb_w2_out_tilerow_f(...) ((void)0)
 #endif
 #define sb_w4_in_tilerow_d(...) ((void)0)
 #define sb_w4_out_tilerow_d(...) ((void)0)
 #define sb_w4_grad_tilerow_d(...) ((void)0)
+#define sb_w2_in_tilerow_d(...) ((void)0)
+#define sb_w2_out_tilerow_d(...) ((void)0)
 
 /* Scratch elements a thread needs for the input, output-gradient and output transforms
  * of F(tile x tile, 3x3) on rows of tiles_w tiles. */
@@ -86,6 +94,7 @@ static inline void sb_w2_in_channel_##S(const T *x, ptrdiff_t sn, int H, int W, 
     const ptrdiff_t wp = 2 * (ptrdiff_t)tiles_w + 2;                                     \
     const ptrdiff_t n_data = pw + W <= wp ? W : wp - pw;                                 \
     T *r = buf + 4 * wp;                                                                 \
+    const int fast = sb_wino_rows_fast_##S();  /* the padded rows to wino2_avx2.h */     \
     for (int s = 0; s < nb; s++)                                                         \
         for (int th = th0; th < th1; th++) {                                             \
             const ptrdiff_t t0 = ((ptrdiff_t)s * (th1 - th0) + th - th0) * tiles_w;      \
@@ -96,6 +105,10 @@ static inline void sb_w2_in_channel_##S(const T *x, ptrdiff_t sn, int H, int W, 
                 else                                                                     \
                     sb_wp_pad_row_##S(buf + i * wp, wp, x + s * sn + (ptrdiff_t)ih * W,  \
                                       pw, n_data);                                       \
+            }                                                                            \
+            if (fast) {  /* the rows' reads past 2 tiles_w + 2 stay in buf (8 rows) */  \
+                sb_w2_in_tilerow_##S(buf, wp, tiles_w, v + t0, pitch);                   \
+                continue;                                                                \
             }                                                                            \
             sb_w2_in_rows_##S(buf, buf + wp, buf + 2 * wp, buf + 3 * wp, r, r + wp,      \
                               r + 2 * wp, r + 3 * wp, wp);   /* rows: r = B^T d */       \
@@ -142,17 +155,20 @@ static inline void sb_w2_out_channel_##S(const T *m, ptrdiff_t pitch, T *y, ptrd
 {                                                                                        \
     const ptrdiff_t n = tiles_w, wt = 2 * (ptrdiff_t)tiles_w;                            \
     T *row = buf + 8 * n;                                                                \
+    const int fast = sb_wino_rows_fast_##S();  /* the tile rows by wino2_avx2.h */       \
     for (int s = 0; s < nb; s++)                                                         \
         for (int th = th0; th < th1; th++) {                                             \
             const T *mt = m + ((ptrdiff_t)s * (th1 - th0) + th - th0) * tiles_w;         \
             T *ys = y + s * sn;                                                          \
             const int oh = 2 * th;                                                       \
+            if (fast)                                                                    \
+                sb_w2_out_tilerow_##S(mt, pitch, tiles_w, row, wt);                      \
             /* a[0][i] = m0i + m1i + m2i, a[1][i] = m1i - m2i - m3i (rows of A^T) */     \
-            for (int i = 0; i < 4; i++)                                                  \
+            for (int i = 0; i < 4 && !fast; i++)                                         \
                 sb_w2_out_cols_##S(mt + i * pitch, mt + (4 + i) * pitch,                 \
                                    mt + (8 + i) * pitch, mt + (12 + i) * pitch,          \
                                    buf + i * n, buf + (4 + i) * n, n);                   \
-            for (int i = 0; i < 2; i++)                      /* columns: row = a A */    \
+            for (int i = 0; i < 2 && !fast; i++)             /* columns: row = a A */    \
                 sb_w2_out_row_##S(buf + 4 * i * n, buf + (4 * i + 1) * n,                \
                                   buf + (4 * i + 2) * n, buf + (4 * i + 3) * n,          \
                                   row + i * wt, n);                                      \
@@ -171,7 +187,7 @@ static inline void sb_w4_in_channel_##S(const T *x, ptrdiff_t sn, int H, int W, 
     const ptrdiff_t L = (ptrdiff_t)tiles_w + 1, wp = 4 * L;   /* one phase extra */      \
     const ptrdiff_t n_data = pw + W <= wp ? W : wp - pw;                                 \
     T *d = buf + wp, *r = buf + wp + 24 * L;                                             \
-    const int fast = sb_w4_rows_fast_##S();  /* the padded rows to wino4_avx2.h */         \
+    const int fast = sb_wino_rows_fast_##S();  /* the padded rows to wino4_avx2.h */         \
     for (int s = 0; s < nb; s++)                                                         \
         for (int th = th0; th < th1; th++) {                                             \
             const ptrdiff_t t0 = ((ptrdiff_t)s * (th1 - th0) + th - th0) * tiles_w;      \
@@ -214,7 +230,7 @@ static inline void sb_w4_grad_channel_##S(const T *g, ptrdiff_t sn, int Ho, int 
 {                                                                                        \
     const ptrdiff_t n = tiles_w, wt = 4 * (ptrdiff_t)tiles_w;                            \
     T *r = buf + 5 * wt;                                                                 \
-    const int fast = sb_w4_rows_fast_##S();  /* the padded rows to wino4_avx2.h */         \
+    const int fast = sb_wino_rows_fast_##S();  /* the padded rows to wino4_avx2.h */         \
     for (int s = 0; s < nb; s++)                                                         \
         for (int th = th0; th < th1; th++) {                                             \
             const ptrdiff_t t0 = ((ptrdiff_t)s * (th1 - th0) + th - th0) * tiles_w;      \
@@ -255,7 +271,7 @@ static inline void sb_w4_out_channel_##S(const T *m, ptrdiff_t pitch, T *y, ptrd
 {                                                                                        \
     const ptrdiff_t n = tiles_w, wt = 4 * (ptrdiff_t)tiles_w;                            \
     T *row = buf + 24 * n;                                                               \
-    const int fast = sb_w4_rows_fast_##S();  /* the tile rows by wino4_avx2.h */           \
+    const int fast = sb_wino_rows_fast_##S();  /* the tile rows by wino4_avx2.h */           \
     for (int s = 0; s < nb; s++)                                                         \
         for (int th = th0; th < th1; th++) {                                             \
             const T *mt = m + ((ptrdiff_t)s * (th1 - th0) + th - th0) * tiles_w;         \

@@ -5,8 +5,8 @@
 from fused cimport real
 
 cdef extern from "wino_portable.h" nogil:
-    int sb_w4_rows_fast_f()
-    int sb_w4_avx2_rows  # 1: the float32 F(4x4) transforms by wino4_avx2.h (-1: not decided)
+    int sb_wino_rows_fast_f()
+    int sb_wino_avx2_rows  # 1: the float32 transforms' tile rows on AVX2 (-1: not decided)
     size_t sb_wp_in_floats(int tile, int tiles_w)
     size_t sb_wp_grad_floats(int tile, int tiles_w)
     size_t sb_wp_out_floats(int tile, int tiles_w)

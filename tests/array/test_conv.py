@@ -449,11 +449,11 @@ def test_winograd_f4_matches_reference(shape, dtype, rng, monkeypatch, transform
 
 @pytest.fixture
 def avx2_rows():
-    """Turns wino4_avx2.h's F(4x4) tile rows (input and output transforms) on or off in
-    both modules that compile them (``set(on)``) and restores the CPU's choice after."""
-    from sandbox._C import _winograd4, _winograd_fused
+    """Turns the AVX2 tile rows (wino4_avx2.h's F(4x4), wino2_avx2.h's F(2x2)) on or off
+    in every module that compiles them (``set(on)``) and restores the CPU's choice after."""
+    from sandbox._C import _winograd, _winograd4, _winograd_fused
 
-    modules = (_winograd4, _winograd_fused)
+    modules = (_winograd4, _winograd_fused, _winograd)
     before = [m.avx2_rows() for m in modules]
     if not before[0]:
         pytest.skip("the CPU has no AVX2")
@@ -523,6 +523,47 @@ def test_winograd_f4_avx2_gradient_rows_are_the_row_loops_bits(tiles_w, rng, avx
     assert got[0].tobytes() == got[1].tobytes()
 
 
+@pytest.mark.parametrize("tiles_w", [1, 2, 3, 4, 7, 8, 9, 16, 17])
+@pytest.mark.parametrize("padding", [0, 1, 2])
+def test_winograd_f2_avx2_input_rows_are_the_row_loops_bits(tiles_w, padding, rng, avx2_rows):
+    """wino2_avx2.h's F(2x2) input tile rows (8 tiles a register, the last block partial,
+    the padded rows' edges): the row loops' bits, nothing written past the tiles."""
+    from sandbox._C import _winograd
+
+    w = 2 * tiles_w + 2 - 2 * padding - (tiles_w % 2)  # partial last tiles too
+    x = rng.standard_normal((2, 3, 9, max(w, 1))).astype(np.float32)
+    tiles_h = -(-(x.shape[2] + 2 * padding - 2) // 2)
+    got = []
+    for on in (False, True):
+        avx2_rows(on)
+        v = np.full((16, 3, 2 * tiles_h * tiles_w + 5), np.nan, np.float32)
+        _winograd.input_transform(x, v[:, :, :-5], 0, 2, padding, padding, tiles_h, tiles_w,
+                                  2, False)
+        got.append(v)
+    assert not np.isnan(got[1][:, :, :-5]).any() and np.isnan(got[1][:, :, -5:]).all()
+    assert got[0].tobytes() == got[1].tobytes()
+
+
+@pytest.mark.parametrize("tiles_w", [1, 2, 3, 4, 7, 8, 9, 16, 17])
+@pytest.mark.parametrize("exact", [True, False])
+def test_winograd_f2_avx2_output_rows_are_the_row_loops_bits(tiles_w, exact, rng, avx2_rows):
+    """wino2_avx2.h's F(2x2) output tile rows (the last block partial; exact tiles, or the
+    outputs past Ho, Wo dropped): the row loops' bits."""
+    from sandbox._C import _winograd
+
+    tiles_h, nb = 3, 2
+    m = rng.standard_normal((16, 3, nb * tiles_h * tiles_w)).astype(np.float32)
+    ho, wo = (2 * tiles_h, 2 * tiles_w) if exact else (2 * tiles_h - 1, max(2 * tiles_w - 1, 1))
+    got = []
+    for on in (False, True):
+        avx2_rows(on)
+        y = np.full((nb, 3, ho, wo), np.nan, np.float32)
+        _winograd.output_transform(m, y, 0, nb, tiles_h, tiles_w, 2, False)
+        got.append(y)
+    assert not np.isnan(got[1]).any()
+    assert got[0].tobytes() == got[1].tobytes()
+
+
 def test_winograd_f4_avx2_rows_keep_the_layer_bits(rng, avx2_rows, monkeypatch):
     """A layer on the AVX2 (or portable) path, through the fused chunks (checked): forward,
     input and weight gradients the same bits with the AVX2 tile rows as with the row loops."""
@@ -540,6 +581,27 @@ def test_winograd_f4_avx2_rows_keep_the_layer_bits(rng, avx2_rows, monkeypatch):
             avx2_rows(on)
             results.append((conv.conv2d(x, w, None, 1, 1), *conv.conv2d_backward(gy, x, w, 1, 1)))
     assert conv_calls and wgrad_calls, "the fused Winograd chunks were not taken"
+    for a, b in zip(*results, strict=True):
+        assert a is None and b is None or a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("shape", [(8, 64, 8, 8), (3, 32, 16, 16), (2, 16, 10, 22)])
+def test_winograd_f2_avx2_rows_keep_the_layer_bits(shape, rng, avx2_rows):
+    """F(2x2) layers of the UNet's deeper levels (8x8, 16x16: every tile row a partial
+    block or one full one) and an odd size, on the AVX2 (or portable) path, split form and
+    fused chunks alike: forward, input and weight gradients the same bits with
+    wino2_avx2.h's tile rows as with the row loops."""
+    n, c, h, w_ = shape
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((c, c, 3, 3)).astype(np.float32)
+    gy = rng.standard_normal(shape).astype(np.float32)
+    results = []
+    path = "avx2" if "avx2" in simd.supported_paths() else "portable"
+    with simd.using(isa=path), conv.tuned(winograd_f4_min_pixels=10**9,
+                                          winograd_f4_min_pixels_weight_grad=10**9):
+        for on in (False, True):
+            avx2_rows(on)
+            results.append((conv.conv2d(x, w, None, 1, 1), *conv.conv2d_backward(gy, x, w, 1, 1)))
     for a, b in zip(*results, strict=True):
         assert a is None and b is None or a.tobytes() == b.tobytes()
 
