@@ -1,5 +1,5 @@
-# The switch of the float32 AVX2 tile rows (wino4_avx2.h's F(4x4) input, output and output
-# gradient, wino2_avx2.h's F(2x2) input and output), included by each module that compiles
+# The switch of the float32 AVX2 tile rows (the input, output and output-gradient transforms
+# of F(4x4), wino4_avx2.h, and F(2x2), wino2_avx2.h), included by each module that compiles
 # wino_portable.h (each has its own copy of the flag).
 
 from wino_portable cimport sb_wino_avx2_rows, sb_wino_rows_fast_f
@@ -9,9 +9,8 @@ cdef extern from "wino4_avx2.h" nogil:
 
 
 def avx2_rows(on=None):
-    """Whether this module's float32 Winograd transforms run the AVX2 tile rows (F(4x4)
-    input, output and output gradient: wino4_avx2.h; F(2x2) input and output:
-    wino2_avx2.h), chosen by the CPU like the loops' AVX2 clones, the same bits as the row
+    """Whether this module's float32 Winograd transforms (input, output and output
+    gradient) run the AVX2 tile rows (F(4x4): wino4_avx2.h, F(2x2): wino2_avx2.h), chosen by the CPU like the loops' AVX2 clones, the same bits as the row
     loops; ``on`` sets it for this module (tests compare the two); returns the previous
     value."""
     cdef int previous = sb_wino_rows_fast_f()

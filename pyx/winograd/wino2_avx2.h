@@ -1,4 +1,5 @@
-/* Winograd F(2x2, 3x3) input and output transforms of one tile row, float32, AVX2: the
+/* Winograd F(2x2, 3x3) input, output and output-gradient transforms of one tile row,
+ * float32, AVX2: the
  * row loops' operations (wino_portable.h, wino2_rows.h) in their order, 8 tiles a
  * register, so the values are the row loops' bit for bit.
  *
@@ -23,6 +24,17 @@ SB_W4_AVX2 static inline void sb_w2_split8(const float *p, __m256 *e, __m256 *o)
 {
     const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
     /* in-lane pairs (a0 a2 b0 b2 | a4 a6 b4 b6), then the middle 64-bit pairs swapped */
+    const __m256 ev = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    const __m256 od = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+    *e = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xD8));
+    *o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(od), 0xD8));
+}
+
+/* sb_w2_split8 of the first m (< 16) values of p, the others read as zeros. */
+SB_W4_AVX2 static inline void sb_w2_split8_first(const float *p, int m, __m256 *e, __m256 *o)
+{
+    const __m256 a = _mm256_maskload_ps(p, sb_w4_keep(m));
+    const __m256 b = _mm256_maskload_ps(p + 8, sb_w4_keep(m - 8));
     const __m256 ev = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
     const __m256 od = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
     *e = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xD8));
@@ -71,6 +83,41 @@ SB_W4_AVX2 static void sb_w2_in_tilerow_avx2(const float *d, ptrdiff_t wp, int n
                 else
                     sb_w4_store_first(dst, y[j], n);
             }
+        }
+    }
+}
+
+/* Output-gradient transform of one tile row (the weight gradient's Gt = A q A^T of the
+ * 2x2 tiles): rows: the two zero-padded output-gradient rows of the tile row, wt >= 2
+ * ntiles floats apart (a partial last block loads only its 2 n values); writes
+ * Gt[4 k + j] = v[(4 k + j) * pitch + t] for the ntiles tiles t: r = A q down the rows
+ * (q0, q0 + q1, q0 - q1, -q1), then Gt = r A^T along them (a, a + b, a - b, -b of the
+ * columns a = 2t, b = 2t + 1), as the row loops form them. */
+SB_W4_AVX2 static void sb_w2_grad_tilerow_avx2(const float *rows, ptrdiff_t wt, int ntiles,
+                                               float *v, ptrdiff_t pitch)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);  /* -x: the sign bit flipped, as C's minus */
+    for (int t0 = 0; t0 < ntiles; t0 += 8) {
+        const int n = ntiles - t0 < 8 ? ntiles - t0 : 8;
+        __m256 q[2][2];    /* q[i][l]: column 2 t + l of row i */
+        for (int i = 0; i < 2; i++) {
+            const float *p = rows + i * wt + 2 * t0;
+            if (n == 8)
+                sb_w2_split8(p, &q[i][0], &q[i][1]);
+            else  /* the 2 n values only (masked loads are as fast as plain ones) */
+                sb_w2_split8_first(p, 2 * n, &q[i][0], &q[i][1]);
+        }
+        for (int k = 0; k < 4; k++) {
+            __m256 r[2], y[4];
+            for (int l = 0; l < 2; l++)
+                r[l] = k == 0 ? q[0][l] : k == 1 ? _mm256_add_ps(q[0][l], q[1][l])
+                     : k == 2 ? _mm256_sub_ps(q[0][l], q[1][l]) : _mm256_xor_ps(q[1][l], sign);
+            y[0] = r[0];
+            y[1] = _mm256_add_ps(r[0], r[1]);
+            y[2] = _mm256_sub_ps(r[0], r[1]);
+            y[3] = _mm256_xor_ps(r[1], sign);
+            for (int j = 0; j < 4; j++)
+                sb_w4_store_first(v + (4 * k + j) * pitch + t0, y[j], n);
         }
     }
 }

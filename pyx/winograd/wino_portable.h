@@ -27,8 +27,8 @@
 #include "wino2_avx2.h"
 
 /* Whether the float32 transforms take the AVX2 tile rows (the same bits as the row
- * loops): wino4_avx2.h's F(4x4) input, output and output gradient, wino2_avx2.h's F(2x2)
- * input and output; the CPU runs AVX2, unless a test turned it off.  The float64 loops
+ * loops): the input, output and output-gradient transforms of F(4x4) (wino4_avx2.h) and
+ * F(2x2) (wino2_avx2.h); the CPU runs AVX2, unless a test turned it off.  The float64 loops
  * never do: their tile-row names are no-ops. */
 static int sb_wino_avx2_rows = -1;
 static inline int sb_wino_rows_fast_f(void)
@@ -43,18 +43,21 @@ static inline int sb_wino_rows_fast_f(void)
 #define sb_w4_grad_tilerow_f sb_w4_grad_tilerow_avx2
 #define sb_w2_in_tilerow_f sb_w2_in_tilerow_avx2
 #define sb_w2_out_tilerow_f sb_w2_out_tilerow_avx2
+#define sb_w2_grad_tilerow_f sb_w2_grad_tilerow_avx2
 #else
 #define sb_w4_in_tilerow_f(...) ((void)0)
 #define sb_w4_out_tilerow_f(...) ((void)0)
 #define sb_w4_grad_tilerow_f(...) ((void)0)
 #define sb_w2_in_tilerow_f(...) ((void)0)
 #define sb_w2_out_tilerow_f(...) ((void)0)
+#define sb_w2_grad_tilerow_f(...) ((void)0)
 #endif
 #define sb_w4_in_tilerow_d(...) ((void)0)
 #define sb_w4_out_tilerow_d(...) ((void)0)
 #define sb_w4_grad_tilerow_d(...) ((void)0)
 #define sb_w2_in_tilerow_d(...) ((void)0)
 #define sb_w2_out_tilerow_d(...) ((void)0)
+#define sb_w2_grad_tilerow_d(...) ((void)0)
 
 /* Scratch elements a thread needs for the input, output-gradient and output transforms
  * of F(tile x tile, 3x3) on rows of tiles_w tiles. */
@@ -127,6 +130,7 @@ static inline void sb_w2_grad_channel_##S(const T *g, ptrdiff_t sn, int Ho, int 
 {                                                                                        \
     const ptrdiff_t wt = 2 * (ptrdiff_t)tiles_w;                                         \
     T *r = buf + 2 * wt;                                                                 \
+    const int fast = sb_wino_rows_fast_##S();  /* the padded rows to wino2_avx2.h */     \
     for (int s = 0; s < nb; s++)                                                         \
         for (int th = th0; th < th1; th++) {                                             \
             const ptrdiff_t t0 = ((ptrdiff_t)s * (th1 - th0) + th - th0) * tiles_w;      \
@@ -137,6 +141,10 @@ static inline void sb_w2_grad_channel_##S(const T *g, ptrdiff_t sn, int Ho, int 
                 else                                                                     \
                     sb_wp_pad_row_##S(buf + i * wt, wt, g + s * sn + (ptrdiff_t)oh * Wo, \
                                       0, Wo);                                            \
+            }                                                                            \
+            if (fast) {                                                                  \
+                sb_w2_grad_tilerow_##S(buf, wt, tiles_w, v + t0, pitch);                 \
+                continue;                                                                \
             }                                                                            \
             sb_w2_grad_rows_##S(buf, buf + wt, r, r + wt, r + 2 * wt, r + 3 * wt, wt);   \
             for (int k = 0; k < 4; k++) {                    /* columns: Gt = r A^T */   \

@@ -585,6 +585,26 @@ def test_winograd_f4_avx2_rows_keep_the_layer_bits(rng, avx2_rows, monkeypatch):
         assert a is None and b is None or a.tobytes() == b.tobytes()
 
 
+@pytest.mark.parametrize("tiles_w", [1, 2, 3, 4, 7, 8, 9, 16, 17])
+@pytest.mark.parametrize("exact", [True, False])
+def test_winograd_f2_avx2_gradient_rows_are_the_row_loops_bits(tiles_w, exact, rng, avx2_rows):
+    """wino2_avx2.h's F(2x2) output-gradient tile rows (the last block partial, rows and
+    columns past Ho, Wo read as zeros): the row loops' bits, nothing written past the tiles."""
+    from sandbox._C import _winograd
+
+    tiles_h, nb = 3, 2
+    ho, wo = (2 * tiles_h, 2 * tiles_w) if exact else (2 * tiles_h - 1, max(2 * tiles_w - 1, 1))
+    g = rng.standard_normal((nb, 3, ho, wo)).astype(np.float32)
+    got = []
+    for on in (False, True):
+        avx2_rows(on)
+        v = np.full((16, 3, nb * tiles_h * tiles_w + 5), np.nan, np.float32)
+        _winograd.grad_transform(g, v[:, :, :-5], 0, nb, tiles_h, tiles_w, 2, False)
+        got.append(v)
+    assert not np.isnan(got[1][:, :, :-5]).any() and np.isnan(got[1][:, :, -5:]).all()
+    assert got[0].tobytes() == got[1].tobytes()
+
+
 @pytest.mark.parametrize("shape", [(8, 64, 8, 8), (3, 32, 16, 16), (2, 16, 10, 22)])
 def test_winograd_f2_avx2_rows_keep_the_layer_bits(shape, rng, avx2_rows):
     """F(2x2) layers of the UNet's deeper levels (8x8, 16x16: every tile row a partial
