@@ -29,3 +29,23 @@ def install_sigint(trainer):
             )
 
     return signal.signal(signal.SIGINT, handler)
+
+
+def close_progress(bar) -> None:
+    """Close the progress bar with Ctrl-C held back for the moment it takes, then deliver
+    it.  A second Ctrl-C landing inside tqdm's ``close()`` left the bar open, and its
+    finalizer, run when the exception's frames were freed, printed the bar once more
+    after the command's last line (the CLI's one-line message)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        bar.close()
+        return
+    held = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        bar.close()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held and callable(previous):
+        previous(signal.SIGINT, None)  # the trainer's handler: a second Ctrl-C raises here

@@ -38,7 +38,7 @@ from ._config import (
     spatial_dims,
     total_steps,
 )
-from ._interrupt import install_sigint
+from ._interrupt import close_progress, install_sigint
 from ._memory_plan import check_training
 from ._resume import check_same_settings
 from ._run_folder import RunFolder
@@ -339,7 +339,7 @@ class Trainer:
                 if self._should_stop(steps_this_session):
                     return self._stop(bar, t_start, interrupted=self._stop_requested)
         finally:
-            bar.close()
+            close_progress(bar)
         return self._finish(time.perf_counter() - t_start)
 
     def _should_stop(self, steps_this_session: int) -> bool:

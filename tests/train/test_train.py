@@ -341,6 +341,37 @@ def test_two_runs_cannot_share_a_folder_at_once(tmp_path):
     Trainer(_one_epoch_config(tmp_path), overwrite=True).close()
 
 
+def test_a_ctrl_c_inside_the_progress_bars_close_is_held_until_it_is_closed():
+    """A second Ctrl-C landing inside tqdm's close() (the real-process test met it) is
+    delivered once the bar is closed: the bar is not left open for its finalizer to print
+    again after the CLI's last line."""
+    from sandbox.train import _interrupt
+
+    class Bar:
+        closed = False
+
+        def close(self):
+            os.kill(os.getpid(), signal.SIGINT)  # arrives while closing
+            self.closed = True
+
+    def second_ctrl_c(signum, frame):
+        raise KeyboardInterrupt("stopped at once by a second Ctrl-C")
+
+    bar = Bar()
+    previous = signal.signal(signal.SIGINT, second_ctrl_c)
+    try:
+        with pytest.raises(KeyboardInterrupt, match="second Ctrl-C"):
+            _interrupt.close_progress(bar)
+        assert bar.closed
+        assert signal.getsignal(signal.SIGINT) is second_ctrl_c  # the handler put back
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C ignored (the CLI, stopping):
+        ignored = Bar()
+        _interrupt.close_progress(ignored)  # nothing delivered afterwards
+        assert ignored.closed and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_a_second_ctrl_c_ends_in_one_line(tmp_path, capsys, monkeypatch):
     import signal
 
