@@ -108,3 +108,42 @@ def col2im(const real[:, ::1] col,       # IN  (C*kh*kw, nb*ho*wo)
                         if ih < 0 or ih >= H:
                             continue
                         _fold_row(src + oh * wo, dst + ih * W - off, sw, lo, hi)
+
+
+# -- the direct 3x3 convolution of a few input channels (a first layer) -------------------
+
+cdef extern from "conv_direct.h" nogil:
+    int SB_C3_MAX_K
+    int sb_c3_available()
+    void sb_c3_row_f32(const float* x, int C, int H, int W, const float* w, int O, int ph,
+                       int pw, int h, int Wo, float* y, Py_ssize_t y_plane)
+
+
+def direct3x3_available():
+    """Whether this CPU runs :func:`direct3x3` (AVX2 and FMA)."""
+    return bool(sb_c3_available())
+
+
+def direct3x3_max_channels():
+    """The most input channels :func:`direct3x3` takes."""
+    return SB_C3_MAX_K // 9
+
+
+def direct3x3(const float[:, :, :, ::1] x,   # IN  (N, C, H, W), C <= direct3x3_max_channels()
+              const float[:, ::1] w,         # IN  (O, C*9): the weights, row-major
+              float[:, :, :, ::1] y,         # OUT (N, O, Ho, Wo), fully overwritten
+              int ph, int pw, int num_threads):
+    """``y = conv2d(x, w)``, 3x3, stride 1, dilation 1, padding (ph, pw): the im2col
+    product's sums in its order (conv_direct.h), one output row of a sample per ``prange``
+    iteration, so the values do not depend on the threads."""
+    cdef Py_ssize_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef Py_ssize_t O = y.shape[1], Ho = y.shape[2], Wo = y.shape[3]
+    cdef Py_ssize_t r, n, h
+    if N * O * Ho * Wo == 0:
+        return
+    with nogil:
+        for r in prange(N * Ho, schedule="static", num_threads=num_threads):
+            n = r // Ho
+            h = r - n * Ho
+            sb_c3_row_f32(&x[n, 0, 0, 0], <int> C, <int> H, <int> W, &w[0, 0], <int> O, ph,
+                          pw, <int> h, <int> Wo, &y[n, 0, 0, 0], Ho * Wo)

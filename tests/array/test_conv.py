@@ -845,7 +845,8 @@ def test_small_convolutions_run_on_the_calling_thread(rng, monkeypatch):
         return real_map(fn, chunks, num_threads)
 
     monkeypatch.setattr("sandbox.array.conv._im2col.parallel_map", spy)
-    with sandbox.num_threads(2):
+    # the im2col loops' forward (a 1-channel 3x3 forward runs the direct kernel otherwise)
+    with sandbox.num_threads(2), conv.tuned(direct_max_channels=0):
         small = (conv.conv2d(x, w, padding=1), *conv.conv2d_backward(gy, x, w, padding=1))
         with conv.tuned(min_parallel_flops=0):
             pooled = (conv.conv2d(x, w, padding=1), *conv.conv2d_backward(gy, x, w, padding=1))
@@ -1608,8 +1609,11 @@ def test_first_layers_run_in_one_pass_with_the_chunks_bits(c, o, rng, monkeypatc
     and their products in another (forward, weight and bias gradients; the input
     gradient's products in one more, folded in one call): the same bits as the
     chunk-by-chunk loops, for any thread count."""
+    from sandbox.array.conv import _direct
     from sandbox.array.conv import _im2col as loops2d
 
+    # the im2col loops' forward (a first layer's forward runs the direct kernel otherwise)
+    monkeypatch.setattr(_direct, "eligible", lambda plan, x: False)
     passes = _spy(monkeypatch, loops2d, "sample_products")
     x = rng.standard_normal((8, c, 64, 64)).astype(np.float32)
     w = rng.standard_normal((o, c, 3, 3)).astype(np.float32)
@@ -1640,8 +1644,11 @@ def test_short_columns_take_one_pass_above_the_pool_threshold(side, one_pass, rn
     path's threshold, or none at all here) still runs in one pass while its batch's
     columns fit TUNING.one_pass_max_bytes (4 MiB; batch 8 at 32x32: 0.3 MB), and chunk
     by chunk on the pool above it (128x128: 4.7 MB); the same bits either way."""
+    from sandbox.array.conv import _direct
     from sandbox.array.conv import _im2col as loops2d
 
+    # the im2col loops' forward (a first layer's forward runs the direct kernel otherwise)
+    monkeypatch.setattr(_direct, "eligible", lambda plan, x: False)
     passes = _spy(monkeypatch, loops2d, "sample_products")
     x = rng.standard_normal((8, 1, side, side)).astype(np.float32)
     w = rng.standard_normal((16, 1, 3, 3)).astype(np.float32)
@@ -1860,3 +1867,44 @@ def test_kernel_stride_transposed_convolution_gradcheck(rng):
     w = sandbox.tensor(rng.standard_normal((3, 2, 2, 2)), requires_grad=True)
     b = sandbox.tensor(rng.standard_normal(2), requires_grad=True)
     assert gradcheck(lambda a, w_, b_: F.conv_transpose2d(a, w_, b_, stride=2), (x, w, b))
+
+
+needs_direct = pytest.mark.skipif(not _im2col.direct3x3_available(),
+                                  reason="the direct 3x3 kernel needs AVX2 and FMA")
+
+
+@needs_direct
+@pytest.mark.parametrize("n,c,o,h,w,p", [(8, 1, 16, 64, 64, 1), (4, 3, 16, 32, 40, 1),
+                                         (2, 1, 16, 13, 21, 1), (3, 2, 16, 5, 30, 2),
+                                         (2, 4, 24, 18, 17, 0), (2, 2, 9, 16, 16, 1)])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_direct_first_layer_gives_the_im2col_bits(n, c, o, h, w, p, with_bias, rng,
+                                                  monkeypatch):
+    """A 3x3 forward of 1-4 input channels on the AVX2 path runs the direct kernel (taken:
+    checked) with the im2col product's sums in their order: the same bits as im2col (odd
+    sizes, paddings 0-2, output channels not a multiple of 8, a bias)."""
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    wt = rng.standard_normal((o, c, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(o).astype(np.float32) if with_bias else None
+    calls = _spy(monkeypatch, _im2col, "direct3x3")
+    with simd.using(isa="avx2", gemm="avx2"):
+        direct = conv.conv2d(x, wt, bias, padding=p)
+        assert calls, "the direct kernel was not taken"
+        with conv.tuned(direct_max_channels=0):
+            im2col = conv.conv2d(x, wt, bias, padding=p)
+    assert len(calls) == 1
+    assert direct.tobytes() == im2col.tobytes()
+
+
+@needs_direct
+def test_direct_first_layer_is_the_same_for_any_thread_count(rng):
+    x = rng.standard_normal((3, 3, 37, 29)).astype(np.float32)
+    wt = rng.standard_normal((20, 3, 3, 3)).astype(np.float32)
+    results = []
+    with simd.using(isa="avx2", gemm="avx2"):
+        for threads in (1, 2, 3):
+            with sandbox.num_threads(threads):
+                results.append(conv.conv2d(x, wt, padding=1))
+    assert all(r.tobytes() == results[0].tobytes() for r in results[1:])
+    exact = conv.conv2d(x.astype(np.float64), wt.astype(np.float64), padding=1)
+    np.testing.assert_allclose(results[0], exact, rtol=1e-5, atol=1e-5)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..copy import contiguous
 from . import _depthwise as depthwise
+from . import _direct as direct
 from . import _patches as patches
 from . import _pointwise as pointwise
 from . import _winograd as winograd
@@ -69,6 +70,8 @@ def conv_forward(input, weight, bias, plan):
         pointwise.forward(x, _wmat(weight), bias, y)
     elif depthwise.eligible(plan, x.shape[1], y.shape[1]):
         depthwise.forward(x, weight, bias, plan, y)
+    elif direct.eligible(plan, x):
+        direct.forward(x, weight, bias, plan, y)
     else:
         unfold_loop(x, _wmat(weight), geom, ho, wo, groups, y=y, bias=bias)
     return y

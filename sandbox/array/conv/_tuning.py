@@ -232,6 +232,13 @@ class ConvTuning:
     #: taken 1.43-1.94x the time at 1 or 2 threads.
     one_pass_max_rows: int = 27
     one_pass_max_bytes: int = 4 * 2**20
+    #: a 3x3 stride-1 forward of at most this many input channels (at most 4; 0: never)
+    #: runs the direct kernel (``_direct``) on the AVX2 GEMM's path instead of im2col, the
+    #: same values.  Measured on an AMD EPYC family 25 model 1 VM (Zen 3, AVX2), batch 8,
+    #: ``python benchmarks/ab_conv_tuning.py direct_max_channels=0 --threads 1 2 --layers
+    #: 1-16-64 3-16-64 1-16-128 3-16-128 --parts fwd --rounds 15`` (time direct / im2col):
+    #: 0.86 / 0.91 / 0.77 / 0.56 at 1 thread, 0.81 / 0.61 / 0.71 / 0.75 at 2
+    direct_max_channels: int = 4
 
     def __post_init__(self):
         object.__setattr__(self, "stamp", next(_STAMPS))

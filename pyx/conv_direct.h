@@ -1,0 +1,114 @@
+/* A direct 3x3 convolution (stride 1, dilation 1, one group) of a few input channels,
+ * float32, AVX2 + FMA: a UNet's first layer (1-4 channels).  im2col made its columns (9
+ * rows a channel, 1.2 MB for a batch of 8 at 64x64) and a GEMM read them back; here each
+ * block of 8 output pixels of a row loads its C*9 shifted input vectors once (zeros
+ * outside the input: masked loads at the edges) and every output channel sums them
+ * against its weights.  Each output is the GEMM's sum, in its order: an FMA chain from
+ * zero over k = c*9 + kh*3 + kw (the padding's zeros included), so the values are the
+ * im2col path's on the AVX2 GEMM bit for bit.
+ *
+ * sb_c3_row_f32: output row h of one sample, every output channel.  x (C, H, W) and y
+ * (O, Ho, Wo) contiguous, w (O, C*9) row-major, padding ph, pw; C*9 <= SB_C3_MAX_K. */
+#ifndef SANDBOX_CONV_DIRECT_H
+#define SANDBOX_CONV_DIRECT_H
+
+#include <stddef.h>
+
+#define SB_C3_MAX_K 36  /* 4 input channels */
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+
+/* 1 when this CPU runs the kernel (AVX2 and FMA). */
+static int sb_c3_available(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
+}
+
+/* The first n (<= 8) lanes of v to dst, in plain stores (AVX2's masked store is slow on
+ * AMD's Zen). */
+__attribute__((target("avx2,fma")))
+static inline void sb_c3_store(float *dst, __m256 v, int n)
+{
+    if (n == 8) {
+        _mm256_storeu_ps(dst, v);
+        return;
+    }
+    float t[8];
+    _mm256_storeu_ps(t, v);
+    for (int i = 0; i < n; i++) dst[i] = t[i];
+}
+
+__attribute__((target("avx2,fma")))
+static void sb_c3_row_f32(const float *x, int C, int H, int W, const float *w, int O,
+                          int ph, int pw, int h, int Wo, float *y, ptrdiff_t y_plane)
+{
+    const int K = 9 * C;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256 xs[SB_C3_MAX_K];
+    float *yrow = y + (ptrdiff_t)h * Wo;
+    for (int w0 = 0; w0 < Wo; w0 += 8) {
+        const int nw = Wo - w0 < 8 ? Wo - w0 : 8;
+        for (int c = 0; c < C; c++)
+            for (int kh = 0; kh < 3; kh++) {
+                const int ih = h + kh - ph;
+                for (int kw = 0; kw < 3; kw++) {
+                    const int k = 9 * c + 3 * kh + kw, iw = w0 + kw - pw;
+                    if (ih < 0 || ih >= H) {
+                        xs[k] = _mm256_setzero_ps();
+                        continue;
+                    }
+                    const float *row = x + ((ptrdiff_t)c * H + ih) * W;
+                    if (iw >= 0 && iw + 8 <= W && nw == 8) {
+                        xs[k] = _mm256_loadu_ps(row + iw);
+                    } else {  /* lanes inside the row (and the block) only: 0 elsewhere */
+                        const __m256i col = _mm256_add_epi32(lane, _mm256_set1_epi32(iw));
+                        const __m256i in = _mm256_andnot_si256(
+                            _mm256_cmpgt_epi32(_mm256_setzero_si256(), col),
+                            _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(W), col),
+                                             _mm256_cmpgt_epi32(_mm256_set1_epi32(nw), lane)));
+                        xs[k] = _mm256_maskload_ps(row + iw, in);
+                    }
+                }
+            }
+        int o0 = 0;
+        for (; o0 + 8 <= O; o0 += 8) {  /* 8 output channels: 8 accumulators in registers */
+            const float *wo = w + (ptrdiff_t)o0 * K;
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
+                   a6 = a0, a7 = a0;
+            for (int k = 0; k < K; k++) {
+                const __m256 v = xs[k];
+#define SB_C3_FMA(a, o) a = _mm256_fmadd_ps(_mm256_broadcast_ss(wo + (o) * K + k), v, a)
+                SB_C3_FMA(a0, 0); SB_C3_FMA(a1, 1); SB_C3_FMA(a2, 2); SB_C3_FMA(a3, 3);
+                SB_C3_FMA(a4, 4); SB_C3_FMA(a5, 5); SB_C3_FMA(a6, 6); SB_C3_FMA(a7, 7);
+#undef SB_C3_FMA
+            }
+            float *yo = yrow + o0 * y_plane + w0;
+            sb_c3_store(yo, a0, nw);
+            sb_c3_store(yo + y_plane, a1, nw);
+            sb_c3_store(yo + 2 * y_plane, a2, nw);
+            sb_c3_store(yo + 3 * y_plane, a3, nw);
+            sb_c3_store(yo + 4 * y_plane, a4, nw);
+            sb_c3_store(yo + 5 * y_plane, a5, nw);
+            sb_c3_store(yo + 6 * y_plane, a6, nw);
+            sb_c3_store(yo + 7 * y_plane, a7, nw);
+        }
+        for (; o0 < O; o0++) {  /* the rest one at a time: the same chain */
+            __m256 acc = _mm256_setzero_ps();
+            for (int k = 0; k < K; k++)
+                acc = _mm256_fmadd_ps(_mm256_broadcast_ss(w + (ptrdiff_t)o0 * K + k), xs[k], acc);
+            sb_c3_store(yrow + o0 * y_plane + w0, acc, nw);
+        }
+    }
+}
+#else
+static int sb_c3_available(void) { return 0; }
+static void sb_c3_row_f32(const float *x, int C, int H, int W, const float *w, int O,
+                          int ph, int pw, int h, int Wo, float *y, ptrdiff_t y_plane)
+{
+    (void)x; (void)C; (void)H; (void)W; (void)w; (void)O; (void)ph; (void)pw; (void)h;
+    (void)Wo; (void)y; (void)y_plane;
+}
+#endif
+#endif
