@@ -486,25 +486,6 @@ def test_winograd_f4_avx2_input_rows_are_the_row_loops_bits(tiles_w, rng, avx2_r
 
 
 @pytest.mark.parametrize("tiles_w", [1, 2, 7, 8, 9, 16, 17])
-def test_winograd_f4_avx2_output_rows_are_the_row_loops_bits(tiles_w, rng, avx2_rows):
-    """The output transform's AVX2 tile rows (the last block partial, outputs past Ho, Wo
-    dropped): the row loops' bits."""
-    from sandbox._C import _winograd4
-
-    tiles_h, nb = 3, 2
-    m = rng.standard_normal((36, 3, nb * tiles_h * tiles_w)).astype(np.float32)
-    ho, wo = 4 * tiles_h - 1, max(4 * tiles_w - 2, 1)
-    got = []
-    for on in (False, True):
-        avx2_rows(on)
-        y = np.full((nb, 3, ho, wo), np.nan, np.float32)
-        _winograd4.output_transform(m, y, 0, nb, tiles_h, tiles_w, 2, False)
-        got.append(y)
-    assert not np.isnan(got[1]).any()
-    assert got[0].tobytes() == got[1].tobytes()
-
-
-@pytest.mark.parametrize("tiles_w", [1, 2, 7, 8, 9, 16, 17])
 def test_winograd_f4_avx2_gradient_rows_are_the_row_loops_bits(tiles_w, rng, avx2_rows):
     """The output-gradient transform's AVX2 tile rows (partial tiles past Ho, Wo read as
     zeros, the last block partial): the row loops' bits."""
@@ -544,45 +525,29 @@ def test_winograd_f2_avx2_input_rows_are_the_row_loops_bits(tiles_w, padding, rn
     assert got[0].tobytes() == got[1].tobytes()
 
 
+@pytest.mark.parametrize("tile", [2, 4])
 @pytest.mark.parametrize("tiles_w", [1, 2, 3, 4, 7, 8, 9, 16, 17])
 @pytest.mark.parametrize("exact", [True, False])
-def test_winograd_f2_avx2_output_rows_are_the_row_loops_bits(tiles_w, exact, rng, avx2_rows):
-    """wino2_avx2.h's F(2x2) output tile rows (the last block partial; exact tiles, or the
-    outputs past Ho, Wo dropped): the row loops' bits."""
-    from sandbox._C import _winograd
+def test_winograd_avx2_output_rows_are_the_row_loops_bits(tile, tiles_w, exact, rng,
+                                                          avx2_rows):
+    """The output transform's AVX2 tile rows, F(2x2) (wino2_avx2.h) and F(4x4)
+    (wino4_avx2.h): the last block partial; exact tiles, or the outputs past Ho, Wo
+    dropped: the row loops' bits."""
+    from sandbox._C import _winograd, _winograd4
 
+    module = _winograd if tile == 2 else _winograd4
     tiles_h, nb = 3, 2
-    m = rng.standard_normal((16, 3, nb * tiles_h * tiles_w)).astype(np.float32)
-    ho, wo = (2 * tiles_h, 2 * tiles_w) if exact else (2 * tiles_h - 1, max(2 * tiles_w - 1, 1))
+    m = rng.standard_normal(((tile + 2) ** 2, 3, nb * tiles_h * tiles_w)).astype(np.float32)
+    ho, wo = ((tile * tiles_h, tile * tiles_w) if exact
+              else (tile * tiles_h - 1, max(tile * tiles_w - tile // 2, 1)))
     got = []
     for on in (False, True):
         avx2_rows(on)
         y = np.full((nb, 3, ho, wo), np.nan, np.float32)
-        _winograd.output_transform(m, y, 0, nb, tiles_h, tiles_w, 2, False)
+        module.output_transform(m, y, 0, nb, tiles_h, tiles_w, 2, False)
         got.append(y)
     assert not np.isnan(got[1]).any()
     assert got[0].tobytes() == got[1].tobytes()
-
-
-def test_winograd_f4_avx2_rows_keep_the_layer_bits(rng, avx2_rows, monkeypatch):
-    """A layer on the AVX2 (or portable) path, through the fused chunks (checked): forward,
-    input and weight gradients the same bits with the AVX2 tile rows as with the row loops."""
-    fused = conv.winograd._winograd_fused
-    conv_calls = _spy(monkeypatch, fused, "conv")
-    wgrad_calls = _spy(monkeypatch, fused, "weight_grad")
-    x = rng.standard_normal((3, 16, 36, 44)).astype(np.float32)
-    w = rng.standard_normal((16, 16, 3, 3)).astype(np.float32)
-    gy = rng.standard_normal((3, 16, 36, 44)).astype(np.float32)
-    results = []
-    path = "avx2" if "avx2" in simd.supported_paths() else "portable"
-    with simd.using(isa=path), conv.tuned(winograd_f4_min_pixels=0,
-                                          winograd_f4_min_pixels_weight_grad=0):
-        for on in (False, True):
-            avx2_rows(on)
-            results.append((conv.conv2d(x, w, None, 1, 1), *conv.conv2d_backward(gy, x, w, 1, 1)))
-    assert conv_calls and wgrad_calls, "the fused Winograd chunks were not taken"
-    for a, b in zip(*results, strict=True):
-        assert a is None and b is None or a.tobytes() == b.tobytes()
 
 
 @pytest.mark.parametrize("tiles_w", [1, 2, 3, 4, 7, 8, 9, 16, 17])
