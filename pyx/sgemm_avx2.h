@@ -135,6 +135,29 @@ SB2_KERNEL(sb_kernel_4x24, SB2_R4, SB2_V3)
 SB2_KERNEL(sb_kernel_4x16, SB2_R4, SB2_V2)
 SB2_KERNEL(sb_kernel_8x8, SB2_R8, SB2_V1)
 SB2_KERNEL(sb_kernel_4x8, SB2_R4, SB2_V1)
+#undef SB2_KERNEL
+#undef SB2_R4
+#undef SB2_R8
+#undef SB2_V1
+#undef SB2_V2
+#undef SB2_V3
+#undef SB2_APTR
+#undef SB2_DECL1
+#undef SB2_FMA1
+#undef SB2_LOADB
+#undef SB2_ADD1
+#undef SB2_STORE1
+#undef SB2_DECL_ROW_SB2_V1
+#undef SB2_DECL_ROW_SB2_V2
+#undef SB2_DECL_ROW_SB2_V3
+#undef SB2_FMA_ROW
+#undef SB2_FMA_ROW_SB2_V1
+#undef SB2_FMA_ROW_SB2_V2
+#undef SB2_FMA_ROW_SB2_V3
+#undef SB2_STORE_ROW
+#undef SB2_STORE_ROW_SB2_V1
+#undef SB2_STORE_ROW_SB2_V2
+#undef SB2_STORE_ROW_SB2_V3
 
 /* Packing from transposed operands by 8 x 8 (B) and 4 x 8 (A) register transposes.  A
  * weight gradient's product (C = G V^T: A's rows and B's columns each contiguous along
