@@ -14,6 +14,8 @@
 
 #include <stddef.h>
 
+#include "avx2_lanes.h"  /* sb_store_first8 */
+
 #define SB_C3_MAX_K 36  /* 4 input channels */
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -24,20 +26,6 @@ static int sb_c3_available(void)
 {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
-}
-
-/* The first n (<= 8) lanes of v to dst, in plain stores (AVX2's masked store is slow on
- * AMD's Zen). */
-__attribute__((target("avx2,fma")))
-static inline void sb_c3_store(float *dst, __m256 v, int n)
-{
-    if (n == 8) {
-        _mm256_storeu_ps(dst, v);
-        return;
-    }
-    float t[8];
-    _mm256_storeu_ps(t, v);
-    for (int i = 0; i < n; i++) dst[i] = t[i];
 }
 
 __attribute__((target("avx2,fma")))
@@ -85,20 +73,20 @@ static void sb_c3_row_f32(const float *x, int C, int H, int W, const float *w, i
 #undef SB_C3_FMA
             }
             float *yo = yrow + o0 * y_plane + w0;
-            sb_c3_store(yo, a0, nw);
-            sb_c3_store(yo + y_plane, a1, nw);
-            sb_c3_store(yo + 2 * y_plane, a2, nw);
-            sb_c3_store(yo + 3 * y_plane, a3, nw);
-            sb_c3_store(yo + 4 * y_plane, a4, nw);
-            sb_c3_store(yo + 5 * y_plane, a5, nw);
-            sb_c3_store(yo + 6 * y_plane, a6, nw);
-            sb_c3_store(yo + 7 * y_plane, a7, nw);
+            sb_store_first8(yo, a0, nw);
+            sb_store_first8(yo + y_plane, a1, nw);
+            sb_store_first8(yo + 2 * y_plane, a2, nw);
+            sb_store_first8(yo + 3 * y_plane, a3, nw);
+            sb_store_first8(yo + 4 * y_plane, a4, nw);
+            sb_store_first8(yo + 5 * y_plane, a5, nw);
+            sb_store_first8(yo + 6 * y_plane, a6, nw);
+            sb_store_first8(yo + 7 * y_plane, a7, nw);
         }
         for (; o0 < O; o0++) {  /* the rest one at a time: the same chain */
             __m256 acc = _mm256_setzero_ps();
             for (int k = 0; k < K; k++)
                 acc = _mm256_fmadd_ps(_mm256_broadcast_ss(w + (ptrdiff_t)o0 * K + k), xs[k], acc);
-            sb_c3_store(yrow + o0 * y_plane + w0, acc, nw);
+            sb_store_first8(yrow + o0 * y_plane + w0, acc, nw);
         }
     }
 }

@@ -11,11 +11,11 @@
  * row is one call: per padded row, two loads give the even and odd columns of 8 tiles
  * (value 2 t + l for l = 0, 1) and the next tile's (l = 2, 3) follow by a lane shift;
  * the row and column combinations run on registers.  A partial block (fewer than 8
- * tiles) stores its lanes with plain partial stores (sb_w4_store_first). */
+ * tiles) stores its lanes with plain partial stores (sb_store_first8). */
 #ifndef SANDBOX_WINO2_AVX2_H
 #define SANDBOX_WINO2_AVX2_H
 
-#include "wino4_avx2.h"  /* SB_W4_AVX2, sb_w4_keep, sb_w4_store_first */
+#include "wino4_avx2.h"  /* SB_W4_AVX2, sb_w4_keep; sb_store_first8 (avx2_lanes.h) */
 
 #ifdef SB_W4_HAVE_AVX2
 
@@ -81,7 +81,7 @@ SB_W4_AVX2 static void sb_w2_in_tilerow_avx2(const float *d, ptrdiff_t wp, int n
                 if (n == 8)
                     _mm256_storeu_ps(dst, y[j]);
                 else
-                    sb_w4_store_first(dst, y[j], n);
+                    sb_store_first8(dst, y[j], n);
             }
         }
     }
@@ -117,7 +117,7 @@ SB_W4_AVX2 static void sb_w2_grad_tilerow_avx2(const float *rows, ptrdiff_t wt, 
             y[2] = _mm256_sub_ps(r[0], r[1]);
             y[3] = _mm256_xor_ps(r[1], sign);
             for (int j = 0; j < 4; j++)
-                sb_w4_store_first(v + (4 * k + j) * pitch + t0, y[j], n);
+                sb_store_first8(v + (4 * k + j) * pitch + t0, y[j], n);
         }
     }
 }
@@ -151,8 +151,8 @@ SB_W4_AVX2 static void sb_w2_out_tilerow_avx2(const float *m, ptrdiff_t pitch, i
             const __m256 first = _mm256_permute2f128_ps(lo, hi, 0x20);
             const __m256 second = _mm256_permute2f128_ps(lo, hi, 0x31);
             float *dst = rows + i * wt + 2 * t0;  /* 2 n values */
-            sb_w4_store_first(dst, first, 2 * n);
-            if (n > 4) sb_w4_store_first(dst + 8, second, 2 * n - 8);
+            sb_store_first8(dst, first, 2 * n);
+            if (n > 4) sb_store_first8(dst + 8, second, 2 * n - 8);
         }
     }
 }

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "avx2_lanes.h"  /* sb_store_first8: partial blocks without masked stores */
+
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
 #define SB_W4_HAVE_AVX2 1
@@ -72,33 +74,6 @@ SB_W4_AVX2 static inline __m256i sb_w4_keep(int n)
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* The first n (<= 8) lanes of v to dst, in plain stores of 8, 4, 2 and 1 lanes.  AVX2's
- * masked store is slow on AMD's Zen (many cycles each), and a tile row of 4 tiles (a
- * 16-wide map: the F(4x4) weight gradient's transforms at 16x16) is all tail: its 36
- * masked stores had made the output-gradient transform 31 % of the 32->64@16 weight
- * gradient (AMD EPYC family 25 model 1, perf). */
-SB_W4_AVX2 static inline void sb_w4_store_first(float *dst, __m256 v, int n)
-{
-    __m128 q = _mm256_castps256_ps128(v);
-    if (n >= 8) {
-        _mm256_storeu_ps(dst, v);
-        return;
-    }
-    if (n >= 4) {
-        _mm_storeu_ps(dst, q);
-        q = _mm256_extractf128_ps(v, 1);
-        dst += 4;
-        n -= 4;
-    }
-    if (n >= 2) {
-        _mm_storel_pi((__m64 *)dst, q);
-        q = _mm_movehl_ps(q, q);
-        dst += 2;
-        n -= 2;
-    }
-    if (n) _mm_store_ss(dst, q);
-}
-
 /* y[0..6) to dst + j * pitch, the first n lanes of each. */
 SB_W4_AVX2 static inline void sb_w4_store6(float *dst, ptrdiff_t pitch, const __m256 y[6],
                                            int n)
@@ -107,7 +82,7 @@ SB_W4_AVX2 static inline void sb_w4_store6(float *dst, ptrdiff_t pitch, const __
         if (n == 8)
             _mm256_storeu_ps(dst + j * pitch, y[j]);
         else
-            sb_w4_store_first(dst + j * pitch, y[j], n);
+            sb_store_first8(dst + j * pitch, y[j], n);
     }
 }
 
