@@ -21,6 +21,7 @@
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
+#include "avx2_lanes.h"    /* sb_store_first8 */
 #include "grid_block3d.h"  /* SB_GS_BLOCK */
 #define SB_GS_AVX2_RULES 1
 #define SB_GS2D_AVX2 __attribute__((target("avx2")))
@@ -76,13 +77,11 @@ SB_GS2D_AVX2 static inline __m256i sb_gs2d_lanes8(const sb_gs_k8* k, Py_ssize_t 
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), k->lane);
 }
 
-/* The first r (<= 8) lanes of v to p (m: sb_gs2d_lanes8(k, r); masked stores are slow on
- * AMD cores before Zen 4, so only the last vector of a block uses one). */
+/* The first r (<= 8) lanes of v to p (m: sb_gs2d_lanes8(k, r), unused: plain partial
+ * stores, avx2_lanes.h, as masked stores are slow on AMD's Zen). */
 SB_GS2D_AVX2 static inline void sb_gs2d_store8(float* p, Py_ssize_t r, __m256i m, __m256 v) {
-    if (r == 8)
-        _mm256_storeu_ps(p, v);
-    else
-        _mm256_maskstore_ps(p, m, v);
+    (void)m;
+    sb_store_first8(p, v, (int)r);
 }
 
 /* ok[0..r) <- the lanes of mask m (1 or 0), one byte each. */

@@ -69,6 +69,7 @@ SB_RS_COMBINE_ROWS(double, d)
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
+#include "avx2_lanes.h"  /* sb_store_first8 */
 #define SB_RS16_AVX512 __attribute__((target("avx512f")))
 
 /* r[i] (row i of a 16 x 16 block) -> r[j] (column j): unpacks of 32- and 64-bit pairs,
@@ -236,13 +237,8 @@ SB_RS8_AVX2 static void sb_rs8_gather_f32(float *dst, ptrdiff_t dstride, const f
             r[q] = acc;
         }
         sb_rs8_transpose(r);
-        const __m256i m = sb_rs8_lanes(no);
-        for (int i = 0; i < 8; i++) {
-            if (no == 8)  /* a masked store takes many cycles on AMD's Zen: only a tail */
-                _mm256_storeu_ps(dst + i * dstride + o0, r[i]);
-            else
-                _mm256_maskstore_ps(dst + i * dstride + o0, m, r[i]);
-        }
+        for (int i = 0; i < 8; i++)  /* plain stores: AVX2's masked store is slow on Zen */
+            sb_store_first8(dst + i * dstride + o0, r[i], (int)no);
     }
 }
 
