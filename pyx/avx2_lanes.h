@@ -2,8 +2,8 @@
  * AVX2's masked store (vmaskmovps) costs many cycles on AMD's Zen, and some kernels store
  * tails on every row: the Winograd tile rows of 16-wide maps (pyx/winograd/wino4_avx2.h,
  * wino2_avx2.h; with masked stores the F(4x4) output-gradient transform had been 31 % of
- * the 32->64@16 weight gradient, AMD EPYC family 25 model 1, perf), a first layer's output
- * rows (conv_direct.h). */
+ * the 32->64@16 weight gradient: perf record of a loop of calls, batch 8, 1 thread, AMD
+ * EPYC family 25 model 1), a first layer's output rows (conv_direct.h). */
 #ifndef SANDBOX_AVX2_LANES_H
 #define SANDBOX_AVX2_LANES_H
 #if defined(__GNUC__) && defined(__x86_64__)

@@ -19,26 +19,28 @@
 
 #ifdef SB_W4_HAVE_AVX2
 
-/* Even and odd values of p[0 .. 16) in tile order: e lane t = p[2 t], o lane t = p[2 t + 1]. */
-SB_W4_AVX2 static inline void sb_w2_split8(const float *p, __m256 *e, __m256 *o)
+/* Even and odd values of the 16 values a | b in tile order: e lane t = value 2 t, o lane t
+ * = value 2 t + 1 (in-lane pairs a0 a2 b0 b2 | a4 a6 b4 b6, then the middle 64-bit pairs
+ * swapped). */
+SB_W4_AVX2 static inline void sb_w2_deinterleave8(__m256 a, __m256 b, __m256 *e, __m256 *o)
 {
-    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
-    /* in-lane pairs (a0 a2 b0 b2 | a4 a6 b4 b6), then the middle 64-bit pairs swapped */
     const __m256 ev = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
     const __m256 od = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
     *e = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xD8));
     *o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(od), 0xD8));
 }
 
+/* sb_w2_deinterleave8 of p[0 .. 16). */
+SB_W4_AVX2 static inline void sb_w2_split8(const float *p, __m256 *e, __m256 *o)
+{
+    sb_w2_deinterleave8(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), e, o);
+}
+
 /* sb_w2_split8 of the first m (< 16) values of p, the others read as zeros. */
 SB_W4_AVX2 static inline void sb_w2_split8_first(const float *p, int m, __m256 *e, __m256 *o)
 {
-    const __m256 a = _mm256_maskload_ps(p, sb_w4_keep(m));
-    const __m256 b = _mm256_maskload_ps(p + 8, sb_w4_keep(m - 8));
-    const __m256 ev = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
-    const __m256 od = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
-    *e = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xD8));
-    *o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(od), 0xD8));
+    sb_w2_deinterleave8(_mm256_maskload_ps(p, sb_w4_keep(m)),
+                        _mm256_maskload_ps(p + 8, sb_w4_keep(m - 8)), e, o);
 }
 
 /* q moved down a lane, lane 7 = *last: lane t of the result is lane t + 1 of q. */

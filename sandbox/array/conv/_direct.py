@@ -37,10 +37,10 @@ def eligible(plan, x) -> bool:
             and simd.current().gemm == "avx2")
 
 
-def forward(x, weight, bias, plan, y) -> None:
-    """``y = conv2d(x, weight) (+ bias)``: ``x`` (N, C, H, W) and ``y`` (N, O, Ho, Wo)
-    C-contiguous float32, ``y`` overwritten."""
-    wmat = np.ascontiguousarray(weight).reshape(weight.shape[0], -1)
+def forward(x, wmat, bias, plan, y) -> None:
+    """``y = conv2d(x, W) (+ bias)`` for ``wmat`` (O, C*9), the weight as a contiguous
+    matrix: ``x`` (N, C, H, W) and ``y`` (N, O, Ho, Wo) C-contiguous float32, ``y``
+    overwritten."""
     ph, pw = plan.padding
     # each output a C*9-term sum: the work of a prange pass over the outputs times that
     _im2col.direct3x3(x, wmat, y, ph, pw, kernel_threads(y.size * wmat.shape[1]))

@@ -71,7 +71,7 @@ def conv_forward(input, weight, bias, plan):
     elif depthwise.eligible(plan, x.shape[1], y.shape[1]):
         depthwise.forward(x, weight, bias, plan, y)
     elif direct.eligible(plan, x):
-        direct.forward(x, weight, bias, plan, y)
+        direct.forward(x, _wmat(weight), bias, plan, y)
     else:
         unfold_loop(x, _wmat(weight), geom, ho, wo, groups, y=y, bias=bias)
     return y

@@ -134,10 +134,15 @@ def pending_transform(weight: np.ndarray, flip_transpose: bool = False,
     stores it (P, C, O).  For the AVX2 kernel, whose general products gained nothing from
     it (``lhs``), the point products do: their few columns (32 tiles on the 4x4 maps of a
     batch of 8) left the packing of U a large share.  Measured on an AMD EPYC family 25
-    model 1 VM (Zen 3), 1 thread, interleaved in one process, time rows adjacent /
-    packed: forward and input gradient of 256->256@4 0.95 / 0.88, 128->256@4 0.91 /
-    0.94, 128->128@8 0.98 / 0.98, 64->64@16 0.95 / 0.98, 32->32@32 0.99 / 0.93,
-    16->16@64 1.01 / 0.99 (the same products in the same order: the same bits).
+    model 1 VM (Zen 3), batch 8, 1 thread, by a throwaway script that made
+    :func:`pending_transform` see ``"avx512"`` or not around interleaved calls of
+    ``conv2d`` / ``conv2d_backward`` (21 rounds, medians), time rows adjacent / packed:
+    forward and input gradient of 256->256@4 0.95 / 0.88, 128->256@4 0.91 / 0.94,
+    128->128@8 0.98 / 0.98, 64->64@16 0.95 / 0.98, 32->32@32 0.99 / 0.93, 16->16@64
+    1.01 / 0.99 (the same products in the same order: the same bits).  Not measured
+    alone at 2 threads; with the AVX2 GEMM's narrow panels (the same commit) the 13
+    Winograd layers of the UNet, forward and both gradients, took 0.944 of their time at
+    1 thread and 0.967 at 2 (docs/benchmarks.md, seventh session of 6 December 2026).
     """
     o, c = weight.shape[:2]
     count = _KERNELS[tile][0]
