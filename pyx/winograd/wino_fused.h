@@ -24,6 +24,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "sgemm_avx2.h"
 #include "sgemm_avx512.h"
@@ -150,6 +153,24 @@ static inline float *sb_wf_buffer(size_t floats, int zero, int *failed)
     return b;
 }
 
+/* Iterations a dynamic worksharing chunk takes so that each of the team's threads gets
+ * about 4 of a loop of n (at least min_piece).  The worksharing loops below hand out
+ * their channels, points and elements in such pieces as threads come free, so a thread
+ * on a slower core (a VM's vCPU that shares its core, an efficiency core) takes fewer of
+ * them instead of holding up the barrier after the loop.  Which thread runs an
+ * iteration never changes its result (each iteration writes its own outputs from its own
+ * inputs), so the bits are a static schedule's. */
+static inline int sb_wf_piece(ptrdiff_t n, int min_piece)
+{
+#ifdef _OPENMP
+    const ptrdiff_t pieces = 4 * (ptrdiff_t)omp_get_num_threads();
+#else
+    const ptrdiff_t pieces = 4;
+#endif
+    const ptrdiff_t piece = (n + pieces - 1) / pieces;
+    return piece < min_piece ? min_piece : (int)piece;
+}
+
 /* The weight transform a convolution runs in its own region before its chunks (w NULL:
  * U is given): U of the weights w (wo x wc x 3 x 3) into ut (points sp apart, runs sr
  * apart; flip and c_major as for sb_weight_run_f), the same memory the products read. */
@@ -166,8 +187,9 @@ static inline void sb_wf_transform_weights(const sb_wf_weights *q, int tile)
 {
     int r;
     if (q->w == NULL) return;
-    #pragma omp for schedule(static)
-    for (r = 0; r < (q->c_major ? q->wc : q->wo); r++)
+    const int runs = q->c_major ? q->wc : q->wo;
+    #pragma omp for schedule(dynamic, sb_wf_piece(runs, 1))
+    for (r = 0; r < runs; r++)
         sb_weight_run_f(q->w, q->wo, q->wc, tile, q->flip, q->c_major, r, q->ut, q->sp, q->sr);
 }
 
@@ -178,7 +200,7 @@ static inline void sb_wf_fold(const float *total, int O, int C, int tile, float 
 {
     int o;
     if (dw == NULL) return;
-    #pragma omp for schedule(static)
+    #pragma omp for schedule(dynamic, sb_wf_piece(O, 1))
     for (o = 0; o < O; o++)
         sb_fold_row_f(total, (ptrdiff_t)O * C, C, 1, C, tile, o, dw);
 }
@@ -359,6 +381,7 @@ static int sb_wino_conv_split_f32(const float *x, int N, int C, int H, int W, in
         float *in_buf = sb_wf_buffer(in_floats, 1, &failed);
         float *out_buf = sb_wf_buffer(out_floats, 0, &failed);
         const int ok = in_buf != NULL && out_buf != NULL;
+        const int piece_c = sb_wf_piece(C, 1), piece_o = sb_wf_piece(O, 1);
         int k, c, p, o;
         sb_wf_transform_weights(wt, tile);
         for (k = 0; k < nchunks; k++) {   /* every thread meets every worksharing loop */
@@ -366,17 +389,17 @@ static int sb_wino_conv_split_f32(const float *x, int N, int C, int H, int W, in
             sb_wf_chunk(k, N, chunk, 0, tiles_h, &n0, &nb, &th0, &th1);
             const ptrdiff_t t = (ptrdiff_t)nb * per_plane;
             const int dot = t == tmax ? dot_full : dot_last;
-            #pragma omp for schedule(static)
+            #pragma omp for schedule(dynamic, piece_c)
             for (c = 0; c < C; c++)
                 if (ok) sb_wf_source_channel(&in, x, c, n0, nb, 0, tiles_h, in_buf, v, pv);
-            #pragma omp for schedule(static)
+            #pragma omp for schedule(dynamic, 1)
             for (p = 0; p < points; p++)  /* M[p] = U[p] @ V[p] */
                 if (sb_wf_gemm(gemm, dot, O, (int)t, C, u + p * up, uo, uc, v + p * pv, t, 1,
                                m + p * pm, t) != 0) {
                     #pragma omp atomic write
                     failed = 1;
                 }
-            #pragma omp for schedule(static)
+            #pragma omp for schedule(dynamic, piece_o)
             for (o = 0; o < O; o++)
                 if (ok) sb_wf_out_channel(m, pm, t, o, y, O, Ho, Wo, n0, nb, 0, tiles_h, tile,
                                           tiles_w, portable, out_buf);
@@ -459,7 +482,7 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
         free(in_buf);
         free(g_buf);
         /* ((p0 + p1) + p2) + ...: the split form's order (OrderedSum) */
-        #pragma omp for schedule(static)
+        #pragma omp for schedule(dynamic, sb_wf_piece(size, 4096))
         for (e = 0; e < size; e++) {
             float s = partial[e];
             for (k = 1; k < nchunks; k++) s += partial[(ptrdiff_t)k * size + e];
@@ -512,6 +535,7 @@ static int sb_wino_wgrad_split_f32(const float *x, int N, int C, int H, int W, i
         float *in_buf = sb_wf_buffer(in_floats, 1, &failed);
         float *g_buf = sb_wf_buffer(g_floats, 1, &failed);
         const int ok = in_buf != NULL && g_buf != NULL;
+        const int piece_c = sb_wf_piece(C + O, 1), piece_e = sb_wf_piece(size, 4096);
         int k, c, p;
         ptrdiff_t e;
         for (k = 0; k < nchunks; k++) {   /* every thread meets every worksharing loop */
@@ -520,7 +544,7 @@ static int sb_wino_wgrad_split_f32(const float *x, int N, int C, int H, int W, i
             const ptrdiff_t t = (ptrdiff_t)nb * per_plane;
             const int dot = t == tmax ? dot_full : dot_last;
             float *out = k == 0 ? total : partial;
-            #pragma omp for schedule(static)
+            #pragma omp for schedule(dynamic, piece_c)
             for (c = 0; c < C + O; c++) {
                 if (!ok) continue;
                 if (c < C)
@@ -528,7 +552,7 @@ static int sb_wino_wgrad_split_f32(const float *x, int N, int C, int H, int W, i
                 else
                     sb_wf_source_channel(&grad, g, c - C, n0, nb, 0, tiles_h, g_buf, gt, pg);
             }
-            #pragma omp for schedule(static)
+            #pragma omp for schedule(dynamic, 1)
             for (p = 0; p < points; p++)  /* out[p] = Gt[p] @ V[p]^T */
                 if (sb_wf_gemm(gemm, dot, O, C, (int)t, gt + p * pg, t, 1, v + p * pv, 1, t,
                                out + p * oc, C) != 0) {
@@ -536,7 +560,7 @@ static int sb_wino_wgrad_split_f32(const float *x, int N, int C, int H, int W, i
                     failed = 1;
                 }
             if (k > 0) {
-                #pragma omp for schedule(static)
+                #pragma omp for schedule(dynamic, piece_e)
                 for (e = 0; e < size; e++)
                     total[e] += partial[e];
             }
