@@ -647,6 +647,39 @@ def test_winograd_is_the_same_in_kernels_or_on_the_pool(c_in, c_out, size):
             np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+def test_winograd_fused_forward_cuts_chunks_for_pieces(threads):
+    """With few chunks a thread, the fused forward runs chunks of fewer samples
+    (``TUNING.winograd_fused_pieces``) so that a slower core takes fewer of them; its
+    bits are the split form's whatever the chunks."""
+    rng = np.random.default_rng(8)
+    n, c_in, c_out, size = 12, 8, 16, 8
+    x = rng.standard_normal((n, c_in, size, size)).astype(np.float32)
+    wt = rng.standard_normal((c_out, c_in, 3, 3)).astype(np.float32)
+    u = conv.winograd.weight_transform(wt, tile=2)
+    with conv.tuned(winograd_fused=False, winograd_one_region=False,
+                    winograd_target_tiles=32):
+        ref = np.empty((n, c_out, size, size), np.float32)
+        conv.winograd.winograd_conv3x3(x, u, ref, 1, 1, 1)
+    chunks = {}
+    for pieces in (1, 2, 4):
+        with conv.tuned(winograd_target_tiles=32, winograd_fused_pieces=pieces), \
+                sandbox.num_threads(threads):
+            step = conv.winograd._conv_pass(n, c_in, c_out, size, size, 4, True, 2, True,
+                                            conv.winograd.state())
+            y = np.empty_like(ref)
+            conv.winograd.winograd_conv3x3(x, u, y, 1, 1, 1)
+        np.testing.assert_array_equal(y, ref)
+        if step.fused:
+            chunks[pieces] = step.chunks
+    # 16 tiles a sample, 2 samples a chunk: 6 chunks, cut to single samples (12) where
+    # fewer than `pieces` a thread
+    from sandbox.runtime import simd
+
+    if simd.current().gemm_own:
+        assert chunks == {1: 6, 2: 6, 4: 12}
+
+
 @pytest.mark.parametrize("isa,gemm", [("avx512", "avx512"), ("avx512", "avx2"),
                                       ("avx2", "avx2")])
 @pytest.mark.parametrize("n,c_in,c_out,h,w,pad", [

@@ -196,6 +196,15 @@ class ConvTuning:
     #: been slower than split (171 vs 155); 1 MiB and 5 MiB gave the same as 2.5 within
     #: the run's noise (140.9 / 152.1 vs 143.3 at 128^2, 41.8 / 41.5 vs 42.3 at 64^2).
     winograd_fused_max_bytes: int = 5 * 2**19
+    #: the fused forward's chunks a thread at least (more threads than one): chunks of
+    #: fewer samples where there would be fewer, down to one sample, so that a thread on
+    #: a slower core (uneven vCPUs, efficiency cores) takes fewer of them.  4 against 2
+    #: (the 64^2 UNet's 16^2 and 32^2 layers at batch 8 had 4 chunks of 2 samples), Zen
+    #: 3 VM with uneven vCPUs, 2 threads, two runs of ``python
+    #: benchmarks/ab_conv_tuning.py winograd_fused_pieces=2 --threads 2 --layers
+    #: 16-32-32 32-32-32 96-32-32 32-64-16 64-64-16 192-64-16 --parts fwd dxdw``: time
+    #: 0.85-1.00 (forward) and 0.91-1.01 (dx + dw) of 2's, 16-32-32 and 32-32-32 0.99-1.03.
+    winograd_fused_pieces: int = 4
     #: an im2col/vol2col loop (a forward, or a backward's products) with fewer GEMM
     #: flops than this runs its chunks on the calling thread: below it the worker
     #: pool's Python per chunk (the GIL, lock hand-offs) costs more than the second

@@ -221,9 +221,15 @@ def _conv_pass(n, c, o, ho, wo, itemsize, small, tile, u_unit, key) -> _Pass:
     th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, itemsize, tile)
     # the point GEMMs' kernel for a chunk of t tiles, as matmul picks it: the dot form
     # only for one-tile chunks, where V's columns are contiguous
-    fused_chunks = _fused_chunks(n, th, tw, blocks[0][2], count * (c + o) * itemsize)
-    return _pass(tile, count, th, tw, tiles, blocks, selection, threads, fused_chunks,
-                 fused_chunks[2] >= 2 * threads,
+    tile_bytes = count * (c + o) * itemsize
+    fused_chunks = _fused_chunks(n, th, tw, blocks[0][2], tile_bytes)
+    many = fused_chunks[2] >= 2 * threads
+    pieces = TUNING.winograd_fused_pieces * threads
+    if many and threads > 1 and fused_chunks[2] < pieces and fused_chunks[0] > 1:
+        # smaller chunks (the forward's bits do not depend on them), so that a thread on
+        # a slower core takes fewer of them
+        fused_chunks = _fused_chunks(n, th, tw, max(n // pieces, 1), tile_bytes)
+    return _pass(tile, count, th, tw, tiles, blocks, selection, threads, fused_chunks, many,
                  lambda t: product_form(o, t, c, u_unit and t == 1), itemsize == 4 and small)
 
 
