@@ -1,0 +1,159 @@
+"""How much of a training step runs outside the compiled kernels, and where.
+
+Every function of the kernel modules (``sandbox._C.*``) is wrapped with a wall-clock
+timer, the user-written UNet (``sandbox.bench._cases_user.user_unet``: ``nn.Conv2d``,
+``nn.BatchNorm2d``, ``nn.ReLU``, ``nn.Upsample``, ``cat``, Adam) takes its steps, and
+the script prints the step's time inside the kernels (per module), the time outside
+them, and the largest gaps between one kernel call's return and the next call: the
+Python of the ops between (autograd, module and wrapper code), numpy calls that are not
+ours (the 1x1 head's BLAS product, small reductions), allocation and the garbage
+collector.  Outside the kernels the calling thread works alone, so that time is the
+step's serial part at any thread count: with 2 threads the other thread waits for it.
+
+A kernel that calls back into Python (none does) would have its time counted twice;
+nested wrapped calls count once, at the outer one.  The wrappers cost about 0.2 us a
+call (about 140 calls a step).
+
+    python benchmarks/profile_step_gaps.py --threads 1 2 --size 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import importlib
+import pkgutil
+import time
+
+import numpy as np
+
+_KERNEL_TYPES = ("fused_cython_function", "builtin_function_or_method",
+                 "cython_function_or_method")
+
+
+class _KernelClock:
+    """Wall time inside the kernel modules' functions, and between their calls."""
+
+    def __init__(self):
+        self.inside = collections.Counter()   # module -> seconds
+        self.calls = collections.Counter()    # module -> calls
+        self.gaps = collections.Counter()     # (previous, next) function -> seconds
+        self.gap_calls = collections.Counter()
+        self._last = None                     # (function, time of its return)
+        self._depth = 0
+        self._originals = []                  # (module, name, function) to restore
+
+    def reset(self) -> None:
+        for c in (self.inside, self.calls, self.gaps, self.gap_calls):
+            c.clear()
+        self._last = None
+
+    def wrap(self, module: str, name: str, fn):
+        key = f"{module}.{name}"
+        clock = time.perf_counter
+
+        def timed(*args, **kwargs):
+            if self._depth:  # a wrapped function called by another: timed there
+                return fn(*args, **kwargs)
+            self._depth = 1
+            start = clock()
+            if self._last is not None:
+                pair = (self._last[0], key)
+                self.gaps[pair] += start - self._last[1]
+                self.gap_calls[pair] += 1
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                end = clock()
+                self.inside[module] += end - start
+                self.calls[module] += 1
+                self._depth = 0
+                self._last = (key, end)
+
+        return timed
+
+    def install(self) -> None:
+        """Wrap every kernel function where its module keeps it (the wrappers of
+        ``sandbox.array`` look them up as module attributes at each call)."""
+        import sandbox._C as kernels
+
+        for info in pkgutil.iter_modules(kernels.__path__):
+            module = importlib.import_module(f"sandbox._C.{info.name}")
+            for name in dir(module):
+                fn = getattr(module, name)
+                if not name.startswith("__") and type(fn).__name__ in _KERNEL_TYPES:
+                    self._originals.append((module, name, fn))
+                    setattr(module, name, self.wrap(info.name, name, fn))
+
+    def uninstall(self) -> None:
+        for module, name, fn in self._originals:
+            setattr(module, name, fn)
+        self._originals.clear()
+
+
+def _report(clock: _KernelClock, step_s: float, steps: int, rows: int) -> None:
+    inside = sum(clock.inside.values()) / steps
+    print(f"  step {step_s * 1e3:.1f} ms: in kernels {inside * 1e3:.1f} ms, outside "
+          f"{(step_s - inside) * 1e3:.1f} ms ({100 * (1 - inside / step_s):.0f} %), "
+          f"{sum(clock.calls.values()) / steps:.0f} kernel calls")
+    for module, s in clock.inside.most_common():
+        print(f"    {module:18s} {s / steps * 1e3:7.2f} ms  "
+              f"{clock.calls[module] / steps:5.0f} calls")
+    print("  largest gaps between kernel calls (ms a step, times a step, us each):")
+    for (before, after), s in clock.gaps.most_common(rows):
+        n = clock.gap_calls[(before, after)] / steps
+        print(f"    {s / steps * 1e3:6.2f} ms {n:5.1f}x {s / steps / n * 1e6:6.0f} us  "
+              f"{before} -> {after}")
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--size", type=int, default=64)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--mode", default="bilinear")
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--rows", type=int, default=12)
+    args = p.parse_args(argv)
+
+    clock = _KernelClock()
+    clock.install()
+    try:
+        _run(args, clock)
+    finally:
+        clock.uninstall()
+
+
+def _run(args, clock: _KernelClock) -> None:
+    import sandbox
+    from sandbox.bench._cases_user import user_step, user_unet
+    from sandbox.runtime import simd
+
+    sandbox.manual_seed(0)
+    model = user_unet(sandbox, mode=args.mode)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((args.batch, 1, args.size, args.size), dtype=np.float32)
+    y = rng.integers(0, 2, (args.batch, args.size, args.size))
+    step = user_step(sandbox, model, x, y)
+    cpu = simd.cpu()
+    print(f"cpu: {cpu.describe()}; path {simd.current().isa}; {args.size}^2, batch "
+          f"{args.batch}, {args.mode}; {args.steps} steps")
+    threads_before = sandbox.get_num_threads()
+    try:
+        for threads in args.threads:
+            sandbox.set_num_threads(threads)
+            for _ in range(3):
+                step()
+            clock.reset()
+            start = time.perf_counter()
+            for _ in range(args.steps):
+                step()
+            elapsed = (time.perf_counter() - start) / args.steps
+            print(f"{threads} thread(s)")
+            _report(clock, elapsed, args.steps, args.rows)
+    finally:
+        sandbox.set_num_threads(threads_before)
+
+
+if __name__ == "__main__":
+    main()

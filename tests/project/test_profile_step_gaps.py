@@ -1,0 +1,26 @@
+"""benchmarks/profile_step_gaps.py times a step inside and outside the kernels, and puts
+the kernel modules back as they were."""
+
+import re
+
+import sandbox._C._norm as norm_kernels
+
+from tests.support.scripts import load_benchmark
+
+
+def test_the_gaps_script_splits_a_step_and_restores_the_kernels(capsys):
+    before = norm_kernels.train_forward
+    module = load_benchmark("profile_step_gaps")
+    module.main(["--threads", "1", "--size", "16", "--batch", "2", "--steps", "2",
+                 "--rows", "3"])
+    assert norm_kernels.train_forward is before
+    out = capsys.readouterr().out
+    assert out.startswith("cpu: ")
+    line = re.search(r"step ([\d.]+) ms: in kernels ([\d.]+) ms, outside ([\d.]+) ms", out)
+    assert line, out
+    step, inside, outside = map(float, line.groups())
+    assert 0 < inside <= step + 0.05 and abs(step - inside - outside) <= 0.15
+    # the batch norms ran in the kernels, and the gaps between calls name both sides
+    assert re.search(r"_norm\s+[\d.]+ ms\s+\d+ calls", out), out
+    gaps = re.findall(r"\d+ us  (\w+\.\w+) -> (\w+\.\w+)", out)
+    assert len(gaps) == 3, out
