@@ -23,7 +23,7 @@
 #     for any thread count, without atomics or extra buffers; the grid gradient of a
 #     point is computed in the same visit.
 
-from cython.parallel cimport prange
+from cython.parallel cimport parallel, prange
 from libc.math cimport floor, fmod, rint
 from libc.string cimport memset
 from libc.stdint cimport int32_t
@@ -163,6 +163,13 @@ cdef extern from "grid_nearest.h":
                            Py_ssize_t, Py_ssize_t, Py_ssize_t) noexcept nogil
     void sb_gs_near_push_d(const double*, double*, const Py_ssize_t*, Py_ssize_t, Py_ssize_t,
                            Py_ssize_t, Py_ssize_t, Py_ssize_t) noexcept nogil
+
+cdef extern from "work_share.h" nogil:
+    ctypedef struct sb_share:
+        Py_ssize_t total
+    void sb_share_init(sb_share* s, Py_ssize_t total)
+    void sb_share_first(const sb_share* s, Py_ssize_t* i, Py_ssize_t* end)
+    int sb_share_take(sb_share* s, Py_ssize_t* i, Py_ssize_t* end)
 
 cdef extern from "simd_clones.h":
     void sb_clear_upper_state() noexcept nogil
@@ -1247,39 +1254,52 @@ def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N
     cdef const real* xb = _cptr(x)
     cdef const real* gb = _cptr(grid)
     cdef real* ob = _ptr(out)
-    cdef Py_ssize_t nb
+    cdef Py_ssize_t nb, end = 0
+    cdef sb_share share
     if N * P == 0:
         return
     sb_clear_upper_state()
-    if (nd == 2 and mode != BICUBIC and H >= 2 and W >= 2
-            and S < 2147483647):  # the blocked path
-        nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
-        with nogil:
-            for i in prange(N * nb, schedule="static", num_threads=nthreads):
+    # Blocks of SB_GS_BLOCK points of one sample: each thread's static share, then the
+    # rest as threads come free (work_share.h); a loop per path, so that each inlines
+    # its block (one loop over all three made the bicubic blocks 1.03-1.07x slower).
+    nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
+    sb_share_init(&share, N * nb)
+    if nd == 2 and mode != BICUBIC and H >= 2 and W >= 2 and S < 2147483647:
+        with nogil, parallel(num_threads=nthreads):
+            i = 0  # private to each thread
+            end = 0
+            sb_share_first(&share, &i, &end)
+            while i < end or sb_share_take(&share, &i, &end):
                 n = i // nb
                 p = (i - n * nb) * SB_GS_BLOCK
                 _forward_block_2d(xb + n * C * S, gb + (n * P + p) * 2, ob + n * C * P + p, C,
                                   P, min(SB_GS_BLOCK, P - p), H, W, mode, pad, ac, isa)
+                i = i + 1
         return
     if nd == 2 and mode == BICUBIC and H >= 4 and W >= 4 and S < 2147483647:
-        nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
-        with nogil:
-            for i in prange(N * nb, schedule="static", num_threads=nthreads):
+        with nogil, parallel(num_threads=nthreads):
+            i = 0
+            end = 0
+            sb_share_first(&share, &i, &end)
+            while i < end or sb_share_take(&share, &i, &end):
                 n = i // nb
                 p = (i - n * nb) * SB_GS_BLOCK
                 _forward_block_2d_cubic(xb + n * C * S, gb + (n * P + p) * 2,
                                         ob + n * C * P + p, C, P, min(SB_GS_BLOCK, P - p), H,
                                         W, pad, ac)
+                i = i + 1
         return
-    if (nd == 3 and mode != BICUBIC and D >= 2 and H >= 2 and W >= 2
-            and S < 2147483647):  # the blocked 3-D path
-        nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
-        with nogil:
-            for i in prange(N * nb, schedule="static", num_threads=nthreads):
+    if nd == 3 and mode != BICUBIC and D >= 2 and H >= 2 and W >= 2 and S < 2147483647:
+        with nogil, parallel(num_threads=nthreads):
+            i = 0
+            end = 0
+            sb_share_first(&share, &i, &end)
+            while i < end or sb_share_take(&share, &i, &end):
                 n = i // nb
                 p = (i - n * nb) * SB_GS_BLOCK
                 _forward_block_3d(xb + n * C * S, gb + (n * P + p) * 3, ob + n * C * P + p, C,
                                   P, min(SB_GS_BLOCK, P - p), D, H, W, mode, pad, ac, isa)
+                i = i + 1
         return
     with nogil:
         for i in prange(N * P, schedule="static", num_threads=nthreads):
