@@ -16,7 +16,10 @@
  *     for (; i < end || sb_share_take(&s, &i, &end); i++)  work(i);
  *
  * The ranges follow the team the region really has (omp_get_num_threads), so no item
- * is lost when the runtime gives fewer threads than asked. */
+ * is lost when the runtime gives fewer threads than asked.  From Cython, assign i and
+ * end inside the `with parallel()` block before passing their addresses: a variable only
+ * written through a pointer there stays shared among the threads (a race that batch
+ * norm's bitwise tests caught in a trial). */
 #ifndef SANDBOX_WORK_SHARE_H
 #define SANDBOX_WORK_SHARE_H
 #include <stddef.h>
