@@ -1256,6 +1256,7 @@ def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N
     cdef real* ob = _ptr(out)
     cdef Py_ssize_t nb, end = 0
     cdef sb_share share
+    cdef sb_share* blocks
     if N * P == 0:
         return
     sb_clear_upper_state()
@@ -1264,12 +1265,13 @@ def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N
     # its block (one loop over all three made the bicubic blocks 1.03-1.07x slower).
     nb = (P + SB_GS_BLOCK - 1) // SB_GS_BLOCK
     sb_share_init(&share, N * nb)
+    blocks = &share  # the one counter all threads take from: shared on purpose
     if nd == 2 and mode != BICUBIC and H >= 2 and W >= 2 and S < 2147483647:
         with nogil, parallel(num_threads=nthreads):
             i = 0  # private to each thread
             end = 0
-            sb_share_first(&share, &i, &end)
-            while i < end or sb_share_take(&share, &i, &end):
+            sb_share_first(blocks, &i, &end)
+            while i < end or sb_share_take(blocks, &i, &end):
                 n = i // nb
                 p = (i - n * nb) * SB_GS_BLOCK
                 _forward_block_2d(xb + n * C * S, gb + (n * P + p) * 2, ob + n * C * P + p, C,
@@ -1280,8 +1282,8 @@ def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N
         with nogil, parallel(num_threads=nthreads):
             i = 0
             end = 0
-            sb_share_first(&share, &i, &end)
-            while i < end or sb_share_take(&share, &i, &end):
+            sb_share_first(blocks, &i, &end)
+            while i < end or sb_share_take(blocks, &i, &end):
                 n = i // nb
                 p = (i - n * nb) * SB_GS_BLOCK
                 _forward_block_2d_cubic(xb + n * C * S, gb + (n * P + p) * 2,
@@ -1293,8 +1295,8 @@ def forward(const real[::1] x, const real[::1] grid, real[::1] out, Py_ssize_t N
         with nogil, parallel(num_threads=nthreads):
             i = 0
             end = 0
-            sb_share_first(&share, &i, &end)
-            while i < end or sb_share_take(&share, &i, &end):
+            sb_share_first(blocks, &i, &end)
+            while i < end or sb_share_take(blocks, &i, &end):
                 n = i // nb
                 p = (i - n * nb) * SB_GS_BLOCK
                 _forward_block_3d(xb + n * C * S, gb + (n * P + p) * 3, ob + n * C * P + p, C,

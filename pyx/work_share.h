@@ -19,7 +19,9 @@
  * is lost when the runtime gives fewer threads than asked.  From Cython, assign i and
  * end inside the `with parallel()` block before passing their addresses: a variable only
  * written through a pointer there stays shared among the threads (a race that batch
- * norm's bitwise tests caught in a trial). */
+ * norm's bitwise tests caught in a trial; tests/project/test_prange_privates.py looks for
+ * such addresses), and pass the sb_share, which must be shared, by a pointer made before
+ * the block. */
 #ifndef SANDBOX_WORK_SHARE_H
 #define SANDBOX_WORK_SHARE_H
 #include <stddef.h>
