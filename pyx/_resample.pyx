@@ -19,6 +19,14 @@ from libc.string cimport memcpy
 from fused cimport real
 
 
+cdef extern from "work_share.h" nogil:
+    ctypedef struct sb_share:
+        Py_ssize_t total
+    void sb_share_init(sb_share* s, Py_ssize_t total)
+    void sb_share_first(const sb_share* s, Py_ssize_t* i, Py_ssize_t* end)
+    int sb_share_take(sb_share* s, Py_ssize_t* i, Py_ssize_t* end)
+
+
 cdef extern from "resample_simd.h":
     Py_ssize_t SB_RS16_MAX_LEN
     void sb_rs16_gather_f32(float* dst, Py_ssize_t dstride, const float* src,
@@ -147,19 +155,25 @@ def apply_last(const real[:, ::1] x, real[:, ::1] out,
     cdef Py_ssize_t lo_len = out.shape[1]
     cdef Py_ssize_t kmax = w.shape[1]
     cdef Py_ssize_t first = 0  # the first row after the vector pass's blocks
-    cdef Py_ssize_t n_blocks, b, p, rows
+    cdef Py_ssize_t n_blocks, b, p, rows, end = 0
     cdef char* raw
     cdef float* scratch
+    cdef sb_share share
+    cdef sb_share* blocks = &share  # the counter all threads take from: shared on purpose
     if n_rows == 0 or lo_len == 0:
         return
     if real is float:
         rows = 16 if isa == 2 else 8 if isa == 1 else 0  # a block of the vector pass
         if rows and length <= SB_RS16_MAX_LEN and n_rows >= rows:
             first = rows * (n_rows // rows)
+            sb_share_init(blocks, n_rows // rows)  # static shares, then pieces (work_share.h)
             with nogil, parallel(num_threads=num_threads):
                 raw = <char*> malloc(rows * length * sizeof(float) + 64)
                 scratch = <float*> ((<size_t> raw + 63) & ~(<size_t> 63))
-                for b in prange(n_rows // rows, schedule="static"):
+                b = 0  # private to each thread, as end
+                end = 0
+                sb_share_first(blocks, &b, &end)
+                while b < end or sb_share_take(blocks, &b, &end):
                     if raw == NULL:  # no scratch: the same values by the scalar loop
                         for p in range(rows // 4):
                             _gather_rows4(&out[rows * b + 4 * p, 0], lo_len,
@@ -173,6 +187,7 @@ def apply_last(const real[:, ::1] x, real[:, ::1] out,
                         sb_rs8_gather_f32(&out[8 * b, 0], lo_len, &x[8 * b, 0], length,
                                           length, lo_len, &start[0], &ntap[0], &w[0, 0],
                                           kmax, scratch)
+                    b = b + 1
                 free(raw)
     n_blocks = (n_rows - first) // 4
     with nogil:
@@ -200,15 +215,22 @@ def apply_mid(const real[:, :, ::1] x, real[:, :, ::1] out,
     cdef Py_ssize_t q_len = x.shape[2]
     cdef Py_ssize_t lo_len = out.shape[1]
     cdef Py_ssize_t kmax = w.shape[1]
-    cdef Py_ssize_t idx, p, o
+    cdef Py_ssize_t idx, p, o, end = 0
+    cdef sb_share share
+    cdef sb_share* out_rows = &share  # the counter all threads take from: shared on purpose
     if n_outer == 0 or lo_len == 0 or q_len == 0:
         return
-    with nogil:  # (isa 1, the AVX2 path, runs _combine_rows's AVX2 clone)
-        for idx in prange(n_outer * lo_len, schedule="static", num_threads=num_threads):
+    sb_share_init(out_rows, n_outer * lo_len)  # static shares, then pieces (work_share.h)
+    with nogil, parallel(num_threads=num_threads):  # (isa 1: _combine_rows's AVX2 clone)
+        idx = 0  # private to each thread, as end
+        end = 0
+        sb_share_first(out_rows, &idx, &end)
+        while idx < end or sb_share_take(out_rows, &idx, &end):
             p = idx // lo_len
             o = idx - p * lo_len
             _combine_rows(&out[p, o, 0], &x[p, start[o], 0], q_len,
                           &w[o, 0], ntap[o], q_len, isa)
+            idx = idx + 1
 
 
 def apply_hw(const real[:, :, ::1] x, real[:, :, ::1] out,
