@@ -24,27 +24,8 @@ from __future__ import annotations
 
 import argparse
 import functools
-import glob
-import os
-import statistics
 
 import numpy as np
-
-
-def _load_previous(folder: str):
-    paths = glob.glob(os.path.join(folder, "_grid_sample*.so"))
-    if not paths:
-        raise SystemExit(f"ab_grid_builds: no _grid_sample*.so in {folder!r}; copy the "
-                         "previous build's sandbox/_C/_grid_sample*.so there")
-    from sandbox.bench._builds import load_extension
-
-    return load_extension(paths[0], "_grid_sample")
-
-
-def _same_bits(a, b) -> bool:
-    if a is None or b is None:
-        return a is b
-    return a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
 def main(argv=None) -> None:
@@ -63,10 +44,12 @@ def main(argv=None) -> None:
 
     import sandbox
     from sandbox.array.grid_sample import _checks, _dispatch
+    from sandbox.bench._builds import load_from_folder
     from sandbox.bench._cases_grid import GRID_SHAPES, warp_grid
     from sandbox.runtime import simd
 
-    builds = {"previous": _load_previous(args.previous), "new": _dispatch._grid_sample}
+    builds = {"previous": load_from_folder(args.previous, "_grid_sample", "ab_grid_builds"),
+              "new": _dispatch._grid_sample}
     print(f"cpu: {simd.cpu().describe()}; sandbox path {simd.current().isa}; us per call, "
           "medians; ratio: new / previous, paired by round")
     rng = np.random.default_rng(0)
@@ -89,36 +72,16 @@ def main(argv=None) -> None:
         sandbox.set_num_threads(previous_threads)
 
 def _compare(dispatch, builds, x, grid, gy, plan, rounds, calls) -> str:
-    """One case: both builds' bits compared, then ``rounds`` interleaved rounds of a
-    block of ``calls`` calls each; the module is restored afterwards."""
-    from sandbox.bench._timing import _timed_cpu
+    """One case: the forward and the backward (both gradients) of both builds, bits
+    compared, then timed interleaved (``sandbox.bench._builds.compare_builds``)."""
+    from sandbox.bench._builds import compare_builds
+
+    def use(build):
+        dispatch._grid_sample = build
 
     funcs = {"forward": functools.partial(dispatch.forward, x, grid, plan),
              "backward": functools.partial(dispatch.backward, gy, x, grid, plan, True, True)}
-    results = {}
-    try:
-        for name, build in builds.items():
-            dispatch._grid_sample = build
-            results[name] = (funcs["forward"](), *funcs["backward"]())
-        same = all(_same_bits(a, b)
-                   for a, b in zip(results["previous"], results["new"], strict=True))
-        times = {(b, c): [] for b in builds for c in funcs}
-        for r in range(rounds):
-            for name in (list(builds) if r % 2 == 0 else list(builds)[::-1]):
-                dispatch._grid_sample = builds[name]
-                for call, fn in funcs.items():
-                    fn()  # untimed: the other build's call ran before
-                    _timed_cpu(fn, times[name, call], [], calls)  # seconds per call
-    finally:
-        dispatch._grid_sample = builds["new"]
-    line = []
-    for call in funcs:
-        prev, new = times["previous", call], times["new", call]
-        ratio = statistics.median(n / p for n, p in zip(new, prev, strict=True))
-        line.append(f"{call} {1e6 * statistics.median(prev):7.0f} -> "
-                    f"{1e6 * statistics.median(new):7.0f} ({ratio:4.2f})")
-    line.append("same bits" if same else "BITS DIFFER")
-    return "   ".join(line)
+    return compare_builds(use, builds, funcs, rounds, calls)
 
 
 if __name__ == "__main__":

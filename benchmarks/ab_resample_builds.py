@@ -19,9 +19,6 @@ new / previous (below 1: the new build is faster).  The shapes are the inputs of
 from __future__ import annotations
 
 import argparse
-import glob
-import os
-import statistics
 
 import numpy as np
 
@@ -29,51 +26,10 @@ import numpy as np
 SHAPES = [(8, 256, 4, 4), (8, 128, 8, 8), (8, 64, 16, 16), (8, 32, 32, 32), (8, 16, 64, 64)]
 
 
-def _load_previous(folder: str):
-    paths = glob.glob(os.path.join(folder, "_resample*.so"))
-    if not paths:
-        raise SystemExit(f"ab_resample_builds: no _resample*.so in {folder!r}; copy the "
-                         "previous build's sandbox/_C/_resample*.so there")
-    from sandbox.bench._builds import load_extension
-
-    return load_extension(paths[0], "_resample")
-
-
 def _use(dispatch, module) -> None:
     """Route the resize through ``module``: the cached routes hold kernel functions."""
     dispatch._kernels = module
     dispatch._schedule.cache_clear()
-
-
-def _compare(dispatch, builds, calls_of, rounds, calls) -> str:
-    """One case: both builds' bits compared, then ``rounds`` interleaved rounds of a
-    block of ``calls`` calls each; the current module is restored afterwards."""
-    from sandbox.bench._timing import _timed_cpu
-
-    times = {(b, c): [] for b in builds for c in calls_of}
-    try:
-        results = {}
-        for name, build in builds.items():
-            _use(dispatch, build)
-            results[name] = [fn() for fn in calls_of.values()]
-        same = all(np.array_equal(a.view(np.uint8), b.view(np.uint8))
-                   for a, b in zip(results["previous"], results["new"], strict=True))
-        for r in range(rounds):
-            for name in (list(builds) if r % 2 == 0 else list(builds)[::-1]):
-                _use(dispatch, builds[name])
-                for call, fn in calls_of.items():
-                    fn()  # untimed: the other build's call ran before
-                    _timed_cpu(fn, times[name, call], [], calls)
-    finally:
-        _use(dispatch, builds["new"])
-    line = []
-    for call in calls_of:
-        prev, new = times["previous", call], times["new", call]
-        ratio = statistics.median(n / p for n, p in zip(new, prev, strict=True))
-        line.append(f"{call} {1e6 * statistics.median(prev):7.0f} -> "
-                    f"{1e6 * statistics.median(new):7.0f} ({ratio:4.2f})")
-    line.append("same bits" if same else "BITS DIFFER")
-    return "   ".join(line)
 
 
 def main(argv=None) -> None:
@@ -90,11 +46,13 @@ def main(argv=None) -> None:
     import sandbox
     from sandbox.array import resample
     from sandbox.array.resample import dispatch
+    from sandbox.bench._builds import compare_builds, load_from_folder
     from sandbox.runtime import simd
 
     shapes = ([tuple(int(v) for v in s.split("-")) for s in args.shapes] if args.shapes
               else SHAPES)
-    builds = {"previous": _load_previous(args.previous), "new": dispatch._kernels}
+    builds = {"previous": load_from_folder(args.previous, "_resample", "ab_resample_builds"),
+              "new": dispatch._kernels}
     print(f"cpu: {simd.cpu().describe()}; sandbox path {simd.current().isa}; us per call, "
           "medians; ratio: new / previous, paired by round")
     rng = np.random.default_rng(0)
@@ -113,7 +71,8 @@ def main(argv=None) -> None:
                 }
                 for threads in args.threads:
                     sandbox.set_num_threads(threads)
-                    line = _compare(dispatch, builds, calls_of, args.rounds, args.calls)
+                    line = compare_builds(lambda build: _use(dispatch, build), builds,
+                                          calls_of, args.rounds, args.calls)
                     name = "-".join(map(str, shape))
                     print(f"{mode:8s} {name:12s} {threads}t   {line}", flush=True)
     finally:

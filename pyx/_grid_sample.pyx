@@ -28,6 +28,7 @@ from libc.math cimport floor, fmod, rint
 from libc.string cimport memset
 from libc.stdint cimport int32_t
 from fused cimport real
+from work_share cimport sb_share, sb_share_first, sb_share_init, sb_share_take
 
 cimport numpy as cnp
 
@@ -163,13 +164,6 @@ cdef extern from "grid_nearest.h":
                            Py_ssize_t, Py_ssize_t, Py_ssize_t) noexcept nogil
     void sb_gs_near_push_d(const double*, double*, const Py_ssize_t*, Py_ssize_t, Py_ssize_t,
                            Py_ssize_t, Py_ssize_t, Py_ssize_t) noexcept nogil
-
-cdef extern from "work_share.h" nogil:
-    ctypedef struct sb_share:
-        Py_ssize_t total
-    void sb_share_init(sb_share* s, Py_ssize_t total)
-    void sb_share_first(const sb_share* s, Py_ssize_t* i, Py_ssize_t* end)
-    int sb_share_take(sb_share* s, Py_ssize_t* i, Py_ssize_t* end)
 
 cdef extern from "simd_clones.h":
     void sb_clear_upper_state() noexcept nogil

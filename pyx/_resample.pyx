@@ -17,14 +17,7 @@ from cython.parallel cimport parallel, prange
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 from fused cimport real
-
-
-cdef extern from "work_share.h" nogil:
-    ctypedef struct sb_share:
-        Py_ssize_t total
-    void sb_share_init(sb_share* s, Py_ssize_t total)
-    void sb_share_first(const sb_share* s, Py_ssize_t* i, Py_ssize_t* end)
-    int sb_share_take(sb_share* s, Py_ssize_t* i, Py_ssize_t* end)
+from work_share cimport sb_share, sb_share_first, sb_share_init, sb_share_take
 
 
 cdef extern from "resample_simd.h":

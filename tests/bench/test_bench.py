@@ -599,3 +599,26 @@ def test_load_extension_loads_a_second_build_beside_the_one_in_use(tmp_path):
     assert sys.modules["sandbox._C._norm"] is in_use  # the module in use stays
     with pytest.raises(ImportError):
         load_extension(str(copy))  # a renamed copy needs the module's name
+
+
+def test_compare_builds_reports_differing_bits_and_restores_the_new_build():
+    """The A/B scripts' shared case: both builds' results compared bit for bit (a
+    differing build is reported, -0.0 against 0.0 included), each call timed, and the
+    new build in use afterwards."""
+    import numpy as np
+
+    from sandbox.bench._builds import compare_builds
+
+    in_use = []
+    values = {"previous": np.array([0.0, 1.0]), "new": np.array([-0.0, 1.0])}
+
+    def call():
+        return values[in_use[-1]], None
+
+    line = compare_builds(in_use.append, {"previous": "previous", "new": "new"},
+                          {"forward": call}, rounds=2, calls=1)
+    assert line.startswith("forward ") and line.endswith("BITS DIFFER"), line
+    assert in_use[-1] == "new"
+    values["new"] = np.array([0.0, 1.0])
+    assert compare_builds(in_use.append, {"previous": "previous", "new": "new"},
+                          {"forward": call}, rounds=1, calls=1).endswith("same bits")
