@@ -23,6 +23,7 @@ import argparse
 import collections
 import importlib
 import pkgutil
+import sys
 import time
 
 import numpy as np
@@ -73,21 +74,48 @@ class _KernelClock:
         return timed
 
     def install(self) -> None:
-        """Wrap every kernel function where its module keeps it (the wrappers of
-        ``sandbox.array`` look them up as module attributes at each call)."""
+        """Wrap every kernel function where its module keeps it (most wrappers of
+        ``sandbox.array`` look them up as module attributes at each call), and where a
+        ``sandbox`` module holds it by reference: a module attribute, or a value of a
+        module-level dict, bare or in a tuple (the GEMM's kernel table)."""
         import sandbox._C as kernels
 
+        wrapped = {}  # id(original) -> wrapper
         for info in pkgutil.iter_modules(kernels.__path__):
             module = importlib.import_module(f"sandbox._C.{info.name}")
             for name in dir(module):
                 fn = getattr(module, name)
                 if not name.startswith("__") and type(fn).__name__ in _KERNEL_TYPES:
                     self._originals.append((module, name, fn))
-                    setattr(module, name, self.wrap(info.name, name, fn))
+                    wrapped[id(fn)] = self.wrap(info.name, name, fn)
+                    setattr(module, name, wrapped[id(fn)])
+        for modname, module in list(sys.modules.items()):
+            if not modname.startswith("sandbox.") or modname.startswith("sandbox._C"):
+                continue
+            for name, value in list(vars(module).items()):
+                if id(value) in wrapped:
+                    self._originals.append((module, name, value))
+                    setattr(module, name, wrapped[id(value)])
+                elif isinstance(value, dict):
+                    self._rewrap_table(value, wrapped)
+
+    def _rewrap_table(self, table: dict, wrapped: dict) -> None:
+        for key, value in list(table.items()):
+            if id(value) in wrapped:
+                new = wrapped[id(value)]
+            elif isinstance(value, tuple) and any(id(v) in wrapped for v in value):
+                new = tuple(wrapped.get(id(v), v) for v in value)
+            else:
+                continue
+            self._originals.append((table, key, value))
+            table[key] = new
 
     def uninstall(self) -> None:
-        for module, name, fn in self._originals:
-            setattr(module, name, fn)
+        for owner, name, fn in reversed(self._originals):
+            if isinstance(owner, dict):
+                owner[name] = fn
+            else:
+                setattr(owner, name, fn)
         self._originals.clear()
 
 
