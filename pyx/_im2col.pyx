@@ -115,13 +115,16 @@ def col2im(const real[:, ::1] col,       # IN  (C*kh*kw, nb*ho*wo)
 cdef extern from "conv_direct.h" nogil:
     int SB_C3_MAX_K
     int sb_c3_available()
+    int sb_c3_avx512_available()
     void sb_c3_row_f32(const float* x, int C, int H, int W, const float* w, int O, int ph,
                        int pw, int h, int Wo, float* y, Py_ssize_t y_plane)
+    void sb_c3_row_f32_avx512(const float* x, int C, int H, int W, const float* w, int O,
+                              int ph, int pw, int h, int Wo, float* y, Py_ssize_t y_plane)
 
 
-def direct3x3_available():
-    """Whether this CPU runs :func:`direct3x3` (AVX2 and FMA)."""
-    return bool(sb_c3_available())
+def direct3x3_available(bint wide=False):
+    """Whether this CPU runs :func:`direct3x3` (AVX2 and FMA; ``wide``: its AVX-512 form)."""
+    return bool(sb_c3_avx512_available() if wide else sb_c3_available())
 
 
 def direct3x3_max_channels():
@@ -132,10 +135,11 @@ def direct3x3_max_channels():
 def direct3x3(const float[:, :, :, ::1] x,   # IN  (N, C, H, W), C <= direct3x3_max_channels()
               const float[:, ::1] w,         # IN  (O, C*9): the weights, row-major
               float[:, :, :, ::1] y,         # OUT (N, O, Ho, Wo), fully overwritten
-              int ph, int pw, int num_threads):
+              int ph, int pw, int num_threads, bint wide=False):
     """``y = conv2d(x, w)``, 3x3, stride 1, dilation 1, padding (ph, pw): the im2col
     product's sums in its order (conv_direct.h), one output row of a sample per ``prange``
-    iteration, so the values do not depend on the threads."""
+    iteration, so the values do not depend on the threads.  ``wide``: the AVX-512 form
+    (16-pixel blocks, the same bits; only where ``direct3x3_available(True)``)."""
     cdef Py_ssize_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef Py_ssize_t O = y.shape[1], Ho = y.shape[2], Wo = y.shape[3]
     cdef Py_ssize_t r, n, h
@@ -145,5 +149,10 @@ def direct3x3(const float[:, :, :, ::1] x,   # IN  (N, C, H, W), C <= direct3x3_
         for r in prange(N * Ho, schedule="static", num_threads=num_threads):
             n = r // Ho
             h = r - n * Ho
-            sb_c3_row_f32(&x[n, 0, 0, 0], <int> C, <int> H, <int> W, &w[0, 0], <int> O, ph,
-                          pw, <int> h, <int> Wo, &y[n, 0, 0, 0], Ho * Wo)
+            if wide:
+                sb_c3_row_f32_avx512(&x[n, 0, 0, 0], <int> C, <int> H, <int> W, &w[0, 0],
+                                     <int> O, ph, pw, <int> h, <int> Wo, &y[n, 0, 0, 0],
+                                     Ho * Wo)
+            else:
+                sb_c3_row_f32(&x[n, 0, 0, 0], <int> C, <int> H, <int> W, &w[0, 0], <int> O,
+                              ph, pw, <int> h, <int> Wo, &y[n, 0, 0, 0], Ho * Wo)

@@ -1867,25 +1867,30 @@ def test_kernel_stride_transposed_convolution_gradcheck(rng):
     assert gradcheck(lambda a, w_, b_: F.conv_transpose2d(a, w_, b_, stride=2), (x, w, b))
 
 
-needs_direct = pytest.mark.skipif(not _im2col.direct3x3_available(),
-                                  reason="the direct 3x3 kernel needs AVX2 and FMA")
+#: the GEMM paths whose direct 3x3 form this CPU runs (``avx512``: the 16-pixel form)
+_DIRECT_PATHS = [pytest.param(
+    path, marks=pytest.mark.skipif(not _im2col.direct3x3_available(path == "avx512"),
+                                   reason=f"the direct 3x3 kernel's {path} form needs {path}"))
+    for path in ("avx2", "avx512")]
 
 
-@needs_direct
+@pytest.mark.parametrize("path", _DIRECT_PATHS)
 @pytest.mark.parametrize("n,c,o,h,w,p", [(8, 1, 16, 64, 64, 1), (4, 3, 16, 32, 40, 1),
                                          (2, 1, 16, 13, 21, 1), (3, 2, 16, 5, 30, 2),
-                                         (2, 4, 24, 18, 17, 0), (2, 2, 9, 16, 16, 1)])
+                                         (2, 4, 24, 18, 17, 0), (2, 2, 9, 16, 16, 1),
+                                         (2, 1, 8, 33, 47, 1), (1, 3, 64, 9, 16, 1)])
 @pytest.mark.parametrize("with_bias", [False, True])
-def test_direct_first_layer_gives_the_im2col_bits(n, c, o, h, w, p, with_bias, rng,
+def test_direct_first_layer_gives_the_im2col_bits(path, n, c, o, h, w, p, with_bias, rng,
                                                   monkeypatch):
-    """A 3x3 forward of 1-4 input channels on the AVX2 path runs the direct kernel (taken:
-    checked) with the im2col product's sums in their order: the same bits as im2col (odd
-    sizes, paddings 0-2, output channels not a multiple of 8, a bias)."""
+    """A 3x3 forward of 1-4 input channels on the AVX2 or AVX-512 GEMM's path runs the
+    direct kernel (taken: checked) with the im2col product's sums in their order: the same
+    bits as im2col on that path's GEMM (odd sizes, rows shorter and longer than a block,
+    paddings 0-2, output channels not a multiple of 8, a bias)."""
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
     wt = rng.standard_normal((o, c, 3, 3)).astype(np.float32)
     bias = rng.standard_normal(o).astype(np.float32) if with_bias else None
     calls = _spy(monkeypatch, _im2col, "direct3x3")
-    with simd.using(isa="avx2", gemm="avx2"):
+    with simd.using(isa=path, gemm=path):
         direct = conv.conv2d(x, wt, bias, padding=p)
         assert calls, "the direct kernel was not taken"
         with conv.tuned(direct_max_channels=0):
@@ -1894,12 +1899,12 @@ def test_direct_first_layer_gives_the_im2col_bits(n, c, o, h, w, p, with_bias, r
     assert direct.tobytes() == im2col.tobytes()
 
 
-@needs_direct
-def test_direct_first_layer_is_the_same_for_any_thread_count(rng):
+@pytest.mark.parametrize("path", _DIRECT_PATHS)
+def test_direct_first_layer_is_the_same_for_any_thread_count(path, rng):
     x = rng.standard_normal((3, 3, 37, 29)).astype(np.float32)
     wt = rng.standard_normal((20, 3, 3, 3)).astype(np.float32)
     results = []
-    with simd.using(isa="avx2", gemm="avx2"):
+    with simd.using(isa=path, gemm=path):
         for threads in (1, 2, 3):
             with sandbox.num_threads(threads):
                 results.append(conv.conv2d(x, wt, padding=1))
