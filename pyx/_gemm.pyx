@@ -150,3 +150,46 @@ def transpose(const float[:, :, ::1] src, float[:, :, ::1] dst):
                     for j in range(j0, j1):
                         for i in range(i0, i1):
                             dst[p, j, i] = src[p, i, j]
+
+
+# -- products with a small side (narrow_products.h) ---------------------------------------
+
+cdef extern from "narrow_products.h" nogil:
+    int SB_NARROW_BLOCK
+    void sb_narrow_f(const float* a, int m, int k, const float* x, Py_ssize_t xs, float* y,
+                     Py_ssize_t ys, Py_ssize_t p0, Py_ssize_t p1)
+    void sb_narrow_d(const double* a, int m, int k, const double* x, Py_ssize_t xs,
+                     double* y, Py_ssize_t ys, Py_ssize_t p0, Py_ssize_t p1)
+
+ctypedef fused real:
+    float
+    double
+
+
+def narrow_products(const real[:, ::1] a,     # IN  (M, K)
+                    const real[:, :, ::1] x,  # IN  (N, K, P)
+                    real[:, :, ::1] y,        # OUT (N, M, P), fully overwritten
+                    int num_threads):
+    """``y[n] = a @ x[n]`` for every sample ``n``, where ``a`` is small (a few rows or a
+    few columns: narrow_products.h), the samples' columns cut into pieces of
+    ``4 * SB_NARROW_BLOCK`` shared among ``num_threads`` threads.  Each element is the
+    same k-ordered chain of multiplies and adds whatever piece or thread computes it, so
+    the result does not depend on the thread count."""
+    cdef Py_ssize_t n_samples = x.shape[0], k = x.shape[1], p = x.shape[2]
+    cdef Py_ssize_t m = a.shape[0], piece = 4 * SB_NARROW_BLOCK
+    cdef Py_ssize_t per_sample = (p + piece - 1) // piece
+    cdef Py_ssize_t t, n, p0, p1
+    if n_samples == 0 or m == 0 or p == 0:
+        return
+    if k == 0:
+        y[:, :, :] = 0
+        return
+    with nogil:
+        for t in prange(n_samples * per_sample, schedule="static", num_threads=num_threads):
+            n = t // per_sample
+            p0 = (t - n * per_sample) * piece
+            p1 = min(p0 + piece, p)
+            if real is float:
+                sb_narrow_f(&a[0, 0], <int> m, <int> k, &x[n, 0, 0], p, &y[n, 0, 0], p, p0, p1)
+            else:
+                sb_narrow_d(&a[0, 0], <int> m, <int> k, &x[n, 0, 0], p, &y[n, 0, 0], p, p0, p1)

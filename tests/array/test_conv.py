@@ -1571,7 +1571,7 @@ def _same_bits_and_torchs_values(torch, run, torch_op, x, w, b, g, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n,c,o,size", [
     (8, 32, 16, (32, 32)),  # the project's kernel: one batched product a pass
-    (8, 16, 2, (64, 64)),   # a 2-class head: fewer than 8 rows, BLAS a sample
+    (8, 16, 2, (64, 64)),   # a 2-class head: fewer than 8 rows, the narrow products
     (3, 5, 7, (9, 11)),
     (1, 64, 32, (16, 16)),
     (2, 16, 4, (16, 16, 16)),  # the 3-D UNet's head
@@ -1598,6 +1598,43 @@ def test_pointwise_convolutions_are_batched_products(dtype, n, c, o, size, rng, 
         torch, lambda: (conv.conv(x, wt, b), *conv.conv_backward(g, x, wt)), torch_conv,
         x, wt, b, g, dtype)
     assert all(calls) and not any(spies)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,k,p", [(2, 16, 4096), (4, 16, 1000), (16, 2, 777), (3, 5, 100),
+                                   (1, 7, 33), (7, 9, 4097), (5, 1, 64), (3, 8, 2049)])
+def test_narrow_products_are_the_k_ordered_chain_for_any_thread_count(dtype, m, k, p, rng):
+    """``narrow_products``: every element is a[i,0] x[0] + a[i,1] x[1] + ... added in k
+    order, one multiply and one add a term (the four-term statements included), for any
+    thread count; columns across block and piece edges."""
+    from sandbox._C import _gemm
+
+    a = rng.standard_normal((m, k)).astype(dtype)
+    x = rng.standard_normal((3, k, p)).astype(dtype)
+    chain = a[None, :, 0:1] * x[:, None, 0]
+    for kk in range(1, k):
+        chain = chain + a[None, :, kk:kk + 1] * x[:, None, kk]
+    for threads in (1, 2, 3):
+        y = np.full((3, m, p), np.nan, dtype)
+        _gemm.narrow_products(a, x, y, threads)
+        assert y.tobytes() == chain.astype(dtype).tobytes()
+
+
+@pytest.mark.parametrize("o,c", [(2, 16), (1, 16), (5, 32), (16, 3)])
+def test_a_head_takes_the_narrow_products(o, c, rng, monkeypatch):
+    """A 1x1 convolution whose weight has a side under NARROW_SIDE runs its forward and
+    input gradient on the narrow-product kernel, not one BLAS product a sample."""
+    from sandbox._C import _gemm
+    from sandbox.array.conv import _chunks
+
+    narrow = _spy(monkeypatch, _gemm, "narrow_products")
+    per_sample = _spy(monkeypatch, _chunks, "parallel_map")
+    x = rng.standard_normal((2, c, 12, 10)).astype(np.float32)
+    w = rng.standard_normal((o, c, 1, 1)).astype(np.float32)
+    g = rng.standard_normal((2, o, 12, 10)).astype(np.float32)
+    conv.conv2d(x, w)
+    conv.conv2d_backward(g, x, w, needs=(True, False, False))
+    assert len(narrow) == 2 and not per_sample
 
 
 @pytest.mark.parametrize("c,o", [(1, 16), (3, 16), (1, 4)])

@@ -15,9 +15,14 @@ the threads; each product is one thread's, so the bits do not depend on their nu
 * weight gradient ``sum_n g[n] @ x[n].T``: one (O, C) product a sample (the dot-product
   form: long K = H*W), then the samples' partial sums added in sample order.
 
-Where the project's kernel does not take the products (float64, or fewer than 8 output
-channels: BLAS's form), one product a sample (:func:`~._chunks.sample_products`).  An
-empty batch never reaches here (``sandbox.array.conv`` answers it).
+Where the weight has fewer than :data:`NARROW_SIDE` rows or columns (a segmentation
+head of a few classes, and its input gradient), forward and input gradient are
+:func:`sandbox._C._gemm.narrow_products`: each output row built over blocks of columns on
+every thread, instead of one BLAS product a sample on one thread (measured on an AMD EPYC
+family 26 model 2, Zen 5, a 16 -> 2 head at 64² and 128², batch 8: see
+:data:`NARROW_SIDE`).  Elsewhere, where the project's kernel does not take the products
+(float64), one product a sample (:func:`~._chunks.sample_products`).  An empty batch
+never reaches here (``sandbox.array.conv`` answers it).
 """
 
 from __future__ import annotations
@@ -26,11 +31,34 @@ import math
 
 import numpy as np
 
+from ..._C import _gemm
+from ...runtime.threads import kernel_threads
 from .._gemm import lhs
 from .._parallel import OrderedSum
 from ._chunks import add_bias, sample_products
 
-__all__ = ["backward", "eligible", "forward", "input_grad", "weight_grad"]
+__all__ = ["NARROW_SIDE", "backward", "eligible", "forward", "input_grad", "weight_grad"]
+
+#: forward and input gradient take the narrow-product kernel when the weight matrix (its
+#: transpose for the input gradient) has fewer rows or columns than this: the shapes the
+#: GEMMs leave to BLAS (``sandbox.array._gemm.product_form``: a register tile of 8 rows
+#: or a depth of 8 wasted there).  Measured on an AMD EPYC family 26 model 2 (Zen 5),
+#: batch 8, narrow kernel over BLAS a sample (``python
+#: benchmarks/bench_pointwise_narrow.py --threads 1 2``), forward / input gradient of a
+#: 16 -> 2 head: 0.69 / 0.93 (64²) and 0.73 / 0.60 (128²) at 1 thread, 0.34 / 0.31 and
+#: 0.45 / 0.40 at 2; other heads in docs/convolution.md.
+NARROW_SIDE = 8
+
+
+def _narrow(a, x3, y3) -> bool:
+    """``y3[n] = a @ x3[n]`` (``x3`` (N, K, P), ``y3`` (N, M, P) C-contiguous) on the
+    narrow-product kernel when ``a`` (M, K) has a side under :data:`NARROW_SIDE`; False
+    (nothing done) otherwise."""
+    if min(a.shape) >= NARROW_SIDE or x3.dtype not in (np.float32, np.float64):
+        return False
+    _gemm.narrow_products(np.ascontiguousarray(a, dtype=x3.dtype), x3, y3,
+                          kernel_threads(y3.size * a.shape[1]))
+    return True
 
 
 def eligible(plan) -> bool:
@@ -47,8 +75,10 @@ def forward(x, wmat, bias, y) -> None:
     (N, O, *size) C-contiguous, ``y`` overwritten."""
     n, c = x.shape[:2]
     o, plane = wmat.shape[0], math.prod(x.shape[2:])
-    w = lhs(wmat)
-    sample_products(np.broadcast_to(w, (n, o, c)), x.reshape(n, c, plane), y.reshape(n, o, plane))
+    if not _narrow(wmat, x.reshape(n, c, plane), y.reshape(n, o, plane)):
+        w = lhs(wmat)
+        sample_products(np.broadcast_to(w, (n, o, c)), x.reshape(n, c, plane),
+                        y.reshape(n, o, plane))
     add_bias(y, bias)
 
 
@@ -56,9 +86,11 @@ def input_grad(grad_output, wmat, gx) -> None:
     """``gx = W.T @ g`` per sample: the input gradient (N, C, *size), overwritten."""
     n, o = grad_output.shape[:2]
     c, plane = wmat.shape[1], math.prod(grad_output.shape[2:])
+    if _narrow(wmat.T, grad_output.reshape(n, o, plane), gx.reshape(n, c, plane)):
+        return
     w = lhs(np.ascontiguousarray(wmat.T))
     sample_products(np.broadcast_to(w, (n, c, o)), grad_output.reshape(n, o, plane),
-              gx.reshape(n, c, plane))
+                    gx.reshape(n, c, plane))
 
 
 def weight_grad(x, grad_output) -> np.ndarray:
