@@ -15,6 +15,7 @@ nested wrapped calls count once, at the outer one.  The wrappers cost about 0.2 
 call (about 140 calls a step).
 
     python benchmarks/profile_step_gaps.py --threads 1 2 --size 64
+    python benchmarks/profile_step_gaps.py --threads 1 2 --functions   # kernel by kernel
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class _KernelClock:
     def __init__(self):
         self.inside = collections.Counter()   # module -> seconds
         self.calls = collections.Counter()    # module -> calls
+        self.functions = collections.Counter()  # module.function -> seconds
+        self.function_calls = collections.Counter()
         self.gaps = collections.Counter()     # (previous, next) function -> seconds
         self.gap_calls = collections.Counter()
         self._last = None                     # (function, time of its return)
@@ -45,7 +48,8 @@ class _KernelClock:
         self._originals = []                  # (module, name, function) to restore
 
     def reset(self) -> None:
-        for c in (self.inside, self.calls, self.gaps, self.gap_calls):
+        for c in (self.inside, self.calls, self.functions, self.function_calls, self.gaps,
+                  self.gap_calls):
             c.clear()
         self._last = None
 
@@ -68,6 +72,8 @@ class _KernelClock:
                 end = clock()
                 self.inside[module] += end - start
                 self.calls[module] += 1
+                self.functions[key] += end - start
+                self.function_calls[key] += 1
                 self._depth = 0
                 self._last = (key, end)
 
@@ -77,7 +83,8 @@ class _KernelClock:
         """Wrap every kernel function where its module keeps it (most wrappers of
         ``sandbox.array`` look them up as module attributes at each call), and where a
         ``sandbox`` module holds it by reference: a module attribute, or a value of a
-        module-level dict, bare or in a tuple (the GEMM's kernel table)."""
+        module-level dict, bare or in a tuple (the GEMM's kernel table); then the
+        modules' caches are emptied, so that plans made again hold the wrappers."""
         import sandbox._C as kernels
 
         wrapped = {}  # id(original) -> wrapper
@@ -98,6 +105,7 @@ class _KernelClock:
                     setattr(module, name, wrapped[id(value)])
                 elif isinstance(value, dict):
                     self._rewrap_table(value, wrapped)
+        _clear_caches()  # cached plans (the resize's routes) hold the kernels themselves
 
     def _rewrap_table(self, table: dict, wrapped: dict) -> None:
         for key, value in list(table.items()):
@@ -117,16 +125,29 @@ class _KernelClock:
             else:
                 setattr(owner, name, fn)
         self._originals.clear()
+        _clear_caches()
 
 
-def _report(clock: _KernelClock, step_s: float, steps: int, rows: int) -> None:
+def _clear_caches() -> None:
+    """Empty every ``functools`` cache of the ``sandbox`` modules: a plan cached before
+    the kernels were wrapped (or unwrapped) would call them directly."""
+    for modname, module in list(sys.modules.items()):
+        if modname.startswith("sandbox."):
+            for value in list(vars(module).values()):
+                if callable(getattr(value, "cache_clear", None)):
+                    value.cache_clear()
+
+
+def _report(clock: _KernelClock, step_s: float, steps: int, rows: int,
+            functions: bool = False) -> None:
     inside = sum(clock.inside.values()) / steps
     print(f"  step {step_s * 1e3:.1f} ms: in kernels {inside * 1e3:.1f} ms, outside "
           f"{(step_s - inside) * 1e3:.1f} ms ({100 * (1 - inside / step_s):.0f} %), "
           f"{sum(clock.calls.values()) / steps:.0f} kernel calls")
-    for module, s in clock.inside.most_common():
-        print(f"    {module:18s} {s / steps * 1e3:7.2f} ms  "
-              f"{clock.calls[module] / steps:5.0f} calls")
+    times, calls = ((clock.functions, clock.function_calls) if functions
+                    else (clock.inside, clock.calls))
+    for key, s in times.most_common(rows if functions else None):
+        print(f"    {key:32s} {s / steps * 1e3:7.2f} ms  {calls[key] / steps:5.0f} calls")
     print("  largest gaps between kernel calls (ms a step, times a step, us each):")
     for (before, after), s in clock.gaps.most_common(rows):
         n = clock.gap_calls[(before, after)] / steps
@@ -142,6 +163,8 @@ def main(argv=None) -> None:
     p.add_argument("--mode", default="bilinear")
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--rows", type=int, default=12)
+    p.add_argument("--functions", action="store_true",
+                   help="time inside each kernel function (the --rows largest), not each module")
     args = p.parse_args(argv)
 
     clock = _KernelClock()
@@ -178,7 +201,7 @@ def _run(args, clock: _KernelClock) -> None:
                 step()
             elapsed = (time.perf_counter() - start) / args.steps
             print(f"{threads} thread(s)")
-            _report(clock, elapsed, args.steps, args.rows)
+            _report(clock, elapsed, args.steps, args.rows, args.functions)
     finally:
         sandbox.set_num_threads(threads_before)
 
