@@ -120,6 +120,11 @@ cdef extern from "conv_direct.h" nogil:
                        int pw, int h, int Wo, float* y, Py_ssize_t y_plane)
     void sb_c3_row_f32_avx512(const float* x, int C, int H, int W, const float* w, int O,
                               int ph, int pw, int h, int Wo, float* y, Py_ssize_t y_plane)
+    int sb_c3_wgrad_f32(const float* x, int C, int H, int W, const float* g, int O, int ph,
+                        int pw, int h0, int h1, int Wo, Py_ssize_t g_plane, float* part)
+    int sb_c3_wgrad_f32_avx512(const float* x, int C, int H, int W, const float* g, int O,
+                               int ph, int pw, int h0, int h1, int Wo, Py_ssize_t g_plane,
+                               float* part)
 
 
 def direct3x3_available(bint wide=False):
@@ -156,3 +161,54 @@ def direct3x3(const float[:, :, :, ::1] x,   # IN  (N, C, H, W), C <= direct3x3_
             else:
                 sb_c3_row_f32(&x[n, 0, 0, 0], <int> C, <int> H, <int> W, &w[0, 0], <int> O,
                               ph, pw, <int> h, <int> Wo, &y[n, 0, 0, 0], Ho * Wo)
+
+
+def direct3x3_weight_grad(const float[:, :, :, ::1] x,   # IN  (N, C, H, W), C <= 4
+                          const float[:, :, :, ::1] g,   # IN  (N, O, Ho, Wo)
+                          float[:, :, ::1] part,         # scratch (tasks, O, C*9)
+                          float[:, ::1] dw,              # OUT (O, C*9), fully overwritten
+                          int ph, int pw, Py_ssize_t band, int num_threads, bint wide=False):
+    """The weight gradient of :func:`direct3x3`: ``dw[o, 9c + 3kh + kw]`` = the sum over
+    the samples and output pixels of ``g[n, o, h, w] * x[n, c, h + kh - ph, w + kw - pw]``
+    (zero outside ``x``).  Tasks of ``band`` output rows of one sample (``part`` holds
+    ``N * ceil(Ho / band)`` of them, in sample then row order) each sum their pixels in
+    vector lanes (conv_direct.h; ``wide``: the AVX-512 form), then every weight adds the
+    tasks' parts in task order in double, rounded once: the tasks are fixed by the shapes
+    and ``band``, so the result does not depend on the thread count."""
+    cdef Py_ssize_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef Py_ssize_t O = g.shape[1], Ho = g.shape[2], Wo = g.shape[3]
+    cdef Py_ssize_t K = 9 * C, per = (Ho + band - 1) // band
+    cdef Py_ssize_t tasks = N * per
+    cdef Py_ssize_t t, n, h0, h1, e, o, k, u
+    cdef double total
+    cdef int failed = 0, status
+    if O * K == 0:
+        return
+    if tasks == 0 or Wo == 0:
+        dw[:, :] = 0
+        return
+    with nogil:
+        for t in prange(tasks, schedule="static", num_threads=num_threads):
+            n = t // per
+            h0 = (t - n * per) * band
+            h1 = min(h0 + band, Ho)
+            if wide:
+                status = sb_c3_wgrad_f32_avx512(&x[n, 0, 0, 0], <int> C, <int> H, <int> W,
+                                                &g[n, 0, 0, 0], <int> O, ph, pw, <int> h0,
+                                                <int> h1, <int> Wo, Ho * Wo, &part[t, 0, 0])
+            else:
+                status = sb_c3_wgrad_f32(&x[n, 0, 0, 0], <int> C, <int> H, <int> W,
+                                         &g[n, 0, 0, 0], <int> O, ph, pw, <int> h0, <int> h1,
+                                         <int> Wo, Ho * Wo, &part[t, 0, 0])
+            if status != 0:
+                failed += 1  # a reduction: each thread's count, added at the end
+    if failed:
+        raise MemoryError("direct3x3_weight_grad: a task's input tile could not be allocated")
+    with nogil:
+        for e in prange(O * K, schedule="static", num_threads=num_threads):
+            o = e // K
+            k = e - o * K
+            total = 0  # assigned in the loop: private to each thread
+            for u in range(tasks):
+                total = total + part[u, o, k]
+            dw[o, k] = <float> total

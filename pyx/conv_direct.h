@@ -14,6 +14,8 @@
 #define SANDBOX_CONV_DIRECT_H
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "avx2_lanes.h"  /* sb_store_first8 */
 
@@ -163,6 +165,156 @@ static void sb_c3_row_f32_avx512(const float *x, int C, int H, int W, const floa
         }
     }
 }
+/* -- the weight gradient ---------------------------------------------------------------
+ * dW[o, k] = sum over samples and output pixels of g[o, h, w] * x[c, h + kh - ph, w + kw - pw]
+ * (k = 9c + 3kh + kw; zero outside x, multiplied in as im2col's columns would be).
+ * sb_c3_wgrad_f32 / _avx512: one task, output rows [h0, h1) of one sample, into part
+ * (O x 9C).  The task's input rows of each channel are first copied, with the
+ * padding's zeros, into small tiles (sb_c3_pad_tile), so that every shifted vector is a
+ * plain load; then for each output channel (a pair of them on AVX-512) and each input
+ * channel nine vector accumulators (eighteen) run over the task's pixels, 8 (16) lanes
+ * each (the output gradient's rows are read from memory once and from cache for the
+ * other input channels), and each is summed by a fixed tree.  Every sum depends on the task's rows alone, never on the
+ * thread that runs it; the caller adds the tasks' parts in task order.  Returns -1 when
+ * the tile cannot be allocated (part then unwritten), else 0. */
+
+/* x[c, h0 - ph + r, j - pw] at tile[r * ld + j] for r < h1 - h0 + 2, j < ld (0 outside x);
+ * ld = Wo + 2 + lanes, so that a block's vectors never read past a row. */
+static void sb_c3_pad_tile(const float *xc, int H, int W, int ph, int pw, int h0, int h1,
+                           int ld, float *tile)
+{
+    for (int r = 0; r < h1 - h0 + 2; r++) {
+        float *dst = tile + (ptrdiff_t)r * ld;
+        const int ih = h0 - ph + r;
+        /* columns j = iw + pw: [0, lo) zeros, [lo, hi) the row, [hi, ld) zeros */
+        const int lo = pw < 0 ? 0 : (pw < ld ? pw : ld);
+        const int first = pw < 0 ? -pw : 0;  /* the row's first column that lands in the tile */
+        int hi = W + pw < ld ? W + pw : ld;
+        if (hi < lo) hi = lo;
+        if (ih < 0 || ih >= H || first >= W) {
+            memset(dst, 0, sizeof(float) * (size_t)ld);
+            continue;
+        }
+        memset(dst, 0, sizeof(float) * (size_t)lo);
+        memcpy(dst + lo, xc + (ptrdiff_t)ih * W + first, sizeof(float) * (size_t)(hi - lo));
+        memset(dst + hi, 0, sizeof(float) * (size_t)(ld - hi));
+    }
+}
+
+/* 8 lanes summed by a fixed tree: (l + l+4), then (l + l+2), then (l + l+1). */
+__attribute__((target("avx2,fma")))
+static inline float sb_c3_sum8(__m256 v)
+{
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+}
+
+__attribute__((target("avx2,fma")))
+static int sb_c3_wgrad_f32(const float *x, int C, int H, int W, const float *g, int O,
+                           int ph, int pw, int h0, int h1, int Wo, ptrdiff_t g_plane,
+                           float *part)
+{
+    const int K = 9 * C, ld = Wo + 2 + 8;
+    const ptrdiff_t tile_size = (ptrdiff_t)(h1 - h0 + 2) * ld;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    float *tiles = (float *)malloc(sizeof(float) * (size_t)(C * tile_size));
+    if (tiles == NULL) return -1;
+    for (int c = 0; c < C; c++)
+        sb_c3_pad_tile(x + (ptrdiff_t)c * H * W, H, W, ph, pw, h0, h1, ld, tiles + c * tile_size);
+    for (int o = 0; o < O; o++) {
+        const float *go = g + (ptrdiff_t)o * g_plane;
+        for (int c = 0; c < C; c++) {  /* the task's rows of g[o] stay in cache for every c */
+            const float *tile = tiles + c * tile_size;
+            /* nine named accumulators: an array of them was kept in memory by gcc */
+            __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0,
+                   s6 = s0, s7 = s0, s8 = s0;
+            for (int h = h0; h < h1; h++) {
+                const float *t0 = tile + (ptrdiff_t)(h - h0) * ld, *t1 = t0 + ld, *t2 = t1 + ld;
+                const float *gr = go + (ptrdiff_t)h * Wo;
+                for (int w0 = 0; w0 < Wo; w0 += 8) {
+                    const int nw = Wo - w0 < 8 ? Wo - w0 : 8;
+                    const __m256 gv = nw == 8 ? _mm256_loadu_ps(gr + w0)
+                        : _mm256_maskload_ps(gr + w0,
+                                             _mm256_cmpgt_epi32(_mm256_set1_epi32(nw), lane));
+#define SB_C3_TAP(s, t, kw) s = _mm256_fmadd_ps(gv, _mm256_loadu_ps(t + w0 + kw), s)
+                    SB_C3_TAP(s0, t0, 0); SB_C3_TAP(s1, t0, 1); SB_C3_TAP(s2, t0, 2);
+                    SB_C3_TAP(s3, t1, 0); SB_C3_TAP(s4, t1, 1); SB_C3_TAP(s5, t1, 2);
+                    SB_C3_TAP(s6, t2, 0); SB_C3_TAP(s7, t2, 1); SB_C3_TAP(s8, t2, 2);
+#undef SB_C3_TAP
+                }
+            }
+            float *out = part + (ptrdiff_t)o * K + 9 * c;
+            out[0] = sb_c3_sum8(s0); out[1] = sb_c3_sum8(s1); out[2] = sb_c3_sum8(s2);
+            out[3] = sb_c3_sum8(s3); out[4] = sb_c3_sum8(s4); out[5] = sb_c3_sum8(s5);
+            out[6] = sb_c3_sum8(s6); out[7] = sb_c3_sum8(s7); out[8] = sb_c3_sum8(s8);
+        }
+    }
+    free(tiles);
+    return 0;
+}
+
+/* 16 lanes summed by a fixed tree: (l + l+8), then sb_c3_sum8's. */
+__attribute__((target("avx512f,avx2,fma")))
+static inline float sb_c3_sum16(__m512 v)
+{
+    return sb_c3_sum8(_mm256_add_ps(_mm512_castps512_ps256(v),
+                                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+}
+
+__attribute__((target("avx512f,avx2,fma")))
+static int sb_c3_wgrad_f32_avx512(const float *x, int C, int H, int W, const float *g, int O,
+                                  int ph, int pw, int h0, int h1, int Wo, ptrdiff_t g_plane,
+                                  float *part)
+{
+    const int K = 9 * C, ld = Wo + 2 + 16;
+    const ptrdiff_t tile_size = (ptrdiff_t)(h1 - h0 + 2) * ld;
+    float *tiles = (float *)malloc(sizeof(float) * (size_t)(C * tile_size));
+    if (tiles == NULL) return -1;
+    for (int c = 0; c < C; c++)
+        sb_c3_pad_tile(x + (ptrdiff_t)c * H * W, H, W, ph, pw, h0, h1, ld, tiles + c * tile_size);
+    for (int o = 0; o < O; o += 2) {
+        const int pair = o + 1 < O;  /* a second output channel in the same pass */
+        const float *g0 = g + (ptrdiff_t)o * g_plane, *g1 = pair ? g0 + g_plane : g0;
+        for (int c = 0; c < C; c++) {  /* the task's rows of g[o], g[o+1] stay in cache */
+            const float *tile = tiles + c * tile_size;
+            /* eighteen named accumulators: arrays of them were kept in memory by gcc */
+            __m512 p0 = _mm512_setzero_ps(), p1 = p0, p2 = p0, p3 = p0, p4 = p0, p5 = p0,
+                   p6 = p0, p7 = p0, p8 = p0;
+            __m512 q0 = p0, q1 = p0, q2 = p0, q3 = p0, q4 = p0, q5 = p0, q6 = p0, q7 = p0,
+                   q8 = p0;
+            for (int h = h0; h < h1; h++) {
+                const float *t0 = tile + (ptrdiff_t)(h - h0) * ld, *t1 = t0 + ld, *t2 = t1 + ld;
+                const float *gr0 = g0 + (ptrdiff_t)h * Wo, *gr1 = g1 + (ptrdiff_t)h * Wo;
+                for (int w0 = 0; w0 < Wo; w0 += 16) {
+                    const int nw = Wo - w0 < 16 ? Wo - w0 : 16;
+                    const __mmask16 valid = (__mmask16)((1u << nw) - 1u);
+                    const __m512 gv0 = _mm512_maskz_loadu_ps(valid, gr0 + w0);
+                    const __m512 gv1 = _mm512_maskz_loadu_ps(valid, gr1 + w0);
+#define SB_C3_TAP(p, q, t, kw) { const __m512 xv = _mm512_loadu_ps(t + w0 + kw);         \
+                                 p = _mm512_fmadd_ps(gv0, xv, p);                          \
+                                 q = _mm512_fmadd_ps(gv1, xv, q); }
+                    SB_C3_TAP(p0, q0, t0, 0) SB_C3_TAP(p1, q1, t0, 1) SB_C3_TAP(p2, q2, t0, 2)
+                    SB_C3_TAP(p3, q3, t1, 0) SB_C3_TAP(p4, q4, t1, 1) SB_C3_TAP(p5, q5, t1, 2)
+                    SB_C3_TAP(p6, q6, t2, 0) SB_C3_TAP(p7, q7, t2, 1) SB_C3_TAP(p8, q8, t2, 2)
+#undef SB_C3_TAP
+                }
+            }
+            float *out = part + (ptrdiff_t)o * K + 9 * c;
+            out[0] = sb_c3_sum16(p0); out[1] = sb_c3_sum16(p1); out[2] = sb_c3_sum16(p2);
+            out[3] = sb_c3_sum16(p3); out[4] = sb_c3_sum16(p4); out[5] = sb_c3_sum16(p5);
+            out[6] = sb_c3_sum16(p6); out[7] = sb_c3_sum16(p7); out[8] = sb_c3_sum16(p8);
+            if (pair) {
+                out += K;
+                out[0] = sb_c3_sum16(q0); out[1] = sb_c3_sum16(q1); out[2] = sb_c3_sum16(q2);
+                out[3] = sb_c3_sum16(q3); out[4] = sb_c3_sum16(q4); out[5] = sb_c3_sum16(q5);
+                out[6] = sb_c3_sum16(q6); out[7] = sb_c3_sum16(q7); out[8] = sb_c3_sum16(q8);
+            }
+        }
+    }
+    free(tiles);
+    return 0;
+}
 #else
 static int sb_c3_available(void) { return 0; }
 static int sb_c3_avx512_available(void) { return 0; }
@@ -177,6 +329,20 @@ static void sb_c3_row_f32(const float *x, int C, int H, int W, const float *w, i
 {
     (void)x; (void)C; (void)H; (void)W; (void)w; (void)O; (void)ph; (void)pw; (void)h;
     (void)Wo; (void)y; (void)y_plane;
+}
+static int sb_c3_wgrad_f32(const float *x, int C, int H, int W, const float *g, int O,
+                           int ph, int pw, int h0, int h1, int Wo, ptrdiff_t g_plane,
+                           float *part)
+{
+    (void)x; (void)C; (void)H; (void)W; (void)g; (void)O; (void)ph; (void)pw; (void)h0;
+    (void)h1; (void)Wo; (void)g_plane; (void)part;
+    return -1;
+}
+static int sb_c3_wgrad_f32_avx512(const float *x, int C, int H, int W, const float *g, int O,
+                                  int ph, int pw, int h0, int h1, int Wo, ptrdiff_t g_plane,
+                                  float *part)
+{
+    return sb_c3_wgrad_f32(x, C, H, W, g, O, ph, pw, h0, h1, Wo, g_plane, part);
 }
 #endif
 #endif

@@ -1729,8 +1729,10 @@ def test_weight_gradient_products_take_every_thread(shapes, rng, monkeypatch):
     """The weight gradient's products of a batch (few outputs, each a sum over a whole
     sample) run on every thread: sample_products sizes the threads by the products'
     multiply-adds, not by their outputs alone.  The same bits at 1 and 2 threads."""
-    from sandbox.array.conv import _chunks
+    from sandbox.array.conv import _chunks, _direct
 
+    # the im2col products (a first layer's weight gradient runs the direct kernel otherwise)
+    monkeypatch.setattr(_direct, "eligible", lambda plan, x: False)
     xs, ws, pad = shapes
     x = rng.standard_normal(xs).astype(np.float32)
     w = rng.standard_normal(ws).astype(np.float32)
@@ -1934,6 +1936,54 @@ def test_direct_first_layer_gives_the_im2col_bits(path, n, c, o, h, w, p, with_b
             im2col = conv.conv2d(x, wt, bias, padding=p)
     assert len(calls) == 1
     assert direct.tobytes() == im2col.tobytes()
+
+
+@pytest.mark.parametrize("path", _DIRECT_PATHS)
+@pytest.mark.parametrize("n,c,o,h,w,p", [(8, 1, 16, 64, 64, 1), (2, 3, 16, 13, 21, 1),
+                                         (3, 2, 9, 5, 30, 2), (2, 4, 24, 18, 17, 0),
+                                         (1, 1, 5, 9, 9, 1), (2, 1, 7, 40, 33, 1),
+                                         (1, 2, 3, 1, 70, 1)])
+def test_direct_first_layer_weight_gradient(path, n, c, o, h, w, p, rng, monkeypatch):
+    """A first layer's weight gradient (1-4 input channels, 3x3, stride 1) runs the direct
+    kernel (taken: checked): the float64 im2col gradient's values to float32 rounding, the
+    same bits for 1-3 threads (odd sizes, rows shorter and longer than a vector, paddings
+    0-2, an odd number of output channels), and the bias gradient beside it."""
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    ho, wo = h + 2 * p - 2, w + 2 * p - 2
+    g = rng.standard_normal((n, o, ho, wo)).astype(np.float32)
+    wt = rng.standard_normal((o, c, 3, 3)).astype(np.float32)
+    calls = _spy(monkeypatch, _im2col, "direct3x3_weight_grad")
+    exact = conv.conv2d_backward(g.astype(np.float64), x.astype(np.float64),
+                                 wt.astype(np.float64), padding=p)[1]
+    runs = []
+    with simd.using(isa=path, gemm=path):
+        for threads in (1, 2, 3):
+            with sandbox.num_threads(threads):
+                runs.append(conv.conv2d_backward(g, x, wt, padding=p,
+                                                 needs=(False, True, True))[1:])
+    assert len(calls) == 3
+    assert all(r[0].tobytes() == runs[0][0].tobytes() for r in runs[1:])
+    np.testing.assert_allclose(runs[0][0], exact, rtol=2e-5, atol=2e-5 * np.abs(exact).max())
+    np.testing.assert_allclose(runs[0][1], g.astype(np.float64).sum(axis=(0, 2, 3)),
+                               rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("path", _DIRECT_PATHS)
+def test_direct_weight_gradient_multiplies_the_padding_as_im2col(path, rng, monkeypatch):
+    """An infinite output gradient next to the padding gives NaN where im2col's columns
+    (their zeros times infinity) give it: the padding's zeros are multiplied in."""
+    from sandbox.array.conv import _direct
+
+    x = rng.standard_normal((2, 1, 6, 7)).astype(np.float32)
+    g = rng.standard_normal((2, 4, 6, 7)).astype(np.float32)
+    g[1, 2, 0, 3] = np.inf  # on the first row: its kh = 0 taps read the padding
+    wt = rng.standard_normal((4, 1, 3, 3)).astype(np.float32)
+    with simd.using(isa=path, gemm=path):
+        direct = conv.conv2d_backward(g, x, wt, padding=1, needs=(False, True, False))[1]
+        monkeypatch.setattr(_direct, "eligible", lambda plan, x: False)
+        im2col = conv.conv2d_backward(g, x, wt, padding=1, needs=(False, True, False))[1]
+    np.testing.assert_array_equal(np.isnan(direct), np.isnan(im2col))
+    assert np.isnan(direct).any() and np.isinf(direct).any()
 
 
 @pytest.mark.parametrize("path", _DIRECT_PATHS)
