@@ -647,6 +647,27 @@ def test_winograd_is_the_same_in_kernels_or_on_the_pool(c_in, c_out, size):
             np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("isa,tiles,expected", [
+    ("avx512", None, {(32, 64): 4, (192, 64): 2}),  # 256 tiles, capped by the chunk bytes
+    ("avx2", None, {(32, 64): 2, (192, 64): 2}),    # 128 tiles
+    ("avx2", 256, {(32, 64): 4, (192, 64): 2}),     # the knob, the same cap
+])
+def test_weight_gradient_chunks_follow_the_path_and_the_byte_cap(isa, tiles, expected):
+    """The weight gradient's chunks: ``winograd_target_tiles_weight_grad`` tiles (by SIMD
+    path when None), but no more whole samples than keep a chunk's transformed points
+    within ``winograd_weight_grad_chunk_bytes`` (64 F(4x4) tiles a 32² sample: 4 samples of
+    32 + 64 channels fit 6 MiB, 2 of 192 + 64 do)."""
+    from sandbox.runtime import simd
+
+    if isa not in simd.supported_paths():
+        pytest.skip(f"this CPU has no {isa} path")
+    with simd.using(isa=isa, gemm=isa), conv.tuned(winograd_target_tiles_weight_grad=tiles):
+        got = {(c, o): conv.winograd._weight_grad_pass(8, c, o, 32, 32, 4, True, 4,
+                                                        conv.winograd.state()).chunk
+               for c, o in expected}
+    assert got == expected
+
+
 @pytest.mark.parametrize("threads", [2, 3])
 def test_winograd_fused_forward_cuts_chunks_for_pieces(threads):
     """With few chunks a thread, the fused forward runs chunks of fewer samples

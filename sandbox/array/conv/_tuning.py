@@ -21,13 +21,18 @@ import itertools
 from ...runtime import simd
 from ...runtime.threads import get_num_threads
 
-__all__ = ["MIN_PARALLEL_FLOPS", "TUNING", "ConvTuning", "chunk_threads", "settings_stamp",
-           "state", "tuned"]
+__all__ = ["MIN_PARALLEL_FLOPS", "TUNING", "WEIGHT_GRAD_TARGET_TILES", "ConvTuning",
+           "chunk_threads", "settings_stamp", "state", "tuned"]
 
 #: ``ConvTuning.min_parallel_flops`` by SIMD path (:mod:`sandbox.runtime.simd`) when it is
 #: None: measured on the avx512 (Zen 5) and avx2 (Zen 1) paths; ``portable`` (numpy's BLAS,
 #: any CPU) takes the avx2 value unmeasured
 MIN_PARALLEL_FLOPS = {"avx512": 30_000_000, "avx2": 8_000_000, "portable": 8_000_000}
+
+#: ``ConvTuning.winograd_target_tiles_weight_grad`` by SIMD path when it is None: the
+#: AVX-512 path's dot products run longer sums (256 tiles a chunk) at the same cost a
+#: product, the AVX2 path keeps ``winograd_target_tiles``' 128 (see the knob)
+WEIGHT_GRAD_TARGET_TILES = {"avx512": 256, "avx2": 128, "portable": 128}
 
 #: a fresh number for every ConvTuning made or changed (see ConvTuning.stamp)
 _STAMPS = itertools.count()
@@ -157,6 +162,23 @@ class ConvTuning:
     #: 384->128@8 forward 4.88 -> 4.39, weight grad 27.5 -> 13.1 (fewer, longer-K GEMMs
     #: and fewer partial sums); 128->128@8 weight grad 3.01 -> 2.09; others equal.
     winograd_target_tiles: int = 128
+    #: the same for the Winograd weight gradient's chunks (None: by SIMD path,
+    #: ``WEIGHT_GRAD_TARGET_TILES``).  Its point products are dot products over the
+    #: chunk's tiles, whose fixed costs (the horizontal sums, the partial sums of each
+    #: chunk) longer chunks share out; the forward keeps more, smaller chunks for its
+    #: threads.  Measured on an AMD EPYC family 26 model 2 VM (Zen 5), AVX-512 path,
+    #: batch 8, ``python benchmarks/ab_conv_tuning.py winograd_target_tiles_weight_grad=256
+    #: --threads 1 2 --parts dw --other-bits --layers 16-32-32 32-32-32 32-64-32 96-32-32
+    #: 64-64-32 192-64-32 64-64-16 128-128-8`` (default over tuned, 128 -> 256 tiles):
+    #: see docs/convolution.md.  Maps of 64² and more have 256 F(4x4) tiles a sample and
+    #: take one sample a chunk either way.  The weight gradient's bits follow its chunks.
+    winograd_target_tiles_weight_grad: int | None = None
+    #: ... but no more tiles a chunk than keep its transformed points (input and output
+    #: gradient, ``(tile + 2)**2 * (c_in + c_out)`` values a tile) within this many bytes,
+    #: down to ``winograd_target_tiles``: 192 -> 64 channels at 32² (256 tiles: 9.4 MB)
+    #: had taken 1.17x / 1.06x the time at 1 / 2 threads with 256 tiles, where 96 -> 32
+    #: (4.7 MB) took 0.85x / 0.87x (same command and machine as the knob above).
+    winograd_weight_grad_chunk_bytes: int = 6 * 2**20
     #: upper bound for one transformed-input buffer (bytes); one sample always fits
     winograd_max_chunk_bytes: int = 16 * 2**20
     #: threads for the im2col/col2im/transform kernels inside a chunk; 0 means

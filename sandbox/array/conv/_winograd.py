@@ -38,7 +38,7 @@ from ...runtime.threads import get_num_threads
 from .._gemm import backend, lhs, matmul, product_form
 from .._parallel import OrderedSum, parallel_map, scratch
 from ._chunks import add_bias
-from ._tuning import TUNING, state
+from ._tuning import TUNING, WEIGHT_GRAD_TARGET_TILES, state
 
 __all__ = [
     "eligible",
@@ -369,11 +369,12 @@ def _matmul_points(a, b, out, split: bool) -> None:
     parallel_map(points, range(0, a.shape[0], 4))
 
 
-def _tiling(n, c, o, ho, wo, itemsize, tile=2):
+def _tiling(n, c, o, ho, wo, itemsize, tile=2, target=None):
     th, tw = -(-ho // tile), -(-wo // tile)
     tiles = th * tw
     count = (tile + 2) ** 2
-    nb = max(1, min(n, -(-TUNING.winograd_target_tiles // tiles),
+    target = TUNING.winograd_target_tiles if target is None else target
+    nb = max(1, min(n, -(-target // tiles),
                     TUNING.winograd_max_chunk_bytes
                     // max(count * max(c, o) * tiles * itemsize, 1)))
     return th, tw, tiles, [(i, n0, min(nb, n - n0)) for i, n0 in enumerate(range(0, n, nb))]
@@ -385,7 +386,16 @@ def _weight_grad_pass(n, c, o, ho, wo, itemsize, small, tile, key) -> _Pass:
     gradient have fewer than 2**31 elements each), as :func:`_conv_pass`."""
     _, selection, threads = key
     count = _KERNELS[tile][0]
-    th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, itemsize, tile)
+    target = TUNING.winograd_target_tiles_weight_grad
+    if target is None:
+        target = WEIGHT_GRAD_TARGET_TILES[selection.isa]
+    # ... no more tiles than keep a chunk's transformed points (input and output
+    # gradient) within winograd_weight_grad_chunk_bytes, down to winograd_target_tiles
+    per_sample = count * (c + o) * itemsize * -(-ho // tile) * -(-wo // tile)
+    fit = max(TUNING.winograd_weight_grad_chunk_bytes // per_sample, 1)  # whole samples
+    target = max(min(target, fit * per_sample // (count * (c + o) * itemsize)),
+                 TUNING.winograd_target_tiles)
+    th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, itemsize, tile, target)
     tile_bytes = count * (c + o) * itemsize
     chunk, band, chunks, sizes = _fused_chunks(n, th, tw, blocks[0][2], tile_bytes,
                                                keep_samples=True)
