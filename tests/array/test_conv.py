@@ -647,6 +647,17 @@ def test_winograd_is_the_same_in_kernels_or_on_the_pool(c_in, c_out, size):
             np.testing.assert_array_equal(a, b)
 
 
+def test_f4_tiles_on_16x16_maps_of_few_channels():
+    """F(4x4) for the forward and input gradient from 32x32 maps, and on 16x16 maps where
+    input and output channels add up to at most winograd_f4_narrow_max_channels."""
+    tile = conv.winograd.tile_size
+    assert tile(16, 16, 32, 32) == 4 and tile(384, 128, 32, 32) == 4
+    assert tile(32, 64, 16, 16) == 4 and tile(128, 128, 16, 16) == 4
+    assert tile(384, 128, 16, 16) == 2 and tile(64, 128, 8, 8) == 2
+    with conv.tuned(winograd_f4_min_pixels_narrow=0):
+        assert tile(32, 64, 16, 16) == 2
+
+
 @pytest.mark.parametrize("isa,tiles,expected", [
     ("avx512", None, {(32, 64): 4, (192, 64): 2}),  # 256 tiles, capped by the chunk bytes
     ("avx2", None, {(32, 64): 2, (192, 64): 2}),    # 128 tiles

@@ -79,6 +79,24 @@ class ConvTuning:
     #: 2.19 -> 2.27 and 192->64@16 5.81 -> 6.99 / 5.62 -> 5.92.  Its float32 error is
     #: ~10x F(2x2)'s (3e-6 vs 3e-7 of the output's magnitude; float64: 1e-14).
     winograd_f4_min_pixels: int = 1024
+    #: ... and from this many (16x16 maps) where the two channel counts add up to at most
+    #: ``winograd_f4_narrow_max_channels`` (0: never).  With the F(4x4) transforms of
+    #: today, the 16x16 layers run faster so (the measurements above were taken before
+    #: them), except the widest, whose one chunk of F(4x4) points (the whole batch, 7 MB
+    #: for 384 -> 128) is shared step by step at 2 threads.  Measured on an AMD EPYC family
+    #: 26 model 2 VM (Zen 5), batch 8 (2-D) or 2 (3-D, 16^3), ``python
+    #: benchmarks/ab_conv_tuning.py winograd_f4_min_pixels=256 --threads 1 2 --parts fwd
+    #: dxdw --other-bits --layers ...`` (F(2x2) time over F(4x4), forward / input + weight
+    #: gradients, 1 thread; 2 threads): AVX-512 path, 32->64@16 1.28 / 1.12; 1.22 / 1.09,
+    #: 64->64@16 1.28 / 1.11; 1.28 / 1.10, 192->64@16 1.34 / 1.11; 1.31 / 1.11, 64->128@16
+    #: 1.13 / 1.08; 1.23 / 1.12, 128->128@16 1.30 / 1.07; 1.27 / 1.13, but 384->128@16
+    #: 1.30 / 1.04; 0.83 / 0.87-0.91; the AVX2 path on the same CPU (``SANDBOX_ISA=avx2``)
+    #: 1.15-1.31 / 1.06-1.12; 1.10-1.27 / 1.02-1.13 on the first three; 3-D (``--nd 3
+    #: --batch 2``) 16->32, 32->32, 64->32 at 16^3 1.49-1.54 / 1.24-1.30; 1.49-1.50 /
+    #: 1.20-1.23.  On 8x8 maps F(4x4) lost (64->128, 128->128, 384->128: 0.83-0.94).
+    winograd_f4_min_pixels_narrow: int = 256
+    #: the channel bound of ``winograd_f4_min_pixels_narrow`` (input + output channels)
+    winograd_f4_narrow_max_channels: int = 256
     #: F(4x4, 3x3) for the weight gradient from this many output pixels per image (0:
     #: never).  CPU ms, 1 thread, batch 8, F(2x2) -> F(4x4): 16->16@128 22.7 -> 13.0,
     #: 32->16@128 43.8 -> 22.1, 16->16@64 5.13 -> 4.29, 48->16@64 11.4 -> 9.8, 96->32@32

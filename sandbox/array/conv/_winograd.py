@@ -68,8 +68,12 @@ def eligible(geom, groups: int, c_in: int, c_out: int, height: int, width: int,
 def tile_size(c_in: int, c_out: int, height: int, width: int) -> int:
     """Output tile of the Winograd forward/input-gradient conv: 4 (F(4x4, 3x3)) or 2
     (F(2x2, 3x3)), from the shapes only (``height``, ``width``: the conv's output)."""
-    f4 = TUNING.winograd_f4_min_pixels
-    return 4 if f4 and height * width >= f4 else 2
+    f4, pixels = TUNING.winograd_f4_min_pixels, height * width
+    if f4 and pixels >= f4:
+        return 4
+    narrow = TUNING.winograd_f4_min_pixels_narrow
+    return (4 if narrow and pixels >= narrow
+            and c_in + c_out <= TUNING.winograd_f4_narrow_max_channels else 2)
 
 
 def tile_size_weight_grad(height: int, width: int) -> int:
