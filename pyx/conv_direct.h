@@ -24,6 +24,39 @@
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 
+/* The output channels of one block of pixels, from its shifted inputs xs[0..K): 8 at a
+ * time in 8 accumulators, then one at a time, each the FMA chain over k from zero (the
+ * im2col product's order), both vector widths alike.  V is the vector type; ZERO(),
+ * FMA(a, b, c) = a * b + c, SPLAT(p) (the float at p in every lane) and STORE(dst, v)
+ * (the block's pixels of v at dst) that width's operations; the caller has w, K, O,
+ * yrow, y_plane, w0 and xs. */
+#define SB_C3_CHANNELS(V, ZERO, FMA, SPLAT, STORE)                                        \
+    {                                                                                      \
+        int o0 = 0;                                                                        \
+        for (; o0 + 8 <= O; o0 += 8) {  /* 8 accumulators in registers */                \
+            const float *wo = w + (ptrdiff_t)o0 * K;                                       \
+            V a0 = ZERO(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;  \
+            for (int k = 0; k < K; k++) {                                                  \
+                const V v = xs[k];                                                         \
+                a0 = FMA(SPLAT(wo + k), v, a0);         a1 = FMA(SPLAT(wo + K + k), v, a1); \
+                a2 = FMA(SPLAT(wo + 2 * K + k), v, a2); a3 = FMA(SPLAT(wo + 3 * K + k), v, a3); \
+                a4 = FMA(SPLAT(wo + 4 * K + k), v, a4); a5 = FMA(SPLAT(wo + 5 * K + k), v, a5); \
+                a6 = FMA(SPLAT(wo + 6 * K + k), v, a6); a7 = FMA(SPLAT(wo + 7 * K + k), v, a7); \
+            }                                                                              \
+            float *yo = yrow + o0 * y_plane + w0;                                          \
+            STORE(yo, a0); STORE(yo + y_plane, a1); STORE(yo + 2 * y_plane, a2);           \
+            STORE(yo + 3 * y_plane, a3); STORE(yo + 4 * y_plane, a4);                      \
+            STORE(yo + 5 * y_plane, a5); STORE(yo + 6 * y_plane, a6);                      \
+            STORE(yo + 7 * y_plane, a7);                                                   \
+        }                                                                                  \
+        for (; o0 < O; o0++) {  /* the rest one at a time: the same chain */               \
+            V acc = ZERO();                                                                \
+            for (int k = 0; k < K; k++)                                                    \
+                acc = FMA(SPLAT(w + (ptrdiff_t)o0 * K + k), xs[k], acc);                   \
+            STORE(yrow + o0 * y_plane + w0, acc);                                          \
+        }                                                                                  \
+    }
+
 /* 1 when this CPU runs the kernel (AVX2 and FMA). */
 static int sb_c3_available(void)
 {
@@ -63,34 +96,10 @@ static void sb_c3_row_f32(const float *x, int C, int H, int W, const float *w, i
                     }
                 }
             }
-        int o0 = 0;
-        for (; o0 + 8 <= O; o0 += 8) {  /* 8 output channels: 8 accumulators in registers */
-            const float *wo = w + (ptrdiff_t)o0 * K;
-            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
-                   a6 = a0, a7 = a0;
-            for (int k = 0; k < K; k++) {
-                const __m256 v = xs[k];
-#define SB_C3_FMA(a, o) a = _mm256_fmadd_ps(_mm256_broadcast_ss(wo + (o) * K + k), v, a)
-                SB_C3_FMA(a0, 0); SB_C3_FMA(a1, 1); SB_C3_FMA(a2, 2); SB_C3_FMA(a3, 3);
-                SB_C3_FMA(a4, 4); SB_C3_FMA(a5, 5); SB_C3_FMA(a6, 6); SB_C3_FMA(a7, 7);
-#undef SB_C3_FMA
-            }
-            float *yo = yrow + o0 * y_plane + w0;
-            sb_store_first8(yo, a0, nw);
-            sb_store_first8(yo + y_plane, a1, nw);
-            sb_store_first8(yo + 2 * y_plane, a2, nw);
-            sb_store_first8(yo + 3 * y_plane, a3, nw);
-            sb_store_first8(yo + 4 * y_plane, a4, nw);
-            sb_store_first8(yo + 5 * y_plane, a5, nw);
-            sb_store_first8(yo + 6 * y_plane, a6, nw);
-            sb_store_first8(yo + 7 * y_plane, a7, nw);
-        }
-        for (; o0 < O; o0++) {  /* the rest one at a time: the same chain */
-            __m256 acc = _mm256_setzero_ps();
-            for (int k = 0; k < K; k++)
-                acc = _mm256_fmadd_ps(_mm256_broadcast_ss(w + (ptrdiff_t)o0 * K + k), xs[k], acc);
-            sb_store_first8(yrow + o0 * y_plane + w0, acc, nw);
-        }
+#define SB_C3_STORE(dst, v) sb_store_first8(dst, v, nw)
+        SB_C3_CHANNELS(__m256, _mm256_setzero_ps, _mm256_fmadd_ps, _mm256_broadcast_ss,
+                       SB_C3_STORE)
+#undef SB_C3_STORE
     }
 }
 /* 1 when this CPU runs sb_c3_row_f32_avx512 (AVX-512F). */
@@ -135,34 +144,11 @@ static void sb_c3_row_f32_avx512(const float *x, int C, int H, int W, const floa
                     }
                 }
             }
-        int o0 = 0;
-        for (; o0 + 8 <= O; o0 += 8) {  /* 8 output channels: 8 accumulators in registers */
-            const float *wo = w + (ptrdiff_t)o0 * K;
-            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
-                   a6 = a0, a7 = a0;
-            for (int k = 0; k < K; k++) {
-                const __m512 v = xs[k];
-#define SB_C3_FMA(a, o) a = _mm512_fmadd_ps(_mm512_set1_ps(wo[(o) * K + k]), v, a)
-                SB_C3_FMA(a0, 0); SB_C3_FMA(a1, 1); SB_C3_FMA(a2, 2); SB_C3_FMA(a3, 3);
-                SB_C3_FMA(a4, 4); SB_C3_FMA(a5, 5); SB_C3_FMA(a6, 6); SB_C3_FMA(a7, 7);
-#undef SB_C3_FMA
-            }
-            float *yo = yrow + o0 * y_plane + w0;
-            _mm512_mask_storeu_ps(yo, out, a0);
-            _mm512_mask_storeu_ps(yo + y_plane, out, a1);
-            _mm512_mask_storeu_ps(yo + 2 * y_plane, out, a2);
-            _mm512_mask_storeu_ps(yo + 3 * y_plane, out, a3);
-            _mm512_mask_storeu_ps(yo + 4 * y_plane, out, a4);
-            _mm512_mask_storeu_ps(yo + 5 * y_plane, out, a5);
-            _mm512_mask_storeu_ps(yo + 6 * y_plane, out, a6);
-            _mm512_mask_storeu_ps(yo + 7 * y_plane, out, a7);
-        }
-        for (; o0 < O; o0++) {  /* the rest one at a time: the same chain */
-            __m512 acc = _mm512_setzero_ps();
-            for (int k = 0; k < K; k++)
-                acc = _mm512_fmadd_ps(_mm512_set1_ps(w[(ptrdiff_t)o0 * K + k]), xs[k], acc);
-            _mm512_mask_storeu_ps(yrow + o0 * y_plane + w0, out, acc);
-        }
+#define SB_C3_SPLAT(p) _mm512_set1_ps(*(p))
+#define SB_C3_STORE(dst, v) _mm512_mask_storeu_ps(dst, out, v)
+        SB_C3_CHANNELS(__m512, _mm512_setzero_ps, _mm512_fmadd_ps, SB_C3_SPLAT, SB_C3_STORE)
+#undef SB_C3_STORE
+#undef SB_C3_SPLAT
     }
 }
 /* -- the weight gradient ---------------------------------------------------------------
