@@ -254,6 +254,7 @@ def _run_selected(args) -> int:
     env = _env.environment(threads, torch, bandwidth)
     balance_seconds = 0.25 if args.quick else 1.0
     env["cpu_balance_before"] = _env.cpu_balance(balance_seconds)
+    env["region_cost_before"] = _env.region_cost(max(counts))
     env["isa_limits"] = limits
     peaks = None
     if any(c.group in ("conv-layer", "conv3d-layer", "conv-autograd") for c in cases):
@@ -270,6 +271,7 @@ def _run_selected(args) -> int:
                         sgemm_gflops=peaks, threads=counts,
                         min_sample=args.min_sample_ms / 1e3, lead_in=args.lead_in)
     env["cpu_balance_after"] = _env.cpu_balance(balance_seconds)
+    env["region_cost_after"] = _env.region_cost(max(counts))
     options = {"quick": args.quick, "threads": threads, "repeat": repeat, "warmup": warmup,
                "min_sample_ms": args.min_sample_ms, "lead_in": args.lead_in,
                "filter": args.filter, "argv": args.argv, "isa": env["simd_path"]}
@@ -290,9 +292,9 @@ def _run_selected(args) -> int:
     steal = _report.steal_summary(results)
     if steal:
         print(steal)
-    balance = _report.balance_summary(env)
-    if balance:
-        print(balance)
+    for line in (_report.balance_summary(env), _report.region_summary(env)):
+        if line:
+            print(line)
     print("ratio = ours / PyTorch (< 1: sandbox faster); ±noise = 1.4826*MAD/median; "
           "peak MB = tracemalloc peak of one call (numpy arrays only), or for unet-classic "
           "and unet3d-step the resident-set growth of 3 steps in a fresh process (torch MB: "

@@ -135,6 +135,46 @@ def cpu_balance(seconds: float = 1.0, loop: int = 50_000, max_cpus: int = 8) -> 
             "median": ratios[len(ratios) // 2], "p90": ratios[int(0.9 * (len(ratios) - 1))]}
 
 
+def region_cost(threads: int, calls: int = 2000, idle_calls: int = 50,
+                idle_seconds: float = 0.002) -> dict | None:
+    """What one OpenMP parallel region costs at ``threads`` threads, in microseconds: an
+    almost empty region (:func:`sandbox._C._openmp.threads_used`) called back to back
+    (``spinning``: the other threads still spin) and after ``idle_seconds`` without one
+    (``waking``: they have gone to sleep and are woken through the kernel).
+
+    A training step runs a few hundred regions, so a VM whose vCPUs talk or wake slowly
+    at the moment (the same code took 28 and 39 ms a 2-thread step minutes apart, at an
+    unchanged 1-thread time and an even :func:`cpu_balance`) shows here first.
+
+    Returns
+    -------
+    dict or None
+        ``threads``, ``spinning_us`` and ``waking_us`` (medians); None below 2 threads.
+    """
+    if threads < 2:
+        return None
+    from .._C import _openmp
+
+    for _ in range(100):
+        _openmp.threads_used(threads)
+    batches = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(calls // 5):
+            _openmp.threads_used(threads)
+        batches.append((time.perf_counter() - start) / (calls // 5))
+    woken = []
+    for _ in range(idle_calls):
+        time.sleep(idle_seconds)
+        start = time.perf_counter()
+        _openmp.threads_used(threads)
+        woken.append(time.perf_counter() - start)
+    batches.sort()
+    woken.sort()
+    return {"threads": threads, "spinning_us": 1e6 * batches[len(batches) // 2],
+            "waking_us": 1e6 * woken[len(woken) // 2]}
+
+
 def copy_bandwidth(nbytes: int = 256 * 2**20, repeat: int = 5) -> float:
     """Measured memory bandwidth of ``np.copyto`` on a large float32 array, in GB/s.
 

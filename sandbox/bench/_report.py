@@ -266,6 +266,19 @@ def balance_summary(env: dict) -> str | None:
             + "; ".join(parts))
 
 
+def region_summary(env: dict) -> str | None:
+    """One line on what an OpenMP parallel region cost before and after the run
+    (:func:`sandbox.bench._env.region_cost`), or None where it was not measured."""
+    parts = [f"{when}: {r['spinning_us']:.1f} us back to back, {r['waking_us']:.1f} us "
+             f"after 2 ms idle"
+             for when in ("before", "after") if (r := env.get(f"region_cost_{when}"))]
+    if not parts:
+        return None
+    threads = (env.get("region_cost_before") or env.get("region_cost_after"))["threads"]
+    return (f"OpenMP region at {threads} threads (an empty one; a step runs a few hundred, "
+            f"so a slow figure is a slow moment of the machine) " + "; ".join(parts))
+
+
 def comparison_table(deltas: list[Delta]) -> str:
     """Plain-text table of per-case changes against a baseline."""
     header = ["case", "base ms", "now ms", "change", "allowed", "status"]

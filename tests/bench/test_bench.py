@@ -583,6 +583,22 @@ def test_cpu_balance_times_every_cpu_and_restores_the_affinity(monkeypatch):
     assert _report.balance_summary({}) is None
 
 
+def test_region_cost_times_a_region_spinning_and_waking():
+    """The bench's OpenMP region figure: positive medians at 2 threads (timing is not
+    asserted beyond that), none at 1 thread, and the report's line from what was
+    measured."""
+    from sandbox.bench import _env, _report
+
+    cost = _env.region_cost(2, calls=50, idle_calls=3, idle_seconds=0.0005)
+    assert cost["threads"] == 2 and cost["spinning_us"] > 0 and cost["waking_us"] > 0
+    assert _env.region_cost(1) is None
+    env = {"region_cost_before": {"threads": 2, "spinning_us": 1.5, "waking_us": 30.46},
+           "region_cost_after": None}
+    line = _report.region_summary(env)
+    assert "at 2 threads" in line and "before: 1.5 us back to back, 30.5 us" in line
+    assert "after:" not in line and _report.region_summary({}) is None
+
+
 def test_load_extension_loads_a_second_build_beside_the_one_in_use(tmp_path):
     import shutil
     import sys
