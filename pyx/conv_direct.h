@@ -24,6 +24,27 @@
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 
+/* The C*9 shifted input vectors of output row h's block of pixels [w0, w0 + nw), into
+ * xs[k] for k = 9c + 3kh + kw: a plain load inside the input, EDGE(row, iw, W, nw) at the
+ * row's ends (the lanes outside the row or the block 0, never read), ZERO() on the
+ * padding's rows.  LANES is the vector width; the caller has x, C, H, W, h, ph, pw, w0,
+ * nw and xs. */
+#define SB_C3_SHIFTED(LANES, ZERO, LOAD, EDGE)                                             \
+    for (int c = 0; c < C; c++)                                                            \
+        for (int kh = 0; kh < 3; kh++) {                                                   \
+            const int ih = h + kh - ph;                                                    \
+            for (int kw = 0; kw < 3; kw++) {                                               \
+                const int k = 9 * c + 3 * kh + kw, iw = w0 + kw - pw;                      \
+                if (ih < 0 || ih >= H) {                                                   \
+                    xs[k] = ZERO();                                                        \
+                    continue;                                                              \
+                }                                                                          \
+                const float *row = x + ((ptrdiff_t)c * H + ih) * W;                        \
+                xs[k] = iw >= 0 && iw + LANES <= W && nw == LANES ? LOAD(row + iw)         \
+                                                                  : EDGE(row, iw, W, nw); \
+            }                                                                              \
+        }
+
 /* The output channels of one block of pixels, from its shifted inputs xs[0..K): 8 at a
  * time in 8 accumulators, then one at a time, each the FMA chain over k from zero (the
  * im2col product's order), both vector widths alike.  V is the vector type; ZERO(),
@@ -64,38 +85,39 @@ static int sb_c3_available(void)
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
 }
 
+/* row[iw + j] for the lanes j < nw with 0 <= iw + j < W, 0 in the others (never read). */
+__attribute__((target("avx2,fma")))
+static inline __m256 sb_c3_edge8(const float *row, int iw, int W, int nw)
+{
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i col = _mm256_add_epi32(lane, _mm256_set1_epi32(iw));
+    const __m256i in = _mm256_andnot_si256(
+        _mm256_cmpgt_epi32(_mm256_setzero_si256(), col),
+        _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(W), col),
+                         _mm256_cmpgt_epi32(_mm256_set1_epi32(nw), lane)));
+    return _mm256_maskload_ps(row + iw, in);
+}
+
+/* sb_c3_edge8's 16 lanes: a masked load reads none of the lanes it leaves 0. */
+__attribute__((target("avx512f")))
+static inline __m512 sb_c3_edge16(const float *row, int iw, int W, int nw)
+{
+    const int lo = iw < 0 ? -iw : 0;
+    const int hi = W - iw < nw ? W - iw : nw;
+    const __mmask16 in = hi > lo ? (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u)) : 0;
+    return _mm512_maskz_loadu_ps(in, row + iw);
+}
+
 __attribute__((target("avx2,fma")))
 static void sb_c3_row_f32(const float *x, int C, int H, int W, const float *w, int O,
                           int ph, int pw, int h, int Wo, float *y, ptrdiff_t y_plane)
 {
     const int K = 9 * C;
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     __m256 xs[SB_C3_MAX_K];
     float *yrow = y + (ptrdiff_t)h * Wo;
     for (int w0 = 0; w0 < Wo; w0 += 8) {
         const int nw = Wo - w0 < 8 ? Wo - w0 : 8;
-        for (int c = 0; c < C; c++)
-            for (int kh = 0; kh < 3; kh++) {
-                const int ih = h + kh - ph;
-                for (int kw = 0; kw < 3; kw++) {
-                    const int k = 9 * c + 3 * kh + kw, iw = w0 + kw - pw;
-                    if (ih < 0 || ih >= H) {
-                        xs[k] = _mm256_setzero_ps();
-                        continue;
-                    }
-                    const float *row = x + ((ptrdiff_t)c * H + ih) * W;
-                    if (iw >= 0 && iw + 8 <= W && nw == 8) {
-                        xs[k] = _mm256_loadu_ps(row + iw);
-                    } else {  /* lanes inside the row (and the block) only: 0 elsewhere */
-                        const __m256i col = _mm256_add_epi32(lane, _mm256_set1_epi32(iw));
-                        const __m256i in = _mm256_andnot_si256(
-                            _mm256_cmpgt_epi32(_mm256_setzero_si256(), col),
-                            _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(W), col),
-                                             _mm256_cmpgt_epi32(_mm256_set1_epi32(nw), lane)));
-                        xs[k] = _mm256_maskload_ps(row + iw, in);
-                    }
-                }
-            }
+        SB_C3_SHIFTED(8, _mm256_setzero_ps, _mm256_loadu_ps, sb_c3_edge8)
 #define SB_C3_STORE(dst, v) sb_store_first8(dst, v, nw)
         SB_C3_CHANNELS(__m256, _mm256_setzero_ps, _mm256_fmadd_ps, _mm256_broadcast_ss,
                        SB_C3_STORE)
@@ -123,27 +145,7 @@ static void sb_c3_row_f32_avx512(const float *x, int C, int H, int W, const floa
     for (int w0 = 0; w0 < Wo; w0 += 16) {
         const int nw = Wo - w0 < 16 ? Wo - w0 : 16;
         const __mmask16 out = (__mmask16)((1u << nw) - 1u);
-        for (int c = 0; c < C; c++)
-            for (int kh = 0; kh < 3; kh++) {
-                const int ih = h + kh - ph;
-                for (int kw = 0; kw < 3; kw++) {
-                    const int k = 9 * c + 3 * kh + kw, iw = w0 + kw - pw;
-                    if (ih < 0 || ih >= H) {
-                        xs[k] = _mm512_setzero_ps();
-                        continue;
-                    }
-                    const float *row = x + ((ptrdiff_t)c * H + ih) * W;
-                    if (iw >= 0 && iw + 16 <= W && nw == 16) {
-                        xs[k] = _mm512_loadu_ps(row + iw);
-                    } else {  /* lanes j with 0 <= iw + j < W and j < nw only */
-                        const int lo = iw < 0 ? -iw : 0;
-                        const int hi = W - iw < nw ? W - iw : nw;
-                        const __mmask16 in = hi > lo
-                            ? (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u)) : 0;
-                        xs[k] = _mm512_maskz_loadu_ps(in, row + iw);
-                    }
-                }
-            }
+        SB_C3_SHIFTED(16, _mm512_setzero_ps, _mm512_loadu_ps, sb_c3_edge16)
 #define SB_C3_SPLAT(p) _mm512_set1_ps(*(p))
 #define SB_C3_STORE(dst, v) _mm512_mask_storeu_ps(dst, out, v)
         SB_C3_CHANNELS(__m512, _mm512_setzero_ps, _mm512_fmadd_ps, SB_C3_SPLAT, SB_C3_STORE)
