@@ -142,9 +142,11 @@ def region_cost(threads: int, calls: int = 2000, idle_calls: int = 50,
     (``spinning``: the other threads still spin) and after ``idle_seconds`` without one
     (``waking``: they have gone to sleep and are woken through the kernel).
 
-    A training step runs a few hundred regions, so a VM whose vCPUs talk or wake slowly
-    at the moment (the same code took 28 and 39 ms a 2-thread step minutes apart, at an
-    unchanged 1-thread time and an even :func:`cpu_balance`) shows here first.
+    A VM's vCPUs may be placed farther apart for minutes (no shared L3): a cache line
+    then takes longer between them and every 2-thread figure feels it.  On the Zen 5 VM
+    of 7 December 2026 the region back to back took 1.6 us in quiet phases and 2.5 us in
+    slow ones, where a 2-thread UNet step took 37 ms instead of 28.5 (the 1-thread step,
+    :func:`cpu_balance` and the copy bandwidth unchanged).
 
     Returns
     -------

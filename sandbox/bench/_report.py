@@ -275,8 +275,9 @@ def region_summary(env: dict) -> str | None:
     if not parts:
         return None
     threads = (env.get("region_cost_before") or env.get("region_cost_after"))["threads"]
-    return (f"OpenMP region at {threads} threads (an empty one; a step runs a few hundred, "
-            f"so a slow figure is a slow moment of the machine) " + "; ".join(parts))
+    return (f"OpenMP region at {threads} threads (an empty one: a slower figure back to "
+            f"back means cores farther apart at the moment, which every 2-thread figure "
+            f"feels) " + "; ".join(parts))
 
 
 def comparison_table(deltas: list[Delta]) -> str:
