@@ -1,7 +1,8 @@
 """A 1x1 convolution with a small side (a segmentation head of a few classes) through the
 narrow-product kernel against the path it replaced (one BLAS product a sample, on one
-thread), interleaved call by call in one process: forward and input gradient, batch 8
-unless --batch, medians in ms.  The old path is the same code with
+thread), interleaved in one process (``sandbox.bench._timing.time_pair``, the order
+flipping every round): forward and input gradient, batch 8 unless --batch, medians in
+ms.  The old path is the same code with
 ``_pointwise.NARROW_SIDE = 0``.
 
     python benchmarks/bench_pointwise_narrow.py --threads 1 2
@@ -11,26 +12,8 @@ unless --batch, medians in ms.  The old path is the same code with
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
-
-
-def _medians(fn_old, fn_new, repeat):
-    """Medians (ms) of two callables timed alternately, and the median of the ratios."""
-    old, new = [], []
-    for r in range(repeat + 2):  # two untimed rounds
-        t0 = time.perf_counter()
-        fn_old()
-        t1 = time.perf_counter()
-        fn_new()
-        t2 = time.perf_counter()
-        if r >= 2:
-            old.append(t1 - t0)
-            new.append(t2 - t1)
-    ratio = statistics.median(n / o for n, o in zip(new, old, strict=True))
-    return statistics.median(old) * 1e3, statistics.median(new) * 1e3, ratio
 
 
 def main(argv=None) -> None:
@@ -44,10 +27,12 @@ def main(argv=None) -> None:
 
     import sandbox
     from sandbox.array.conv import _pointwise
+    from sandbox.bench._timing import paired_ratio, time_pair
     from sandbox.runtime import simd
 
     print(f"cpu: {simd.cpu().describe()}; path {simd.current().isa}; batch {args.batch}; "
-          f"ms, median of {args.repeat} interleaved calls (ratio: median of new / old)")
+          f"ms, medians of {args.repeat} interleaved samples (sandbox.bench's time_pair; "
+          f"ratio: the median of the rounds' new / old)")
     rng = np.random.default_rng(0)
     for threads in args.threads:
         sandbox.set_num_threads(threads)
@@ -69,8 +54,10 @@ def main(argv=None) -> None:
 
             try:
                 for name, fn in (("forward", forward), ("input grad", input_grad)):
-                    old, new, ratio = _medians(lambda fn=fn: fn(0), lambda fn=fn: fn(8),
-                                               args.repeat)
+                    old, new = time_pair(lambda fn=fn: fn(0), lambda fn=fn: fn(8),
+                                         repeat=args.repeat)
+                    ratio = paired_ratio(new, old)
+                    old, new = 1e3 * old.median, 1e3 * new.median
                     print(f"{threads} thread(s) {cin:3d}->{cout:2d}@{size:<4d} {name:10s} "
                           f"BLAS a sample {old:6.3f}  narrow {new:6.3f}  ({ratio:.2f})")
             finally:

@@ -13,6 +13,8 @@
 
 from cython.parallel cimport prange
 
+from fused cimport real
+
 
 cdef extern from "sgemm_avx512.h" nogil:
     int sb_sgemm_avx512_available()
@@ -160,11 +162,6 @@ cdef extern from "narrow_products.h" nogil:
                      Py_ssize_t ys, Py_ssize_t p0, Py_ssize_t p1)
     void sb_narrow_d(const double* a, int m, int k, const double* x, Py_ssize_t xs,
                      double* y, Py_ssize_t ys, Py_ssize_t p0, Py_ssize_t p1)
-
-ctypedef fused real:
-    float
-    double
-
 
 def narrow_products(const real[:, ::1] a,     # IN  (M, K)
                     const real[:, :, ::1] x,  # IN  (N, K, P)

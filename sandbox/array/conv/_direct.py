@@ -10,19 +10,23 @@ weights, one output row a ``prange`` iteration.  Each output is the im2col produ
 in its order (an FMA chain from zero over the channels and taps, the padding's zeros
 included), so the values are the im2col product's bit for bit on either of the project's
 GEMMs (where im2col would have taken BLAS, fewer than 8 output channels, they may differ
-in the last bits; both paths now give the direct kernel's).  The AVX-512 path runs the
-kernel's 16-pixel form (``wide``): measured on an AMD EPYC family 26 model 2 (Zen 5),
-batch 8, against im2col + the AVX-512 GEMM, 0.51-0.79 of the time at 1 thread and
-0.42-0.66 at 2 for 1-4 input channels and 8-64 output channels at 64² and 128², except
-1 -> 32 channels at 128² (1.05-1.10); the AVX2 form there took 0.69-2.37.
+in the last bits; both paths now give the direct kernel's). The AVX-512 path runs the
+kernel's 16-pixel form (``wide``). Measured on an AMD EPYC family 26 model 2 (Zen 5),
+batch 8, direct over im2col (the time with ``direct_max_channels=0``), in one process:
+``python benchmarks/ab_conv_tuning.py direct_max_channels=0 --threads 1 2 --parts fwd dw
+--other-bits --rounds 11 --layers 1-16-64 1-16-128 3-16-64 3-16-128 4-16-128 1-32-64
+1-32-128 3-32-64 3-64-64 1-8-128`` (``SANDBOX_ISA=avx2`` for the AVX2 path). Forward,
+AVX-512 path: 0.55-0.93 at 1 thread, 0.44-0.74 at 2, but 1 -> 32 channels 1.18-1.20 at 2
+threads; AVX2 path 0.60-0.83 and 0.54-0.67, but 1 -> 32 channels 1.28-1.44 (a rule by
+output channels is not written yet).
 
-The weight gradient (:func:`weight_grad`) takes the same route on either path: each
-task, whole output rows of a sample, copies its input rows with the padding's zeros into
-a tile and sums ``g * shifted x`` in vector lanes, and the tasks' sums are added in task
-order; 0.71-0.92 of im2col + the dot-product GEMM's time at 1 thread and 0.49-0.77 at 2 on
-the AVX-512 path, 0.81-1.04 and 0.59-0.91 on the AVX2 path (the same Zen 5 VM, batch 8,
-1-4 -> 16-32 channels at 64² and 128²).  Its sums are in another order than im2col's, so
-its bits differ from that path's (not from one thread count to another).
+The weight gradient (:func:`weight_grad`) takes the same route on either path: each task,
+whole output rows of a sample, copies its input rows with the padding's zeros into a tile
+and sums ``g * shifted x`` in vector lanes, and the tasks' sums are added in task order;
+against im2col + the dot-product GEMM (the same command): 0.71-0.99 of the time at 1
+thread and 0.56-0.88 at 2 on the AVX-512 path, 0.69-1.06 and 0.66-0.99 on the AVX2 path,
+but 1 -> 32 channels at 128² 1.20-1.23 at 2 threads. Its sums are in another order than
+im2col's, so its bits differ from that path's (not from one thread count to another).
 """
 
 from __future__ import annotations

@@ -45,8 +45,8 @@ __all__ = ["NARROW_SIDE", "backward", "eligible", "forward", "input_grad", "weig
 #: or a depth of 8 wasted there).  Measured on an AMD EPYC family 26 model 2 (Zen 5),
 #: batch 8, narrow kernel over BLAS a sample (``python
 #: benchmarks/bench_pointwise_narrow.py --threads 1 2``), forward / input gradient of a
-#: 16 -> 2 head: 0.69 / 0.93 (64²) and 0.73 / 0.60 (128²) at 1 thread, 0.34 / 0.31 and
-#: 0.45 / 0.40 at 2; other heads in docs/convolution.md.
+#: 16 -> 2 head: 0.61 / 0.68 (64²) and 0.65 / 0.75 (128²) at 1 thread, 0.32 / 0.36 and
+#: 0.33 / 0.44 at 2; other heads in docs/convolution.md.
 NARROW_SIDE = 8
 
 

@@ -96,12 +96,12 @@ def conv_backward(grad_output, input, weight, plan, needs):
         u = winograd.pending_transform(weight, flip_transpose=True, tile=tile_dx)
         winograd.winograd_conv3x3(gout, u, gx, 2 - geom.ph, 2 - geom.pw, chunk_threads())
     direct_dw = needs[1] and not wino_dw and direct.eligible(plan, input)
+    if wino_dw:
+        gw = winograd.winograd_weight_grad(a, gout, geom.ph, geom.pw, chunk_threads(),
+                                           tile=tile_dw)
+    elif direct_dw:  # a first layer: no columns
+        gw = direct.weight_grad(a, gout, plan)
     if wino_dw or direct_dw:
-        if wino_dw:
-            gw = winograd.winograd_weight_grad(a, gout, geom.ph, geom.pw, chunk_threads(),
-                                               tile=tile_dw)
-        else:  # a first layer: no columns
-            gw = direct.weight_grad(a, gout, plan)
         gb = gout.sum(axis=(0, 2, 3)) if needs[2] else None
     fold_dx = needs[0] and not wino
     fold_dw = needs[1] and not wino_dw and not direct_dw

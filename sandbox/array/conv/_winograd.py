@@ -395,10 +395,10 @@ def _weight_grad_pass(n, c, o, ho, wo, itemsize, small, tile, key) -> _Pass:
         target = WEIGHT_GRAD_TARGET_TILES[selection.isa]
     # ... no more tiles than keep a chunk's transformed points (input and output
     # gradient) within winograd_weight_grad_chunk_bytes, down to winograd_target_tiles
-    per_sample = count * (c + o) * itemsize * -(-ho // tile) * -(-wo // tile)
-    fit = max(TUNING.winograd_weight_grad_chunk_bytes // per_sample, 1)  # whole samples
-    target = max(min(target, fit * per_sample // (count * (c + o) * itemsize)),
-                 TUNING.winograd_target_tiles)
+    sample_tiles = -(-ho // tile) * -(-wo // tile)
+    fit = max(TUNING.winograd_weight_grad_chunk_bytes
+              // (count * (c + o) * itemsize * sample_tiles), 1)  # whole samples
+    target = max(min(target, fit * sample_tiles), TUNING.winograd_target_tiles)
     th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, itemsize, tile, target)
     tile_bytes = count * (c + o) * itemsize
     chunk, band, chunks, sizes = _fused_chunks(n, th, tw, blocks[0][2], tile_bytes,
