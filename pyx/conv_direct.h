@@ -7,8 +7,8 @@
  * zero over k = c*9 + kh*3 + kw (the padding's zeros included), so the values are the
  * im2col path's on the AVX2 GEMM bit for bit.
  *
- * sb_c3_row_f32: output row h of one sample, every output channel (sb_c3_row_f32_avx512:
- * the same with 16-pixel blocks).  x (C, H, W) and y
+ * sb_c3_row_f32: output row h of one sample, every output channel, 16 at a time along
+ * the row (sb_c3_row_f32_avx512: the same with 16-pixel blocks).  x (C, H, W) and y
  * (O, Ho, Wo) contiguous, w (O, C*9) row-major, padding ph, pw; C*9 <= SB_C3_MAX_K. */
 #ifndef SANDBOX_CONV_DIRECT_H
 #define SANDBOX_CONV_DIRECT_H
@@ -45,37 +45,63 @@
             }                                                                              \
         }
 
-/* The output channels of one block of pixels, from its shifted inputs xs[0..K): 8 at a
- * time in 8 accumulators, then one at a time, each the FMA chain over k from zero (the
- * im2col product's order), both vector widths alike.  V is the vector type; ZERO(),
- * FMA(a, b, c) = a * b + c, SPLAT(p) (the float at p in every lane) and STORE(dst, v)
- * (the block's pixels of v at dst) that width's operations; the caller has w, K, O,
- * yrow, y_plane, w0 and xs. */
-#define SB_C3_CHANNELS(V, ZERO, FMA, SPLAT, STORE)                                        \
+/* Output channels o0 .. o0 + 7 of one block of pixels, from its shifted inputs xs[0..K),
+ * in 8 accumulators: each the FMA chain over k from zero (the im2col product's order).  V
+ * is the vector type; ZERO(), FMA(a, b, c) = a * b + c, SPLAT(p) (the float at p in every
+ * lane) and STORE(dst, v) (the block's pixels of v at dst) that width's operations; the
+ * caller has w, K, o0, yrow, y_plane, w0 and xs. */
+#define SB_C3_EIGHT(V, ZERO, FMA, SPLAT, STORE)                                           \
     {                                                                                      \
-        int o0 = 0;                                                                        \
-        for (; o0 + 8 <= O; o0 += 8) {  /* 8 accumulators in registers */                \
-            const float *wo = w + (ptrdiff_t)o0 * K;                                       \
-            V a0 = ZERO(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;  \
-            for (int k = 0; k < K; k++) {                                                  \
-                const V v = xs[k];                                                         \
-                a0 = FMA(SPLAT(wo + k), v, a0);         a1 = FMA(SPLAT(wo + K + k), v, a1); \
-                a2 = FMA(SPLAT(wo + 2 * K + k), v, a2); a3 = FMA(SPLAT(wo + 3 * K + k), v, a3); \
-                a4 = FMA(SPLAT(wo + 4 * K + k), v, a4); a5 = FMA(SPLAT(wo + 5 * K + k), v, a5); \
-                a6 = FMA(SPLAT(wo + 6 * K + k), v, a6); a7 = FMA(SPLAT(wo + 7 * K + k), v, a7); \
+        const float *wo = w + (ptrdiff_t)o0 * K;                                           \
+        V a0 = ZERO(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;      \
+        for (int k = 0; k < K; k++) {                                                      \
+            const V v = xs[k];                                                             \
+            a0 = FMA(SPLAT(wo + k), v, a0);         a1 = FMA(SPLAT(wo + K + k), v, a1);     \
+            a2 = FMA(SPLAT(wo + 2 * K + k), v, a2); a3 = FMA(SPLAT(wo + 3 * K + k), v, a3); \
+            a4 = FMA(SPLAT(wo + 4 * K + k), v, a4); a5 = FMA(SPLAT(wo + 5 * K + k), v, a5); \
+            a6 = FMA(SPLAT(wo + 6 * K + k), v, a6); a7 = FMA(SPLAT(wo + 7 * K + k), v, a7); \
+        }                                                                                  \
+        float *yo = yrow + o0 * y_plane + w0;                                              \
+        STORE(yo, a0); STORE(yo + y_plane, a1); STORE(yo + 2 * y_plane, a2);               \
+        STORE(yo + 3 * y_plane, a3); STORE(yo + 4 * y_plane, a4);                          \
+        STORE(yo + 5 * y_plane, a5); STORE(yo + 6 * y_plane, a6);                          \
+        STORE(yo + 7 * y_plane, a7);                                                       \
+    }
+
+/* Output channels o0 .. O - 1 (fewer than 8) of one block, one at a time: the same chain. */
+#define SB_C3_REST(V, ZERO, FMA, SPLAT, STORE)                                            \
+    for (int o = o0; o < O; o++) {                                                         \
+        V acc = ZERO();                                                                    \
+        for (int k = 0; k < K; k++)                                                        \
+            acc = FMA(SPLAT(w + (ptrdiff_t)o * K + k), xs[k], acc);                        \
+        STORE(yrow + o * y_plane + w0, acc);                                               \
+    }
+
+/* One output row, SB_C3_GROUP output channels at a time along the whole row (the shifted
+ * inputs loaded again for each group), then the rest (fewer than 8) block by block.
+ * Writing a few planes at a time, not every plane for each block of pixels, keeps the
+ * stores in a few streams: with all of them a block, 1 input channel -> 24 or more output
+ * channels ran at half the speed per channel of 16 (too few FMAs a store to hide them);
+ * groups of 8 loaded the inputs too often for 2-3 input channels.  BLOCK opens a block of
+ * nw <= LANES pixels at w0 (its masks), SHIFTED loads its inputs into xs, EIGHT and REST
+ * as above. */
+#define SB_C3_GROUP 16
+#define SB_C3_ROW(LANES, BLOCK, SHIFTED, EIGHT, REST)                                      \
+    {                                                                                      \
+        const int full = O - O % 8, group = SB_C3_GROUP;                                   \
+        for (int g0 = 0; g0 < full; g0 += group) {                                         \
+            const int g1 = g0 + group < full ? g0 + group : full;                          \
+            for (int w0 = 0; w0 < Wo; w0 += LANES) {                                       \
+                BLOCK SHIFTED                                                              \
+                for (int o0 = g0; o0 < g1; o0 += 8)                                        \
+                    EIGHT                                                                  \
             }                                                                              \
-            float *yo = yrow + o0 * y_plane + w0;                                          \
-            STORE(yo, a0); STORE(yo + y_plane, a1); STORE(yo + 2 * y_plane, a2);           \
-            STORE(yo + 3 * y_plane, a3); STORE(yo + 4 * y_plane, a4);                      \
-            STORE(yo + 5 * y_plane, a5); STORE(yo + 6 * y_plane, a6);                      \
-            STORE(yo + 7 * y_plane, a7);                                                   \
         }                                                                                  \
-        for (; o0 < O; o0++) {  /* the rest one at a time: the same chain */               \
-            V acc = ZERO();                                                                \
-            for (int k = 0; k < K; k++)                                                    \
-                acc = FMA(SPLAT(w + (ptrdiff_t)o0 * K + k), xs[k], acc);                   \
-            STORE(yrow + o0 * y_plane + w0, acc);                                          \
-        }                                                                                  \
+        if (full < O)                                                                      \
+            for (int w0 = 0; w0 < Wo; w0 += LANES) {                                       \
+                const int o0 = full;                                                       \
+                BLOCK SHIFTED REST                                                         \
+            }                                                                              \
     }
 
 /* 1 when this CPU runs the kernel (AVX2 and FMA). */
@@ -115,14 +141,14 @@ static void sb_c3_row_f32(const float *x, int C, int H, int W, const float *w, i
     const int K = 9 * C;
     __m256 xs[SB_C3_MAX_K];
     float *yrow = y + (ptrdiff_t)h * Wo;
-    for (int w0 = 0; w0 < Wo; w0 += 8) {
-        const int nw = Wo - w0 < 8 ? Wo - w0 : 8;
-        SB_C3_SHIFTED(8, _mm256_setzero_ps, _mm256_loadu_ps, sb_c3_edge8)
 #define SB_C3_STORE(dst, v) sb_store_first8(dst, v, nw)
-        SB_C3_CHANNELS(__m256, _mm256_setzero_ps, _mm256_fmadd_ps, _mm256_broadcast_ss,
-                       SB_C3_STORE)
+    SB_C3_ROW(8, const int nw = Wo - w0 < 8 ? Wo - w0 : 8;,
+              SB_C3_SHIFTED(8, _mm256_setzero_ps, _mm256_loadu_ps, sb_c3_edge8),
+              SB_C3_EIGHT(__m256, _mm256_setzero_ps, _mm256_fmadd_ps, _mm256_broadcast_ss,
+                          SB_C3_STORE),
+              SB_C3_REST(__m256, _mm256_setzero_ps, _mm256_fmadd_ps, _mm256_broadcast_ss,
+                         SB_C3_STORE))
 #undef SB_C3_STORE
-    }
 }
 /* 1 when this CPU runs sb_c3_row_f32_avx512 (AVX-512F). */
 static int sb_c3_avx512_available(void)
@@ -142,16 +168,15 @@ static void sb_c3_row_f32_avx512(const float *x, int C, int H, int W, const floa
     const int K = 9 * C;
     __m512 xs[SB_C3_MAX_K];
     float *yrow = y + (ptrdiff_t)h * Wo;
-    for (int w0 = 0; w0 < Wo; w0 += 16) {
-        const int nw = Wo - w0 < 16 ? Wo - w0 : 16;
-        const __mmask16 out = (__mmask16)((1u << nw) - 1u);
-        SB_C3_SHIFTED(16, _mm512_setzero_ps, _mm512_loadu_ps, sb_c3_edge16)
 #define SB_C3_SPLAT(p) _mm512_set1_ps(*(p))
 #define SB_C3_STORE(dst, v) _mm512_mask_storeu_ps(dst, out, v)
-        SB_C3_CHANNELS(__m512, _mm512_setzero_ps, _mm512_fmadd_ps, SB_C3_SPLAT, SB_C3_STORE)
+    SB_C3_ROW(16, const int nw = Wo - w0 < 16 ? Wo - w0 : 16;
+                  const __mmask16 out = (__mmask16)((1u << nw) - 1u);,
+              SB_C3_SHIFTED(16, _mm512_setzero_ps, _mm512_loadu_ps, sb_c3_edge16),
+              SB_C3_EIGHT(__m512, _mm512_setzero_ps, _mm512_fmadd_ps, SB_C3_SPLAT, SB_C3_STORE),
+              SB_C3_REST(__m512, _mm512_setzero_ps, _mm512_fmadd_ps, SB_C3_SPLAT, SB_C3_STORE))
 #undef SB_C3_STORE
 #undef SB_C3_SPLAT
-    }
 }
 /* -- the weight gradient ---------------------------------------------------------------
  * dW[o, k] = sum over samples and output pixels of g[o, h, w] * x[c, h + kh - ph, w + kw - pw]

@@ -1949,14 +1949,16 @@ _DIRECT_PATHS = [pytest.param(
 @pytest.mark.parametrize("n,c,o,h,w,p", [(8, 1, 16, 64, 64, 1), (4, 3, 16, 32, 40, 1),
                                          (2, 1, 16, 13, 21, 1), (3, 2, 16, 5, 30, 2),
                                          (2, 4, 24, 18, 17, 0), (2, 2, 9, 16, 16, 1),
-                                         (2, 1, 8, 33, 47, 1), (1, 3, 64, 9, 16, 1)])
+                                         (2, 1, 8, 33, 47, 1), (1, 3, 64, 9, 16, 1),
+                                         (1, 1, 43, 7, 35, 1)])
 @pytest.mark.parametrize("with_bias", [False, True])
 def test_direct_first_layer_gives_the_im2col_bits(path, n, c, o, h, w, p, with_bias, rng,
                                                   monkeypatch):
     """A 3x3 forward of 1-4 input channels on the AVX2 or AVX-512 GEMM's path runs the
     direct kernel (taken: checked) with the im2col product's sums in their order: the same
     bits as im2col on that path's GEMM (odd sizes, rows shorter and longer than a block,
-    paddings 0-2, output channels not a multiple of 8, a bias)."""
+    paddings 0-2, output channels not a multiple of 8, a bias; 43 channels: two groups of
+    16 along the row, one of 8, then 3 one at a time)."""
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
     wt = rng.standard_normal((o, c, 3, 3)).astype(np.float32)
     bias = rng.standard_normal(o).astype(np.float32) if with_bias else None
@@ -1968,6 +1970,25 @@ def test_direct_first_layer_gives_the_im2col_bits(path, n, c, o, h, w, p, with_b
             im2col = conv.conv2d(x, wt, bias, padding=p)
     assert len(calls) == 1
     assert direct.tobytes() == im2col.tobytes()
+
+
+@pytest.mark.parametrize("path", _DIRECT_PATHS)
+def test_a_large_first_layer_weight_gradient_takes_im2col(path, rng, monkeypatch):
+    """Above ``direct_weight_grad_max_bytes`` of output gradient the weight gradient runs
+    im2col and the GEMM (the direct kernel not called), at the limit the direct kernel;
+    both give the float64 gradient's values to float32 rounding."""
+    x = rng.standard_normal((2, 1, 12, 12)).astype(np.float32)
+    g = rng.standard_normal((2, 5, 12, 12)).astype(np.float32)
+    wt = rng.standard_normal((5, 1, 3, 3)).astype(np.float32)
+    exact = conv.conv2d_backward(g.astype(np.float64), x.astype(np.float64),
+                                 wt.astype(np.float64), padding=1)[1]
+    calls = _spy(monkeypatch, _im2col, "direct3x3_weight_grad")
+    with simd.using(isa=path, gemm=path):
+        for limit, taken in ((g.nbytes - 1, 0), (g.nbytes, 1)):
+            with conv.tuned(direct_weight_grad_max_bytes=limit):
+                gw = conv.conv2d_backward(g, x, wt, padding=1, needs=(False, True, False))[1]
+            assert len(calls) == taken
+            np.testing.assert_allclose(gw, exact, rtol=2e-5, atol=2e-5 * np.abs(exact).max())
 
 
 @pytest.mark.parametrize("path", _DIRECT_PATHS)

@@ -11,21 +11,26 @@ in its order (an FMA chain from zero over the channels and taps, the padding's z
 included), so the values are the im2col product's bit for bit on either of the project's
 GEMMs (where im2col would have taken BLAS, fewer than 8 output channels, they may differ
 in the last bits; both paths now give the direct kernel's). The AVX-512 path runs the
-kernel's 16-pixel form (``wide``). Measured on an AMD EPYC family 26 model 2 (Zen 5),
-batch 8, direct over im2col (the time with ``direct_max_channels=0``), in one process:
-``python benchmarks/ab_conv_tuning.py direct_max_channels=0 --threads 1 2 --parts fwd dw
---other-bits --rounds 11 --layers 1-16-64 1-16-128 3-16-64 3-16-128 4-16-128 1-32-64
-1-32-128 3-32-64 3-64-64 1-8-128`` (``SANDBOX_ISA=avx2`` for the AVX2 path). Forward,
-AVX-512 path: 0.55-0.93 at 1 thread, 0.44-0.74 at 2, but 1 -> 32 channels 1.18-1.20 at 2
-threads; AVX2 path 0.60-0.83 and 0.54-0.67, but 1 -> 32 channels 1.28-1.44 (a rule by
-output channels is not written yet).
+kernel's 16-pixel form (``wide``).  Each row is written 16 output channels at a time
+(the shifted inputs loaded again for each 16): with every channel's plane written for
+each block of pixels, 1 input channel -> 24 or more output channels had run at half the
+speed per channel of 16, and 1 -> 32 at 2 threads had been 1.18-1.44x slower than im2col.
+Measured on an AMD EPYC family 26 model 2 (Zen 5), batch 8, direct over im2col (the time
+with ``direct_max_channels=0``), in one process: ``python benchmarks/ab_conv_tuning.py
+direct_max_channels=0 --threads 1 2 --parts fwd dw --other-bits --rounds 11 --layers
+1-16-64 1-16-128 3-16-64 3-16-128 4-16-128 1-32-64 1-32-128 3-32-64 3-64-64 1-8-128``
+(``SANDBOX_ISA=avx2`` for the AVX2 path).  Forward, AVX-512 path: 0.60-0.89 at 1 thread,
+0.19-0.98 at 2; AVX2 path 0.61-0.95 and 0.53-0.78.
 
 The weight gradient (:func:`weight_grad`) takes the same route on either path: each task,
 whole output rows of a sample, copies its input rows with the padding's zeros into a tile
-and sums ``g * shifted x`` in vector lanes, and the tasks' sums are added in task order;
-against im2col + the dot-product GEMM (the same command): 0.71-0.99 of the time at 1
-thread and 0.56-0.88 at 2 on the AVX-512 path, 0.69-1.06 and 0.66-0.99 on the AVX2 path,
-but 1 -> 32 channels at 128² 1.20-1.23 at 2 threads. Its sums are in another order than
+and sums ``g * shifted x`` in vector lanes, and the tasks' sums are added in task order.
+Against im2col + the dot-product GEMM (the same command, 1 -> 32 @ 128² aside, below):
+0.77-0.95 of the time at 1 thread and 0.32-0.90 at 2 on the AVX-512 path, 0.71-1.09 and
+0.68-1.00 on the AVX2 path.  Its tasks read short runs of every output channel's plane,
+where the GEMM streams whole planes, so an output gradient larger than
+``TUNING.direct_weight_grad_max_bytes`` (8 MB: 1 -> 32 @ 128², batch 8, 1.14-1.16x slower
+direct) goes to im2col (:func:`takes_weight_grad`).  Its sums are in another order than
 im2col's, so its bits differ from that path's (not from one thread count to another).
 """
 
@@ -39,7 +44,7 @@ from ...runtime.threads import kernel_threads
 from ._chunks import add_bias
 from ._tuning import TUNING
 
-__all__ = ["eligible", "forward", "weight_grad"]
+__all__ = ["eligible", "forward", "takes_weight_grad", "weight_grad"]
 
 #: output pixels a weight-gradient task sums (whole rows of one sample: ``ceil(this /
 #: width)`` of them): fixed by the shapes, so the order of the sums is too
@@ -59,6 +64,14 @@ def eligible(plan, x) -> bool:
             and 1 <= x.shape[1] <= min(TUNING.direct_max_channels, _MAX_CHANNELS)
             and plan.kernel == (3, 3) and plan.stride == (1, 1) and plan.dilation == (1, 1)
             and _AVAILABLE.get(simd.current().gemm, False))
+
+
+def takes_weight_grad(plan, x, g) -> bool:
+    """Whether the weight gradient of an :func:`eligible` convolution runs
+    :func:`weight_grad`: while the output gradient ``g`` has at most
+    ``TUNING.direct_weight_grad_max_bytes`` (a larger one, out of the caches, streams
+    better through im2col and the GEMM)."""
+    return g.nbytes <= TUNING.direct_weight_grad_max_bytes and eligible(plan, x)
 
 
 def forward(x, wmat, bias, plan, y) -> None:

@@ -95,7 +95,7 @@ def conv_backward(grad_output, input, weight, plan, needs):
         # dx = conv2d(dy, flip(w)^T, padding=2-p): a 3x3 stride-1 conv again
         u = winograd.pending_transform(weight, flip_transpose=True, tile=tile_dx)
         winograd.winograd_conv3x3(gout, u, gx, 2 - geom.ph, 2 - geom.pw, chunk_threads())
-    direct_dw = needs[1] and not wino_dw and direct.eligible(plan, input)
+    direct_dw = needs[1] and not wino_dw and direct.takes_weight_grad(plan, input, gout)
     if wino_dw:
         gw = winograd.winograd_weight_grad(a, gout, geom.ph, geom.pw, chunk_threads(),
                                            tile=tile_dw)

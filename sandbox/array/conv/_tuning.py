@@ -288,6 +288,16 @@ class ConvTuning:
     #: 1-16-64 3-16-64 1-16-128 3-16-128 --parts fwd --rounds 15`` (time direct / im2col):
     #: 0.86 / 0.91 / 0.77 / 0.56 at 1 thread, 0.81 / 0.61 / 0.71 / 0.75 at 2
     direct_max_channels: int = 4
+    #: the direct weight gradient (``_direct.weight_grad``) only while the output gradient
+    #: has at most this many bytes; a larger one runs im2col + the dot GEMM.  Each task of
+    #: the direct kernel reads its rows of every output channel's plane (8 KB runs at
+    #: 128x128), where the GEMM streams whole planes: once the output gradient leaves the
+    #: caches, the direct kernel falls behind.  Measured on an AMD EPYC family 26 model 2
+    #: VM (Zen 5), batch 8, ``python benchmarks/ab_conv_tuning.py direct_max_channels=0
+    #: --threads 1 2 --parts dw --other-bits --rounds 15 --layers 1-16-128 1-32-128
+    #: 3-32-128 1-64-128`` (time direct / im2col): 8 MB (1->16@128) 0.82 at 1 thread and
+    #: 0.93 at 2; 16 MB (1->32@128) 1.14 and 1.16; 32 MB (1->64@128) 1.27 and 1.57
+    direct_weight_grad_max_bytes: int = 8 * 2**20
 
     def __post_init__(self):
         object.__setattr__(self, "stamp", next(_STAMPS))
