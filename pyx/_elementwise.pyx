@@ -107,18 +107,27 @@ def arith_rows(int op, const real[:, :] a, const real[:, :] b, real[:, :] out,
             kd(&a[i, start], &b[i, start], &out[i, start], min(BLOCK, n - start))
 
 
+cdef enum:
+    # a row longer than this many bytes is copied in pieces of it, shared among the
+    # threads like the rows (one input of a batch-1 concatenation is one row)
+    COPY_PIECE = 65536
+
+
 def copy_rows(const unsigned char[:, :] src,  # IN  (rows, width) bytes, rows strided
               unsigned char[:, ::1] dst,       # OUT (rows, >= offset + width) bytes
               Py_ssize_t offset, int num_threads):
-    """``dst[:, offset:offset + width] = src``, the rows shared among the threads: one
-    input of a concatenation, or a strided array made contiguous (a byte copy, so any
-    dtype).  Each row of ``src`` must be contiguous (byte stride 1 along it); the rows
-    themselves may lie anywhere."""
-    cdef Py_ssize_t o, rows = src.shape[0], width = src.shape[1]
+    """``dst[:, offset:offset + width] = src``, the rows shared among the threads, and a
+    row longer than 64 KiB in pieces of 64 KiB: one input of a concatenation, or a
+    strided array made contiguous (a byte copy, so any dtype).  Each row of ``src`` must
+    be contiguous (byte stride 1 along it); the rows themselves may lie anywhere."""
+    cdef Py_ssize_t q, o, start, rows = src.shape[0], width = src.shape[1]
+    cdef Py_ssize_t pieces = (width + COPY_PIECE - 1) // COPY_PIECE
     if rows == 0 or width == 0:
         return
-    for o in prange(rows, nogil=True, schedule="static", num_threads=num_threads):
-        memcpy(&dst[o, offset], &src[o, 0], width)
+    for q in prange(rows * pieces, nogil=True, schedule="static", num_threads=num_threads):
+        o = q // pieces
+        start = (q - o * pieces) * COPY_PIECE
+        memcpy(&dst[o, offset + start], &src[o, start], min(COPY_PIECE, width - start))
 
 
 def row_sums(const real[:, ::1] x,  # IN  (rows, width)

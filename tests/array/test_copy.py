@@ -29,6 +29,28 @@ def test_equals_numpy_for_every_axis_and_dtype(dtype, axis):
         np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
 
 
+@pytest.mark.parametrize("width", [65536, 3 * 65536 + 1000, 100])
+def test_a_long_row_is_copied_in_pieces(width):
+    """A batch-1 concatenation has one row an input (a 16-channel 64x64 map: 256 KiB);
+    the row copy cuts rows into 64 KiB pieces shared among the threads: numpy's bytes for
+    1-3 threads, the last piece short or not, at an offset into the destination."""
+    from sandbox._C import _elementwise
+
+    rng = np.random.default_rng(width)
+    src = rng.integers(0, 256, (2, width), dtype=np.uint8)
+    for threads in (1, 2, 3):
+        dst = np.zeros((2, width + 7), np.uint8)
+        _elementwise.copy_rows(src, dst, 5, threads)
+        np.testing.assert_array_equal(dst[:, 5:5 + width], src)
+        assert not dst[:, :5].any() and not dst[:, 5 + width:].any()
+    parts = [rng.standard_normal((1, 16, 64, 64)).astype(np.float32),
+             rng.standard_normal((1, 13, 64, 64)).astype(np.float32)]
+    for threads in (1, 2, 3):
+        with sandbox.num_threads(threads):
+            got = concatenate(parts, 1)
+        np.testing.assert_array_equal(got, np.concatenate(parts, 1))
+
+
 def test_non_contiguous_mixed_and_bad_inputs_take_numpy():
     a = np.arange(2 * 8 * 300 * 300, dtype=np.float32).reshape(2, 8, 300, 300)
     b = a[:, :, ::2]  # not contiguous
