@@ -18,8 +18,12 @@ to compare settings read at start-up (the OpenMP runtime's, for instance):
     python benchmarks/ab_checkouts.py .+GOMP_SPINCOUNT=10000 .+GOMP_SPINCOUNT=100000
 
 Alternate rounds, not blocks of runs: the VM this project is measured on has slow and
-fast phases of minutes.  Besides each side's medians, the paired ratio (second over
-first, per round) gives its median and how many rounds the second side won.
+fast phases of minutes.  The order of the two sides alternates from round to round.
+Besides each side's medians, the paired ratio (second over first, per round) gives its
+median and how many rounds the second side won; at 2 threads, the rounds are also told
+apart by the VM's phase (the cost of an empty OpenMP region each process measures after
+its steps, above ``SLOW_REGION_US`` in either process of a round: a slow phase) and the
+ratios of each kind given apart.
 """
 
 from __future__ import annotations
@@ -61,7 +65,13 @@ for r in range(warmup + steps):
     if r >= warmup:
         for acc, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2)):
             acc.append(dt * 1e3)
-print(*(f"{statistics.median(t):.3f}" for t in times), f"{float(loss.item()):.9g}")
+try:  # the VM's phase right after the timed steps (a checkout without it: nan)
+    from sandbox.bench._env import region_cost
+    region = (region_cost(threads, calls=500) or {}).get("spinning_us", float("nan"))
+except ImportError:
+    region = float("nan")
+print(*(f"{statistics.median(t):.3f}" for t in times), f"{float(loss.item()):.9g}",
+      f"{region:.3f}")
 """
 
 
@@ -87,6 +97,30 @@ def _run(spec: str, args) -> list[str]:
     return out.stdout.split()
 
 
+#: an empty 2-thread OpenMP region back to back above this many microseconds marks a slow
+#: phase of the VM: its two vCPUs on different caches (1.6 us quiet, 2.5 us slow on the
+#: Zen 5 VM of December 2026; see benchmarks/cross_core.py)
+SLOW_REGION_US = 2.0
+
+
+def _region(row: list) -> float:
+    """A child's empty-region cost in microseconds (nan where it could not measure it)."""
+    return float(row[4]) if len(row) > 4 else float("nan")
+
+
+def _by_phase(ratios: list, regions: list) -> None:
+    """The paired ratios of the quiet and of the slow rounds apart (by the region's cost
+    measured before each round), when both kinds occurred."""
+    marked = [(r, g) for r, g in zip(ratios, regions, strict=True) if g == g]  # not nan
+    slow = [r for r, g in marked if g > SLOW_REGION_US]
+    quiet = [r for r, g in marked if g <= SLOW_REGION_US]
+    for name, group in (("quiet", quiet), ("slow", slow)):
+        if group and len(group) < len(marked):
+            print(f"  {name} rounds (empty region {'above' if name == 'slow' else 'at most'} "
+                  f"{SLOW_REGION_US} us): {len(group)}, paired median "
+                  f"{statistics.median(group):.3f} (range {min(group):.3f}-{max(group):.3f})")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkouts", nargs=2,
@@ -107,8 +141,8 @@ def main(argv=None) -> None:
           f"{args.steps} steps each, ms")
     results = {tree: [] for tree in args.checkouts}
     start = time.perf_counter()
-    for _ in range(args.rounds):
-        for tree in args.checkouts:
+    for r in range(args.rounds):
+        for tree in args.checkouts[:: 1 if r % 2 == 0 else -1]:  # the order alternates
             results[tree].append(_run(tree, args))
     for tree, rows in results.items():
         step = statistics.median(sum(float(v) for v in r[:3]) for r in rows)
@@ -123,6 +157,9 @@ def main(argv=None) -> None:
     print(f"  paired: second / first per round, median {statistics.median(ratios):.3f} "
           f"(range {min(ratios):.3f}-{max(ratios):.3f}); second faster in {wins} of "
           f"{len(ratios)} rounds")
+    # the VM's phase of a round: the larger of its two processes' empty-region costs
+    regions = [max(_region(a), _region(b)) for a, b in zip(first, second, strict=True)]
+    _by_phase(ratios, regions)
     print(f"({time.perf_counter() - start:.0f} s)")
 
 

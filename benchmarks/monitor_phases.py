@@ -4,10 +4,12 @@ phase of a VM from a change of the code.
 Each row times a few user-UNet steps (``sandbox.bench._cases_user``) at 2 threads and at
 1, an empty OpenMP region back to back and after 0.3 ms idle
 (``sandbox.bench._env.region_cost``), how evenly fast the CPUs are
-(``_env.cpu_balance``) and the bandwidth of a one-thread ``np.copyto``, then prints one
+(``_env.cpu_balance``), the bandwidth of a one-thread ``np.copyto`` and how much longer
+two pinned threads take to read what the other one wrote than their own data
+(``_env.cross_core_cost``: ``cross``, 1.0 where the cores share a cache), then prints one
 line.  On the 2-core Zen 5 VM of 7 December 2026 the slow phases showed as the region
 back to back at 2.5 us instead of 1.6 (the 2-thread step 37 ms instead of 28.5, the rest
-unchanged):
+unchanged), and in the session after as ``cross`` at 1.6-1.8 instead of 1.0:
 
     python benchmarks/monitor_phases.py --seconds 300 > phases.log
 """
@@ -43,8 +45,9 @@ def main(argv=None) -> None:
     src = np.ones(2**22, np.float32)  # 16 MiB
     dst = np.empty_like(src)
     print(f"cpu: {simd.cpu().describe()}; {args.size}^2, batch {args.batch}; ms medians of "
-          f"{args.steps} steps; region in us; balance: slowest / fastest CPU; copy GB/s")
-    print("time      step_2t  step_1t  region  region_woken  balance  copy")
+          f"{args.steps} steps; region in us; balance: slowest / fastest CPU; copy GB/s; cross: "
+          "the other core's data / one's own")
+    print("time      step_2t  step_1t  region  region_woken  balance  copy  cross")
     before = sandbox.get_num_threads()
     end = time.monotonic() + args.seconds
     try:
@@ -65,10 +68,11 @@ def main(argv=None) -> None:
             for _ in range(5):
                 np.copyto(dst, src)
             copy = 5 * 2 * src.nbytes / (time.perf_counter() - start) / 1e9
+            cross = _env.cross_core_cost(0.2)
             print(f"{time.strftime('%H:%M:%S')}  {row[0]:7.1f}  {row[1]:7.1f}  "
                   f"{region['spinning_us']:6.2f}  {region['waking_us']:12.1f}  "
-                  f"{balance['median'] if balance else float('nan'):7.2f}  {copy:5.1f}",
-                  flush=True)
+                  f"{balance['median'] if balance else float('nan'):7.2f}  {copy:5.1f}  "
+                  f"{cross['ratio'] if cross else float('nan'):5.2f}", flush=True)
             if time.monotonic() >= end:
                 break
     finally:

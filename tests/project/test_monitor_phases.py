@@ -13,6 +13,7 @@ def test_the_phase_monitor_prints_a_row_of_every_figure(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("cpu: ") and lines[1].split()[0] == "time"
     row = lines[2].split()
-    assert len(row) == 7  # time, two steps, two region figures, balance, copy
-    step_2t, step_1t, region, woken, _, copy = map(float, row[1:])
+    assert len(row) == 8  # time, two steps, two region figures, balance, copy, cross
+    step_2t, step_1t, region, woken, _, copy, cross = map(float, row[1:])
     assert step_2t > 0 and step_1t > 0 and region > 0 and woken > 0 and copy > 0
+    assert cross > 0 or cross != cross  # nan where the process cannot pin two threads
