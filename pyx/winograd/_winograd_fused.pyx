@@ -39,6 +39,21 @@ cdef extern from "wino_fused.h" nogil:
                                 int portable, float* partial, float* total, float* dw,
                                 int num_threads)
 
+cdef extern from "wino3d_fused.h" nogil:
+    ctypedef struct sb_w3_slab:
+        int s, z0, nz
+    int sb_wino3d_conv_f32(const float* x, int N, int C, int D, int H, int W, int pd, int ph,
+                           int pw, const float* const* u, Py_ssize_t up, Py_ssize_t uo,
+                           Py_ssize_t uc, float* y, int O, int Do, int Ho, int Wo, int tile,
+                           int tiles_h, int tiles_w, const sb_w3_slab* slabs, int nslabs,
+                           int gemm, int portable, int num_threads)
+    int sb_wino3d_wgrad_f32(const float* x, int N, int C, int D, int H, int W, int pd, int ph,
+                            int pw, const float* g, int O, int Do, int Ho, int Wo, int tile,
+                            int tiles_h, int tiles_w, const sb_w3_slab* slabs, int nslabs,
+                            int gemm, int portable, float* total, float* partial,
+                            int num_threads)
+    int sb_w3_dot_form(int m, int n, int k)
+
 cdef extern from "wino2_avx512.h" nogil:
     int sb_w2_avx512_available()
 
@@ -140,3 +155,70 @@ def weight_grad(const float[:, :, :, ::1] x,      # IN  (N, C, H, W)
                                    &total[0, 0, 0], dwp, num_threads)
     if status != 0:
         raise MemoryError("winograd weight gradient: could not allocate a thread's buffers")
+
+
+def conv3d(const float[:, :, :, :, ::1] x,   # IN  (N, C, D, H, W)
+           const float[:, :, :] u0,          # IN  (P, O, C): depth tap 0's transformed kernels
+           const float[:, :, :] u1,          # IN  tap 1's, the strides of u0's
+           const float[:, :, :] u2,          # IN  tap 2's, the strides of u0's
+           float[:, :, :, :, ::1] y,         # OUT (N, O, Do, Ho, Wo), overwritten
+           int pd, int ph, int pw, int tile, int tiles_h, int tiles_w,
+           const int[:, ::1] slabs,          # IN  (slabs, 3): sample, first plane, planes
+           bint avx2_gemm, bint avx512, int num_threads):
+    """``y = conv3d(x, w, padding=(pd, ph, pw))`` for a 3x3x3 kernel whose depth taps'
+    transformed kernels are ``u0``, ``u1``, ``u2`` (wino3d_fused.h): ``slabs`` of output
+    planes one after another, each step shared among the threads; the bits of
+    ``_winograd3d.conv3x3x3``'s split form.  ``avx2_gemm``: the AVX2 GEMM instead of the
+    AVX-512 one; ``avx512``: the AVX-512 transforms (ignored on a CPU without them)."""
+    cdef int status
+    cdef bint portable = not (avx512 and _HAVE_AVX512)
+    cdef const float* u[3]
+    if x.shape[0] == 0 or y.shape[1] == 0 or slabs.shape[0] == 0:
+        return
+    u[0], u[1], u[2] = &u0[0, 0, 0], &u1[0, 0, 0], &u2[0, 0, 0]
+    with nogil:
+        status = sb_wino3d_conv_f32(
+            &x[0, 0, 0, 0, 0], <int> x.shape[0], <int> x.shape[1], <int> x.shape[2],
+            <int> x.shape[3], <int> x.shape[4], pd, ph, pw, u,
+            u0.strides[0] // sizeof(float), u0.strides[1] // sizeof(float),
+            u0.strides[2] // sizeof(float), &y[0, 0, 0, 0, 0], <int> y.shape[1],
+            <int> y.shape[2], <int> y.shape[3], <int> y.shape[4], tile, tiles_h, tiles_w,
+            <const sb_w3_slab*> &slabs[0, 0], <int> slabs.shape[0], 2 if avx2_gemm else 1,
+            portable, num_threads)
+    if status != 0:
+        raise MemoryError("3-D winograd convolution: could not allocate its buffers")
+
+
+def weight_grad3d(const float[:, :, :, :, ::1] x,   # IN  (N, C, D, H, W)
+                  const float[:, :, :, :, ::1] g,   # IN  (N, O, Do, Ho, Wo)
+                  float[:, :, :, ::1] total,        # OUT (3, P, O, C): the point sums
+                  float[:, :, :, ::1] partial,      # scratch, total's shape
+                  int pd, int ph, int pw, int tile, int tiles_h, int tiles_w,
+                  const int[:, ::1] slabs,          # IN  (slabs, 3): sample, first plane, planes
+                  bint avx2_gemm, bint avx512, int num_threads):
+    """The point sums of the 3x3x3 weight gradient (wino3d_fused.h), ``total[kz]`` for each
+    depth tap, ``slabs`` one after another, each step shared among the threads; the bits
+    of ``_winograd3d.conv3x3x3_weight_grad``'s split form before its fold.
+    ``avx2_gemm``, ``avx512`` as for :func:`conv3d`."""
+    cdef int status
+    cdef bint portable = not (avx512 and _HAVE_AVX512)
+    if slabs.shape[0] == 0:
+        total[...] = 0
+        return
+    with nogil:
+        status = sb_wino3d_wgrad_f32(
+            &x[0, 0, 0, 0, 0], <int> x.shape[0], <int> x.shape[1], <int> x.shape[2],
+            <int> x.shape[3], <int> x.shape[4], pd, ph, pw, &g[0, 0, 0, 0, 0],
+            <int> g.shape[1], <int> g.shape[2], <int> g.shape[3], <int> g.shape[4], tile,
+            tiles_h, tiles_w, <const sb_w3_slab*> &slabs[0, 0], <int> slabs.shape[0],
+            2 if avx2_gemm else 1, portable, &total[0, 0, 0, 0], &partial[0, 0, 0, 0],
+            num_threads)
+    if status != 0:
+        raise MemoryError("3-D winograd weight gradient: could not allocate its buffers")
+
+
+def dot_form3d(int m, int n, int k):
+    """Whether the 3-D weight gradient's region gives an (m x k) @ (k x n) product the
+    dot-product kernel (wino3d_fused.h's copy of ``_gemm.product_form``'s rule, which the
+    tests hold it to)."""
+    return bool(sb_w3_dot_form(m, n, k))

@@ -62,7 +62,7 @@ static void sb_wf_w4_grad(const float *g, ptrdiff_t sn, int H, int W, int nb, in
  * by tile rows, else gathered planes). */
 typedef struct {
     int C, H, W, ph, pw, tile, halo, tiles_h, tiles_w, by_rows, copy_rows, copy_cols, n_rows;
-    ptrdiff_t hp, wp, rs, sample;
+    ptrdiff_t hp, wp, rs, sample, channel;  /* a chunk's units (samples) and channels apart */
     sb_plane_fn fn;
     sb_channel_fn portable;  /* the portable transform, or NULL */
     int *off;  /* the tile offsets in a chunk's plane blocks (AVX-512 planes only) */
@@ -87,6 +87,7 @@ static int sb_wf_source_init(sb_wf_source *q, int C, int H, int W, int ph, int p
     q->copy_cols = W < q->wp - pw ? W : (int)(q->wp - pw);
     q->n_rows = W < q->rs - pw ? W : (int)(q->rs - pw);
     q->sample = (ptrdiff_t)C * H * W;
+    q->channel = (ptrdiff_t)H * W;
     q->off = NULL;
     if (q->by_rows || portable) return 0;
     q->off = (int *)malloc((size_t)chunk * tiles_h * tiles_w * sizeof(int));
@@ -112,7 +113,7 @@ static void sb_wf_source_channel(const sb_wf_source *q, const float *x, int c, i
                                  int th0, int th1, float *buf, float *v, ptrdiff_t pitch)
 {
     const ptrdiff_t t = (ptrdiff_t)nb * (th1 - th0) * q->tiles_w;
-    const float *xc = x + (ptrdiff_t)n0 * q->sample + (ptrdiff_t)c * q->H * q->W;
+    const float *xc = x + (ptrdiff_t)n0 * q->sample + (ptrdiff_t)c * q->channel;
     if (q->portable != NULL) {
         q->portable(xc, q->sample, q->H, q->W, nb, q->ph, q->pw, th0, th1, q->tiles_w, buf,
                     v + (ptrdiff_t)c * t, pitch);
@@ -247,16 +248,16 @@ static inline int sb_wf_gemm(int gemm, int dot, int m, int n, int k, const float
     return sb_sgemm_avx512(m, n, k, a, sa0, sa1, b, sb0, sb1, c, ldc, 0);
 }
 
-/* Output channel o of a chunk (samples n0 .. n0+nb-1, tile rows th0 .. th1-1) from its
- * products m (planes pm apart, t tiles a plane): y's rows of those tiles, clipped to Ho
- * and Wo, by the portable transform or the AVX-512 one (through buf where the tiles
- * overhang the output). */
-static void sb_wf_out_channel(const float *m, ptrdiff_t pm, ptrdiff_t t, int o, float *y,
-                              int O, int Ho, int Wo, int n0, int nb, int th0, int th1, int tile,
-                              int tiles_w, int portable, float *buf)
+/* Output channel o of a chunk of nb units (samples, or the depth planes of one sample)
+ * from its products m (planes pm apart, t tiles a plane) into yo (that channel's first
+ * unit; units ys apart): the rows of tile rows th0 .. th1-1, clipped to Ho and Wo, by the
+ * portable transform or the AVX-512 one (through buf where the tiles overhang the
+ * output). */
+static void sb_wf_out_channel_at(const float *m, ptrdiff_t pm, ptrdiff_t t, int o, float *yo,
+                                 ptrdiff_t ys, int Ho, int Wo, int nb, int th0, int th1,
+                                 int tile, int tiles_w, int portable, float *buf)
 {
-    const ptrdiff_t ys = (ptrdiff_t)O * Ho * Wo, wt = (ptrdiff_t)tile * tiles_w;
-    float *yo = y + (ptrdiff_t)n0 * ys + (ptrdiff_t)o * Ho * Wo;
+    const ptrdiff_t wt = (ptrdiff_t)tile * tiles_w;
     if (portable) {
         (tile == 4 ? sb_w4_out_channel_f : sb_w2_out_channel_f)(
             m + (ptrdiff_t)o * t, pm, yo, ys, Ho, Wo, nb, th0, th1, tiles_w, buf);
@@ -268,6 +269,16 @@ static void sb_wf_out_channel(const float *m, ptrdiff_t pm, ptrdiff_t t, int o, 
                             nb, th1 - th0, tiles_w, wt, exact ? NULL : buf,
                             tile == 4 ? sb_w4_out_plane_f32 : sb_w2_out_plane_f32);
     }
+}
+
+/* Output channel o of a chunk of samples n0 .. n0+nb-1 of y (N, O, Ho, Wo). */
+static void sb_wf_out_channel(const float *m, ptrdiff_t pm, ptrdiff_t t, int o, float *y,
+                              int O, int Ho, int Wo, int n0, int nb, int th0, int th1, int tile,
+                              int tiles_w, int portable, float *buf)
+{
+    const ptrdiff_t ys = (ptrdiff_t)O * Ho * Wo;
+    sb_wf_out_channel_at(m, pm, t, o, y + (ptrdiff_t)n0 * ys + (ptrdiff_t)o * Ho * Wo, ys, Ho,
+                         Wo, nb, th0, th1, tile, tiles_w, portable, buf);
 }
 
 /* The per-thread output buffer of sb_wf_out_channel, in floats. */

@@ -1344,6 +1344,67 @@ def test_winograd3d_bitwise_equal_across_thread_counts(rng):
     assert all(np.array_equal(a, c) for a, c in zip(y, gx, strict=True))
 
 
+#: the SIMD paths whose GEMM is the project's (the 3-D one-region kernels' products)
+_OWN_GEMM_PATHS = [p for p in ("avx512", "avx2") if p in simd.supported_paths()]
+
+
+@pytest.mark.skipif(not _OWN_GEMM_PATHS, reason="no SIMD path with the project's GEMM here")
+@pytest.mark.parametrize("path", _OWN_GEMM_PATHS)
+@pytest.mark.parametrize("n,c,o,size,pad,f4", [
+    (2, 16, 16, (9, 10, 11), (1, 1, 1), 0),
+    (2, 16, 24, (8, 8, 8), (1, 1, 1), 1),
+    (1, 8, 16, (5, 6, 7), (2, 1, 0), 0),
+    (2, 16, 8, (1, 4, 4), (1, 2, 2), 1),   # one plane: only the centre depth tap
+    (1, 24, 16, (7, 5, 9), (0, 1, 2), 1),
+])
+def test_winograd3d_in_one_region_gives_the_split_form_bits(path, n, c, o, size, pad, f4, rng,
+                                                            monkeypatch):
+    """The 3-D split form's slabs in one OpenMP region (``_winograd_fused.conv3d`` and
+    ``weight_grad3d``, taken: checked) give the bits of its kernel calls from Python
+    (``winograd_one_region=False``): forward with a bias, input and weight gradients, at
+    1-3 threads, slabs of a few planes (several slabs a sample, the depth terms cut at the
+    volume's faces), both tile sizes, on each path with the project's GEMM."""
+    from sandbox.array.conv import _winograd as w2d
+
+    taken = []
+
+    def spy(name):
+        real = getattr(w2d._winograd_fused, name)
+        return lambda *a: taken.append(name) or real(*a)
+
+    for name in ("conv3d", "weight_grad3d"):
+        monkeypatch.setattr(w2d._winograd_fused, name, spy(name))
+    x, w, b = _winograd3d_data(rng, n, c, o, size, np.float32)
+    force = dict(WINOGRAD3D_FORCE, winograd_f4_min_pixels=f4,
+                 winograd_f4_min_pixels_weight_grad=f4, winograd3d_split_tiles=40)
+    runs = {}
+    with simd.using(isa=path):
+        for one_region in (True, False):
+            for nt in (1, 2, 3):
+                with conv.tuned(**force, winograd_one_region=one_region), \
+                        sandbox.num_threads(nt):
+                    runs[one_region, nt] = _winograd3d_run(x, w, b, pad)
+    assert taken.count("conv3d") == 6 and taken.count("weight_grad3d") == 3
+    want = runs[False, 1]
+    for got in runs.values():
+        for a, e in zip(got, want, strict=True):
+            assert a.tobytes() == e.tobytes()
+
+
+def test_winograd3d_region_picks_products_as_matmul_does():
+    """The weight gradient's region gives a product the dot-product or the packed kernel
+    by its own copy of ``product_form``'s rule: the same choice for every shape."""
+    from sandbox._C import _winograd_fused
+    from sandbox.array._gemm import product_form
+
+    sizes = (8, 16, 24, 48, 64, 96, 128, 192, 200, 256, 512)
+    for m in sizes:
+        for n in sizes:
+            for k in (8, 16, 31, 32, 64, 100, 128, 255, 256, 384, 512, 1024):
+                assert _winograd_fused.dot_form3d(m, n, k) == (
+                    product_form(m, n, k, True) == "dot"), (m, n, k)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_winograd3d_slab_copies_on_threads_match_numpy(dtype, rng):
     """The split form's slab copies on several threads (``copy_blocks``) give numpy's

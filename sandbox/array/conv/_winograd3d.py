@@ -34,6 +34,7 @@ from ...runtime.threads import get_num_threads
 from .._gemm import lhs, matmul
 from .._parallel import OrderedSum, parallel_map, scratch
 from . import _winograd as w2d
+from ._chunks import add_bias
 from ._tuning import TUNING
 
 __all__ = ["conv3x3x3", "conv3x3x3_weight_grad", "eligible", "weight_transforms"]
@@ -139,6 +140,18 @@ def _products(a, b, out, accumulate: bool, threads: int) -> None:
         matmul(a, b, out, accumulate=accumulate)
 
 
+def _in_one_region(x, y, c: int, o: int, u_depth) -> bool:
+    """Whether the split form's slabs run in one OpenMP region
+    (``_winograd_fused.conv3d``, pyx/winograd/wino3d_fused.h) instead of a kernel call
+    a step from Python: ``TUNING.winograd_one_region``, arrays of fewer than 2**31
+    elements, at least 8 input and output channels (the products then take the packed
+    kernel, which the region runs: :func:`~sandbox.array._gemm.product_form`), and the
+    three depth taps' transformed kernels laid out alike (``u_depth``; none for the
+    weight gradient).  The same bits either way."""
+    return (TUNING.winograd_one_region and max(x.size, y.size) < 2**31 and min(c, o) >= 8
+            and all(u.strides == u_depth[0].strides for u in u_depth))
+
+
 def _run(task, chunks, split: bool) -> None:
     """Every chunk: one after another on this thread (:func:`_plan`'s split form, the
     steps shared inside the kernels), or on the worker pool."""
@@ -180,6 +193,12 @@ def conv3x3x3(x, u_depth, y, pad, bias=None) -> None:
     u_depth = [lhs(u) for u in u_depth]
     chunks, threads, split = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
     avx = simd.current().winograd_avx512  # read here, in the caller's thread
+    if split and _in_one_region(x, y, c, o, u_depth):
+        slabs = np.array([chunk[1:] for chunk in chunks], dtype=np.intc)
+        w2d._winograd_fused.conv3d(x, *u_depth, y, *pad, tile, th, tw, slabs,
+                                   simd.current().gemm == "avx2", avx, threads)
+        add_bias(y, bias)
+        return
 
     def task(chunk):
         _, s, z0, nz = chunk
@@ -213,8 +232,14 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
     th, tw = -(-ho // tile), -(-wo // tile)
     tiles = th * tw
     chunks, threads, split = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
-    total = OrderedSum(len(chunks))
     avx = simd.current().winograd_avx512
+    if split and _in_one_region(x, g, c, o, []):
+        sums = np.empty((3, count, o, c), dtype=x.dtype)
+        slabs = np.array([chunk[1:] for chunk in chunks], dtype=np.intc)
+        w2d._winograd_fused.weight_grad3d(x, g, sums, np.empty_like(sums), *pad, tile, th, tw,
+                                          slabs, simd.current().gemm == "avx2", avx, threads)
+        return _fold_taps(sums)
+    total = OrderedSum(len(chunks))
 
     def task(chunk):
         i, s, z0, nz = chunk
@@ -232,10 +257,17 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
         total.add(i, partial)
 
     _run(task, chunks, split)
-    gw = np.empty((o, c, 3, 3, 3), dtype=x.dtype)
+    return _fold_taps(total.out)
+
+
+def _fold_taps(sums) -> np.ndarray:
+    """The weight gradient (O, C, 3, 3, 3) from each depth tap's point sums ``sums[kz]``
+    (P, O, C): the 2-D fold of each."""
+    o, c = sums.shape[2:]
+    gw = np.empty((o, c, 3, 3, 3), dtype=sums.dtype)
     for kz in range(3):
-        fold = np.empty((o, c, 3, 3), dtype=x.dtype)
-        w2d._winograd_weights.weight_grad_fold(total.out[kz], fold, 1)
+        fold = np.empty((o, c, 3, 3), dtype=sums.dtype)
+        w2d._winograd_weights.weight_grad_fold(sums[kz], fold, 1)
         gw[:, :, kz] = fold
     return gw
 
