@@ -46,12 +46,12 @@ cdef extern from "wino3d_fused.h" nogil:
                            int pw, const float* const* u, Py_ssize_t up, Py_ssize_t uo,
                            Py_ssize_t uc, float* y, int O, int Do, int Ho, int Wo, int tile,
                            int tiles_h, int tiles_w, const sb_w3_slab* slabs, int nslabs,
-                           int gemm, int portable, int num_threads)
+                           int gemm, int portable, const sb_wf_weights* wt, int num_threads)
     int sb_wino3d_wgrad_f32(const float* x, int N, int C, int D, int H, int W, int pd, int ph,
                             int pw, const float* g, int O, int Do, int Ho, int Wo, int tile,
                             int tiles_h, int tiles_w, const sb_w3_slab* slabs, int nslabs,
                             int gemm, int portable, float* total, float* partial,
-                            int num_threads)
+                            float* dw, int num_threads)
     int sb_w3_dot_form(int m, int n, int k)
 
 cdef extern from "wino2_avx512.h" nogil:
@@ -164,18 +164,36 @@ def conv3d(const float[:, :, :, :, ::1] x,   # IN  (N, C, D, H, W)
            float[:, :, :, :, ::1] y,         # OUT (N, O, Do, Ho, Wo), overwritten
            int pd, int ph, int pw, int tile, int tiles_h, int tiles_w,
            const int[:, ::1] slabs,          # IN  (slabs, 3): sample, first plane, planes
-           bint avx2_gemm, bint avx512, int num_threads):
+           bint avx2_gemm, bint avx512, int num_threads, taps=None, bint flip=False,
+           bint c_major=False):
     """``y = conv3d(x, w, padding=(pd, ph, pw))`` for a 3x3x3 kernel whose depth taps'
     transformed kernels are ``u0``, ``u1``, ``u2`` (wino3d_fused.h): ``slabs`` of output
     planes one after another, each step shared among the threads; the bits of
     ``_winograd3d.conv3x3x3``'s split form.  ``avx2_gemm``: the AVX2 GEMM instead of the
-    AVX-512 one; ``avx512``: the AVX-512 transforms (ignored on a CPU without them)."""
-    cdef int status
+    AVX-512 one; ``avx512``: the AVX-512 transforms (ignored on a CPU without them).
+    With ``taps`` (three C-contiguous (Ow, Cw, 3, 3) float32 kernels), the ``u``'s are
+    computed here first, in the same region, as ``_winograd_weights.weight_transform``
+    (``flip``, ``c_major``) would into the arrays whose memory they view (``u0.base``
+    ...: :func:`sandbox.array.conv._winograd.pending_transform`'s storage)."""
+    cdef int status, k
     cdef bint portable = not (avx512 and _HAVE_AVX512)
     cdef const float* u[3]
+    cdef sb_wf_weights wt[3]
+    cdef const float[:, :, :, ::1] tap
+    cdef float[:, :, ::1] store
     if x.shape[0] == 0 or y.shape[1] == 0 or slabs.shape[0] == 0:
         return
     u[0], u[1], u[2] = &u0[0, 0, 0], &u1[0, 0, 0], &u2[0, 0, 0]
+    for k in range(3):
+        wt[k].w = NULL
+        if taps is not None:
+            tap, store = taps[k][0], taps[k][1]
+            wt[k].w = &tap[0, 0, 0, 0]
+            wt[k].wo, wt[k].wc = <int> tap.shape[0], <int> tap.shape[1]
+            wt[k].flip, wt[k].c_major = flip, c_major
+            wt[k].ut = &store[0, 0, 0]
+            wt[k].sp = store.strides[0] // sizeof(float)
+            wt[k].sr = store.strides[1] // sizeof(float)
     with nogil:
         status = sb_wino3d_conv_f32(
             &x[0, 0, 0, 0, 0], <int> x.shape[0], <int> x.shape[1], <int> x.shape[2],
@@ -184,7 +202,7 @@ def conv3d(const float[:, :, :, :, ::1] x,   # IN  (N, C, D, H, W)
             u0.strides[2] // sizeof(float), &y[0, 0, 0, 0, 0], <int> y.shape[1],
             <int> y.shape[2], <int> y.shape[3], <int> y.shape[4], tile, tiles_h, tiles_w,
             <const sb_w3_slab*> &slabs[0, 0], <int> slabs.shape[0], 2 if avx2_gemm else 1,
-            portable, num_threads)
+            portable, wt, num_threads)
     if status != 0:
         raise MemoryError("3-D winograd convolution: could not allocate its buffers")
 
@@ -195,15 +213,20 @@ def weight_grad3d(const float[:, :, :, :, ::1] x,   # IN  (N, C, D, H, W)
                   float[:, :, :, ::1] partial,      # scratch, total's shape
                   int pd, int ph, int pw, int tile, int tiles_h, int tiles_w,
                   const int[:, ::1] slabs,          # IN  (slabs, 3): sample, first plane, planes
-                  bint avx2_gemm, bint avx512, int num_threads):
+                  bint avx2_gemm, bint avx512, int num_threads,
+                  float[:, :, :, :, ::1] dw=None):  # OUT (3, O, C, 3, 3), or None
     """The point sums of the 3x3x3 weight gradient (wino3d_fused.h), ``total[kz]`` for each
     depth tap, ``slabs`` one after another, each step shared among the threads; the bits
-    of ``_winograd3d.conv3x3x3_weight_grad``'s split form before its fold.
+    of ``_winograd3d.conv3x3x3_weight_grad``'s split form; with ``dw``, each tap's fold
+    (``_winograd_weights.weight_grad_fold``) into ``dw[kz]`` too, in the same region.
     ``avx2_gemm``, ``avx512`` as for :func:`conv3d`."""
     cdef int status
     cdef bint portable = not (avx512 and _HAVE_AVX512)
-    if slabs.shape[0] == 0:
+    cdef float* folded = NULL if dw is None else &dw[0, 0, 0, 0, 0]
+    if slabs.shape[0] == 0 or dw is not None and dw.shape[1] * dw.shape[2] == 0:
         total[...] = 0
+        if dw is not None:
+            dw[...] = 0
         return
     with nogil:
         status = sb_wino3d_wgrad_f32(
@@ -212,7 +235,7 @@ def weight_grad3d(const float[:, :, :, :, ::1] x,   # IN  (N, C, D, H, W)
             <int> g.shape[1], <int> g.shape[2], <int> g.shape[3], <int> g.shape[4], tile,
             tiles_h, tiles_w, <const sb_w3_slab*> &slabs[0, 0], <int> slabs.shape[0],
             2 if avx2_gemm else 1, portable, &total[0, 0, 0, 0], &partial[0, 0, 0, 0],
-            num_threads)
+            folded, num_threads)
     if status != 0:
         raise MemoryError("3-D winograd weight gradient: could not allocate its buffers")
 

@@ -46,14 +46,15 @@ static int sb_w3_terms(int pd, int depth_in, int z0, int nz, int kz_of[3], int z
  * u[kz] + p*up + o*uo + c*uc), by F(tile x tile, 3x3) in-plane, slab by slab (slabs:
  * nslabs of them, _winograd3d._slabs' order).  gemm: 1 the AVX-512 kernel, 2 the AVX2
  * one (the packed form: the products' columns are not contiguous along k); portable: the
- * portable transforms.  Returns 0, or -1 when a buffer could not be allocated (y is then
- * incomplete). */
+ * portable transforms; wt[kz]: tap kz's weight transform to run first in the region, into
+ * the memory u[kz] points to (wt[kz].w NULL: none, u[kz] is given).  Returns 0, or -1
+ * when a buffer could not be allocated (y is then incomplete). */
 static int sb_wino3d_conv_f32(const float *x, int N, int C, int D, int H, int W, int pd,
                               int ph, int pw, const float *const u[3], ptrdiff_t up,
                               ptrdiff_t uo, ptrdiff_t uc, float *y, int O, int Do, int Ho,
                               int Wo, int tile, int tiles_h, int tiles_w,
                               const sb_w3_slab *slabs, int nslabs, int gemm, int portable,
-                              int num_threads)
+                              const sb_wf_weights wt[3], int num_threads)
 {
     const int points = (tile + 2) * (tile + 2), per_plane = tiles_h * tiles_w;
     int most = 1, k;
@@ -84,6 +85,8 @@ static int sb_wino3d_conv_f32(const float *x, int N, int C, int D, int H, int W,
         const int ok = in_buf != NULL && out_buf != NULL;
         const int piece_c = sb_wf_piece(C, 1), piece_o = sb_wf_piece(O, 1);
         int j, c, p, o, i;
+        for (i = 0; i < 3; i++)  /* the depth taps' transformed kernels, if not given */
+            sb_wf_transform_weights(&wt[i], tile);
         for (j = 0; j < nslabs; j++) {   /* every thread meets every worksharing loop */
             const int s = slabs[j].s, z0 = slabs[j].z0, nz = slabs[j].nz;
             const int first = z0 - pd > 0 ? z0 - pd : 0;
@@ -155,12 +158,13 @@ static inline int sb_w3_dot_form(int m, int n, int k)
  * form: the first slab's products added into total zeroed, every other slab's into
  * `partial` (the same size, scratch) zeroed, then added into total.  gemm, portable as
  * for sb_wino3d_conv_f32; each product takes the dot-product or the packed kernel by
- * product_form's rule.  Returns 0, or -1 when a buffer could not be allocated. */
+ * product_form's rule; dw (not NULL): each tap's fold of total[kz] into dw[kz] (3 x O x C x
+ * 3 x 3) too, in the same region.  Returns 0, or -1 when a buffer could not be allocated. */
 static int sb_wino3d_wgrad_f32(const float *x, int N, int C, int D, int H, int W, int pd,
                                int ph, int pw, const float *g, int O, int Do, int Ho, int Wo,
                                int tile, int tiles_h, int tiles_w, const sb_w3_slab *slabs,
                                int nslabs, int gemm, int portable, float *total,
-                               float *partial, int num_threads)
+                               float *partial, float *dw, int num_threads)
 {
     const int points = (tile + 2) * (tile + 2), per_plane = tiles_h * tiles_w;
     const ptrdiff_t oc = (ptrdiff_t)O * C, size = 3 * points * oc;
@@ -252,6 +256,10 @@ static int sb_wino3d_wgrad_f32(const float *x, int N, int C, int D, int H, int W
                     total[e] += partial[e];
             }
         }
+        if (dw != NULL)  /* each tap's fold into dw[kz] (O x C x 3 x 3), after the barrier */
+            for (t = 0; t < 3; t++)
+                sb_wf_fold(total + (ptrdiff_t)t * points * oc, O, C, tile,
+                           dw + (ptrdiff_t)t * oc * 9);
         free(in_buf);
         free(g_buf);
     }

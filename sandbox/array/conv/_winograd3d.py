@@ -178,27 +178,35 @@ def _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx, threads:
 
 def conv3x3x3(x, u_depth, y, pad, bias=None) -> None:
     """``y = conv3d(x, w, bias, stride=1, padding=pad)`` for a 3x3x3 kernel, where
-    ``u_depth[kz] = weight_transform(w[:, :, kz], tile=m)``.
+    ``u_depth[kz] = weight_transform(w[:, :, kz], tile=m)``, or the three pending
+    transforms of :func:`weight_transforms` (computed in the convolution's own OpenMP
+    region where it runs in one, else first).
 
     ``x`` (N, C, D, H, W) and ``y`` (N, O, Do, Ho, Wo) C-contiguous; ``y`` is overwritten.
     """
     n, c, depth_in = x.shape[:3]
     o, depth_out, ho, wo = y.shape[1:]
     pd = pad[0]
-    count = u_depth[0].shape[0]
+    pending = u_depth if isinstance(u_depth[0], w2d.PendingWeights) else None
+    views = [u.view for u in pending] if pending else u_depth
+    count = views[0].shape[0]
     tile = w2d._TILE_OF_POINTS[count]
     kernels = w2d._KERNELS[tile][1]
     th, tw = -(-ho // tile), -(-wo // tile)
     tiles = th * tw
-    u_depth = [lhs(u) for u in u_depth]
     chunks, threads, split = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
     avx = simd.current().winograd_avx512  # read here, in the caller's thread
-    if split and _in_one_region(x, y, c, o, u_depth):
+    if split and _in_one_region(x, y, c, o, views):
         slabs = np.array([chunk[1:] for chunk in chunks], dtype=np.intc)
-        w2d._winograd_fused.conv3d(x, *u_depth, y, *pad, tile, th, tw, slabs,
-                                   simd.current().gemm == "avx2", avx, threads)
+        first = pending[0] if pending else None  # the taps' transforms run in the region
+        w2d._winograd_fused.conv3d(
+            x, *views, y, *pad, tile, th, tw, slabs, simd.current().gemm == "avx2", avx,
+            threads, [(u.weight, u.store) for u in pending] if pending else None,
+            first.flip if first else False, first.c_major if first else False)
         add_bias(y, bias)
         return
+    u_depth = ([lhs(u.run(get_num_threads())) for u in pending] if pending
+               else [lhs(u) for u in u_depth])
 
     def task(chunk):
         _, s, z0, nz = chunk
@@ -235,10 +243,12 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
     avx = simd.current().winograd_avx512
     if split and _in_one_region(x, g, c, o, []):
         sums = np.empty((3, count, o, c), dtype=x.dtype)
+        taps = np.empty((3, o, c, 3, 3), dtype=x.dtype)  # each depth tap's fold
         slabs = np.array([chunk[1:] for chunk in chunks], dtype=np.intc)
         w2d._winograd_fused.weight_grad3d(x, g, sums, np.empty_like(sums), *pad, tile, th, tw,
-                                          slabs, simd.current().gemm == "avx2", avx, threads)
-        return _fold_taps(sums)
+                                          slabs, simd.current().gemm == "avx2", avx, threads,
+                                          taps)
+        return np.ascontiguousarray(taps.transpose(1, 2, 0, 3, 4))
     total = OrderedSum(len(chunks))
 
     def task(chunk):
@@ -272,11 +282,12 @@ def _fold_taps(sums) -> np.ndarray:
     return gw
 
 
-def weight_transforms(weight, flip_transpose: bool, tile: int) -> list[np.ndarray]:
-    """``[weight_transform(w[:, :, kz]) for kz]`` for the forward, or for the input
-    gradient (``flip_transpose``: the kernel flipped in depth too, so depth tap ``kz``
-    of the gradient's kernel is ``w[:, :, 2 - kz]`` flipped in-plane and transposed)."""
+def weight_transforms(weight, flip_transpose: bool, tile: int) -> list:
+    """The pending transforms (:func:`sandbox.array.conv._winograd.pending_transform`,
+    not computed yet: :func:`conv3x3x3` runs them) of ``weight_transform(w[:, :, kz])``
+    for the forward, or for the input gradient (``flip_transpose``: the kernel flipped in
+    depth too, so depth tap ``kz`` of the gradient's kernel is ``w[:, :, 2 - kz]`` flipped
+    in-plane and transposed)."""
     taps = [np.ascontiguousarray(weight[:, :, 2 - kz if flip_transpose else kz])
             for kz in range(3)]
-    return [w2d.weight_transform(t, flip_transpose=flip_transpose,
-                                 kernel_threads=get_num_threads(), tile=tile) for t in taps]
+    return [w2d.pending_transform(t, flip_transpose=flip_transpose, tile=tile) for t in taps]
