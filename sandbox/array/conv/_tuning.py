@@ -223,7 +223,9 @@ class ConvTuning:
     #: the Winograd split form (fewer chunks than that; with ``split_in_kernels``) in one
     #: OpenMP region per pass (wino_fused.h), its steps separated by barriers, instead
     #: of three kernel calls a chunk from Python: no Python between the steps and no
-    #: thread woken again for each.  Same bits.
+    #: thread woken again for each; the 3-D split form's slabs too (wino3d_fused.h;
+    #: about seven calls a slab before: the 3-D UNet step 0.83-0.87 of its time at 1 and
+    #: 2 threads, Zen 5 VM).  Same bits.
     winograd_one_region: bool = True
     #: ... with chunks whose points (input and output planes, C + O channels) take at
     #: most this many bytes, so that a thread works in its own caches: the forward cuts
