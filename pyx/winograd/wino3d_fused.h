@@ -20,25 +20,42 @@ typedef struct {
     int s, z0, nz;
 } sb_w3_slab;
 
-/* The depth terms of a slab, as _winograd3d._depth_terms: kz in the order 1, 0, 2, each
- * the output planes [za, zb) whose input plane z - pd + kz exists and that input plane
- * iz for za.  Returns how many (0 to 3). */
-static int sb_w3_terms(int pd, int depth_in, int z0, int nz, int kz_of[3], int za_of[3],
-                       int zb_of[3], int iz_of[3])
+/* What a slab reads and adds: its input planes first .. last-1 (those inside the volume),
+ * and its depth terms as _winograd3d._depth_terms gives them (kz in the order 1, 0, 2: the
+ * centre tap first), each the output planes [za, zb) whose input plane z - pd + kz exists
+ * and that input plane iz for za. */
+typedef struct {
+    int s, z0, nz, first, last, terms;
+    int kz[3], za[3], zb[3], iz[3];
+} sb_w3_span;
+
+static void sb_w3_span_of(const sb_w3_slab *slab, int pd, int depth_in, sb_w3_span *q)
 {
     static const int order[3] = {1, 0, 2};
-    int i, count = 0;
+    int i;
+    q->s = slab->s; q->z0 = slab->z0; q->nz = slab->nz;
+    q->first = q->z0 - pd > 0 ? q->z0 - pd : 0;
+    q->last = q->z0 + q->nz - pd + 2 < depth_in ? q->z0 + q->nz - pd + 2 : depth_in;
+    q->terms = 0;
     for (i = 0; i < 3; i++) {
         const int kz = order[i];
-        const int za = z0 > pd - kz ? z0 : pd - kz;
-        const int zb = z0 + nz < depth_in + pd - kz ? z0 + nz : depth_in + pd - kz;
+        const int za = q->z0 > pd - kz ? q->z0 : pd - kz;
+        const int zb = q->z0 + q->nz < depth_in + pd - kz ? q->z0 + q->nz : depth_in + pd - kz;
         if (za < zb) {
-            kz_of[count] = kz; za_of[count] = za; zb_of[count] = zb;
-            iz_of[count] = za - pd + kz;
-            count++;
+            q->kz[q->terms] = kz; q->za[q->terms] = za; q->zb[q->terms] = zb;
+            q->iz[q->terms] = za - pd + kz;
+            q->terms++;
         }
     }
-    return count;
+}
+
+/* The most output planes a slab has (at least 1). */
+static int sb_w3_most_planes(const sb_w3_slab *slabs, int nslabs)
+{
+    int most = 1, k;
+    for (k = 0; k < nslabs; k++)
+        if (slabs[k].nz > most) most = slabs[k].nz;
+    return most;
 }
 
 /* y (N, O, Do, Ho, Wo) = the 3x3x3 convolution of x (N, C, D, H, W; padding pd, ph, pw)
@@ -57,9 +74,7 @@ static int sb_wino3d_conv_f32(const float *x, int N, int C, int D, int H, int W,
                               const sb_wf_weights wt[3], int num_threads)
 {
     const int points = (tile + 2) * (tile + 2), per_plane = tiles_h * tiles_w;
-    int most = 1, k;
-    for (k = 0; k < nslabs; k++)
-        if (slabs[k].nz > most) most = slabs[k].nz;
+    const int most = sb_w3_most_planes(slabs, nslabs);
     /* a slab reads at most nz + 2 input planes */
     const ptrdiff_t vmax = (ptrdiff_t)(most + 2) * per_plane, mmax = (ptrdiff_t)most * per_plane;
     const ptrdiff_t pv = sb_wf_pitch((ptrdiff_t)C * vmax), pm = sb_wf_pitch((ptrdiff_t)O * mmax);
@@ -88,37 +103,30 @@ static int sb_wino3d_conv_f32(const float *x, int N, int C, int D, int H, int W,
         for (i = 0; i < 3; i++)  /* the depth taps' transformed kernels, if not given */
             sb_wf_transform_weights(&wt[i], tile);
         for (j = 0; j < nslabs; j++) {   /* every thread meets every worksharing loop */
-            const int s = slabs[j].s, z0 = slabs[j].z0, nz = slabs[j].nz;
-            const int first = z0 - pd > 0 ? z0 - pd : 0;
-            const int last = z0 + nz - pd + 2 < D ? z0 + nz - pd + 2 : D;
-            const ptrdiff_t tv = (ptrdiff_t)(last - first) * per_plane;
-            const ptrdiff_t tm = (ptrdiff_t)nz * per_plane;
-            int kz[3], za[3], zb[3], iz[3];
-            const int terms = sb_w3_terms(pd, D, z0, nz, kz, za, zb, iz);
-            const int covered = terms > 0 && za[0] == z0 && zb[0] == z0 + nz;
-            const float *xs = x + ((ptrdiff_t)s * C * D + first) * H * W;
+            sb_w3_span q;
+            sb_w3_span_of(&slabs[j], pd, D, &q);
+            const ptrdiff_t tv = (ptrdiff_t)(q.last - q.first) * per_plane;
+            const ptrdiff_t tm = (ptrdiff_t)q.nz * per_plane;
+            const int covered = q.terms > 0 && q.za[0] == q.z0 && q.zb[0] == q.z0 + q.nz;
+            const float *xs = x + ((ptrdiff_t)q.s * C * D + q.first) * H * W;
             #pragma omp for schedule(dynamic, piece_c)
             for (c = 0; c < C; c++)
-                if (ok && last > first)
-                    sb_wf_source_channel(&in, xs, c, 0, last - first, 0, tiles_h, in_buf, v,
+                if (ok && q.last > q.first)
+                    sb_wf_source_channel(&in, xs, c, 0, q.last - q.first, 0, tiles_h, in_buf, v,
                                          pv);
             #pragma omp for schedule(dynamic, 1)
-            for (p = 0; p < points; p++) {  /* M[p] (+)= U_kz[p] @ V[p] shifted by kz */
+            for (p = 0; p < points; p++) {  /* M[p] (+)= U_kz[p] @ V[p], shifted by kz planes */
                 float *mp = m + p * pm;
                 if (!covered)
                     memset(mp, 0, (size_t)O * tm * sizeof(float));
-                for (i = 0; i < terms; i++) {
-                    const ptrdiff_t cols = (ptrdiff_t)(zb[i] - za[i]) * per_plane;
-                    const int full = i == 0 && covered;
+                for (i = 0; i < q.terms; i++) {
+                    const int cols = (q.zb[i] - q.za[i]) * per_plane, full = i == 0 && covered;
+                    const float *a = u[q.kz[i]] + p * up;
+                    const float *b = v + p * pv + (ptrdiff_t)(q.iz[i] - q.first) * per_plane;
+                    float *cp = mp + (ptrdiff_t)(q.za[i] - q.z0) * per_plane;
                     const int bad = gemm == 2
-                        ? sb_sgemm_avx2(O, (int)cols, C, u[kz[i]] + p * up, uo, uc,
-                                        v + p * pv + (ptrdiff_t)(iz[i] - first) * per_plane,
-                                        tv, 1, mp + (ptrdiff_t)(za[i] - z0) * per_plane, tm,
-                                        !full)
-                        : sb_sgemm_avx512(O, (int)cols, C, u[kz[i]] + p * up, uo, uc,
-                                          v + p * pv + (ptrdiff_t)(iz[i] - first) * per_plane,
-                                          tv, 1, mp + (ptrdiff_t)(za[i] - z0) * per_plane, tm,
-                                          !full);
+                        ? sb_sgemm_avx2(O, cols, C, a, uo, uc, b, tv, 1, cp, tm, !full)
+                        : sb_sgemm_avx512(O, cols, C, a, uo, uc, b, tv, 1, cp, tm, !full);
                     if (bad) {
                         #pragma omp atomic write
                         failed = 1;
@@ -129,8 +137,8 @@ static int sb_wino3d_conv_f32(const float *x, int N, int C, int D, int H, int W,
             for (o = 0; o < O; o++)
                 if (ok)
                     sb_wf_out_channel_at(m, pm, tm, o,
-                                         y + (((ptrdiff_t)s * O + o) * Do + z0) * Ho * Wo,
-                                         (ptrdiff_t)Ho * Wo, Ho, Wo, nz, 0, tiles_h, tile,
+                                         y + (((ptrdiff_t)q.s * O + o) * Do + q.z0) * Ho * Wo,
+                                         (ptrdiff_t)Ho * Wo, Ho, Wo, q.nz, 0, tiles_h, tile,
                                          tiles_w, portable, out_buf);
         }
         free(in_buf);
@@ -168,9 +176,7 @@ static int sb_wino3d_wgrad_f32(const float *x, int N, int C, int D, int H, int W
 {
     const int points = (tile + 2) * (tile + 2), per_plane = tiles_h * tiles_w;
     const ptrdiff_t oc = (ptrdiff_t)O * C, size = 3 * points * oc;
-    int most = 1, k;
-    for (k = 0; k < nslabs; k++)
-        if (slabs[k].nz > most) most = slabs[k].nz;
+    const int most = sb_w3_most_planes(slabs, nslabs);
     const ptrdiff_t vmax = (ptrdiff_t)(most + 2) * per_plane, gmax = (ptrdiff_t)most * per_plane;
     const ptrdiff_t pv = sb_wf_pitch((ptrdiff_t)C * vmax), pg = sb_wf_pitch((ptrdiff_t)O * gmax);
     float *v = (float *)malloc((size_t)(points * pv) * sizeof(float));
@@ -203,36 +209,33 @@ static int sb_wino3d_wgrad_f32(const float *x, int N, int C, int D, int H, int W
         int j, c, p, i, t;
         ptrdiff_t e;
         for (j = 0; j < nslabs; j++) {   /* every thread meets every worksharing loop */
-            const int s = slabs[j].s, z0 = slabs[j].z0, nz = slabs[j].nz;
-            const int first = z0 - pd > 0 ? z0 - pd : 0;
-            const int last = z0 + nz - pd + 2 < D ? z0 + nz - pd + 2 : D;
-            const ptrdiff_t tv = (ptrdiff_t)(last - first) * per_plane;
-            const ptrdiff_t tg = (ptrdiff_t)nz * per_plane;
-            int kz[3], za[3], zb[3], iz[3];
-            const int terms = sb_w3_terms(pd, D, z0, nz, kz, za, zb, iz);
+            sb_w3_span q;
+            sb_w3_span_of(&slabs[j], pd, D, &q);
+            const ptrdiff_t tv = (ptrdiff_t)(q.last - q.first) * per_plane;
+            const ptrdiff_t tg = (ptrdiff_t)q.nz * per_plane;
             float *out = j == 0 ? total : partial;
-            const float *xs = x + ((ptrdiff_t)s * C * D + first) * H * W;
-            const float *gs = g + ((ptrdiff_t)s * O * Do + z0) * Ho * Wo;
+            const float *xs = x + ((ptrdiff_t)q.s * C * D + q.first) * H * W;
+            const float *gs = g + ((ptrdiff_t)q.s * O * Do + q.z0) * Ho * Wo;
             #pragma omp for schedule(dynamic, piece_c)
             for (c = 0; c < C + O; c++) {
                 if (!ok) continue;
                 if (c < C) {
-                    if (last > first)
-                        sb_wf_source_channel(&in, xs, c, 0, last - first, 0, tiles_h, in_buf,
+                    if (q.last > q.first)
+                        sb_wf_source_channel(&in, xs, c, 0, q.last - q.first, 0, tiles_h, in_buf,
                                              v, pv);
                 } else {
-                    sb_wf_source_channel(&grad, gs, c - C, 0, nz, 0, tiles_h, g_buf, gt, pg);
+                    sb_wf_source_channel(&grad, gs, c - C, 0, q.nz, 0, tiles_h, g_buf, gt, pg);
                 }
             }
             #pragma omp for schedule(dynamic, 1)
-            for (p = 0; p < points; p++) {  /* out[kz][p] += Gt[p] @ V[p]^T, shifted by kz */
+            for (p = 0; p < points; p++) {  /* out[kz][p] += Gt[p] @ V[p]^T, shifted by kz planes */
                 for (t = 0; t < 3; t++)
                     memset(out + ((ptrdiff_t)t * points + p) * oc, 0, (size_t)oc * sizeof(float));
-                for (i = 0; i < terms; i++) {
-                    const int cols = (zb[i] - za[i]) * per_plane;
-                    const float *a = gt + p * pg + (ptrdiff_t)(za[i] - z0) * per_plane;
-                    const float *b = v + p * pv + (ptrdiff_t)(iz[i] - first) * per_plane;
-                    float *cp = out + ((ptrdiff_t)kz[i] * points + p) * oc;
+                for (i = 0; i < q.terms; i++) {
+                    const int cols = (q.zb[i] - q.za[i]) * per_plane;
+                    const float *a = gt + p * pg + (ptrdiff_t)(q.za[i] - q.z0) * per_plane;
+                    const float *b = v + p * pv + (ptrdiff_t)(q.iz[i] - q.first) * per_plane;
+                    float *cp = out + ((ptrdiff_t)q.kz[i] * points + p) * oc;
                     int bad = 0;
                     if (sb_w3_dot_form(O, C, cols)) {
                         if (gemm == 2)
