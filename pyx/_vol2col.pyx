@@ -128,3 +128,147 @@ def col2vol(const real[:, ::1] col,           # IN  (C*kd*kh*kw, nb*nd*ho*wo)
                                     continue
                                 j = ((od - od0) * ho + oh) * wo
                                 _fold_row(src + j, dst + (iz * H + ih) * W - off, sw, lo, hi)
+
+
+# -- the direct 3x3x3 convolution of one input channel (a volume's first layer) -----------
+#
+# Output plane z of a one-channel volume is the 2-D 3x3 convolution of the three input
+# planes z - pd .. z - pd + 2 taken as three channels (depth tap kz as channel kz):
+# conv_direct.h's row kernels serve it as they are, with the vol2col product's k order
+# (k = 9 kz + 3 ki + kj, one channel).  A plane whose depth taps reach outside the volume
+# reads them from a per-thread copy with zero planes there (the zeros vol2col's columns
+# hold, multiplied in the same way).
+
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
+
+
+cdef extern from "conv_direct.h" nogil:
+    void sb_c3_row_f32(const float* x, int C, int H, int W, const float* w, int O, int ph,
+                       int pw, int h, int Wo, float* y, Py_ssize_t y_plane)
+    void sb_c3_row_f32_avx512(const float* x, int C, int H, int W, const float* w, int O,
+                              int ph, int pw, int h, int Wo, float* y, Py_ssize_t y_plane)
+    int sb_c3_wgrad_f32(const float* x, int C, int H, int W, const float* g, int O, int ph,
+                        int pw, int h0, int h1, int Wo, Py_ssize_t g_plane, float* part)
+    int sb_c3_wgrad_f32_avx512(const float* x, int C, int H, int W, const float* g, int O,
+                               int ph, int pw, int h0, int h1, int Wo, Py_ssize_t g_plane,
+                               float* part)
+
+
+cdef inline const float* _depth_taps(const float[:, :, :, :, ::1] x, Py_ssize_t n,
+                                     Py_ssize_t z0, float** staging) noexcept nogil:
+    """The three input planes ``z0 .. z0 + 2`` of sample ``n`` (one channel) as (3, H, W):
+    in place where all three are inside the volume, else copied into a new ``*staging``
+    (freed by the caller) with zero planes outside it; NULL when it cannot be allocated."""
+    cdef Py_ssize_t D = x.shape[2], plane = x.shape[3] * x.shape[4], k
+    cdef float* copy
+    if z0 >= 0 and z0 + 2 < D:
+        return &x[n, 0, z0, 0, 0]
+    copy = <float*> malloc(3 * plane * sizeof(float))
+    staging[0] = copy
+    if copy == NULL:
+        return NULL
+    for k in range(3):
+        if 0 <= z0 + k < D:
+            memcpy(copy + k * plane, &x[n, 0, z0 + k, 0, 0], plane * sizeof(float))
+        else:
+            memset(copy + k * plane, 0, plane * sizeof(float))
+    return copy
+
+
+def direct3x3x3(const float[:, :, :, :, ::1] x,   # IN  (N, 1, D, H, W)
+                const float[:, ::1] w,            # IN  (O, 27): the weights, row-major
+                float[:, :, :, :, ::1] y,         # OUT (N, O, Do, Ho, Wo), fully overwritten
+                int pd, int ph, int pw, int num_threads, bint wide=False):
+    """``y = conv3d(x, w)``, 3x3x3, stride 1, dilation 1, one input channel, padding (pd,
+    ph, pw): the vol2col product's sums in its order (conv_direct.h's rows with the depth
+    taps as channels), one output plane of a sample per iteration, so the values do not
+    depend on the threads.  ``wide``: the AVX-512 form (the same bits).  Raises
+    MemoryError when a plane's staging copy cannot be allocated."""
+    cdef Py_ssize_t N = x.shape[0], H = x.shape[3], W = x.shape[4]
+    cdef Py_ssize_t O = y.shape[1], Do = y.shape[2], Ho = y.shape[3], Wo = y.shape[4]
+    cdef Py_ssize_t q, n, z, h
+    cdef float* staging
+    cdef const float* taps
+    cdef int failed = 0
+    if N * O * Do * Ho * Wo == 0:
+        return
+    with nogil:
+        for q in prange(N * Do, schedule="static", num_threads=num_threads):
+            n = q // Do
+            z = q - n * Do
+            staging = NULL
+            taps = _depth_taps(x, n, z - pd, &staging)
+            if taps == NULL:
+                failed += 1  # a reduction: each thread's count, added at the end
+                continue
+            for h in range(Ho):
+                if wide:
+                    sb_c3_row_f32_avx512(taps, 3, <int> H, <int> W, &w[0, 0], <int> O, ph, pw,
+                                         <int> h, <int> Wo, &y[n, 0, z, 0, 0], Do * Ho * Wo)
+                else:
+                    sb_c3_row_f32(taps, 3, <int> H, <int> W, &w[0, 0], <int> O, ph, pw,
+                                  <int> h, <int> Wo, &y[n, 0, z, 0, 0], Do * Ho * Wo)
+            free(staging)
+    if failed:
+        raise MemoryError("direct3x3x3: a plane's staging copy could not be allocated")
+
+
+def direct3x3x3_weight_grad(const float[:, :, :, :, ::1] x,   # IN  (N, 1, D, H, W)
+                            const float[:, :, :, :, ::1] g,   # IN  (N, O, Do, Ho, Wo)
+                            float[:, :, ::1] part,            # scratch (tasks, O, 27)
+                            float[:, ::1] dw,                 # OUT (O, 27), fully overwritten
+                            int pd, int ph, int pw, Py_ssize_t band, int num_threads,
+                            bint wide=False):
+    """The weight gradient of :func:`direct3x3x3`: ``dw[o, 9 kz + 3 ki + kj]`` = the sum over
+    the samples and output voxels of ``g * x`` shifted by the tap (zero outside ``x``).
+    Tasks of ``band`` output rows of one output plane of a sample (``part`` holds ``N * Do
+    * ceil(Ho / band)`` of them, in sample, plane and row order) each sum their pixels in
+    vector lanes (conv_direct.h, the depth taps as channels), then every weight adds the
+    tasks' parts in task order in double, rounded once: the same bits for any thread
+    count.  Raises MemoryError when a task's buffers cannot be allocated."""
+    cdef Py_ssize_t N = x.shape[0], H = x.shape[3], W = x.shape[4]
+    cdef Py_ssize_t O = g.shape[1], Do = g.shape[2], Ho = g.shape[3], Wo = g.shape[4]
+    cdef Py_ssize_t per = (Ho + band - 1) // band, tasks = N * Do * per
+    cdef Py_ssize_t t, n, z, r, h0, h1, e, o, k, u
+    cdef double total
+    cdef float* staging
+    cdef const float* taps
+    cdef int failed = 0, status
+    if O == 0:
+        return
+    if tasks == 0 or Wo == 0:
+        dw[:, :] = 0
+        return
+    with nogil:
+        for t in prange(tasks, schedule="static", num_threads=num_threads):
+            n = t // (Do * per)
+            r = t - n * Do * per
+            z = r // per
+            h0 = (r - z * per) * band
+            h1 = min(h0 + band, Ho)
+            staging = NULL
+            taps = _depth_taps(x, n, z - pd, &staging)
+            status = -1
+            if taps != NULL:
+                if wide:
+                    status = sb_c3_wgrad_f32_avx512(taps, 3, <int> H, <int> W, &g[n, 0, z, 0, 0],
+                                                    <int> O, ph, pw, <int> h0, <int> h1,
+                                                    <int> Wo, Do * Ho * Wo, &part[t, 0, 0])
+                else:
+                    status = sb_c3_wgrad_f32(taps, 3, <int> H, <int> W, &g[n, 0, z, 0, 0],
+                                             <int> O, ph, pw, <int> h0, <int> h1, <int> Wo,
+                                             Do * Ho * Wo, &part[t, 0, 0])
+            free(staging)
+            if status != 0:
+                failed += 1
+    if failed:
+        raise MemoryError("direct3x3x3_weight_grad: a task's buffers could not be allocated")
+    with nogil:
+        for e in prange(O * 27, schedule="static", num_threads=num_threads):
+            o = e // 27
+            k = e - o * 27
+            total = 0  # assigned in the loop: private to each thread
+            for u in range(tasks):
+                total = total + part[u, o, k]
+            dw[o, k] = <float> total

@@ -2034,6 +2034,45 @@ def test_direct_first_layer_gives_the_im2col_bits(path, n, c, o, h, w, p, with_b
 
 
 @pytest.mark.parametrize("path", _DIRECT_PATHS)
+@pytest.mark.parametrize("n,o,size,pad,with_bias", [
+    (2, 16, (5, 7, 9), (1, 1, 1), False), (1, 24, (4, 9, 18), (2, 0, 1), True),
+    (2, 8, (3, 8, 40), (0, 1, 1), False), (1, 16, (1, 12, 12), (1, 1, 1), True),
+    (1, 43, (6, 5, 33), (1, 2, 0), False)])
+def test_a_volume_first_layer_runs_direct(path, n, o, size, pad, with_bias, rng, monkeypatch):
+    """A 3x3x3 stride-1 convolution of one input channel on the AVX2 or AVX-512 GEMM's
+    path runs the direct kernels (taken: checked), the depth taps as channels: the forward
+    gives vol2col's bits on that GEMM (planes at the volume's faces, paddings 0-2, one
+    plane, output channels not a multiple of 8, a bias); the weight gradient the float64
+    gradient's values to float32 rounding, the same bits at 1-3 threads, and the bias
+    gradient beside it."""
+    from sandbox._C import _vol2col
+
+    x = rng.standard_normal((n, 1, *size)).astype(np.float32)
+    w = rng.standard_normal((o, 1, 3, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(o).astype(np.float32) if with_bias else None
+    fwd = _spy(monkeypatch, _vol2col, "direct3x3x3")
+    dws = _spy(monkeypatch, _vol2col, "direct3x3x3_weight_grad")
+    with simd.using(isa=path, gemm=path):
+        direct = conv.conv3d(x, w, b, padding=pad)
+        with conv.tuned(direct_max_channels=0):
+            columns = conv.conv3d(x, w, b, padding=pad)
+        g = rng.standard_normal(direct.shape).astype(np.float32)
+        runs = []
+        for threads in (1, 2, 3):
+            with sandbox.num_threads(threads):
+                runs.append(conv.conv3d_backward(g, x, w, padding=pad,
+                                                 needs=(False, True, True))[1:])
+    assert len(fwd) == 1 and len(dws) == 3
+    assert direct.tobytes() == columns.tobytes()
+    exact = conv.conv3d_backward(g.astype(np.float64), x.astype(np.float64),
+                                 w.astype(np.float64), padding=pad)[1]
+    assert all(r[0].tobytes() == runs[0][0].tobytes() for r in runs[1:])
+    np.testing.assert_allclose(runs[0][0], exact, rtol=2e-5, atol=2e-5 * np.abs(exact).max())
+    np.testing.assert_allclose(runs[0][1], g.astype(np.float64).sum(axis=(0, 2, 3, 4)),
+                               rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("path", _DIRECT_PATHS)
 def test_a_large_first_layer_weight_gradient_takes_im2col(path, rng, monkeypatch):
     """Above ``direct_weight_grad_max_bytes`` of output gradient the weight gradient runs
     im2col and the GEMM (the direct kernel not called), at the limit the direct kernel;

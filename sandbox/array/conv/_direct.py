@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._C import _im2col
+from ..._C import _im2col, _vol2col
 from ...runtime import simd
 from ...runtime.threads import kernel_threads
 from ._chunks import add_bias
 from ._tuning import TUNING
 
-__all__ = ["eligible", "forward", "takes_weight_grad", "weight_grad"]
+__all__ = ["eligible", "eligible3d", "forward", "forward3d", "takes_weight_grad",
+           "takes_weight_grad3d", "weight_grad", "weight_grad3d"]
 
 #: output pixels a weight-gradient task sums (whole rows of one sample: ``ceil(this /
 #: width)`` of them): fixed by the shapes, so the order of the sums is too
@@ -102,3 +103,52 @@ def weight_grad(x, g, plan):
                                   kernel_threads(g.size * 9 * c),
                                   simd.current().gemm == "avx512")
     return dw.reshape(o, c, 3, 3)
+
+
+# -- 3-D: a volume's first layer of one channel -------------------------------------------
+# Output plane z of a one-channel 3x3x3 convolution is the 2-D 3x3 convolution of the input
+# planes z - pd .. z - pd + 2 as three channels: the same row kernels, the depth taps as
+# channels (pyx/_vol2col.pyx), the vol2col product's k order.
+
+
+def eligible3d(plan, x) -> bool:
+    """Whether a 3-D convolution runs :func:`forward3d`: float32 on the path of the
+    project's AVX2 or AVX-512 GEMM, a 3x3x3 kernel, stride 1, dilation 1, one group, one
+    input channel (and ``TUNING.direct_max_channels`` at least 1)."""
+    return (x.dtype == np.float32 and plan.groups == 1 and x.shape[1] == 1
+            and TUNING.direct_max_channels >= 1
+            and plan.kernel == (3, 3, 3) and plan.stride == (1, 1, 1)
+            and plan.dilation == (1, 1, 1) and _AVAILABLE.get(simd.current().gemm, False))
+
+
+def takes_weight_grad3d(plan, x, g) -> bool:
+    """Whether the weight gradient of an :func:`eligible3d` convolution runs
+    :func:`weight_grad3d` (an output gradient of at most
+    ``TUNING.direct_weight_grad_max_bytes``, as in 2-D)."""
+    return g.nbytes <= TUNING.direct_weight_grad_max_bytes and eligible3d(plan, x)
+
+
+def forward3d(x, wmat, bias, plan, y) -> None:
+    """``y = conv3d(x, W) (+ bias)`` for ``wmat`` (O, 27): ``x`` (N, 1, D, H, W) and ``y``
+    (N, O, Do, Ho, Wo) C-contiguous float32, ``y`` overwritten."""
+    pd, ph, pw = plan.padding
+    _vol2col.direct3x3x3(x, wmat, y, pd, ph, pw, kernel_threads(y.size * 27),
+                         simd.current().gemm == "avx512")
+    add_bias(y, bias)
+
+
+def weight_grad3d(x, g, plan):
+    """The weight gradient (O, 1, 3, 3, 3) of :func:`forward3d`'s convolution for the output
+    gradient ``g`` (N, O, Do, Ho, Wo): tasks of whole output rows of one output plane of a
+    sample (:data:`TASK_PIXELS`), each summed in vector lanes, then added in task order."""
+    n = x.shape[0]
+    o, do, ho, wo = g.shape[1:]
+    band = max(1, min(ho, -(-TASK_PIXELS // max(wo, 1))))
+    part = np.empty((n * do * -(-ho // band), o, 27), np.float32)
+    dw = np.empty((o, 27), np.float32)
+    pd, ph, pw = plan.padding
+    _vol2col.direct3x3x3_weight_grad(x, np.ascontiguousarray(g), part, dw, pd, ph, pw, band,
+                                     kernel_threads(g.size * 27),
+                                     simd.current().gemm == "avx512")
+    return dw.reshape(o, 1, 3, 3, 3)
+

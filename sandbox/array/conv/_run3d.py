@@ -16,6 +16,7 @@ import numpy as np
 
 from ..copy import contiguous
 from . import _depthwise as depthwise
+from . import _direct as direct
 from . import _pointwise as pointwise
 from . import _winograd as wino2d
 from . import _winograd3d as wino3d
@@ -47,6 +48,8 @@ def conv_forward(input, weight, bias, plan):
         wino3d.conv3x3x3(x, wino3d.weight_transforms(weight, False, tile), y, geom[6:9], bias)
     elif pointwise.eligible(plan):
         pointwise.forward(x, _wmat(weight), bias, y)
+    elif direct.eligible3d(plan, x):  # a volume's first layer: no columns
+        direct.forward3d(x, _wmat(weight), bias, plan, y)
     elif depthwise.eligible(plan, x.shape[1], c_out):
         depthwise.forward(x, weight, bias, plan, y)
     else:
@@ -75,9 +78,12 @@ def conv_backward(grad_output, input, weight, plan, needs):
         tile = wino2d.tile_size(c_out, c_in, h, w)
         wino3d.conv3x3x3(gout, wino3d.weight_transforms(weight, True, tile), gx,
                          tuple(2 - p for p in pad))
+    direct_dw = needs[1] and not wino_dw and direct.takes_weight_grad3d(plan, input, gout)
     if wino_dw:
         gw = wino3d.conv3x3x3_weight_grad(a, gout, pad)
-    fold_dx, fold_dw = needs[0] and not wino_dx, needs[1] and not wino_dw
+    elif direct_dw:  # a volume's first layer: no columns
+        gw = direct.weight_grad3d(a, gout, plan)
+    fold_dx, fold_dw = needs[0] and not wino_dx, needs[1] and not (wino_dw or direct_dw)
     if fold_dx or fold_dw:
         gw_fold, gb = fold_loop(gout, _wmat(weight), geom, groups, y=gx if fold_dx else None,
                                 a=a if fold_dw else None, bias_grad=needs[2])
