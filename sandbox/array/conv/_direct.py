@@ -1,5 +1,5 @@
 """The direct 3x3 convolution of a few input channels, and its weight gradient: a UNet's
-first layer.
+first layer (and a volume's of one channel: :func:`forward3d`, :func:`weight_grad3d`).
 
 A first layer (1-4 input channels, 3x3, stride 1) is short products over long rows: its
 im2col columns are 9 rows a channel (1.2 MB for a batch of 8 at 64x64), written and read
@@ -108,7 +108,12 @@ def weight_grad(x, g, plan):
 # -- 3-D: a volume's first layer of one channel -------------------------------------------
 # Output plane z of a one-channel 3x3x3 convolution is the 2-D 3x3 convolution of the input
 # planes z - pd .. z - pd + 2 as three channels: the same row kernels, the depth taps as
-# channels (pyx/_vol2col.pyx), the vol2col product's k order.
+# channels (pyx/_vol2col.pyx), the vol2col product's k order.  Against vol2col, batch 2,
+# Zen 5 VM (``python benchmarks/ab_conv_tuning.py direct_max_channels=0 --nd 3 --batch 2
+# --threads 1 2 --parts fwd dw --other-bits --rounds 11 --layers 1-16-32 1-16-16 1-32-32
+# 1-24-32 1-8-64``, direct / vol2col): forward 0.39-0.72 at 1 thread and 0.23-0.71 at 2,
+# weight gradient 0.74-0.85 and 0.48-0.97 (1 -> 8 @ 64³, 16 MB of output gradient, takes
+# vol2col by the byte bound).
 
 
 def eligible3d(plan, x) -> bool:
