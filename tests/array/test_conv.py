@@ -1267,7 +1267,9 @@ def test_tuned_reaches_the_3d_slab_limit(rng):
 
 WINOGRAD3D_FORCE = dict(winograd_min_channels=1, winograd_min_channels_weight_grad=1,
                         winograd_min_pixels=1, winograd_min_batch_pixels=1,
-                        winograd3d_min_batch_voxels=1, winograd_min_pixels_input_grad=1,
+                        winograd3d_min_batch_voxels=1,
+                        winograd3d_min_batch_voxels_input_grad=1,
+                        winograd_min_pixels_input_grad=1,
                         winograd_min_pixels_weight_grad=1)
 
 
@@ -1623,13 +1625,14 @@ def test_small_batches_of_small_maps_take_im2col(n, c, o, s, winograd, rng, torc
 
 @pytest.mark.parametrize("n,size,winograd", [
     (1, 4, False),   # 64 voxels in all: vol2col, the weight not transposed
-    (2, 4, False),   # 128
+    (2, 4, True),    # 128: 3-D Winograd forward and weight gradient, vol2col input gradient
     (1, 8, True),    # 512: 3-D Winograd
 ])
 def test_small_batches_of_small_volumes_take_vol2col(n, size, winograd, rng, torch, monkeypatch):
     """A 3-D convolution with fewer than TUNING.winograd3d_min_batch_voxels output voxels
-    over the batch runs vol2col (forward and both gradients).  Values against torch, the
-    same bits for any thread count."""
+    over the batch runs vol2col (forward and both gradients; the input gradient below
+    ``winograd3d_min_batch_voxels_input_grad``).  Values against torch, the same bits for
+    any thread count."""
     from sandbox.array.conv import _chunks
 
     wino = _spy(monkeypatch, _winograd3d, "conv3x3x3")

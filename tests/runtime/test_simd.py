@@ -150,7 +150,8 @@ def test_winograd_kernels_get_the_path_as_an_argument_in_2d_and_3d(isa, rng, mon
     x3 = rng.standard_normal((1, 8, 4, 6, 6)).astype(np.float32)
     w3 = rng.standard_normal((8, 8, 3, 3, 3)).astype(np.float32)
     force = dict(winograd_min_pixels=1, winograd_min_batch_pixels=1,
-                 winograd3d_min_batch_voxels=1, winograd_min_pixels_input_grad=1,
+                 winograd3d_min_batch_voxels=1, winograd3d_min_batch_voxels_input_grad=1,
+                 winograd_min_pixels_input_grad=1,
                  winograd_min_pixels_weight_grad=1, winograd_min_channels=1,
                  winograd_min_channels_weight_grad=1, winograd_f4_min_pixels=0,
                  winograd_f4_min_pixels_weight_grad=0,
@@ -188,7 +189,8 @@ def test_avx2_path_convolutions_match_float64_for_any_thread_count(winograd, rng
     x3 = rng.standard_normal((2, 8, 5, 6, 6)).astype(np.float32)
     w3 = (rng.standard_normal((8, 8, 3, 3, 3)) / 12).astype(np.float32)
     force = dict(winograd_min_pixels=1, winograd_min_batch_pixels=1,
-                 winograd3d_min_batch_voxels=1, winograd_min_pixels_input_grad=1,
+                 winograd3d_min_batch_voxels=1, winograd3d_min_batch_voxels_input_grad=1,
+                 winograd_min_pixels_input_grad=1,
                  winograd_min_pixels_weight_grad=1, winograd_min_channels=1,
                  winograd_min_channels_weight_grad=1) if winograd else dict(
         winograd_min_pixels=10**9, winograd_min_pixels_input_grad=10**9,

@@ -31,10 +31,13 @@ def _wmat(weight):
     return np.ascontiguousarray(weight).reshape(weight.shape[0], -1)
 
 
-def _winograd_on(n: int, out_size) -> bool:
+def _winograd_on(n: int, out_size, input_grad: bool = False) -> bool:
     """Whether 3-D Winograd may run for ``n`` samples of ``out_size`` output voxels:
-    switched on, and at least ``TUNING.winograd3d_min_batch_voxels`` of them in all."""
-    return TUNING.winograd and n * math.prod(out_size) >= TUNING.winograd3d_min_batch_voxels
+    switched on, and at least ``TUNING.winograd3d_min_batch_voxels`` of them in all
+    (``winograd3d_min_batch_voxels_input_grad`` for an input gradient)."""
+    least = (TUNING.winograd3d_min_batch_voxels_input_grad if input_grad
+             else TUNING.winograd3d_min_batch_voxels)
+    return TUNING.winograd and n * math.prod(out_size) >= least
 
 
 def conv_forward(input, weight, bias, plan):
@@ -71,7 +74,8 @@ def conv_backward(grad_output, input, weight, plan, needs):
     h, w = input.shape[3:]
     pad = geom[6:9]
     wino = _winograd_on(input.shape[0], grad_output.shape[2:])
-    wino_dx = needs[0] and wino and wino3d.eligible(geom, groups, c_in, c_out, h * w)
+    wino_dx = (needs[0] and _winograd_on(input.shape[0], grad_output.shape[2:], True)
+               and wino3d.eligible(geom, groups, c_in, c_out, h * w))
     wino_dw = (needs[1] and wino and wino3d.eligible(geom, groups, c_in, c_out, h * w)
                and min(c_in, c_out) >= TUNING.winograd_min_channels_weight_grad)
     if wino_dx:  # dx = conv3d(dy, flip(w)^T, padding=2-p): 3x3x3 stride 1 again

@@ -142,8 +142,18 @@ class ConvTuning:
     #: thread 881/861/800 vs 642/486/663, 2 threads 3252/2974/822 vs 583/480/697;
     #: 128->128@4^3 batch 2, 2 threads 4532/2326/2347 vs 1305/1063/1372; batch 4 (256
     #: voxels) 1 thread 3973/3615/4063 vs 4653/3293/4611; 64->64@8^3 batch 1 (512), 1
-    #: thread 1063/1011/1537 vs 2323/1878/2610.
-    winograd3d_min_batch_voxels: int = 512
+    #: thread 1063/1011/1537 vs 2323/1878/2610.  That was the split form from Python;
+    #: in one region (wino3d_fused.h) the forward and weight gradient win from 128
+    #: voxels, the input gradient not: the 3-D UNet's 4^3 layers at batch 2, Zen 5 VM,
+    #: ``python benchmarks/ab_conv_tuning.py winograd3d_min_batch_voxels=128 --nd 3 --batch
+    #: 2 --threads 1 2 --parts fwd dw dxdw --other-bits --rounds 11 --layers 64-128-4
+    #: 128-128-4`` (vol2col / Winograd): forward 1.53 / 1.64 at 1 thread and 1.37 / 1.37
+    #: at 2, weight gradient 1.30 / 1.38 and 1.27 / 1.24, input + weight gradients 1.02 /
+    #: 1.07 and 0.91 / 0.86 (so the input gradient keeps this threshold:
+    #: ``winograd3d_min_batch_voxels_input_grad``).
+    winograd3d_min_batch_voxels: int = 128
+    #: ... and the 3-D input gradient from this many (see above)
+    winograd3d_min_batch_voxels_input_grad: int = 512
     #: 3-D Winograd, where the project's GEMM takes float32 products (with
     #: ``split_in_kernels``): slabs of output planes of at least this many tiles, run one
     #: after another, each step shared among the threads inside the kernels (transforms
