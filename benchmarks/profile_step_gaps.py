@@ -16,6 +16,10 @@ call (about 140 calls a step).
 
     python benchmarks/profile_step_gaps.py --threads 1 2 --size 64
     python benchmarks/profile_step_gaps.py --threads 1 2 --functions   # kernel by kernel
+    python benchmarks/profile_step_gaps.py --threads 1 2 --volume nearest   # the 3-D step
+
+``--volume MODE`` takes the bench's 3-D UNet step instead (``unet3d-step/MODE``: 32³, batch
+2, ``sandbox.bench._cases_3d``); ``--size``, ``--batch`` and ``--mode`` are then ignored.
 """
 
 from __future__ import annotations
@@ -163,6 +167,8 @@ def main(argv=None) -> None:
     p.add_argument("--mode", default="bilinear")
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--rows", type=int, default=12)
+    p.add_argument("--volume", metavar="MODE", default=None,
+                   help="profile the 3-D UNet step of the bench with this upsampling mode")
     p.add_argument("--functions", action="store_true",
                    help="time inside each kernel function (the --rows largest), not each module")
     args = p.parse_args(argv)
@@ -180,15 +186,22 @@ def _run(args, clock: _KernelClock) -> None:
     from sandbox.bench._cases_user import user_step, user_unet
     from sandbox.runtime import simd
 
-    sandbox.manual_seed(0)
-    model = user_unet(sandbox, mode=args.mode)
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((args.batch, 1, args.size, args.size), dtype=np.float32)
-    y = rng.integers(0, 2, (args.batch, args.size, args.size))
-    step = user_step(sandbox, model, x, y)
     cpu = simd.cpu()
-    print(f"cpu: {cpu.describe()}; path {simd.current().isa}; {args.size}^2, batch "
-          f"{args.batch}, {args.mode}; {args.steps} steps")
+    if args.volume:
+        from sandbox.bench._cases_3d import build_unet3d_step
+
+        step = build_unet3d_step(f"unet3d-step/{args.volume}", args.volume, False,
+                                 libs=("sandbox",))["sandbox"]
+        what = f"3-D UNet step, {args.volume}"
+    else:
+        sandbox.manual_seed(0)
+        model = user_unet(sandbox, mode=args.mode)
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((args.batch, 1, args.size, args.size), dtype=np.float32)
+        y = rng.integers(0, 2, (args.batch, args.size, args.size))
+        step = user_step(sandbox, model, x, y)
+        what = f"{args.size}^2, batch {args.batch}, {args.mode}"
+    print(f"cpu: {cpu.describe()}; path {simd.current().isa}; {what}; {args.steps} steps")
     threads_before = sandbox.get_num_threads()
     try:
         for threads in args.threads:

@@ -24,3 +24,13 @@ def test_the_gaps_script_splits_a_step_and_restores_the_kernels(capsys):
     assert re.search(r"_norm\s+[\d.]+ ms\s+\d+ calls", out), out
     gaps = re.findall(r"\d+ us  (\w+\.\w+) -> (\w+\.\w+)", out)
     assert len(gaps) == 3, out
+
+
+def test_the_gaps_script_profiles_the_volume_step(capsys):
+    """``--volume MODE`` profiles the bench's 3-D UNet step: its convolutions run in the
+    3-D Winograd region (``_winograd_fused``), which the script reaches."""
+    module = load_benchmark("profile_step_gaps")
+    module.main(["--threads", "1", "--volume", "trilinear", "--steps", "1", "--rows", "1"])
+    out = capsys.readouterr().out
+    assert "3-D UNet step, trilinear" in out
+    assert re.search(r"_winograd_fused\s+[\d.]+ ms\s+\d+ calls", out), out
