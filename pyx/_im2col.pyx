@@ -112,19 +112,9 @@ def col2im(const real[:, ::1] col,       # IN  (C*kh*kw, nb*ho*wo)
 
 # -- the direct 3x3 convolution of a few input channels (a first layer) -------------------
 
-cdef extern from "conv_direct.h" nogil:
-    int SB_C3_MAX_K
-    int sb_c3_available()
-    int sb_c3_avx512_available()
-    void sb_c3_row_f32(const float* x, int C, int H, int W, const float* w, int O, int ph,
-                       int pw, int h, int Wo, float* y, Py_ssize_t y_plane)
-    void sb_c3_row_f32_avx512(const float* x, int C, int H, int W, const float* w, int O,
-                              int ph, int pw, int h, int Wo, float* y, Py_ssize_t y_plane)
-    int sb_c3_wgrad_f32(const float* x, int C, int H, int W, const float* g, int O, int ph,
-                        int pw, int h0, int h1, int Wo, Py_ssize_t g_plane, float* part)
-    int sb_c3_wgrad_f32_avx512(const float* x, int C, int H, int W, const float* g, int O,
-                               int ph, int pw, int h0, int h1, int Wo, Py_ssize_t g_plane,
-                               float* part)
+from conv_direct cimport (SB_C3_MAX_K, sb_c3_available, sb_c3_avx512_available,
+                          sb_c3_row_f32, sb_c3_row_f32_avx512, sb_c3_wgrad_f32,
+                          sb_c3_wgrad_f32_avx512)
 
 
 def direct3x3_available(bint wide=False):

@@ -143,16 +143,8 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 
-cdef extern from "conv_direct.h" nogil:
-    void sb_c3_row_f32(const float* x, int C, int H, int W, const float* w, int O, int ph,
-                       int pw, int h, int Wo, float* y, Py_ssize_t y_plane)
-    void sb_c3_row_f32_avx512(const float* x, int C, int H, int W, const float* w, int O,
-                              int ph, int pw, int h, int Wo, float* y, Py_ssize_t y_plane)
-    int sb_c3_wgrad_f32(const float* x, int C, int H, int W, const float* g, int O, int ph,
-                        int pw, int h0, int h1, int Wo, Py_ssize_t g_plane, float* part)
-    int sb_c3_wgrad_f32_avx512(const float* x, int C, int H, int W, const float* g, int O,
-                               int ph, int pw, int h0, int h1, int Wo, Py_ssize_t g_plane,
-                               float* part)
+from conv_direct cimport (sb_c3_row_f32, sb_c3_row_f32_avx512, sb_c3_wgrad_f32,
+                          sb_c3_wgrad_f32_avx512)
 
 
 cdef inline const float* _depth_taps(const float[:, :, :, :, ::1] x, Py_ssize_t n,
