@@ -44,8 +44,8 @@ from ...runtime.threads import kernel_threads
 from ._chunks import add_bias
 from ._tuning import TUNING
 
-__all__ = ["eligible", "eligible3d", "forward", "forward3d", "takes_weight_grad",
-           "takes_weight_grad3d", "weight_grad", "weight_grad3d"]
+__all__ = ["eligible", "forward", "forward3d", "takes_weight_grad", "weight_grad",
+           "weight_grad3d"]
 
 #: output pixels a weight-gradient task sums (whole rows of one sample: ``ceil(this /
 #: width)`` of them): fixed by the shapes, so the order of the sums is too
@@ -58,21 +58,29 @@ _MAX_CHANNELS = _im2col.direct3x3_max_channels()
 
 
 def eligible(plan, x) -> bool:
-    """Whether a 2-D convolution runs :func:`forward`: float32 on the path of the
-    project's AVX2 or AVX-512 GEMM, a 3x3 kernel, stride 1, dilation 1, one group and 1 to
-    ``TUNING.direct_max_channels`` input channels (at most 4)."""
-    return (x.dtype == np.float32 and plan.groups == 1
-            and 1 <= x.shape[1] <= min(TUNING.direct_max_channels, _MAX_CHANNELS)
-            and plan.kernel == (3, 3) and plan.stride == (1, 1) and plan.dilation == (1, 1)
-            and _AVAILABLE.get(simd.current().gemm, False))
+    """Whether a convolution runs the direct kernels (:func:`forward`, or :func:`forward3d`
+    for a volume): float32 on the path of the project's AVX2 or AVX-512 GEMM, a 3x3 (3x3x3)
+    kernel, stride 1, dilation 1, one group and 1 to ``TUNING.direct_max_channels`` input
+    channels (at most 4 in 2-D; a volume's only one: its depth taps take the channels'
+    place)."""
+    nd = plan.nd
+    most = min(TUNING.direct_max_channels, _MAX_CHANNELS if nd == 2 else 1)
+    return (x.dtype == np.float32 and plan.groups == 1 and 1 <= x.shape[1] <= most
+            and plan.kernel == (3,) * nd and plan.stride == (1,) * nd
+            and plan.dilation == (1,) * nd and _AVAILABLE.get(simd.current().gemm, False))
 
 
 def takes_weight_grad(plan, x, g) -> bool:
-    """Whether the weight gradient of an :func:`eligible` convolution runs
-    :func:`weight_grad`: while the output gradient ``g`` has at most
-    ``TUNING.direct_weight_grad_max_bytes`` (a larger one, out of the caches, streams
-    better through im2col and the GEMM)."""
+    """Whether the weight gradient of an :func:`eligible` convolution (either rank) runs
+    :func:`weight_grad` / :func:`weight_grad3d`: while the output gradient ``g`` has at
+    most ``TUNING.direct_weight_grad_max_bytes`` (a larger one, out of the caches, streams
+    better through the columns and the GEMM)."""
     return g.nbytes <= TUNING.direct_weight_grad_max_bytes and eligible(plan, x)
+
+
+def _band(ho: int, wo: int) -> int:
+    """Output rows a weight-gradient task sums: :data:`TASK_PIXELS` in whole rows."""
+    return max(1, min(ho, -(-TASK_PIXELS // max(wo, 1))))
 
 
 def forward(x, wmat, bias, plan, y) -> None:
@@ -94,7 +102,7 @@ def weight_grad(x, g, plan):
     columns (9 rows an input channel, written and read back) and a dot-product GEMM."""
     n, c = x.shape[:2]
     o, ho, wo = g.shape[1:]
-    band = max(1, min(ho, -(-TASK_PIXELS // max(wo, 1))))
+    band = _band(ho, wo)
     part = np.empty((n * -(-ho // band), o, 9 * c), np.float32)
     dw = np.empty((o, 9 * c), np.float32)
     ph, pw = plan.padding
@@ -116,23 +124,6 @@ def weight_grad(x, g, plan):
 # vol2col by the byte bound).
 
 
-def eligible3d(plan, x) -> bool:
-    """Whether a 3-D convolution runs :func:`forward3d`: float32 on the path of the
-    project's AVX2 or AVX-512 GEMM, a 3x3x3 kernel, stride 1, dilation 1, one group, one
-    input channel (and ``TUNING.direct_max_channels`` at least 1)."""
-    return (x.dtype == np.float32 and plan.groups == 1 and x.shape[1] == 1
-            and TUNING.direct_max_channels >= 1
-            and plan.kernel == (3, 3, 3) and plan.stride == (1, 1, 1)
-            and plan.dilation == (1, 1, 1) and _AVAILABLE.get(simd.current().gemm, False))
-
-
-def takes_weight_grad3d(plan, x, g) -> bool:
-    """Whether the weight gradient of an :func:`eligible3d` convolution runs
-    :func:`weight_grad3d` (an output gradient of at most
-    ``TUNING.direct_weight_grad_max_bytes``, as in 2-D)."""
-    return g.nbytes <= TUNING.direct_weight_grad_max_bytes and eligible3d(plan, x)
-
-
 def forward3d(x, wmat, bias, plan, y) -> None:
     """``y = conv3d(x, W) (+ bias)`` for ``wmat`` (O, 27): ``x`` (N, 1, D, H, W) and ``y``
     (N, O, Do, Ho, Wo) C-contiguous float32, ``y`` overwritten."""
@@ -148,7 +139,7 @@ def weight_grad3d(x, g, plan):
     sample (:data:`TASK_PIXELS`), each summed in vector lanes, then added in task order."""
     n = x.shape[0]
     o, do, ho, wo = g.shape[1:]
-    band = max(1, min(ho, -(-TASK_PIXELS // max(wo, 1))))
+    band = _band(ho, wo)
     part = np.empty((n * do * -(-ho // band), o, 27), np.float32)
     dw = np.empty((o, 27), np.float32)
     pd, ph, pw = plan.padding

@@ -51,7 +51,7 @@ def conv_forward(input, weight, bias, plan):
         wino3d.conv3x3x3(x, wino3d.weight_transforms(weight, False, tile), y, geom[6:9], bias)
     elif pointwise.eligible(plan):
         pointwise.forward(x, _wmat(weight), bias, y)
-    elif direct.eligible3d(plan, x):  # a volume's first layer: no columns
+    elif direct.eligible(plan, x):  # a volume's first layer: no columns
         direct.forward3d(x, _wmat(weight), bias, plan, y)
     elif depthwise.eligible(plan, x.shape[1], c_out):
         depthwise.forward(x, weight, bias, plan, y)
@@ -82,7 +82,7 @@ def conv_backward(grad_output, input, weight, plan, needs):
         tile = wino2d.tile_size(c_out, c_in, h, w)
         wino3d.conv3x3x3(gout, wino3d.weight_transforms(weight, True, tile), gx,
                          tuple(2 - p for p in pad))
-    direct_dw = needs[1] and not wino_dw and direct.takes_weight_grad3d(plan, input, gout)
+    direct_dw = needs[1] and not wino_dw and direct.takes_weight_grad(plan, input, gout)
     if wino_dw:
         gw = wino3d.conv3x3x3_weight_grad(a, gout, pad)
     elif direct_dw:  # a volume's first layer: no columns
