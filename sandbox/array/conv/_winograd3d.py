@@ -140,16 +140,14 @@ def _products(a, b, out, accumulate: bool, threads: int) -> None:
         matmul(a, b, out, accumulate=accumulate)
 
 
-def _in_one_region(x, y, c: int, o: int, u_depth) -> bool:
+def _in_one_region(x, y, c: int, o: int) -> bool:
     """Whether the split form's slabs run in one OpenMP region
     (``_winograd_fused.conv3d``, pyx/winograd/wino3d_fused.h) instead of a kernel call
     a step from Python: ``TUNING.winograd_one_region``, arrays of fewer than 2**31
-    elements, at least 8 input and output channels (the products then take the packed
-    kernel, which the region runs: :func:`~sandbox.array._gemm.product_form`), and the
-    three depth taps' transformed kernels laid out alike (``u_depth``; none for the
-    weight gradient).  The same bits either way."""
-    return (TUNING.winograd_one_region and max(x.size, y.size) < 2**31 and min(c, o) >= 8
-            and all(u.strides == u_depth[0].strides for u in u_depth))
+    elements, and at least 8 input and output channels (the products then take the
+    packed kernel, which the region runs: :func:`~sandbox.array._gemm.product_form`).
+    The same bits either way."""
+    return TUNING.winograd_one_region and max(x.size, y.size) < 2**31 and min(c, o) >= 8
 
 
 def _run(task, chunks, split: bool) -> None:
@@ -176,19 +174,18 @@ def _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx, threads:
     return first, v
 
 
-def conv3x3x3(x, u_depth, y, pad, bias=None) -> None:
+def conv3x3x3(x, pending, y, pad, bias=None) -> None:
     """``y = conv3d(x, w, bias, stride=1, padding=pad)`` for a 3x3x3 kernel, where
-    ``u_depth[kz] = weight_transform(w[:, :, kz], tile=m)``, or the three pending
-    transforms of :func:`weight_transforms` (computed in the convolution's own OpenMP
-    region where it runs in one, else first).
+    ``pending`` are the three depth taps' transforms of :func:`weight_transforms`, not
+    computed yet: the convolution's own OpenMP region computes them where it runs in one,
+    else they are computed first (all threads).
 
     ``x`` (N, C, D, H, W) and ``y`` (N, O, Do, Ho, Wo) C-contiguous; ``y`` is overwritten.
     """
     n, c, depth_in = x.shape[:3]
     o, depth_out, ho, wo = y.shape[1:]
     pd = pad[0]
-    pending = u_depth if isinstance(u_depth[0], w2d.PendingWeights) else None
-    views = [u.view for u in pending] if pending else u_depth
+    views = [u.view for u in pending]  # the memory each transform is (to be) computed in
     count = views[0].shape[0]
     tile = w2d._TILE_OF_POINTS[count]
     kernels = w2d._KERNELS[tile][1]
@@ -196,17 +193,15 @@ def conv3x3x3(x, u_depth, y, pad, bias=None) -> None:
     tiles = th * tw
     chunks, threads, split = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
     avx = simd.current().winograd_avx512  # read here, in the caller's thread
-    if split and _in_one_region(x, y, c, o, views):
+    if split and _in_one_region(x, y, c, o):
         slabs = np.array([chunk[1:] for chunk in chunks], dtype=np.intc)
-        first = pending[0] if pending else None  # the taps' transforms run in the region
-        w2d._winograd_fused.conv3d(
+        w2d._winograd_fused.conv3d(  # the taps' transforms run first in the region
             x, *views, y, *pad, tile, th, tw, slabs, simd.current().gemm == "avx2", avx,
-            threads, [(u.weight, u.store) for u in pending] if pending else None,
-            first.flip if first else False, first.c_major if first else False)
+            threads, [(u.weight, u.store) for u in pending], pending[0].flip,
+            pending[0].c_major)
         add_bias(y, bias)
         return
-    u_depth = ([lhs(u.run(get_num_threads())) for u in pending] if pending
-               else [lhs(u) for u in u_depth])
+    u_depth = [lhs(u.run(get_num_threads())) for u in pending]
 
     def task(chunk):
         _, s, z0, nz = chunk
@@ -241,7 +236,7 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
     tiles = th * tw
     chunks, threads, split = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
     avx = simd.current().winograd_avx512
-    if split and _in_one_region(x, g, c, o, []):
+    if split and _in_one_region(x, g, c, o):
         sums = np.empty((3, count, o, c), dtype=x.dtype)
         taps = np.empty((3, o, c, 3, 3), dtype=x.dtype)  # each depth tap's fold
         slabs = np.array([chunk[1:] for chunk in chunks], dtype=np.intc)
