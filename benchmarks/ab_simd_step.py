@@ -9,6 +9,13 @@ Winograd passes with and without their chunks on one thread each:
 
     python benchmarks/ab_simd_step.py --threads 2 --size 64 avx2:avx2 avx2:blas
     python benchmarks/ab_simd_step.py --threads 2 avx512:avx512 avx512:avx512+winograd_fused=0
+    python benchmarks/ab_simd_step.py --threads 1 --volume nearest --rounds 8 \
+        avx512:avx512 avx512:avx512+winograd_one_region=0
+
+``--volume MODE`` steps the bench's 3-D UNet instead (``unet3d-step/MODE``: 32³, batch 2;
+``--size`` and ``--mode`` ignored).  The order of the configurations rotates from round to
+round; besides each one's median, its paired ratio to the first configuration (the median
+over rounds of the two steps' ratio) is printed.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ def main(argv=None) -> None:
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--mode", default="bilinear")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--volume", metavar="MODE", default=None,
+                        help="step the bench's 3-D UNet with this upsampling mode")
     args = parser.parse_args(argv)
 
     import contextlib
@@ -39,12 +48,20 @@ def main(argv=None) -> None:
     from sandbox.runtime import simd
 
     sandbox.set_num_threads(args.threads)
-    sandbox.manual_seed(0)
-    rng = np.random.default_rng(0)
-    batch = 4 if args.size >= 256 else 8
-    x = rng.standard_normal((batch, 1, args.size, args.size), dtype=np.float32)
-    y = rng.integers(0, 2, (batch, args.size, args.size))
-    step = user_step(sandbox, user_unet(sandbox, mode=args.mode), x, y)
+    if args.volume:
+        from sandbox.bench._cases_3d import UNET3D_BATCH, build_unet3d_step
+
+        step = build_unet3d_step(f"unet3d-step/{args.volume}", args.volume, False,
+                                 libs=("sandbox",))["sandbox"]
+        what = f"3-D UNet step, batch {UNET3D_BATCH}, {args.volume}"
+    else:
+        sandbox.manual_seed(0)
+        rng = np.random.default_rng(0)
+        batch = 4 if args.size >= 256 else 8
+        x = rng.standard_normal((batch, 1, args.size, args.size), dtype=np.float32)
+        y = rng.integers(0, 2, (batch, args.size, args.size))
+        step = user_step(sandbox, user_unet(sandbox, mode=args.mode), x, y)
+        what = f"{args.size}^2, batch {batch}, {args.mode}"
 
     def parse(text):
         pair, *knobs = text.split("+")
@@ -66,17 +83,20 @@ def main(argv=None) -> None:
         with configured(sel):
             step()
             step()
-    times = {name: [] for name in selections}
-    for _ in range(args.rounds):
-        for name, sel in selections.items():
-            with configured(sel):
+    names = list(selections)
+    times = {name: [] for name in names}
+    for r in range(args.rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:  # rotating order
+            with configured(selections[name]):
                 start = time.perf_counter()
                 step()
                 times[name].append(time.perf_counter() - start)
-    print(f"cpu: {simd.cpu().describe()}; {args.threads} thread(s), {args.size}^2, batch "
-          f"{batch}, {args.mode}; median ms per step of {args.rounds} interleaved rounds")
+    print(f"cpu: {simd.cpu().describe()}; {args.threads} thread(s), {what}; median ms per "
+          f"step of {args.rounds} interleaved rounds; paired: over the first configuration")
+    first = times[names[0]]
     for name, t in times.items():
-        print(f"  {name:36s} {1e3 * statistics.median(t):8.1f}")
+        paired = statistics.median(a / b for a, b in zip(t, first, strict=True))
+        print(f"  {name:36s} {1e3 * statistics.median(t):8.1f}   paired {paired:.3f}")
 
 
 if __name__ == "__main__":

@@ -234,8 +234,10 @@ class ConvTuning:
     #: OpenMP region per pass (wino_fused.h), its steps separated by barriers, instead
     #: of three kernel calls a chunk from Python: no Python between the steps and no
     #: thread woken again for each; the 3-D split form's slabs too (wino3d_fused.h;
-    #: about seven calls a slab before: the 3-D UNet step 0.83-0.87 of its time at 1 and
-    #: 2 threads, Zen 5 VM).  Same bits.
+    #: about seven calls a slab before: the 3-D UNet step 0.84-0.88 of its time at 1 and
+    #: 2 threads on the AVX-512 path, Zen 5 VM, ``python benchmarks/ab_simd_step.py
+    #: --threads T --volume nearest avx512:avx512 avx512:avx512+winograd_one_region=0``;
+    #: the AVX2 path 0.90-0.92, but 1.07-1.15 in the VM's slow phases).  Same bits.
     winograd_one_region: bool = True
     #: ... with chunks whose points (input and output planes, C + O channels) take at
     #: most this many bytes, so that a thread works in its own caches: the forward cuts

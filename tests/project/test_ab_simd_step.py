@@ -1,0 +1,17 @@
+"""benchmarks/ab_simd_step.py times a step under several configurations, interleaved, and
+gives each one's paired ratio to the first."""
+
+import re
+
+from tests.support.scripts import load_benchmark
+
+
+def test_the_step_ab_prints_medians_and_paired_ratios(capsys):
+    module = load_benchmark("ab_simd_step")
+    module.main(["--threads", "1", "--volume", "trilinear", "--rounds", "2",
+                 "portable:blas", "portable:blas+winograd_one_region=0"])
+    out = capsys.readouterr().out
+    assert "3-D UNet step, batch 2, trilinear" in out
+    rows = re.findall(r"^  (\S+)\s+([\d.]+)   paired ([\d.]+)$", out, re.M)
+    assert [r[0] for r in rows] == ["portable:blas", "portable:blas+winograd_one_region=0"]
+    assert rows[0][2] == "1.000" and float(rows[1][1]) > 0
