@@ -23,13 +23,16 @@ def fits_adam_kernel(param, grad, exp_avg, exp_avg_sq) -> bool:
             and isinstance(exp_avg, np.ndarray) and isinstance(exp_avg_sq, np.ndarray)):
         return False
     dtype, shape = param.dtype, param.shape
-    return (dtype in _KERNEL_DTYPES
+    if not (dtype in _KERNEL_DTYPES
             and grad.dtype == dtype and exp_avg.dtype == dtype and exp_avg_sq.dtype == dtype
             and grad.shape == shape and exp_avg.shape == shape and exp_avg_sq.shape == shape
-            and param.flags.c_contiguous and grad.flags.c_contiguous
-            and exp_avg.flags.c_contiguous and exp_avg_sq.flags.c_contiguous
-            and param.flags.writeable and exp_avg.flags.writeable
-            and exp_avg_sq.flags.writeable)
+            and grad.flags.c_contiguous):
+        return False
+    for a in (param, exp_avg, exp_avg_sq):  # written: one flags object each
+        flags = a.flags
+        if not (flags.c_contiguous and flags.writeable):
+            return False
+    return True
 
 
 def _check_step(step) -> None:
@@ -109,8 +112,11 @@ def _adam_update_quads(quads, *, step, lr, beta1, beta2, eps, weight_decay, deco
         As for :func:`adam_update`.
     """
     _check_step(step)
-    flat = [[a.reshape(-1) for a in column] for column in zip(*quads, strict=True)]
-    _optim.adam_step_many(*flat, beta1, beta2, lr / (1 - beta1**step),
+    # the kernel reads each array's size and data pointer: C-contiguous arrays of any
+    # shape, no flat views needed (4 reshapes a parameter had been a third of the step's
+    # Python for the user UNet's 56 parameters)
+    columns = [list(column) for column in zip(*quads, strict=True)]
+    _optim.adam_step_many(*columns, beta1, beta2, lr / (1 - beta1**step),
                           math.sqrt(1 - beta2**step), eps,
                           lr * weight_decay if decoupled else weight_decay, bool(decoupled),
                           bool(maximize), kernel_threads(sum(q[0].size for q in quads)))

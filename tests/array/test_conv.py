@@ -1598,17 +1598,20 @@ def _thread_runs_match_torch(x, w, torch):
 
 
 @pytest.mark.parametrize("n,c,o,s,winograd", [
-    (1, 32, 64, 4, False),   # 16 pixels in all: im2col, the weight not transposed
-    (2, 32, 32, 4, False),   # 32
-    (4, 32, 32, 4, True),    # 64: Winograd
-    (1, 32, 32, 8, True),    # 64
-    (8, 32, 32, 4, True),    # the classic UNet's 4x4 level at batch 8
+    (1, 32, 64, 4, False),    # 16 pixels in all: im2col, the weight not transposed
+    (2, 32, 32, 4, False),    # 32
+    (1, 256, 256, 4, False),  # a batch-1 UNet's 4x4 level: products cut into row blocks
+    (2, 128, 256, 4, False),  # batch 2: one product a sample
+    (4, 32, 32, 4, True),     # 64: Winograd
+    (1, 32, 32, 8, True),     # 64
+    (8, 32, 32, 4, True),     # the classic UNet's 4x4 level at batch 8
 ])
 def test_small_batches_of_small_maps_take_im2col(n, c, o, s, winograd, rng, torch, monkeypatch):
     """A 2-D convolution with fewer than TUNING.winograd_min_batch_pixels output pixels
     over the batch runs im2col (forward and both gradients); its forward then leaves the
-    weight in place (no lhs copy under LHS_MIN_COLUMNS) and its narrow products go to
-    BLAS.  Values against torch, the same bits for any thread count."""
+    weight in place (no lhs copy under LHS_MIN_COLUMNS) and its narrow products take
+    the project's dot form (shared among threads), not BLAS (one thread), wherever a
+    project kernel is in use.  Values against torch, the same bits for any thread count."""
     from sandbox.array import _gemm
     from sandbox.array.conv import _chunks
 
@@ -1620,7 +1623,38 @@ def test_small_batches_of_small_maps_take_im2col(n, c, o, s, winograd, rng, torc
     _thread_runs_match_torch(x, w, torch)
     assert bool(wino) == winograd
     assert not copies  # im2col's forward copies the weight only from 512 columns
-    assert bool(blas) == (not winograd)  # the narrow forward products
+    assert bool(blas) == (not winograd and _gemm.backend() == "blas")
+
+
+def test_a_single_large_product_is_cut_into_row_blocks(rng):
+    """_row_blocks: one product of 2M multiply-adds or more whose rows a ROW_BLOCK divides
+    becomes whole blocks of rows (views of a and out, b broadcast), at most MAX_ROW_BLOCKS
+    of them; batches of products, small products and rows the block does not divide stay
+    as they are.  sample_products gives the same values either way."""
+    from sandbox.array.conv import _chunks
+
+    a = rng.standard_normal((1, 2304, 256)).astype(np.float32)
+    b = rng.standard_normal((1, 256, 16)).astype(np.float32)
+    out = np.empty((1, 2304, 16), np.float32)
+    a2, b2, out2 = _chunks._row_blocks(a, b, out)
+    assert a2.shape == (6, 384, 256) and b2.shape == (6, 256, 16) and out2.shape == (6, 384, 16)
+    assert np.shares_memory(a2, a) and np.shares_memory(out2, out) and b2.strides[0] == 0
+    _chunks.sample_products(a, b, out)
+    np.testing.assert_allclose(out[0], a[0].astype(np.float64) @ b[0], rtol=1e-4, atol=1e-3)
+    assert _chunks._row_blocks(a[:, :2300], b, out[:, :2300])[0].shape == (1, 2300, 256)
+    two = np.concatenate([a, a])
+    assert _chunks._row_blocks(two, np.concatenate([b, b]), np.concatenate([out, out]))[0] is two
+    small = a[:, :128, :64]
+    assert _chunks._row_blocks(small, b[:, :64], out[:, :128])[0] is small
+    # a weight gradient's shape: more columns than rows, cut into blocks of columns
+    g = rng.standard_normal((1, 256, 16)).astype(np.float32)
+    cols = rng.standard_normal((1, 16, 2304)).astype(np.float32)
+    gw = np.empty((1, 256, 2304), np.float32)
+    a3, b3, out3 = _chunks._row_blocks(g, cols, gw)
+    assert a3.shape == (6, 256, 16) and b3.shape == (6, 16, 384) and out3.shape == (6, 256, 384)
+    assert a3.strides[0] == 0 and np.shares_memory(b3, cols) and np.shares_memory(out3, gw)
+    _chunks.sample_products(g, cols, gw)
+    np.testing.assert_allclose(gw[0], g[0].astype(np.float64) @ cols[0], rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.parametrize("n,size,winograd", [

@@ -12,7 +12,7 @@ import numpy as np
 from ..._C import _norm
 from ...runtime import simd
 from ...runtime.threads import kernel_threads
-from .._gemm import NARROW_COLUMNS, lhs, matmul
+from .._gemm import NARROW_COLUMNS, backend, lhs, matmul, product_form
 from .._parallel import parallel_map, scratch
 from ._tuning import MIN_PARALLEL_FLOPS, TUNING
 
@@ -73,6 +73,9 @@ def sample_products(a, b, out, blas_below: int = 0) -> None:
     work per element of a ``prange`` pass: sized by the output alone, a weight
     gradient's products (a few hundred outputs, each a sum over a whole sample's pixels)
     ran on one thread."""
+    a, b, out = _row_blocks(a, b, out)
+    if blas_below and a.dtype == np.float32:
+        b = _unit_k(a, b, blas_below)
     work = out.size * a.shape[-1] // PRODUCT_WORK_PER_ELEMENT
     if a.dtype == np.float32 and matmul(a, b, out, num_threads=kernel_threads(work),
                                         blas_below=blas_below):
@@ -83,6 +86,61 @@ def sample_products(a, b, out, blas_below: int = 0) -> None:
         matmul(a[i], b[i], out[i], blas_below=blas_below)
 
     parallel_map(one, range(n), num_threads=pool_threads(gemm_flops(m, k, b.shape[2] * n, 1)))
+
+
+def _row_blocks(a, b, out):
+    """A single product (one sample) of at least :data:`SPLIT_MIN_MACS` multiply-adds as
+    products of blocks of its longer side, rows of ``a`` and ``out`` or columns of ``b``
+    and ``out`` (views; the other operand a stride-0 batch): each product is one
+    thread's, so a single one can run on more than one.  The blocks are whole multiples
+    of :data:`ROW_BLOCK`, at most :data:`MAX_ROW_BLOCKS` of them, of equal size (a side
+    that ``ROW_BLOCK`` does not divide is not cut).  A rule of the shapes alone: the
+    same products, so the same bits, at any thread count.  Anything else is returned as
+    it is."""
+    n, m, k = a.shape
+    cols = b.shape[2]
+    side = max(m, cols)
+    if n != 1 or side % ROW_BLOCK or side < 2 * ROW_BLOCK or m * k * cols < SPLIT_MIN_MACS:
+        return a, b, out
+    size = ROW_BLOCK * -(-side // ROW_BLOCK // MAX_ROW_BLOCKS)  # at most MAX_ROW_BLOCKS
+    while side % size:  # of equal size (ROW_BLOCK divides side: this ends at side at worst)
+        size += ROW_BLOCK
+    blocks = side // size
+    if m >= cols:
+        return (a[0].reshape(blocks, size, k), np.broadcast_to(b[0], (blocks, k, cols)),
+                out[0].reshape(blocks, size, cols))
+    return (np.broadcast_to(a[0], (blocks, m, k)),
+            b[0].reshape(k, blocks, size).transpose(1, 0, 2),
+            out[0].reshape(m, blocks, size).transpose(1, 0, 2))
+
+
+def _unit_k(a, b, blas_below: int):
+    """``b`` (P, K, N) with unit stride along K (its transpose copied, a stride-0 batch
+    once) where that turns products the kernels would leave to BLAS on one thread (fewer
+    than ``blas_below`` columns, the packed form's) into the dot form's, which the
+    project's kernels share among threads by product; else ``b`` itself.  The forward of
+    a 4x4 layer at batch 1 (256 x 2304 x 16): BLAS 249 us at 1 thread and 265 at 2, the
+    dot form 209 and 170 (cut into blocks of rows; AMD EPYC family 26, a throwaway script
+    timing ``conv2d`` both ways, interleaved, medians of 100)."""
+    _, m, k = a.shape
+    cols = b.shape[2]
+    if (cols >= blas_below or a.strides[2] != a.itemsize or b.strides[1] == b.itemsize
+            or backend() == "blas" or product_form(m, cols, k, True) != "dot"):
+        return b
+    if b.strides[0] == 0:
+        bt = np.ascontiguousarray(b[0].T)
+        return np.broadcast_to(bt.T, b.shape)
+    return np.ascontiguousarray(b.transpose(0, 2, 1)).transpose(0, 2, 1)
+
+
+#: :func:`_row_blocks`: the rows or columns of a product block (a multiple of), at most
+#: so many blocks, and the multiply-adds from which a single product is cut into them.
+#: A batch-1 UNet's 4x4 layers (256 -> 256: 256 x 2304 x 16 forward, 2304 x 256 x 16
+#: input gradient, 256 x 16 x 2304 weight gradient; 9.4M multiply-adds each) had run each
+#: of their products on one thread (see benchmarks/bench_conv_passes.py --batch 1).
+ROW_BLOCK = 64
+MAX_ROW_BLOCKS = 8
+SPLIT_MIN_MACS = 1 << 21
 
 
 def gemm_flops(m: int, k: int, cols: int, products: int) -> int:

@@ -74,6 +74,21 @@ def _one_pass(n: int, nb: int, groups: int, pointwise: bool, flops: int, rows: i
             and col_bytes <= TUNING.max_col_bytes)
 
 
+def _chunk_product(a, b, out, groups, whole, trans_a=False, trans_b=False, blas_below=0):
+    """``out = op(a) @ op(b)`` per group of a chunk (:func:`grouped_matmul`), on the thread
+    that runs the chunk; where the chunk is the ``whole`` batch (a batch of one or two on
+    a small map: nothing else for the other threads to do) and there is one group, the
+    product goes to :func:`~._chunks.sample_products`, which cuts a large one into
+    blocks shared among the threads (by shapes alone: the same bits at any count)."""
+    if not (whole and groups == 1):
+        grouped_matmul(a, b, out, groups, trans_a=trans_a, trans_b=trans_b,
+                       blas_below=blas_below)
+        return
+    a = a.T if trans_a else a
+    b = b.T if trans_b else b
+    sample_products(a[None], b[None], out[None], blas_below)
+
+
 def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
     """Per chunk of samples: ``col = im2col(a)``; ``y = wmat @ col (+ bias)`` if ``y``
     is given; returns ``sum b @ col.T`` (shape of ``wmat``, summed in chunk order)
@@ -94,6 +109,7 @@ def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
     pointwise = geom.is_pointwise() and a.shape[2:] == (ho, wo)
     nb_chunk = _chunk(n, plane, rows, a.itemsize)
     blocks = _blocks(n, nb_chunk)
+    whole = len(blocks) == 1  # one chunk: its products are cut up instead
     gw = None if b is None else OrderedSum(len(blocks))
     flops = gemm_flops(o, rows // groups, n * plane, (y is not None) + (b is not None))
     if y is not None and b is None and _one_pass(n, nb_chunk, groups, pointwise, flops, rows,
@@ -115,13 +131,14 @@ def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
             _im2col.im2col(a, col, n0, nb, *geom.args(), ho, wo, nt)
         if y is not None:
             ymat = y[n0].reshape(o, plane) if nb == 1 else scratch("out", (o, nb * plane), a.dtype)
-            grouped_matmul(w_lhs, col, ymat, groups, blas_below=narrow)
+            _chunk_product(w_lhs, col, ymat, groups, whole, blas_below=narrow)
             if nb > 1:
                 _scatter(ymat, y, n0, nb)
             add_bias(y[n0:n0 + nb], bias, 1)
         if b is not None:
             partial = np.empty(wmat.shape, wmat.dtype)
-            grouped_matmul(_gather(b, n0, nb, "grad"), col, partial, groups, trans_b=True)
+            _chunk_product(_gather(b, n0, nb, "grad"), col, partial, groups, whole,
+                           trans_b=True)
             gw.add(i, partial)
 
     parallel_map(task, blocks, num_threads=pool_threads(flops))
@@ -143,6 +160,7 @@ def fold_loop(b, wmat, geom, h, w, groups, y=None, a=None, bias_grad=False):
     pointwise = geom.is_pointwise() and (h, w) == (ho, wo)  # as in unfold_loop
     nb_chunk = _chunk(n, plane, rows, b.itemsize)
     blocks = _blocks(n, nb_chunk)
+    whole = len(blocks) == 1  # one chunk: its products are cut up instead
     gw = None if a is None else OrderedSum(len(blocks))
     gb = OrderedSum(len(blocks)) if bias_grad else None
     flops = gemm_flops(o, rows // groups, n * plane, (y is not None) + (a is not None))
@@ -177,14 +195,14 @@ def fold_loop(b, wmat, geom, h, w, groups, y=None, a=None, bias_grad=False):
                 col = scratch("col", (rows, nb * plane), b.dtype)
                 _im2col.im2col(a, col, n0, nb, *geom.args(), ho, wo, nt)
             partial = np.empty(wmat.shape, wmat.dtype)
-            grouped_matmul(bmat, col, partial, groups, trans_b=True)
+            _chunk_product(bmat, col, partial, groups, whole, trans_b=True)
             gw.add(i, partial)
         if y is not None:
             if pointwise and nb == 1:
-                grouped_matmul(wmat, bmat, y[n0].reshape(c, plane), groups, trans_a=True)
+                _chunk_product(wmat, bmat, y[n0].reshape(c, plane), groups, whole, trans_a=True)
                 return
             col = scratch("col", (rows, nb * plane), b.dtype)  # the im2col above is consumed
-            grouped_matmul(wmat, bmat, col, groups, trans_a=True)
+            _chunk_product(wmat, bmat, col, groups, whole, trans_a=True)
             _im2col.col2im(col, y, n0, nb, *geom.args(), ho, wo, nt)
 
     parallel_map(task, blocks, num_threads=pool_threads(flops))
