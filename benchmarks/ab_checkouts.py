@@ -11,6 +11,7 @@ in when no ``.pyx`` changed:
     git worktree add /tmp/before HEAD~3
     (cd /tmp/before && python setup.py build_ext --inplace)   # or copy sandbox/_C/*.so
     python benchmarks/ab_checkouts.py /tmp/before . --threads 2 --rounds 10
+    python benchmarks/ab_checkouts.py /tmp/before . --threads 2 --volume nearest   # 3-D
 
 A checkout may carry environment settings for its processes, ``TREE+VAR=VALUE[+...]``,
 to compare settings read at start-up (the OpenMP runtime's, for instance):
@@ -43,13 +44,21 @@ import numpy as np
 import sandbox
 from sandbox.bench._cases_user import user_unet
 threads, size, batch, warmup, steps = (int(v) for v in sys.argv[1:6])
-mode = sys.argv[6]
+mode, volume = sys.argv[6], sys.argv[7] == "1"
 sandbox.set_num_threads(threads)
 sandbox.manual_seed(0)
-model = user_unet(sandbox, mode=mode)
 rng = np.random.default_rng(0)
-x = sandbox.from_numpy(rng.standard_normal((batch, 1, size, size)).astype(np.float32))
-y = sandbox.from_numpy(rng.integers(0, 2, size=(batch, size, size)))
+if volume:  # the bench's 3-D UNet (unet3d-step/MODE): its widths, batch and volume
+    from sandbox.bench._cases_3d import UNET3D, UNET3D_BATCH, UNET3D_SIZE
+    model = sandbox.nn.UNet(**UNET3D, upsample=mode, spatial_dims=3)
+    shape = (UNET3D_BATCH, UNET3D["in_channels"]) + (UNET3D_SIZE,) * 3
+    labels = (UNET3D_BATCH,) + (UNET3D_SIZE,) * 3
+    classes = UNET3D["num_classes"]
+else:
+    model = user_unet(sandbox, mode=mode)
+    shape, labels, classes = (batch, 1, size, size), (batch, size, size), 2
+x = sandbox.from_numpy(rng.standard_normal(shape).astype(np.float32))
+y = sandbox.from_numpy(rng.integers(0, classes, size=labels))
 opt = sandbox.optim.Adam(model.parameters(), lr=1e-3)
 F = sandbox.nn.functional
 times = [[], [], []]
@@ -92,7 +101,8 @@ def _run(spec: str, args) -> list[str]:
     env = dict(os.environ, PYTHONPATH=os.path.abspath(tree), **settings)
     out = subprocess.run(
         [sys.executable, "-c", _CHILD, str(args.threads), str(args.size), str(args.batch),
-         str(args.warmup), str(args.steps), args.mode],
+         str(args.warmup), str(args.steps), args.volume or args.mode,
+         "1" if args.volume else "0"],
         env=env, cwd=os.path.abspath(tree), capture_output=True, text=True, check=True)
     return out.stdout.split()
 
@@ -132,13 +142,17 @@ def main(argv=None) -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--volume", metavar="MODE", default=None,
+                        help="the bench's 3-D UNet step (unet3d-step/MODE: its volume and "
+                             "batch; --size, --batch and --mode are then ignored)")
     args = parser.parse_args(argv)
 
     from sandbox.runtime import simd
 
-    print(f"cpu: {simd.cpu().describe()}; {args.threads} thread(s), {args.size}^2, batch "
-          f"{args.batch}, {args.mode}; medians of {args.rounds} alternating rounds of "
-          f"{args.steps} steps each, ms")
+    what = (f"3-D UNet step, {args.volume}" if args.volume
+            else f"{args.size}^2, batch {args.batch}, {args.mode}")
+    print(f"cpu: {simd.cpu().describe()}; {args.threads} thread(s), {what}; medians of "
+          f"{args.rounds} alternating rounds of {args.steps} steps each, ms")
     results = {tree: [] for tree in args.checkouts}
     start = time.perf_counter()
     for r in range(args.rounds):

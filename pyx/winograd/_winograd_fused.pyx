@@ -15,6 +15,7 @@ cdef extern from "wino_fused.h" nogil:
     ctypedef struct sb_wf_weights:
         const float* w
         int wo, wc, flip, c_major
+        Py_ssize_t ks
         float* ut
         Py_ssize_t sp, sr
     int sb_wino_conv_f32(const float* x, int N, int C, int H, int W, int ph, int pw,
@@ -51,7 +52,7 @@ cdef extern from "wino3d_fused.h" nogil:
                             int pw, const float* g, int O, int Do, int Ho, int Wo, int tile,
                             int tiles_h, int tiles_w, const sb_w3_slab* slabs, int nslabs,
                             int gemm, int portable, float* total, float* partial,
-                            float* dw, int num_threads)
+                            float* dw, float* gw, int num_threads)
     int sb_w3_dot_form(int m, int n, int k)
 
 cdef extern from "wino2_avx512.h" nogil:
@@ -89,6 +90,7 @@ def conv(const float[:, :, :, ::1] x,   # IN  (N, C, H, W)
     if weight is not None:
         wt.w = &weight[0, 0, 0, 0]
         wt.wo, wt.wc = <int> weight.shape[0], <int> weight.shape[1]
+        wt.ks = weight.strides[1] // sizeof(float)
         wt.flip, wt.c_major = flip, c_major
         wt.ut = &store[0, 0, 0]
         wt.sp, wt.sr = store.strides[0] // sizeof(float), store.strides[1] // sizeof(float)
@@ -171,15 +173,16 @@ def conv3d(const float[:, :, :, :, ::1] x,   # IN  (N, C, D, H, W)
     planes one after another, each step shared among the threads; the bits of
     ``_winograd3d.conv3x3x3``'s split form.  ``avx2_gemm``: the AVX2 GEMM instead of the
     AVX-512 one; ``avx512``: the AVX-512 transforms (ignored on a CPU without them).
-    With ``taps`` (three C-contiguous (Ow, Cw, 3, 3) float32 kernels), the ``u``'s are
-    computed here first, in the same region, as ``_winograd_weights.weight_transform``
-    (``flip``, ``c_major``) would into the arrays whose memory they view (``u0.base``
-    ...: :func:`sandbox.array.conv._winograd.pending_transform`'s storage)."""
+    With ``taps`` (three (Ow, Cw, 3, 3) float32 kernels as ``_winograd_weights.
+    weight_transform`` takes them: views of the depth taps), the ``u``'s are computed
+    here first, in the same region, as ``weight_transform`` (``flip``, ``c_major``) would
+    into the arrays whose memory they view (``u0.base`` ...:
+    :func:`sandbox.array.conv._winograd.pending_transform`'s storage)."""
     cdef int status, k
     cdef bint portable = not (avx512 and _HAVE_AVX512)
     cdef const float* u[3]
     cdef sb_wf_weights wt[3]
-    cdef const float[:, :, :, ::1] tap
+    cdef const float[:, :, :, :] tap  # kernels contiguous, evenly spaced (a depth tap's view)
     cdef float[:, :, ::1] store
     if x.shape[0] == 0 or y.shape[1] == 0 or slabs.shape[0] == 0:
         return
@@ -190,6 +193,7 @@ def conv3d(const float[:, :, :, :, ::1] x,   # IN  (N, C, D, H, W)
             tap, store = taps[k][0], taps[k][1]
             wt[k].w = &tap[0, 0, 0, 0]
             wt[k].wo, wt[k].wc = <int> tap.shape[0], <int> tap.shape[1]
+            wt[k].ks = tap.strides[1] // sizeof(float)  # 27: a tap of the 3x3x3 kernels
             wt[k].flip, wt[k].c_major = flip, c_major
             wt[k].ut = &store[0, 0, 0]
             wt[k].sp = store.strides[0] // sizeof(float)
@@ -214,19 +218,25 @@ def weight_grad3d(const float[:, :, :, :, ::1] x,   # IN  (N, C, D, H, W)
                   int pd, int ph, int pw, int tile, int tiles_h, int tiles_w,
                   const int[:, ::1] slabs,          # IN  (slabs, 3): sample, first plane, planes
                   bint avx2_gemm, bint avx512, int num_threads,
-                  float[:, :, :, :, ::1] dw=None):  # OUT (3, O, C, 3, 3), or None
+                  float[:, :, :, :, ::1] dw=None,   # OUT (3, O, C, 3, 3), or None
+                  float[:, :, :, :, ::1] gw=None):  # OUT (O, C, 3, 3, 3), or None
     """The point sums of the 3x3x3 weight gradient (wino3d_fused.h), ``total[kz]`` for each
     depth tap, ``slabs`` one after another, each step shared among the threads; the bits
     of ``_winograd3d.conv3x3x3_weight_grad``'s split form; with ``dw``, each tap's fold
-    (``_winograd_weights.weight_grad_fold``) into ``dw[kz]`` too, in the same region.
+    (``_winograd_weights.weight_grad_fold``) into ``dw[kz]`` too, in the same region, and
+    with ``gw`` as well (``dw``'s taps in the weight's layout, ``gw[:, :, kz] = dw[kz]``,
+    copied on every thread there; ``dw`` is then scratch).
     ``avx2_gemm``, ``avx512`` as for :func:`conv3d`."""
     cdef int status
     cdef bint portable = not (avx512 and _HAVE_AVX512)
     cdef float* folded = NULL if dw is None else &dw[0, 0, 0, 0, 0]
+    cdef float* laid_out = NULL if dw is None or gw is None else &gw[0, 0, 0, 0, 0]
     if slabs.shape[0] == 0 or dw is not None and dw.shape[1] * dw.shape[2] == 0:
         total[...] = 0
         if dw is not None:
             dw[...] = 0
+        if gw is not None:
+            gw[...] = 0
         return
     with nogil:
         status = sb_wino3d_wgrad_f32(
@@ -235,7 +245,7 @@ def weight_grad3d(const float[:, :, :, :, ::1] x,   # IN  (N, C, D, H, W)
             <int> g.shape[1], <int> g.shape[2], <int> g.shape[3], <int> g.shape[4], tile,
             tiles_h, tiles_w, <const sb_w3_slab*> &slabs[0, 0], <int> slabs.shape[0],
             2 if avx2_gemm else 1, portable, &total[0, 0, 0, 0], &partial[0, 0, 0, 0],
-            folded, num_threads)
+            folded, laid_out, num_threads)
     if status != 0:
         raise MemoryError("3-D winograd weight gradient: could not allocate its buffers")
 

@@ -167,12 +167,14 @@ static inline int sb_w3_dot_form(int m, int n, int k)
  * `partial` (the same size, scratch) zeroed, then added into total.  gemm, portable as
  * for sb_wino3d_conv_f32; each product takes the dot-product or the packed kernel by
  * product_form's rule; dw (not NULL): each tap's fold of total[kz] into dw[kz] (3 x O x C x
- * 3 x 3) too, in the same region.  Returns 0, or -1 when a buffer could not be allocated. */
+ * 3 x 3) too, in the same region, and with gw (not NULL) the folds copied into gw in the
+ * weight's layout (O x C x 3 x 3 x 3: tap kz of kernel (o, c) at (o * C + c) * 27 + kz * 9).
+ * Returns 0, or -1 when a buffer could not be allocated. */
 static int sb_wino3d_wgrad_f32(const float *x, int N, int C, int D, int H, int W, int pd,
                                int ph, int pw, const float *g, int O, int Do, int Ho, int Wo,
                                int tile, int tiles_h, int tiles_w, const sb_w3_slab *slabs,
                                int nslabs, int gemm, int portable, float *total,
-                               float *partial, float *dw, int num_threads)
+                               float *partial, float *dw, float *gw, int num_threads)
 {
     const int points = (tile + 2) * (tile + 2), per_plane = tiles_h * tiles_w;
     const ptrdiff_t oc = (ptrdiff_t)O * C, size = 3 * points * oc;
@@ -259,10 +261,18 @@ static int sb_wino3d_wgrad_f32(const float *x, int N, int C, int D, int H, int W
                     total[e] += partial[e];
             }
         }
-        if (dw != NULL)  /* each tap's fold into dw[kz] (O x C x 3 x 3), after the barrier */
+        if (dw != NULL) {  /* each tap's fold into dw[kz] (O x C x 3 x 3), after the barrier */
             for (t = 0; t < 3; t++)
                 sb_wf_fold(total + (ptrdiff_t)t * points * oc, O, C, tile,
                            dw + (ptrdiff_t)t * oc * 9);
+            if (gw != NULL) {  /* the folds (each ends in a barrier) in the weight's layout */
+                #pragma omp for schedule(static)
+                for (e = 0; e < oc; e++)
+                    for (t = 0; t < 3; t++)
+                        memcpy(gw + e * 27 + t * 9, dw + (ptrdiff_t)t * oc * 9 + e * 9,
+                               9 * sizeof(float));
+            }
+        }
         free(in_buf);
         free(g_buf);
     }

@@ -173,11 +173,13 @@ static inline int sb_wf_piece(ptrdiff_t n, int min_piece)
 }
 
 /* The weight transform a convolution runs in its own region before its chunks (w NULL:
- * U is given): U of the weights w (wo x wc x 3 x 3) into ut (points sp apart, runs sr
- * apart; flip and c_major as for sb_weight_run_f), the same memory the products read. */
+ * U is given): U of the weights w (wo x wc x 3 x 3, kernels ks apart; ks, flip and
+ * c_major as for sb_weight_run_f) into ut (points sp apart, runs sr apart), the same
+ * memory the products read. */
 typedef struct {
     const float *w;
     int wo, wc, flip, c_major;
+    ptrdiff_t ks;
     float *ut;
     ptrdiff_t sp, sr;
 } sb_wf_weights;
@@ -191,7 +193,8 @@ static inline void sb_wf_transform_weights(const sb_wf_weights *q, int tile)
     const int runs = q->c_major ? q->wc : q->wo;
     #pragma omp for schedule(dynamic, sb_wf_piece(runs, 1))
     for (r = 0; r < runs; r++)
-        sb_weight_run_f(q->w, q->wo, q->wc, tile, q->flip, q->c_major, r, q->ut, q->sp, q->sr);
+        sb_weight_run_f(q->w, q->wo, q->wc, q->ks, tile, q->flip, q->c_major, r, q->ut, q->sp,
+                        q->sr);
 }
 
 /* Inside a parallel region, after the point sums total (P x O x C) are complete: the fold

@@ -56,14 +56,16 @@ static void sb_transform_run_##S(const T *w, ptrdiff_t step, ptrdiff_t count, in
     }                                                                                   \
 }                                                                                       \
                                                                                         \
-/* Run k of the transform of the weights w (O x C x 3 x 3, contiguous) into U (points su \
- * apart, rows sr apart): with c_major, the kernels w[:, k] into U[:, k, :] (U stored    \
- * (P, C, O), k < C); else the kernels w[k, :] into U[:, k, :] ((P, O, C), k < O). */   \
-static inline void sb_weight_run_##S(const T *w, ptrdiff_t O, ptrdiff_t C, int tile,    \
-                                     int flip, int c_major, ptrdiff_t k, T *u,           \
+/* Run k of the transform of the weights w (O x C x 3 x 3: kernel (o, c) the 9 taps from \
+ * w + (o * C + c) * ks, row-major; ks 9 for contiguous weights, 27 for one depth tap of  \
+ * a 3x3x3 kernel read in place) into U (points su apart, rows sr apart): with c_major,  \
+ * the kernels w[:, k] into U[:, k, :] (U stored (P, C, O), k < C); else the kernels     \
+ * w[k, :] into U[:, k, :] ((P, O, C), k < O). */                                       \
+static inline void sb_weight_run_##S(const T *w, ptrdiff_t O, ptrdiff_t C, ptrdiff_t ks, \
+                                     int tile, int flip, int c_major, ptrdiff_t k, T *u,  \
                                      ptrdiff_t su, ptrdiff_t sr)                         \
 {                                                                                       \
-    sb_transform_run_##S(c_major ? w + 9 * k : w + 9 * C * k, c_major ? 9 * C : 9,       \
+    sb_transform_run_##S(c_major ? w + ks * k : w + ks * C * k, c_major ? ks * C : ks,   \
                          c_major ? O : C, tile, flip, u + sr * k, su);                  \
 }
 

@@ -1407,6 +1407,39 @@ def test_winograd3d_region_picks_products_as_matmul_does():
                     product_form(m, n, k, True) == "dot"), (m, n, k)
 
 
+
+@pytest.mark.parametrize("flip", [False, True])
+@pytest.mark.parametrize("tile", [2, 4])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_winograd3d_transforms_read_the_depth_taps_in_place(flip, tile, dtype, rng):
+    """weight_transforms hands the transforms views of the 3x3x3 weight's depth taps (no
+    copies), and a tap's transform read in place has the bits of its contiguous copy's;
+    a weight whose kernels are not evenly spaced is copied first."""
+    from sandbox.array.conv import _winograd
+
+    w = rng.standard_normal((5, 3, 3, 3, 3)).astype(dtype)
+    for kz, pending in enumerate(_winograd3d.weight_transforms(w, flip, tile)):
+        tap = w[:, :, 2 - kz if flip else kz]
+        assert np.shares_memory(pending.weight, w)
+        got = pending.run(2).copy()
+        want = _winograd.weight_transform(np.ascontiguousarray(tap), flip, 1, tile)
+        np.testing.assert_array_equal(got, want)
+    odd = w[:, :, 0, :, :][::-1]  # rows run backwards: not the transform's layout
+    assert not np.shares_memory(_winograd.pending_transform(odd).weight, w)
+
+
+def test_winograd3d_weight_gradient_laid_out_in_the_region(rng):
+    """The region's weight gradient comes back in the weight's layout (O, C, 3, 3, 3),
+    C-contiguous, with the values of the split form's folds."""
+    x = rng.standard_normal((2, 8, 6, 8, 8)).astype(np.float32)
+    g = rng.standard_normal((2, 16, 6, 8, 8)).astype(np.float32)
+    with conv.tuned(winograd_one_region=True):
+        region = _winograd3d.conv3x3x3_weight_grad(x, g, (1, 1, 1))
+    with conv.tuned(winograd_one_region=False):
+        split = _winograd3d.conv3x3x3_weight_grad(x, g, (1, 1, 1))
+    assert region.shape == (16, 8, 3, 3, 3) and region.flags.c_contiguous
+    np.testing.assert_array_equal(region, split)
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_winograd3d_slab_copies_on_threads_match_numpy(dtype, rng):
     """The split form's slab copies on several threads (``copy_blocks``) give numpy's

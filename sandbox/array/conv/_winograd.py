@@ -128,6 +128,19 @@ class PendingWeights(NamedTuple):
         return self.view
 
 
+def _kernels_in_place(weight: np.ndarray) -> np.ndarray:
+    """``weight`` (O, C, 3, 3) as the weight transform reads it: itself where each 3x3
+    kernel is contiguous and the kernels are evenly spaced, rows ``C`` kernels apart (a
+    C-contiguous weight, or one depth tap ``w[:, :, kz]`` of a C-contiguous 3x3x3
+    weight); else a C-contiguous copy."""
+    s = weight.strides
+    item = weight.itemsize
+    if (s[3] == item and s[2] == 3 * item and s[1] >= 9 * item and s[1] % item == 0
+            and s[0] == weight.shape[1] * s[1]):
+        return weight
+    return np.ascontiguousarray(weight)
+
+
 def pending_transform(weight: np.ndarray, flip_transpose: bool = False,
                       tile: int = 2) -> PendingWeights:
     """The storage of :func:`weight_transform`'s result, not computed yet.
@@ -150,7 +163,7 @@ def pending_transform(weight: np.ndarray, flip_transpose: bool = False,
     """
     o, c = weight.shape[:2]
     count = _KERNELS[tile][0]
-    weight = np.ascontiguousarray(weight)
+    weight = _kernels_in_place(weight)
     rows_adjacent = backend() in ("avx512", "avx2") and weight.dtype == np.float32
     c_major = rows_adjacent != flip_transpose
     store = np.empty((count, c, o) if c_major else (count, o, c), dtype=weight.dtype)

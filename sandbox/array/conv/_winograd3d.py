@@ -239,11 +239,12 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
     if split and _in_one_region(x, g, c, o):
         sums = np.empty((3, count, o, c), dtype=x.dtype)
         taps = np.empty((3, o, c, 3, 3), dtype=x.dtype)  # each depth tap's fold
+        gw = np.empty((o, c, 3, 3, 3), dtype=x.dtype)  # the folds laid out, in the region
         slabs = np.array([chunk[1:] for chunk in chunks], dtype=np.intc)
         w2d._winograd_fused.weight_grad3d(x, g, sums, np.empty_like(sums), *pad, tile, th, tw,
                                           slabs, simd.current().gemm == "avx2", avx, threads,
-                                          taps)
-        return np.ascontiguousarray(taps.transpose(1, 2, 0, 3, 4))
+                                          taps, gw)
+        return gw
     total = OrderedSum(len(chunks))
 
     def task(chunk):
@@ -282,7 +283,10 @@ def weight_transforms(weight, flip_transpose: bool, tile: int) -> list:
     not computed yet: :func:`conv3x3x3` runs them) of ``weight_transform(w[:, :, kz])``
     for the forward, or for the input gradient (``flip_transpose``: the kernel flipped in
     depth too, so depth tap ``kz`` of the gradient's kernel is ``w[:, :, 2 - kz]`` flipped
-    in-plane and transposed)."""
-    taps = [np.ascontiguousarray(weight[:, :, 2 - kz if flip_transpose else kz])
+    in-plane and transposed).  The taps are views of ``weight`` (its 3x3 kernels 27
+    elements apart), which the transforms read in place: three copies of a deep layer's
+    taps had cost 26 us each a call, serial numpy (AMD EPYC family 26)."""
+    weight = np.ascontiguousarray(weight)
+    return [w2d.pending_transform(weight[:, :, 2 - kz if flip_transpose else kz],
+                                  flip_transpose=flip_transpose, tile=tile)
             for kz in range(3)]
-    return [w2d.pending_transform(t, flip_transpose=flip_transpose, tile=tile) for t in taps]
