@@ -95,7 +95,7 @@ def test_the_avx2_gemm_choice(monkeypatch):
         sel = simd.resolve("avx512", "avx2")
         assert (sel.isa, sel.gemm, sel.winograd_avx512, sel.gemm_avx512) == (
             "avx512", "avx2", True, False)
-    with simd.using(gemm="avx2"):
+    with simd.using(isa="avx2", gemm="avx2"):  # the avx2 path: whatever $SANDBOX_ISA says
         with simd.using(isa="portable") as sel:  # the request falls back to auto there
             assert (sel.gemm, sel.requested_gemm) == ("blas", "auto")
         with simd.using(isa="avx2") as sel:
