@@ -1463,11 +1463,14 @@ def test_winograd3d_slabs_follow_the_shapes_not_the_threads():
     for nt in (1, 2):
         with sandbox.num_threads(nt):
             plans[nt] = _winograd3d._plan(2, 32, 64, 32, 36, np.float32)
-            assert plans[nt][1:] == ((nt, True) if own else (1, False))
-            assert _winograd3d._plan(2, 32, 64, 32, 36, np.float64)[1:] == (1, False)
+            assert plans[nt][1:3] == ((nt, True) if own else (1, False))
+            assert _winograd3d._plan(2, 32, 64, 32, 36, np.float64)[1:3] == (1, False)
             with conv.tuned(split_in_kernels=False):
-                assert _winograd3d._plan(2, 32, 64, 32, 36, np.float32)[1:] == (1, False)
+                assert _winograd3d._plan(2, 32, 64, 32, 36, np.float32)[1:3] == (1, False)
     assert plans[1][0] == plans[2][0]
+    # the region's table of the slabs: (sample, first plane, planes), cached read-only
+    np.testing.assert_array_equal(plans[2][3], [c[1:] for c in plans[2][0]])
+    assert plans[2][3].dtype == np.intc and not plans[2][3].flags.writeable
     if own:  # 1024 tiles: 16 planes of 64 tiles a slab, 2 slabs a sample
         assert [c[3] for c in plans[1][0]] == [16] * 4
 

@@ -26,6 +26,8 @@ order, so results are bitwise identical for any number of threads.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..._C import _elementwise
@@ -35,7 +37,7 @@ from .._gemm import lhs, matmul
 from .._parallel import OrderedSum, parallel_map, scratch
 from . import _winograd as w2d
 from ._chunks import add_bias
-from ._tuning import TUNING
+from ._tuning import TUNING, state
 
 __all__ = ["conv3x3x3", "conv3x3x3_weight_grad", "eligible", "weight_transforms"]
 
@@ -116,7 +118,16 @@ def _depth_terms(pd: int, depth_in: int, z0: int, nz: int):
 
 
 def _plan(n, depth_out, tiles, rows, count, dtype):
-    """``(chunks, threads, split)``: how a pass runs its slabs.
+    """``(chunks, threads, split, slabs)``: :func:`_planned` for these shapes under the
+    settings, SIMD selection and thread count in force (cached: a 3-D UNet step asks it
+    37 times)."""
+    return _planned(n, depth_out, tiles, rows, count, np.dtype(dtype), state())
+
+
+@functools.lru_cache(maxsize=512)
+def _planned(n, depth_out, tiles, rows, count, dtype, key):
+    """``(chunks, threads, split, slabs)``: how a pass runs its slabs (``slabs``: the
+    chunks' (sample, first plane, planes) as the region takes them, read-only).
 
     Where the project's GEMM takes float32 products (``TUNING.split_in_kernels``), the
     slabs have ``TUNING.winograd3d_split_tiles`` tiles and run one after another, every
@@ -125,12 +136,17 @@ def _plan(n, depth_out, tiles, rows, count, dtype):
     have ``winograd_target_tiles`` and go whole to the worker pool, each chunk's kernels
     on its pool thread alone (``threads`` 1).  The rule does not depend on the thread
     count, so neither do the slabs, whose order fixes the weight gradient's sums: the
-    bits are the same for any number of threads."""
-    dtype = np.dtype(dtype)
+    bits are the same for any number of threads.  ``key``: :func:`~._tuning.state`,
+    whose settings, selection and thread count are the ones in force."""
     if TUNING.split_in_kernels and simd.current().gemm_own and dtype == np.float32:
-        return (_slabs(n, depth_out, tiles, rows, count, dtype.itemsize,
-                       TUNING.winograd3d_split_tiles), get_num_threads(), True)
-    return _slabs(n, depth_out, tiles, rows, count, dtype.itemsize), 1, False
+        chunks = _slabs(n, depth_out, tiles, rows, count, dtype.itemsize,
+                        TUNING.winograd3d_split_tiles)
+        threads, split = key[2], True
+    else:
+        chunks, threads, split = _slabs(n, depth_out, tiles, rows, count, dtype.itemsize), 1, False
+    slabs = np.array([chunk[1:] for chunk in chunks], dtype=np.intc).reshape(-1, 3)
+    slabs.setflags(write=False)
+    return chunks, threads, split, slabs
 
 
 def _products(a, b, out, accumulate: bool, threads: int) -> None:
@@ -191,10 +207,9 @@ def conv3x3x3(x, pending, y, pad, bias=None) -> None:
     kernels = w2d._KERNELS[tile][1]
     th, tw = -(-ho // tile), -(-wo // tile)
     tiles = th * tw
-    chunks, threads, split = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
+    chunks, threads, split, slabs = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
     avx = simd.current().winograd_avx512  # read here, in the caller's thread
     if split and _in_one_region(x, y, c, o):
-        slabs = np.array([chunk[1:] for chunk in chunks], dtype=np.intc)
         w2d._winograd_fused.conv3d(  # the taps' transforms run first in the region
             x, *views, y, *pad, tile, th, tw, slabs, simd.current().gemm == "avx2", avx,
             threads, [(u.weight, u.store) for u in pending], pending[0].flip,
@@ -234,13 +249,12 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
     count, kernels = w2d._KERNELS[tile]
     th, tw = -(-ho // tile), -(-wo // tile)
     tiles = th * tw
-    chunks, threads, split = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
+    chunks, threads, split, slabs = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
     avx = simd.current().winograd_avx512
     if split and _in_one_region(x, g, c, o):
         sums = np.empty((3, count, o, c), dtype=x.dtype)
         taps = np.empty((3, o, c, 3, 3), dtype=x.dtype)  # each depth tap's fold
         gw = np.empty((o, c, 3, 3, 3), dtype=x.dtype)  # the folds laid out, in the region
-        slabs = np.array([chunk[1:] for chunk in chunks], dtype=np.intc)
         w2d._winograd_fused.weight_grad3d(x, g, sums, np.empty_like(sums), *pad, tile, th, tw,
                                           slabs, simd.current().gemm == "avx2", avx, threads,
                                           taps, gw)
