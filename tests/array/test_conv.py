@@ -1694,25 +1694,34 @@ def test_a_single_large_product_is_cut_into_row_blocks(rng):
     np.testing.assert_allclose(gw[0], g[0].astype(np.float64) @ cols[0], rtol=1e-4, atol=1e-3)
 
 
-@pytest.mark.parametrize("n,size,winograd", [
-    (1, 4, False),   # 64 voxels in all: vol2col, the weight not transposed
-    (2, 4, True),    # 128: 3-D Winograd forward and weight gradient, vol2col input gradient
-    (1, 8, True),    # 512: 3-D Winograd
+@pytest.mark.parametrize("n,size,winograd,channels", [
+    (1, 4, False, 16),   # 64 voxels in all: vol2col, the weight not transposed
+    (1, 4, False, 128),  # 128 channels: one chunk whose products are cut into blocks
+    (2, 4, True, 16),    # 128: 3-D Winograd forward and weight gradient, vol2col input gradient
+    (1, 8, True, 16),    # 512: 3-D Winograd
 ])
-def test_small_batches_of_small_volumes_take_vol2col(n, size, winograd, rng, torch, monkeypatch):
+def test_small_batches_of_small_volumes_take_vol2col(n, size, winograd, channels, rng, torch,
+                                                     monkeypatch):
     """A 3-D convolution with fewer than TUNING.winograd3d_min_batch_voxels output voxels
     over the batch runs vol2col (forward and both gradients; the input gradient below
-    ``winograd3d_min_batch_voxels_input_grad``).  Values against torch, the same bits for
-    any thread count."""
+    ``winograd3d_min_batch_voxels_input_grad``); a batch that is one chunk has its
+    products cut into blocks (``_chunks._row_blocks``) where they are large.  Values
+    against torch, the same bits for any thread count."""
     from sandbox.array.conv import _chunks
 
     wino = _spy(monkeypatch, _winograd3d, "conv3x3x3")
     copies = _spy(monkeypatch, _chunks, "lhs")
-    x = rng.standard_normal((n, 16, size, size, size)).astype(np.float32)
-    w = (rng.standard_normal((16, 16, 3, 3, 3)) / 20).astype(np.float32)
+    cut = []
+    original = _chunks._row_blocks
+    monkeypatch.setattr(_chunks, "_row_blocks", lambda *a: cut.append(
+        original(*a)[0].shape[0] > 1) or original(*a))
+    x = rng.standard_normal((n, channels, size, size, size)).astype(np.float32)
+    w = (rng.standard_normal((channels, channels, 3, 3, 3)) / (20 * channels / 16)
+         ).astype(np.float32)
     _thread_runs_match_torch(x, w, torch)
     assert bool(wino) == winograd
     assert not copies  # vol2col's forward copies the weight only from 512 columns
+    assert any(cut) == (channels == 128)
 
 
 def _same_bits_and_torchs_values(torch, run, torch_op, x, w, b, g, dtype):

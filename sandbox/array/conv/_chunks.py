@@ -12,7 +12,7 @@ import numpy as np
 from ..._C import _norm
 from ...runtime import simd
 from ...runtime.threads import kernel_threads
-from .._gemm import NARROW_COLUMNS, backend, lhs, matmul, product_form
+from .._gemm import NARROW_COLUMNS, backend, grouped_matmul, lhs, matmul, product_form
 from .._parallel import parallel_map, scratch
 from ._tuning import MIN_PARALLEL_FLOPS, TUNING
 
@@ -141,6 +141,22 @@ def _unit_k(a, b, blas_below: int):
 ROW_BLOCK = 64
 MAX_ROW_BLOCKS = 8
 SPLIT_MIN_MACS = 1 << 21
+
+
+def chunk_product(a, b, out, groups, whole, trans_a=False, trans_b=False, blas_below=0):
+    """``out = op(a) @ op(b)`` per group of a chunk of an im2col or vol2col loop
+    (:func:`~sandbox.array._gemm.grouped_matmul`), on the thread that runs the chunk;
+    where the chunk is the ``whole`` batch (a batch of one or two on a small map: nothing
+    else for the other threads to do) and there is one group, the product goes to
+    :func:`sample_products`, which cuts a large one into blocks shared among the threads
+    (by shapes alone: the same bits at any count)."""
+    if not (whole and groups == 1):
+        grouped_matmul(a, b, out, groups, trans_a=trans_a, trans_b=trans_b,
+                       blas_below=blas_below)
+        return
+    a = a.T if trans_a else a
+    b = b.T if trans_b else b
+    sample_products(a[None], b[None], out[None], blas_below)
 
 
 def gemm_flops(m: int, k: int, cols: int, products: int) -> int:

@@ -32,13 +32,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..._C import _im2col
-from .._gemm import grouped_matmul
 from .._parallel import OrderedSum, parallel_map, scratch
 from ._chunks import (
     _blocks,
     _gather,
     _scatter,
     add_bias,
+    chunk_product,
     forward_weight,
     gemm_flops,
     pool_threads,
@@ -72,21 +72,6 @@ def _one_pass(n: int, nb: int, groups: int, pointwise: bool, flops: int, rows: i
     return (n > 1 and nb == 1 and groups == 1 and not pointwise
             and (pool_threads(flops) == 1 or small_rows)
             and col_bytes <= TUNING.max_col_bytes)
-
-
-def _chunk_product(a, b, out, groups, whole, trans_a=False, trans_b=False, blas_below=0):
-    """``out = op(a) @ op(b)`` per group of a chunk (:func:`grouped_matmul`), on the thread
-    that runs the chunk; where the chunk is the ``whole`` batch (a batch of one or two on
-    a small map: nothing else for the other threads to do) and there is one group, the
-    product goes to :func:`~._chunks.sample_products`, which cuts a large one into
-    blocks shared among the threads (by shapes alone: the same bits at any count)."""
-    if not (whole and groups == 1):
-        grouped_matmul(a, b, out, groups, trans_a=trans_a, trans_b=trans_b,
-                       blas_below=blas_below)
-        return
-    a = a.T if trans_a else a
-    b = b.T if trans_b else b
-    sample_products(a[None], b[None], out[None], blas_below)
 
 
 def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
@@ -131,13 +116,13 @@ def unfold_loop(a, wmat, geom, ho, wo, groups, y=None, b=None, bias=None):
             _im2col.im2col(a, col, n0, nb, *geom.args(), ho, wo, nt)
         if y is not None:
             ymat = y[n0].reshape(o, plane) if nb == 1 else scratch("out", (o, nb * plane), a.dtype)
-            _chunk_product(w_lhs, col, ymat, groups, whole, blas_below=narrow)
+            chunk_product(w_lhs, col, ymat, groups, whole, blas_below=narrow)
             if nb > 1:
                 _scatter(ymat, y, n0, nb)
             add_bias(y[n0:n0 + nb], bias, 1)
         if b is not None:
             partial = np.empty(wmat.shape, wmat.dtype)
-            _chunk_product(_gather(b, n0, nb, "grad"), col, partial, groups, whole,
+            chunk_product(_gather(b, n0, nb, "grad"), col, partial, groups, whole,
                            trans_b=True)
             gw.add(i, partial)
 
@@ -195,14 +180,14 @@ def fold_loop(b, wmat, geom, h, w, groups, y=None, a=None, bias_grad=False):
                 col = scratch("col", (rows, nb * plane), b.dtype)
                 _im2col.im2col(a, col, n0, nb, *geom.args(), ho, wo, nt)
             partial = np.empty(wmat.shape, wmat.dtype)
-            _chunk_product(bmat, col, partial, groups, whole, trans_b=True)
+            chunk_product(bmat, col, partial, groups, whole, trans_b=True)
             gw.add(i, partial)
         if y is not None:
             if pointwise and nb == 1:
-                _chunk_product(wmat, bmat, y[n0].reshape(c, plane), groups, whole, trans_a=True)
+                chunk_product(wmat, bmat, y[n0].reshape(c, plane), groups, whole, trans_a=True)
                 return
             col = scratch("col", (rows, nb * plane), b.dtype)  # the im2col above is consumed
-            _chunk_product(wmat, bmat, col, groups, whole, trans_a=True)
+            chunk_product(wmat, bmat, col, groups, whole, trans_a=True)
             _im2col.col2im(col, y, n0, nb, *geom.args(), ho, wo, nt)
 
     parallel_map(task, blocks, num_threads=pool_threads(flops))

@@ -31,9 +31,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..._C import _vol2col
-from .._gemm import grouped_matmul
 from .._parallel import OrderedSum, parallel_map, scratch
-from ._chunks import _blocks, _gather, _scatter, add_bias, forward_weight, gemm_flops, pool_threads
+from ._chunks import (
+    _blocks,
+    _gather,
+    _scatter,
+    add_bias,
+    chunk_product,
+    forward_weight,
+    gemm_flops,
+    pool_threads,
+)
 from ._tuning import TUNING, chunk_threads
 
 __all__ = ["fold_loop", "unfold_loop"]
@@ -113,6 +121,7 @@ def unfold_loop(a, wmat, geom, out_size, groups, y=None, b=None, bias=None):
     pointwise = _is_pointwise(geom)
     nb, nd = _plan(n, out_size, rows, a.itemsize, pointwise)
     blocks = _blocks(n, nb)
+    whole = len(blocks) == 1  # one chunk: its products are cut up instead
     gw = None if b is None else OrderedSum(len(blocks))
     flops = gemm_flops(o, rows // groups, n * do * ho * wo, (y is not None) + (b is not None))
 
@@ -123,19 +132,19 @@ def unfold_loop(a, wmat, geom, out_size, groups, y=None, b=None, bias=None):
             col = _columns(a, n0, nb, od0, t, geom, (ho, wo), rows, pointwise)
             if y is not None:
                 if nb == 1 and t == do:  # the GEMM writes straight into the output
-                    grouped_matmul(w_lhs, col, y[n0].reshape(o, -1), groups,
-                                   blas_below=narrow)
+                    chunk_product(w_lhs, col, y[n0].reshape(o, -1), groups, whole,
+                                  blas_below=narrow)
                 else:
                     ymat = scratch("out", (o, nb * t * ho * wo), a.dtype)
-                    grouped_matmul(w_lhs, col, ymat, groups, blas_below=narrow)
+                    chunk_product(w_lhs, col, ymat, groups, whole, blas_below=narrow)
                     if t == do:
                         _scatter(ymat, y, n0, nb)
                     else:
                         y[n0, :, od0:od0 + t] = ymat.reshape(o, t, ho, wo)
             if b is not None:
                 p = np.empty(wmat.shape, wmat.dtype)
-                grouped_matmul(_rows_of(b, n0, nb, od0, t, "grad"), col, p, groups,
-                                trans_b=True)
+                chunk_product(_rows_of(b, n0, nb, od0, t, "grad"), col, p, groups, whole,
+                              trans_b=True)
                 partial = _accumulate(partial, p)
         if y is not None:
             add_bias(y[n0:n0 + nb], bias, 1)
@@ -159,6 +168,7 @@ def fold_loop(b, wmat, geom, groups, y=None, a=None, bias_grad=False):
     pointwise = _is_pointwise(geom)
     nb, nd = _plan(n, (do, ho, wo), rows, b.itemsize, pointwise)
     blocks = _blocks(n, nb)
+    whole = len(blocks) == 1  # one chunk: its products are cut up instead
     gw = None if a is None else OrderedSum(len(blocks))
     gb = OrderedSum(len(blocks)) if bias_grad else None
     flops = gemm_flops(wmat.shape[0], rows // groups, n * do * ho * wo,
@@ -174,14 +184,14 @@ def fold_loop(b, wmat, geom, groups, y=None, a=None, bias_grad=False):
             if a is not None:
                 col = _columns(a, n0, nb, od0, t, geom, (ho, wo), rows, pointwise)
                 p = np.empty(wmat.shape, wmat.dtype)
-                grouped_matmul(bmat, col, p, groups, trans_b=True)
+                chunk_product(bmat, col, p, groups, whole, trans_b=True)
                 partial_w = _accumulate(partial_w, p)
             if y is not None:
                 if pointwise and nb == 1:
-                    grouped_matmul(wmat, bmat, y[n0].reshape(c, -1), groups, trans_a=True)
+                    chunk_product(wmat, bmat, y[n0].reshape(c, -1), groups, whole, trans_a=True)
                     continue
                 col = scratch("col", (rows, nb * t * ho * wo), b.dtype)  # any vol2col is consumed
-                grouped_matmul(wmat, bmat, col, groups, trans_a=True)
+                chunk_product(wmat, bmat, col, groups, whole, trans_a=True)
                 _vol2col.col2vol(col, y, n0, nb, od0, t, *geom, ho, wo, od0 == 0,
                                  chunk_threads())
         if gb is not None:
