@@ -12,6 +12,7 @@ in when no ``.pyx`` changed:
     (cd /tmp/before && python setup.py build_ext --inplace)   # or copy sandbox/_C/*.so
     python benchmarks/ab_checkouts.py /tmp/before . --threads 2 --rounds 10
     python benchmarks/ab_checkouts.py /tmp/before . --threads 2 --volume nearest   # 3-D
+    python benchmarks/ab_checkouts.py . . --threads 2   # A/A: the noise of the comparison
 
 A checkout may carry environment settings for its processes, ``TREE+VAR=VALUE[+...]``,
 to compare settings read at start-up (the OpenMP runtime's, for instance):
@@ -153,18 +154,18 @@ def main(argv=None) -> None:
             else f"{args.size}^2, batch {args.batch}, {args.mode}")
     print(f"cpu: {simd.cpu().describe()}; {args.threads} thread(s), {what}; medians of "
           f"{args.rounds} alternating rounds of {args.steps} steps each, ms")
-    results = {tree: [] for tree in args.checkouts}
+    results = ([], [])  # by side: the same checkout may be given twice (an A/A run)
     start = time.perf_counter()
     for r in range(args.rounds):
-        for tree in args.checkouts[:: 1 if r % 2 == 0 else -1]:  # the order alternates
-            results[tree].append(_run(tree, args))
-    for tree, rows in results.items():
+        for side in ((0, 1) if r % 2 == 0 else (1, 0)):  # the order alternates
+            results[side].append(_run(args.checkouts[side], args))
+    for tree, rows in zip(args.checkouts, results, strict=True):
         step = statistics.median(sum(float(v) for v in r[:3]) for r in rows)
         fwd, bwd, opt = (statistics.median(float(r[i]) for r in rows) for i in range(3))
         losses = sorted({r[3] for r in rows})
         print(f"  {tree:30s} step {step:7.1f}  (forward {fwd:.1f}, backward {bwd:.1f}, "
               f"optimiser {opt:.2f})  loss {', '.join(losses)}")
-    first, second = (results[tree] for tree in args.checkouts)
+    first, second = results
     ratios = [sum(float(v) for v in b[:3]) / sum(float(v) for v in a[:3])
               for a, b in zip(first, second, strict=True)]
     wins = sum(r < 1 for r in ratios)

@@ -1663,9 +1663,9 @@ def test_small_batches_of_small_maps_take_im2col(n, c, o, s, winograd, rng, torc
         assert not blas
 
 
-def test_a_single_large_product_is_cut_into_row_blocks(rng):
-    """_row_blocks: one product of 2M multiply-adds or more whose rows a ROW_BLOCK divides
-    becomes whole blocks of rows (views of a and out, b broadcast), at most MAX_ROW_BLOCKS
+def test_a_single_large_product_is_cut_into_product_blocks(rng):
+    """_product_blocks: one product of 2M multiply-adds or more whose rows a PRODUCT_BLOCK divides
+    becomes whole blocks of rows (views of a and out, b broadcast), at most MAX_PRODUCT_BLOCKS
     of them; batches of products, small products and rows the block does not divide stay
     as they are.  sample_products gives the same values either way."""
     from sandbox.array.conv import _chunks
@@ -1673,21 +1673,22 @@ def test_a_single_large_product_is_cut_into_row_blocks(rng):
     a = rng.standard_normal((1, 2304, 256)).astype(np.float32)
     b = rng.standard_normal((1, 256, 16)).astype(np.float32)
     out = np.empty((1, 2304, 16), np.float32)
-    a2, b2, out2 = _chunks._row_blocks(a, b, out)
+    a2, b2, out2 = _chunks._product_blocks(a, b, out)
     assert a2.shape == (6, 384, 256) and b2.shape == (6, 256, 16) and out2.shape == (6, 384, 16)
     assert np.shares_memory(a2, a) and np.shares_memory(out2, out) and b2.strides[0] == 0
     _chunks.sample_products(a, b, out)
     np.testing.assert_allclose(out[0], a[0].astype(np.float64) @ b[0], rtol=1e-4, atol=1e-3)
-    assert _chunks._row_blocks(a[:, :2300], b, out[:, :2300])[0].shape == (1, 2300, 256)
+    assert _chunks._product_blocks(a[:, :2300], b, out[:, :2300])[0].shape == (1, 2300, 256)
     two = np.concatenate([a, a])
-    assert _chunks._row_blocks(two, np.concatenate([b, b]), np.concatenate([out, out]))[0] is two
+    pair = (np.concatenate([b, b]), np.concatenate([out, out]))
+    assert _chunks._product_blocks(two, *pair)[0] is two
     small = a[:, :128, :64]
-    assert _chunks._row_blocks(small, b[:, :64], out[:, :128])[0] is small
+    assert _chunks._product_blocks(small, b[:, :64], out[:, :128])[0] is small
     # a weight gradient's shape: more columns than rows, cut into blocks of columns
     g = rng.standard_normal((1, 256, 16)).astype(np.float32)
     cols = rng.standard_normal((1, 16, 2304)).astype(np.float32)
     gw = np.empty((1, 256, 2304), np.float32)
-    a3, b3, out3 = _chunks._row_blocks(g, cols, gw)
+    a3, b3, out3 = _chunks._product_blocks(g, cols, gw)
     assert a3.shape == (6, 256, 16) and b3.shape == (6, 16, 384) and out3.shape == (6, 256, 384)
     assert a3.strides[0] == 0 and np.shares_memory(b3, cols) and np.shares_memory(out3, gw)
     _chunks.sample_products(g, cols, gw)
@@ -1705,15 +1706,15 @@ def test_small_batches_of_small_volumes_take_vol2col(n, size, winograd, channels
     """A 3-D convolution with fewer than TUNING.winograd3d_min_batch_voxels output voxels
     over the batch runs vol2col (forward and both gradients; the input gradient below
     ``winograd3d_min_batch_voxels_input_grad``); a batch that is one chunk has its
-    products cut into blocks (``_chunks._row_blocks``) where they are large.  Values
+    products cut into blocks (``_chunks._product_blocks``) where they are large.  Values
     against torch, the same bits for any thread count."""
     from sandbox.array.conv import _chunks
 
     wino = _spy(monkeypatch, _winograd3d, "conv3x3x3")
     copies = _spy(monkeypatch, _chunks, "lhs")
     cut = []
-    original = _chunks._row_blocks
-    monkeypatch.setattr(_chunks, "_row_blocks", lambda *a: cut.append(
+    original = _chunks._product_blocks
+    monkeypatch.setattr(_chunks, "_product_blocks", lambda *a: cut.append(
         original(*a)[0].shape[0] > 1) or original(*a))
     x = rng.standard_normal((n, channels, size, size, size)).astype(np.float32)
     w = (rng.standard_normal((channels, channels, 3, 3, 3)) / (20 * channels / 16)

@@ -73,7 +73,7 @@ def sample_products(a, b, out, blas_below: int = 0) -> None:
     work per element of a ``prange`` pass: sized by the output alone, a weight
     gradient's products (a few hundred outputs, each a sum over a whole sample's pixels)
     ran on one thread."""
-    a, b, out = _row_blocks(a, b, out)
+    a, b, out = _product_blocks(a, b, out)
     if blas_below and a.dtype == np.float32:
         b = _unit_k(a, b, blas_below)
     work = out.size * a.shape[-1] // PRODUCT_WORK_PER_ELEMENT
@@ -88,23 +88,24 @@ def sample_products(a, b, out, blas_below: int = 0) -> None:
     parallel_map(one, range(n), num_threads=pool_threads(gemm_flops(m, k, b.shape[2] * n, 1)))
 
 
-def _row_blocks(a, b, out):
-    """A single product (one sample) of at least :data:`SPLIT_MIN_MACS` multiply-adds as
-    products of blocks of its longer side, rows of ``a`` and ``out`` or columns of ``b``
-    and ``out`` (views; the other operand a stride-0 batch): each product is one
-    thread's, so a single one can run on more than one.  The blocks are whole multiples
-    of :data:`ROW_BLOCK`, at most :data:`MAX_ROW_BLOCKS` of them, of equal size (a side
-    that ``ROW_BLOCK`` does not divide is not cut).  A rule of the shapes alone: the
-    same products, so the same bits, at any thread count.  Anything else is returned as
-    it is."""
+def _product_blocks(a, b, out):
+    """A single product (one sample) of at least :data:`PRODUCT_BLOCKS_MIN_MACS`
+    multiply-adds as products of blocks of its longer side, rows of ``a`` and ``out`` or
+    columns of ``b`` and ``out`` (views; the other operand a stride-0 batch): each product
+    is one thread's, so a single one can run on more than one.  The blocks are whole
+    multiples of :data:`PRODUCT_BLOCK`, at most :data:`MAX_PRODUCT_BLOCKS` of them, of
+    equal size (a side that ``PRODUCT_BLOCK`` does not divide is not cut).  A rule of the
+    shapes alone: the same products, so the same bits, at any thread count.  Anything
+    else is returned as it is."""
     n, m, k = a.shape
     cols = b.shape[2]
     side = max(m, cols)
-    if n != 1 or side % ROW_BLOCK or side < 2 * ROW_BLOCK or m * k * cols < SPLIT_MIN_MACS:
+    if (n != 1 or side % PRODUCT_BLOCK or side < 2 * PRODUCT_BLOCK
+            or m * k * cols < PRODUCT_BLOCKS_MIN_MACS):
         return a, b, out
-    size = ROW_BLOCK * -(-side // ROW_BLOCK // MAX_ROW_BLOCKS)  # at most MAX_ROW_BLOCKS
-    while side % size:  # of equal size (ROW_BLOCK divides side: this ends at side at worst)
-        size += ROW_BLOCK
+    size = PRODUCT_BLOCK * -(-side // PRODUCT_BLOCK // MAX_PRODUCT_BLOCKS)  # at most the max
+    while side % size:  # of equal size (PRODUCT_BLOCK divides side: this ends at side at worst)
+        size += PRODUCT_BLOCK
     blocks = side // size
     if m >= cols:
         return (a[0].reshape(blocks, size, k), np.broadcast_to(b[0], (blocks, k, cols)),
@@ -133,14 +134,14 @@ def _unit_k(a, b, blas_below: int):
     return np.ascontiguousarray(b.transpose(0, 2, 1)).transpose(0, 2, 1)
 
 
-#: :func:`_row_blocks`: the rows or columns of a product block (a multiple of), at most
+#: :func:`_product_blocks`: the rows or columns of a product block (a multiple of), at most
 #: so many blocks, and the multiply-adds from which a single product is cut into them.
 #: A batch-1 UNet's 4x4 layers (256 -> 256: 256 x 2304 x 16 forward, 2304 x 256 x 16
 #: input gradient, 256 x 16 x 2304 weight gradient; 9.4M multiply-adds each) had run each
 #: of their products on one thread (see benchmarks/bench_conv_passes.py --batch 1).
-ROW_BLOCK = 64
-MAX_ROW_BLOCKS = 8
-SPLIT_MIN_MACS = 1 << 21
+PRODUCT_BLOCK = 64
+MAX_PRODUCT_BLOCKS = 8
+PRODUCT_BLOCKS_MIN_MACS = 1 << 21
 
 
 def chunk_product(a, b, out, groups, whole, trans_a=False, trans_b=False, blas_below=0):
