@@ -1682,6 +1682,12 @@ def test_a_single_large_product_is_cut_into_product_blocks(rng):
     two = np.concatenate([a, a])
     pair = (np.concatenate([b, b]), np.concatenate([out, out]))
     assert _chunks._product_blocks(two, *pair)[0] is two
+    # a strided output (every other column) is cut into views all the same
+    wide = np.empty((1, 2304, 32), np.float32)[:, :, ::2]
+    cut = _chunks._product_blocks(a, b, wide)[2]
+    assert cut.shape == (6, 384, 16) and np.shares_memory(cut, wide)
+    _chunks.sample_products(a, b, wide)
+    np.testing.assert_allclose(wide[0], a[0].astype(np.float64) @ b[0], rtol=1e-4, atol=1e-3)
     small = a[:, :128, :64]
     assert _chunks._product_blocks(small, b[:, :64], out[:, :128])[0] is small
     # a weight gradient's shape: more columns than rows, cut into blocks of columns

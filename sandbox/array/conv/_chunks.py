@@ -107,6 +107,7 @@ def _product_blocks(a, b, out):
     while side % size:  # of equal size (PRODUCT_BLOCK divides side: this ends at side at worst)
         size += PRODUCT_BLOCK
     blocks = side // size
+    # splitting one axis in two is always a view (any strides): the blocks write into out
     if m >= cols:
         return (a[0].reshape(blocks, size, k), np.broadcast_to(b[0], (blocks, k, cols)),
                 out[0].reshape(blocks, size, cols))
