@@ -145,3 +145,41 @@ def test_a_read_only_fresh_gradient_is_summed_into_a_new_array():
     a = sandbox.tensor(np.ones(5), requires_grad=True)
     (ReadOnly.apply(a) + ReadOnly.apply(a)).sum().backward()
     np.testing.assert_array_equal(a.grad.numpy(), np.full(5, 4.0))
+
+
+def test_outputs_without_a_gradient_get_zeros_an_integer_one_a_broadcast_zero():
+    """A multi-output op whose outputs did not all receive a gradient: a floating one gets
+    writable zeros of its shape, an integer one (max pooling's indices: no gradient ever
+    reaches it) a read-only stride-0 zero of its shape and dtype, not an array of its
+    size.  Max pooling's gradient is unchanged by it."""
+    seen = {}
+
+    class Split(Function):
+        plain_backward_arrays = True
+
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3, np.arange(x.size).reshape(x.shape)
+
+        @staticmethod
+        def backward(ctx, g, g_unused, g_index):
+            seen.update(unused=g_unused, index=g_index)
+            return 2 * g
+
+    x = sandbox.tensor(np.ones((4, 5)), requires_grad=True)
+    a, _, index = Split.apply(x)
+    assert index.grad_fn is None  # an integer output is not attached to the graph
+    a.sum().backward()
+    assert seen["unused"].shape == (4, 5) and seen["unused"].flags.writeable
+    assert not seen["unused"].any()
+    z = seen["index"]
+    assert z.shape == (4, 5) and z.dtype == index.dtype and z.strides == (0, 0)
+    assert not z.flags.writeable and not z.any()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((4, 5), 2.0))
+
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal((2, 3, 8, 8))
+    t = sandbox.tensor(data, requires_grad=True)
+    sandbox.nn.functional.max_pool2d(t, 2).sum().backward()
+    want = (data == data.reshape(2, 3, 4, 2, 4, 2).max(axis=(3, 5)).repeat(2, 2).repeat(2, 3))
+    np.testing.assert_array_equal(t.grad.numpy(), want.astype(float))
