@@ -24,8 +24,6 @@ import argparse
 import statistics
 import time
 
-import numpy as np
-
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -44,24 +42,15 @@ def main(argv=None) -> None:
 
     import sandbox
     from sandbox.array import conv
-    from sandbox.bench._cases_user import user_step, user_unet
+    from sandbox.bench._cases_3d import UNET3D_BATCH
+    from sandbox.bench._cases_user import profiled_step
     from sandbox.runtime import simd
 
     sandbox.set_num_threads(args.threads)
-    if args.volume:
-        from sandbox.bench._cases_3d import UNET3D_BATCH, build_unet3d_step
-
-        step = build_unet3d_step(f"unet3d-step/{args.volume}", args.volume, False,
-                                 libs=("sandbox",))["sandbox"]
-        what = f"3-D UNet step, batch {UNET3D_BATCH}, {args.volume}"
-    else:
-        sandbox.manual_seed(0)
-        rng = np.random.default_rng(0)
-        batch = 4 if args.size >= 256 else 8
-        x = rng.standard_normal((batch, 1, args.size, args.size), dtype=np.float32)
-        y = rng.integers(0, 2, (batch, args.size, args.size))
-        step = user_step(sandbox, user_unet(sandbox, mode=args.mode), x, y)
-        what = f"{args.size}^2, batch {batch}, {args.mode}"
+    batch = 4 if args.size >= 256 else 8
+    step = profiled_step(args.volume, args.size, batch, args.mode)
+    what = (f"3-D UNet step, batch {UNET3D_BATCH}, {args.volume}" if args.volume
+            else f"{args.size}^2, batch {batch}, {args.mode}")
 
     def parse(text):
         pair, *knobs = text.split("+")

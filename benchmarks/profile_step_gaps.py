@@ -31,8 +31,6 @@ import pkgutil
 import sys
 import time
 
-import numpy as np
-
 _KERNEL_TYPES = ("fused_cython_function", "builtin_function_or_method",
                  "cython_function_or_method")
 
@@ -183,24 +181,13 @@ def main(argv=None) -> None:
 
 def _run(args, clock: _KernelClock) -> None:
     import sandbox
-    from sandbox.bench._cases_user import user_step, user_unet
+    from sandbox.bench._cases_user import profiled_step
     from sandbox.runtime import simd
 
     cpu = simd.cpu()
-    if args.volume:
-        from sandbox.bench._cases_3d import build_unet3d_step
-
-        step = build_unet3d_step(f"unet3d-step/{args.volume}", args.volume, False,
-                                 libs=("sandbox",))["sandbox"]
-        what = f"3-D UNet step, {args.volume}"
-    else:
-        sandbox.manual_seed(0)
-        model = user_unet(sandbox, mode=args.mode)
-        rng = np.random.default_rng(0)
-        x = rng.standard_normal((args.batch, 1, args.size, args.size), dtype=np.float32)
-        y = rng.integers(0, 2, (args.batch, args.size, args.size))
-        step = user_step(sandbox, model, x, y)
-        what = f"{args.size}^2, batch {args.batch}, {args.mode}"
+    step = profiled_step(args.volume, args.size, args.batch, args.mode)
+    what = (f"3-D UNet step, {args.volume}" if args.volume
+            else f"{args.size}^2, batch {args.batch}, {args.mode}")
     print(f"cpu: {cpu.describe()}; path {simd.current().isa}; {what}; {args.steps} steps")
     threads_before = sandbox.get_num_threads()
     try:

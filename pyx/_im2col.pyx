@@ -113,8 +113,8 @@ def col2im(const real[:, ::1] col,       # IN  (C*kh*kw, nb*ho*wo)
 # -- the direct 3x3 convolution of a few input channels (a first layer) -------------------
 
 from conv_direct cimport (SB_C3_MAX_K, sb_c3_available, sb_c3_avx512_available,
-                          sb_c3_row_f32, sb_c3_row_f32_avx512, sb_c3_wgrad_f32,
-                          sb_c3_wgrad_f32_avx512)
+                          sb_c3_row_f32, sb_c3_row_f32_avx512, sb_c3_sum_parts,
+                          sb_c3_wgrad_f32, sb_c3_wgrad_f32_avx512)
 
 
 def direct3x3_available(bint wide=False):
@@ -169,8 +169,7 @@ def direct3x3_weight_grad(const float[:, :, :, ::1] x,   # IN  (N, C, H, W), C <
     cdef Py_ssize_t O = g.shape[1], Ho = g.shape[2], Wo = g.shape[3]
     cdef Py_ssize_t K = 9 * C, per = (Ho + band - 1) // band
     cdef Py_ssize_t tasks = N * per
-    cdef Py_ssize_t t, n, h0, h1, e, o, k, u
-    cdef double total
+    cdef Py_ssize_t t, n, h0, h1
     cdef int failed = 0, status
     if O * K == 0:
         return
@@ -195,10 +194,4 @@ def direct3x3_weight_grad(const float[:, :, :, ::1] x,   # IN  (N, C, H, W), C <
     if failed:
         raise MemoryError("direct3x3_weight_grad: a task's input tile could not be allocated")
     with nogil:
-        for e in prange(O * K, schedule="static", num_threads=num_threads):
-            o = e // K
-            k = e - o * K
-            total = 0  # assigned in the loop: private to each thread
-            for u in range(tasks):
-                total = total + part[u, o, k]
-            dw[o, k] = <float> total
+        sb_c3_sum_parts(&part[0, 0, 0], tasks, O * K, &dw[0, 0], num_threads)

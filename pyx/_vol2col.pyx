@@ -143,8 +143,8 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 
-from conv_direct cimport (sb_c3_row_f32, sb_c3_row_f32_avx512, sb_c3_wgrad_f32,
-                          sb_c3_wgrad_f32_avx512)
+from conv_direct cimport (sb_c3_row_f32, sb_c3_row_f32_avx512, sb_c3_sum_parts,
+                          sb_c3_wgrad_f32, sb_c3_wgrad_f32_avx512)
 
 
 cdef inline const float* _depth_taps(const float[:, :, :, :, ::1] x, Py_ssize_t n,
@@ -222,8 +222,7 @@ def direct3x3x3_weight_grad(const float[:, :, :, :, ::1] x,   # IN  (N, 1, D, H,
     cdef Py_ssize_t N = x.shape[0], H = x.shape[3], W = x.shape[4]
     cdef Py_ssize_t O = g.shape[1], Do = g.shape[2], Ho = g.shape[3], Wo = g.shape[4]
     cdef Py_ssize_t per = (Ho + band - 1) // band, tasks = N * Do * per
-    cdef Py_ssize_t t, n, z, r, h0, h1, e, o, k, u
-    cdef double total
+    cdef Py_ssize_t t, n, z, r, h0, h1
     cdef float* staging
     cdef const float* taps
     cdef int failed = 0, status
@@ -257,10 +256,4 @@ def direct3x3x3_weight_grad(const float[:, :, :, :, ::1] x,   # IN  (N, 1, D, H,
     if failed:
         raise MemoryError("direct3x3x3_weight_grad: a task's buffers could not be allocated")
     with nogil:
-        for e in prange(O * 27, schedule="static", num_threads=num_threads):
-            o = e // 27
-            k = e - o * 27
-            total = 0  # assigned in the loop: private to each thread
-            for u in range(tasks):
-                total = total + part[u, o, k]
-            dw[o, k] = <float> total
+        sb_c3_sum_parts(&part[0, 0, 0], tasks, O * 27, &dw[0, 0], num_threads)

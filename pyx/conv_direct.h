@@ -21,6 +21,23 @@
 
 #define SB_C3_MAX_K 36  /* 4 input channels */
 
+/* The weight gradient from the tasks' parts (sb_c3_wgrad_f32: each task the sums of its
+ * rows, part[u * n + e] for weight e of n): dw[e] = the parts added in task order in
+ * double, rounded once.  The tasks are fixed by the shapes, so the result does not depend
+ * on the thread count (the weights are shared among num_threads threads). */
+static void sb_c3_sum_parts(const float *part, ptrdiff_t tasks, ptrdiff_t n, float *dw,
+                            int num_threads)
+{
+    ptrdiff_t e, u;
+    #pragma omp parallel for schedule(static) num_threads(num_threads) private(u)
+    for (e = 0; e < n; e++) {
+        double total = 0;
+        for (u = 0; u < tasks; u++)
+            total = total + part[u * n + e];
+        dw[e] = (float)total;
+    }
+}
+
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 

@@ -16,3 +16,5 @@ cdef extern from "conv_direct.h" nogil:
     int sb_c3_wgrad_f32_avx512(const float* x, int C, int H, int W, const float* g, int O,
                                int ph, int pw, int h0, int h1, int Wo, Py_ssize_t g_plane,
                                float* part)
+    void sb_c3_sum_parts(const float* part, Py_ssize_t tasks, Py_ssize_t n, float* dw,
+                         int num_threads)

@@ -166,18 +166,17 @@ def conv3d(const float[:, :, :, :, ::1] x,   # IN  (N, C, D, H, W)
            float[:, :, :, :, ::1] y,         # OUT (N, O, Do, Ho, Wo), overwritten
            int pd, int ph, int pw, int tile, int tiles_h, int tiles_w,
            const int[:, ::1] slabs,          # IN  (slabs, 3): sample, first plane, planes
-           bint avx2_gemm, bint avx512, int num_threads, taps=None, bint flip=False,
-           bint c_major=False):
+           bint avx2_gemm, bint avx512, int num_threads, taps, bint flip, bint c_major):
     """``y = conv3d(x, w, padding=(pd, ph, pw))`` for a 3x3x3 kernel whose depth taps'
     transformed kernels are ``u0``, ``u1``, ``u2`` (wino3d_fused.h): ``slabs`` of output
     planes one after another, each step shared among the threads; the bits of
     ``_winograd3d.conv3x3x3``'s split form.  ``avx2_gemm``: the AVX2 GEMM instead of the
     AVX-512 one; ``avx512``: the AVX-512 transforms (ignored on a CPU without them).
-    With ``taps`` (three (Ow, Cw, 3, 3) float32 kernels as ``_winograd_weights.
-    weight_transform`` takes them: views of the depth taps), the ``u``'s are computed
-    here first, in the same region, as ``weight_transform`` (``flip``, ``c_major``) would
-    into the arrays whose memory they view (``u0.base`` ...:
-    :func:`sandbox.array.conv._winograd.pending_transform`'s storage)."""
+    ``taps``: per depth tap ``(kernels, store)``, the (Ow, Cw, 3, 3) float32 kernels as
+    ``_winograd_weights.weight_transform`` takes them (views of the depth taps) and the
+    memory the ``u`` of that tap views (:func:`sandbox.array.conv._winograd.
+    pending_transform`'s storage): the ``u``'s are computed here first, in the same region,
+    as ``weight_transform`` (``flip``, ``c_major``) would."""
     cdef int status, k
     cdef bint portable = not (avx512 and _HAVE_AVX512)
     cdef const float* u[3]
@@ -188,16 +187,14 @@ def conv3d(const float[:, :, :, :, ::1] x,   # IN  (N, C, D, H, W)
         return
     u[0], u[1], u[2] = &u0[0, 0, 0], &u1[0, 0, 0], &u2[0, 0, 0]
     for k in range(3):
-        wt[k].w = NULL
-        if taps is not None:
-            tap, store = taps[k][0], taps[k][1]
-            wt[k].w = &tap[0, 0, 0, 0]
-            wt[k].wo, wt[k].wc = <int> tap.shape[0], <int> tap.shape[1]
-            wt[k].ks = tap.strides[1] // sizeof(float)  # 27: a tap of the 3x3x3 kernels
-            wt[k].flip, wt[k].c_major = flip, c_major
-            wt[k].ut = &store[0, 0, 0]
-            wt[k].sp = store.strides[0] // sizeof(float)
-            wt[k].sr = store.strides[1] // sizeof(float)
+        tap, store = taps[k][0], taps[k][1]
+        wt[k].w = &tap[0, 0, 0, 0]
+        wt[k].wo, wt[k].wc = <int> tap.shape[0], <int> tap.shape[1]
+        wt[k].ks = tap.strides[1] // sizeof(float)  # 27: a tap of the 3x3x3 kernels
+        wt[k].flip, wt[k].c_major = flip, c_major
+        wt[k].ut = &store[0, 0, 0]
+        wt[k].sp = store.strides[0] // sizeof(float)
+        wt[k].sr = store.strides[1] // sizeof(float)
     with nogil:
         status = sb_wino3d_conv_f32(
             &x[0, 0, 0, 0, 0], <int> x.shape[0], <int> x.shape[1], <int> x.shape[2],

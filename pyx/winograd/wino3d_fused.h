@@ -124,10 +124,7 @@ static int sb_wino3d_conv_f32(const float *x, int N, int C, int D, int H, int W,
                     const float *a = u[q.kz[i]] + p * up;
                     const float *b = v + p * pv + (ptrdiff_t)(q.iz[i] - q.first) * per_plane;
                     float *cp = mp + (ptrdiff_t)(q.za[i] - q.z0) * per_plane;
-                    const int bad = gemm == 2
-                        ? sb_sgemm_avx2(O, cols, C, a, uo, uc, b, tv, 1, cp, tm, !full)
-                        : sb_sgemm_avx512(O, cols, C, a, uo, uc, b, tv, 1, cp, tm, !full);
-                    if (bad) {
+                    if (sb_wf_gemm(gemm, 0, O, cols, C, a, uo, uc, b, tv, 1, cp, tm, !full)) {
                         #pragma omp atomic write
                         failed = 1;
                     }
@@ -238,18 +235,8 @@ static int sb_wino3d_wgrad_f32(const float *x, int N, int C, int D, int H, int W
                     const float *a = gt + p * pg + (ptrdiff_t)(q.za[i] - q.z0) * per_plane;
                     const float *b = v + p * pv + (ptrdiff_t)(q.iz[i] - q.first) * per_plane;
                     float *cp = out + ((ptrdiff_t)q.kz[i] * points + p) * oc;
-                    int bad = 0;
-                    if (sb_w3_dot_form(O, C, cols)) {
-                        if (gemm == 2)
-                            sb_sgemm_dot_avx2(O, C, cols, a, tg, b, tv, cp, C, 1);
-                        else
-                            sb_sgemm_dot_avx512(O, C, cols, a, tg, b, tv, cp, C, 1);
-                    } else {
-                        bad = gemm == 2
-                            ? sb_sgemm_avx2(O, C, cols, a, tg, 1, b, 1, tv, cp, C, 1)
-                            : sb_sgemm_avx512(O, C, cols, a, tg, 1, b, 1, tv, cp, C, 1);
-                    }
-                    if (bad) {
+                    if (sb_wf_gemm(gemm, sb_w3_dot_form(O, C, cols), O, C, cols, a, tg, 1, b, 1,
+                                   tv, cp, C, 1)) {
                         #pragma omp atomic write
                         failed = 1;
                     }

@@ -232,23 +232,23 @@ static inline void sb_wf_chunk(int k, int N, int chunk, int band, int tiles_h, i
  * _points: planes a multiple of 4 KiB apart alias in the cache). */
 static inline ptrdiff_t sb_wf_pitch(ptrdiff_t plane) { return plane + 16; }
 
-/* c (m x n, rows ldc apart) = a @ b with element (i, j) of a at a + i*sa0 + j*sa1 and of
- * b at b + i*sb0 + j*sb1: packed, or (dot) by the dot-product kernel, which needs sa1 ==
- * sb0 == 1 (rows of a and columns of b contiguous along k).  Returns the kernel's
- * status. */
+/* c (m x n, rows ldc apart) = a @ b (accumulate: c += a @ b) with element (i, j) of a at
+ * a + i*sa0 + j*sa1 and of b at b + i*sb0 + j*sb1: packed, or (dot) by the dot-product
+ * kernel, which needs sa1 == sb0 == 1 (rows of a and columns of b contiguous along k);
+ * gemm 2: the AVX2 kernels, else the AVX-512 ones.  Returns the kernel's status. */
 static inline int sb_wf_gemm(int gemm, int dot, int m, int n, int k, const float *a,
                              ptrdiff_t sa0, ptrdiff_t sa1, const float *b, ptrdiff_t sb0,
-                             ptrdiff_t sb1, float *c, ptrdiff_t ldc)
+                             ptrdiff_t sb1, float *c, ptrdiff_t ldc, int accumulate)
 {
     if (dot) {  /* b given as its transpose, rows sb1 apart */
         if (gemm == 2)
-            sb_sgemm_dot_avx2(m, n, k, a, sa0, b, sb1, c, ldc, 0);
+            sb_sgemm_dot_avx2(m, n, k, a, sa0, b, sb1, c, ldc, accumulate);
         else
-            sb_sgemm_dot_avx512(m, n, k, a, sa0, b, sb1, c, ldc, 0);
+            sb_sgemm_dot_avx512(m, n, k, a, sa0, b, sb1, c, ldc, accumulate);
         return 0;
     }
-    if (gemm == 2) return sb_sgemm_avx2(m, n, k, a, sa0, sa1, b, sb0, sb1, c, ldc, 0);
-    return sb_sgemm_avx512(m, n, k, a, sa0, sa1, b, sb0, sb1, c, ldc, 0);
+    if (gemm == 2) return sb_sgemm_avx2(m, n, k, a, sa0, sa1, b, sb0, sb1, c, ldc, accumulate);
+    return sb_sgemm_avx512(m, n, k, a, sa0, sa1, b, sb0, sb1, c, ldc, accumulate);
 }
 
 /* Output channel o of a chunk of nb units (samples, or the depth planes of one sample)
@@ -340,7 +340,7 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
             sb_wf_source_chunk(&in, x, n0, nb, th0, th1, in_buf, v, pv);
             for (p = 0; p < points; p++)  /* M[p] = U[p] @ V[p] */
                 bad |= sb_wf_gemm(gemm, dot, O, (int)t, C, u + p * up, uo, uc, v + p * pv, t,
-                                  1, m + p * pm, t);
+                                  1, m + p * pm, t, 0);
             if (bad) {
                 #pragma omp atomic write
                 failed = 1;
@@ -409,7 +409,7 @@ static int sb_wino_conv_split_f32(const float *x, int N, int C, int H, int W, in
             #pragma omp for schedule(dynamic, 1)
             for (p = 0; p < points; p++)  /* M[p] = U[p] @ V[p] */
                 if (sb_wf_gemm(gemm, dot, O, (int)t, C, u + p * up, uo, uc, v + p * pv, t, 1,
-                               m + p * pm, t) != 0) {
+                               m + p * pm, t, 0) != 0) {
                     #pragma omp atomic write
                     failed = 1;
                 }
@@ -485,7 +485,7 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
             sb_wf_source_chunk(&grad, g, n0, nb, th0, th1, g_buf, gt, pg);
             for (p = 0; p < points; p++)  /* partial[p] = Gt[p] @ V[p]^T */
                 bad |= sb_wf_gemm(gemm, dot, O, C, (int)t, gt + p * pg, t, 1, v + p * pv, 1,
-                                  t, part + p * oc, C);
+                                  t, part + p * oc, C, 0);
             if (bad) {
                 #pragma omp atomic write
                 failed = 1;
@@ -569,7 +569,7 @@ static int sb_wino_wgrad_split_f32(const float *x, int N, int C, int H, int W, i
             #pragma omp for schedule(dynamic, 1)
             for (p = 0; p < points; p++)  /* out[p] = Gt[p] @ V[p]^T */
                 if (sb_wf_gemm(gemm, dot, O, C, (int)t, gt + p * pg, t, 1, v + p * pv, 1, t,
-                               out + p * oc, C) != 0) {
+                               out + p * oc, C, 0) != 0) {
                     #pragma omp atomic write
                     failed = 1;
                 }

@@ -112,6 +112,33 @@ def user_step(lib, model, x, y):
     return adam_step(lib, model, lib.from_numpy(x), lib.from_numpy(y), result)
 
 
+def profiled_step(volume: str | None = None, size: int = 64, batch: int = 8,
+                  mode: str = "bilinear"):
+    """A sandbox training step for the scripts that profile or compare one
+    (``benchmarks/profile_step_gaps.py``, ``ab_simd_step.py``): the bench's 3-D UNet step
+    (``unet3d-step/<volume>``) where ``volume`` names its upsampling mode, else the
+    user-written UNet's Adam step (``mode`` upsampling) on a seeded random batch of
+    ``batch`` images of ``size``².
+
+    Returns
+    -------
+    callable
+        One step a call.
+    """
+    import sandbox
+
+    if volume:
+        from ._cases_3d import build_unet3d_step
+
+        return build_unet3d_step(f"unet3d-step/{volume}", volume, False,
+                                 libs=("sandbox",))["sandbox"]
+    sandbox.manual_seed(0)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, 1, size, size), dtype=np.float32)
+    y = rng.integers(0, 2, (batch, size, size))
+    return user_step(sandbox, user_unet(sandbox, mode=mode), x, y)
+
+
 def user_shape(size: int, batch: int, quick: bool):
     """``(widths, batch, pixels)`` of ``unet-user/*/<size>``."""
     if quick:

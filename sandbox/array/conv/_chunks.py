@@ -121,9 +121,10 @@ def _unit_k(a, b, blas_below: int):
     once) where that turns products the kernels would leave to BLAS on one thread (fewer
     than ``blas_below`` columns, the packed form's) into the dot form's, which the
     project's kernels share among threads by product; else ``b`` itself.  The forward of
-    a 4x4 layer at batch 1 (256 x 2304 x 16): BLAS 249 us at 1 thread and 265 at 2, the
-    dot form 209 and 170 (cut into blocks of rows; AMD EPYC family 26, a throwaway script
-    timing ``conv2d`` both ways, interleaved, medians of 100)."""
+    a 4x4 layer at batch 1 (256 -> 256, 256 x 2304 x 16), BLAS before, this form (cut into
+    blocks of rows) after: 0.25 -> 0.23-0.24 ms at 1 thread, 0.25 -> 0.16 ms at 2 (AMD EPYC
+    family 26 model 2, ``python benchmarks/bench_conv_passes.py --threads 1 2 --batch 1
+    --layers 256-256-4``, docs/benchmarks.md, eleventh session)."""
     _, m, k = a.shape
     cols = b.shape[2]
     if (cols >= blas_below or a.strides[2] != a.itemsize or b.strides[1] == b.itemsize
