@@ -217,8 +217,9 @@ def _fill_zeros(node, grads, create):
 
     An integer or boolean output (max pooling's indices) is not differentiable: no
     gradient ever reaches it, and its zeros are a read-only broadcast of one zero rather
-    than an array of its size (at 256², batch 4, four pools' int64 indices had cost 0.34
-    ms of zero-filled memory a step)."""
+    than an array of its size (the user UNet at 256², batch 4, 2 threads, AMD EPYC family
+    26 model 2: the four pools' int64 indices had cost 0.34 ms of ``np.zeros`` a step in a
+    cProfile of it)."""
     for i, g in enumerate(grads):
         if g is None:
             shape, dtype = node._out_meta[i]
