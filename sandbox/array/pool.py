@@ -14,6 +14,7 @@ plane or volume (PyTorch's ``return_indices``).
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -157,8 +158,8 @@ def max_pool_backward(grad_output, indices, input_shape, *, nd=None):
         gin = np.empty((g.shape[0], *input_shape[-2:]), dtype=grad_output.dtype)
         _pool.maxpool2d_backward(g, ind, gin, kernel_threads(gin.size))
         return gin.reshape(input_shape)
-    vol = int(np.prod(input_shape[-3:]))
-    g = contiguous(grad_output).reshape(-1, int(np.prod(grad_output.shape[-3:])))
+    vol = math.prod(input_shape[-3:])
+    g = contiguous(grad_output).reshape(-1, math.prod(grad_output.shape[-3:]))
     ind = np.ascontiguousarray(indices, dtype=np.int64).reshape(g.shape)
     gin = np.empty((g.shape[0], vol), dtype=grad_output.dtype)
     _pool3d.maxpool3d_backward(g, ind, gin, kernel_threads(gin.size))

@@ -223,11 +223,15 @@ def _fill_zeros(node, grads, create):
     for i, g in enumerate(grads):
         if g is None:
             shape, dtype = node._out_meta[i]
-            if np.dtype(dtype).kind in "fc":
-                z = np.zeros(shape, dtype)
-            else:
-                z = np.broadcast_to(np.zeros((), dtype), shape)
+            z = np.zeros(shape, dtype) if np.dtype(dtype).kind in "fc" else _no_grad(shape, dtype)
             grads[i] = Tensor._make(z) if create else z
+
+
+@functools.lru_cache(maxsize=64)
+def _no_grad(shape, dtype) -> np.ndarray:
+    """The zeros of a non-differentiable output: one read-only broadcast zero per shape
+    (``np.broadcast_to`` itself took 2-3 us a call)."""
+    return np.broadcast_to(np.zeros((), dtype), shape)
 
 
 def _one_form(g, create):

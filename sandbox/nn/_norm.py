@@ -65,7 +65,10 @@ class _BatchNorm(Module):
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
             tracked = self.num_batches_tracked
-            tracked += 1  # in place: the buffer is a 0-d array
+            # in place (the buffer is a 0-d int64 array), without a ufunc: ``tracked += 1``
+            # went through numpy's buffered iterator, 15 us a call in a training step
+            # (py-spy of the 3-D UNet step, 2 threads, AMD EPYC family 26 model 2)
+            tracked[()] = tracked.item() + 1
             if self.momentum is None:  # cumulative moving average
                 momentum = 1.0 / float(tracked)
         return fn(

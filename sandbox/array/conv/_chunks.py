@@ -7,6 +7,8 @@ see it as one ``(K, nb * P)`` matrix, ``P`` the size of one sample's spatial blo
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..._C import _norm
@@ -201,5 +203,13 @@ def add_bias(y, bias, num_threads: int | None = None) -> None:
         return
     planes = y.reshape(y.shape[0], y.shape[1], -1)
     threads = kernel_threads(y.size) if num_threads is None else num_threads
-    _norm.affine(planes, np.ones(y.shape[1], y.dtype), np.ascontiguousarray(bias), planes,
+    _norm.affine(planes, _ones(y.shape[1], y.dtype), np.ascontiguousarray(bias), planes,
                  threads)
+
+
+@functools.lru_cache(maxsize=64)
+def _ones(count: int, dtype) -> np.ndarray:
+    """``count`` read-only ones of ``dtype``: the scale of :func:`add_bias`."""
+    ones = np.ones(count, dtype)
+    ones.setflags(write=False)
+    return ones

@@ -34,7 +34,6 @@ import numpy as np
 from ..._C import _gemm
 from ...runtime.threads import kernel_threads
 from .._gemm import lhs
-from .._parallel import OrderedSum
 from ._chunks import add_bias, sample_products
 
 __all__ = ["NARROW_SIDE", "backward", "eligible", "forward", "input_grad", "weight_grad"]
@@ -97,13 +96,15 @@ def weight_grad(x, grad_output) -> np.ndarray:
     """``sum_n g[n] @ x[n].T``, shape (O, C): the samples' products, added in order."""
     n, c = x.shape[:2]
     o, plane = grad_output.shape[1], math.prod(x.shape[2:])
+    if n == 0:
+        return np.zeros((o, c), dtype=x.dtype)
     partial = np.empty((n, o, c), dtype=x.dtype)
     sample_products(grad_output.reshape(n, o, plane),
                     x.reshape(n, c, plane).transpose(0, 2, 1), partial)
-    total = OrderedSum(n)  # in sample order: the bits do not depend on the threads
-    for i in range(n):
-        total.add(i, partial[i])
-    return total.out
+    total = partial[0]  # ((p0 + p1) + p2) + ...: in sample order, whatever the threads
+    for i in range(1, n):
+        total += partial[i]
+    return total
 
 
 def backward(grad_output, x, weight, gx, needs):
