@@ -95,8 +95,16 @@ def _index_targets(input, target, weight, ignore_index, op):
             f"{op}: target shape {t.shape} does not match input shape {input.shape} "
             f"(expected {expected} for an (N, C, ...) input)"
         )
+    w = _class_weights(weight, n_classes, input.dtype, op)
+    if t.size and 0 <= t.min() and t.max() < n_classes and not 0 <= ignore_index < n_classes:
+        # the common case: every class in range, so none is ignore_index; without a
+        # weight each element's is 1 (a fill, not a gather: 60 -> 25 us for a 32^3 batch
+        # of 2, AMD EPYC family 26)
+        t_safe = t.copy()  # kept for the backward: a copy
+        wt = np.ones(t.shape, input.dtype) if weight is None else w[t_safe]
+        return t_safe, np.ones(t.shape, bool), w, wt
     valid = t != ignore_index
-    every = bool(valid.all())  # the common case: nothing ignored
+    every = bool(valid.all())  # nothing ignored
     t_safe = t.copy() if every else np.where(valid, t, 0)  # kept for the backward: a copy
     if t_safe.size and (t_safe.min() < 0 or t_safe.max() >= n_classes):
         bad = t_safe[(t_safe < 0) | (t_safe >= n_classes)][0]
@@ -104,7 +112,6 @@ def _index_targets(input, target, weight, ignore_index, op):
             f"{op}: target value {bad} is out of range for {n_classes} classes "
             f"(valid: 0..{n_classes - 1} or ignore_index={ignore_index})"
         )
-    w = _class_weights(weight, n_classes, input.dtype, op)
     return t_safe, valid, w, (w[t_safe] if every else w[t_safe] * valid)
 
 
