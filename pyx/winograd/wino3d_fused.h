@@ -180,30 +180,23 @@ static int sb_wino3d_wgrad_f32(const float *x, int N, int C, int D, int H, int W
     const ptrdiff_t pv = sb_wf_pitch((ptrdiff_t)C * vmax), pg = sb_wf_pitch((ptrdiff_t)O * gmax);
     float *v = (float *)malloc((size_t)(points * pv) * sizeof(float));
     float *gt = (float *)malloc((size_t)(points * pg) * sizeof(float));
-    sb_wf_source in, grad;
+    sb_wf_sources src;
     int failed = 0;
-    in.off = grad.off = NULL;
     if (v == NULL || gt == NULL
-        || sb_wf_source_init(&in, C, H, W, ph, pw, tile, tiles_h, tiles_w, 2, most + 2,
-                             portable) != 0
-        || sb_wf_source_init(&grad, O, Ho, Wo, 0, 0, tile, tiles_h, tiles_w, 0, most,
-                             portable) != 0) {
-        free(in.off);
+        || sb_wf_sources_init(&src, C, H, W, ph, pw, O, Ho, Wo, tile, tiles_h, tiles_w,
+                              most + 2, most, portable) != 0) {
         free(v);
         free(gt);
         return -1;
     }
-    in.sample = (ptrdiff_t)H * W;          /* a slab's units are depth planes ... */
-    in.channel = (ptrdiff_t)D * H * W;     /* ... of one sample */
-    grad.sample = (ptrdiff_t)Ho * Wo;
-    grad.channel = (ptrdiff_t)Do * Ho * Wo;
+    src.in.sample = (ptrdiff_t)H * W;          /* a slab's units are depth planes ... */
+    src.in.channel = (ptrdiff_t)D * H * W;     /* ... of one sample */
+    src.grad.sample = (ptrdiff_t)Ho * Wo;
+    src.grad.channel = (ptrdiff_t)Do * Ho * Wo;
     #pragma omp parallel num_threads(num_threads)
     {
-        const size_t in_floats = sb_wf_source_floats(&in, most + 2);
-        const size_t g_floats = sb_wf_source_floats(&grad, most);
-        float *in_buf = sb_wf_buffer(in_floats, 1, &failed);
-        float *g_buf = sb_wf_buffer(g_floats, 1, &failed);
-        const int ok = in_buf != NULL && g_buf != NULL;
+        const sb_wf_staging buf = sb_wf_staging_new(&src, most + 2, most, &failed);
+        const int ok = buf.in != NULL && buf.grad != NULL;
         const int piece_c = sb_wf_piece(C + O, 1), piece_e = sb_wf_piece(size, 4096);
         int j, c, p, i, t;
         ptrdiff_t e;
@@ -220,10 +213,11 @@ static int sb_wino3d_wgrad_f32(const float *x, int N, int C, int D, int H, int W
                 if (!ok) continue;
                 if (c < C) {
                     if (q.last > q.first)
-                        sb_wf_source_channel(&in, xs, c, 0, q.last - q.first, 0, tiles_h, in_buf,
-                                             v, pv);
+                        sb_wf_source_channel(&src.in, xs, c, 0, q.last - q.first, 0, tiles_h,
+                                             buf.in, v, pv);
                 } else {
-                    sb_wf_source_channel(&grad, gs, c - C, 0, q.nz, 0, tiles_h, g_buf, gt, pg);
+                    sb_wf_source_channel(&src.grad, gs, c - C, 0, q.nz, 0, tiles_h, buf.grad, gt,
+                                         pg);
                 }
             }
             #pragma omp for schedule(dynamic, 1)
@@ -260,11 +254,10 @@ static int sb_wino3d_wgrad_f32(const float *x, int N, int C, int D, int H, int W
                                9 * sizeof(float));
             }
         }
-        free(in_buf);
-        free(g_buf);
+        free(buf.in);
+        free(buf.grad);
     }
-    free(in.off);
-    free(grad.off);
+    sb_wf_sources_free(&src);
     free(v);
     free(gt);
     return failed ? -1 : 0;

@@ -154,6 +154,49 @@ static inline float *sb_wf_buffer(size_t floats, int zero, int *failed)
     return b;
 }
 
+/* What a weight gradient transforms: the input (halo 2) and the output gradient, with
+ * in_units and g_units units (samples, or depth planes) a chunk. */
+typedef struct {
+    sb_wf_source in, grad;
+} sb_wf_sources;
+
+/* 0, or -1 (nothing to free) when a table could not be allocated. */
+static int sb_wf_sources_init(sb_wf_sources *q, int C, int H, int W, int ph, int pw, int O,
+                              int Ho, int Wo, int tile, int tiles_h, int tiles_w, int in_units,
+                              int g_units, int portable)
+{
+    if (sb_wf_source_init(&q->in, C, H, W, ph, pw, tile, tiles_h, tiles_w, 2, in_units,
+                          portable) != 0)
+        return -1;
+    if (sb_wf_source_init(&q->grad, O, Ho, Wo, 0, 0, tile, tiles_h, tiles_w, 0, g_units,
+                          portable) != 0) {
+        free(q->in.off);
+        return -1;
+    }
+    return 0;
+}
+
+static void sb_wf_sources_free(sb_wf_sources *q)
+{
+    free(q->in.off);
+    free(q->grad.off);
+}
+
+/* A thread's staging buffers of both sources (zeroed), or NULL after setting *failed
+ * (the region's shared flag); free both with free(). */
+typedef struct {
+    float *in, *grad;
+} sb_wf_staging;
+
+static sb_wf_staging sb_wf_staging_new(const sb_wf_sources *q, int in_units, int g_units,
+                                       int *failed)
+{
+    sb_wf_staging b;
+    b.in = sb_wf_buffer(sb_wf_source_floats(&q->in, in_units), 1, failed);
+    b.grad = sb_wf_buffer(sb_wf_source_floats(&q->grad, g_units), 1, failed);
+    return b;
+}
+
 /* Iterations a dynamic worksharing chunk takes so that each of the team's threads gets
  * about 4 of a loop of n (at least min_piece).  The worksharing loops below hand out
  * their channels, points and elements in such pieces as threads come free, so a thread
@@ -450,26 +493,18 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
     const ptrdiff_t oc = (ptrdiff_t)O * C;
     const ptrdiff_t pv = sb_wf_pitch((ptrdiff_t)C * tmax), pg = sb_wf_pitch((ptrdiff_t)O * tmax);
     const ptrdiff_t size = points * oc;
-    sb_wf_source in, grad;
-    int failed = 0;
     const int samples = band > 0 ? 1 : chunk;  /* per chunk */
-    if (sb_wf_source_init(&in, C, H, W, ph, pw, tile, tiles_h, tiles_w, 2, samples,
-                          portable) != 0)
+    sb_wf_sources src;
+    int failed = 0;
+    if (sb_wf_sources_init(&src, C, H, W, ph, pw, O, Ho, Wo, tile, tiles_h, tiles_w, samples,
+                           samples, portable) != 0)
         return -1;
-    if (sb_wf_source_init(&grad, O, Ho, Wo, 0, 0, tile, tiles_h, tiles_w, 0, samples,
-                          portable) != 0) {
-        free(in.off);
-        return -1;
-    }
     #pragma omp parallel num_threads(num_threads)
     {
-        const size_t in_floats = sb_wf_source_floats(&in, samples);
-        const size_t g_floats = sb_wf_source_floats(&grad, samples);
         float *v = sb_wf_buffer((size_t)(points * pv), 0, &failed);
         float *gt = sb_wf_buffer((size_t)(points * pg), 0, &failed);
-        float *in_buf = sb_wf_buffer(in_floats, 1, &failed);
-        float *g_buf = sb_wf_buffer(g_floats, 1, &failed);
-        const int ok = v != NULL && gt != NULL && in_buf != NULL && g_buf != NULL;
+        const sb_wf_staging buf = sb_wf_staging_new(&src, samples, samples, &failed);
+        const int ok = v != NULL && gt != NULL && buf.in != NULL && buf.grad != NULL;
         int k, p;
         ptrdiff_t e;
         #pragma omp for schedule(dynamic, 1)
@@ -481,8 +516,8 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
             float *part = partial + (ptrdiff_t)k * size;
             int bad = 0;
             if (!ok) continue;
-            sb_wf_source_chunk(&in, x, n0, nb, th0, th1, in_buf, v, pv);
-            sb_wf_source_chunk(&grad, g, n0, nb, th0, th1, g_buf, gt, pg);
+            sb_wf_source_chunk(&src.in, x, n0, nb, th0, th1, buf.in, v, pv);
+            sb_wf_source_chunk(&src.grad, g, n0, nb, th0, th1, buf.grad, gt, pg);
             for (p = 0; p < points; p++)  /* partial[p] = Gt[p] @ V[p]^T */
                 bad |= sb_wf_gemm(gemm, dot, O, C, (int)t, gt + p * pg, t, 1, v + p * pv, 1,
                                   t, part + p * oc, C, 0);
@@ -493,8 +528,8 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
         }
         free(v);
         free(gt);
-        free(in_buf);
-        free(g_buf);
+        free(buf.in);
+        free(buf.grad);
         /* ((p0 + p1) + p2) + ...: the split form's order (OrderedSum) */
         #pragma omp for schedule(dynamic, sb_wf_piece(size, 4096))
         for (e = 0; e < size; e++) {
@@ -504,8 +539,7 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
         }
         sb_wf_fold(total, O, C, tile, dw);
     }
-    free(in.off);
-    free(grad.off);
+    sb_wf_sources_free(&src);
     return failed ? -1 : 0;
 }
 
@@ -529,26 +563,19 @@ static int sb_wino_wgrad_split_f32(const float *x, int N, int C, int H, int W, i
     const ptrdiff_t size = points * oc;
     float *v = (float *)malloc((size_t)(points * pv) * sizeof(float));
     float *gt = (float *)malloc((size_t)(points * pg) * sizeof(float));
-    sb_wf_source in, grad;
+    sb_wf_sources src;
     int failed = 0;
-    in.off = grad.off = NULL;
     if (v == NULL || gt == NULL
-        || sb_wf_source_init(&in, C, H, W, ph, pw, tile, tiles_h, tiles_w, 2, chunk,
-                             portable) != 0
-        || sb_wf_source_init(&grad, O, Ho, Wo, 0, 0, tile, tiles_h, tiles_w, 0, chunk,
-                             portable) != 0) {
-        free(in.off);
+        || sb_wf_sources_init(&src, C, H, W, ph, pw, O, Ho, Wo, tile, tiles_h, tiles_w, chunk,
+                              chunk, portable) != 0) {
         free(v);
         free(gt);
         return -1;
     }
     #pragma omp parallel num_threads(num_threads)
     {
-        const size_t in_floats = sb_wf_source_floats(&in, chunk);
-        const size_t g_floats = sb_wf_source_floats(&grad, chunk);
-        float *in_buf = sb_wf_buffer(in_floats, 1, &failed);
-        float *g_buf = sb_wf_buffer(g_floats, 1, &failed);
-        const int ok = in_buf != NULL && g_buf != NULL;
+        const sb_wf_staging buf = sb_wf_staging_new(&src, chunk, chunk, &failed);
+        const int ok = buf.in != NULL && buf.grad != NULL;
         const int piece_c = sb_wf_piece(C + O, 1), piece_e = sb_wf_piece(size, 4096);
         int k, c, p;
         ptrdiff_t e;
@@ -562,9 +589,10 @@ static int sb_wino_wgrad_split_f32(const float *x, int N, int C, int H, int W, i
             for (c = 0; c < C + O; c++) {
                 if (!ok) continue;
                 if (c < C)
-                    sb_wf_source_channel(&in, x, c, n0, nb, 0, tiles_h, in_buf, v, pv);
+                    sb_wf_source_channel(&src.in, x, c, n0, nb, 0, tiles_h, buf.in, v, pv);
                 else
-                    sb_wf_source_channel(&grad, g, c - C, n0, nb, 0, tiles_h, g_buf, gt, pg);
+                    sb_wf_source_channel(&src.grad, g, c - C, n0, nb, 0, tiles_h, buf.grad, gt,
+                                         pg);
             }
             #pragma omp for schedule(dynamic, 1)
             for (p = 0; p < points; p++)  /* out[p] = Gt[p] @ V[p]^T */
@@ -580,11 +608,10 @@ static int sb_wino_wgrad_split_f32(const float *x, int N, int C, int H, int W, i
             }
         }
         sb_wf_fold(total, O, C, tile, dw);
-        free(in_buf);
-        free(g_buf);
+        free(buf.in);
+        free(buf.grad);
     }
-    free(in.off);
-    free(grad.off);
+    sb_wf_sources_free(&src);
     free(v);
     free(gt);
     return failed ? -1 : 0;
