@@ -1,6 +1,6 @@
-"""The AVX2 F(4x4) tile rows (pyx/winograd/wino4_avx2.h: the input and output transforms)
-against the row loops, in one process: the switch ``avx2_rows`` of both modules that
-compile them, flipped round by round.
+"""The AVX2 tile rows (pyx/winograd/wino4_avx2.h, wino2_avx2.h: the input, output and
+output-gradient transforms) against the row loops, in one process: the switch
+``avx2_rows`` of both modules that compile them, flipped round by round.
 
 Per layer (``c_in-c_out-size``, batch 8, padding 1, float32) the forward and the backward
 (input and weight gradients), and the step of the UNet as users write it
@@ -23,9 +23,9 @@ LAYERS = ["16-16-64", "48-16-64", "32-32-32", "96-32-32", "16-32-32"]
 
 
 def _switch(on: bool) -> None:
-    from sandbox._C import _winograd4, _winograd_fused
+    from sandbox._C import _winograd, _winograd_fused
 
-    for module in (_winograd4, _winograd_fused):
+    for module in (_winograd, _winograd_fused):
         module.avx2_rows(on)
 
 
@@ -74,12 +74,12 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
 
     import sandbox
-    from sandbox._C import _winograd4
+    from sandbox._C import _winograd
     from sandbox.array.conv import conv2d, conv2d_backward
     from sandbox.bench._cases_user import NUM_CLASSES, user_step, user_unet
     from sandbox.runtime import simd
 
-    if not _winograd4.avx2_rows():
+    if not _winograd.avx2_rows():
         raise SystemExit("this CPU does not run the AVX2 tile rows")
     rng = np.random.default_rng(0)
     calls = {}

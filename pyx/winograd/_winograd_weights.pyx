@@ -7,7 +7,7 @@
 ``weight_transform`` turns 3x3 kernels into the ``(M+2)**2`` points of F(MxM, 3x3)
 (``U = G w G^T``), ``weight_grad_fold`` folds the points of a weight gradient back onto
 the taps (``dW = G^T P G``, its adjoint), for M = 2 and 4 (from the number of points); the matrices ``G`` are in
-``_winograd.pyx`` and ``_winograd4.pyx``, which hold the data-side transforms.  Each
+``_winograd.pyx``, which holds the data-side transforms.  Each
 kernel or channel run is one ``prange`` iteration's: results are bitwise identical for
 any thread count.
 """
@@ -38,7 +38,7 @@ def weight_transform(const real[:, :, :, :] w,     # IN  (O, C, 3, 3), 3x3 kerne
                      bint flip, bint c_major, int num_threads):
     """``U[xi, o, c] = (G w[o, c] G^T)[xi]`` for the ``P = 16`` points of F(2x2, 3x3)
     (``G = [[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]]``) or the 36 of F(4x4,
-    3x3) (``G`` in _winograd4.pyx, computed in double and rounded once), from
+    3x3) (``G`` in _winograd.pyx, computed in double and rounded once), from
     ``U.shape[0]``.
 
     With ``flip`` the kernels are flipped first (``w[o, c, 2-k, 2-l]``: the input

@@ -1,13 +1,13 @@
 /* Winograd F(4x4, 3x3) input transform of one tile row, float32, AVX-512.
  *
- * The portable transform in _winograd4.pyx runs a dozen short loops per tile row
+ * The portable transform in _winograd.pyx runs a dozen short loops per tile row
  * (16 tiles on a 64-pixel row), and most of its time goes to loop overhead and a
  * scalar phase split.  Here one zmm register holds one patch value for 16 tiles:
  * per input row, four loads and four two-source permutes give the column phases
  * (value 4*t + l of the row for tile t), two lane shifts the values 4*t + 4 and
  * 4*t + 5, and V = B^T d B is then 6 + 6 six-term combinations of whole
  * registers, stored as 36 runs of 16 tiles (masked at the end of the row).
- * Same matrices as _winograd4.pyx:  B^T = [[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0],
+ * Same matrices as _winograd.pyx:  B^T = [[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0],
  * [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0], [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]].
  */
 #ifndef SANDBOX_WINO4_AVX512_H

@@ -1,5 +1,5 @@
 /* The portable row and column loops of the Winograd F(4x4, 3x3) transforms
- * (pyx/winograd/_winograd4.pyx), float and double.  Plain C on restrict pointer parameters so that gcc
+ * (pyx/winograd/_winograd.pyx), float and double.  Plain C on restrict pointer parameters so that gcc
  * vectorises them (written in Cython it could not rule out overlapping buffers and
  * left them scalar; gcc honours restrict on parameters, not on local pointers), each
  * with an AVX2 clone (SB_CLONES, simd_clones.h). */
@@ -68,7 +68,7 @@ SB_WINO4G(float, f)
 SB_WINO4G(double, d)
 /* U = G a G^T of F(4x4, 3x3), in double and rounded once, for n kernels held as 9 tap
  * planes a[t * 64 + j] (t = 3 * row + column) -> 36 planes u[xi * 64 + j]; G is in
- * _winograd4.pyx.  Each lane runs the scalar sequence of operations (the divisions
+ * _winograd.pyx.  Each lane runs the scalar sequence of operations (the divisions
  * included: no reciprocals), so vectorised across kernels it gives the same bits. */
 #define SB_WT4(T, S)                                                               \
 SB_CLONES static void sb_w4_wt_##S(const T* restrict a, T* restrict u, Py_ssize_t n) { \

@@ -1,5 +1,5 @@
-# The plane driver of the gathered Winograd transforms (wino_planes.h), shared by
-# _winograd.pyx and _winograd4.pyx.
+# The plane driver of the gathered Winograd transforms (wino_planes.h), for both tile
+# sizes of _winograd.pyx.
 
 from libc.limits cimport INT_MAX
 

@@ -3,7 +3,7 @@
  * (float64, a CPU without AVX-512, the avx2 and portable SIMD paths).
  *
  * One home for both forms of the convolution: the split form calls them inside its
- * prange over channels (_winograd.pyx, _winograd4.pyx), the fused form inside its
+ * prange over channels (_winograd.pyx), the fused form inside its
  * chunks (wino_fused.h), so both give the same bits.  Each works tile row by tile row:
  * the zero-padded input (or output-gradient) rows are combined across rows over the
  * whole width first, then along the row, by the restrict-pointer loops of wino2_rows.h

@@ -1,5 +1,5 @@
-# The portable Winograd transforms of one channel (wino_portable.h), for _winograd.pyx and
-# _winograd4.pyx: their declarations, and one inline dispatch per transform on the tile
+# The portable Winograd transforms of one channel (wino_portable.h), for _winograd.pyx:
+# their declarations, and one inline dispatch per transform on the tile
 # size (2: F(2x2, 3x3), 4: F(4x4, 3x3)) and the fused float type.
 
 from fused cimport real

@@ -1,4 +1,4 @@
-# The row geometry of the AVX-512 row-form Winograd transform (_winograd4.pyx).  The
+# The row geometry of the AVX-512 row-form Winograd transform (F(4x4) in _winograd.pyx).  The
 # portable transforms are in C (wino_portable.h).
 
 

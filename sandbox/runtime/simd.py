@@ -152,10 +152,9 @@ def cpu() -> CPUInfo:
 
 def _kernels_have_avx512() -> bool:
     """The compiled kernels' own check: built with AVX-512 code and the CPU runs it."""
-    from .._C import _gemm, _winograd, _winograd4
+    from .._C import _gemm, _winograd
 
-    return bool(_gemm.available() and _winograd.avx512_available()
-                and _winograd4.avx512_available())
+    return bool(_gemm.available() and _winograd.avx512_available())
 
 
 @functools.cache

@@ -451,9 +451,9 @@ def test_winograd_f4_matches_reference(shape, dtype, rng, monkeypatch, transform
 def avx2_rows():
     """Turns the AVX2 tile rows (wino4_avx2.h's F(4x4), wino2_avx2.h's F(2x2)) on or off
     in every module that compiles them (``set(on)``) and restores the CPU's choice after."""
-    from sandbox._C import _winograd, _winograd4, _winograd_fused
+    from sandbox._C import _winograd, _winograd_fused
 
-    modules = (_winograd4, _winograd_fused, _winograd)
+    modules = (_winograd, _winograd_fused)
     before = [m.avx2_rows() for m in modules]
     if not before[0]:
         pytest.skip("the CPU has no AVX2")
@@ -470,7 +470,7 @@ def avx2_rows():
 def test_winograd_f4_avx2_input_rows_are_the_row_loops_bits(tiles_w, rng, avx2_rows):
     """The AVX2 tile rows (8 tiles a register, the last block partial) compute the row
     loops' operations in their order: the same bits, padding and partial tiles included."""
-    from sandbox._C import _winograd4
+    from sandbox._C import _winograd
 
     w = 4 * tiles_w - (tiles_w % 3)  # partial last tiles too
     x = rng.standard_normal((2, 3, 11, max(w, 1))).astype(np.float32)
@@ -479,7 +479,7 @@ def test_winograd_f4_avx2_input_rows_are_the_row_loops_bits(tiles_w, rng, avx2_r
     for on in (False, True):
         avx2_rows(on)
         v = np.full((36, 3, 2 * tiles_h * tiles_w), np.nan, np.float32)
-        _winograd4.input_transform(x, v, 0, 2, 1, 1, tiles_h, tiles_w, 2, False)
+        _winograd.input_transform(x, v, 0, 2, 1, 1, tiles_h, tiles_w, 2, False)
         got.append(v)
     assert not np.isnan(got[1]).any()
     assert got[0].tobytes() == got[1].tobytes()
@@ -489,7 +489,7 @@ def test_winograd_f4_avx2_input_rows_are_the_row_loops_bits(tiles_w, rng, avx2_r
 def test_winograd_f4_avx2_gradient_rows_are_the_row_loops_bits(tiles_w, rng, avx2_rows):
     """The output-gradient transform's AVX2 tile rows (partial tiles past Ho, Wo read as
     zeros, the last block partial): the row loops' bits."""
-    from sandbox._C import _winograd4
+    from sandbox._C import _winograd
 
     tiles_h, nb = 3, 2
     ho, wo = 4 * tiles_h - 1, max(4 * tiles_w - 2, 1)
@@ -498,7 +498,7 @@ def test_winograd_f4_avx2_gradient_rows_are_the_row_loops_bits(tiles_w, rng, avx
     for on in (False, True):
         avx2_rows(on)
         v = np.full((36, 3, nb * tiles_h * tiles_w), np.nan, np.float32)
-        _winograd4.grad_transform(g, v, 0, nb, tiles_h, tiles_w, 2, False)
+        _winograd.grad_transform(g, v, 0, nb, tiles_h, tiles_w, 2, False)
         got.append(v)
     assert not np.isnan(got[1]).any()
     assert got[0].tobytes() == got[1].tobytes()
@@ -533,9 +533,8 @@ def test_winograd_avx2_output_rows_are_the_row_loops_bits(tile, tiles_w, exact, 
     """The output transform's AVX2 tile rows, F(2x2) (wino2_avx2.h) and F(4x4)
     (wino4_avx2.h): the last block partial; exact tiles, or the outputs past Ho, Wo
     dropped: the row loops' bits."""
-    from sandbox._C import _winograd, _winograd4
+    from sandbox._C import _winograd as module
 
-    module = _winograd if tile == 2 else _winograd4
     tiles_h, nb = 3, 2
     m = rng.standard_normal(((tile + 2) ** 2, 3, nb * tiles_h * tiles_w)).astype(np.float32)
     ho, wo = ((tile * tiles_h, tile * tiles_w) if exact

@@ -8,13 +8,13 @@ from tests.support.scripts import load_benchmark
 
 
 def test_the_ab_runs_and_restores_the_switch(capsys):
-    from sandbox._C import _winograd4, _winograd_fused
+    from sandbox._C import _winograd, _winograd_fused
 
-    if not _winograd4.avx2_rows():
+    if not _winograd.avx2_rows():
         pytest.skip("the CPU has no AVX2")
     module = load_benchmark("ab_avx2_rows")
     module.main(["--threads", "1", "--layers", "4-8-16", "--sizes", "16", "--batch", "2",
                  "--rounds", "2"])
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("1t")]
     assert len(lines) == 3, lines  # forward, backward, the step
-    assert _winograd4.avx2_rows() and _winograd_fused.avx2_rows()
+    assert _winograd.avx2_rows() and _winograd_fused.avx2_rows()

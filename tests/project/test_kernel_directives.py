@@ -51,7 +51,7 @@ def test_setup_finds_every_kernel_and_names_modules_by_stem():
     assert sources == KERNELS
     stems = [p.stem for p in sources]
     assert len(set(stems)) == len(stems)
-    assert {"_winograd", "_winograd4", "_winograd_weights"} <= set(stems)
+    assert {"_winograd", "_winograd_fused", "_winograd_weights"} <= set(stems)
     assert all(p.parent == PYX / "winograd" for p in sources if p.stem.startswith("_winograd"))
     assert {"pyx", "pyx/winograd"} <= set(setup.include_dirs())
     for stem in stems:  # the in-place build put each module where the wrappers import it

@@ -29,7 +29,7 @@ def test_the_gaps_script_splits_a_step_and_restores_the_kernels(capsys):
 def test_the_gaps_script_profiles_the_volume_step(capsys):
     """``--volume MODE`` profiles the bench's 3-D UNet step: its convolutions run in the
     3-D Winograd region (``_winograd_fused``) where the project's GEMM takes the products,
-    else in the split form's kernels (``_winograd`` / ``_winograd4``: the portable path),
+    else in the split form's kernels (``_winograd``: the portable path),
     which the script reaches either way."""
     from sandbox.runtime import simd
 
@@ -37,5 +37,5 @@ def test_the_gaps_script_profiles_the_volume_step(capsys):
     module.main(["--threads", "1", "--volume", "trilinear", "--steps", "1", "--rows", "1"])
     out = capsys.readouterr().out
     assert "3-D UNet step, trilinear" in out
-    kernels = "_winograd_fused" if simd.current().gemm_own else "_winograd4?"
+    kernels = "_winograd_fused" if simd.current().gemm_own else "_winograd"
     assert re.search(kernels + r"\s+[\d.]+ ms\s+\d+ calls", out), out

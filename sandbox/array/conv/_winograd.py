@@ -2,8 +2,8 @@
 
 Used by :mod:`sandbox.array.conv` for the forward pass, the input gradient (a 3x3
 stride-1 convolution of ``grad_output`` with the flipped, transposed weight) and
-the weight gradient.  F(2x2, 3x3) (``pyx/winograd/_winograd.pyx``) on small maps,
-F(4x4, 3x3) (``pyx/winograd/_winograd4.pyx``) on large ones: :func:`tile_size` and
+the weight gradient.  F(2x2, 3x3) on small maps, F(4x4, 3x3) on large ones (both
+``pyx/winograd/_winograd.pyx``): :func:`tile_size` and
 :func:`tile_size_weight_grad` pick it from the output pixels (thresholds and
 measurements in ``_tuning``).
 Per 2x2 output tile it needs 16 multiplies per (input, output) channel pair
@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..._C import _winograd, _winograd4, _winograd_fused, _winograd_weights
+from ..._C import _winograd, _winograd_fused, _winograd_weights
 from ...runtime import simd
 from ...runtime.threads import get_num_threads
 from .._gemm import backend, lhs, matmul, product_form
@@ -91,8 +91,9 @@ def eligible_weight_grad(geom, groups: int, c_in: int, c_out: int, height: int,
             >= TUNING.winograd_min_pixels_weight_grad)
 
 
-#: output tile size m -> (points per tile, transform kernels): F(2x2, 3x3) and F(4x4, 3x3)
-_KERNELS = {2: (16, _winograd), 4: (36, _winograd4)}
+#: output tile size m -> points per tile: F(2x2, 3x3) and F(4x4, 3x3) (the transforms of
+#: ``_winograd`` take either, by the points of their arrays)
+_POINTS = {2: 16, 4: 36}
 _TILE_OF_POINTS = {16: 2, 36: 4}
 
 
@@ -162,7 +163,7 @@ def pending_transform(weight: np.ndarray, flip_transpose: bool = False,
     1 thread and 0.967 at 2 (docs/benchmarks.md, seventh session of 6 December 2026).
     """
     o, c = weight.shape[:2]
-    count = _KERNELS[tile][0]
+    count = _POINTS[tile]
     weight = _kernels_in_place(weight)
     rows_adjacent = backend() in ("avx512", "avx2") and weight.dtype == np.float32
     c_major = rows_adjacent != flip_transpose
@@ -234,7 +235,7 @@ def _conv_pass(n, c, o, ho, wo, itemsize, small, tile, u_unit, key) -> _Pass:
     are contiguous) under ``key`` (:func:`~._tuning.state`, whose settings are the ones
     in force)."""
     _, selection, threads = key
-    count = _KERNELS[tile][0]
+    count = _POINTS[tile]
     th, tw, tiles, blocks = _tiling(n, c, o, ho, wo, itemsize, tile)
     # the point GEMMs' kernel for a chunk of t tiles, as matmul picks it: the dot form
     # only for one-tile chunks, where V's columns are contiguous
@@ -278,7 +279,7 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
     if pending is not None:
         pending.run(get_num_threads())
     count, th, tw, tiles, avx = plan.count, plan.th, plan.tw, plan.tiles, plan.avx
-    kernels = _KERNELS[plan.tile][1]
+    kernels = _winograd
 
     def task(block, split=False):
         _, n0, cnt = block
@@ -402,7 +403,7 @@ def _weight_grad_pass(n, c, o, ho, wo, itemsize, small, tile, key) -> _Pass:
     """The :class:`_Pass` of :func:`winograd_weight_grad` (``small``: input and output
     gradient have fewer than 2**31 elements each), as :func:`_conv_pass`."""
     _, selection, threads = key
-    count = _KERNELS[tile][0]
+    count = _POINTS[tile]
     target = TUNING.winograd_target_tiles_weight_grad
     if target is None:
         target = WEIGHT_GRAD_TARGET_TILES[selection.isa]
@@ -443,7 +444,7 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
                              tile, state())
     count, th, tw, tiles, avx, blocks = (plan.count, plan.th, plan.tw, plan.tiles, plan.avx,
                                          plan.blocks)
-    kernels = _KERNELS[tile][1]
+    kernels = _winograd
     gw = np.empty((o, c, 3, 3), dtype=x.dtype)
     if plan.fused or plan.one_region:
         total = np.empty((count, o, c), dtype=x.dtype)

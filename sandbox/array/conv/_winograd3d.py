@@ -204,7 +204,7 @@ def conv3x3x3(x, pending, y, pad, bias=None) -> None:
     views = [u.view for u in pending]  # the memory each transform is (to be) computed in
     count = views[0].shape[0]
     tile = w2d._TILE_OF_POINTS[count]
-    kernels = w2d._KERNELS[tile][1]
+    kernels = w2d._winograd
     th, tw = -(-ho // tile), -(-wo // tile)
     tiles = th * tw
     chunks, threads, split, slabs = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
@@ -246,7 +246,7 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
     o, depth_out, ho, wo = g.shape[1:]
     pd = pad[0]
     tile = w2d.tile_size_weight_grad(ho, wo)
-    count, kernels = w2d._KERNELS[tile]
+    count, kernels = w2d._POINTS[tile], w2d._winograd
     th, tw = -(-ho // tile), -(-wo // tile)
     tiles = th * tw
     chunks, threads, split, slabs = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
