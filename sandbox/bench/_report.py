@@ -93,8 +93,10 @@ def results_table(results: list[dict]) -> str:
 
 
 def scaling_table(results: list[dict]) -> str:
-    """Per case, the run at each thread count: ms, the speed-up from the first count to
-    the last (time at the first / time at the last), and the cores busy at the last."""
+    """Per case, the run at each thread count: ms, the speed-up from the fewest threads to
+    the most (the rounds' median of time at the fewest / time at the most, as
+    :func:`~._runner.run_case_threads` records it; the ratio of the medians for a result
+    file without it), and the cores busy at the most."""
     counts = sorted({r["threads"] for r in results if r.get("threads")})
     by_case: dict = {}
     for r in results:
@@ -108,7 +110,10 @@ def scaling_table(results: list[dict]) -> str:
         return stats["median"] if stats and not runs[n].get("error") else None
 
     def speedup(runs, side):
-        a, b = median(runs, lo, side), median(runs, hi, side)
+        paired = (runs.get(hi) or {}).get("speedup" if side == "ours" else "torch_speedup")
+        if paired is not None:  # the rounds' ratios (run_case_threads)
+            return f"{paired:.2f}x"
+        a, b = median(runs, lo, side), median(runs, hi, side)  # a result file without them
         return DASH if a is None or b is None else f"{a / b:.2f}x"
 
     rows = []
@@ -121,7 +126,9 @@ def scaling_table(results: list[dict]) -> str:
             *(DASH if not (runs.get(n) or {}).get("ratio") else f"{1 / runs[n]['ratio']:.2f}x"
               for n in counts),
         ])
-    footer = (f"speed-up = time at {lo} thread(s) / time at {hi}; cores = process CPU time / "
+    footer = (f"speed-up = time at {lo} thread(s) / time at {hi}, the median over the rounds "
+              "(each round times every count; a change of the machine's speed between rounds "
+              "cancels); cores = process CPU time / "
               "wall time of the timed calls (2.0 = two cores busy); vs torch = PyTorch ms / "
               "ours ms (> 1: sandbox faster)")
     return _table(header, rows) + "\n" + footer

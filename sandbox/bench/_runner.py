@@ -151,7 +151,10 @@ def run_case_threads(case: Case, counts, switch, *, quick: bool, torch, repeat: 
                      lead_in: bool = True) -> list[dict]:
     """:func:`run_case` at every thread count of ``counts``, the counts interleaved
     round by round (:func:`._timing.time_pairs`; ``switch(n)`` sets ``n`` threads):
-    one result per count, each with its ``threads``.  The case is built and checked at
+    one result per count, each with its ``threads``, and every count but the smallest its
+    ``speedup`` (and ``torch_speedup``) from the smallest: the median over the rounds of
+    the time at the smallest count over the time at this one in the same round
+    (:func:`~._timing.paired_ratio`).  The case is built and checked at
     each count (a training step changes its model, so each count times its own), peak
     memory once, at the first count, after the timing.  ``sgemm_gflops``: a number, or
     a dict by count."""
@@ -178,10 +181,16 @@ def run_case_threads(case: Case, counts, switch, *, quick: bool, torch, repeat: 
         for result in results:
             result["error"] = _describe(exc)
         return results
+    fewest = min(counts)
+    first = timed[fewest]
     for n, result in zip(counts, results, strict=True):
         peak = sgemm_gflops.get(n) if isinstance(sgemm_gflops, dict) else sgemm_gflops
         mine, other, base = timed[n]
         _record(result, works[n][0], mine, other, bandwidth, peak, base)
+        if n != fewest:  # each round timed every count: its samples pair up
+            result["speedup"] = paired_ratio(first[0], mine)
+            if other is not None and first[1] is not None:
+                result["torch_speedup"] = paired_ratio(first[1], other)
     return results
 
 

@@ -158,6 +158,46 @@ def test_a_result_records_the_paired_overhead_of_its_baseline():
     assert "overhead" not in _record({}, work, mine, None, None, None)
 
 
+def test_the_scaling_table_takes_the_rounds_speed_up():
+    """With several thread counts, a case's speed-up is the median of the rounds' ratios
+    that run_case_threads records on the larger count (``speedup``, ``torch_speedup``),
+    not the ratio of the medians, which mixes rounds of the VM's phases; a result file
+    without them falls back to the medians."""
+    from sandbox.bench._report import scaling_table
+
+    def result(threads, ours, torch, **extra):
+        stats = [{"median": m, "cores": None, "calls": 1} for m in (ours, torch)]
+        return {"name": "unet-user/x", "threads": threads, "ours": stats[0],
+                "torch": stats[1], "ratio": ours / torch, "error": None, **extra}
+
+    paired = [result(1, 0.050, 0.080), result(2, 0.030, 0.050, speedup=1.71,
+                                                torch_speedup=1.58)]
+    row = scaling_table(paired).splitlines()[2]
+    assert "1.71x" in row and "1.58x" in row  # not 0.050 / 0.030 = 1.67, 0.080 / 0.050
+    row = scaling_table([result(1, 0.050, 0.080), result(2, 0.030, 0.050)]).splitlines()[2]
+    assert "1.67x" in row and "1.60x" in row
+
+
+def test_thread_counts_record_the_rounds_speed_up(monkeypatch):
+    """run_case_threads gives every count but the smallest the median over the rounds of
+    the smallest count's sample over its own in the same round."""
+    from sandbox.bench import _runner
+    from sandbox.bench._cases import Case, Work
+
+    timed = {1: (summarize([1.0, 2.0, 2.2]), summarize([2.0, 2.0, 4.0]), None),
+             2: (summarize([0.5, 1.0, 2.0]), summarize([1.0, 2.0, 2.0]), None)}
+    work = Work(lambda: None, lambda: None, 0, "")
+    monkeypatch.setattr(_runner, "_prepare", lambda case, quick, torch, result: (work, None))
+    monkeypatch.setattr(_runner, "time_pairs", lambda *a, **k: timed)
+    case = Case("x/y", "x", lambda quick, torch: work)
+    results = _runner.run_case_threads(case, [2, 1], lambda n: None, quick=True, torch=None,
+                                       repeat=3, warmup=0, bandwidth=None, memory=False)
+    by_count = {r["threads"]: r for r in results}
+    assert "speedup" not in by_count[1]
+    assert by_count[2]["speedup"] == pytest.approx(2.0)  # rounds 2.0, 2.0, 1.1
+    assert by_count[2]["torch_speedup"] == pytest.approx(2.0)  # rounds 2.0, 1.0, 2.0
+
+
 def test_thread_counts_are_interleaved_round_by_round():
     """Each round times both functions at every count, the counts' order and the
     functions' order alternating; the count is set before each count's samples."""

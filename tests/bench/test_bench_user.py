@@ -109,6 +109,9 @@ def test_quick_user_run_at_two_thread_counts(tmp_path, capsys):
         # samples; two quick rounds here)
         assert 0 < r["overhead"] < float("inf")
     assert results[0]["baseline"] is None and results[0]["overhead"] is None
+    # the speed-up of the rounds, on the larger count only
+    for r in results:
+        assert (0 < r["speedup"] < float("inf")) if r["threads"] == 2 else "speedup" not in r
     # results are bitwise identical for any thread count
     assert results[4]["checksum"] == results[5]["checksum"]
     assert doc["options"]["threads"] == [1, 2] and doc["environment"]["threads"] == [1, 2]
