@@ -4,7 +4,7 @@ Run:  python examples/train_shapes.py [--upsample bicubic] [--epochs 20]
 
 Writes runs/example-shapes/ (checkpoints, log.jsonl, curves.png, predictions.png),
 replacing an earlier run of this script there (or in the --out folder).
-Takes about 25-130 s on a 2-core machine.
+Takes about 20-130 s on a 2-core machine.
 """
 
 import argparse

@@ -33,7 +33,7 @@ COMMANDS = ("train", "predict", "gradcheck", "bench", "explain", "info", "calibr
 # The default run's time, as the README states it (1,000 steps measured on a 2-core AMD
 # EPYC VM, family 26: 35 s in its quiet phases, 50-62 s in its slow ones;
 # tests/project/test_docs.py keeps README, docs/05 and this in step).
-DEFAULT_RUN_TIME = "about 25-130 s on a 2-core machine"
+DEFAULT_RUN_TIME = "about 20-130 s on a 2-core machine"
 
 
 def train_header(cfg, parameters: int, samples: int, steps: int) -> str:
