@@ -15,6 +15,7 @@
 
 from cython.parallel cimport parallel, prange
 from libc.math cimport sqrt
+from libc.stdlib cimport free, malloc
 from fused cimport real
 
 
@@ -208,6 +209,25 @@ cdef inline double _moments(const real[:, :, ::1] x, Py_ssize_t c, double* var) 
         s = s + _sq_dev(&x[n, c, 0], length, m)
     var[0] = s / count
     return mu
+
+
+cdef inline double _in_order(const double* part, Py_ssize_t n_batch, Py_ssize_t n_chan,
+                             Py_ssize_t c) noexcept nogil:
+    """Channel ``c``'s plane values ``part[n * n_chan + c]`` added in sample order, as
+    :func:`_moments` and :func:`_sums` add their planes' sums."""
+    cdef Py_ssize_t n
+    cdef double s = 0
+    for n in range(n_batch):
+        s = s + part[n * n_chan + c]
+    return s
+
+
+cdef double* _plane_scratch(Py_ssize_t count) except NULL:
+    """``count`` doubles for the per-plane sums (MemoryError where they cannot be had)."""
+    cdef double* p = <double*> malloc((count if count > 0 else 1) * sizeof(double))
+    if p == NULL:
+        raise MemoryError("batch norm: could not allocate its per-plane sums")
+    return p
 
 
 def channel_moments(const real[:, :, ::1] x, double[::1] mean, double[::1] var,
@@ -419,28 +439,41 @@ def train_forward(const real[:, :, ::1] x, double eps, const real[::1] weight,
                   double momentum, real[::1] mean, real[::1] invstd, real[::1] scale,
                   real[::1] shift, bint has_weight, bint has_bias, bint has_running_mean,
                   bint has_running_var, real[:, :, ::1] out, int num_threads, bint relu):
-    """Batch norm (with ``relu``, + ReLU) in training in one parallel region: each
-    channel's moments (:func:`channel_moments`' operations) and scalars
-    (``_train_scalars``) in one iteration, then, after the barrier, ``out`` =
+    """Batch norm (with ``relu``, + ReLU) in training in one parallel region:
+    :func:`channel_moments`' operations, each plane's sums by plane (the planes shared as
+    the output's are, so that a thread reads the samples it writes), each channel's
+    added in sample order and its scalars (``_train_scalars``) by channel, then ``out`` =
     :func:`affine` of ``x`` over its planes.  ``x`` (IN), ``out`` (OUT), the others as
     for ``_train_scalars``."""
-    cdef Py_ssize_t n_chan = x.shape[1], length = x.shape[2]
-    cdef Py_ssize_t m = x.shape[0] * length
+    cdef Py_ssize_t n_batch = x.shape[0], n_chan = x.shape[1], length = x.shape[2]
+    cdef Py_ssize_t m = n_batch * length, planes = n_batch * n_chan
     cdef Py_ssize_t c, plane, n
-    cdef double mu, v
+    cdef double count = <double> m
     cdef real keep = <real> (1 - momentum), mom = <real> momentum
     cdef real unbias = <real> (momentum * m / (m - 1))
+    cdef double* part = _plane_scratch(planes + n_chan)
+    cdef double* mu = part + planes  # each channel's mean
     with nogil, parallel(num_threads=num_threads):
+        for plane in prange(planes, schedule="static"):
+            n = plane // n_chan
+            c = plane - n * n_chan
+            part[plane] = _sum(&x[n, c, 0], length)
         for c in prange(n_chan, schedule="static"):
-            v = 0  # assigned in the loop: private to each thread
-            mu = _moments(x, c, &v)
-            _train_scalars(c, mu, v, eps, weight, bias, running_mean, running_var, keep, mom,
-                           unbias, mean, invstd, scale, shift, has_weight, has_bias,
-                           has_running_mean, has_running_var)
-        for plane in prange(x.shape[0] * n_chan, schedule="static"):
+            mu[c] = _in_order(part, n_batch, n_chan, c) / count
+        for plane in prange(planes, schedule="static"):  # deviations from the rounded mean
+            n = plane // n_chan
+            c = plane - n * n_chan
+            part[plane] = _sq_dev(&x[n, c, 0], length, <real> mu[c])
+        for c in prange(n_chan, schedule="static"):
+            _train_scalars(c, mu[c], _in_order(part, n_batch, n_chan, c) / count, eps, weight,
+                           bias, running_mean, running_var, keep, mom, unbias, mean, invstd,
+                           scale, shift, has_weight, has_bias, has_running_mean,
+                           has_running_var)
+        for plane in prange(planes, schedule="static"):
             n = plane // n_chan
             c = plane - n * n_chan
             _affine(&x[n, c, 0], &out[n, c, 0], scale[c], shift[c], length, relu)
+    free(part)
 
 
 cdef inline void _backward_scalars(Py_ssize_t c, double sum_g64, double sum_gx64,
@@ -470,30 +503,36 @@ def backward_fused(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[
                    real[::1] shift, real[::1] mask_shift, real[:, :, ::1] gx,
                    int num_threads):
     """Batch norm's backward (with ``relu``, of batch norm + ReLU) in one parallel region:
-    each channel's sums (:func:`channel_sums` or :func:`masked_channel_sums`' operations,
-    the mask's shift ``bias - mean * a`` kept in ``mask_shift``) and scalars
-    (``_backward_scalars``) in one iteration, then, after the barrier and when ``gx`` is
-    not None, ``gx`` = :func:`affine2` over the planes.  ``g``, ``x`` (IN), ``bias`` (IN,
+    :func:`channel_sums` or :func:`masked_channel_sums`' operations (the mask's shift ``bias
+    - mean * a`` kept in ``mask_shift``), each plane's sums by plane (shared as the input
+    gradient's planes are), each channel's added in sample order and its scalars
+    (``_backward_scalars``) by channel, then, when ``gx`` is not None, ``gx`` =
+    :func:`affine2` over the planes.  ``g``, ``x`` (IN), ``bias`` (IN,
     read when ``has_bias``), ``mask_shift`` (scratch), ``gx`` (OUT), the others as for
     ``_backward_scalars``."""
-    cdef Py_ssize_t n_chan = g.shape[1], length = g.shape[2]
+    cdef Py_ssize_t n_batch = g.shape[0], n_chan = g.shape[1], length = g.shape[2]
+    cdef Py_ssize_t planes = n_batch * n_chan
     cdef Py_ssize_t c, plane, n
-    cdef double sg, sgx
-    cdef real ms, mb
+    cdef real ms
     cdef bint grad_input = gx is not None
-    cdef real fm = <real> (g.shape[0] * length)
+    cdef real fm = <real> (n_batch * length)
+    cdef double* part_g = _plane_scratch(2 * planes)
+    cdef double* part_gx = part_g + planes
     with nogil, parallel(num_threads=num_threads):
+        if relu:  # the forward's scale and shift (_train_scalars'), the same operations
+            for c in prange(n_chan, schedule="static"):
+                mask_shift[c] = _bn_shift(mean, bias, has_bias,
+                                          _bn_scale(invstd, weight, has_weight, c), c)
+        for plane in prange(planes, schedule="static"):
+            n = plane // n_chan
+            c = plane - n * n_chan
+            ms = _bn_scale(invstd, weight, has_weight, c) if relu else 0
+            _plane_sums(&g[n, c, 0], &x[n, c, 0], length, ms, mask_shift[c] if relu else 0,
+                        relu, &part_g[plane], &part_gx[plane])
         for c in prange(n_chan, schedule="static"):
-            sgx = 0  # assigned in the loop: private to each thread
-            ms = 0
-            mb = 0
-            if relu:  # the forward's scale and shift (_train_scalars'), the same operations
-                ms = _bn_scale(invstd, weight, has_weight, c)
-                mb = _bn_shift(mean, bias, has_bias, ms, c)
-                mask_shift[c] = mb
-            sg = _sums(g, x, ms, mb, relu, c, &sgx)
-            _backward_scalars(c, sg, sgx, mean, invstd, weight, fm, has_weight, training,
-                              sum_g, sum_gxhat, a, b, shift)
+            _backward_scalars(c, _in_order(part_g, n_batch, n_chan, c),
+                              _in_order(part_gx, n_batch, n_chan, c), mean, invstd, weight, fm,
+                              has_weight, training, sum_g, sum_gxhat, a, b, shift)
         if grad_input:
             for plane in prange(g.shape[0] * n_chan, schedule="static"):
                 n = plane // n_chan
@@ -501,6 +540,7 @@ def backward_fused(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[
                 # a[c] is the forward's scale (_bn_scale), as ms above
                 _affine2(&g[n, c, 0], &x[n, c, 0], &gx[n, c, 0], a[c],
                          mask_shift[c] if relu else 0, a[c], b[c], shift[c], length, relu)
+    free(part_g)
 
 
 # -- group norm: (N, C, L) in groups of C / G channels of one sample -----------------------

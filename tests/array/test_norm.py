@@ -278,6 +278,36 @@ def test_per_channel_scalars_in_the_kernel_are_numpys_bits(dtype, affine, runnin
             np.testing.assert_array_equal(a, e)
 
 
+@pytest.mark.parametrize("relu", [False, True])
+def test_batch_norm_kernels_sum_by_planes_as_numpy_sums_by_channels(relu, rng, monkeypatch):
+    """train_forward and backward_fused take each plane's sums on the thread that owns the
+    plane (as the affine pass shares its planes) and add a channel's in sample order:
+    numpy's path (channel by channel, its planes in order) gives the same bits, at 1-3
+    threads, with and without the ReLU's mask; large enough to run on every thread."""
+    x = (rng.standard_normal((6, 5, 40, 40)) * 3 + 1).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    w, b = rng.uniform(0.5, 2, 5).astype(np.float32), rng.standard_normal(5).astype(np.float32)
+    fwd = norm.batch_norm_relu if relu else norm.batch_norm
+
+    def run():
+        rm, rv = np.zeros(5, np.float32), np.ones(5, np.float32)
+        out, mean, invstd = fwd(x, rm, rv, w, b, True, 0.1, 1e-5)
+        grads = (norm.batch_norm_relu_backward(g, x, mean, invstd, w, b, True) if relu
+                 else norm.batch_norm_backward(g, x, mean, invstd, w, True))
+        return [out, mean, invstd, rm, rv, *grads]
+
+    runs = []
+    for threads in (1, 2, 3):
+        with sandbox.num_threads(threads):
+            runs.append(run())
+    monkeypatch.setattr(norm, "_scalars_in_kernel", lambda *a: False)
+    with sandbox.num_threads(2):
+        expected = run()
+    for got in runs:
+        for a, e in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(a, e)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_group_norm_runs_its_kernels_with_the_same_bits_for_any_thread_count(
         dtype, rng, monkeypatch):
