@@ -25,6 +25,7 @@
 #ifndef SANDBOX_WORK_SHARE_H
 #define SANDBOX_WORK_SHARE_H
 #include <stddef.h>
+#include <stdlib.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -80,6 +81,78 @@ static inline int sb_share_take(sb_share *s, ptrdiff_t *i, ptrdiff_t *end)
     *i = k;
     *end = k + piece < s->total ? k + piece : s->total;
     return 1;
+}
+
+/* Items in home ranges, taken back by others: thread t of a team of nt owns the t-th of
+ * nt equal contiguous ranges of the items (what schedule(static) gives it, and what the
+ * loops over (sample, channel) planes around it give it: the samples it wrote or will
+ * read), takes its own items from the front, one at a time, and when they are done takes
+ * the next items of the other ranges.  So with cores of equal speed each thread runs its
+ * home (its data stays in its caches), and a faster one takes over the slower one's last
+ * items.  Each range's counter lies on a cache line of its own.  Used inside a parallel
+ * region, `home` shared (made before it, for at most `most` threads):
+ *
+ *     sb_home_start(&home);                            (every thread; ends in a barrier)
+ *     while ((k = sb_home_take(&home)) >= 0)  work(k);
+ *
+ * Which thread runs an item never changes its result where each writes its own outputs;
+ * the loop ends with no barrier. */
+#define SB_HOME_STRIDE 8  /* ptrdiff_t counters a cache line apart */
+
+typedef struct {
+    ptrdiff_t total;
+    ptrdiff_t *next;  /* most * SB_HOME_STRIDE: range q's next item at next[q * stride] */
+    int most;
+} sb_home;
+
+/* 0, or -1 when the counters could not be allocated (nothing to free then). */
+static inline int sb_home_init(sb_home *h, ptrdiff_t total, int most)
+{
+    h->total = total;
+    h->most = most > 0 ? most : 1;
+    h->next = (ptrdiff_t *)malloc((size_t)h->most * SB_HOME_STRIDE * sizeof(ptrdiff_t));
+    return h->next == NULL ? -1 : 0;
+}
+
+static inline void sb_home_free(sb_home *h) { free(h->next); }
+
+/* The ranges: one a thread of the team, at most h->most. */
+static inline ptrdiff_t sb_home_ranges(const sb_home *h)
+{
+    const ptrdiff_t nt = sb_share_team();
+    return nt < h->most ? nt : h->most;
+}
+
+/* Every thread of the team: its range's counter at its first item, then a barrier. */
+static inline void sb_home_start(sb_home *h)
+{
+#ifdef _OPENMP
+    const ptrdiff_t t = omp_get_thread_num();
+#else
+    const ptrdiff_t t = 0;
+#endif
+    const ptrdiff_t nt = sb_home_ranges(h);
+    if (t < nt) h->next[t * SB_HOME_STRIDE] = h->total * t / nt;
+    #pragma omp barrier
+}
+
+/* The next item for this thread: its own range's, else another's; -1 when none is left. */
+static inline ptrdiff_t sb_home_take(sb_home *h)
+{
+#ifdef _OPENMP
+    const ptrdiff_t t = omp_get_thread_num();
+#else
+    const ptrdiff_t t = 0;
+#endif
+    const ptrdiff_t nt = sb_home_ranges(h);
+    ptrdiff_t r, k;
+    for (r = 0; r < nt; r++) {
+        const ptrdiff_t q = (t + r) % nt;
+        #pragma omp atomic capture
+        { k = h->next[q * SB_HOME_STRIDE]; h->next[q * SB_HOME_STRIDE] += 1; }
+        if (k < h->total * (q + 1) / nt) return k;
+    }
+    return -1;
 }
 
 #endif

@@ -29,6 +29,7 @@
 #endif
 
 #include "sgemm_avx2.h"
+#include "work_share.h"
 #include "sgemm_avx512.h"
 #include "wino2_avx512.h"
 #include "wino4_avx512.h"
@@ -358,10 +359,14 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
     const size_t out_floats = sb_wf_out_floats(tile, band > 0 ? band : tiles_h, tiles_w,
                                                portable);
     sb_wf_source in;
+    sb_home home;
     int failed = 0;
+    if (sb_home_init(&home, nchunks, num_threads) != 0) return -1;
     if (sb_wf_source_init(&in, C, H, W, ph, pw, tile, tiles_h, tiles_w, 2,
-                          band > 0 ? 1 : chunk, portable) != 0)
+                          band > 0 ? 1 : chunk, portable) != 0) {
+        sb_home_free(&home);
         return -1;
+    }
     #pragma omp parallel num_threads(num_threads)
     {
         const size_t in_floats = sb_wf_source_floats(&in, band > 0 ? 1 : chunk);
@@ -372,8 +377,8 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
         const int ok = v != NULL && m != NULL && in_buf != NULL && out_buf != NULL;
         int k, p, o;
         sb_wf_transform_weights(wt, tile);
-        #pragma omp for schedule(dynamic, 1)
-        for (k = 0; k < nchunks; k++) {
+        sb_home_start(&home);
+        while ((k = (int)sb_home_take(&home)) >= 0) {  /* the samples of this core first */
             int n0, nb, th0, th1;
             sb_wf_chunk(k, N, chunk, band, tiles_h, &n0, &nb, &th0, &th1);
             const ptrdiff_t t = (ptrdiff_t)nb * (th1 - th0) * tiles_w;
@@ -399,6 +404,7 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
         free(out_buf);
     }
     free(in.off);
+    sb_home_free(&home);
     return failed ? -1 : 0;
 }
 
@@ -495,10 +501,14 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
     const ptrdiff_t size = points * oc;
     const int samples = band > 0 ? 1 : chunk;  /* per chunk */
     sb_wf_sources src;
+    sb_home home;
     int failed = 0;
+    if (sb_home_init(&home, nchunks, num_threads) != 0) return -1;
     if (sb_wf_sources_init(&src, C, H, W, ph, pw, O, Ho, Wo, tile, tiles_h, tiles_w, samples,
-                           samples, portable) != 0)
+                           samples, portable) != 0) {
+        sb_home_free(&home);
         return -1;
+    }
     #pragma omp parallel num_threads(num_threads)
     {
         float *v = sb_wf_buffer((size_t)(points * pv), 0, &failed);
@@ -507,8 +517,8 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
         const int ok = v != NULL && gt != NULL && buf.in != NULL && buf.grad != NULL;
         int k, p;
         ptrdiff_t e;
-        #pragma omp for schedule(dynamic, 1)
-        for (k = 0; k < nchunks; k++) {
+        sb_home_start(&home);
+        while ((k = (int)sb_home_take(&home)) >= 0) {  /* the samples of this core first */
             int n0, nb, th0, th1;
             sb_wf_chunk(k, N, chunk, band, tiles_h, &n0, &nb, &th0, &th1);
             const ptrdiff_t t = (ptrdiff_t)nb * (th1 - th0) * tiles_w;
@@ -530,6 +540,7 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
         free(gt);
         free(buf.in);
         free(buf.grad);
+        #pragma omp barrier  /* every chunk's partial is in */
         /* ((p0 + p1) + p2) + ...: the split form's order (OrderedSum) */
         #pragma omp for schedule(dynamic, sb_wf_piece(size, 4096))
         for (e = 0; e < size; e++) {
@@ -540,6 +551,7 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
         sb_wf_fold(total, O, C, tile, dw);
     }
     sb_wf_sources_free(&src);
+    sb_home_free(&home);
     return failed ? -1 : 0;
 }
 
