@@ -8,7 +8,10 @@
  * other.  Here each thread takes whole chunks: it transforms one into its own buffers
  * (the chunk's data still in its cache), multiplies the points and writes the chunk's
  * outputs (forward) or its partial sums (weight gradient), with no barrier between
- * chunks.  Each tile is transformed by the same code, each point GEMM computes every
+ * chunks.  The chunks come from home ranges (work_share.h's sb_home): a thread runs
+ * those of its own share of the samples first, the samples batch norm's and the other
+ * plane loops give it, so that it reads what it wrote, then takes over the other's last
+ * ones.  Each tile is transformed by the same code, each point GEMM computes every
  * output from the same K blocks whatever columns it is given (sgemm_avx512.h,
  * sgemm_avx2.h), and the weight gradient's partials are added in chunk order, so the
  * results are the split form's, bit for bit, for any thread count.
