@@ -101,8 +101,12 @@ def weight_grad(x, grad_output) -> np.ndarray:
     partial = np.empty((n, o, c), dtype=x.dtype)
     sample_products(grad_output.reshape(n, o, plane),
                     x.reshape(n, c, plane).transpose(0, 2, 1), partial)
-    total = partial[0]  # ((p0 + p1) + p2) + ...: in sample order, whatever the threads
-    for i in range(1, n):
+    if n == 1:
+        return partial[0]
+    # ((p0 + p1) + p2) + ...: in sample order, whatever the threads; a new array, so that
+    # the gradient does not keep the n partials alive
+    total = partial[0] + partial[1]
+    for i in range(2, n):
         total += partial[i]
     return total
 
