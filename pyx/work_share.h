@@ -46,6 +46,16 @@ static inline ptrdiff_t sb_share_team(void)
 #endif
 }
 
+/* This thread's number in the team (0 outside a parallel region or without OpenMP). */
+static inline ptrdiff_t sb_share_thread(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
 static inline void sb_share_init(sb_share *s, ptrdiff_t total)
 {
     s->total = total;
@@ -56,11 +66,7 @@ static inline void sb_share_init(sb_share *s, ptrdiff_t total)
 /* This thread's static range [*i, *end) of the first s->fixed items. */
 static inline void sb_share_first(const sb_share *s, ptrdiff_t *i, ptrdiff_t *end)
 {
-#ifdef _OPENMP
-    const ptrdiff_t t = omp_get_thread_num();
-#else
-    const ptrdiff_t t = 0;
-#endif
+    const ptrdiff_t t = sb_share_thread();
     const ptrdiff_t nt = sb_share_team();
     *i = s->fixed * t / nt;
     *end = s->fixed * (t + 1) / nt;
@@ -126,11 +132,7 @@ static inline ptrdiff_t sb_home_ranges(const sb_home *h)
 /* Every thread of the team: its range's counter at its first item, then a barrier. */
 static inline void sb_home_start(sb_home *h)
 {
-#ifdef _OPENMP
-    const ptrdiff_t t = omp_get_thread_num();
-#else
-    const ptrdiff_t t = 0;
-#endif
+    const ptrdiff_t t = sb_share_thread();
     const ptrdiff_t nt = sb_home_ranges(h);
     if (t < nt) h->next[t * SB_HOME_STRIDE] = h->total * t / nt;
     #pragma omp barrier
@@ -139,11 +141,7 @@ static inline void sb_home_start(sb_home *h)
 /* The next item for this thread: its own range's, else another's; -1 when none is left. */
 static inline ptrdiff_t sb_home_take(sb_home *h)
 {
-#ifdef _OPENMP
-    const ptrdiff_t t = omp_get_thread_num();
-#else
-    const ptrdiff_t t = 0;
-#endif
+    const ptrdiff_t t = sb_share_thread();
     const ptrdiff_t nt = sb_home_ranges(h);
     ptrdiff_t r, k;
     for (r = 0; r < nt; r++) {
