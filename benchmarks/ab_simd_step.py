@@ -57,7 +57,8 @@ def main(argv=None) -> None:
         settings = {}
         for item in knobs:
             key, value = item.split("=", 1)
-            kind = type(getattr(conv.TUNING, key))
+            default = getattr(conv.TUNING, key)
+            kind = int if default is None else type(default)  # None: an optional count
             settings[key] = (value.lower() in ("1", "true", "on") if kind is bool
                              else kind(value))
         return dict(zip(("isa", "gemm"), pair.split(":"), strict=True)), settings

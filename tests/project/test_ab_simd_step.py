@@ -15,3 +15,13 @@ def test_the_step_ab_prints_medians_and_paired_ratios(capsys):
     rows = re.findall(r"^  (\S+)\s+([\d.]+)   paired ([\d.]+)$", out, re.M)
     assert [r[0] for r in rows] == ["portable:blas", "portable:blas+winograd_one_region=0"]
     assert rows[0][2] == "1.000" and float(rows[1][1]) > 0
+
+
+def test_a_knob_whose_default_is_none_takes_a_count(capsys):
+    """A knob that defaults to None (an optional count, as
+    winograd_target_tiles_weight_grad) is parsed as an int."""
+    module = load_benchmark("ab_simd_step")
+    module.main(["--threads", "1", "--size", "16", "--rounds", "1", "portable:blas",
+                 "portable:blas+winograd_target_tiles_weight_grad=128"])
+    out = capsys.readouterr().out
+    assert "portable:blas+winograd_target_tiles_weight_grad=128" in out
