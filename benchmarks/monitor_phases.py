@@ -34,14 +34,10 @@ def main(argv=None) -> None:
 
     import sandbox
     from sandbox.bench import _env
-    from sandbox.bench._cases_user import user_step, user_unet
+    from sandbox.bench._cases_user import profiled_step
     from sandbox.runtime import simd
 
-    sandbox.manual_seed(0)
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((args.batch, 1, args.size, args.size), dtype=np.float32)
-    y = rng.integers(0, 2, (args.batch, args.size, args.size))
-    step = user_step(sandbox, user_unet(sandbox), x, y)
+    step = profiled_step(size=args.size, batch=args.batch)
     src = np.ones(2**22, np.float32)  # 16 MiB
     dst = np.empty_like(src)
     print(f"cpu: {simd.cpu().describe()}; {args.size}^2, batch {args.batch}; ms medians of "

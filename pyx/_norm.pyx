@@ -534,7 +534,7 @@ def backward_fused(const real[:, :, ::1] g, const real[:, :, ::1] x, const real[
                               _in_order(part_gx, n_batch, n_chan, c), mean, invstd, weight, fm,
                               has_weight, training, sum_g, sum_gxhat, a, b, shift)
         if grad_input:
-            for plane in prange(g.shape[0] * n_chan, schedule="static"):
+            for plane in prange(planes, schedule="static"):
                 n = plane // n_chan
                 c = plane - n * n_chan
                 # a[c] is the forward's scale (_bn_scale), as ms above

@@ -25,7 +25,6 @@
 #ifndef SANDBOX_WORK_SHARE_H
 #define SANDBOX_WORK_SHARE_H
 #include <stddef.h>
-#include <stdlib.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -96,7 +95,7 @@ static inline int sb_share_take(sb_share *s, ptrdiff_t *i, ptrdiff_t *end)
  * the next items of the other ranges.  So with cores of equal speed each thread runs its
  * home (its data stays in its caches), and a faster one takes over the slower one's last
  * items.  Each range's counter lies on a cache line of its own.  Used inside a parallel
- * region, `home` shared (made before it, for at most `most` threads):
+ * region, `home` shared (sb_home_init before it):
  *
  *     sb_home_start(&home);                            (every thread; ends in a barrier)
  *     while ((k = sb_home_take(&home)) >= 0)  work(k);
@@ -104,36 +103,27 @@ static inline int sb_share_take(sb_share *s, ptrdiff_t *i, ptrdiff_t *end)
  * Which thread runs an item never changes its result where each writes its own outputs;
  * the loop ends with no barrier. */
 #define SB_HOME_STRIDE 8  /* ptrdiff_t counters a cache line apart */
+#define SB_HOME_MOST 64   /* ranges at most: a larger team shares them */
 
 typedef struct {
     ptrdiff_t total;
-    ptrdiff_t *next;  /* most * SB_HOME_STRIDE: range q's next item at next[q * stride] */
-    int most;
+    ptrdiff_t next[SB_HOME_MOST * SB_HOME_STRIDE];  /* range q's next item: next[q * stride] */
 } sb_home;
 
-/* 0, or -1 when the counters could not be allocated (nothing to free then). */
-static inline int sb_home_init(sb_home *h, ptrdiff_t total, int most)
-{
-    h->total = total;
-    h->most = most > 0 ? most : 1;
-    h->next = (ptrdiff_t *)malloc((size_t)h->most * SB_HOME_STRIDE * sizeof(ptrdiff_t));
-    return h->next == NULL ? -1 : 0;
-}
+static inline void sb_home_init(sb_home *h, ptrdiff_t total) { h->total = total; }
 
-static inline void sb_home_free(sb_home *h) { free(h->next); }
-
-/* The ranges: one a thread of the team, at most h->most. */
-static inline ptrdiff_t sb_home_ranges(const sb_home *h)
+/* The ranges: one a thread of the team, at most SB_HOME_MOST. */
+static inline ptrdiff_t sb_home_ranges(void)
 {
     const ptrdiff_t nt = sb_share_team();
-    return nt < h->most ? nt : h->most;
+    return nt < SB_HOME_MOST ? nt : SB_HOME_MOST;
 }
 
 /* Every thread of the team: its range's counter at its first item, then a barrier. */
 static inline void sb_home_start(sb_home *h)
 {
     const ptrdiff_t t = sb_share_thread();
-    const ptrdiff_t nt = sb_home_ranges(h);
+    const ptrdiff_t nt = sb_home_ranges();
     if (t < nt) h->next[t * SB_HOME_STRIDE] = h->total * t / nt;
     #pragma omp barrier
 }
@@ -142,7 +132,7 @@ static inline void sb_home_start(sb_home *h)
 static inline ptrdiff_t sb_home_take(sb_home *h)
 {
     const ptrdiff_t t = sb_share_thread();
-    const ptrdiff_t nt = sb_home_ranges(h);
+    const ptrdiff_t nt = sb_home_ranges();
     ptrdiff_t r, k;
     for (r = 0; r < nt; r++) {
         const ptrdiff_t q = (t + r) % nt;

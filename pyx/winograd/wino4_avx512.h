@@ -34,7 +34,7 @@ static int sb_w4_avx512_available(void)
 /* n floats from src to dst (apart) in 16-float moves, the last one masked: a tile row's
  * outputs or an image row, copied without a call into the C library (the transforms'
  * copies of 256 bytes, some 90,000 a 64² UNet training step at 1 thread, had been calls
- * to memcpy: LD_PRELOAD counts, Zen 5 VM). */
+ * to memcpy: the counts of a throwaway LD_PRELOAD shim, AMD EPYC family 26 model 2). */
 SB_W4_TARGET
 static inline void sb_w4_copy_f32(float *dst, const float *src, ptrdiff_t n)
 {

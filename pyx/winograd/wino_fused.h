@@ -32,13 +32,13 @@
 #endif
 
 #include "sgemm_avx2.h"
-#include "work_share.h"
 #include "sgemm_avx512.h"
 #include "wino2_avx512.h"
 #include "wino4_avx512.h"
 #include "wino_planes.h"
 #include "wino_portable.h"
 #include "wino_weights.h"
+#include "work_share.h"
 
 /* The portable transform of one channel (wino_portable.h): an input's (padding ph, pw)
  * or an output gradient's (ph, pw unused), under one signature. */
@@ -364,12 +364,10 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
     sb_wf_source in;
     sb_home home;
     int failed = 0;
-    if (sb_home_init(&home, nchunks, num_threads) != 0) return -1;
+    sb_home_init(&home, nchunks);
     if (sb_wf_source_init(&in, C, H, W, ph, pw, tile, tiles_h, tiles_w, 2,
-                          band > 0 ? 1 : chunk, portable) != 0) {
-        sb_home_free(&home);
+                          band > 0 ? 1 : chunk, portable) != 0)
         return -1;
-    }
     #pragma omp parallel num_threads(num_threads)
     {
         const size_t in_floats = sb_wf_source_floats(&in, band > 0 ? 1 : chunk);
@@ -407,7 +405,6 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
         free(out_buf);
     }
     free(in.off);
-    sb_home_free(&home);
     return failed ? -1 : 0;
 }
 
@@ -506,12 +503,10 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
     sb_wf_sources src;
     sb_home home;
     int failed = 0;
-    if (sb_home_init(&home, nchunks, num_threads) != 0) return -1;
+    sb_home_init(&home, nchunks);
     if (sb_wf_sources_init(&src, C, H, W, ph, pw, O, Ho, Wo, tile, tiles_h, tiles_w, samples,
-                           samples, portable) != 0) {
-        sb_home_free(&home);
+                           samples, portable) != 0)
         return -1;
-    }
     #pragma omp parallel num_threads(num_threads)
     {
         float *v = sb_wf_buffer((size_t)(points * pv), 0, &failed);
@@ -554,7 +549,6 @@ static int sb_wino_wgrad_f32(const float *x, int N, int C, int H, int W, int ph,
         sb_wf_fold(total, O, C, tile, dw);
     }
     sb_wf_sources_free(&src);
-    sb_home_free(&home);
     return failed ? -1 : 0;
 }
 

@@ -230,7 +230,8 @@ def _fill_zeros(node, grads, create):
 @functools.lru_cache(maxsize=64)
 def _no_grad(shape, dtype) -> np.ndarray:
     """The zeros of a non-differentiable output: one read-only broadcast zero per shape
-    (``np.broadcast_to`` itself took 2-3 us a call)."""
+    (``np.broadcast_to`` takes 1.7 us a call warm: ``timeit`` on an AMD EPYC family 26
+    model 2, for an (8, 16, 32, 32) int64 output)."""
     return np.broadcast_to(np.zeros((), dtype), shape)
 
 

@@ -99,7 +99,7 @@ def _index_targets(input, target, weight, ignore_index, op):
     if t.size and 0 <= t.min() and t.max() < n_classes and not 0 <= ignore_index < n_classes:
         # the common case: every class in range, so none is ignore_index; without a
         # weight each element's is 1 (a fill, not a gather: 60 -> 25 us for a 32^3 batch
-        # of 2, AMD EPYC family 26)
+        # of 2, numpy on one thread, timeit, AMD EPYC family 26 model 2)
         t_safe = t.copy()  # kept for the backward: a copy
         wt = np.ones(t.shape, input.dtype) if weight is None else w[t_safe]
         return t_safe, np.ones(t.shape, bool), w, wt

@@ -279,17 +279,16 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
     if pending is not None:
         pending.run(get_num_threads())
     count, th, tw, tiles, avx = plan.count, plan.th, plan.tw, plan.tiles, plan.avx
-    kernels = _winograd
 
     def task(block, split=False):
         _, n0, cnt = block
         t = cnt * tiles
         v = _points("wino_v", count, c, t, x.dtype)
-        _by_channels(split, c, lambda c0, c1, nt: kernels.input_transform(
+        _by_channels(split, c, lambda c0, c1, nt: _winograd.input_transform(
             x, v, n0, cnt, ph, pw, th, tw, max(nt, kernel_threads), avx, c0, c1))
         m = _points("wino_m", count, o, t, x.dtype)
         _matmul_points(u, v, m, split)
-        _by_channels(split, o, lambda o0, o1, nt: kernels.output_transform(
+        _by_channels(split, o, lambda o0, o1, nt: _winograd.output_transform(
             m, y, n0, cnt, th, tw, max(nt, kernel_threads), avx, o0, o1))
         add_bias(y[n0:n0 + cnt], bias, None if split else 1)
 
@@ -444,7 +443,6 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
                              tile, state())
     count, th, tw, tiles, avx, blocks = (plan.count, plan.th, plan.tw, plan.tiles, plan.avx,
                                          plan.blocks)
-    kernels = _winograd
     gw = np.empty((o, c, 3, 3), dtype=x.dtype)
     if plan.fused or plan.one_region:
         total = np.empty((count, o, c), dtype=x.dtype)
@@ -464,19 +462,19 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
         gt = _points("wino_m", count, o, t, x.dtype)
         if split and TUNING.split_in_kernels:  # each transform on every thread
             nt = get_num_threads()
-            kernels.input_transform(x, v, n0, cnt, ph, pw, th, tw, nt, avx)
-            kernels.grad_transform(g, gt, n0, cnt, th, tw, nt, avx)
+            _winograd.input_transform(x, v, n0, cnt, ph, pw, th, tw, nt, avx)
+            _winograd.grad_transform(g, gt, n0, cnt, th, tw, nt, avx)
         elif split:  # both transforms in one round of the pool
             bc = [c * k // 2 for k in range(3)]
             bo = [o * k // 2 for k in range(3)]
             parallel_map(lambda k: (
-                kernels.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads,
+                _winograd.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads,
                                         avx, bc[k], bc[k + 1]) if k < 2 else
-                kernels.grad_transform(g, gt, n0, cnt, th, tw, kernel_threads,
+                _winograd.grad_transform(g, gt, n0, cnt, th, tw, kernel_threads,
                                        avx, bo[k - 2], bo[k - 1])), range(4))
         else:
-            kernels.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads, avx)
-            kernels.grad_transform(g, gt, n0, cnt, th, tw, kernel_threads, avx)
+            _winograd.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads, avx)
+            _winograd.grad_transform(g, gt, n0, cnt, th, tw, kernel_threads, avx)
         partial = np.empty((count, o, c), dtype=x.dtype)
         _matmul_points(gt, v.transpose(0, 2, 1), partial, split)
         total.add(i, partial)

@@ -30,7 +30,7 @@ import functools
 
 import numpy as np
 
-from ..._C import _elementwise
+from ..._C import _elementwise, _winograd
 from ...runtime import simd
 from ...runtime.threads import get_num_threads
 from .._gemm import lhs, matmul
@@ -176,7 +176,7 @@ def _run(task, chunks, split: bool) -> None:
         task(chunk)
 
 
-def _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx, threads: int):
+def _transformed_inputs(x, s, z0, nz, pad, count, th, tw, avx, threads: int):
     """``(first, V)``: the input planes of sample ``s`` that output planes ``z0 ..
     z0+nz-1`` read (from ``first`` on, those inside the volume), 2-D Winograd
     transformed into this thread's ``V`` scratch (points, C, planes * tiles), the
@@ -186,7 +186,7 @@ def _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx, threads:
     last = min(x.shape[2], z0 + nz - pd + 2)
     planes = _input_planes(x, s, first, last, "w3_x", threads)
     v = w2d._points("wino_v", count, x.shape[1], (last - first) * th * tw, x.dtype)
-    kernels.input_transform(planes, v, 0, last - first, ph, pw, th, tw, threads, avx)
+    _winograd.input_transform(planes, v, 0, last - first, ph, pw, th, tw, threads, avx)
     return first, v
 
 
@@ -204,7 +204,6 @@ def conv3x3x3(x, pending, y, pad, bias=None) -> None:
     views = [u.view for u in pending]  # the memory each transform is (to be) computed in
     count = views[0].shape[0]
     tile = w2d._TILE_OF_POINTS[count]
-    kernels = w2d._winograd
     th, tw = -(-ho // tile), -(-wo // tile)
     tiles = th * tw
     chunks, threads, split, slabs = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
@@ -220,7 +219,7 @@ def conv3x3x3(x, pending, y, pad, bias=None) -> None:
 
     def task(chunk):
         _, s, z0, nz = chunk
-        first, v = _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx,
+        first, v = _transformed_inputs(x, s, z0, nz, pad, count, th, tw, avx,
                                        threads)
         m = w2d._points("wino_m", count, o, nz * tiles, x.dtype)
         terms = _depth_terms(pd, depth_in, z0, nz)
@@ -232,7 +231,7 @@ def conv3x3x3(x, pending, y, pad, bias=None) -> None:
                       v[:, :, (iz - first) * tiles:(iz - first + zb - za) * tiles],
                       m[:, :, (za - z0) * tiles:(zb - z0) * tiles], not full, threads)
         out = scratch("w3_y", (nz, o, ho, wo), x.dtype)
-        kernels.output_transform(m, out, 0, nz, th, tw, threads, avx)
+        _winograd.output_transform(m, out, 0, nz, th, tw, threads, avx)
         _output_planes(out, y, s, z0, threads)
         if bias is not None:
             y[s, :, z0:z0 + nz] += bias.reshape(-1, 1, 1, 1)
@@ -246,7 +245,7 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
     o, depth_out, ho, wo = g.shape[1:]
     pd = pad[0]
     tile = w2d.tile_size_weight_grad(ho, wo)
-    count, kernels = w2d._POINTS[tile], w2d._winograd
+    count = w2d._POINTS[tile]
     th, tw = -(-ho // tile), -(-wo // tile)
     tiles = th * tw
     chunks, threads, split, slabs = _plan(n, depth_out, tiles, max(c, o), count, x.dtype)
@@ -263,11 +262,11 @@ def conv3x3x3_weight_grad(x, g, pad) -> np.ndarray:
 
     def task(chunk):
         i, s, z0, nz = chunk
-        first, v = _transformed_inputs(x, s, z0, nz, pad, kernels, count, th, tw, avx,
+        first, v = _transformed_inputs(x, s, z0, nz, pad, count, th, tw, avx,
                                        threads)
         grads = _input_planes(g, s, z0, z0 + nz, "w3_g", threads)
         gt = w2d._points("wino_m", count, o, nz * tiles, x.dtype)
-        kernels.grad_transform(grads, gt, 0, nz, th, tw, threads, avx)
+        _winograd.grad_transform(grads, gt, 0, nz, th, tw, threads, avx)
         partial = np.zeros((3, count, o, c), dtype=x.dtype)
         for kz, za, zb, iz in _depth_terms(pd, depth_in, z0, nz):
             cols = (zb - za) * tiles
@@ -299,7 +298,8 @@ def weight_transforms(weight, flip_transpose: bool, tile: int) -> list:
     depth too, so depth tap ``kz`` of the gradient's kernel is ``w[:, :, 2 - kz]`` flipped
     in-plane and transposed).  The taps are views of ``weight`` (its 3x3 kernels 27
     elements apart), which the transforms read in place: three copies of a deep layer's
-    taps had cost 26 us each a call, serial numpy (AMD EPYC family 26)."""
+    taps had cost 26 us each a call, serial numpy (a cProfile of the bench's 3-D UNet
+    step, AMD EPYC family 26 model 2)."""
     weight = np.ascontiguousarray(weight)
     return [w2d.pending_transform(weight[:, :, 2 - kz if flip_transpose else kz],
                                   flip_transpose=flip_transpose, tile=tile)

@@ -337,7 +337,9 @@ def _run(x: np.ndarray, steps, out_shape) -> np.ndarray:
             # sample, not a copy of the whole array; every plane's outputs are the same
             n = cur.shape[0]
             ins, outs = (step.in_view[0] // n, *step.in_view[1:]), (-1, *step.out_view[1:])
-            blocks = out.reshape(n, -1)  # indexed, not np.split (20-30 us of Python)
+            # indexed, not np.split: 1.5 against 7.7 us for 8 samples (warm, timeit, AMD
+            # EPYC family 26 model 2)
+            blocks = out.reshape(n, -1)
             for k in range(n):
                 _call(step, cur[k].reshape(ins), blocks[k].reshape(outs))
         cur = out
