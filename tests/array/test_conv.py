@@ -711,6 +711,46 @@ def test_winograd_fused_forward_cuts_chunks_for_pieces(threads):
         assert chunks == {1: 6, 2: 6, 4: 12}
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+def test_winograd_small_maps_take_a_chunk_of_own_samples_a_thread(threads):
+    """Where the split form would share each step among the threads, a pass whose
+    transformed kernels are small beside its points runs fused, a chunk of samples a
+    thread (``TUNING.winograd_fused_own_samples``); kernels large beside the points
+    (the 4x4 maps' 256 channels) stay split.  The same bits as the split form and as
+    one thread, forward and weight gradient."""
+    from sandbox.runtime import simd
+
+    rng = np.random.default_rng(12)
+    state = conv.winograd.state
+    cases = [(8, 32, 64, 16, 4, True), (8, 64, 128, 8, 2, True), (8, 256, 256, 4, 2, False)]
+    for n, c, o, size, tile, own in cases:
+        x = rng.standard_normal((n, c, size, size)).astype(np.float32)
+        wt = (rng.standard_normal((o, c, 3, 3)) / 24).astype(np.float32)
+        gy = rng.standard_normal((n, o, size, size)).astype(np.float32)
+        u = conv.winograd.weight_transform(wt, tile=tile)
+        results = []
+        for knob, t in ((True, 1), (False, threads), (True, threads)):
+            with conv.tuned(winograd_fused_own_samples=knob), sandbox.num_threads(t):
+                step = conv.winograd._conv_pass(n, c, o, size, size, 4, True, tile, True,
+                                                state())
+                y = np.empty((n, o, size, size), np.float32)
+                conv.winograd.winograd_conv3x3(x, u, y, 1, 1, 1)
+                gw = conv.winograd.winograd_weight_grad(x, gy, 1, 1, 1, tile)
+            results.append((y, gw))
+            if knob and t > 1 and simd.current().gemm_own:
+                assert step.fused == own, (c, o, size)
+                if own:
+                    assert step.chunks >= t and step.chunk == -(-n // t)
+        for y, gw in results[1:]:
+            np.testing.assert_array_equal(y, results[0][0])
+            np.testing.assert_array_equal(gw, results[0][1])
+    # a weight gradient of two chunks (32x32 maps, 4 samples each) runs fused at 2 threads
+    with sandbox.num_threads(2):
+        step = conv.winograd._weight_grad_pass(8, 16, 32, 32, 32, 4, True, 4, state())
+    if simd.current().gemm_own:
+        assert step.chunks == 2 and step.fused
+
+
 @pytest.mark.parametrize("isa,gemm", [("avx512", "avx512"), ("avx512", "avx2"),
                                       ("avx2", "avx2")])
 @pytest.mark.parametrize("n,c_in,c_out,h,w,pad", [

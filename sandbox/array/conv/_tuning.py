@@ -259,6 +259,19 @@ class ConvTuning:
     #: 16-32-32 32-32-32 96-32-32 32-64-16 64-64-16 192-64-16 --parts fwd dxdw``: time
     #: 0.85-1.00 (forward) and 0.91-1.01 (dx + dw) of 2's, 16-32-32 and 32-32-32 0.99-1.03.
     winograd_fused_pieces: int = 4
+    #: where a Winograd pass would run its steps shared among the threads (the split
+    #: form: fewer than two chunks a thread), take the fused form with each thread on a
+    #: chunk of its own samples instead: the forward and input gradient where the
+    #: transformed kernels are small beside the transformed points (``2·C·O <=
+    #: (C + O)·tiles``, tiles of the whole batch), the weight gradient where its chunks
+    #: (which fix its sums) are at least one a thread.  The split form hands each step's
+    #: output to the other core (channels, then points, then channels again); a chunk
+    #: of samples reads what the kernel before it wrote on the same core (batch norm,
+    #: ReLU, the pool and the resize share samples the same way).  Same bits either way.
+    #: Measured on an AMD EPYC family 26 model 2 VM (Zen 5), batch 8, 2 threads,
+    #: ``python benchmarks/ab_conv_tuning.py winograd_fused_own_samples=0 --threads 2
+    #: --parts fwd`` (and ``--parts dw``), default (on) over off: see docs/convolution.md.
+    winograd_fused_own_samples: bool = True
     #: an im2col/vol2col loop (a forward, or a backward's products) with fewer GEMM
     #: flops than this runs its chunks on the calling thread: below it the worker
     #: pool's Python per chunk (the GIL, lock hand-offs) costs more than the second
