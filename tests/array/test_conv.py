@@ -711,46 +711,6 @@ def test_winograd_fused_forward_cuts_chunks_for_pieces(threads):
         assert chunks == {1: 6, 2: 6, 4: 12}
 
 
-@pytest.mark.parametrize("threads", [2, 3])
-def test_winograd_small_maps_take_a_chunk_of_own_samples_a_thread(threads):
-    """Where the split form would share each step among the threads, a pass whose
-    transformed kernels are small beside its points runs fused, a chunk of samples a
-    thread (``TUNING.winograd_fused_own_samples``); kernels large beside the points
-    (the 4x4 maps' 256 channels) stay split.  The same bits as the split form and as
-    one thread, forward and weight gradient."""
-    from sandbox.runtime import simd
-
-    rng = np.random.default_rng(12)
-    state = conv.winograd.state
-    cases = [(8, 32, 64, 16, 4, True), (8, 64, 128, 8, 2, True), (8, 256, 256, 4, 2, False)]
-    for n, c, o, size, tile, own in cases:
-        x = rng.standard_normal((n, c, size, size)).astype(np.float32)
-        wt = (rng.standard_normal((o, c, 3, 3)) / 24).astype(np.float32)
-        gy = rng.standard_normal((n, o, size, size)).astype(np.float32)
-        u = conv.winograd.weight_transform(wt, tile=tile)
-        results = []
-        for knob, t in ((True, 1), (False, threads), (True, threads)):
-            with conv.tuned(winograd_fused_own_samples=knob), sandbox.num_threads(t):
-                step = conv.winograd._conv_pass(n, c, o, size, size, 4, True, tile, True,
-                                                state())
-                y = np.empty((n, o, size, size), np.float32)
-                conv.winograd.winograd_conv3x3(x, u, y, 1, 1, 1)
-                gw = conv.winograd.winograd_weight_grad(x, gy, 1, 1, 1, tile)
-            results.append((y, gw))
-            if knob and t > 1 and simd.current().gemm_own:
-                assert step.fused == own, (c, o, size)
-                if own:
-                    assert step.chunks >= t and step.chunk == -(-n // t)
-        for y, gw in results[1:]:
-            np.testing.assert_array_equal(y, results[0][0])
-            np.testing.assert_array_equal(gw, results[0][1])
-    # a weight gradient of two chunks (32x32 maps, 4 samples each) runs fused at 2 threads
-    with sandbox.num_threads(2):
-        step = conv.winograd._weight_grad_pass(8, 16, 32, 32, 32, 4, True, 4, state())
-    if simd.current().gemm_own:
-        assert step.chunks == 2 and step.fused
-
-
 @pytest.mark.parametrize("isa,gemm", [("avx512", "avx512"), ("avx512", "avx2"),
                                       ("avx2", "avx2")])
 @pytest.mark.parametrize("n,c_in,c_out,h,w,pad", [
@@ -961,6 +921,38 @@ def test_tuned_changes_only_the_calling_thread():
     with pytest.raises(TypeError, match="unknown conv tuning"):
         with conv.tuned(nope=1):
             pass
+
+
+def test_a_tuned_block_entered_again_keeps_its_cached_plans():
+    """The same changes to the same settings give the same settings (one stamp), so a
+    ``with tuned(...)`` around every step finds the plans it made the step before; a
+    setting changed inside a block, or other changes, give new ones."""
+    from sandbox.array.conv._tuning import settings_stamp
+
+    def stamp(**changes):
+        with conv.tuned(**changes):
+            return settings_stamp()
+
+    first = stamp(winograd_target_tiles=64)
+    assert stamp(winograd_target_tiles=64) == first
+    assert stamp(winograd_target_tiles=32) != first
+    with conv.tuned(winograd_target_tiles=64):
+        conv.TUNING.target_cols = 5  # changed in the block: no longer the same settings
+    again = stamp(winograd_target_tiles=64)
+    assert again != first
+    with conv.tuned(winograd_target_tiles=64):
+        assert conv.TUNING.target_cols == conv.ConvTuning().target_cols
+    assert stamp(winograd_target_tiles=64) == again
+    before = conv.winograd._conv_pass.cache_info().misses
+    misses = []
+    x = np.ones((2, 16, 8, 8), np.float32)
+    w = np.ones((16, 16, 3, 3), np.float32)
+    for _ in range(3):
+        with conv.tuned(winograd_target_tiles=48):
+            conv.conv2d(x, w, padding=1)
+        misses.append(conv.winograd._conv_pass.cache_info().misses)
+    assert misses[0] > before  # the first block planned the Winograd forward ...
+    assert misses[1] == misses[2] == misses[0], "... and the others planned it again"
 
 
 # ----------------------------------------------------------------------------- 3-D

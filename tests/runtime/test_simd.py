@@ -155,8 +155,7 @@ def test_winograd_kernels_get_the_path_as_an_argument_in_2d_and_3d(isa, rng, mon
                  winograd_min_pixels_weight_grad=1, winograd_min_channels=1,
                  winograd_min_channels_weight_grad=1, winograd_f4_min_pixels=0,
                  winograd_f4_min_pixels_weight_grad=0,
-                 winograd_one_region=False,  # the transforms called from Python
-                 winograd_fused_own_samples=False)
+                 winograd_one_region=False)  # the transforms called from Python
     with simd.using(isa=isa), conv.tuned(**force), sandbox.num_threads(2):
         y = conv.conv2d(x, w, None, 1, 1)
         conv.conv2d_backward(y, x, w, 1, 1)

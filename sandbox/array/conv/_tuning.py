@@ -259,19 +259,6 @@ class ConvTuning:
     #: 16-32-32 32-32-32 96-32-32 32-64-16 64-64-16 192-64-16 --parts fwd dxdw``: time
     #: 0.85-1.00 (forward) and 0.91-1.01 (dx + dw) of 2's, 16-32-32 and 32-32-32 0.99-1.03.
     winograd_fused_pieces: int = 4
-    #: where a Winograd pass would run its steps shared among the threads (the split
-    #: form: fewer than two chunks a thread), take the fused form with each thread on a
-    #: chunk of its own samples instead: the forward and input gradient where the
-    #: transformed kernels are small beside the transformed points (``2·C·O <=
-    #: (C + O)·tiles``, tiles of the whole batch), the weight gradient where its chunks
-    #: (which fix its sums) are at least one a thread.  The split form hands each step's
-    #: output to the other core (channels, then points, then channels again); a chunk
-    #: of samples reads what the kernel before it wrote on the same core (batch norm,
-    #: ReLU, the pool and the resize share samples the same way).  Same bits either way.
-    #: Measured on an AMD EPYC family 26 model 2 VM (Zen 5), batch 8, 2 threads,
-    #: ``python benchmarks/ab_conv_tuning.py winograd_fused_own_samples=0 --threads 2
-    #: --parts fwd`` (and ``--parts dw``), default (on) over off: see docs/convolution.md.
-    winograd_fused_own_samples: bool = True
     #: an im2col/vol2col loop (a forward, or a backward's products) with fewer GEMM
     #: flops than this runs its chunks on the calling thread: below it the worker
     #: pool's Python per chunk (the GIL, lock hand-offs) costs more than the second
@@ -402,6 +389,33 @@ def chunk_threads() -> int:
     return TUNING.kernel_threads or get_num_threads()
 
 
+#: the settings of recent tuned() blocks: (stamp of the settings changed, the changes) ->
+#: (those settings, their stamp when made)
+_DERIVED: dict = {}
+
+
+def _derived(base: ConvTuning, changes: dict) -> ConvTuning:
+    """``base`` with ``changes``: the same object (so the same stamp) as the last block
+    that made these changes to these settings, unless it was changed since.  A block
+    entered again (a ``with tuned(...)`` around every step of a loop, the A/B scripts'
+    rounds) then finds the routes and schedules it cached the time before instead of
+    planning every convolution again: with a new copy each time, an A/A run of the user
+    UNet step at 64² (the default settings against ``tuned`` of a default value, step by
+    step) had the tuned steps 2 % slower (Zen 5 VM, 2 threads)."""
+    key = (base.stamp, tuple(sorted(changes.items())))
+    try:
+        hit = _DERIVED.get(key)
+    except TypeError:  # an unhashable value: a new copy each time
+        return dataclasses.replace(base, **changes)
+    if hit is not None and hit[0].stamp == hit[1]:
+        return hit[0]
+    if len(_DERIVED) >= 256:
+        _DERIVED.clear()
+    made = dataclasses.replace(base, **changes)
+    _DERIVED[key] = (made, made.stamp)
+    return made
+
+
 @contextlib.contextmanager
 def tuned(**changes):
     """Change some of :data:`TUNING` inside a ``with`` block, restoring them after; only
@@ -416,7 +430,7 @@ def tuned(**changes):
         valid = ", ".join(f.name for f in dataclasses.fields(ConvTuning))
         raise TypeError(f"unknown conv tuning option(s) {sorted(unknown)}; valid: {valid}")
     # a copy for this context only: thread-safe, and nested blocks restore in order
-    token = _settings.set(dataclasses.replace(_current(), **changes))
+    token = _settings.set(_derived(_current(), changes))
     try:
         yield TUNING
     finally:

@@ -18,13 +18,11 @@ Chunks are fixed by the shapes (samples per chunk so that a chunk has at least
 weight gradient: its own partial, summed in chunk order), so results are bitwise
 identical for any thread count.  With two chunks a thread or more, each thread takes
 whole chunks in one OpenMP region (``_winograd_fused``, pyx/winograd/wino_fused.h; large
-maps in bands of tile rows); with fewer, still a chunk of its own samples a thread where
-the transformed kernels are small beside the points (``TUNING.winograd_fused_own_samples``);
-otherwise the chunks run one after another, each step shared among the threads inside its
-kernel (:func:`_run_blocks`).  Both forms give the same bits.  Accuracy: the F(2x2)
-transforms use only 0, +-1 and +-1/2, the float32 error is a few ulps of the sum
-magnitude; F(4x4)'s factors (up to 8 and 1/24) give about 10x more (tests compare both
-with the direct float64 reference).
+maps in bands of tile rows); otherwise the chunks run one after another, each step
+shared among the threads inside its kernel (:func:`_run_blocks`).  Both forms give the
+same bits.  Accuracy: the F(2x2) transforms use only 0, +-1 and +-1/2, the float32
+error is a few ulps of the sum magnitude; F(4x4)'s factors (up to 8 and 1/24)
+give about 10x more (tests compare both with the direct float64 reference).
 """
 
 from __future__ import annotations
@@ -249,13 +247,6 @@ def _conv_pass(n, c, o, ho, wo, itemsize, small, tile, u_unit, key) -> _Pass:
         # smaller chunks (the forward's bits do not depend on them), so that a thread on
         # a slower core takes fewer of them
         fused_chunks = _fused_chunks(n, th, tw, max(n // pieces, 1), tile_bytes)
-    elif (not many and threads > 1 and TUNING.winograd_fused_own_samples
-          and 2 * c * o <= (c + o) * n * th * tw):
-        # the transformed kernels (C·O a point), which every thread then reads, are small
-        # beside the points (C + O a tile): a chunk of its own samples a thread
-        own = _fused_chunks(n, th, tw, -(-n // threads), tile_bytes)
-        if own[1] == 0 and own[2] >= threads:  # whole samples, at least one a thread
-            fused_chunks, many = own, True
     return _pass(tile, count, th, tw, tiles, blocks, selection, threads, fused_chunks, many,
                  lambda t: product_form(o, t, c, u_unit and t == 1), itemsize == 4 and small)
 
@@ -433,9 +424,8 @@ def _weight_grad_pass(n, c, o, ho, wo, itemsize, small, tile, key) -> _Pass:
     partials = chunks * count * o * c * itemsize
     if band and partials > TUNING.winograd_max_chunk_bytes:
         band, fits = 0, False  # the split form's chunks of samples
-    least = threads if TUNING.winograd_fused_own_samples and threads > 1 else 2 * threads
     return _pass(tile, count, th, tw, tiles, blocks, selection, threads,
-                 (chunk, band, chunks, sizes), bool(band or (fits and chunks >= least)),
+                 (chunk, band, chunks, sizes), bool(band or (fits and chunks >= 2 * threads)),
                  lambda t: product_form(o, c, t, True), itemsize == 4 and small)
 
 
