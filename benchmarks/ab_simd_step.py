@@ -16,13 +16,27 @@ Winograd passes with and without their chunks on one thread each:
 ``--size`` and ``--mode`` ignored).  The order of the configurations rotates from round to
 round; besides each one's median, its paired ratio to the first configuration (the median
 over rounds of the two steps' ratio) is printed.
+
+``--phases`` probes the VM's phase before every round (``sandbox.bench._env.cross_core_cost``
+in a subprocess, so that its pinned threads leave this process's alone) and gives the
+quiet rounds (ratio below 1.15) and the slow ones (1.3 and more) apart as well; with
+``--seconds`` the rounds go on for that long:
+
+    python benchmarks/ab_simd_step.py --threads 2 --phases --seconds 300 \
+        avx512:avx512 avx512:avx512+winograd_fused_pieces=2
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
+import sys
 import time
+
+#: the VM's phase: how much longer two pinned threads take to read each other's data
+_PROBE = ("from sandbox.bench._env import cross_core_cost as c; r = c(0.2); "
+          "print(r['ratio'] if r else 'nan')")
 
 
 def main(argv=None) -> None:
@@ -36,6 +50,11 @@ def main(argv=None) -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--volume", metavar="MODE", default=None,
                         help="step the bench's 3-D UNet with this upsampling mode")
+    parser.add_argument("--phases", action="store_true",
+                        help="probe the VM's phase before every round; quiet and slow "
+                             "rounds apart")
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="rounds for this long instead of --rounds")
     args = parser.parse_args(argv)
 
     import contextlib
@@ -75,16 +94,37 @@ def main(argv=None) -> None:
             step()
     names = list(selections)
     times = {name: [] for name in names}
-    for r in range(args.rounds):
+    phases = []
+    end = None if args.seconds is None else time.perf_counter() + args.seconds
+    r = 0
+    while r < args.rounds if end is None else (time.perf_counter() < end or r < 2):
+        if args.phases:
+            probe = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True,
+                                   text=True, check=True)
+            phases.append(float(probe.stdout))
         for name in names[r % len(names):] + names[:r % len(names)]:  # rotating order
             with configured(selections[name]):
                 start = time.perf_counter()
                 step()
                 times[name].append(time.perf_counter() - start)
+        r += 1
     print(f"cpu: {simd.cpu().describe()}; {args.threads} thread(s), {what}; median ms per "
-          f"step of {args.rounds} interleaved rounds; paired: over the first configuration")
-    first = times[names[0]]
-    for name, t in times.items():
+          f"step of {r} interleaved rounds; paired: over the first configuration")
+    _report(times, names, range(r))
+    if args.phases:
+        for label, keep in (("quiet (cross < 1.15)", lambda x: x < 1.15),
+                            ("slow (cross >= 1.3)", lambda x: x >= 1.3)):
+            rounds = [i for i, x in enumerate(phases) if keep(x)]
+            print(f"{label}: {len(rounds)} rounds")
+            if rounds:
+                _report(times, names, rounds)
+
+
+def _report(times, names, rounds) -> None:
+    """Each configuration's median and paired ratio over ``rounds``."""
+    first = [times[names[0]][i] for i in rounds]
+    for name in names:
+        t = [times[name][i] for i in rounds]
         paired = statistics.median(a / b for a, b in zip(t, first, strict=True))
         print(f"  {name:36s} {1e3 * statistics.median(t):8.1f}   paired {paired:.3f}")
 

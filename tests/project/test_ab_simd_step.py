@@ -25,3 +25,16 @@ def test_a_knob_whose_default_is_none_takes_a_count(capsys):
                  "portable:blas+winograd_target_tiles_weight_grad=128"])
     out = capsys.readouterr().out
     assert "portable:blas+winograd_target_tiles_weight_grad=128" in out
+
+
+def test_phases_give_the_quiet_and_slow_rounds_apart(capsys):
+    """--phases probes the VM before every round (in a subprocess) and reports the quiet
+    and the slow rounds apart; their counts add up to at most the rounds run."""
+    module = load_benchmark("ab_simd_step")
+    module.main(["--threads", "1", "--size", "16", "--rounds", "2", "--phases",
+                 "portable:blas", "portable:blas+winograd_fused_pieces=2"])
+    out = capsys.readouterr().out
+    counts = [int(n) for n in re.findall(r"^(?:quiet|slow) \(cross [<>=]+ [\d.]+\): (\d+) rounds$",
+                                         out, re.M)]
+    assert len(counts) == 2 and sum(counts) <= 2
+    assert "of 2 interleaved rounds" in out
