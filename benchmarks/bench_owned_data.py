@@ -10,9 +10,10 @@ phase (``sandbox.bench._env.cross_core_cost``) and both medians:
 
     python benchmarks/bench_owned_data.py --seconds 60
 
-On the Zen 5 VM of 7 December 2026, quiet phases (``cross`` 0.97-0.99) gave 107-113 us
-either way; slow ones (``cross`` 1.5-2.3) 112-128 us own and 125-167 us swapped: a kernel
-that reads what another partition of the work wrote loses most of what a slow phase costs.
+On the 2-core Zen 5 VM of 7 December 2026 (AMD EPYC family 26 model 2), quiet phases
+(``cross`` 0.97-0.99) gave 107-113 us either way; slow ones (``cross`` 1.5-2.3) 112-128 us
+own and 125-167 us swapped: a kernel that reads what another partition of the work wrote
+loses most of what a slow phase costs.
 """
 
 from __future__ import annotations

@@ -30,9 +30,9 @@ from .train_distributed import add_distributed_args
 from .train_options import add_train_args, config_from_args, resume_config
 
 COMMANDS = ("train", "predict", "gradcheck", "bench", "explain", "info", "calibrate", "export")
-# The default run's time, as the README states it (1,000 steps measured on a 2-core AMD
-# EPYC VM, family 26: 35 s in its quiet phases, 50-62 s in its slow ones;
-# tests/project/test_docs.py keeps README, docs/05 and this in step).
+# The default run's time, as the README states it (1,000 steps on 2-core AMD EPYC VMs:
+# 21.9-22.9 s on family 26 model 2 in its quiet phases, 26.1-26.8 s in its slow ones, 130.5 s
+# on family 23; tests/project/test_docs.py keeps README, docs/05 and this in step).
 DEFAULT_RUN_TIME = "about 20-130 s on a 2-core machine"
 
 

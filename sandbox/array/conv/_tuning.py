@@ -400,8 +400,11 @@ def _derived(base: ConvTuning, changes: dict) -> ConvTuning:
     entered again (a ``with tuned(...)`` around every step of a loop, the A/B scripts'
     rounds) then finds the routes and schedules it cached the time before instead of
     planning every convolution again: with a new copy each time, an A/A run of the user
-    UNet step at 64² (the default settings against ``tuned`` of a default value, step by
-    step) had the tuned steps 2 % slower (Zen 5 VM, 2 threads)."""
+    UNet step at 64², batch 8, 2 threads (``python benchmarks/ab_simd_step.py --threads 2
+    --phases --seconds 240 avx512:avx512 avx512:avx512+winograd_fused_pieces=4``, the
+    default value) had the tuned steps 2 % slower (0.977-0.983 of the defaults' speed),
+    0.990-1.003 after, the run's noise (AMD EPYC family 26 model 2; docs/benchmarks.md,
+    thirteenth session)."""
     key = (base.stamp, tuple(sorted(changes.items())))
     try:
         hit = _DERIVED.get(key)

@@ -94,7 +94,7 @@ def eligible_weight_grad(geom, groups: int, c_in: int, c_out: int, height: int,
 #: output tile size m -> points per tile: F(2x2, 3x3) and F(4x4, 3x3) (the transforms of
 #: ``_winograd`` take either, by the points of their arrays)
 _POINTS = {2: 16, 4: 36}
-_TILE_OF_POINTS = {16: 2, 36: 4}
+_TILE_OF_POINTS = {points: tile for tile, points in _POINTS.items()}
 
 
 def _points(name: str, count: int, rows: int, cols: int, dtype) -> np.ndarray:
@@ -469,9 +469,9 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
             bo = [o * k // 2 for k in range(3)]
             parallel_map(lambda k: (
                 _winograd.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads,
-                                        avx, bc[k], bc[k + 1]) if k < 2 else
+                                          avx, bc[k], bc[k + 1]) if k < 2 else
                 _winograd.grad_transform(g, gt, n0, cnt, th, tw, kernel_threads,
-                                       avx, bo[k - 2], bo[k - 1])), range(4))
+                                         avx, bo[k - 2], bo[k - 1])), range(4))
         else:
             _winograd.input_transform(x, v, n0, cnt, ph, pw, th, tw, kernel_threads, avx)
             _winograd.grad_transform(g, gt, n0, cnt, th, tw, kernel_threads, avx)
