@@ -128,6 +128,9 @@ _ONE_GRADIENT = (Tensor, np.ndarray)
 
 def _roots_and_seeds(outputs, grad_outputs):
     """The output Tensors as a list and each one's checked seed gradient."""
+    if isinstance(outputs, Tensor) and (grad_outputs is None
+                                        or isinstance(grad_outputs, _ONE_GRADIENT)):
+        return [outputs], [_seed(outputs, grad_outputs, 0)]  # loss.backward(), y.backward(g)
     outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)

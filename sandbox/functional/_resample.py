@@ -27,13 +27,14 @@ class Resize(Function):
     def forward(ctx, x, **opts):
         ctx.opts = opts
         ctx.input_size = x.shape[2:]
-        return _resample.resize(x, **opts)
+        ctx.plan = _resample.plan_resize(x, **opts)  # validated once, for the backward too
+        return _resample.resize(x, plan=ctx.plan)
 
     @staticmethod
     def backward(ctx, grad):
         # one gradient per positional forward argument (x)
         if not is_grad_enabled():
-            return _resample.resize_adjoint(grad, ctx.input_size, **ctx.opts)
+            return _resample.resize_adjoint(grad, ctx.input_size, plan=ctx.plan)
         return ResizeAdjoint.apply(grad, ctx.input_size, **ctx.opts)
 
 

@@ -1,6 +1,10 @@
 """Shape and indexing ops: reshape, permute, expand, indexing, cat, stack, pad.
 
-Each backward is itself a shape op on the gradient, hence differentiable.
+Each backward is itself a shape op on the gradient, hence differentiable.  The
+backwards that only slice or reshape (reshape, cat, stack, pad) are written so that
+they work on ndarrays as well: outside ``create_graph=True`` the engine hands them
+the arrays (``plain_backward_arrays``), so a view of the gradient costs one numpy
+call instead of a recorded indexing op.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from ._util import normalize_axes, operand
 
 
 class Reshape(Function):
+    plain_backward_arrays = True  # the backward slices or reshapes arrays too
+
     @staticmethod
     def forward(ctx, x, shape):
         ctx.shape = x.shape
@@ -119,6 +125,8 @@ class IndexPut(Function):
 
 
 class Cat(Function):
+    plain_backward_arrays = True  # the backward slices or reshapes arrays too
+
     @staticmethod
     def forward(ctx, axis, *arrays):
         ctx.sizes = [a.shape[axis] for a in arrays]
@@ -140,6 +148,8 @@ class Cat(Function):
 
 
 class Stack(Function):
+    plain_backward_arrays = True  # the backward slices or reshapes arrays too
+
     @staticmethod
     def forward(ctx, axis, *arrays):
         ctx.axis = axis
@@ -158,6 +168,8 @@ class Stack(Function):
 
 class Pad(Function):
     """Constant padding; ``widths`` is numpy's ``((before, after), ...)`` per axis."""
+
+    plain_backward_arrays = True  # the backward slices or reshapes arrays too
 
     @staticmethod
     def forward(ctx, x, widths, value):

@@ -134,3 +134,29 @@ def test_list_options_are_validated_at_every_call():
         assert resize(x, size=[6, 8], mode="nearest").shape == (1, 1, 6, 8)
     with pytest.raises(ValueError, match="sequence of 2"):
         resize(x, size=[6, 8, 2], mode="nearest")
+
+
+@pytest.mark.parametrize(("mode", "opts"), [("nearest", {"size": (9, 4)}),
+                                            ("bilinear", {"scale_factor": 2.0}),
+                                            ("bicubic", {"size": 3, "antialias": True})])
+def test_a_plan_validated_once_gives_the_same_bits(mode, opts):
+    # the Function validates at the forward and hands the plan to the adjoint
+    from sandbox.array.resample import plan_resize
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)
+    plan = plan_resize(x, mode=mode, **opts)
+    y = resize(x, mode=mode, **opts)
+    np.testing.assert_array_equal(resize(x, plan=plan), y)
+    g = rng.standard_normal(y.shape).astype(np.float32)
+    np.testing.assert_array_equal(resize_adjoint(g, x.shape[2:], plan=plan),
+                                  resize_adjoint(g, x.shape[2:], mode=mode, **opts))
+
+
+def test_plan_resize_validates_as_resize():
+    from sandbox.array.resample import plan_resize
+
+    with pytest.raises(ValueError, match="mode must be one of"):
+        plan_resize(X, size=4, mode="foo")
+    with pytest.raises(ValueError, match="non-empty spatial axes"):
+        plan_resize(np.zeros((1, 1, 0, 3), np.float32), size=4)

@@ -50,6 +50,7 @@ __all__ = [
     "check_array",
     "check_options",
     "output_size",
+    "plan_resize",
     "resize",
     "resize_adjoint",
     "weight_matrix",
@@ -67,6 +68,42 @@ def check_options(mode: str, align_corners=None, antialias: bool = False) -> str
     return _check_mode(mode, antialias, align_corners)
 
 
+def plan_resize(
+    x,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    antialias=False,
+    recompute_scale_factor=None,
+):
+    """Validate a :func:`resize` of ``x`` once and return its plan.
+
+    A layer that resizes and later takes the adjoint passes the plan to both
+    (``plan=``), which then skip the validation and the memory check.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The input :func:`resize` will get (its shape and dtype are what is checked).
+    size, scale_factor, mode, align_corners, antialias, recompute_scale_factor
+        As for :func:`resize`.
+
+    Returns
+    -------
+    Plan
+        The canonical mode, the input and output spatial sizes and the options.
+    """
+    check_array(x, "x")
+    plan = make_plan(
+        x.shape[2:], size, scale_factor, mode, align_corners, antialias, recompute_scale_factor,
+        lead=x.shape[0] * x.shape[1], itemsize=x.itemsize,
+    )
+    if min(x.shape[2:]) < 1:
+        raise ValueError(f"x must have non-empty spatial axes, got shape {x.shape}")
+    return plan
+
+
 def resize(
     x,
     size=None,
@@ -75,6 +112,8 @@ def resize(
     align_corners=None,
     antialias=False,
     recompute_scale_factor=None,
+    *,
+    plan=None,
 ):
     """Resize the spatial axes of ``x`` (PyTorch ``interpolate`` semantics).
 
@@ -99,19 +138,17 @@ def resize(
         linear, bicubic, cubic, lanczos3, lanczos5.
     recompute_scale_factor : bool, optional
         Use ``in / out`` instead of ``1 / scale_factor`` for the sampling step.
+    plan : Plan, optional
+        From :func:`plan_resize` for this ``x`` and these options: skips the validation.
 
     Returns
     -------
     numpy.ndarray
         New C-contiguous array of shape (N, C, *out_size), same dtype as ``x``.
     """
-    check_array(x, "x")
-    plan = make_plan(
-        x.shape[2:], size, scale_factor, mode, align_corners, antialias, recompute_scale_factor,
-        lead=x.shape[0] * x.shape[1], itemsize=x.itemsize,
-    )
-    if min(x.shape[2:]) < 1:
-        raise ValueError(f"x must have non-empty spatial axes, got shape {x.shape}")
+    if plan is None:
+        plan = plan_resize(x, size, scale_factor, mode, align_corners, antialias,
+                           recompute_scale_factor)
     return dispatch.resample(_samples(x), plan, adjoint=False)
 
 
@@ -124,6 +161,8 @@ def resize_adjoint(
     align_corners=None,
     antialias=False,
     recompute_scale_factor=None,
+    *,
+    plan=None,
 ):
     """Adjoint (backward) of :func:`resize`: map an output gradient back to the input.
 
@@ -139,12 +178,18 @@ def resize_adjoint(
         Spatial size of the forward's input (one entry per spatial axis).
     size, scale_factor, mode, align_corners, antialias, recompute_scale_factor
         The forward's options, as for :func:`resize`.
+    plan : Plan, optional
+        The forward's plan (:func:`plan_resize`), for a ``grad`` of the shape that
+        forward returned: skips the validation (``input_size`` and the options are
+        then not read).
 
     Returns
     -------
     numpy.ndarray
         Array of shape (N, C, *input_size), same dtype as ``grad``.
     """
+    if plan is not None:
+        return dispatch.resample(_samples(grad), plan, adjoint=True)
     check_array(grad, "grad")
     in_sizes = check_input_size(input_size, grad.ndim - 2)
     plan = make_plan(
