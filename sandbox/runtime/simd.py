@@ -197,6 +197,18 @@ class Selection:
     requested_isa: str = "auto"
     requested_gemm: str = "auto"
 
+    def __post_init__(self):
+        # hashed once: a selection is part of the key of every cached conv route and
+        # schedule (sandbox.array.conv._tuning.state), looked up several times a layer
+        object.__setattr__(self, "_hash", hash((self.isa, self.gemm, self.requested_isa,
+                                                self.requested_gemm)))
+
+    def __hash__(self):
+        return self._hash
+
+    def __reduce__(self):  # made again where unpickled: str hashes differ between processes
+        return type(self), (self.isa, self.gemm, self.requested_isa, self.requested_gemm)
+
     @property
     def winograd_avx512(self) -> bool:
         """Whether the float32 Winograd transforms use their AVX-512 form."""

@@ -215,3 +215,18 @@ def test_avx2_path_convolutions_match_float64_for_any_thread_count(winograd, rng
         assert got.dtype == np.float32 and np.array_equal(got, other)
         scale = max(1.0, float(np.abs(want).max()))
         np.testing.assert_allclose(got, want, rtol=0, atol=2e-4 * scale)
+
+
+def test_a_selection_hashes_as_its_fields_also_after_pickling():
+    # hashed once (it keys every cached conv route); equal selections hash equal, and an
+    # unpickled one is made again (string hashes differ between processes)
+    import copy
+    import pickle
+
+    a = simd.Selection("avx2", "blas", "avx2", "blas")
+    for b in (simd.Selection("avx2", "blas", "avx2", "blas"), pickle.loads(pickle.dumps(a)),
+              copy.deepcopy(a)):
+        assert b == a and hash(b) == hash(a) and len({a, b}) == 1
+    assert pickle.loads(pickle.dumps(a)).__dict__["_hash"] == hash(("avx2", "blas", "avx2",
+                                                                    "blas"))
+    assert simd.Selection("avx2", "avx2") != a
