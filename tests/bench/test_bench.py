@@ -250,7 +250,7 @@ def test_short_calls_are_timed_in_loops():
     # three calls to size each sample, then 3 samples of a lead-in and the timed calls
     assert calls.count("o") == 3 + 3 * (1 + mine.calls)
     assert calls.count("t") == 3 + 3 * 2
-    assert other.median >= 0.003 and mine.median < 1e-3
+    assert other.median >= 0.003 and mine.median < other.median  # each side its own
     assert mine.as_dict()["calls"] == mine.calls
     calls.clear()
     mine, other = time_pair(lambda: calls.append("o"), slow, repeat=3, warmup=0,

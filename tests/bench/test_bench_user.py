@@ -63,7 +63,8 @@ def test_timing_reports_cores_busy_for_samples_the_tick_can_count():
             pass
 
     mine, other = time_pair(busy, lambda: sum(range(200)), repeat=2, warmup=0)
-    assert 0.5 < mine.cores < 64 and mine.as_dict()["cores"] == mine.cores
+    # about one core on an idle machine; a loaded one may give the loop much less
+    assert 0 < mine.cores < 64 and mine.as_dict()["cores"] == mine.cores
     assert other.calls > 1 and other.cores is None and other.as_dict()["cores"] is None
 
 

@@ -9,14 +9,14 @@ from pathlib import Path
 import sandbox._C._norm as norm_module
 import sandbox._C._winograd_fused as winograd_module
 
-from tests.support.scripts import load_benchmark
+from tests.support.scripts import load_benchmark, printed_ratio_agrees
 
 
 def _rows(out):
     rows = re.findall(r"old\s+([\d.]+) new\s+([\d.]+) new/old ([\d.]+)", out)
     for old, new, ratio in rows:
         assert float(old) > 0 and float(new) > 0
-        assert abs(float(ratio) - float(new) / float(old)) < 0.02  # printed to 3 places
+        assert printed_ratio_agrees(old, new, ratio)
     return rows
 
 
