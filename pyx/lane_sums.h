@@ -56,11 +56,44 @@ typedef long long sb_lane_bits_d __attribute__((vector_size(32)));
     T t_[8];                                                                              \
     memcpy(t_, p, sizeof t_);                                                             \
     ((t_[0] + t_[1]) + (t_[2] + t_[3])) + ((t_[4] + t_[5]) + (t_[6] + t_[7])); })
-#define SB_LANE_FOLD(T, s) ({                                                             \
-    T l_[16], h_[8];                                                                      \
-    memcpy(l_, s, sizeof l_);                                                             \
-    for (int j = 0; j < 8; j++) h_[j] = l_[j] + l_[j + 8];                                \
-    (double) SB_LANE_FOLD8(T, h_); })
+/* The 16 lanes of SB_LANES (an array of lane vectors) folded: lane j + 8 onto lane j,
+ * then SB_LANE_FOLD8's tree of pairs, in vector registers (the same additions in the
+ * same order, so the same bits as adding the lanes one by one: through an array on the
+ * stack the fold was most of a 16-value plane's sum, batch norm's on 4x4 maps) */
+#define SB_LANE_FOLD(T, s)                                                                \
+    (sizeof(T) == 4 ? sb_lane_fold_f((const sb_lanes_f *)(const void *)(s))               \
+                    : sb_lane_fold_d((const sb_lanes_d *)(const void *)(s)))
+
+#if defined(__clang__)
+#define SB_SHUFFLE_F(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#define SB_SHUFFLE_D(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define SB_SHUFFLE_F(a, b, ...) __builtin_shuffle(a, b, (sb_lane_bits_f){__VA_ARGS__})
+#define SB_SHUFFLE_D(a, b, ...) __builtin_shuffle(a, b, (sb_lane_bits_d){__VA_ARGS__})
+#endif
+
+/* float: lanes 0-7 in s[0], 8-15 in s[1]; h = lanes j + j+8, then pairs (t0+t1, t2+t3,
+ * t4+t5, t6+t7), then ((t0+t1)+(t2+t3)) and ((t4+t5)+(t6+t7)), then their sum, in float */
+static inline __attribute__((always_inline, unused)) double sb_lane_fold_f(
+        const sb_lanes_f *s)
+{
+    const sb_lanes_f h = s[0] + s[1];
+    const sb_lanes_f p = SB_SHUFFLE_F(h, h, 0, 2, 4, 6, 0, 2, 4, 6)
+                         + SB_SHUFFLE_F(h, h, 1, 3, 5, 7, 1, 3, 5, 7);
+    const sb_lanes_f q = SB_SHUFFLE_F(p, p, 0, 2, 0, 2, 0, 2, 0, 2)
+                         + SB_SHUFFLE_F(p, p, 1, 3, 1, 3, 1, 3, 1, 3);
+    return (double) (q[0] + q[1]);
+}
+
+/* double: lanes 0-3, 4-7, 8-11, 12-15 in s[0..3]; the same tree */
+static inline __attribute__((always_inline, unused)) double sb_lane_fold_d(
+        const sb_lanes_d *s)
+{
+    const sb_lanes_d ha = s[0] + s[2], hb = s[1] + s[3];
+    const sb_lanes_d p = SB_SHUFFLE_D(ha, hb, 0, 2, 4, 6) + SB_SHUFFLE_D(ha, hb, 1, 3, 5, 7);
+    const sb_lanes_d q = SB_SHUFFLE_D(p, p, 0, 2, 0, 2) + SB_SHUFFLE_D(p, p, 1, 3, 1, 3);
+    return q[0] + q[1];
+}
 
 /* Runs SUM_A_BLOCK (which reads b, end) for each block [b, end) of SB_LANE_BLOCK
  * elements of [0, n) */
