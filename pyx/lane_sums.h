@@ -12,7 +12,7 @@
  * of them, zeroed; SB_LANE_SUM adds a block's terms, 16 a step (VEXPR: the vector of
  * terms at element `at`), the rest one by one into lane i % 16 (EXPR: the term of
  * element i), SB_LANE_SUM2 two such sums in one pass; SB_LANE_FOLD folds them (lane
- * j + 8 onto lane j, then pairs: SB_LANE_FOLD8) into a double.  Element i always lands
+ * j + 8 onto lane j, then pairs: SB_LANE_FOLD8's tree) into a double.  Element i always lands
  * in lane i % 16 of its block, so the bits depend on the block, never on the threads. */
 #ifndef SANDBOX_LANE_SUMS_H
 #define SANDBOX_LANE_SUMS_H
@@ -51,18 +51,16 @@ typedef long long sb_lane_bits_d __attribute__((vector_size(32)));
         s[(i % 16) / L_][i % L_] += SEXPR;                                                \
         t[(i % 16) / L_][i % L_] += TEXPR; }                                              \
 } while (0)
-/* 8 lanes of T at p (an array, or vectors of lanes) in a fixed tree of pairs, as a T */
-#define SB_LANE_FOLD8(T, p) ({                                                            \
-    T t_[8];                                                                              \
-    memcpy(t_, p, sizeof t_);                                                             \
-    ((t_[0] + t_[1]) + (t_[2] + t_[3])) + ((t_[4] + t_[5]) + (t_[6] + t_[7])); })
-/* The 16 lanes of SB_LANES (an array of lane vectors) folded: lane j + 8 onto lane j,
- * then SB_LANE_FOLD8's tree of pairs, in vector registers (the same additions in the
- * same order, so the same bits as adding the lanes one by one: through an array on the
- * stack the fold was most of a 16-value plane's sum, batch norm's on 4x4 maps) */
+/* The lanes' fold, in one fixed tree of pairs, in vector registers (through an array on
+ * the stack it had been most of a 16-value plane's sum, batch norm's on 4x4 maps):
+ * SB_LANE_FOLD8(T, p), 8 lanes (an array of lane vectors: one of floats, two of doubles)
+ * as ((t0+t1)+(t2+t3))+((t4+t5)+(t6+t7)), a T; SB_LANE_FOLD(T, s), the 16 lanes of
+ * SB_LANES, lane j + 8 onto lane j first, then the same tree, as a double.  Always the
+ * same additions in the same order, so the bits of adding the lanes one by one. */
+#define SB_LANE_FOLD8(T, p)                                                               \
+    ((T) (sizeof(T) == 4 ? sb_lane_fold8_fp(p) : sb_lane_fold8_dp(p)))
 #define SB_LANE_FOLD(T, s)                                                                \
-    (sizeof(T) == 4 ? sb_lane_fold_f((const sb_lanes_f *)(const void *)(s))               \
-                    : sb_lane_fold_d((const sb_lanes_d *)(const void *)(s)))
+    (sizeof(T) == 4 ? (double) sb_lane_fold16_fp(s) : sb_lane_fold16_dp(s))
 
 #if defined(__clang__)
 #define SB_SHUFFLE_F(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
@@ -72,27 +70,56 @@ typedef long long sb_lane_bits_d __attribute__((vector_size(32)));
 #define SB_SHUFFLE_D(a, b, ...) __builtin_shuffle(a, b, (sb_lane_bits_d){__VA_ARGS__})
 #endif
 
-/* float: lanes 0-7 in s[0], 8-15 in s[1]; h = lanes j + j+8, then pairs (t0+t1, t2+t3,
- * t4+t5, t6+t7), then ((t0+t1)+(t2+t3)) and ((t4+t5)+(t6+t7)), then their sum, in float */
-static inline __attribute__((always_inline, unused)) double sb_lane_fold_f(
-        const sb_lanes_f *s)
+/* 8 float lanes t0..t7: pairs (t0+t1, t2+t3, t4+t5, t6+t7), then ((t0+t1)+(t2+t3)) and
+ * ((t4+t5)+(t6+t7)), then their sum, in float */
+static inline __attribute__((always_inline, unused)) float sb_lane_fold8_f(sb_lanes_f h)
 {
-    const sb_lanes_f h = s[0] + s[1];
     const sb_lanes_f p = SB_SHUFFLE_F(h, h, 0, 2, 4, 6, 0, 2, 4, 6)
                          + SB_SHUFFLE_F(h, h, 1, 3, 5, 7, 1, 3, 5, 7);
     const sb_lanes_f q = SB_SHUFFLE_F(p, p, 0, 2, 0, 2, 0, 2, 0, 2)
                          + SB_SHUFFLE_F(p, p, 1, 3, 1, 3, 1, 3, 1, 3);
-    return (double) (q[0] + q[1]);
+    return q[0] + q[1];
 }
 
-/* double: lanes 0-3, 4-7, 8-11, 12-15 in s[0..3]; the same tree */
-static inline __attribute__((always_inline, unused)) double sb_lane_fold_d(
-        const sb_lanes_d *s)
+/* 8 double lanes, t0..t3 in a and t4..t7 in b: the same tree */
+static inline __attribute__((always_inline, unused)) double sb_lane_fold8_d(sb_lanes_d a,
+                                                                             sb_lanes_d b)
 {
-    const sb_lanes_d ha = s[0] + s[2], hb = s[1] + s[3];
-    const sb_lanes_d p = SB_SHUFFLE_D(ha, hb, 0, 2, 4, 6) + SB_SHUFFLE_D(ha, hb, 1, 3, 5, 7);
+    const sb_lanes_d p = SB_SHUFFLE_D(a, b, 0, 2, 4, 6) + SB_SHUFFLE_D(a, b, 1, 3, 5, 7);
     const sb_lanes_d q = SB_SHUFFLE_D(p, p, 0, 2, 0, 2) + SB_SHUFFLE_D(p, p, 1, 3, 1, 3);
     return q[0] + q[1];
+}
+
+/* The folds of lane vectors in memory (an array of them: read with memcpy, which
+ * compiles to register loads and lets the macros above take either element type) */
+static inline __attribute__((always_inline, unused)) float sb_lane_fold8_fp(const void *p)
+{
+    sb_lanes_f h;
+    memcpy(&h, p, sizeof h);
+    return sb_lane_fold8_f(h);
+}
+
+static inline __attribute__((always_inline, unused)) double sb_lane_fold8_dp(const void *p)
+{
+    sb_lanes_d v[2];
+    memcpy(v, p, sizeof v);
+    return sb_lane_fold8_d(v[0], v[1]);
+}
+
+/* 16 lanes: lane j + 8 onto lane j (floats: 0-7 and 8-15 in two vectors; doubles: 0-3,
+ * 4-7, 8-11, 12-15 in four), then the tree */
+static inline __attribute__((always_inline, unused)) float sb_lane_fold16_fp(const void *p)
+{
+    sb_lanes_f v[2];
+    memcpy(v, p, sizeof v);
+    return sb_lane_fold8_f(v[0] + v[1]);
+}
+
+static inline __attribute__((always_inline, unused)) double sb_lane_fold16_dp(const void *p)
+{
+    sb_lanes_d v[4];
+    memcpy(v, p, sizeof v);
+    return sb_lane_fold8_d(v[0] + v[2], v[1] + v[3]);
 }
 
 /* Runs SUM_A_BLOCK (which reads b, end) for each block [b, end) of SB_LANE_BLOCK

@@ -40,7 +40,7 @@ import os
 import platform
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 ISA_ENV_VAR = "SANDBOX_ISA"
 GEMM_ENV_VAR = "SANDBOX_GEMM"
@@ -200,14 +200,13 @@ class Selection:
     def __post_init__(self):
         # hashed once: a selection is part of the key of every cached conv route and
         # schedule (sandbox.array.conv._tuning.state), looked up several times a layer
-        object.__setattr__(self, "_hash", hash((self.isa, self.gemm, self.requested_isa,
-                                                self.requested_gemm)))
+        object.__setattr__(self, "_hash", hash(astuple(self)))
 
     def __hash__(self):
         return self._hash
 
     def __reduce__(self):  # made again where unpickled: str hashes differ between processes
-        return type(self), (self.isa, self.gemm, self.requested_isa, self.requested_gemm)
+        return type(self), astuple(self)
 
     @property
     def winograd_avx512(self) -> bool:
