@@ -24,6 +24,12 @@ if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
     _os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     _os.environ["GOMP_SPINCOUNT"] = "10000"
 
+# The package's Python modules run compiled where the build compiled them and their
+# source is unchanged: importing runtime.compiled installs its import hook, before any of
+# them (runtime/__init__ imports nothing).
+from .runtime import compiled as _compiled  # noqa: F401
+
+# isort: split
 from . import ops
 from ._version import __version__
 from .autograd import (

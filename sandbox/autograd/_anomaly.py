@@ -24,8 +24,10 @@ import numpy as np
 
 __all__ = ["detect_anomaly", "is_anomaly_enabled"]
 
-_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../sandbox
-_ENGINE = os.path.dirname(os.path.abspath(__file__))  # .../sandbox/autograd
+# .../sandbox and .../sandbox/autograd, from the package's own file: this module may run
+# compiled, from sandbox/_C/compiled/ (sandbox/runtime/compiled.py)
+_PKG = os.path.dirname(os.path.abspath(sys.modules[__name__.split(".")[0]].__file__))
+_ENGINE = os.path.join(_PKG, "autograd")
 
 
 class _Flag:
@@ -86,8 +88,11 @@ class detect_anomaly:
 
 
 def capture_stack() -> traceback.StackSummary:
-    """The caller's stack without the engine's own frames (source lines read lazily)."""
-    frames = traceback.walk_stack(sys._getframe(1))
+    """The caller's stack without the engine's own frames (source lines read lazily).
+
+    The engine's frames are dropped by their file: compiled (``sandbox/runtime/compiled.py``),
+    its functions have no Python frames at all, so no fixed number of them is skipped."""
+    frames = traceback.walk_stack(sys._getframe())
     stack = traceback.StackSummary.extract(frames, lookup_lines=False)
     stack.reverse()  # outermost first, as in a traceback
     kept = [f for f in stack if not f.filename.startswith(_ENGINE)]

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 
 from .._version import __version__
+from ..runtime import compiled as _compiled
 from ..runtime import simd
 from ..runtime import threads as _config
 from ..runtime.allocator import is_tuned
@@ -67,6 +68,7 @@ def info_dict() -> dict:
         "gomp_spincount": os.environ.get("GOMP_SPINCOUNT"),
         "malloc_tuned": is_tuned(),
         "calibration": _calibration(),
+        "python_layer": _compiled.status(),
     }
 
 
@@ -87,6 +89,20 @@ def _ratio(medians: dict, winner: str) -> str:
         return "measured"
     name = min(others, key=others.get)
     return f"{others[name] / medians[winner]:.2f}x the speed of {name}"
+
+
+def _python_layer(layer: dict) -> str:
+    """How the package's Python modules run: compiled (:mod:`sandbox.runtime.compiled`) or not."""
+    if layer["all_source_because"]:
+        return f"from source: {layer['all_source_because']}"
+    text = (f"compiled ({layer['built']} modules built; of those imported, "
+            f"{len(layer['compiled'])} run compiled")
+    if not layer["source"]:
+        return text + ")"
+    reasons = ", ".join(f"{m} ({why})" for m, why in list(layer["source"].items())[:3])
+    more = len(layer["source"]) - 3
+    return (text + f", {len(layer['source'])} from source: {reasons}"
+            + (f" and {more} more" if more > 0 else "") + "; 'pip install -e .' compiles them)")
 
 
 def info(file=None) -> dict:
@@ -125,6 +141,7 @@ def info(file=None) -> dict:
            if d["gemm"] in ("avx512", "avx2")
            else f"blas (${simd.GEMM_ENV_VAR}, the {d['simd_path']} path, or no AVX2/AVX-512)")
     )
+    lines.append(f"python layer:    {_python_layer(d['python_layer'])}")
     cal = d["calibration"]
     if cal["when"]:
         picks = ", ".join(f"{k} {v} ({_ratio(cal['timings'].get(k, {}), v)})"

@@ -126,7 +126,8 @@ class LambdaLR(LRScheduler):
 
     def state_dict(self) -> dict:
         """Everything but the functions (they are rebuilt by the constructor), as PyTorch."""
-        return {k: v for k, v in super().state_dict().items() if k != "lr_lambdas"}
+        state = super().state_dict()  # outside the comprehension: Cython's super() needs
+        return {k: v for k, v in state.items() if k != "lr_lambdas"}  # the method's scope
 
 
 class ReduceLROnPlateau:
