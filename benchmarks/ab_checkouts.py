@@ -5,8 +5,10 @@ cannot share a process: each round runs one short process per checkout, in turn,
 timing a few Adam steps of the bench's ``unet-user`` model after warm-up steps, and the
 medians over rounds are printed with the loss each checkout reached (the same value when
 the change keeps the bits).  A checkout is a source tree with its extensions built in
-place, e.g. a worktree of the older commit with the current build's ``.so`` files copied
-in when no ``.pyx`` changed:
+place, e.g. a worktree of the older commit, built (its kernels and its compiled Python
+layer), or with the current build's kernels copied in when no ``.pyx`` changed; its Python
+then runs from source unless it is built too, which the ``python`` column shows
+(``compiled/from source`` module counts, or ``source``): compare like with like.
 
     git worktree add /tmp/before HEAD~3
     (cd /tmp/before && python setup.py build_ext --inplace)   # or copy sandbox/_C/*.so
@@ -80,8 +82,14 @@ try:  # the VM's phase right after the timed steps (a checkout without it: nan)
     region = (region_cost(threads, calls=500) or {}).get("spinning_us", float("nan"))
 except ImportError:
     region = float("nan")
+try:  # how its Python ran: compiled modules / modules from source (sandbox info's line)
+    from sandbox.runtime import compiled as _layer
+    _s = _layer.status()
+    layer = "source" if _s["all_source_because"] else f"{len(_s['compiled'])}/{len(_s['source'])}"
+except ImportError:  # a checkout from before the compiled layer: all source
+    layer = "source"
 print(*(f"{statistics.median(t):.3f}" for t in times), f"{float(loss.item()):.9g}",
-      f"{region:.3f}")
+      f"{region:.3f}", layer)
 """
 
 
@@ -163,8 +171,9 @@ def main(argv=None) -> None:
         step = statistics.median(sum(float(v) for v in r[:3]) for r in rows)
         fwd, bwd, opt = (statistics.median(float(r[i]) for r in rows) for i in range(3))
         losses = sorted({r[3] for r in rows})
+        layers = sorted({r[5] if len(r) > 5 else "source" for r in rows})
         print(f"  {tree:30s} step {step:7.1f}  (forward {fwd:.1f}, backward {bwd:.1f}, "
-              f"optimiser {opt:.2f})  loss {', '.join(losses)}")
+              f"optimiser {opt:.2f})  loss {', '.join(losses)}  python {', '.join(layers)}")
     first, second = results
     ratios = [sum(float(v) for v in b[:3]) / sum(float(v) for v in a[:3])
               for a, b in zip(first, second, strict=True)]
