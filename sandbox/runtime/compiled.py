@@ -72,12 +72,16 @@ def source_path(name: str) -> str:
 
 
 def _load_manifest(directory: str) -> dict:
-    """``{module: {"file": ..., "sha256": ...}}`` of a build, empty without one."""
+    """``{module: {"file": ..., "sha256": ...}}`` of a build, empty without one or for a
+    build of another Python (its extensions would not load in this interpreter)."""
     try:
         with open(os.path.join(directory, MANIFEST)) as f:
-            return json.load(f).get("modules", {})
+            manifest = json.load(f)
     except (OSError, ValueError):
         return {}
+    if manifest.get("python") != sys.implementation.cache_tag:
+        return {}
+    return manifest.get("modules", {})
 
 
 class CompiledFinder(importlib.abc.MetaPathFinder):
@@ -142,7 +146,8 @@ def status() -> dict:
     if finder.pure:
         overall = f"{PURE_ENV_VAR} is set"
     elif not finder.modules:
-        overall = "not built (SANDBOX_COMPILE_PYTHON=0 or an older build)"
+        overall = ("not built for this Python (SANDBOX_COMPILE_PYTHON=0, another "
+                   "interpreter's build or an older one)")
     else:
         overall = None
     return {"built": len(finder.modules), "compiled": compiled, "source": source,

@@ -74,6 +74,13 @@ def test_an_edited_source_or_a_missing_extension_runs_the_source(change, reason)
     assert finder.choices == {ENGINE: reason}
 
 
+def test_a_build_for_another_python_is_not_loaded(tmp_path):
+    (tmp_path / _compiled.MANIFEST).write_text(json.dumps(
+        {"python": "cpython-39", "modules": {ENGINE: {"file": "x.so", "sha256": "0"}}}))
+    finder = _compiled.CompiledFinder(str(tmp_path), pure=False)
+    assert finder.modules == {} and finder.find_spec(ENGINE) is None
+
+
 def test_the_pure_switch_and_modules_outside_the_manifest_are_left_to_python():
     finder = _compiled.CompiledFinder(pure=True)
     finder.modules = {ENGINE: {"file": "x.so", "sha256": "0"}}
