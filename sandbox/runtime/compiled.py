@@ -154,4 +154,6 @@ def status() -> dict:
             "all_source_because": overall}
 
 
-install()
+
+if __name__ == _THIS_MODULE:  # not when setup.py reads this file for its module list
+    install()
