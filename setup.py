@@ -217,12 +217,6 @@ COMPILED = _compiled_layer()
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 
 
-def python_sources() -> list:
-    """The modules compiled from Python (:func:`compiled_modules` of the hook)."""
-    return [HERE.joinpath(*name.split(".")).with_suffix(".py")
-            for name in COMPILED.compiled_modules()]
-
-
 def python_extensions():
     """The compiled Python modules, each named as the module it compiles.  Plain
     Python semantics: type annotations are not read as C types."""
@@ -231,13 +225,19 @@ def python_extensions():
     # -O2 without debug symbols: -O3 -g (Python's flags) took 1.8x the compile time
     # for ~6x the file size (gcc, sandbox/autograd/_engine.py)
     flags = [] if sys.platform == "win32" else ["-O2", "-g0"]
-    exts = [Extension(".".join(p.relative_to(HERE).with_suffix("").parts),
-                      sources=[str(p.relative_to(HERE))], extra_compile_args=flags)
-            for p in python_sources()]
+    exts = [Extension(name, sources=[os.path.relpath(COMPILED.source_path(name), HERE)],
+                      extra_compile_args=flags)
+            for name in COMPILED.compiled_modules()]
     return cythonize(exts, compiler_directives={"language_level": 3,
                                                 "annotation_typing": False},
                      build_dir=str(HERE / "build" / "compiled-python"), quiet=True,
                      nthreads=os.cpu_count() or 1)
+
+
+def _is_python(ext_name: str) -> bool:
+    """Whether an extension of this build compiles a Python module (the kernels are
+    ``sandbox._C.*``)."""
+    return not ext_name.startswith("sandbox._C.")
 
 
 class BuildExt(build_ext):
@@ -254,19 +254,16 @@ class BuildExt(build_ext):
         return os.path.join(root, "sandbox", "_C", "compiled", name + EXT_SUFFIX)
 
     def get_ext_fullpath(self, ext_name):
-        if ext_name in self._python_names():
+        if _is_python(ext_name):
             return self._compiled_path(HERE if self.inplace else self.build_lib, ext_name)
         return super().get_ext_fullpath(ext_name)
 
     def _get_inplace_equivalent(self, build_py, ext):  # setuptools' copy to the source tree
-        if ext.name in self._python_names():
+        if _is_python(ext.name):
             inplace = self._compiled_path(HERE, ext.name)
             self.mkpath(os.path.dirname(inplace))
             return inplace, self._compiled_path(self.build_lib, ext.name)
         return super()._get_inplace_equivalent(build_py, ext)
-
-    def _python_names(self):
-        return {ext.name for ext in self.extensions if not ext.name.startswith("sandbox._C.")}
 
     def build_extensions(self):
         super().build_extensions()
@@ -282,10 +279,9 @@ class BuildExt(build_ext):
         directory = Path(root) / "sandbox" / "_C" / "compiled"
         directory.mkdir(parents=True, exist_ok=True)
         modules = {}
-        for name in sorted(self._python_names()):
-            source = HERE.joinpath(*name.split(".")).with_suffix(".py")
+        for name in sorted(ext.name for ext in self.extensions if _is_python(ext.name)):
             modules[name] = {"file": name + EXT_SUFFIX,
-                             "sha256": COMPILED.source_digest(str(source))}
+                             "sha256": COMPILED.source_digest(COMPILED.source_path(name))}
         for old in directory.glob("*" + EXT_SUFFIX):
             if old.name[: -len(EXT_SUFFIX)] not in modules:
                 old.unlink()
