@@ -16,8 +16,11 @@ call (about 140 calls a step).
 
     python benchmarks/profile_step_gaps.py --threads 1 2 --size 64
     python benchmarks/profile_step_gaps.py --threads 1 2 --functions   # kernel by kernel
+    python benchmarks/profile_step_gaps.py --threads 1 2 --shapes --rows 30   # and by shape
     python benchmarks/profile_step_gaps.py --threads 1 2 --volume nearest   # the 3-D step
 
+``--shapes`` times each kernel function apart for each shape of the first array it is
+given (a layer's input, say), so that one layer's calls can be told from another's.
 ``--volume MODE`` takes the bench's 3-D UNet step instead (``unet3d-step/MODE``: 32³, batch
 2, ``sandbox.bench._cases_3d``); ``--size``, ``--batch`` and ``--mode`` are then ignored.
 """
@@ -31,6 +34,8 @@ import pkgutil
 import sys
 import time
 
+import numpy as np
+
 _KERNEL_TYPES = ("fused_cython_function", "builtin_function_or_method",
                  "cython_function_or_method")
 
@@ -38,7 +43,8 @@ _KERNEL_TYPES = ("fused_cython_function", "builtin_function_or_method",
 class _KernelClock:
     """Wall time inside the kernel modules' functions, and between their calls."""
 
-    def __init__(self):
+    def __init__(self, by_shape: bool = False):
+        self.by_shape = by_shape              # functions keyed by their first array's shape
         self.inside = collections.Counter()   # module -> seconds
         self.calls = collections.Counter()    # module -> calls
         self.functions = collections.Counter()  # module.function -> seconds
@@ -74,8 +80,12 @@ class _KernelClock:
                 end = clock()
                 self.inside[module] += end - start
                 self.calls[module] += 1
-                self.functions[key] += end - start
-                self.function_calls[key] += 1
+                timed_as = key
+                if self.by_shape:
+                    shape = next((a.shape for a in args if isinstance(a, np.ndarray)), None)
+                    timed_as = f"{key} {shape}"
+                self.functions[timed_as] += end - start
+                self.function_calls[timed_as] += 1
                 self._depth = 0
                 self._last = (key, end)
 
@@ -149,7 +159,8 @@ def _report(clock: _KernelClock, step_s: float, steps: int, rows: int,
     times, calls = ((clock.functions, clock.function_calls) if functions
                     else (clock.inside, clock.calls))
     for key, s in times.most_common(rows if functions else None):
-        print(f"    {key:32s} {s / steps * 1e3:7.2f} ms  {calls[key] / steps:5.0f} calls")
+        print(f"    {key:32s} {s / steps * 1e3:7.2f} ms  {calls[key] / steps:5.0f} calls"
+              + (f"  {s / calls[key] * 1e6:8.1f} us each" if functions else ""))
     print("  largest gaps between kernel calls (ms a step, times a step, us each):")
     for (before, after), s in clock.gaps.most_common(rows):
         n = clock.gap_calls[(before, after)] / steps
@@ -169,9 +180,12 @@ def main(argv=None) -> None:
                    help="profile the 3-D UNet step of the bench with this upsampling mode")
     p.add_argument("--functions", action="store_true",
                    help="time inside each kernel function (the --rows largest), not each module")
+    p.add_argument("--shapes", action="store_true",
+                   help="as --functions, each function apart for each shape of its first array")
     args = p.parse_args(argv)
+    args.functions = args.functions or args.shapes
 
-    clock = _KernelClock()
+    clock = _KernelClock(by_shape=args.shapes)
     clock.install()
     try:
         _run(args, clock)

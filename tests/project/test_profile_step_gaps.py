@@ -39,3 +39,14 @@ def test_the_gaps_script_profiles_the_volume_step(capsys):
     assert "3-D UNet step, trilinear" in out
     kernels = "_winograd_fused" if simd.current().gemm_own else "_winograd"
     assert re.search(kernels + r"\s+[\d.]+ ms\s+\d+ calls", out), out
+
+
+def test_shapes_time_each_function_apart_by_the_shape_of_its_first_array(capsys):
+    module = load_benchmark("profile_step_gaps")
+    module.main(["--threads", "1", "--size", "16", "--batch", "2", "--steps", "2",
+                 "--rows", "40", "--shapes"])
+    out = capsys.readouterr().out
+    # the batch norms of the two widest levels at 16x16 and 8x8: one row per input shape
+    rows = re.findall(r"_norm\.train_forward \((\d+), (\d+), (\d+)\)\s+[\d.]+ ms\s+\d+ calls"
+                      r"\s+[\d.]+ us each", out)
+    assert len({r[1:] for r in rows}) >= 2 and all(r[0] == "2" for r in rows), out
