@@ -185,9 +185,9 @@ def conv_api_calls(x, w, g):
     import sandbox.functional as F
     from sandbox.array.conv import conv2d, conv2d_backward
 
-    sx = sandbox.tensor(x, requires_grad=True)
-    sw = sandbox.tensor(w, requires_grad=True)
-    sg = sandbox.tensor(g)
+    sx = sandbox.from_numpy(x).requires_grad_()
+    sw = sandbox.from_numpy(w).requires_grad_()
+    sg = sandbox.from_numpy(g)
     held = []
 
     def public():
