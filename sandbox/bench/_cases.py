@@ -90,6 +90,9 @@ class Case:
         Relative tolerance of the output checksums (see :mod:`._compare`).
     max_repeat : int or None
         Cap on the timed repeats (for long cases).
+    min_sample : float or None
+        Seconds each timed sample lasts at least, for a case whose ratio must resolve
+        a few percent (the suite's ``min_sample`` when that is longer).
     """
 
     name: str
@@ -97,6 +100,7 @@ class Case:
     build: Callable[[bool, object], Work]
     rtol: float = 1e-5
     max_repeat: int | None = None
+    min_sample: float | None = None
 
 
 def _rng(name: str) -> np.random.Generator:

@@ -41,7 +41,8 @@ def _empty_result(case: Case) -> dict:
             "bw_frac": None, "peak_bytes": None, "torch_peak_bytes": None, "peak_method": None,
             "flops": None, "gflops": None, "torch_gflops": None, "sgemm_frac": None,
             "torch_sgemm_frac": None, "checksum": None, "torch_agreement": None,
-            "torch_note": None, "baseline": None, "overhead": None, "error": None}
+            "torch_note": None, "baseline": None, "overhead": None, "min_sample_ms": None,
+            "error": None}
 
 
 def _prepare(case: Case, quick: bool, torch, result: dict):
@@ -129,7 +130,8 @@ def run_case(case: Case, *, quick: bool, torch, repeat: int, warmup: int,
         Measured SGEMM peak in GFLOP/s, for the fraction of cases with FLOPs.
     min_sample : float
         Seconds a timed sample lasts at least (shorter calls are repeated back to
-        back within it; see :func:`._timing.time_pair`).
+        back within it; see :func:`._timing.time_pair`), or the case's own
+        ``min_sample`` where that is longer (recorded as ``min_sample_ms``).
     lead_in : bool
         Start every timed sample with an untimed call (see :func:`._timing.time_pair`).
 
@@ -169,6 +171,9 @@ def run_case_threads(case: Case, counts, switch, *, quick: bool, torch, repeat: 
             return results
         works[n] = prepared
     k = min(repeat, case.max_repeat or repeat)
+    min_sample = max(min_sample, case.min_sample or 0.0)
+    for result in results:
+        result["min_sample_ms"] = min_sample * 1e3
     try:
         timed = time_pairs({n: (work.ours, theirs, work.baseline)
                             for n, (work, theirs) in works.items()},

@@ -198,6 +198,34 @@ def test_thread_counts_record_the_rounds_speed_up(monkeypatch):
     assert by_count[2]["torch_speedup"] == pytest.approx(2.0)  # rounds 2.0, 1.0, 2.0
 
 
+def test_a_case_may_ask_for_longer_samples_than_the_suite(monkeypatch):
+    """A case's ``min_sample`` is a floor on the suite's (conv-autograd's 10 ms, whose
+    ratio must resolve a few percent); the result records the sample length used."""
+    from sandbox.bench import _runner
+    from sandbox.bench._cases import Case, Work
+    from sandbox.bench._cases_user import CONV_AUTOGRAD_MIN_SAMPLE
+
+    work = Work(lambda: None, lambda: None, 0, "")
+    seen = []
+
+    def fake_time_pairs(works, switch, **kw):
+        seen.append(kw["min_sample"])
+        return {n: (summarize([1.0]), None, None) for n in works}
+
+    monkeypatch.setattr(_runner, "_prepare", lambda case, quick, torch, result: (work, None))
+    monkeypatch.setattr(_runner, "time_pairs", fake_time_pairs)
+    args = dict(quick=True, torch=None, repeat=1, warmup=0, bandwidth=None, memory=False)
+    longer = Case("x/y", "x", lambda quick, torch: work, min_sample=0.01)
+    plain = Case("x/z", "x", lambda quick, torch: work)
+    r1 = _runner.run_case_threads(longer, [1], lambda n: None, min_sample=1e-3, **args)
+    r2 = _runner.run_case_threads(longer, [1], lambda n: None, min_sample=0.05, **args)
+    r3 = _runner.run_case_threads(plain, [1], lambda n: None, min_sample=1e-3, **args)
+    assert seen == [0.01, 0.05, 1e-3]
+    assert [r[0]["min_sample_ms"] for r in (r1, r2, r3)] == pytest.approx([10.0, 50.0, 1.0])
+    conv = next(c for c in all_cases() if c.name.startswith("conv-autograd/"))
+    assert conv.min_sample == CONV_AUTOGRAD_MIN_SAMPLE >= 0.01
+
+
 def test_thread_counts_are_interleaved_round_by_round():
     """Each round times both functions at every count, the counts' order and the
     functions' order alternating; the count is set before each count's samples."""
