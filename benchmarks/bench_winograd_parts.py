@@ -3,9 +3,10 @@
 For each layer (``c_in-c_out-size``, batch 8, padding 1, float32, forward), the pieces
 of ``sandbox.array.conv._winograd.winograd_conv3x3`` are timed one at a time over all of
 the layer's chunks, with the tile size the layer uses, and the whole call for
-comparison (it overlaps the pieces, so it is less than their sum).  The last two
-columns time the layer's weight transform (``weight_transform``) for F(2x2) and F(4x4),
-whichever the layer uses.  CPU time at
+comparison (it overlaps the pieces, so it is less than their sum).  Then the layer's
+weight transform (``weight_transform``) and the weight gradient's fold of its points back
+onto the taps (``weight_grad_fold``, the last step of a Winograd weight gradient), each
+for F(2x2) and F(4x4), whichever the layer uses.  CPU time at
 ``--threads`` (default 1), minimum of ``--repeat`` calls.  The per-part table of
 docs/convolution.md comes from this script; run it with ``PYTHONPATH`` at an older
 checkout for the "before" figures.
@@ -50,9 +51,11 @@ def best_ms(fn, repeat):
     return t * 1e3
 
 
-def parts(ci, co, s, repeat):
+def parts(ci, co, s, repeat, threads=1):
     """(tile, whole, input transform, GEMMs, output transform, weight transform F(2x2),
-    weight transform F(4x4)) in ms."""
+    weight transform F(4x4), fold F(2x2), fold F(4x4)) in ms."""
+    from sandbox._C import _winograd_weights
+
     rng = np.random.default_rng(0)
     x = rng.standard_normal((8, ci, s, s), dtype=np.float32)
     w = rng.standard_normal((co, ci, 3, 3), dtype=np.float32)
@@ -68,6 +71,7 @@ def parts(ci, co, s, repeat):
     v = np.empty((count, ci, cnt * tiles), dtype=np.float32)
     m = np.empty((count, co, cnt * tiles), dtype=np.float32)
     chunks = len(blocks)
+    dw = np.empty((co, ci, 3, 3), dtype=np.float32)
     extra = () if simd is None else (simd.current().winograd_avx512,)  # the transforms' path
     return (tile,
             best_ms(lambda: W.winograd_conv3x3(x, u, y, 1, 1), repeat),
@@ -76,7 +80,9 @@ def parts(ci, co, s, repeat):
             chunks * best_ms(lambda: matmul(u_lhs, v, m), repeat),
             chunks * best_ms(lambda: kernels.output_transform(m, y, n0, cnt, th, tw, 1, *extra),
                              repeat),
-            *(best_ms(lambda t=t: W.weight_transform(w, tile=t), repeat) for t in (2, 4)))
+            *(best_ms(lambda t=t: W.weight_transform(w, tile=t), repeat) for t in (2, 4)),
+            *(best_ms(lambda p=p: _winograd_weights.weight_grad_fold(p, dw, threads), repeat)
+              for p in (rng.standard_normal((n, co, ci), dtype=np.float32) for n in (16, 36))))
 
 
 def main(argv=None):
@@ -87,12 +93,15 @@ def main(argv=None):
     args = parser.parse_args(argv)
     sandbox.set_num_threads(args.threads)
     print(f"{'layer':>12}  {'tile':>6}  {'whole':>6}  {'input tr':>8}  {'GEMMs':>6}  "
-          f"{'output tr':>9}  {'U F(2x2)':>8}  {'U F(4x4)':>8}   (ms, forward, batch 8)")
+          f"{'output tr':>9}  {'U F(2x2)':>8}  {'U F(4x4)':>8}  {'fold F2':>8}  {'fold F4':>8}"
+          "   (ms, forward, batch 8; U and fold: the weights' transform and the weight "
+          "gradient's fold)")
     for spec in args.layers:
         ci, co, s = map(int, spec.split("-"))
-        tile, whole, tin, gemm, tout, u2, u4 = parts(ci, co, s, args.repeat)
+        tile, whole, tin, gemm, tout, u2, u4, f2, f4 = parts(ci, co, s, args.repeat,
+                                                             args.threads)
         print(f"{f'{ci}->{co}@{s}':>12}  {f'F({tile}x{tile})':>6}  {whole:6.2f}  {tin:8.2f}  "
-              f"{gemm:6.2f}  {tout:9.2f}  {u2:8.3f}  {u4:8.3f}")
+              f"{gemm:6.2f}  {tout:9.2f}  {u2:8.3f}  {u4:8.3f}  {f2:8.3f}  {f4:8.3f}")
 
 
 if __name__ == "__main__":
