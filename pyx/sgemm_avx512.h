@@ -97,6 +97,23 @@ SB_KERNEL(sb_kernel_8x32, SB_ROWS8)
 #undef SB_ROWS8
 #undef SB_ROWS12
 
+/* sb_pack_b's panel for a row-major B (sb1 == 1): each of the kc rows' nr <= 32 values
+ * with two 16-float loads (masked past nr, which zero the rest) and two aligned stores,
+ * where sb_pack_b called memcpy for 128 bytes and zeroed the tail a float at a time (the
+ * C library's copy was 8-9 % of a user UNet step's samples, AMD EPYC family 26 model 2). */
+__attribute__((target("avx512f")))
+static inline void sb_pack_b_rows_avx512(const float *b, ptrdiff_t sb0, int kc, int nr,
+                                         float *bp)
+{
+    const __mmask16 lo = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
+    const __mmask16 hi = (__mmask16)(nr >= 32 ? 0xFFFFu : nr <= 16 ? 0u : (1u << (nr - 16)) - 1u);
+    for (int k = 0; k < kc; k++) {
+        const float *src = b + k * sb0;
+        _mm512_store_ps(bp + (ptrdiff_t)k * SB_NR, _mm512_maskz_loadu_ps(lo, src));
+        _mm512_store_ps(bp + (ptrdiff_t)k * SB_NR + 16, _mm512_maskz_loadu_ps(hi, src + 16));
+    }
+}
+
 /* C (m x n) = op(A) (m x k) @ op(B) (k x n), or += when accumulate.  Returns 0,
  * or -1 when the packing buffers cannot be allocated (C is then untouched).
  * Panels of A have 12 rows, or 8 when m is a multiple of 8 but not of 12 and at
@@ -129,8 +146,12 @@ static int sb_sgemm_avx512(int m, int n, int kdim,
         for (jr = 0; jr < n_panels; jr++) {
             int nr = nc - jr * SB_NR < SB_NR ? nc - jr * SB_NR : SB_NR;
             if (b_direct && nr == SB_NR) continue;  /* read in place, below */
-            sb_pack_b(b + pc * sb0 + (ptrdiff_t)(jc + jr * SB_NR) * sb1, sb0, sb1, kc, nr,
-                      SB_NR, bp + (ptrdiff_t)jr * SB_NR * kc);
+            if (sb1 == 1)
+                sb_pack_b_rows_avx512(b + pc * sb0 + jc + jr * SB_NR, sb0, kc, nr,
+                                      bp + (ptrdiff_t)jr * SB_NR * kc);
+            else
+                sb_pack_b(b + pc * sb0 + (ptrdiff_t)(jc + jr * SB_NR) * sb1, sb0, sb1, kc, nr,
+                          SB_NR, bp + (ptrdiff_t)jr * SB_NR * kc);
         }
         for (ic = 0; ic < m; ic += MC) {
             int mc = m - ic < MC ? m - ic : MC;

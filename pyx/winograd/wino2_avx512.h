@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "wino_planes.h"  /* sb_copy_f32 */
+
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
 
@@ -102,8 +104,8 @@ static void sb_w2_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, in
             int t = t0 + L, th = t / tiles_w, tw = t - th * tiles_w;
             int run = tiles_w - tw < n - L ? tiles_w - tw : n - L;
             float *row = ypl + (ptrdiff_t)(2 * th) * w2 + 2 * tw;
-            memcpy(row, st[0] + 2 * L, (size_t)(2 * run) * sizeof(float));
-            memcpy(row + w2, st[1] + 2 * L, (size_t)(2 * run) * sizeof(float));
+            sb_copy_f32(row, st[0] + 2 * L, 2 * run);
+            sb_copy_f32(row + w2, st[1] + 2 * L, 2 * run);
             L += run;
         }
     }

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "wino_planes.h"  /* sb_copy_f32 */
+
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
 
@@ -30,22 +32,6 @@ static int sb_w4_avx512_available(void)
 }
 
 #define SB_W4_TARGET __attribute__((target("avx512f")))
-
-/* n floats from src to dst (apart) in 16-float moves, the last one masked: a tile row's
- * outputs or an image row, copied without a call into the C library (the transforms'
- * copies of 256 bytes, some 90,000 a 64² UNet training step at 1 thread, had been calls
- * to memcpy: the counts of a throwaway LD_PRELOAD shim, AMD EPYC family 26 model 2). */
-SB_W4_TARGET
-static inline void sb_w4_copy_f32(float *dst, const float *src, ptrdiff_t n)
-{
-    ptrdiff_t k = 0;
-    for (; k + 16 <= n; k += 16)
-        _mm512_storeu_ps(dst + k, _mm512_loadu_ps(src + k));
-    if (k < n) {
-        const __mmask16 mk = (__mmask16)((1u << (n - k)) - 1u);
-        _mm512_mask_storeu_ps(dst + k, mk, _mm512_maskz_loadu_ps(mk, src + k));
-    }
-}
 
 /* The six B^T combinations of x0..x5 (whole registers). */
 #define SB_W4_BT(x0, x1, x2, x3, x4, x5, y0, y1, y2, y3, y4, y5) do {                 \
@@ -176,7 +162,7 @@ static void sb_w4_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, in
             int run = tiles_w - tw < n - L ? tiles_w - tw : n - L;
             float *row = ypl + (ptrdiff_t)(4 * th) * w4 + 4 * tw;
             for (i = 0; i < 4; i++)
-                sb_w4_copy_f32(row + i * w4, st[i] + 4 * L, 4 * run);
+                sb_copy_f32(row + i * w4, st[i] + 4 * L, 4 * run);
             L += run;
         }
     }
@@ -266,11 +252,6 @@ static void sb_w4_grad_plane_f32(const float *pad, ptrdiff_t wp, const int *off,
 
 #define SB_W4_TARGET
 
-static inline void sb_w4_copy_f32(float *dst, const float *src, ptrdiff_t n)
-{
-    memcpy(dst, src, (size_t)n * sizeof(float));
-}
-
 static int sb_w4_avx512_available(void) { return 0; }
 static void sb_w4_in_tilerow_f32(const float *const *rows, int ntiles, float *v, ptrdiff_t pitch)
 {
@@ -314,8 +295,8 @@ static inline void sb_w4_in_rows_channel(const float *x, ptrdiff_t sn, int H, in
                 if (ih < 0 || ih >= H) {
                     rows[i] = buf + 6 * rs;
                 } else {
-                    sb_w4_copy_f32(buf + i * rs + pw, x + (ptrdiff_t)s * sn + (ptrdiff_t)ih * W,
-                                   n_data);
+                    sb_copy_f32(buf + i * rs + pw, x + (ptrdiff_t)s * sn + (ptrdiff_t)ih * W,
+                                n_data);
                     rows[i] = buf + i * rs;
                 }
             }
