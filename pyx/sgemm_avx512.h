@@ -100,7 +100,8 @@ SB_KERNEL(sb_kernel_8x32, SB_ROWS8)
 /* sb_pack_b's panel for a row-major B (sb1 == 1): each of the kc rows' nr <= 32 values
  * with two 16-float loads (masked past nr, which zero the rest) and two aligned stores,
  * where sb_pack_b called memcpy for 128 bytes and zeroed the tail a float at a time (the
- * C library's copy was 8-9 % of a user UNet step's samples, AMD EPYC family 26 model 2). */
+ * C library's copies, these and the Winograd transforms' rows, were 7-9 % of a user UNet
+ * step's samples at 1 thread, AMD EPYC family 26 model 2; see wino_planes.h). */
 __attribute__((target("avx512f")))
 static inline void sb_pack_b_rows_avx512(const float *b, ptrdiff_t sb0, int kc, int nr,
                                          float *bp)
