@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 import sandbox
+from sandbox._C import _winograd_weights
 from sandbox.array.conv import _winograd as W
 
 try:
@@ -54,8 +55,6 @@ def best_ms(fn, repeat):
 def parts(ci, co, s, repeat, threads=1):
     """(tile, whole, input transform, GEMMs, output transform, weight transform F(2x2),
     weight transform F(4x4), fold F(2x2), fold F(4x4)) in ms."""
-    from sandbox._C import _winograd_weights
-
     rng = np.random.default_rng(0)
     x = rng.standard_normal((8, ci, s, s), dtype=np.float32)
     w = rng.standard_normal((co, ci, 3, 3), dtype=np.float32)

@@ -97,17 +97,28 @@ SB_KERNEL(sb_kernel_8x32, SB_ROWS8)
 #undef SB_ROWS8
 #undef SB_ROWS12
 
+/* The lanes of a panel of nr <= 32 columns: the first 16 (lo) and the next 16 (hi). */
+static inline __mmask16 sb_panel_lo(int nr)
+{
+    return (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
+}
+
+static inline __mmask16 sb_panel_hi(int nr)
+{
+    return (__mmask16)(nr >= 32 ? 0xFFFFu : nr <= 16 ? 0u : (1u << (nr - 16)) - 1u);
+}
+
 /* sb_pack_b's panel for a row-major B (sb1 == 1): each of the kc rows' nr <= 32 values
  * with two 16-float loads (masked past nr, which zero the rest) and two aligned stores,
  * where sb_pack_b called memcpy for 128 bytes and zeroed the tail a float at a time (the
  * C library's copies, these and the Winograd transforms' rows, were 7-9 % of a user UNet
- * step's samples at 1 thread, AMD EPYC family 26 model 2; see wino_planes.h). */
+ * step's perf samples at 1 thread and 6 % at 2, AMD EPYC family 26 model 2; see
+ * wino_planes.h). */
 __attribute__((target("avx512f")))
 static inline void sb_pack_b_rows_avx512(const float *b, ptrdiff_t sb0, int kc, int nr,
                                          float *bp)
 {
-    const __mmask16 lo = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
-    const __mmask16 hi = (__mmask16)(nr >= 32 ? 0xFFFFu : nr <= 16 ? 0u : (1u << (nr - 16)) - 1u);
+    const __mmask16 lo = sb_panel_lo(nr), hi = sb_panel_hi(nr);
     for (int k = 0; k < kc; k++) {
         const float *src = b + k * sb0;
         _mm512_store_ps(bp + (ptrdiff_t)k * SB_NR, _mm512_maskz_loadu_ps(lo, src));
@@ -165,8 +176,7 @@ static int sb_sgemm_avx512(int m, int n, int kdim,
             }
             for (jr = 0; jr < n_panels; jr++) {
                 int nr = nc - jr * SB_NR < SB_NR ? nc - jr * SB_NR : SB_NR;
-                __mmask16 ma = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
-                __mmask16 mb = (__mmask16)(nr >= 32 ? 0xFFFFu : nr <= 16 ? 0u : (1u << (nr - 16)) - 1u);
+                __mmask16 ma = sb_panel_lo(nr), mb = sb_panel_hi(nr);
                 const float *bpanel = bp + (ptrdiff_t)jr * SB_NR * kc;
                 ptrdiff_t bsk = SB_NR;
                 if (b_direct && nr == SB_NR) {

@@ -22,6 +22,7 @@
 
 #include "wino2_rows.h"
 #include "wino4_rows.h"
+#include "wino_planes.h"  /* sb_copy_floats */
 
 /* The point of the flipped kernel's F(2x2) transform that holds point xi of the
  * kernel's: G (J a J) G^T = P (G a G^T) P^T. */
@@ -33,22 +34,18 @@ static inline int sb_w2_flip_point(int xi)
     return 4 * i + j;
 }
 
-/* The taps of nb <= 64 kernels w + j*step (9 values each, row-major; in reverse for the
- * flipped F(4x4) kernels) into nine planes taps[t * 64 + j], the layout the transforms
- * read.  A float at a time this is 9 loads and 9 stores a kernel, most of the weight
- * transform's own time (perf annotate of a 256x256 F(2x2) transform); with AVX2, eight
- * kernels at a time: one load of eight taps a kernel, an 8x8 transpose, eight stores,
- * and a prefetch of each kernel's next line.  It only moves values: the same bits either
- * way.  Measured on the user UNet's step (64², batch 8, AMD EPYC family 26 model 2): the
- * gather 5.5 -> 3.0 % of the 1-thread step's samples (perf), the step 0.982 of its time
- * at 1 thread, 0.996 at 2 (python benchmarks/ab_checkouts.py, 20 rounds). */
-static inline void sb_gather_taps_d(const double *w, ptrdiff_t step, ptrdiff_t nb,
-                                    int reverse, double *taps)
-{
-    for (ptrdiff_t j = 0; j < nb; j++)
-        for (int t = 0; t < 9; t++)
-            taps[t * 64 + j] = w[j * step + (reverse ? 8 - t : t)];
+/* Taps of kernels j0 .. nb-1 a value at a time (the AVX2 gather's remainder, and every
+ * kernel where there is no AVX2 or the values are doubles). */
+#define SB_TAPS_FROM(T, S)                                                              \
+static inline void sb_taps_from_##S(const T *w, ptrdiff_t step, ptrdiff_t j0,           \
+                                    ptrdiff_t nb, int reverse, T *taps)                 \
+{                                                                                       \
+    for (ptrdiff_t j = j0; j < nb; j++)                                                 \
+        for (int t = 0; t < 9; t++)                                                     \
+            taps[t * 64 + j] = w[j * step + (reverse ? 8 - t : t)];                     \
 }
+SB_TAPS_FROM(float, f)
+SB_TAPS_FROM(double, d)
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
@@ -96,37 +93,15 @@ static void sb_gather_taps8_avx2(const float *w, ptrdiff_t step, int reverse, fl
 }
 #endif
 
-/* n <= 64 values from src to dst: the transform's output runs (one point of up to 64
- * kernels), eight floats a move with AVX2 where memcpy was a call per run (about 130,000
- * a 64² user UNet step, 256 bytes each). */
-static inline void sb_copy_run_d(double *dst, const double *src, ptrdiff_t n)
-{
-    memcpy(dst, src, (size_t)n * sizeof(double));
-}
-
-#if defined(__GNUC__) && defined(__x86_64__)
-__attribute__((target("avx2")))
-static void sb_copy_run_avx2(float *dst, const float *src, ptrdiff_t n)
-{
-    ptrdiff_t k = 0;
-    for (; k + 8 <= n; k += 8)
-        _mm256_storeu_ps(dst + k, _mm256_loadu_ps(src + k));
-    for (; k < n; k++)
-        dst[k] = src[k];
-}
-#endif
-
-static inline void sb_copy_run_f(float *dst, const float *src, ptrdiff_t n)
-{
-#if defined(__GNUC__) && defined(__x86_64__)
-    if (__builtin_cpu_supports("avx2")) {
-        sb_copy_run_avx2(dst, src, n);
-        return;
-    }
-#endif
-    memcpy(dst, src, (size_t)n * sizeof(float));
-}
-
+/* The taps of nb <= 64 kernels w + j*step (9 values each, row-major; in reverse for the
+ * flipped F(4x4) kernels) into nine planes taps[t * 64 + j], the layout the transforms
+ * read.  A float at a time this is 9 loads and 9 stores a kernel, most of the weight
+ * transform's own time (perf annotate of a 256x256 F(2x2) transform); with AVX2, eight
+ * kernels at a time: one load of eight taps a kernel, an 8x8 transpose, eight stores,
+ * and a prefetch of each kernel's next line.  It only moves values: the same bits either
+ * way.  Measured on the user UNet's step (64², batch 8, AMD EPYC family 26 model 2): the
+ * gather 5.5 -> 3.0 % of the 1-thread step's samples (perf), the step 0.982 of its time
+ * at 1 thread, 0.996 at 2 (python benchmarks/ab_checkouts.py, 20 rounds). */
 static inline void sb_gather_taps_f(const float *w, ptrdiff_t step, ptrdiff_t nb,
                                     int reverse, float *taps)
 {
@@ -136,9 +111,26 @@ static inline void sb_gather_taps_f(const float *w, ptrdiff_t step, ptrdiff_t nb
         for (; j0 + 8 <= nb; j0 += 8)
             sb_gather_taps8_avx2(w + j0 * step, step, reverse, taps + j0);
 #endif
-    for (ptrdiff_t j = j0; j < nb; j++)
-        for (int t = 0; t < 9; t++)
-            taps[t * 64 + j] = w[j * step + (reverse ? 8 - t : t)];
+    sb_taps_from_f(w, step, j0, nb, reverse, taps);
+}
+
+static inline void sb_gather_taps_d(const double *w, ptrdiff_t step, ptrdiff_t nb,
+                                    int reverse, double *taps)
+{
+    sb_taps_from_d(w, step, 0, nb, reverse, taps);
+}
+
+/* The transform's output runs (one point of up to 64 kernels, 256 bytes in float) copied
+ * without a call into the C library per run (about 130,000 a 64² user UNet step):
+ * wino_planes.h's sb_copy_floats. */
+static inline void sb_copy_run_f(float *dst, const float *src, ptrdiff_t n)
+{
+    sb_copy_floats(dst, src, n);
+}
+
+static inline void sb_copy_run_d(double *dst, const double *src, ptrdiff_t n)
+{
+    memcpy(dst, src, (size_t)n * sizeof(double));
 }
 
 #define SB_WINO_WEIGHTS(T, S)                                                          \
@@ -249,8 +241,9 @@ static inline void sb_w4_fold_kernel_##S(const T *p, ptrdiff_t sp, T *d)        
                                                                                         \
 /* count consecutive tiles p + j into d + 9j, 16 at a time (the double arithmetic and    \
  * divisions of sb_w4_fold_kernel, vectorised across the tiles: the same bits).  With    \
- * an AVX2 clone: the baseline build divided 2 doubles at a time (36x64x192 points: 268  \
- * -> 146 us at 1 thread, AMD EPYC family 26 model 2). */                                \
+ * an AVX2 clone: the baseline build divided 2 doubles at a time (36x64x192 points: 266  \
+ * -> 144 us at 1 thread, 138 -> 79 at 2, benchmarks/bench_winograd_parts.py, AMD EPYC   \
+ * family 26 model 2). */                                                                \
 SB_CLONES static void sb_w4_fold_run_##S(const T *p, ptrdiff_t sp, ptrdiff_t count,     \
                                          T *d)                                          \
 {                                                                                       \

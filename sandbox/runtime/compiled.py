@@ -154,6 +154,5 @@ def status() -> dict:
             "all_source_because": overall}
 
 
-
 if __name__ == _THIS_MODULE:  # not when setup.py reads this file for its module list
     install()
