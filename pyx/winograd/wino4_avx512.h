@@ -168,13 +168,111 @@ static void sb_w4_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, in
     }
 }
 
+/* The second half of the F(4x4) input transform of 16 tiles: e[i][l] = (d B)[i][l] for
+ * the six patch rows i, then V[6j + k] = (B^T e)[j][k] stored as v[(6j + k) * pitch + t]
+ * for the tiles t0 .. t0 + 15 that mask keeps. */
+#define SB_W4_IN_STORE(e, v, t0, pitch, mask) do {                                       \
+        int k_;                                                                          \
+        for (k_ = 0; k_ < 6; k_++) {   /* rows: V[6j + k] = (B^T e)[j][k] */              \
+            __m512 y0_, y1_, y2_, y3_, y4_, y5_;                                         \
+            float *dst_ = (v) + (t0) + (ptrdiff_t)k_ * (pitch);                          \
+            SB_W4_BT(e[0][k_], e[1][k_], e[2][k_], e[3][k_], e[4][k_], e[5][k_],         \
+                     y0_, y1_, y2_, y3_, y4_, y5_);                                      \
+            _mm512_mask_storeu_ps(dst_, mask, y0_);                                      \
+            _mm512_mask_storeu_ps(dst_ + 6 * (pitch), mask, y1_);                        \
+            _mm512_mask_storeu_ps(dst_ + 12 * (pitch), mask, y2_);                       \
+            _mm512_mask_storeu_ps(dst_ + 18 * (pitch), mask, y3_);                       \
+            _mm512_mask_storeu_ps(dst_ + 24 * (pitch), mask, y4_);                       \
+            _mm512_mask_storeu_ps(dst_ + 30 * (pitch), mask, y5_);                       \
+        }                                                                                \
+    } while (0)
+
+/* The F(4x4) input transform of a plane of 4 or 8 tiles a row (16x16 and 32x32 maps),
+ * 16 tiles (4 or 2 tile rows) a register, each patch row's six column phases (value 4j + l
+ * of tile j's row) made from whole-register loads of the tile rows by two-source permutes:
+ * of columns 0..31 of two rows (8 tiles a row: lanes 0-7 one row, 8-15 the next) or of
+ * columns 0..15 of four (4 tiles: four lanes each); phases 4 and 5 from loads 4 columns on.
+ * The same values, then the same arithmetic, as the 36 gathers of sb_w4_in_gather_f32;
+ * they had been the costliest loop of the 64² user UNet step, 7.8 % of its samples at 1
+ * thread (perf, AMD EPYC family 26 model 2).  Reads up to 2 floats past the row of a
+ * tile's last patch row: pad has SB_PLANE_SLACK floats after its last block. */
+__attribute__((target("avx512f")))
+static void sb_w4_in_rows_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                              int tiles_w, float *v, ptrdiff_t pitch)
+{
+    const __m512i one = _mm512_set1_epi32(1);
+    /* 8 tiles a row: lane j (and 8 + j) reads column 4j of its row's two registers; 4
+     * tiles a row: lanes 4r + j read column 4j of row r of a pair (r odd: the second
+     * source, indices 16 on): the same indices */
+    const __m512i idx0 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20,
+                                           24, 28);
+    const __m512i idx1 = _mm512_add_epi32(idx0, one);
+    const __m512i idx2 = _mm512_add_epi32(idx1, one);
+    const __m512i idx3 = _mm512_add_epi32(idx2, one);
+    const int per = 16 / tiles_w;   /* tile rows a register */
+    __m512 e[6][6];
+    int t0, i, r;
+    for (t0 = 0; t0 < ntiles; t0 += 16) {
+        int n = ntiles - t0 < 16 ? ntiles - t0 : 16;
+        __mmask16 mask = (__mmask16)((1u << n) - 1u);
+        const float *row[4];
+        for (r = 0; r < per; r++)   /* tile rows past the last tile: any row (not stored) */
+            row[r] = pad + off[t0 + r * tiles_w < ntiles ? t0 + r * tiles_w : t0];
+        for (i = 0; i < 6; i++) {
+            __m512 q0, q1, q2, q3, q4, q5;
+            const ptrdiff_t at = (ptrdiff_t)i * wp;
+            if (tiles_w == 8) {
+                const float *a = row[0] + at, *b = row[1] + at;
+                __m512 a0 = _mm512_loadu_ps(a), a1 = _mm512_loadu_ps(a + 16);
+                __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+                __m512 c0 = _mm512_loadu_ps(a + 4), c1 = _mm512_loadu_ps(a + 20);
+                __m512 d0 = _mm512_loadu_ps(b + 4), d1 = _mm512_loadu_ps(b + 20);
+                q0 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a0, idx0, a1),
+                                          _mm512_permutex2var_ps(b0, idx0, b1));
+                q1 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a0, idx1, a1),
+                                          _mm512_permutex2var_ps(b0, idx1, b1));
+                q2 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a0, idx2, a1),
+                                          _mm512_permutex2var_ps(b0, idx2, b1));
+                q3 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a0, idx3, a1),
+                                          _mm512_permutex2var_ps(b0, idx3, b1));
+                q4 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(c0, idx0, c1),
+                                          _mm512_permutex2var_ps(d0, idx0, d1));
+                q5 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(c0, idx1, c1),
+                                          _mm512_permutex2var_ps(d0, idx1, d1));
+            } else {
+                const float *a = row[0] + at, *b = row[1] + at, *c = row[2] + at,
+                            *d = row[3] + at;
+                __m512 a0 = _mm512_loadu_ps(a), b0 = _mm512_loadu_ps(b);
+                __m512 c0 = _mm512_loadu_ps(c), d0 = _mm512_loadu_ps(d);
+                __m512 a4 = _mm512_loadu_ps(a + 4), b4 = _mm512_loadu_ps(b + 4);
+                __m512 c4 = _mm512_loadu_ps(c + 4), d4 = _mm512_loadu_ps(d + 4);
+                q0 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a0, idx0, b0),
+                                          _mm512_permutex2var_ps(c0, idx0, d0));
+                q1 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a0, idx1, b0),
+                                          _mm512_permutex2var_ps(c0, idx1, d0));
+                q2 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a0, idx2, b0),
+                                          _mm512_permutex2var_ps(c0, idx2, d0));
+                q3 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a0, idx3, b0),
+                                          _mm512_permutex2var_ps(c0, idx3, d0));
+                q4 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a4, idx0, b4),
+                                          _mm512_permutex2var_ps(c4, idx0, d4));
+                q5 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a4, idx1, b4),
+                                          _mm512_permutex2var_ps(c4, idx1, d4));
+            }
+            SB_W4_BT(q0, q1, q2, q3, q4, q5, e[i][0], e[i][1], e[i][2], e[i][3], e[i][4],
+                     e[i][5]);
+        }
+        SB_W4_IN_STORE(e, v, t0, pitch, mask);
+    }
+}
+
 /* Input transform of one zero-bordered plane (row length wp) for maps with fewer than
  * 16 tiles per row: 16 consecutive tiles in V's order (across tile rows) per register,
  * each of the 36 patch values gathered (pad[off[t] + i*wp + j], off[t] = 4*th*wp +
  * 4*tw), then V = B^T d B.  Writes V[xi] = v[xi * pitch + t]. */
 __attribute__((target("avx512f")))
-static void sb_w4_in_plane_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
-                               float *v, ptrdiff_t pitch)
+static void sb_w4_in_gather_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                                float *v, ptrdiff_t pitch)
 {
     __m512 e[6][6];
     int t0, i, k;
@@ -190,18 +288,21 @@ static void sb_w4_in_plane_f32(const float *pad, ptrdiff_t wp, const int *off, i
             SB_W4_BT(d[0], d[1], d[2], d[3], d[4], d[5], e[i][0], e[i][1], e[i][2], e[i][3],
                      e[i][4], e[i][5]);
         }
-        for (k = 0; k < 6; k++) {   /* rows: V[6j + k] = (B^T e)[j][k] */
-            __m512 y0, y1, y2, y3, y4, y5;
-            float *dst = v + t0 + (ptrdiff_t)k * pitch;
-            SB_W4_BT(e[0][k], e[1][k], e[2][k], e[3][k], e[4][k], e[5][k], y0, y1, y2, y3, y4, y5);
-            _mm512_mask_storeu_ps(dst, mask, y0);
-            _mm512_mask_storeu_ps(dst + 6 * pitch, mask, y1);
-            _mm512_mask_storeu_ps(dst + 12 * pitch, mask, y2);
-            _mm512_mask_storeu_ps(dst + 18 * pitch, mask, y3);
-            _mm512_mask_storeu_ps(dst + 24 * pitch, mask, y4);
-            _mm512_mask_storeu_ps(dst + 30 * pitch, mask, y5);
-        }
+        SB_W4_IN_STORE(e, v, t0, pitch, mask);
     }
+}
+
+/* The F(4x4) input transform of one zero-bordered plane (halo 2: row length wp = 4
+ * tiles_w + 2) at the tile offsets off: by rows for 8 or 4 tiles a row, else gathered. */
+__attribute__((target("avx512f")))
+static void sb_w4_in_plane_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                               float *v, ptrdiff_t pitch)
+{
+    const int tiles_w = (int)((wp - 2) / 4);
+    if (tiles_w == 8 || tiles_w == 4)
+        sb_w4_in_rows_f32(pad, wp, off, ntiles, tiles_w, v, pitch);
+    else
+        sb_w4_in_gather_f32(pad, wp, off, ntiles, v, pitch);
 }
 
 /* r = A q for A = [[1,0,0,0],[1,1,1,1],[1,-1,1,-1],[1,2,4,8],[1,-2,4,-8],[0,0,0,1]]. */

@@ -107,7 +107,8 @@ static size_t sb_wf_source_floats(const sb_wf_source *q, int chunk)
     if (q->portable != NULL)
         return q->halo == 2 ? sb_wp_in_floats(q->tile, q->tiles_w)
                             : sb_wp_grad_floats(q->tile, q->tiles_w);
-    return q->by_rows ? (size_t)(7 * q->rs) : (size_t)chunk * (size_t)(q->hp * q->wp);
+    return q->by_rows ? (size_t)(7 * q->rs)
+                      : (size_t)chunk * (size_t)(q->hp * q->wp) + SB_PLANE_SLACK;
 }
 
 /* The points of channel c of tile rows th0 .. th1-1 of samples n0 .. n0+nb-1 of x into

@@ -70,6 +70,11 @@ static inline void sb_copy_floats(float *dst, const float *src, ptrdiff_t n)
 }
 #endif
 
+/* Floats after the last block of a plane buffer: the by-rows F(4x4) transform
+ * (wino4_avx512.h) reads whole registers, up to 2 floats past the row of a tile's last
+ * patch row. */
+#define SB_PLANE_SLACK 16
+
 /* Transform one plane buffer (row length wp) at the tile offsets off[0 .. ntiles) into
  * v[xi * pitch + t]. */
 typedef void (*sb_plane_fn)(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
@@ -129,13 +134,13 @@ static int sb_wino_planes(const float *x, ptrdiff_t sn, ptrdiff_t sc, int rows, 
     sb_wino_offsets(off, ntiles, per_plane, tile, tiles_w, hp, wp);
     #pragma omp parallel num_threads(num_threads)
     {
-        float *pad = (float *)malloc((size_t)(nb * hp * wp) * sizeof(float));
+        float *pad = (float *)malloc((size_t)(nb * hp * wp + SB_PLANE_SLACK) * sizeof(float));
         int c;
         if (pad == NULL) {
             #pragma omp atomic write
             failed = 1;
         } else {
-            memset(pad, 0, (size_t)(nb * hp * wp) * sizeof(float));
+            memset(pad, 0, (size_t)(nb * hp * wp + SB_PLANE_SLACK) * sizeof(float));
         }
         #pragma omp for schedule(static)
         for (c = c0; c < c1; c++) {
