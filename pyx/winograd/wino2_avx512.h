@@ -3,8 +3,9 @@
  * F(2x2) runs on small maps (16x16 and below: 8 or fewer tiles per row), where a
  * register per tile row would stay mostly empty.  Here one register holds one patch
  * value of 16 consecutive tiles in V's order (t = th * tiles_w + tw, across tile
- * rows), gathered from the padded plane: 16 gathers give the 4x4 patches of 16
- * tiles, and V = B^T d B is 32 whole-register additions, stored as 16 runs.
+ * rows), from the padded plane: permuted out of whole-register row loads where a row
+ * holds 4 or 8 tiles, else gathered (16 gathers give the 4x4 patches of 16 tiles); V =
+ * B^T d B is then 32 whole-register additions, stored as 16 runs.
  * B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]] (_winograd.pyx).
  */
 #ifndef SANDBOX_WINO2_AVX512_H
@@ -24,14 +25,28 @@ static int sb_w2_avx512_available(void)
     return __builtin_cpu_supports("avx512f") ? 1 : 0;
 }
 
+/* The second half of the F(2x2) input transform of 16 tiles: from r[i][j] = (B^T d)[i][j],
+ * V[4i + k] = (r[i] B)[k] stored as v[(4i + k) * pitch + t] for the tiles t0 .. t0 + 15
+ * that mask keeps. */
+#define SB_W2_IN_STORE(r, v, t0, pitch, mask) do {                                       \
+        int i_;                                                                          \
+        for (i_ = 0; i_ < 4; i_++) {   /* columns: V[4i + k] = (r[i] B)[k] */             \
+            float *dst_ = (v) + (ptrdiff_t)(4 * i_) * (pitch) + (t0);                    \
+            _mm512_mask_storeu_ps(dst_, mask, _mm512_sub_ps(r[i_][0], r[i_][2]));        \
+            _mm512_mask_storeu_ps(dst_ + (pitch), mask, _mm512_add_ps(r[i_][1], r[i_][2])); \
+            _mm512_mask_storeu_ps(dst_ + 2 * (pitch), mask, _mm512_sub_ps(r[i_][2], r[i_][1])); \
+            _mm512_mask_storeu_ps(dst_ + 3 * (pitch), mask, _mm512_sub_ps(r[i_][1], r[i_][3])); \
+        }                                                                                \
+    } while (0)
+
 /* pad: the plane with its zero border, row length wp; tile (th, tw) reads the 4x4
  * patch at pad[2*th*wp + 2*tw].  off[t] = 2*th*wp + 2*tw for the tiles t < ntiles.
  * Writes V[xi] = v[xi * pitch + t]. */
 __attribute__((target("avx512f")))
-static void sb_w2_in_plane_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
-                               float *v, ptrdiff_t pitch)
+static void sb_w2_in_gather_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                                float *v, ptrdiff_t pitch)
 {
-    int t0, i, j;
+    int t0, j;
     for (t0 = 0; t0 < ntiles; t0 += 16) {
         int n = ntiles - t0 < 16 ? ntiles - t0 : 16;
         __mmask16 mask = (__mmask16)((1u << n) - 1u);
@@ -53,14 +68,75 @@ static void sb_w2_in_plane_f32(const float *pad, ptrdiff_t wp, const int *off, i
             r[2][j] = _mm512_sub_ps(d2, d1);
             r[3][j] = _mm512_sub_ps(d1, d3);
         }
-        for (i = 0; i < 4; i++) {   /* columns: V[4i + k] = (r[i] B)[k] */
-            float *dst = v + (ptrdiff_t)(4 * i) * pitch + t0;
-            _mm512_mask_storeu_ps(dst, mask, _mm512_sub_ps(r[i][0], r[i][2]));
-            _mm512_mask_storeu_ps(dst + pitch, mask, _mm512_add_ps(r[i][1], r[i][2]));
-            _mm512_mask_storeu_ps(dst + 2 * pitch, mask, _mm512_sub_ps(r[i][2], r[i][1]));
-            _mm512_mask_storeu_ps(dst + 3 * pitch, mask, _mm512_sub_ps(r[i][1], r[i][3]));
-        }
+        SB_W2_IN_STORE(r, v, t0, pitch, mask);
     }
+}
+
+/* The same transform of a plane of 4 or 8 tiles a row (8x8 and 16x16 maps; wp = 2
+ * tiles_w + 2), 16 tiles (4 or 2 tile rows) a register: column j of patch row i of each
+ * tile (value 2*tw + j of its row) from whole-register loads of the tile rows by
+ * two-source permutes, not gathers: 8 tiles a row, two loads a tile row (lanes 0-7 from
+ * the first, 8-15 the second); 4 tiles, one (lanes 4r + tw from tile row r).  The same
+ * values and arithmetic as sb_w2_in_gather_f32: the same bits.  Reads up to 14 floats
+ * past the row of a tile's last patch row: pad has SB_PLANE_SLACK floats after its last
+ * block. */
+__attribute__((target("avx512f")))
+static void sb_w2_in_rows_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                              int tiles_w, float *v, ptrdiff_t pitch)
+{
+    const __m512i idx = tiles_w == 8
+        ? _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14)
+        : _mm512_setr_epi32(0, 2, 4, 6, 16, 18, 20, 22, 0, 2, 4, 6, 16, 18, 20, 22);
+    const int per = 16 / tiles_w;   /* tile rows a register */
+    int t0, i, j, k;
+    for (t0 = 0; t0 < ntiles; t0 += 16) {
+        int n = ntiles - t0 < 16 ? ntiles - t0 : 16;
+        __mmask16 mask = (__mmask16)((1u << n) - 1u);
+        const float *row[4];
+        __m512 d[4][4], r[4][4];
+        for (k = 0; k < per; k++)   /* tile rows past the last tile: any row (not stored) */
+            row[k] = pad + off[t0 + k * tiles_w < ntiles ? t0 + k * tiles_w : t0];
+        for (i = 0; i < 4; i++) {   /* d[i][j]: column j of patch row i */
+            const ptrdiff_t at = (ptrdiff_t)i * wp;
+            __m512 x0, x1, y0, y1;
+            if (tiles_w == 8) {
+                x0 = _mm512_loadu_ps(row[0] + at);
+                x1 = _mm512_loadu_ps(row[0] + at + 16);
+                y0 = _mm512_loadu_ps(row[1] + at);
+                y1 = _mm512_loadu_ps(row[1] + at + 16);
+            } else {
+                x0 = _mm512_loadu_ps(row[0] + at);
+                x1 = _mm512_loadu_ps(row[1] + at);
+                y0 = _mm512_loadu_ps(row[2] + at);
+                y1 = _mm512_loadu_ps(row[3] + at);
+            }
+            for (j = 0; j < 4; j++) {
+                const __m512i ij = _mm512_add_epi32(idx, _mm512_set1_epi32(j));
+                d[i][j] = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(x0, ij, x1),
+                                               _mm512_permutex2var_ps(y0, ij, y1));
+            }
+        }
+        for (j = 0; j < 4; j++) {   /* rows: r[.][j] = B^T d[.][j] */
+            r[0][j] = _mm512_sub_ps(d[0][j], d[2][j]);
+            r[1][j] = _mm512_add_ps(d[1][j], d[2][j]);
+            r[2][j] = _mm512_sub_ps(d[2][j], d[1][j]);
+            r[3][j] = _mm512_sub_ps(d[1][j], d[3][j]);
+        }
+        SB_W2_IN_STORE(r, v, t0, pitch, mask);
+    }
+}
+
+/* The F(2x2) input transform of one zero-bordered plane (halo 2: wp = 2 tiles_w + 2):
+ * by rows for 8 or 4 tiles a row, else gathered. */
+__attribute__((target("avx512f")))
+static void sb_w2_in_plane_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                               float *v, ptrdiff_t pitch)
+{
+    const int tiles_w = (int)((wp - 2) / 2);
+    if (tiles_w == 8 || tiles_w == 4)
+        sb_w2_in_rows_f32(pad, wp, off, ntiles, tiles_w, v, pitch);
+    else
+        sb_w2_in_gather_f32(pad, wp, off, ntiles, v, pitch);
 }
 
 /* The output transform of one plane: M[xi] = m[xi * pitch + t] for the ntiles =

@@ -187,80 +187,68 @@ static void sb_w4_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, in
         }                                                                                \
     } while (0)
 
+/* Column phases 0..3 of 16 tiles of a plane of 4 or 8 tiles a row, from whole-register
+ * loads at column `at` of each tile row (row[r]: the first of tile row r): q[l] lane t holds
+ * value 4j + l of its tile j's row.  8 tiles a row: two loads a tile row, lanes 0-7 from
+ * row[0], 8-15 from row[1]; 4 tiles: one load a tile row, lanes 4r + j from row[r].  One
+ * index vector serves both (the second source of a permute is indices 16 on). */
+#define SB_W4_PHASES(row, tiles_w, at, q) do {                                           \
+        const __m512i i0_ = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12,  \
+                                              16, 20, 24, 28);                           \
+        __m512 x0_, x1_, y0_, y1_;                                                       \
+        int l_;                                                                          \
+        if ((tiles_w) == 8) {                                                            \
+            x0_ = _mm512_loadu_ps((row)[0] + (at));                                      \
+            x1_ = _mm512_loadu_ps((row)[0] + (at) + 16);                                 \
+            y0_ = _mm512_loadu_ps((row)[1] + (at));                                      \
+            y1_ = _mm512_loadu_ps((row)[1] + (at) + 16);                                 \
+        } else {                                                                         \
+            x0_ = _mm512_loadu_ps((row)[0] + (at));                                      \
+            x1_ = _mm512_loadu_ps((row)[1] + (at));                                      \
+            y0_ = _mm512_loadu_ps((row)[2] + (at));                                      \
+            y1_ = _mm512_loadu_ps((row)[3] + (at));                                      \
+        }                                                                                \
+        for (l_ = 0; l_ < 4; l_++) {                                                     \
+            const __m512i il_ = _mm512_add_epi32(i0_, _mm512_set1_epi32(l_));            \
+            (q)[l_] = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(x0_, il_, x1_), \
+                                           _mm512_permutex2var_ps(y0_, il_, y1_));       \
+        }                                                                                \
+    } while (0)
+
+/* The first tile row of each of the 16 tiles from t0 (4 or 8 tiles a row: 4 or 2 tile
+ * rows), pad + off[t]; tile rows past the last tile: the first (computed, not stored). */
+static inline void sb_w4_tile_rows(const float *pad, const int *off, int ntiles, int t0,
+                                   int tiles_w, const float **row)
+{
+    int r;
+    for (r = 0; r < 16 / tiles_w; r++)
+        row[r] = pad + off[t0 + r * tiles_w < ntiles ? t0 + r * tiles_w : t0];
+}
+
 /* The F(4x4) input transform of a plane of 4 or 8 tiles a row (16x16 and 32x32 maps),
- * 16 tiles (4 or 2 tile rows) a register, each patch row's six column phases (value 4j + l
- * of tile j's row) made from whole-register loads of the tile rows by two-source permutes:
- * of columns 0..31 of two rows (8 tiles a row: lanes 0-7 one row, 8-15 the next) or of
- * columns 0..15 of four (4 tiles: four lanes each); phases 4 and 5 from loads 4 columns on.
- * The same values, then the same arithmetic, as the 36 gathers of sb_w4_in_gather_f32;
- * they had been the costliest loop of the 64² user UNet step, 7.8 % of its samples at 1
- * thread (perf, AMD EPYC family 26 model 2).  Reads up to 2 floats past the row of a
- * tile's last patch row: pad has SB_PLANE_SLACK floats after its last block. */
+ * 16 tiles a register, each patch row's six column phases by SB_W4_PHASES (phases 4 and
+ * 5: phases 0 and 1 four columns on) instead of 36 gathers: the same values, then the
+ * same arithmetic, as sb_w4_in_gather_f32.  The gathers had been the costliest loop of
+ * the 64² user UNet step, 7.8 % of its samples at 1 thread (perf, AMD EPYC family 26
+ * model 2).  Reads up to 2 floats past the row of a tile's last patch row: pad has
+ * SB_PLANE_SLACK floats after its last block. */
 __attribute__((target("avx512f")))
 static void sb_w4_in_rows_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
                               int tiles_w, float *v, ptrdiff_t pitch)
 {
-    const __m512i one = _mm512_set1_epi32(1);
-    /* 8 tiles a row: lane j (and 8 + j) reads column 4j of its row's two registers; 4
-     * tiles a row: lanes 4r + j read column 4j of row r of a pair (r odd: the second
-     * source, indices 16 on): the same indices */
-    const __m512i idx0 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20,
-                                           24, 28);
-    const __m512i idx1 = _mm512_add_epi32(idx0, one);
-    const __m512i idx2 = _mm512_add_epi32(idx1, one);
-    const __m512i idx3 = _mm512_add_epi32(idx2, one);
-    const int per = 16 / tiles_w;   /* tile rows a register */
     __m512 e[6][6];
-    int t0, i, r;
+    int t0, i;
     for (t0 = 0; t0 < ntiles; t0 += 16) {
         int n = ntiles - t0 < 16 ? ntiles - t0 : 16;
         __mmask16 mask = (__mmask16)((1u << n) - 1u);
         const float *row[4];
-        for (r = 0; r < per; r++)   /* tile rows past the last tile: any row (not stored) */
-            row[r] = pad + off[t0 + r * tiles_w < ntiles ? t0 + r * tiles_w : t0];
-        for (i = 0; i < 6; i++) {
-            __m512 q0, q1, q2, q3, q4, q5;
-            const ptrdiff_t at = (ptrdiff_t)i * wp;
-            if (tiles_w == 8) {
-                const float *a = row[0] + at, *b = row[1] + at;
-                __m512 a0 = _mm512_loadu_ps(a), a1 = _mm512_loadu_ps(a + 16);
-                __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-                __m512 c0 = _mm512_loadu_ps(a + 4), c1 = _mm512_loadu_ps(a + 20);
-                __m512 d0 = _mm512_loadu_ps(b + 4), d1 = _mm512_loadu_ps(b + 20);
-                q0 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a0, idx0, a1),
-                                          _mm512_permutex2var_ps(b0, idx0, b1));
-                q1 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a0, idx1, a1),
-                                          _mm512_permutex2var_ps(b0, idx1, b1));
-                q2 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a0, idx2, a1),
-                                          _mm512_permutex2var_ps(b0, idx2, b1));
-                q3 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a0, idx3, a1),
-                                          _mm512_permutex2var_ps(b0, idx3, b1));
-                q4 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(c0, idx0, c1),
-                                          _mm512_permutex2var_ps(d0, idx0, d1));
-                q5 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(c0, idx1, c1),
-                                          _mm512_permutex2var_ps(d0, idx1, d1));
-            } else {
-                const float *a = row[0] + at, *b = row[1] + at, *c = row[2] + at,
-                            *d = row[3] + at;
-                __m512 a0 = _mm512_loadu_ps(a), b0 = _mm512_loadu_ps(b);
-                __m512 c0 = _mm512_loadu_ps(c), d0 = _mm512_loadu_ps(d);
-                __m512 a4 = _mm512_loadu_ps(a + 4), b4 = _mm512_loadu_ps(b + 4);
-                __m512 c4 = _mm512_loadu_ps(c + 4), d4 = _mm512_loadu_ps(d + 4);
-                q0 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a0, idx0, b0),
-                                          _mm512_permutex2var_ps(c0, idx0, d0));
-                q1 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a0, idx1, b0),
-                                          _mm512_permutex2var_ps(c0, idx1, d0));
-                q2 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a0, idx2, b0),
-                                          _mm512_permutex2var_ps(c0, idx2, d0));
-                q3 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a0, idx3, b0),
-                                          _mm512_permutex2var_ps(c0, idx3, d0));
-                q4 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a4, idx0, b4),
-                                          _mm512_permutex2var_ps(c4, idx0, d4));
-                q5 = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(a4, idx1, b4),
-                                          _mm512_permutex2var_ps(c4, idx1, d4));
-            }
-            SB_W4_BT(q0, q1, q2, q3, q4, q5, e[i][0], e[i][1], e[i][2], e[i][3], e[i][4],
-                     e[i][5]);
+        sb_w4_tile_rows(pad, off, ntiles, t0, tiles_w, row);
+        for (i = 0; i < 6; i++) {   /* columns of patch row i: e[i] = d[i] B */
+            __m512 q[4], s[4];
+            SB_W4_PHASES(row, tiles_w, (ptrdiff_t)i * wp, q);
+            SB_W4_PHASES(row, tiles_w, (ptrdiff_t)i * wp + 4, s);
+            SB_W4_BT(q[0], q[1], q[2], q[3], s[0], s[1], e[i][0], e[i][1], e[i][2], e[i][3],
+                     e[i][4], e[i][5]);
         }
         SB_W4_IN_STORE(e, v, t0, pitch, mask);
     }
@@ -315,14 +303,32 @@ static void sb_w4_in_plane_f32(const float *pad, ptrdiff_t wp, const int *off, i
         r3 = _mm512_add_ps(e4_, o8_); r4 = _mm512_sub_ps(e4_, o8_); r5 = q3;          \
     } while (0)
 
+/* The output-gradient transform's second half for 16 tiles: from r[k][b] = (A q)[k][b],
+ * Gt[6k + j] = (A r[k])[j] stored as v[(6k + j) * pitch + t] for the tiles t0 .. t0 + 15
+ * that mask keeps. */
+#define SB_W4_GRAD_STORE(r, v, t0, pitch, mask) do {                                     \
+        int k_;                                                                          \
+        for (k_ = 0; k_ < 6; k_++) {   /* columns: Gt[6k + j] = (A r[k])[j] */            \
+            __m512 c0_, c1_, c2_, c3_, c4_, c5_;                                         \
+            float *dst_ = (v) + (ptrdiff_t)(6 * k_) * (pitch) + (t0);                    \
+            SB_W4_A(r[k_][0], r[k_][1], r[k_][2], r[k_][3], c0_, c1_, c2_, c3_, c4_, c5_); \
+            _mm512_mask_storeu_ps(dst_, mask, c0_);                                      \
+            _mm512_mask_storeu_ps(dst_ + (pitch), mask, c1_);                            \
+            _mm512_mask_storeu_ps(dst_ + 2 * (pitch), mask, c2_);                        \
+            _mm512_mask_storeu_ps(dst_ + 3 * (pitch), mask, c3_);                        \
+            _mm512_mask_storeu_ps(dst_ + 4 * (pitch), mask, c4_);                        \
+            _mm512_mask_storeu_ps(dst_ + 5 * (pitch), mask, c5_);                        \
+        }                                                                                \
+    } while (0)
+
 /* The output-gradient transform Gt = A q A^T of one zero-padded plane (row length wp),
  * 16 tiles per register: q is the 4x4 gradient tile at pad[off[t]], off[t] =
- * 4*th*wp + 4*tw.  Writes Gt[6 i + j] = v[(6 i + j) * pitch + t]. */
+ * 4*th*wp + 4*tw, each of its values gathered.  Writes Gt[6 i + j] = v[(6 i + j) * pitch + t]. */
 __attribute__((target("avx512f")))
-static void sb_w4_grad_plane_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
-                                 float *v, ptrdiff_t pitch)
+static void sb_w4_grad_gather_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                                  float *v, ptrdiff_t pitch)
 {
-    int t0, a, b, k;
+    int t0, a, b;
     for (t0 = 0; t0 < ntiles; t0 += 16) {
         int n = ntiles - t0 < 16 ? ntiles - t0 : 16;
         __mmask16 mask = (__mmask16)((1u << n) - 1u);
@@ -335,18 +341,44 @@ static void sb_w4_grad_plane_f32(const float *pad, ptrdiff_t wp, const int *off,
                     _mm512_add_epi32(base, _mm512_set1_epi32((int)(a * wp + b))), pad, 4);
             SB_W4_A(q[0], q[1], q[2], q[3], r[0][b], r[1][b], r[2][b], r[3][b], r[4][b], r[5][b]);
         }
-        for (k = 0; k < 6; k++) {   /* columns: Gt[6k + j] = (A r[k])[j] */
-            __m512 c0, c1, c2, c3, c4, c5;
-            float *dst = v + (ptrdiff_t)(6 * k) * pitch + t0;
-            SB_W4_A(r[k][0], r[k][1], r[k][2], r[k][3], c0, c1, c2, c3, c4, c5);
-            _mm512_mask_storeu_ps(dst, mask, c0);
-            _mm512_mask_storeu_ps(dst + pitch, mask, c1);
-            _mm512_mask_storeu_ps(dst + 2 * pitch, mask, c2);
-            _mm512_mask_storeu_ps(dst + 3 * pitch, mask, c3);
-            _mm512_mask_storeu_ps(dst + 4 * pitch, mask, c4);
-            _mm512_mask_storeu_ps(dst + 5 * pitch, mask, c5);
-        }
+        SB_W4_GRAD_STORE(r, v, t0, pitch, mask);
     }
+}
+
+/* The same transform of a plane of 4 or 8 tiles a row (halo 0: wp = 4 tiles_w, the tiles
+ * cover each row exactly), each gradient row's four columns by SB_W4_PHASES: the values
+ * and the arithmetic of sb_w4_grad_gather_f32 without its 16 gathers a block. */
+__attribute__((target("avx512f")))
+static void sb_w4_grad_rows_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                                int tiles_w, float *v, ptrdiff_t pitch)
+{
+    int t0, a, b;
+    for (t0 = 0; t0 < ntiles; t0 += 16) {
+        int n = ntiles - t0 < 16 ? ntiles - t0 : 16;
+        __mmask16 mask = (__mmask16)((1u << n) - 1u);
+        const float *row[4];
+        __m512 q[4][4], r[6][4];
+        sb_w4_tile_rows(pad, off, ntiles, t0, tiles_w, row);
+        for (a = 0; a < 4; a++)   /* q[a][b]: column b of gradient row a */
+            SB_W4_PHASES(row, tiles_w, (ptrdiff_t)a * wp, q[a]);
+        for (b = 0; b < 4; b++)   /* rows: r[.][b] = A q[.][b] */
+            SB_W4_A(q[0][b], q[1][b], q[2][b], q[3][b], r[0][b], r[1][b], r[2][b], r[3][b],
+                    r[4][b], r[5][b]);
+        SB_W4_GRAD_STORE(r, v, t0, pitch, mask);
+    }
+}
+
+/* The output-gradient transform of one plane (halo 0: row length wp = 4 tiles_w): by rows
+ * for 8 or 4 tiles a row, else gathered. */
+__attribute__((target("avx512f")))
+static void sb_w4_grad_plane_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                                 float *v, ptrdiff_t pitch)
+{
+    const int tiles_w = (int)(wp / 4);
+    if (tiles_w == 8 || tiles_w == 4)
+        sb_w4_grad_rows_f32(pad, wp, off, ntiles, tiles_w, v, pitch);
+    else
+        sb_w4_grad_gather_f32(pad, wp, off, ntiles, v, pitch);
 }
 
 #else

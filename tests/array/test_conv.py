@@ -485,26 +485,33 @@ def test_winograd_f4_avx2_input_rows_are_the_row_loops_bits(tiles_w, rng, avx2_r
     assert got[0].tobytes() == got[1].tobytes()
 
 
+@pytest.mark.parametrize("transform,tile", [("input", 4), ("input", 2), ("grad", 4)])
 @pytest.mark.parametrize("tiles_w", [4, 8])
 @pytest.mark.parametrize("nb,tiles_h", [(1, 1), (2, 3), (3, 5)])
-def test_winograd_f4_avx512_input_by_rows_is_the_gathered_bits(tiles_w, nb, tiles_h, rng):
-    """The AVX-512 F(4x4) input transform of planes of 4 or 8 tiles a row (by row loads and
-    permutes, wino4_avx512.h) gives the bits of the gathered one that other widths take:
-    the same tiles of an image one tile wider, whose extra columns are zero (the first
-    ``tiles_w`` tiles of each row read the same padded values).  Blocks of 16 tiles cross
-    tile rows and samples, and the last is partial for some shapes."""
+def test_winograd_avx512_planes_by_rows_are_the_gathered_bits(transform, tile, tiles_w, nb,
+                                                               tiles_h, rng):
+    """The AVX-512 transforms of planes of 4 or 8 tiles a row (by row loads and permutes:
+    the F(4x4) and F(2x2) input transforms, the F(4x4) output-gradient transform) give the
+    bits of the gathered ones that other widths take: the same tiles of an image one tile
+    wider, whose extra columns are zero (the first ``tiles_w`` tiles of each row read the
+    same padded values).  Blocks of 16 tiles cross tile rows and samples, and the last is
+    partial for some shapes."""
     from sandbox._C import _winograd
 
     if not _winograd.avx512_available():
         pytest.skip("the CPU has no AVX-512")
-    h, w = 4 * tiles_h - 1, 4 * tiles_w
-    x = rng.standard_normal((nb, 5, h, w)).astype(np.float32)
-    wider = np.concatenate([x, np.zeros((nb, 5, h, 4), np.float32)], axis=3)
+    h = tile * tiles_h - (1 if transform == "input" else 0)
+    x = rng.standard_normal((nb, 5, h, tile * tiles_w)).astype(np.float32)
+    wider = np.concatenate([x, np.zeros((nb, 5, h, tile), np.float32)], axis=3)
+    points = (tile + 2) ** 2
     got = []
     for image, tw in ((x, tiles_w), (wider, tiles_w + 1)):
-        v = np.full((36, 5, nb * tiles_h * tw), np.nan, np.float32)
-        _winograd.input_transform(image, v, 0, nb, 1, 1, tiles_h, tw, 2, True)
-        got.append(v.reshape(36, 5, nb, tiles_h, tw)[..., :tiles_w])
+        v = np.full((points, 5, nb * tiles_h * tw), np.nan, np.float32)
+        if transform == "input":
+            _winograd.input_transform(image, v, 0, nb, 1, 1, tiles_h, tw, 2, True)
+        else:
+            _winograd.grad_transform(image, v, 0, nb, tiles_h, tw, 2, True)
+        got.append(v.reshape(points, 5, nb, tiles_h, tw)[..., :tiles_w])
     assert not np.isnan(got[0]).any()
     assert got[0].tobytes() == np.ascontiguousarray(got[1]).tobytes()
 
