@@ -187,17 +187,24 @@ static void sb_w4_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, in
         }                                                                                \
     } while (0)
 
-/* Column phases 0..3 of 16 tiles of a plane of 4 or 8 tiles a row, from whole-register
- * loads at column `at` of each tile row (row[r]: the first of tile row r): q[l] lane t holds
- * value 4j + l of its tile j's row.  8 tiles a row: two loads a tile row, lanes 0-7 from
- * row[0], 8-15 from row[1]; 4 tiles: one load a tile row, lanes 4r + j from row[r].  One
- * index vector serves both (the second source of a permute is indices 16 on). */
+/* Column phases 0..3 of 16 tiles of a plane of 4, 8 or a multiple of 16 tiles a row, from
+ * whole-register loads at column `at` of each tile row (row[r]: the first tile of tile row
+ * r in the block): q[l] lane t holds value 4j + l of its tile j's row.  16 tiles or more:
+ * four loads of the one tile row, lanes 0-7 from the first two, 8-15 from the others; 8
+ * tiles a row: two loads a tile row, lanes 0-7 from row[0], 8-15 from row[1]; 4 tiles: one
+ * load a tile row, lanes 4r + j from row[r].  One index vector serves all three (the
+ * second source of a permute is indices 16 on). */
 #define SB_W4_PHASES(row, tiles_w, at, q) do {                                           \
         const __m512i i0_ = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12,  \
                                               16, 20, 24, 28);                           \
         __m512 x0_, x1_, y0_, y1_;                                                       \
         int l_;                                                                          \
-        if ((tiles_w) == 8) {                                                            \
+        if ((tiles_w) >= 16) {                                                           \
+            x0_ = _mm512_loadu_ps((row)[0] + (at));                                      \
+            x1_ = _mm512_loadu_ps((row)[0] + (at) + 16);                                 \
+            y0_ = _mm512_loadu_ps((row)[0] + (at) + 32);                                 \
+            y1_ = _mm512_loadu_ps((row)[0] + (at) + 48);                                 \
+        } else if ((tiles_w) == 8) {                                                     \
             x0_ = _mm512_loadu_ps((row)[0] + (at));                                      \
             x1_ = _mm512_loadu_ps((row)[0] + (at) + 16);                                 \
             y0_ = _mm512_loadu_ps((row)[1] + (at));                                      \
@@ -215,13 +222,14 @@ static void sb_w4_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, in
         }                                                                                \
     } while (0)
 
-/* The first tile row of each of the 16 tiles from t0 (4 or 8 tiles a row: 4 or 2 tile
- * rows), pad + off[t]; tile rows past the last tile: the first (computed, not stored). */
+/* The first tile of each tile row among the 16 tiles from t0 (4 or 8 tiles a row: 4 or 2
+ * tile rows; a multiple of 16: one), pad + off[t]; tile rows past the last tile: the
+ * first (computed, not stored). */
 static inline void sb_w4_tile_rows(const float *pad, const int *off, int ntiles, int t0,
                                    int tiles_w, const float **row)
 {
     int r;
-    for (r = 0; r < 16 / tiles_w; r++)
+    for (r = 0; r < (tiles_w >= 16 ? 1 : 16 / tiles_w); r++)
         row[r] = pad + off[t0 + r * tiles_w < ntiles ? t0 + r * tiles_w : t0];
 }
 
@@ -345,9 +353,10 @@ static void sb_w4_grad_gather_f32(const float *pad, ptrdiff_t wp, const int *off
     }
 }
 
-/* The same transform of a plane of 4 or 8 tiles a row (halo 0: wp = 4 tiles_w, the tiles
- * cover each row exactly), each gradient row's four columns by SB_W4_PHASES: the values
- * and the arithmetic of sb_w4_grad_gather_f32 without its 16 gathers a block. */
+/* The same transform of a plane of 4, 8 or a multiple of 16 tiles a row (halo 0: wp = 4
+ * tiles_w, the tiles cover each row exactly), each gradient row's four columns by
+ * SB_W4_PHASES: the values and the arithmetic of sb_w4_grad_gather_f32 without its 16
+ * gathers a block. */
 __attribute__((target("avx512f")))
 static void sb_w4_grad_rows_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
                                 int tiles_w, float *v, ptrdiff_t pitch)
@@ -369,13 +378,14 @@ static void sb_w4_grad_rows_f32(const float *pad, ptrdiff_t wp, const int *off, 
 }
 
 /* The output-gradient transform of one plane (halo 0: row length wp = 4 tiles_w): by rows
- * for 8 or 4 tiles a row, else gathered. */
+ * for 4, 8 or a multiple of 16 tiles a row (a block of 16 tiles then within one tile row),
+ * else gathered. */
 __attribute__((target("avx512f")))
 static void sb_w4_grad_plane_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
                                  float *v, ptrdiff_t pitch)
 {
     const int tiles_w = (int)(wp / 4);
-    if (tiles_w == 8 || tiles_w == 4)
+    if (tiles_w == 8 || tiles_w == 4 || tiles_w % 16 == 0)
         sb_w4_grad_rows_f32(pad, wp, off, ntiles, tiles_w, v, pitch);
     else
         sb_w4_grad_gather_f32(pad, wp, off, ntiles, v, pitch);
