@@ -419,10 +419,11 @@ static void sb_w4_in_plane_f32(const float *pad, ptrdiff_t wp, const int *off, i
 #endif
 
 /* One channel of nb samples by tile rows th0 .. th1-1 (x: its plane in the first sample,
- * samples sn apart, H rows of W values): the six input rows of each tile row copied to
- * buf's row buffers (rs floats apart; from padded column pw, n_data values; the zero
- * margins are kept), buf + 6 rs the zero row for rows outside, then
- * sb_w4_in_tilerow_f32 into v (V[xi] at v + xi * pitch, the tiles in order). */
+ * samples sn apart, H rows of W values): the six input rows of each tile row in buf's row
+ * buffers (rs floats apart; from padded column pw, n_data values; the zero margins are
+ * kept), buf + 6 rs the zero row for rows outside, then sb_w4_in_tilerow_f32 into v (V[xi]
+ * at v + xi * pitch, the tiles in order).  Input row ih lives in buffer ih mod 6: the next
+ * tile row (4 rows on) keeps the last two rows of the one before, and copies four. */
 SB_W4_TARGET
 static inline void sb_w4_in_rows_channel(const float *x, ptrdiff_t sn, int H, int W, int nb,
                                          int ph, int pw, int n_data, int th0, int th1,
@@ -438,9 +439,10 @@ static inline void sb_w4_in_rows_channel(const float *x, ptrdiff_t sn, int H, in
                 if (ih < 0 || ih >= H) {
                     rows[i] = buf + 6 * rs;
                 } else {
-                    sb_copy_f32(buf + i * rs + pw, x + (ptrdiff_t)s * sn + (ptrdiff_t)ih * W,
-                                n_data);
-                    rows[i] = buf + i * rs;
+                    float *row = buf + (ih % 6) * rs;
+                    if (th == th0 || i >= 2)   /* else copied for the tile row before */
+                        sb_copy_f32(row + pw, x + (ptrdiff_t)s * sn + (ptrdiff_t)ih * W, n_data);
+                    rows[i] = row;
                 }
             }
             sb_w4_in_tilerow_f32(rows, tiles_w,
