@@ -202,7 +202,7 @@ static inline void sb_w2_fold_kernel_##S(const T *p, ptrdiff_t sp, T *d)        
                                                                                         \
 /* count consecutive tiles p + j into d + 9j, 16 at a time with the tiles innermost      \
  * (contiguous vector operations, each tile the arithmetic of the kernel above). */     \
-static inline void sb_w2_fold_run_##S(const T *p, ptrdiff_t sp, ptrdiff_t count, T *d)  \
+SB_CLONES static void sb_w2_fold_run_##S(const T *p, ptrdiff_t sp, ptrdiff_t count, T *d) \
 {                                                                                       \
     const T half = (T)0.5;                                                              \
     T b[3][4][16];                                                                      \
