@@ -50,6 +50,35 @@ static int sb_w4_avx512_available(void)
                                          _mm512_mul_ps(five_, x3)), x5);             \
     } while (0)
 
+/* Six registers of 16 tiles' points to dst, dst + step, ... dst + 5 step (the lanes mask
+ * keeps). */
+__attribute__((target("avx512f")))
+static inline void sb_w4_store6_avx512(float *dst, ptrdiff_t step, __mmask16 mask,
+                                       __m512 y0, __m512 y1, __m512 y2, __m512 y3, __m512 y4,
+                                       __m512 y5)
+{
+    _mm512_mask_storeu_ps(dst, mask, y0);
+    _mm512_mask_storeu_ps(dst + step, mask, y1);
+    _mm512_mask_storeu_ps(dst + 2 * step, mask, y2);
+    _mm512_mask_storeu_ps(dst + 3 * step, mask, y3);
+    _mm512_mask_storeu_ps(dst + 4 * step, mask, y4);
+    _mm512_mask_storeu_ps(dst + 5 * step, mask, y5);
+}
+
+/* The second half of the F(4x4) input transform of 16 tiles: e[i][l] = (d B)[i][l] for
+ * the six patch rows i, then V[6j + k] = (B^T e)[j][k] stored as v[(6j + k) * pitch + t]
+ * for the tiles t0 .. t0 + 15 that mask keeps. */
+#define SB_W4_IN_STORE(e, v, t0, pitch, mask) do {                                       \
+        int k_;                                                                          \
+        for (k_ = 0; k_ < 6; k_++) {   /* rows: V[6j + k] = (B^T e)[j][k] */              \
+            __m512 y0_, y1_, y2_, y3_, y4_, y5_;                                         \
+            float *dst_ = (v) + (t0) + (ptrdiff_t)k_ * (pitch);                          \
+            SB_W4_BT(e[0][k_], e[1][k_], e[2][k_], e[3][k_], e[4][k_], e[5][k_],         \
+                     y0_, y1_, y2_, y3_, y4_, y5_);                                      \
+            sb_w4_store6_avx512(dst_, 6 * (pitch), mask, y0_, y1_, y2_, y3_, y4_, y5_);  \
+        }                                                                                \
+    } while (0)
+
 /* rows[i] (i < 6): the zero-padded input row 4*th - ph + i, starting at padded column
  * 0 and readable for 4 * ntiles + 80 floats.  Writes V[xi] = v[xi * pitch + t] for
  * the ntiles tiles t of the row. */
@@ -62,7 +91,7 @@ static void sb_w4_in_tilerow_f32(const float *const *rows, int ntiles, float *v,
     const __m512i idx2 = _mm512_add_epi32(idx1, one);
     const __m512i idx3 = _mm512_add_epi32(idx2, one);
     __m512 e[6][6];
-    int tw0, i, k;
+    int tw0, i;
     for (tw0 = 0; tw0 < ntiles; tw0 += 16) {
         int n = ntiles - tw0 < 16 ? ntiles - tw0 : 16;
         __mmask16 mask = (__mmask16)((1u << n) - 1u);
@@ -88,17 +117,7 @@ static void sb_w4_in_tilerow_f32(const float *const *rows, int ntiles, float *v,
             /* columns: e[i] = d[i] B */
             SB_W4_BT(q0, q1, q2, q3, q4, q5, e[i][0], e[i][1], e[i][2], e[i][3], e[i][4], e[i][5]);
         }
-        for (k = 0; k < 6; k++) {   /* rows: V[6 * j + k] = (B^T e)[j][k] */
-            __m512 y0, y1, y2, y3, y4, y5;
-            SB_W4_BT(e[0][k], e[1][k], e[2][k], e[3][k], e[4][k], e[5][k], y0, y1, y2, y3, y4, y5);
-            float *dst = v + tw0 + k * pitch;
-            _mm512_mask_storeu_ps(dst, mask, y0);
-            _mm512_mask_storeu_ps(dst + 6 * pitch, mask, y1);
-            _mm512_mask_storeu_ps(dst + 12 * pitch, mask, y2);
-            _mm512_mask_storeu_ps(dst + 18 * pitch, mask, y3);
-            _mm512_mask_storeu_ps(dst + 24 * pitch, mask, y4);
-            _mm512_mask_storeu_ps(dst + 30 * pitch, mask, y5);
-        }
+        SB_W4_IN_STORE(e, v, tw0, pitch, mask);
     }
 }
 
@@ -168,24 +187,6 @@ static void sb_w4_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, in
     }
 }
 
-/* The second half of the F(4x4) input transform of 16 tiles: e[i][l] = (d B)[i][l] for
- * the six patch rows i, then V[6j + k] = (B^T e)[j][k] stored as v[(6j + k) * pitch + t]
- * for the tiles t0 .. t0 + 15 that mask keeps. */
-#define SB_W4_IN_STORE(e, v, t0, pitch, mask) do {                                       \
-        int k_;                                                                          \
-        for (k_ = 0; k_ < 6; k_++) {   /* rows: V[6j + k] = (B^T e)[j][k] */              \
-            __m512 y0_, y1_, y2_, y3_, y4_, y5_;                                         \
-            float *dst_ = (v) + (t0) + (ptrdiff_t)k_ * (pitch);                          \
-            SB_W4_BT(e[0][k_], e[1][k_], e[2][k_], e[3][k_], e[4][k_], e[5][k_],         \
-                     y0_, y1_, y2_, y3_, y4_, y5_);                                      \
-            _mm512_mask_storeu_ps(dst_, mask, y0_);                                      \
-            _mm512_mask_storeu_ps(dst_ + 6 * (pitch), mask, y1_);                        \
-            _mm512_mask_storeu_ps(dst_ + 12 * (pitch), mask, y2_);                       \
-            _mm512_mask_storeu_ps(dst_ + 18 * (pitch), mask, y3_);                       \
-            _mm512_mask_storeu_ps(dst_ + 24 * (pitch), mask, y4_);                       \
-            _mm512_mask_storeu_ps(dst_ + 30 * (pitch), mask, y5_);                       \
-        }                                                                                \
-    } while (0)
 
 /* Column phases 0..3 of 16 tiles of a plane of 4, 8 or a multiple of 16 tiles a row, from
  * whole-register loads at column `at` of each tile row (row[r]: the first tile of tile row
@@ -320,12 +321,7 @@ static void sb_w4_in_plane_f32(const float *pad, ptrdiff_t wp, const int *off, i
             __m512 c0_, c1_, c2_, c3_, c4_, c5_;                                         \
             float *dst_ = (v) + (ptrdiff_t)(6 * k_) * (pitch) + (t0);                    \
             SB_W4_A(r[k_][0], r[k_][1], r[k_][2], r[k_][3], c0_, c1_, c2_, c3_, c4_, c5_); \
-            _mm512_mask_storeu_ps(dst_, mask, c0_);                                      \
-            _mm512_mask_storeu_ps(dst_ + (pitch), mask, c1_);                            \
-            _mm512_mask_storeu_ps(dst_ + 2 * (pitch), mask, c2_);                        \
-            _mm512_mask_storeu_ps(dst_ + 3 * (pitch), mask, c3_);                        \
-            _mm512_mask_storeu_ps(dst_ + 4 * (pitch), mask, c4_);                        \
-            _mm512_mask_storeu_ps(dst_ + 5 * (pitch), mask, c5_);                        \
+            sb_w4_store6_avx512(dst_, (pitch), mask, c0_, c1_, c2_, c3_, c4_, c5_);      \
         }                                                                                \
     } while (0)
 
