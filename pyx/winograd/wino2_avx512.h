@@ -187,14 +187,38 @@ static void sb_w2_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, in
     }
 }
 
+/* The output-gradient transform's second half for 16 tiles: from the 2x2 gradient tiles'
+ * values q[a][b] (row a, column b), r = A q, then Gt[4k + j] = (r[k] A^T)[j] stored as
+ * v[(4k + j) * pitch + t] for the tiles t0 .. t0 + 15 that mask keeps;
+ * A = [[1, 0], [1, 1], [1, -1], [0, -1]]. */
+__attribute__((target("avx512f")))
+static inline void sb_w2_grad_store(__m512 q00, __m512 q01, __m512 q10, __m512 q11, float *v,
+                                    int t0, ptrdiff_t pitch, __mmask16 mask)
+{
+    const __m512 z = _mm512_setzero_ps();
+    __m512 r[4][2];   /* rows: r = A q */
+    int k;
+    r[0][0] = q00;                     r[0][1] = q01;
+    r[1][0] = _mm512_add_ps(q00, q10); r[1][1] = _mm512_add_ps(q01, q11);
+    r[2][0] = _mm512_sub_ps(q00, q10); r[2][1] = _mm512_sub_ps(q01, q11);
+    r[3][0] = _mm512_sub_ps(z, q10);   r[3][1] = _mm512_sub_ps(z, q11);
+    for (k = 0; k < 4; k++) {   /* columns: Gt[4k + j] = (r[k] A^T)[j] */
+        float *dst = v + (ptrdiff_t)(4 * k) * pitch + t0;
+        _mm512_mask_storeu_ps(dst, mask, r[k][0]);
+        _mm512_mask_storeu_ps(dst + pitch, mask, _mm512_add_ps(r[k][0], r[k][1]));
+        _mm512_mask_storeu_ps(dst + 2 * pitch, mask, _mm512_sub_ps(r[k][0], r[k][1]));
+        _mm512_mask_storeu_ps(dst + 3 * pitch, mask, _mm512_sub_ps(z, r[k][1]));
+    }
+}
+
 /* The output-gradient transform Gt = A q A^T of one zero-padded plane, 16 tiles per
  * register: q is the 2x2 gradient tile at pad[2*th*wp + 2*tw] (off[t] as for the input
- * transform), A = [[1, 0], [1, 1], [1, -1], [0, -1]].  Writes Gt[xi] = v[xi * pitch + t]. */
+ * transform), each value gathered.  Writes Gt[xi] = v[xi * pitch + t]. */
 __attribute__((target("avx512f")))
-static void sb_w2_grad_plane_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
-                                 float *v, ptrdiff_t pitch)
+static void sb_w2_grad_gather_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                                  float *v, ptrdiff_t pitch)
 {
-    int t0, k;
+    int t0;
     for (t0 = 0; t0 < ntiles; t0 += 16) {
         int n = ntiles - t0 < 16 ? ntiles - t0 : 16;
         __mmask16 mask = (__mmask16)((1u << n) - 1u);
@@ -206,19 +230,77 @@ static void sb_w2_grad_plane_f32(const float *pad, ptrdiff_t wp, const int *off,
         __m512 q01 = _mm512_mask_i32gather_ps(z, mask, _mm512_add_epi32(base, one), pad, 4);
         __m512 q10 = _mm512_mask_i32gather_ps(z, mask, below, pad, 4);
         __m512 q11 = _mm512_mask_i32gather_ps(z, mask, _mm512_add_epi32(below, one), pad, 4);
-        __m512 r[4][2];   /* rows: r = A q */
-        r[0][0] = q00;                     r[0][1] = q01;
-        r[1][0] = _mm512_add_ps(q00, q10); r[1][1] = _mm512_add_ps(q01, q11);
-        r[2][0] = _mm512_sub_ps(q00, q10); r[2][1] = _mm512_sub_ps(q01, q11);
-        r[3][0] = _mm512_sub_ps(z, q10);   r[3][1] = _mm512_sub_ps(z, q11);
-        for (k = 0; k < 4; k++) {   /* columns: Gt[4k + j] = (r[k] A^T)[j] */
-            float *dst = v + (ptrdiff_t)(4 * k) * pitch + t0;
-            _mm512_mask_storeu_ps(dst, mask, r[k][0]);
-            _mm512_mask_storeu_ps(dst + pitch, mask, _mm512_add_ps(r[k][0], r[k][1]));
-            _mm512_mask_storeu_ps(dst + 2 * pitch, mask, _mm512_sub_ps(r[k][0], r[k][1]));
-            _mm512_mask_storeu_ps(dst + 3 * pitch, mask, _mm512_sub_ps(z, r[k][1]));
-        }
+        sb_w2_grad_store(q00, q01, q10, q11, v, t0, pitch, mask);
     }
+}
+
+/* The same transform of a plane of 2, 4, 8 or a multiple of 16 tiles a row (halo 0: wp = 2
+ * tiles_w, the tiles cover each row exactly), 16 tiles a register from whole-register
+ * loads and two-source permutes instead of 4 gathers: 16 or more tiles a row, one tile
+ * row's 32 values a gradient row; 8, two tile rows' 16 each; 4, four tile rows' (lanes 4r
+ * + j, a pair of rows a permute, the pairs blended); 2, the 4x4 planes of 4 samples, 16
+ * values each (lanes 4s + 2 th + tw).  The same values and arithmetic as the gathered
+ * form.  Reads only the plane. */
+__attribute__((target("avx512f")))
+static void sb_w2_grad_rows_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                                int tiles_w, float *v, ptrdiff_t pitch)
+{
+    /* column b of gradient row a: index 2j + b of a pair of sources (the second 16 on) */
+    const __m512i wide = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                           28, 30);
+    const __m512i four = _mm512_setr_epi32(0, 2, 4, 6, 16, 18, 20, 22, 0, 2, 4, 6, 16, 18,
+                                           20, 22);
+    const __m512i two = _mm512_setr_epi32(0, 2, 8, 10, 16, 18, 24, 26, 0, 2, 8, 10, 16, 18,
+                                          24, 26);
+    int t0, a, b, r;
+    for (t0 = 0; t0 < ntiles; t0 += 16) {
+        int n = ntiles - t0 < 16 ? ntiles - t0 : 16;
+        __mmask16 mask = (__mmask16)((1u << n) - 1u);
+        const float *row[8];
+        __m512 q[2][2];
+        for (r = 0; r < 8; r++) {   /* tile rows (tiles_w 2: each a sample's plane) */
+            const int t = tiles_w >= 16 ? t0 : t0 + r * (tiles_w == 2 ? 4 : tiles_w);
+            row[r] = pad + off[t < ntiles ? t : t0];
+        }
+        for (a = 0; a < 2; a++) {
+            for (b = 0; b < 2; b++) {
+                const __m512i off_b = _mm512_set1_epi32(b);
+                if (tiles_w >= 16) {   /* one tile row: columns 0..31 of row a */
+                    const float *x = row[0] + a * wp;
+                    q[a][b] = _mm512_permutex2var_ps(_mm512_loadu_ps(x),
+                                                     _mm512_add_epi32(wide, off_b),
+                                                     _mm512_loadu_ps(x + 16));
+                } else if (tiles_w == 8) {   /* two tile rows of 16 columns */
+                    q[a][b] = _mm512_permutex2var_ps(_mm512_loadu_ps(row[0] + a * wp),
+                                                     _mm512_add_epi32(wide, off_b),
+                                                     _mm512_loadu_ps(row[1] + a * wp));
+                } else {   /* 4: four tile rows; 2: four samples' planes */
+                    const __m512i idx = _mm512_add_epi32(tiles_w == 4 ? four : two,
+                        _mm512_set1_epi32(tiles_w == 4 ? b : 4 * a + b));
+                    const ptrdiff_t at = tiles_w == 4 ? a * wp : 0;
+                    q[a][b] = _mm512_mask_blend_ps(0xFF00,
+                        _mm512_permutex2var_ps(_mm512_loadu_ps(row[0] + at), idx,
+                                               _mm512_loadu_ps(row[1] + at)),
+                        _mm512_permutex2var_ps(_mm512_loadu_ps(row[2] + at), idx,
+                                               _mm512_loadu_ps(row[3] + at)));
+                }
+            }
+        }
+        sb_w2_grad_store(q[0][0], q[0][1], q[1][0], q[1][1], v, t0, pitch, mask);
+    }
+}
+
+/* The F(2x2) output-gradient transform of one plane (halo 0: wp = 2 tiles_w): by rows for
+ * 2, 4, 8 or a multiple of 16 tiles a row, else gathered. */
+__attribute__((target("avx512f")))
+static void sb_w2_grad_plane_f32(const float *pad, ptrdiff_t wp, const int *off, int ntiles,
+                                 float *v, ptrdiff_t pitch)
+{
+    const int tiles_w = (int)(wp / 2);
+    if (tiles_w == 2 || tiles_w == 4 || tiles_w == 8 || tiles_w % 16 == 0)
+        sb_w2_grad_rows_f32(pad, wp, off, ntiles, tiles_w, v, pitch);
+    else
+        sb_w2_grad_gather_f32(pad, wp, off, ntiles, v, pitch);
 }
 
 #else

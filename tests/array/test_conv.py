@@ -485,15 +485,16 @@ def test_winograd_f4_avx2_input_rows_are_the_row_loops_bits(tiles_w, rng, avx2_r
     assert got[0].tobytes() == got[1].tobytes()
 
 
-@pytest.mark.parametrize("transform,tile", [("input", 4), ("input", 2), ("grad", 4)])
-@pytest.mark.parametrize("tiles_w", [4, 8, 16, 32])
+@pytest.mark.parametrize("transform,tile", [("input", 4), ("input", 2), ("grad", 4),
+                                            ("grad", 2)])
+@pytest.mark.parametrize("tiles_w", [2, 4, 8, 16, 32])
 @pytest.mark.parametrize("nb,tiles_h", [(1, 1), (2, 3), (3, 5)])
 def test_winograd_avx512_planes_by_rows_are_the_gathered_bits(transform, tile, tiles_w, nb,
                                                                tiles_h, rng):
     """The AVX-512 transforms of planes of 4 or 8 tiles a row (by row loads and permutes:
-    the F(4x4) and F(2x2) input transforms, the F(4x4) output-gradient transform, which
-    also takes rows of a multiple of 16 tiles that way) give the bits of the gathered
-    ones that other widths take: the same tiles of an image one tile
+    the F(4x4) and F(2x2) input transforms, the output-gradient transforms of both sizes,
+    which also take rows of a multiple of 16 tiles that way, F(2x2)'s rows of 2 too) give
+    the bits of the gathered ones that other widths take: the same tiles of an image one tile
     wider, whose extra columns are zero (the first ``tiles_w`` tiles of each row read the
     same padded values).  Blocks of 16 tiles cross tile rows and samples, and the last is
     partial for some shapes."""
