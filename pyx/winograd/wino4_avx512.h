@@ -264,7 +264,8 @@ static void sb_w4_in_rows_f32(const float *pad, ptrdiff_t wp, const int *off, in
 }
 
 /* Input transform of one zero-bordered plane (row length wp) for maps with fewer than
- * 16 tiles per row: 16 consecutive tiles in V's order (across tile rows) per register,
+ * 16 tiles per row and neither 4 nor 8 (those: sb_w4_in_rows_f32): 16 consecutive tiles in
+ * V's order (across tile rows) per register,
  * each of the 36 patch values gathered (pad[off[t] + i*wp + j], off[t] = 4*th*wp +
  * 4*tw), then V = B^T d B.  Writes V[xi] = v[xi * pitch + t]. */
 __attribute__((target("avx512f")))
