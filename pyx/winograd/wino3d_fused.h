@@ -101,7 +101,7 @@ static int sb_wino3d_conv_f32(const float *x, int N, int C, int D, int H, int W,
         const int piece_c = sb_wf_piece(C, 1), piece_o = sb_wf_piece(O, 1);
         int j, c, p, o, i;
         for (i = 0; i < 3; i++)  /* the depth taps' transformed kernels, if not given */
-            sb_wf_transform_weights(&wt[i], tile);
+            sb_wf_transform_weights(&wt[i], tile, 1);
         for (j = 0; j < nslabs; j++) {   /* every thread meets every worksharing loop */
             sb_w3_span q;
             sb_w3_span_of(&slabs[j], pd, D, &q);

@@ -233,16 +233,26 @@ typedef struct {
 } sb_wf_weights;
 
 /* Inside a parallel region: the transform's runs shared among the threads (every thread
- * must call it; the worksharing loop ends in a barrier, so U is complete after). */
-static inline void sb_wf_transform_weights(const sb_wf_weights *q, int tile)
+ * must call it).  With wait, the worksharing loop ends in a barrier, so U is complete
+ * after; without, a thread goes on as soon as its runs are done: for a caller whose next
+ * worksharing loop (an input transform, which does not read U) ends in the barrier that
+ * U must be complete by (the split forms: one barrier fewer a call). */
+static inline void sb_wf_transform_weights(const sb_wf_weights *q, int tile, int wait)
 {
     int r;
     if (q->w == NULL) return;
     const int runs = q->c_major ? q->wc : q->wo;
-    #pragma omp for schedule(dynamic, sb_wf_piece(runs, 1))
-    for (r = 0; r < runs; r++)
-        sb_weight_run_f(q->w, q->wo, q->wc, q->ks, tile, q->flip, q->c_major, r, q->ut, q->sp,
-                        q->sr);
+    if (wait) {
+        #pragma omp for schedule(dynamic, sb_wf_piece(runs, 1))
+        for (r = 0; r < runs; r++)
+            sb_weight_run_f(q->w, q->wo, q->wc, q->ks, tile, q->flip, q->c_major, r, q->ut,
+                            q->sp, q->sr);
+    } else {
+        #pragma omp for schedule(dynamic, sb_wf_piece(runs, 1)) nowait
+        for (r = 0; r < runs; r++)
+            sb_weight_run_f(q->w, q->wo, q->wc, q->ks, tile, q->flip, q->c_major, r, q->ut,
+                            q->sp, q->sr);
+    }
 }
 
 /* Inside a parallel region, after the point sums total (P x O x C) are complete: the fold
@@ -378,7 +388,7 @@ static int sb_wino_conv_f32(const float *x, int N, int C, int H, int W, int ph, 
         float *out_buf = sb_wf_buffer(out_floats, 0, &failed);
         const int ok = v != NULL && m != NULL && in_buf != NULL && out_buf != NULL;
         int k, p, o;
-        sb_wf_transform_weights(wt, tile);
+        sb_wf_transform_weights(wt, tile, 1);  /* each thread's chunks read U at once */
         sb_home_start(&home);
         while ((k = (int)sb_home_take(&home)) >= 0) {  /* the samples of this core first */
             int n0, nb, th0, th1;
@@ -447,7 +457,7 @@ static int sb_wino_conv_split_f32(const float *x, int N, int C, int H, int W, in
         const int ok = in_buf != NULL && out_buf != NULL;
         const int piece_c = sb_wf_piece(C, 1), piece_o = sb_wf_piece(O, 1);
         int k, c, p, o;
-        sb_wf_transform_weights(wt, tile);
+        sb_wf_transform_weights(wt, tile, 0);  /* complete by the input loop's barrier */
         for (k = 0; k < nchunks; k++) {   /* every thread meets every worksharing loop */
             int n0, nb, th0, th1;
             sb_wf_chunk(k, N, chunk, 0, tiles_h, &n0, &nb, &th0, &th1);
