@@ -87,34 +87,22 @@ static void sb_w2_in_rows_f32(const float *pad, ptrdiff_t wp, const int *off, in
     const __m512i idx = tiles_w == 8
         ? _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14)
         : _mm512_setr_epi32(0, 2, 4, 6, 16, 18, 20, 22, 0, 2, 4, 6, 16, 18, 20, 22);
-    const int per = 16 / tiles_w;   /* tile rows a register */
-    int t0, i, j, k;
+    int t0, i, j;
     for (t0 = 0; t0 < ntiles; t0 += 16) {
         int n = ntiles - t0 < 16 ? ntiles - t0 : 16;
         __mmask16 mask = (__mmask16)((1u << n) - 1u);
         const float *row[4];
         __m512 d[4][4], r[4][4];
-        for (k = 0; k < per; k++)   /* tile rows past the last tile: any row (not stored) */
-            row[k] = pad + off[t0 + k * tiles_w < ntiles ? t0 + k * tiles_w : t0];
+        sb_plane_tile_rows(pad, off, ntiles, t0, tiles_w, 16 / tiles_w, row);
         for (i = 0; i < 4; i++) {   /* d[i][j]: column j of patch row i */
             const ptrdiff_t at = (ptrdiff_t)i * wp;
-            __m512 x0, x1, y0, y1;
-            if (tiles_w == 8) {
-                x0 = _mm512_loadu_ps(row[0] + at);
-                x1 = _mm512_loadu_ps(row[0] + at + 16);
-                y0 = _mm512_loadu_ps(row[1] + at);
-                y1 = _mm512_loadu_ps(row[1] + at + 16);
-            } else {
-                x0 = _mm512_loadu_ps(row[0] + at);
-                x1 = _mm512_loadu_ps(row[1] + at);
-                y0 = _mm512_loadu_ps(row[2] + at);
-                y1 = _mm512_loadu_ps(row[3] + at);
-            }
-            for (j = 0; j < 4; j++) {
-                const __m512i ij = _mm512_add_epi32(idx, _mm512_set1_epi32(j));
-                d[i][j] = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(x0, ij, x1),
-                                               _mm512_permutex2var_ps(y0, ij, y1));
-            }
+            const __m512 x0 = _mm512_loadu_ps(row[0] + at);
+            const __m512 x1 = _mm512_loadu_ps(tiles_w == 8 ? row[0] + at + 16 : row[1] + at);
+            const __m512 y0 = _mm512_loadu_ps(tiles_w == 8 ? row[1] + at : row[2] + at);
+            const __m512 y1 = _mm512_loadu_ps(tiles_w == 8 ? row[1] + at + 16 : row[3] + at);
+            for (j = 0; j < 4; j++)
+                d[i][j] = sb_blend_pairs_avx512(x0, x1, y0, y1,
+                                                _mm512_add_epi32(idx, _mm512_set1_epi32(j)));
         }
         for (j = 0; j < 4; j++) {   /* rows: r[.][j] = B^T d[.][j] */
             r[0][j] = _mm512_sub_ps(d[0][j], d[2][j]);
@@ -252,38 +240,33 @@ static void sb_w2_grad_rows_f32(const float *pad, ptrdiff_t wp, const int *off, 
                                            20, 22);
     const __m512i two = _mm512_setr_epi32(0, 2, 8, 10, 16, 18, 24, 26, 0, 2, 8, 10, 16, 18,
                                           24, 26);
-    int t0, a, b, r;
+    /* loads a block: one tile row (16 tiles or more), two, or four (tile rows, or for 2
+     * tiles a row pairs of them: 4x4 planes when a map is 4x4) */
+    const int step = tiles_w == 2 ? 4 : tiles_w, count = tiles_w >= 16 ? 1 : tiles_w == 8 ? 2 : 4;
+    int t0, a, b;
     for (t0 = 0; t0 < ntiles; t0 += 16) {
         int n = ntiles - t0 < 16 ? ntiles - t0 : 16;
         __mmask16 mask = (__mmask16)((1u << n) - 1u);
-        const float *row[8];
+        const float *row[4];
         __m512 q[2][2];
-        for (r = 0; r < 8; r++) {   /* tile rows (tiles_w 2: each a sample's plane) */
-            const int t = tiles_w >= 16 ? t0 : t0 + r * (tiles_w == 2 ? 4 : tiles_w);
-            row[r] = pad + off[t < ntiles ? t : t0];
-        }
+        sb_plane_tile_rows(pad, off, ntiles, t0, step, count, row);
         for (a = 0; a < 2; a++) {
-            for (b = 0; b < 2; b++) {
-                const __m512i off_b = _mm512_set1_epi32(b);
-                if (tiles_w >= 16) {   /* one tile row: columns 0..31 of row a */
-                    const float *x = row[0] + a * wp;
-                    q[a][b] = _mm512_permutex2var_ps(_mm512_loadu_ps(x),
-                                                     _mm512_add_epi32(wide, off_b),
-                                                     _mm512_loadu_ps(x + 16));
-                } else if (tiles_w == 8) {   /* two tile rows of 16 columns */
-                    q[a][b] = _mm512_permutex2var_ps(_mm512_loadu_ps(row[0] + a * wp),
-                                                     _mm512_add_epi32(wide, off_b),
-                                                     _mm512_loadu_ps(row[1] + a * wp));
-                } else {   /* 4: four tile rows; 2: four samples' planes */
-                    const __m512i idx = _mm512_add_epi32(tiles_w == 4 ? four : two,
-                        _mm512_set1_epi32(tiles_w == 4 ? b : 4 * a + b));
-                    const ptrdiff_t at = tiles_w == 4 ? a * wp : 0;
-                    q[a][b] = _mm512_mask_blend_ps(0xFF00,
-                        _mm512_permutex2var_ps(_mm512_loadu_ps(row[0] + at), idx,
-                                               _mm512_loadu_ps(row[1] + at)),
-                        _mm512_permutex2var_ps(_mm512_loadu_ps(row[2] + at), idx,
-                                               _mm512_loadu_ps(row[3] + at)));
-                }
+            const ptrdiff_t at = tiles_w == 2 ? 0 : a * wp;  /* 2: both rows in each load */
+            if (tiles_w >= 8) {   /* one permute of a row's 32 values or two rows' 16 */
+                const __m512 x0 = _mm512_loadu_ps(row[0] + at);
+                const __m512 x1 = _mm512_loadu_ps(tiles_w >= 16 ? row[0] + at + 16
+                                                                 : row[1] + at);
+                for (b = 0; b < 2; b++)
+                    q[a][b] = _mm512_permutex2var_ps(
+                        x0, _mm512_add_epi32(wide, _mm512_set1_epi32(b)), x1);
+            } else {   /* four loads, two permutes blended */
+                const __m512 x0 = _mm512_loadu_ps(row[0] + at), x1 = _mm512_loadu_ps(row[1] + at);
+                const __m512 y0 = _mm512_loadu_ps(row[2] + at), y1 = _mm512_loadu_ps(row[3] + at);
+                const __m512i base = tiles_w == 4 ? four
+                                                  : _mm512_add_epi32(two, _mm512_set1_epi32(4 * a));
+                for (b = 0; b < 2; b++)
+                    q[a][b] = sb_blend_pairs_avx512(x0, x1, y0, y1,
+                                                    _mm512_add_epi32(base, _mm512_set1_epi32(b)));
             }
         }
         sb_w2_grad_store(q[0][0], q[0][1], q[1][0], q[1][1], v, t0, pitch, mask);

@@ -79,6 +79,44 @@ static inline void sb_w4_store6_avx512(float *dst, ptrdiff_t step, __mmask16 mas
         }                                                                                \
     } while (0)
 
+/* Column phases 0..3 of 16 tiles of a plane of 4, 8 or a multiple of 16 tiles a row, from
+ * whole-register loads at column `at` of each tile row (row[r]: the first tile of tile row
+ * r in the block): q[l] lane t holds value 4j + l of its tile j's row.  16 tiles or more:
+ * four loads of the one tile row, lanes 0-7 from the first two, 8-15 from the others; 8
+ * tiles a row: two loads a tile row, lanes 0-7 from row[0], 8-15 from row[1]; 4 tiles: one
+ * load a tile row, lanes 4r + j from row[r].  One index vector serves all three (the
+ * second source of a permute is indices 16 on). */
+#define SB_W4_PHASES(row, tiles_w, at, q) do {                                           \
+        const __m512i i0_ = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12,  \
+                                              16, 20, 24, 28);                           \
+        __m512 x0_, x1_, y0_, y1_;                                                       \
+        int l_;                                                                          \
+        if ((tiles_w) >= 16) {                                                           \
+            x0_ = _mm512_loadu_ps((row)[0] + (at));                                      \
+            x1_ = _mm512_loadu_ps((row)[0] + (at) + 16);                                 \
+            y0_ = _mm512_loadu_ps((row)[0] + (at) + 32);                                 \
+            y1_ = _mm512_loadu_ps((row)[0] + (at) + 48);                                 \
+        } else if ((tiles_w) == 8) {                                                     \
+            x0_ = _mm512_loadu_ps((row)[0] + (at));                                      \
+            x1_ = _mm512_loadu_ps((row)[0] + (at) + 16);                                 \
+            y0_ = _mm512_loadu_ps((row)[1] + (at));                                      \
+            y1_ = _mm512_loadu_ps((row)[1] + (at) + 16);                                 \
+        } else {                                                                         \
+            x0_ = _mm512_loadu_ps((row)[0] + (at));                                      \
+            x1_ = _mm512_loadu_ps((row)[1] + (at));                                      \
+            y0_ = _mm512_loadu_ps((row)[2] + (at));                                      \
+            y1_ = _mm512_loadu_ps((row)[3] + (at));                                      \
+        }                                                                                \
+        for (l_ = 0; l_ < 4; l_++)                                                       \
+            (q)[l_] = sb_blend_pairs_avx512(x0_, x1_, y0_, y1_,                          \
+                                            _mm512_add_epi32(i0_, _mm512_set1_epi32(l_))); \
+    } while (0)
+
+/* The tile rows a block of 16 tiles of SB_W4_PHASES spans (4 or 8 tiles a row: 4 or 2;
+ * a multiple of 16: one). */
+#define SB_W4_TILE_ROWS(pad, off, ntiles, t0, tiles_w, row)                              \
+    sb_plane_tile_rows(pad, off, ntiles, t0, tiles_w, (tiles_w) >= 16 ? 1 : 16 / (tiles_w), row)
+
 /* rows[i] (i < 6): the zero-padded input row 4*th - ph + i, starting at padded column
  * 0 and readable for 4 * ntiles + 80 floats.  Writes V[xi] = v[xi * pitch + t] for
  * the ntiles tiles t of the row. */
@@ -188,51 +226,6 @@ static void sb_w4_out_plane_f32(const float *m, ptrdiff_t pitch, int tiles_h, in
 }
 
 
-/* Column phases 0..3 of 16 tiles of a plane of 4, 8 or a multiple of 16 tiles a row, from
- * whole-register loads at column `at` of each tile row (row[r]: the first tile of tile row
- * r in the block): q[l] lane t holds value 4j + l of its tile j's row.  16 tiles or more:
- * four loads of the one tile row, lanes 0-7 from the first two, 8-15 from the others; 8
- * tiles a row: two loads a tile row, lanes 0-7 from row[0], 8-15 from row[1]; 4 tiles: one
- * load a tile row, lanes 4r + j from row[r].  One index vector serves all three (the
- * second source of a permute is indices 16 on). */
-#define SB_W4_PHASES(row, tiles_w, at, q) do {                                           \
-        const __m512i i0_ = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12,  \
-                                              16, 20, 24, 28);                           \
-        __m512 x0_, x1_, y0_, y1_;                                                       \
-        int l_;                                                                          \
-        if ((tiles_w) >= 16) {                                                           \
-            x0_ = _mm512_loadu_ps((row)[0] + (at));                                      \
-            x1_ = _mm512_loadu_ps((row)[0] + (at) + 16);                                 \
-            y0_ = _mm512_loadu_ps((row)[0] + (at) + 32);                                 \
-            y1_ = _mm512_loadu_ps((row)[0] + (at) + 48);                                 \
-        } else if ((tiles_w) == 8) {                                                     \
-            x0_ = _mm512_loadu_ps((row)[0] + (at));                                      \
-            x1_ = _mm512_loadu_ps((row)[0] + (at) + 16);                                 \
-            y0_ = _mm512_loadu_ps((row)[1] + (at));                                      \
-            y1_ = _mm512_loadu_ps((row)[1] + (at) + 16);                                 \
-        } else {                                                                         \
-            x0_ = _mm512_loadu_ps((row)[0] + (at));                                      \
-            x1_ = _mm512_loadu_ps((row)[1] + (at));                                      \
-            y0_ = _mm512_loadu_ps((row)[2] + (at));                                      \
-            y1_ = _mm512_loadu_ps((row)[3] + (at));                                      \
-        }                                                                                \
-        for (l_ = 0; l_ < 4; l_++) {                                                     \
-            const __m512i il_ = _mm512_add_epi32(i0_, _mm512_set1_epi32(l_));            \
-            (q)[l_] = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(x0_, il_, x1_), \
-                                           _mm512_permutex2var_ps(y0_, il_, y1_));       \
-        }                                                                                \
-    } while (0)
-
-/* The first tile of each tile row among the 16 tiles from t0 (4 or 8 tiles a row: 4 or 2
- * tile rows; a multiple of 16: one), pad + off[t]; tile rows past the last tile: the
- * first (computed, not stored). */
-static inline void sb_w4_tile_rows(const float *pad, const int *off, int ntiles, int t0,
-                                   int tiles_w, const float **row)
-{
-    int r;
-    for (r = 0; r < (tiles_w >= 16 ? 1 : 16 / tiles_w); r++)
-        row[r] = pad + off[t0 + r * tiles_w < ntiles ? t0 + r * tiles_w : t0];
-}
 
 /* The F(4x4) input transform of a plane of 4 or 8 tiles a row (16x16 and 32x32 maps),
  * 16 tiles a register, each patch row's six column phases by SB_W4_PHASES (phases 4 and
@@ -251,7 +244,7 @@ static void sb_w4_in_rows_f32(const float *pad, ptrdiff_t wp, const int *off, in
         int n = ntiles - t0 < 16 ? ntiles - t0 : 16;
         __mmask16 mask = (__mmask16)((1u << n) - 1u);
         const float *row[4];
-        sb_w4_tile_rows(pad, off, ntiles, t0, tiles_w, row);
+        SB_W4_TILE_ROWS(pad, off, ntiles, t0, tiles_w, row);
         for (i = 0; i < 6; i++) {   /* columns of patch row i: e[i] = d[i] B */
             __m512 q[4], s[4];
             SB_W4_PHASES(row, tiles_w, (ptrdiff_t)i * wp, q);
@@ -364,7 +357,7 @@ static void sb_w4_grad_rows_f32(const float *pad, ptrdiff_t wp, const int *off, 
         __mmask16 mask = (__mmask16)((1u << n) - 1u);
         const float *row[4];
         __m512 q[4][4], r[6][4];
-        sb_w4_tile_rows(pad, off, ntiles, t0, tiles_w, row);
+        SB_W4_TILE_ROWS(pad, off, ntiles, t0, tiles_w, row);
         for (a = 0; a < 4; a++)   /* q[a][b]: column b of gradient row a */
             SB_W4_PHASES(row, tiles_w, (ptrdiff_t)a * wp, q[a]);
         for (b = 0; b < 4; b++)   /* rows: r[.][b] = A q[.][b] */

@@ -242,16 +242,12 @@ static inline void sb_wf_transform_weights(const sb_wf_weights *q, int tile, int
     int r;
     if (q->w == NULL) return;
     const int runs = q->c_major ? q->wc : q->wo;
+    #pragma omp for schedule(dynamic, sb_wf_piece(runs, 1)) nowait
+    for (r = 0; r < runs; r++)
+        sb_weight_run_f(q->w, q->wo, q->wc, q->ks, tile, q->flip, q->c_major, r, q->ut, q->sp,
+                        q->sr);
     if (wait) {
-        #pragma omp for schedule(dynamic, sb_wf_piece(runs, 1))
-        for (r = 0; r < runs; r++)
-            sb_weight_run_f(q->w, q->wo, q->wc, q->ks, tile, q->flip, q->c_major, r, q->ut,
-                            q->sp, q->sr);
-    } else {
-        #pragma omp for schedule(dynamic, sb_wf_piece(runs, 1)) nowait
-        for (r = 0; r < runs; r++)
-            sb_weight_run_f(q->w, q->wo, q->wc, q->ks, tile, q->flip, q->c_major, r, q->ut,
-                            q->sp, q->sr);
+        #pragma omp barrier
     }
 }
 

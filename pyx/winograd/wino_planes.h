@@ -50,6 +50,17 @@ static void sb_copy_floats_avx2(float *dst, const float *src, ptrdiff_t n)
         dst[k] = src[k];
 }
 
+/* Two two-source permutes by idx, of (x0, x1) into lanes 0-7 and of (y0, y1) into lanes
+ * 8-15: the by-rows transforms' gather of 16 tiles' values from whole-register row loads
+ * (wino2_avx512.h, wino4_avx512.h). */
+__attribute__((target("avx512f")))
+static inline __m512 sb_blend_pairs_avx512(__m512 x0, __m512 x1, __m512 y0, __m512 y1,
+                                           __m512i idx)
+{
+    return _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(x0, idx, x1),
+                                _mm512_permutex2var_ps(y0, idx, y1));
+}
+
 static inline void sb_copy_floats(float *dst, const float *src, ptrdiff_t n)
 {
     if (__builtin_cpu_supports("avx2")) {  /* a flag set when the module loaded */
@@ -70,10 +81,22 @@ static inline void sb_copy_floats(float *dst, const float *src, ptrdiff_t n)
 }
 #endif
 
-/* Floats after the last block of a plane buffer: the by-rows F(4x4) transform
- * (wino4_avx512.h) reads whole registers, up to 2 floats past the row of a tile's last
- * patch row. */
+/* Floats after the last block of a plane buffer: the by-rows transforms (wino4_avx512.h,
+ * wino2_avx512.h) read whole registers, up to 14 floats past the row of a tile's last
+ * patch row (the F(2x2) input transform's, 8 tiles a row). */
 #define SB_PLANE_SLACK 16
+
+/* The first tile of `count` groups of `step` consecutive tiles from t0 (tile rows, or for
+ * the F(2x2) gradient of 2 tiles a row pairs of them), pad + off[t]: the rows the by-rows
+ * transforms load a block of 16 tiles from; a group past the last tile takes the first
+ * one's (its lanes are computed, never stored). */
+static inline void sb_plane_tile_rows(const float *pad, const int *off, int ntiles, int t0,
+                                      int step, int count, const float **row)
+{
+    int r;
+    for (r = 0; r < count; r++)
+        row[r] = pad + off[t0 + r * step < ntiles ? t0 + r * step : t0];
+}
 
 /* Transform one plane buffer (row length wp) at the tile offsets off[0 .. ntiles) into
  * v[xi * pitch + t]. */

@@ -485,9 +485,14 @@ def test_winograd_f4_avx2_input_rows_are_the_row_loops_bits(tiles_w, rng, avx2_r
     assert got[0].tobytes() == got[1].tobytes()
 
 
-@pytest.mark.parametrize("transform,tile", [("input", 4), ("input", 2), ("grad", 4),
-                                            ("grad", 2)])
-@pytest.mark.parametrize("tiles_w", [2, 4, 8, 16, 32])
+#: (transform, tile, tiles a row) where the AVX-512 transform goes by rows and the plane one
+#: tile wider is gathered (other widths compare a form with itself)
+_BY_ROWS = ([("input", tile, w) for tile in (4, 2) for w in (4, 8)]
+            + [("grad", 4, w) for w in (4, 8, 16, 32)]
+            + [("grad", 2, w) for w in (2, 4, 8, 16, 32)])
+
+
+@pytest.mark.parametrize("transform,tile,tiles_w", _BY_ROWS)
 @pytest.mark.parametrize("nb,tiles_h", [(1, 1), (2, 3), (3, 5)])
 def test_winograd_avx512_planes_by_rows_are_the_gathered_bits(transform, tile, tiles_w, nb,
                                                                tiles_h, rng):
