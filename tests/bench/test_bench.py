@@ -706,3 +706,18 @@ def test_compare_builds_reports_differing_bits_and_restores_the_new_build():
     values["new"] = np.array([0.0, 1.0])
     assert compare_builds(in_use.append, {"previous": "previous", "new": "new"},
                           {"forward": call}, rounds=1, calls=1).endswith("same bits")
+
+
+def test_copy_bandwidth_by_threads_measures_each_count_and_the_summary_gives_the_ratio():
+    """The threaded copy's bandwidth at each count (positive, keyed by count) and the
+    header's words for it: every count, and the last count's over the first's."""
+    from sandbox.bench import _env
+    from sandbox.bench._report import env_summary
+
+    by = _env.copy_bandwidth_by_threads([1, 2], nbytes=2 * 2**20, repeat=2)
+    assert sorted(by) == [1, 2] and all(v > 0 for v in by.values())
+    env = {"copy_bandwidth_gbs": 40.0,
+           "copy_bandwidth_by_threads": {"1": 40.0, "2": 50.0}}
+    line = env_summary(env).splitlines()[0]
+    assert "copy bandwidth 40.0 GB/s (threaded: 1 thread 40.0, 2 threads 50.0 GB/s, x1.25)" in line
+    assert "threaded" not in env_summary({"copy_bandwidth_gbs": 40.0})
