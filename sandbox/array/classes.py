@@ -90,7 +90,10 @@ def softmax_cross_entropy_grad(prob: np.ndarray, t: np.ndarray, s,
         _check(prob, t, "prob")
     prob = np.ascontiguousarray(prob)
     n, c, points = prob.shape[0], prob.shape[1], math.prod(prob.shape[2:])
-    s = np.ascontiguousarray(np.broadcast_to(np.asarray(s, prob.dtype), t.shape))
+    s = np.asarray(s, prob.dtype)
+    # one value for every element (an unweighted mean's): a fill, not numpy's broadcast
+    s = (np.full(t.shape, s, prob.dtype) if s.ndim == 0
+         else np.ascontiguousarray(np.broadcast_to(s, t.shape)))
     out = np.empty(prob.shape, prob.dtype)
     _loss.class_grad(prob.reshape(n, c, points), _rows(t), s.reshape(n, points),
                      out.reshape(n, c, points), kernel_threads(prob.size), log)

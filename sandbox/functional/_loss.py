@@ -80,11 +80,18 @@ def _index_coef(input, target, weight, ignore_index, label_smoothing, op):
     return coef, float(wt.sum())
 
 
-def _index_targets(input, target, weight, ignore_index, op):
+#: the most elements whose float32 weights of 1 sum to their count exactly (2**24): up to
+#: it, an unweighted cross-entropy's mean divides by the count itself
+_EXACT_COUNT = 2**24
+
+
+def _index_targets(input, target, weight, ignore_index, op, unit=False):
     """The checked class-index ``target`` of ``input`` and its weights: ``(t_safe, valid,
     w, wt)``, ignored elements' classes replaced by 0 in ``t_safe``, ``w`` the class
     weights and ``wt`` each element's target weight, 0 where ignored (TypeError /
-    ValueError as PyTorch's checks)."""
+    ValueError as PyTorch's checks).  With ``unit``, ``valid`` and ``wt`` are None where
+    every element counts with weight 1 (no class weights, none ignored, at most
+    :data:`_EXACT_COUNT` elements): the caller needs no arrays of ones."""
     n_classes = input.shape[1]
     t = _array(target)
     if t.dtype.kind not in "iu":
@@ -101,6 +108,8 @@ def _index_targets(input, target, weight, ignore_index, op):
         # weight each element's is 1 (a fill, not a gather: 60 -> 25 us for a 32^3 batch
         # of 2, numpy on one thread, timeit, AMD EPYC family 26 model 2)
         t_safe = t.copy()  # kept for the backward: a copy
+        if unit and weight is None and t.size <= _EXACT_COUNT:
+            return t_safe, None, w, None
         wt = np.ones(t.shape, input.dtype) if weight is None else w[t_safe]
         return t_safe, np.ones(t.shape, bool), w, wt
     valid = t != ignore_index
@@ -120,7 +129,8 @@ class _IndexCrossEntropy(Function):
 
     ``loss_i = -wt_i * logp_i[t_i]`` with ``logp = log_softmax(x, 1)`` (the
     composition's ``-coef * log_softmax``, whose other classes add zeros), then
-    ``reduction``; ``wt`` is each element's class weight, 0 where ignored.  The
+    ``reduction``; ``wt`` is each element's class weight, 0 where ignored, or None where
+    every weight is 1 (``x * 1`` is ``x``: the same bits without the array).  The
     gradient is ``(softmax(x) * wt - onehot(t) * wt) * g``, written as the
     composition's backward computes it: ``gl - exp(logp) * S`` with ``S = -g * wt``
     (the same kernels: the same bits).
@@ -132,7 +142,9 @@ class _IndexCrossEntropy(Function):
     @staticmethod
     def forward(ctx, x, t_safe, wt, divisor, reduction):
         logp = activation.softmax(x, 1, log=True)
-        loss = wt * -take_classes(logp, t_safe, check=False)
+        loss = -take_classes(logp, t_safe, check=False)
+        if wt is not None:
+            loss = wt * loss
         ctx.logp, ctx.t, ctx.wt = logp, t_safe, wt
         ctx.divisor, ctx.reduction = divisor, reduction
         ctx.save_for_backward(x)
@@ -147,13 +159,17 @@ class _IndexCrossEntropy(Function):
         dtype = ctx.logp.dtype
         if ctx.reduction == "mean":
             grad = grad / np.asarray(ctx.divisor, dtype)
-        s = (-grad) * ctx.wt  # S = -g wt: the composition's class sum of its Mul's gradient
+        # S = -g wt: the composition's class sum of its Mul's gradient (-g where every
+        # weight is 1: the same values)
         if is_grad_enabled():  # create_graph: the same formula in differentiable ops
+            wt = np.ones(ctx.t.shape, dtype) if ctx.wt is None else ctx.wt
+            s = (-grad) * wt
             (x,) = ctx.saved_tensors
             onehot = np.zeros(ctx.logp.shape, dtype)
             np.put_along_axis(onehot, ctx.t[:, None], 1.0, axis=1)
             s = s.unsqueeze(1) if isinstance(s, Tensor) else Tensor(np.asarray(s)[:, None])
             return s * (onehot - softmax(x, 1)), None, None, None, None
+        s = -grad if ctx.wt is None else (-grad) * ctx.wt
         # prob = exp(log_softmax) as the composition's backward takes it (in the kernel);
         # s - prob * s at the target class, 0 * s - prob * s = -(prob * s) elsewhere
         return (softmax_cross_entropy_grad(ctx.logp, ctx.t, s, check=False, log=True), None,
@@ -230,8 +246,9 @@ def cross_entropy(
     x, t, unbatched = _batched(input, target)
     if (not label_smoothing and x.dtype in FLOAT_DTYPES and _array(t).dtype.kind != "f"
             and reduction in _REDUCTIONS):  # the kernels' dtypes; float16 composes
-        t_safe, _, _, wt = _index_targets(x, t, weight, ignore_index, "cross_entropy")
-        divisor = float(wt.sum())
+        t_safe, _, _, wt = _index_targets(x, t, weight, ignore_index, "cross_entropy",
+                                          unit=True)
+        divisor = float(t_safe.size) if wt is None else float(wt.sum())
         if reduction == "mean" and divisor == 0:
             return _all_ignored(_IndexCrossEntropy.apply(x, t_safe, wt, 1.0, "sum"))
         loss = _IndexCrossEntropy.apply(x, t_safe, wt, divisor, reduction)

@@ -301,6 +301,33 @@ def test_index_cross_entropy_node_gives_the_compositions_bits(dtype, kw):
     np.testing.assert_array_equal(results[0][1], results[1][1])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("limit", [None, 10])
+def test_unweighted_cross_entropy_without_arrays_of_ones_gives_the_weighted_bits(
+        dtype, reduction, limit, monkeypatch):
+    """Without class weights every element's weight is 1: the node skips the array of ones
+    (x * 1 is x; the mean divides by the count), with the bits of the weighted path given
+    weights of 1, loss and gradient; past _EXACT_COUNT elements (set to 10 here) it keeps
+    the array, with the same bits."""
+    from sandbox.functional import _loss
+
+    if limit is not None:
+        monkeypatch.setattr(_loss, "_EXACT_COUNT", limit)
+    rng = np.random.default_rng(8)
+    logits = rng.standard_normal((4, 3, 9, 7)).astype(dtype)
+    labels = rng.integers(0, 3, (4, 9, 7))
+    results = []
+    for weight in (None, np.ones(3, dtype)):
+        x = Tensor(logits.copy(), requires_grad=True)
+        loss = F.cross_entropy(x, labels, weight=weight, reduction=reduction)
+        (loss.sum() if loss.ndim else loss).backward()
+        results.append((loss.numpy(), x.grad.numpy()))
+    for a, b in zip(*results, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
 def test_float16_logits_take_the_composition():
     rng = np.random.default_rng(6)
     x = Tensor(rng.standard_normal((2, 3, 4)).astype(np.float16), requires_grad=True)
