@@ -250,12 +250,12 @@ def _run_selected(args) -> int:
     counts = args.threads
     threads = counts[0] if len(counts) == 1 else counts  # as recorded (an int when one)
     _env.set_threads(counts[-1], torch)
-    bandwidth = _env.copy_bandwidth(32 * 2**20 if args.quick else 256 * 2**20)
+    copy_bytes = 32 * 2**20 if args.quick else 256 * 2**20
+    bandwidth = _env.copy_bandwidth(copy_bytes)
     env = _env.environment(threads, torch, bandwidth)
     if len(counts) > 1:  # what the second core adds to memory-bound work
         env["copy_bandwidth_by_threads"] = {
-            str(n): v for n, v in _env.copy_bandwidth_by_threads(
-                counts, 32 * 2**20 if args.quick else 256 * 2**20).items()}
+            str(n): v for n, v in _env.copy_bandwidth_by_threads(counts, copy_bytes).items()}
     balance_seconds = 0.25 if args.quick else 1.0
     env["cpu_balance_before"] = _env.cpu_balance(balance_seconds)
     env["region_cost_before"] = _env.region_cost(max(counts))

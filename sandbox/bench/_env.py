@@ -264,13 +264,19 @@ def copy_bandwidth(nbytes: int = 256 * 2**20, repeat: int = 5) -> float:
     """
     src = np.ones(nbytes // 4, dtype=np.float32)
     dst = np.empty_like(src)
-    np.copyto(dst, src)  # warm-up: fault in the pages
+    return 2 * src.nbytes / _best_seconds(lambda: np.copyto(dst, src), repeat) / 1e9
+
+
+def _best_seconds(call, repeat: int) -> float:
+    """The fastest of ``repeat`` timed calls of ``call()``, after one untimed (the warm-up
+    that faults in the pages of a fresh array)."""
+    call()
     best = float("inf")
     for _ in range(repeat):
         t0 = time.perf_counter()
-        np.copyto(dst, src)
+        call()
         best = min(best, time.perf_counter() - t0)
-    return 2 * src.nbytes / best / 1e9
+    return best
 
 
 def copy_bandwidth_by_threads(counts, nbytes: int = 256 * 2**20,
@@ -282,8 +288,10 @@ def copy_bandwidth_by_threads(counts, nbytes: int = 256 * 2**20,
     What a second core adds to memory-bound work on this machine: a training step's
     streaming kernels (the optimiser, batch norm on large maps, copies, the first read of
     an activation that left the cache) cannot scale from 1 to 2 threads by more than the
-    bandwidth does.  On the 2-core Zen 5 VM of 7 December 2026 (256 MiB): 41-45 GB/s at 1
-    thread, 50-53 at 2 (x1.17-1.21), where the compute-bound kernels scale 1.9-2.0x.
+    bandwidth does.  On the 2-core Zen 5 VM of 7 December 2026 (256 MiB) it changed from
+    minute to minute: 39-43 GB/s at 1 thread, at 2 either 43-46 (x1.1-1.2, most minutes)
+    or 72-79 (x1.8-1.95), where the compute-bound kernels scale 1.9-2.0x; so each run
+    records it.
 
     Parameters
     ----------
@@ -304,16 +312,9 @@ def copy_bandwidth_by_threads(counts, nbytes: int = 256 * 2**20,
     piece = 64 * 2**10
     src = np.ones((max(nbytes // piece, 1), piece), dtype=np.uint8)
     dst = np.empty_like(src)
-    out = {}
-    for n in counts:
-        _elementwise.copy_rows(src, dst, 0, int(n))  # warm-up: fault in the pages
-        best = float("inf")
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            _elementwise.copy_rows(src, dst, 0, int(n))
-            best = min(best, time.perf_counter() - t0)
-        out[int(n)] = 2 * src.nbytes / best / 1e9
-    return out
+    return {int(n): 2 * src.nbytes / _best_seconds(
+                lambda n=int(n): _elementwise.copy_rows(src, dst, 0, n), repeat) / 1e9
+            for n in counts}
 
 
 def sgemm_peak(threads: int, n: int = 2048, repeat: int = 5) -> float:

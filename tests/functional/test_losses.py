@@ -317,6 +317,9 @@ def test_unweighted_cross_entropy_without_arrays_of_ones_gives_the_weighted_bits
     rng = np.random.default_rng(8)
     logits = rng.standard_normal((4, 3, 9, 7)).astype(dtype)
     labels = rng.integers(0, 3, (4, 9, 7))
+    *_, wt = _loss._index_targets(Tensor(logits), labels, None, -100, "cross_entropy",
+                                  unit=True)
+    assert (wt is None) == (limit is None)  # the path under test is the one taken
     results = []
     for weight in (None, np.ones(3, dtype)):
         x = Tensor(logits.copy(), requires_grad=True)
