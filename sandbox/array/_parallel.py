@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..runtime.threads import get_num_threads
+from ..runtime.threads import get_num_threads, threads_now
 
 __all__ = ["OrderedSum", "parallel_map", "scratch"]
 
@@ -105,7 +105,7 @@ def parallel_map(fn, chunks, num_threads: int | None = None) -> list:
         index among those that ran) is re-raised after all threads stopped.
     """
     chunks = list(chunks)
-    nt = get_num_threads() if num_threads is None else num_threads
+    nt = threads_now() if num_threads is None else num_threads
     nt = min(nt, len(chunks))
     if nt <= 1 or getattr(_local, "inside", False):
         return [fn(c) for c in chunks]

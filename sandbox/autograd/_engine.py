@@ -10,7 +10,12 @@
    its outputs, call the op's ``backward``, **free** the node unless
    ``retain_graph=True``, and **send** each returned gradient on: added into the
    pending gradient of the node that made that input, or of the leaf;
-4. **accumulate** each leaf's summed gradient into its ``.grad`` (:meth:`_Walk.finish`),
+4. **wait** for the gradients computed beside (:meth:`_Walk.beside`): a Function may
+   hand back the gradients that only leaves read (a convolution's weight and bias,
+   ``Function.deferrable``) as pending results of the side worker
+   (:mod:`sandbox.runtime.overlap`), so that they are computed while this thread goes
+   on; the leaves sum them in the same order as any other, so the bits are the same;
+5. **accumulate** each leaf's summed gradient into its ``.grad`` (:meth:`_Walk.finish`),
    once, as PyTorch's AccumulateGrad does when every gradient of the leaf has arrived: a
    tensor used twice (``a + a``) adds its two gradients into one new array that becomes
    ``.grad``, where a first gradient copied into ``.grad`` and the second added there
@@ -26,12 +31,14 @@ the core calls it only for a node that has hooks, retains or is captured.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from operator import attrgetter
 
 import numpy as np
 
-from . import _anomaly
+from ..runtime import overlap, threads
+from . import _anomaly, _schedule
 from ._function import _FREED_MESSAGE
 from ._grad_mode import set_grad_enabled
 from ._node import Edge
@@ -97,8 +104,9 @@ def _run(walk, roots, seeds):
             walk.add(t.grad_fn, t._output_nr, g)
     order = walk.order(_toposort([t.grad_fn for t in roots if t.grad_fn is not None]))
     with set_grad_enabled(walk.create):  # record the backward ops only for create_graph
-        for node in order:
-            walk.visit(node)
+        with walk.beside(order):
+            for node in order:
+                walk.visit(node)
         walk.finish()
     return walk
 
@@ -115,6 +123,11 @@ class _Walk:
         self.owned = set()  # ids of sums allocated here: only those are added into in place
         self.leaf_sums = {}  # id(leaf) -> [leaf, summed gradient, owned by the walk?]
         self.anomaly = _anomaly._flag.enabled  # read once: no cost per node when off
+        # may a Function hand back gradients computed beside this thread (its
+        # ``deferrable`` ones, when they go to leaves)?  Only in a plain walk with a
+        # thread to spare; the leaves then sum them in the same order (settle, leaf)
+        self.defers = (not create_graph and not self.anomaly and overlap._mode != "off"
+                       and threads.get_num_threads() > 1)
 
     def visit(self, node):
         if node._freed:
@@ -129,6 +142,8 @@ class _Walk:
         elif len(grads) > 1:
             _fill_zeros(node, grads, self.create)
         fn, ctx, edges = node._fn, node._ctx, node._next
+        if fn.deferrable and self.defers:
+            ctx.defer = all(type(edges[i]) is not Edge for i in fn.deferrable)
         if self.create:
             ctx._node = node  # saved outputs come back attached to this node
         elif not fn.plain_backward_arrays:
@@ -147,6 +162,11 @@ class _Walk:
         for i, (e, g) in enumerate(zip(edges, result, strict=False)):  # extra Nones: checked
             if e is None or g is None:
                 continue
+            if isinstance(g, overlap.Pending):  # a leaf's (ctx.defer): checked when settled
+                if type(e) is not Edge:
+                    self.leaf(e, g, fn.fresh_grads)
+                    continue
+                g = g.result()
             if self.create or type(g) is not np.ndarray:
                 g = _one_form(g, self.create)
             if type(e) is Edge:
@@ -191,14 +211,63 @@ class _Walk:
         """Add ``g`` to the pending gradient of leaf ``t`` (``fresh``: a new array no one
         else holds, which the walk may keep and add into)."""
         entry = self.leaf_sums.get(id(t))
+        if isinstance(g, overlap.Pending):
+            if entry is None:  # kept pending until settle(), or a second gradient
+                self.leaf_sums[id(t)] = [t, g, fresh]
+                return
+            g = _settled(t, g)
         if entry is None:  # a fresh array is the walk's to add into, if it can be written
             self.leaf_sums[id(t)] = [t, g, fresh and not self.create and g.flags.writeable]
-        elif self.create:
+            return
+        if isinstance(entry[1], overlap.Pending):
+            entry[1] = _settled(t, entry[1])
+            entry[2] = entry[2] and entry[1].flags.writeable
+        if self.create:
             entry[1] = entry[1] + g
         elif entry[2]:
             _add_arrays(entry[1], g, out=entry[1])
         else:  # on every thread for large sums; 0-d + 0-d gives a numpy scalar
             entry[1], entry[2] = as_ndarray(_add_arrays(entry[1], g)), True
+
+    @contextlib.contextmanager
+    def beside(self, order):
+        """Around the visits: let the leaves' gradients of ``Function.deferrable`` run
+        beside this thread or not, as was faster lately for graphs like ``order``
+        (:mod:`._schedule`); at the end wait for them (:meth:`settle`), after an error
+        stop them."""
+        schedule = None
+        if self.defers and overlap._mode == "auto":
+            if any(node._fn.deferrable for node in order):
+                schedule = _schedule.schedule_for(order)
+                self.defers = schedule.pick()
+            else:
+                self.defers = False
+        start = _schedule.clock()
+        try:
+            yield
+            self.settle()
+        except BaseException:
+            self.drop_pending()
+            raise
+        if schedule is not None:
+            schedule.record(self.defers, _schedule.clock() - start)
+
+    def settle(self):
+        """Wait for the leaves' gradients computed beside this thread (helping with the
+        ones not started yet), so that every pending sum is an array."""
+        if overlap._pending:
+            overlap.drain()
+        for entry in self.leaf_sums.values():
+            if isinstance(entry[1], overlap.Pending):
+                entry[1] = _settled(entry[0], entry[1])
+                entry[2] = entry[2] and entry[1].flags.writeable
+
+    def drop_pending(self):
+        """After an error: stop the pending gradients' work (or wait for it to end)."""
+        for entry in self.leaf_sums.values():
+            if isinstance(entry[1], overlap.Pending):
+                entry[1].cancel()
+        self.leaf_sums.clear()
 
     def finish(self):
         """Accumulate each leaf's summed gradient, in the order the leaves got their first."""
@@ -210,6 +279,15 @@ class _Walk:
         """Add a leaf's summed gradient ``g`` into its ``.grad`` (kept as it is if the walk
         owns it and ``.grad`` is None)."""
         _accumulate_into(t, g, self.create, owned)
+
+
+def _settled(t, pending):
+    """The array of a leaf's pending gradient, checked as a returned one is in visit."""
+    g = pending.result()
+    if g.shape != t._data.shape:
+        raise RuntimeError(f"a gradient of shape {tuple(g.shape)} was computed for a leaf "
+                           f"of shape {tuple(t.shape)}")
+    return g if g.dtype == t._data.dtype else g.astype(t._data.dtype)
 
 
 def _fill_zeros(node, grads, create):

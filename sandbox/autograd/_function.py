@@ -85,6 +85,9 @@ class Context:
     _versions = None  # per saved item: the Tensor's version when saved (None: not a Tensor)
     _freed = False
     _node = None  # this op's node, only while its backward runs under create_graph
+    #: set by the engine before a plain backward of a Function with ``deferrable``
+    #: gradients: True when it may return those as pending results (runtime.overlap)
+    defer = False
 
     def __init__(self, fn, inputs, needs_input_grad):
         self._fn = fn  # to name the op in errors
@@ -269,6 +272,13 @@ class Function:
     #: gradients as the arrays it sums, without wrapping them into Tensors.  Under
     #: create_graph every backward receives Tensors.  once_differentiable sets it.
     plain_backward_arrays = False
+
+    #: Positions of the gradients a plain backward may hand back pending
+    #: (:class:`sandbox.runtime.overlap.Pending`, computed beside the calling thread)
+    #: when the engine sets ``ctx.defer``: it does so when every input at these positions
+    #: is a leaf (or None), so nothing in the backward pass reads those gradients before
+    #: the leaves accumulate them.  A convolution's weight and bias.
+    deferrable = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._version import __version__
 from ..runtime import compiled as _compiled
-from ..runtime import simd
+from ..runtime import overlap, simd
 from ..runtime import threads as _config
 from ..runtime.allocator import is_tuned
 
@@ -67,6 +67,7 @@ def info_dict() -> dict:
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "gomp_spincount": os.environ.get("GOMP_SPINCOUNT"),
         "malloc_tuned": is_tuned(),
+        "overlap": overlap.mode(),
         "calibration": _calibration(),
         "python_layer": _compiled.status(),
     }
@@ -121,6 +122,8 @@ def info(file=None) -> dict:
         + (f" (_OPENMP={d['openmp_version']})" if d["openmp"] else ""),
         f"threads:         {d['num_threads']} (set_num_threads / ${_config.ENV_VAR}); "
         f"a prange loop ran on {d['threads_seen_in_prange']}",
+        f"backward:        weight gradients beside the walk: {d['overlap']} "
+        f"(${overlap.ENV_VAR}: off, auto = where faster lately, always)",
     ]
     lines.append(
         f"runtime:         OMP_WAIT_POLICY={d['omp_wait_policy']}, "

@@ -25,6 +25,7 @@ from typing import NamedTuple
 from ..array import conv as _conv
 from ..array._validate import ntuple
 from ..autograd import Function, Tensor, is_grad_enabled
+from ..runtime import overlap
 
 __all__ = ["check_tensor", "conv2d", "conv3d", "conv_transpose2d", "conv_transpose3d",
            "string_padding"]
@@ -73,6 +74,15 @@ def _backward(ctx, grad, array_backward, input_grad, weight_grad):
     plan = ctx.plan
     if not is_grad_enabled():  # plain backward: the kernels, on arrays, on the plan
         x, weight = ctx.saved_arrays
+        if ctx.defer and (needs[1] or needs[2]):
+            # the input gradient here, for the next node; the weight and bias gradients
+            # (which only their leaves read) beside this thread meanwhile
+            later = overlap.submit(_parameter_grads, array_backward, grad, x, weight, needs,
+                                   plan)
+            gx = (array_backward(grad, x, weight, needs=(True, False, False), plan=plan)[0]
+                  if needs[0] else None)
+            return (gx, later.item(0) if needs[1] else None,
+                    later.item(1) if needs[2] else None, None)
         gx, gw, gb = array_backward(grad, x, weight, needs=needs, plan=plan)
         return gx, gw, gb, None
     # create_graph: every gradient is a differentiable op again
@@ -81,6 +91,11 @@ def _backward(ctx, grad, array_backward, input_grad, weight_grad):
     gw = weight_grad.apply(x, grad, weight.numpy(), plan) if needs[1] else None
     gb = grad.sum(axis=_bias_axes(plan.nd)) if needs[2] else None
     return gx, gw, gb, None
+
+
+def _parameter_grads(array_backward, grad, x, weight, needs, plan):
+    """The weight and bias gradients of a convolution (``needs``: of the three)."""
+    return array_backward(grad, x, weight, needs=(False, needs[1], needs[2]), plan=plan)[1:]
 
 
 def _conv_input_grad(grad, weight, input_shape, plan):
@@ -119,6 +134,7 @@ class _Bilinear(Function):
 
     fresh_grads = True  # the array backward allocates every gradient it returns
     plain_backward_arrays = True  # outside create_graph, grad is an ndarray
+    deferrable = (1, 2)  # the weight and bias gradients, when they go to leaves
 
     @staticmethod
     def forward(ctx, x, weight, bias, plan):

@@ -26,6 +26,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from . import overlap
+
 ENV_VAR = "SANDBOX_NUM_THREADS"
 BLAS_ENV_VAR = "SANDBOX_BLAS_THREADS"
 
@@ -96,11 +98,24 @@ PARALLEL_MIN = 1 << 15
 
 def kernel_threads(size: int) -> int:
     """Threads for a ``prange`` kernel over ``size`` elements (1 for small work)."""
-    return get_num_threads() if size >= PARALLEL_MIN else 1
+    return threads_now() if size >= PARALLEL_MIN else 1
 
 
 def get_num_threads() -> int:
     """Number of threads the kernels and the worker pool use (BLAS itself uses 1)."""
+    return _num_threads if _num_threads is not None else _configured()
+
+
+def threads_now() -> int:
+    """Threads a kernel called now, on this thread, may use: :func:`get_num_threads`,
+    but while work runs beside the calling thread (:mod:`.overlap`) one fewer on the
+    calling thread and one on the side worker."""
+    n = _num_threads if _num_threads is not None else _configured()
+    return overlap.threads_here(n) if overlap._pending else n
+
+
+def _configured() -> int:
+    """The thread count set (or the default), whatever runs beside."""
     global _num_threads
     if _num_threads is None:
         _num_threads = _default_threads()

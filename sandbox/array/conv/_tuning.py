@@ -19,7 +19,7 @@ import dataclasses
 import itertools
 
 from ...runtime import simd
-from ...runtime.threads import get_num_threads
+from ...runtime.threads import threads_now
 
 __all__ = ["MIN_PARALLEL_FLOPS", "TUNING", "WEIGHT_GRAD_TARGET_TILES", "ConvTuning",
            "chunk_threads", "settings_stamp", "state", "tuned"]
@@ -379,14 +379,14 @@ def state() -> tuple:
     cached routes and schedules: the settings in force (their stamp, new at every
     change and in every :func:`tuned` block), the SIMD selection
     (:func:`sandbox.runtime.simd.current`) and the thread count."""
-    return (_current().stamp, simd.current(), get_num_threads())
+    return (_current().stamp, simd.current(), threads_now())
 
 
 def chunk_threads() -> int:
     """Threads for a kernel called inside a conv chunk (``ConvTuning.kernel_threads``; 0:
     all of them).  Not :func:`sandbox.runtime.threads.kernel_threads`, which sizes a
     ``prange`` by its work."""
-    return TUNING.kernel_threads or get_num_threads()
+    return TUNING.kernel_threads or threads_now()
 
 
 #: the settings of recent tuned() blocks: (stamp of the settings changed, the changes) ->

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..._C import _winograd, _winograd_fused, _winograd_weights
 from ...runtime import simd
-from ...runtime.threads import get_num_threads
+from ...runtime.threads import threads_now
 from .._gemm import backend, lhs, matmul, product_form
 from .._parallel import OrderedSum, parallel_map, scratch
 from ._chunks import add_bias
@@ -277,7 +277,7 @@ def winograd_conv3x3(x, u, y, ph: int, pw: int, kernel_threads: int = 1, bias=No
         add_bias(y, bias)
         return
     if pending is not None:
-        pending.run(get_num_threads())
+        pending.run(threads_now())
     count, th, tw, tiles, avx = plan.count, plan.th, plan.tw, plan.tiles, plan.avx
 
     def task(block, split=False):
@@ -362,7 +362,7 @@ def _by_channels(split: bool, channels: int, run) -> None:
         run(0, channels, 1)
         return
     if TUNING.split_in_kernels:
-        run(0, channels, get_num_threads())
+        run(0, channels, threads_now())
         return
     bounds = [channels * i // 4 for i in range(5)]
     parallel_map(lambda i: run(bounds[i], bounds[i + 1], 1), range(4))
@@ -377,7 +377,7 @@ def _matmul_points(a, b, out, split: bool) -> None:
     if not split:
         matmul(a, b, out)
         return
-    if TUNING.split_in_kernels and matmul(a, b, out, num_threads=get_num_threads()):
+    if TUNING.split_in_kernels and matmul(a, b, out, num_threads=threads_now()):
         return
 
     def points(k0):
@@ -461,7 +461,7 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
         v = _points("wino_v", count, c, t, x.dtype)
         gt = _points("wino_m", count, o, t, x.dtype)
         if split and TUNING.split_in_kernels:  # each transform on every thread
-            nt = get_num_threads()
+            nt = threads_now()
             _winograd.input_transform(x, v, n0, cnt, ph, pw, th, tw, nt, avx)
             _winograd.grad_transform(g, gt, n0, cnt, th, tw, nt, avx)
         elif split:  # both transforms in one round of the pool
@@ -481,5 +481,5 @@ def winograd_weight_grad(x, g, ph: int, pw: int, kernel_threads: int = 1,
 
     _run_blocks(task, blocks, x.dtype)
     # dW = G^T P G per (o, c); after the chunks, so every thread may help
-    _winograd_weights.weight_grad_fold(total.out, gw, get_num_threads())
+    _winograd_weights.weight_grad_fold(total.out, gw, threads_now())
     return gw

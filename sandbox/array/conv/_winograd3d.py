@@ -32,7 +32,7 @@ import numpy as np
 
 from ..._C import _elementwise, _winograd
 from ...runtime import simd
-from ...runtime.threads import get_num_threads
+from ...runtime.threads import threads_now
 from .._gemm import lhs, matmul
 from .._parallel import OrderedSum, parallel_map, scratch
 from . import _winograd as w2d
@@ -215,7 +215,7 @@ def conv3x3x3(x, pending, y, pad, bias=None) -> None:
             pending[0].c_major)
         add_bias(y, bias)
         return
-    u_depth = [lhs(u.run(get_num_threads())) for u in pending]
+    u_depth = [lhs(u.run(threads_now())) for u in pending]
 
     def task(chunk):
         _, s, z0, nz = chunk
