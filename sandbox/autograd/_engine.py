@@ -237,7 +237,7 @@ class _Walk:
         stop them."""
         schedule = None
         if self.defers and overlap._mode == "auto":
-            if any(node._fn.deferrable for node in order):
+            if _schedule.worth_timing(order):
                 schedule = _schedule.schedule_for(order)
                 self.defers = schedule.pick()
             else:

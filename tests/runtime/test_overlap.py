@@ -31,13 +31,15 @@ def test_an_error_raised_by_the_work_is_raised_by_result():
     assert overlap._pending == 0
 
 
-def test_work_not_started_runs_on_the_calling_thread():
-    gate = threading.Event()
-    blocker = overlap.submit(gate.wait, 10)  # holds the side worker
+def test_work_not_started_runs_on_the_calling_thread(two_threads):
+    gate, started = threading.Event(), threading.Event()
+    blocker = overlap.submit(lambda: (started.set(), gate.wait(10))[1])  # holds the worker
+    assert started.wait(10)
     ran_on = []
-    queued = overlap.submit(lambda: ran_on.append(threading.get_ident()) or "done")
+    queued = overlap.submit(lambda: ran_on.append((threading.get_ident(),
+                                                   threads.threads_now())) or "done")
     assert queued.result() == "done"  # taken back from the queue, run here
-    assert ran_on == [threading.get_ident()]
+    assert ran_on == [(threading.get_ident(), 1)]  # beside the worker's running work
     gate.set()
     assert blocker.result() is True
     assert overlap._pending == 0
@@ -55,8 +57,9 @@ def test_drain_runs_the_queue_and_waits_for_the_rest():
 
 
 def test_cancel_drops_work_not_started():
-    gate = threading.Event()
-    blocker = overlap.submit(gate.wait, 10)
+    gate, started = threading.Event(), threading.Event()
+    blocker = overlap.submit(lambda: (started.set(), gate.wait(10))[1])
+    assert started.wait(10)
     ran = []
     dropped = overlap.submit(ran.append, 1)
     dropped.cancel()
@@ -67,10 +70,11 @@ def test_cancel_drops_work_not_started():
 
 def test_kernels_beside_side_work_take_one_thread_fewer(two_threads):
     assert threads.threads_now() == 2
-    gate = threading.Event()
-    seen = overlap.submit(lambda: (gate.wait(10), threads.threads_now())[1])
+    gate, started = threading.Event(), threading.Event()
+    seen = overlap.submit(lambda: (started.set(), gate.wait(10), threads.threads_now())[2])
     try:
         assert threads.threads_now() == 1  # this thread lends one to the side worker
+        assert started.wait(10)
         assert sandbox.get_num_threads() == 2  # the setting itself is unchanged
     finally:
         gate.set()
