@@ -5,9 +5,12 @@ calling thread with all threads, or the gradients that only leaves read (a
 convolution's weight and bias: ``Function.deferrable``) beside it on the side worker of
 :mod:`sandbox.runtime.overlap`, each side with one thread fewer.  Which is faster
 depends on the moment more than on the graph.  Measured on a 2-core AMD EPYC VM
-(family 26 model 2), the user-written UNet step at 64², batch 8: while a 2-thread
-kernel ran at twice the speed of a 1-thread one, the second way took 0.99-1.03 of the
-first's time; in the minutes when it did not (a core shared with other work), 0.88-0.94.
+(family 26 model 2), the user-written UNet's backward pass at 64², batch 8, took
+1.03-1.05 of its time beside while a 2-thread kernel ran at twice the speed of a
+1-thread one (each way then keeps both cores busy, and the weight gradients, slightly
+more work than the input gradients, end last), and 0.80-0.86 in the minutes when it
+did not (a core slowed by other work: the two sides then run apart instead of waiting
+for each other in every kernel); ``benchmarks/ab_overlap.py --backward``.
 
 So each kind of graph (its node count and its first and last op) keeps the times of
 its last passes under both schedules, runs the faster one, and every
@@ -26,6 +29,9 @@ __all__ = ["Schedule", "schedule_for", "worth_timing"]
 
 #: one pass in this many runs the schedule that was slower, to notice a change
 PROBE_EVERY = 8
+#: by how much the way beside must be faster to be run: it costs a worker thread's
+#: wake-ups and holds arrays longer, and the two ways' times scatter by a few per cent
+MARGIN = 0.03
 #: how much slower the slower way must be to be probed ``4 * PROBE_EVERY`` times as rarely
 FAR = 1.25
 #: passes remembered per schedule
@@ -51,7 +57,7 @@ class Schedule:
         if len(on) < 2 or len(off) < 2:  # try each a second time (the first is cold)
             return len(on) <= len(off)
         m_on, m_off = statistics.median(on), statistics.median(off)
-        faster = m_on <= m_off
+        faster = m_on < (1 - MARGIN) * m_off  # beside only where clearly faster
         # the slower way far behind (a pass of a single layer, whose weight gradient
         # beside waits for a thread to wake): probed four times as rarely
         every = PROBE_EVERY if max(m_on, m_off) < FAR * min(m_on, m_off) else 4 * PROBE_EVERY
