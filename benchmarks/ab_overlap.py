@@ -57,6 +57,9 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=3, help="steps a timed sample")
     parser.add_argument("--backward", action="store_true",
                         help="time the backward pass alone")
+    parser.add_argument("--volume", metavar="MODE", default=None,
+                        help="the bench's 3-D UNet step (unet3d-step/MODE) instead; whole "
+                             "steps only")
     parser.add_argument("--slow", type=float, default=1.2,
                         help="probe ratio from which a round counts as slowed")
     args = parser.parse_args(argv)
@@ -67,10 +70,19 @@ def main(argv=None) -> None:
 
     batch = args.batch or (4 if args.size >= 256 else 8)
     sandbox.set_num_threads(args.threads)
-    step, took = _timed_backward(args.size, batch, args.mode)
+    if args.volume:
+        from sandbox.bench._cases_user import profiled_step
+
+        if args.backward:
+            parser.error("--backward times the 2-D UNet only")
+        step, took = profiled_step(args.volume), [0.0]
+        model = f"3-D UNet step (unet3d-step/{args.volume})"
+    else:
+        step, took = _timed_backward(args.size, batch, args.mode)
+        model = f"user UNet {args.size}², batch {batch}, {args.mode}"
     what = "backward pass" if args.backward else "step"
-    print(f"cpu: {simd.cpu().describe()}; {args.threads} threads; user UNet {args.size}², "
-          f"batch {batch}, {args.mode}; ms a {what}, medians of {args.rounds} rounds")
+    print(f"cpu: {simd.cpu().describe()}; {args.threads} threads; {model}; ms a {what}, "
+          f"medians of {args.rounds} rounds")
     before = overlap.mode()
     rows = []
     try:
