@@ -171,8 +171,11 @@ def _start() -> None:
 
 
 def _reset_after_fork() -> None:
-    global _worker, _worker_ident, _pending
+    """In a forked child: no side worker, no work, and a lock no thread of the parent
+    can hold (it may have held it at the fork)."""
+    global _worker, _worker_ident, _pending, _cond
     _worker, _worker_ident, _pending = None, 0, 0
+    _cond = threading.Condition(threading.Lock())
     _queue.clear()
 
 

@@ -107,3 +107,19 @@ def test_a_bad_environment_value_is_named(monkeypatch):
         overlap._mode_from_env()
     monkeypatch.setenv(overlap.ENV_VAR, "0")
     assert overlap._mode_from_env() == "off"
+
+
+def test_a_forked_child_starts_its_own_side_worker(two_threads):
+    import multiprocessing
+
+    overlap.submit(lambda: None).result()  # the parent's worker exists
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        assert pool.apply(_side_work_in_child, ()) == (0, 42, 0)
+    assert overlap._pending == 0
+
+
+def _side_work_in_child():
+    before = overlap._pending  # reset after the fork: the parent's thread is not here
+    d = overlap.submit(lambda: 42)
+    return before, d.result(), overlap._pending
