@@ -41,7 +41,7 @@ _QUEUED, _RUNNING, _DONE = 0, 1, 2
 
 #: seconds the side worker stays awake for more work after each piece before it sleeps:
 #: a sleeping thread of a 2-core VM took 60-310 us to wake (median 227 us, the user UNet
-#: step at 64², AMD EPYC family 26 model 2), about 4 times a step
+#: step at 64², AMD EPYC family 26 model 2), about 5 times a step
 SPIN_SECONDS = 300e-6
 
 _cond = threading.Condition(threading.Lock())
