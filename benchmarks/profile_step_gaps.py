@@ -21,6 +21,11 @@ call (about 140 calls a step).
 
 ``--shapes`` times each kernel function apart for each shape of the first array it is
 given (a layer's input, say), so that one layer's calls can be told from another's.
+The backward pass runs in turn (``sandbox.runtime.overlap`` mode ``off``, unless
+``--overlap`` says otherwise): the timers assume one calling thread, and weight gradients
+computed on the side worker would be timed as if they ran between the calling thread's
+kernels.
+
 ``--volume MODE`` takes the bench's 3-D UNet step instead (``unet3d-step/MODE``: 32³, batch
 2, ``sandbox.bench._cases_3d``); ``--size``, ``--batch`` and ``--mode`` are then ignored.
 """
@@ -182,15 +187,22 @@ def main(argv=None) -> None:
                    help="time inside each kernel function (the --rows largest), not each module")
     p.add_argument("--shapes", action="store_true",
                    help="as --functions, each function apart for each shape of its first array")
+    p.add_argument("--overlap", choices=["off", "auto", "always"], default="off",
+                   help="the backward's work beside the walk (default off: see above)")
     args = p.parse_args(argv)
     args.functions = args.functions or args.shapes
 
+    from sandbox.runtime import overlap
+
+    before = overlap.mode()
+    overlap.set_mode(args.overlap)
     clock = _KernelClock(by_shape=args.shapes)
     clock.install()
     try:
         _run(args, clock)
     finally:
         clock.uninstall()
+        overlap.set_mode(before)
 
 
 def _run(args, clock: _KernelClock) -> None:
