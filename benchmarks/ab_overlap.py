@@ -81,8 +81,8 @@ def main(argv=None) -> None:
         step, took = _timed_backward(args.size, batch, args.mode)
         model = f"user UNet {args.size}², batch {batch}, {args.mode}"
     what = "backward pass" if args.backward else "step"
-    print(f"cpu: {simd.cpu().describe()}; {args.threads} threads; {model}; ms a {what}, "
-          f"medians of {args.rounds} rounds")
+    print(f"cpu: {simd.cpu().describe()}; path {simd.current().isa}; {args.threads} threads; "
+          f"{model}; ms a {what}, medians of {args.rounds} rounds")
     before = overlap.mode()
     rows = []
     try:
