@@ -69,6 +69,7 @@ def main(argv=None) -> None:
     from sandbox.runtime import overlap, simd
 
     batch = args.batch or (4 if args.size >= 256 else 8)
+    threads_before = sandbox.get_num_threads()
     sandbox.set_num_threads(args.threads)
     if args.volume:
         from sandbox.bench._cases_user import profiled_step
@@ -104,6 +105,7 @@ def main(argv=None) -> None:
             rows.append(row)
     finally:
         overlap.set_mode(before)
+        sandbox.set_num_threads(threads_before)
     base = args.modes[0]
     groups = [("all", rows), ("quiet", [r for r in rows if r["probe"] < args.slow]),
               (f"slowed (probe >= {args.slow})", [r for r in rows if r["probe"] >= args.slow])]
