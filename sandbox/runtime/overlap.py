@@ -184,10 +184,22 @@ if hasattr(os, "register_at_fork"):
 
 
 def submit(fn, *args) -> Deferred:
-    """Queue ``fn(*args)`` for the side worker; return its :class:`Deferred`.
+    """Queue ``fn(*args)`` for the side worker.
 
-    ``fn`` should spend its time in kernels that release the GIL, and write only
-    memory that nothing else reads before its result is asked for.
+    Parameters
+    ----------
+    fn : callable
+        Work that spends its time in kernels that release the GIL and writes only memory
+        that nothing else reads before its result is asked for.  It runs in a copy of
+        the calling thread's context.
+    *args
+        Its arguments, held until it has run.
+
+    Returns
+    -------
+    Deferred
+        Its result, pending: :meth:`Deferred.result` waits for it (or runs it here if
+        the side worker has not started it).
     """
     global _pending
     task = Deferred(fn, args, contextvars.copy_context())
@@ -216,8 +228,19 @@ def drain() -> None:
 
 
 def threads_here(n: int) -> int:
-    """Threads a kernel called on this thread may use out of ``n``: ``n`` when no side
-    work is pending; else 1 on the side worker and ``n - 1`` on any other thread."""
+    """Threads a kernel called on this thread may use out of ``n``.
+
+    Parameters
+    ----------
+    n : int
+        The thread count set (:func:`sandbox.get_num_threads`).
+
+    Returns
+    -------
+    int
+        ``n`` when no work is queued or running on the side worker; else 1 on the side
+        worker and ``max(n - 1, 1)`` on any other thread.
+    """
     if not _pending:
         return n
     if threading.get_ident() == _worker_ident:
