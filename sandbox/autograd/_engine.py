@@ -219,9 +219,7 @@ class _Walk:
         if entry is None:  # a fresh array is the walk's to add into, if it can be written
             self.leaf_sums[id(t)] = [t, g, fresh and not self.create and g.flags.writeable]
             return
-        if isinstance(entry[1], overlap.Pending):
-            entry[1] = _settled(t, entry[1])
-            entry[2] = entry[2] and entry[1].flags.writeable
+        _settle_entry(entry)  # a first gradient still pending: its array, before the sum
         if self.create:
             entry[1] = entry[1] + g
         elif entry[2]:
@@ -258,9 +256,7 @@ class _Walk:
         if overlap._pending:
             overlap.drain()
         for entry in self.leaf_sums.values():
-            if isinstance(entry[1], overlap.Pending):
-                entry[1] = _settled(entry[0], entry[1])
-                entry[2] = entry[2] and entry[1].flags.writeable
+            _settle_entry(entry)
 
     def drop_pending(self):
         """After an error: stop the pending gradients' work (or wait for it to end)."""
@@ -279,6 +275,14 @@ class _Walk:
         """Add a leaf's summed gradient ``g`` into its ``.grad`` (kept as it is if the walk
         owns it and ``.grad`` is None)."""
         _accumulate_into(t, g, self.create, owned)
+
+
+def _settle_entry(entry):
+    """A leaf's pending sum ``[leaf, gradient, owned]`` whose gradient is still pending:
+    its array, kept as the walk's to add into if it was fresh and can be written."""
+    if isinstance(entry[1], overlap.Pending):
+        entry[1] = _settled(entry[0], entry[1])
+        entry[2] = entry[2] and entry[1].flags.writeable
 
 
 def _settled(t, pending):

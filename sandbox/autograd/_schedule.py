@@ -22,7 +22,6 @@ the time changes: the results are the same bits either way.
 from __future__ import annotations
 
 import collections
-import statistics
 import time
 
 __all__ = ["Schedule", "schedule_for", "worth_timing"]
@@ -56,7 +55,7 @@ class Schedule:
         on, off = self.times[True], self.times[False]
         if len(on) < 2 or len(off) < 2:  # try each a second time (the first is cold)
             return len(on) <= len(off)
-        m_on, m_off = statistics.median(on), statistics.median(off)
+        m_on, m_off = _median(on), _median(off)
         faster = m_on < (1 - MARGIN) * m_off  # beside only where clearly faster
         # the slower way far behind (a pass of a single layer, whose weight gradient
         # beside waits for a thread to wake): probed four times as rarely
@@ -65,6 +64,14 @@ class Schedule:
 
     def record(self, deferred: bool, seconds: float) -> None:
         self.times[deferred].append(seconds)
+
+
+def _median(times) -> float:
+    """The median of a few times (``statistics`` would add 2 ms to ``import sandbox``:
+    its fractions and decimal modules)."""
+    ordered = sorted(times)
+    half = len(ordered) // 2
+    return ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
 
 
 _kinds: collections.OrderedDict = collections.OrderedDict()

@@ -32,8 +32,6 @@ import contextvars
 import os
 import threading
 
-from .._C import _wait
-
 __all__ = ["MODES", "Deferred", "Pending", "drain", "mode", "set_mode", "submit",
            "threads_here"]
 
@@ -163,8 +161,14 @@ def _work() -> None:
         _run(task, on_worker=True)
 
 
+_wait = None  # sandbox._C._wait, loaded with the first worker (not at import)
+
+
 def _start() -> None:
-    global _worker
+    """Start the side worker if it is not running (under ``_cond``)."""
+    global _worker, _wait
+    if _wait is None:
+        from .._C import _wait
     if _worker is None or not _worker.is_alive():
         _worker = threading.Thread(target=_work, name="sandbox-side", daemon=True)
         _worker.start()

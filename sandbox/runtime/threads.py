@@ -103,24 +103,19 @@ def kernel_threads(size: int) -> int:
 
 def get_num_threads() -> int:
     """Number of threads the kernels and the worker pool use (BLAS itself uses 1)."""
-    return _num_threads if _num_threads is not None else _configured()
+    global _num_threads
+    if _num_threads is None:
+        _num_threads = _default_threads()
+        _apply_blas_limit()
+    return _num_threads
 
 
 def threads_now() -> int:
     """Threads a kernel called now, on this thread, may use: :func:`get_num_threads`,
     but while work runs beside the calling thread (:mod:`.overlap`) one fewer on the
     calling thread and one on the side worker."""
-    n = _num_threads if _num_threads is not None else _configured()
+    n = get_num_threads()
     return overlap.threads_here(n) if overlap._pending else n
-
-
-def _configured() -> int:
-    """The thread count set (or the default), whatever runs beside."""
-    global _num_threads
-    if _num_threads is None:
-        _num_threads = _default_threads()
-        _apply_blas_limit()
-    return _num_threads
 
 
 def set_num_threads(n: int) -> None:
