@@ -732,8 +732,8 @@ def test_winograd_fused_forward_cuts_chunks_for_pieces(threads):
         conv.winograd.winograd_conv3x3(x, u, ref, 1, 1, 1)
     chunks = {}
     for pieces in (1, 2, 4):
-        with conv.tuned(winograd_target_tiles=32, winograd_fused_pieces=pieces), \
-                sandbox.num_threads(threads):
+        with conv.tuned(winograd_target_tiles=32, winograd_fused_pieces=pieces,
+                        winograd_fused_min_tiles=1), sandbox.num_threads(threads):
             step = conv.winograd._conv_pass(n, c_in, c_out, size, size, 4, True, 2, True,
                                             conv.winograd.state())
             y = np.empty_like(ref)
@@ -747,6 +747,39 @@ def test_winograd_fused_forward_cuts_chunks_for_pieces(threads):
 
     if simd.current().gemm_own:
         assert chunks == {1: 6, 2: 6, 4: 12}
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_winograd_fused_forward_takes_small_maps_in_chunks_of_the_least_tiles(threads):
+    """Where the split form's chunk is the whole batch (the 16x16 and 8x8 maps of a UNet
+    at batch 8: 128 tiles), the fused forward runs chunks of
+    ``TUNING.winograd_fused_min_tiles`` tiles (whole samples) when that gives two a
+    thread, and none smaller for ``winograd_fused_pieces``; the bits are the split
+    form's."""
+    from sandbox.runtime import simd
+
+    rng = np.random.default_rng(9)
+    n, c_in, c_out, size = 8, 16, 24, 16
+    x = rng.standard_normal((n, c_in, size, size)).astype(np.float32)
+    wt = rng.standard_normal((c_out, c_in, 3, 3)).astype(np.float32)
+    u = conv.winograd.weight_transform(wt, tile=4)
+    with conv.tuned(winograd_fused=False, winograd_one_region=False):
+        ref = np.empty((n, c_out, size, size), np.float32)
+        conv.winograd.winograd_conv3x3(x, u, ref, 1, 1, 1)
+    got = {}
+    for least in (32, 64, 128):  # F(4x4) on 16x16: 16 tiles a sample
+        with conv.tuned(winograd_fused_min_tiles=least), sandbox.num_threads(threads):
+            step = conv.winograd._conv_pass(n, c_in, c_out, size, size, 4, True, 4, True,
+                                            conv.winograd.state())
+            y = np.empty_like(ref)
+            conv.winograd.winograd_conv3x3(x, u, y, 1, 1, 1)
+        np.testing.assert_array_equal(y, ref)
+        got[least] = (step.fused, step.chunk, step.chunks)
+    if simd.current().gemm_own:
+        two_each = {1: {32: (True, 2, 4), 64: (True, 4, 2), 128: (False, 8, 1)},
+                    2: {32: (True, 2, 4), 64: (False, 8, 1), 128: (False, 8, 1)},
+                    3: {32: (False, 8, 1), 64: (False, 8, 1), 128: (False, 8, 1)}}
+        assert got == two_each[threads]
 
 
 @pytest.mark.parametrize("isa,gemm", [("avx512", "avx512"), ("avx512", "avx2"),

@@ -259,6 +259,23 @@ class ConvTuning:
     #: 16-32-32 32-32-32 96-32-32 32-64-16 64-64-16 192-64-16 --parts fwd dxdw``: time
     #: 0.85-1.00 (forward) and 0.91-1.01 (dx + dw) of 2's, 16-32-32 and 32-32-32 0.99-1.03.
     winograd_fused_pieces: int = 4
+    #: the fused forward's (and input gradient's) chunks have at least this many tiles
+    #: (whole samples), and where the split form's chunks are fewer than two a thread
+    #: (the 16² and 8² maps of a UNet at batch 8: one chunk of 128 tiles) the fused form
+    #: takes chunks of this size if that makes two a thread.  Each thread then works on
+    #: its own samples from the input transform to the output, where the split form
+    #: shares each step of its one chunk and so reads what the other core wrote twice a
+    #: call: the steps a VM's slow minutes slow most (reading the other core's data up to
+    #: 1.6x slower, ``sandbox.bench._env.cross_core_cost``).  Measured on the Zen 5 VM
+    #: (AMD EPYC family 26 model 2), 64² user UNet step, batch 8, 2 threads, ``python
+    #: benchmarks/ab_simd_step.py --threads 2 --phases --seconds 600 avx512:avx512
+    #: avx512:avx512+winograd_target_tiles=32+winograd_fused_pieces=2`` (the same chunks):
+    #: 0.980 of the time in the quiet rounds (1,143), 0.962 in the slow ones (234); at 1
+    #: thread 0.979 (80 rounds); per layer (``benchmarks/ab_conv_tuning.py``, quiet) 1.00-1.20x
+    #: as fast at 1 thread (384->128@8 forward 1.20x: its points fit the caches), 0.98-1.07x
+    #: at 2.  Chunks of one sample (16 tiles) were slower at 2 threads (64->64@16 forward
+    #: 241 against 161 us).
+    winograd_fused_min_tiles: int = 32
     #: an im2col/vol2col loop (a forward, or a backward's products) with fewer GEMM
     #: flops than this runs its chunks on the calling thread: below it the worker
     #: pool's Python per chunk (the GIL, lock hand-offs) costs more than the second

@@ -241,12 +241,20 @@ def _conv_pass(n, c, o, ho, wo, itemsize, small, tile, u_unit, key) -> _Pass:
     # only for one-tile chunks, where V's columns are contiguous
     tile_bytes = count * (c + o) * itemsize
     fused_chunks = _fused_chunks(n, th, tw, blocks[0][2], tile_bytes)
+    # the forward's bits do not depend on its chunks: smaller ones where they help,
+    # down to winograd_fused_min_tiles tiles (whole samples)
+    least = max(-(-TUNING.winograd_fused_min_tiles // tiles), 1)
+    if fused_chunks[2] < 2 * threads and fused_chunks[0] > least:
+        # too few chunks for two a thread (the small maps of a UNet, whose split form's
+        # chunk is the whole batch): chunks of the least size, if that gives two
+        smaller = _fused_chunks(n, th, tw, least, tile_bytes)
+        if smaller[2] >= 2 * threads:
+            fused_chunks = smaller
     many = fused_chunks[2] >= 2 * threads
     pieces = TUNING.winograd_fused_pieces * threads
-    if many and threads > 1 and fused_chunks[2] < pieces and fused_chunks[0] > 1:
-        # smaller chunks (the forward's bits do not depend on them), so that a thread on
-        # a slower core takes fewer of them
-        fused_chunks = _fused_chunks(n, th, tw, max(n // pieces, 1), tile_bytes)
+    if many and threads > 1 and fused_chunks[2] < pieces and fused_chunks[0] > least:
+        # so that a thread on a slower core takes fewer of them
+        fused_chunks = _fused_chunks(n, th, tw, max(n // pieces, least), tile_bytes)
     return _pass(tile, count, th, tw, tiles, blocks, selection, threads, fused_chunks, many,
                  lambda t: product_form(o, t, c, u_unit and t == 1), itemsize == 4 and small)
 
@@ -323,8 +331,9 @@ def _in_one_region(float32: bool, selection, forms) -> bool:
     :func:`~sandbox.array._gemm.product_form`), with the AVX-512 transforms or the
     portable ones, as the split form from Python would run them
     (``Selection.winograd_avx512``).  The fused form also takes two chunks a thread (a
-    single chunk, the 8x8 and 4x4 maps of a UNet at batch 8, runs faster with its steps
-    shared: ``python benchmarks/ab_simd_step.py``).  Rules of the shapes and the SIMD
+    single chunk, the 4x4 maps of a UNet at batch 8, runs faster with its steps shared:
+    ``python benchmarks/ab_simd_step.py``; the 16x16 and 8x8 maps take chunks of two
+    samples, ``TUNING.winograd_fused_min_tiles``).  Rules of the shapes and the SIMD
     selection; the thread count only chooses between forms that give the same bits."""
     return float32 and selection.gemm_own and "blas" not in forms
 
