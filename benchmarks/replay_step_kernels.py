@@ -4,8 +4,8 @@ alone: which part of the speed-up the kernels lose to data that left the caches.
 One step of the user-written UNet (``sandbox.bench._cases_user``) is recorded at each thread
 count: every call of a kernel function (``sandbox._C.*``, wrapped as
 ``profile_step_gaps.py`` wraps them) with its arguments.  The backward runs in turn
-(``sandbox.runtime.overlap`` mode ``off``), so both records hold the same calls in the
-same order, each with its thread count.  Then, round after round and the counts
+(``sandbox.runtime.overlap`` mode ``off``), so both records hold the calls of one thread
+in the step's order, each with its thread count.  Then, round after round and the counts
 alternating, the calls are replayed:
 
 * **in order**: the step's calls one after another, each timed: what each finds in the
@@ -24,6 +24,8 @@ the recorded arrays (cold), where the step's new arrays often reuse memory just 
     python benchmarks/replay_step_kernels.py --size 64 --threads 1 2 --rounds 11
     python benchmarks/replay_step_kernels.py --volume nearest --threads 1 2   # 3-D step
 
+Where the step calls other kernels at the two counts (the 3-D step copies its slabs on
+numpy's one thread at one thread), the rows add each count's calls by kernel and shape.
 The kernels write into the recorded arrays again and again (the values change, the shapes
 and the work do not).  The rows are kernel functions by the shape of their first array,
 largest loss first: ``lost`` is the in-order time at the second count minus the first
@@ -109,19 +111,17 @@ def replay(step, clock: _Recorder, counts, rounds: int) -> dict:
     Returns
     -------
     dict
-        ``calls``: the first count's ``(name, shape)`` per call; per count, ``order`` and
+        Per count: ``calls``, its ``(name, shape)`` per call (a step may call other
+        kernels at another count: the 3-D step's copies run on numpy at one thread),
+        ``order`` and
         ``alone`` (median seconds of each call), ``step`` and ``inside`` (median seconds
         of a real step and of its time inside the kernels).
     """
     logs = {t: _record(step, clock, t) for t in counts}
-    first = [(k, s) for k, s, *_ in logs[counts[0]]]
-    for t in counts[1:]:
-        if [(k, s) for k, s, *_ in logs[t]] != first:
-            raise RuntimeError(f"the step called other kernels at {t} threads than at "
-                               f"{counts[0]}: the records cannot be compared")
+    calls = {t: [(k, s) for k, s, *_ in logs[t]] for t in counts}
     clock_ = time.perf_counter
-    order = {t: [[] for _ in first] for t in counts}
-    alone = {t: [[] for _ in first] for t in counts}
+    order = {t: [[] for _ in logs[t]] for t in counts}
+    alone = {t: [[] for _ in logs[t]] for t in counts}
     steps = {t: [] for t in counts}
     inside = {t: [] for t in counts}
     for r in range(rounds):
@@ -139,9 +139,9 @@ def replay(step, clock: _Recorder, counts, rounds: int) -> dict:
             steps[t].append(whole)
             inside[t].append(kernels)
     med = statistics.median
-    return {"calls": first,
-            **{t: {"order": [med(v) for v in order[t]], "alone": [med(v) for v in alone[t]],
-                   "step": med(steps[t]), "inside": med(inside[t])} for t in counts}}
+    return {t: {"calls": calls[t], "order": [med(v) for v in order[t]],
+                "alone": [med(v) for v in alone[t]], "step": med(steps[t]),
+                "inside": med(inside[t])} for t in counts}
 
 
 def report(result: dict, counts, rows: int) -> None:
@@ -156,20 +156,26 @@ def report(result: dict, counts, rows: int) -> None:
         print(f"  {label:22s} {x * 1e3:8.2f} ms {y * 1e3:9.2f} ms  {x / y:7.2f}x")
     print(f"  cold data (in order - alone): {(oa - la) * 1e3:.2f} ms at {a}, "
           f"{(ob - lb) * 1e3:.2f} ms at {b} ({(oa - la) / (ob - lb):.2f}x)")
+    if ra["calls"] != rb["calls"]:
+        print(f"  (the step calls other kernels at {a} and {b} threads: the rows below add "
+              f"each count's calls by kernel and shape; 'calls' counts the first's)")
     groups = {}
-    for i, key in enumerate(result["calls"]):
-        g = groups.setdefault(key, [0, 0.0, 0.0, 0.0, 0.0])
-        g[0] += 1
-        g[1] += ra["order"][i]
-        g[2] += rb["order"][i]
-        g[3] += ra["alone"][i]
-        g[4] += rb["alone"][i]
+    for side, r in ((0, ra), (1, rb)):
+        for i, key in enumerate(r["calls"]):
+            g = groups.setdefault(key, [0, 0.0, 0.0, 0.0, 0.0])
+            g[0] += side == 0
+            g[1 + side] += r["order"][i]
+            g[3 + side] += r["alone"][i]
     scale = a / b
     print(f"  {'kernel':32s} {'first array':18s} calls  in order ms  x      alone x  lost ms")
     for (name, shape), (n, xa, xb, ya, yb) in sorted(
             groups.items(), key=lambda kv: -(kv[1][2] - kv[1][1] * scale))[:rows]:
         print(f"  {name:32s} {str(shape):18s} {n:5d}  {xa * 1e3:5.2f} {xb * 1e3:5.2f} "
-              f"{xa / xb:5.2f}  {ya / yb:7.2f}  {(xb - xa * scale) * 1e3:7.3f}")
+              f"{_ratio(xa, xb):>5s}  {_ratio(ya, yb):>7s}  {(xb - xa * scale) * 1e3:7.3f}")
+
+
+def _ratio(x: float, y: float) -> str:
+    return f"{x / y:.2f}" if x and y else "-"
 
 
 def main(argv=None) -> None:
