@@ -31,7 +31,6 @@ the core calls it only for a node that has hooks, retains or is captured.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from operator import attrgetter
 
@@ -227,28 +226,12 @@ class _Walk:
         else:  # on every thread for large sums; 0-d + 0-d gives a numpy scalar
             entry[1], entry[2] = as_ndarray(_add_arrays(entry[1], g)), True
 
-    @contextlib.contextmanager
     def beside(self, order):
-        """Around the visits: let the leaves' gradients of ``Function.deferrable`` run
-        beside this thread or not, as was faster lately for graphs like ``order``
-        (:mod:`._schedule`); at the end wait for them (:meth:`settle`), after an error
-        stop them."""
-        schedule = None
-        if self.defers and overlap._mode == "auto":
-            if _schedule.worth_timing(order):
-                schedule = _schedule.schedule_for(order)
-                self.defers = schedule.pick()
-            else:
-                self.defers = False
-        start = _schedule.clock()
-        try:
-            yield
-            self.settle()
-        except BaseException:
-            self.drop_pending()
-            raise
-        if schedule is not None:
-            schedule.record(self.defers, _schedule.clock() - start)
+        """Around the visits (``with walk.beside(order):``): let the leaves' gradients of
+        ``Function.deferrable`` run beside this thread or not, as was faster lately for
+        graphs like ``order`` (:mod:`._schedule`); at the end wait for them
+        (:meth:`settle`), after an error stop them."""
+        return _Beside(self, order)
 
     def settle(self):
         """Wait for the leaves' gradients computed beside this thread (helping with the
@@ -275,6 +258,39 @@ class _Walk:
         """Add a leaf's summed gradient ``g`` into its ``.grad`` (kept as it is if the walk
         owns it and ``.grad`` is None)."""
         _accumulate_into(t, g, self.create, owned)
+
+
+class _Beside:
+    """:meth:`_Walk.beside`'s context (a class, not a generator: a single layer's backward
+    pays for each object it makes)."""
+
+    __slots__ = ("walk", "schedule", "start")
+
+    def __init__(self, walk, order):
+        self.walk = walk
+        self.schedule = None
+        if walk.defers and overlap._mode == "auto":
+            if _schedule.worth_timing(order):
+                self.schedule = _schedule.schedule_for(order)
+                walk.defers = self.schedule.pick()
+            else:
+                walk.defers = False
+
+    def __enter__(self):
+        self.start = _schedule.clock() if self.schedule is not None else 0.0
+
+    def __exit__(self, kind, error, trace):
+        if kind is not None:
+            self.walk.drop_pending()
+            return False
+        try:
+            self.walk.settle()
+        except BaseException:
+            self.walk.drop_pending()
+            raise
+        if self.schedule is not None:
+            self.schedule.record(self.walk.defers, _schedule.clock() - self.start)
+        return False
 
 
 def _settle_entry(entry):
