@@ -92,7 +92,8 @@ def main(argv=None) -> None:
             for _ in range(4):
                 step()
         for r in range(args.rounds):
-            row = {"probe": cross_core_cost(0.1)["ratio"]}
+            probe = cross_core_cost(0.1)  # None where two CPUs cannot be pinned
+            row = {"probe": probe["ratio"] if probe else float("nan")}
             order = args.modes if r % 2 == 0 else args.modes[::-1]
             for m in order:
                 overlap.set_mode(m)

@@ -47,30 +47,21 @@ from profile_step_gaps import _KernelClock  # noqa: E402  (this folder's script)
 
 
 class _Recorder(_KernelClock):
-    """Wraps the kernel functions as the gaps script does; while ``log`` is a list, each
-    outermost call is appended to it as ``(name, shape of the first array, function,
-    args, kwargs)``, and the seconds spent in them are added to ``kernel_seconds``."""
+    """The gaps script's clock (its wrappers time every outermost kernel call into
+    ``inside``), which also appends each such call to ``log`` while that is a list:
+    ``(name, shape of the first array, function, args, kwargs)``."""
 
     log = None
-    kernel_seconds = 0.0
 
     def wrap(self, module: str, name: str, fn):
         key = f"{module}.{name}"
-        clock = time.perf_counter
+        timed = super().wrap(module, name, fn)
 
         def recorded(*args, **kwargs):
-            if self._depth:
-                return fn(*args, **kwargs)
-            self._depth = 1
-            start = clock()
-            try:
-                if self.log is not None:
-                    shape = next((a.shape for a in args if isinstance(a, np.ndarray)), None)
-                    self.log.append((key, shape, fn, args, kwargs))
-                return fn(*args, **kwargs)
-            finally:
-                self.kernel_seconds += clock() - start
-                self._depth = 0
+            if self.log is not None and not self._depth:
+                shape = next((a.shape for a in args if isinstance(a, np.ndarray)), None)
+                self.log.append((key, shape, fn, args, kwargs))
+            return timed(*args, **kwargs)
 
         return recorded
 
@@ -97,11 +88,11 @@ def _step_times(step, clock: _Recorder, threads: int, steps: int = 3) -> tuple:
     step()
     times, inside = [], []
     for _ in range(steps):
-        clock.kernel_seconds = 0.0
+        clock.reset()
         start = time.perf_counter()
         step()
         times.append(time.perf_counter() - start)
-        inside.append(clock.kernel_seconds)
+        inside.append(sum(clock.inside.values()))
     return statistics.median(times), statistics.median(inside)
 
 
@@ -113,9 +104,8 @@ def replay(step, clock: _Recorder, counts, rounds: int) -> dict:
     dict
         Per count: ``calls``, its ``(name, shape)`` per call (a step may call other
         kernels at another count: the 3-D step's copies run on numpy at one thread),
-        ``order`` and
-        ``alone`` (median seconds of each call), ``step`` and ``inside`` (median seconds
-        of a real step and of its time inside the kernels).
+        ``order`` and ``alone`` (median seconds of each call), ``step`` and ``inside``
+        (median seconds of a real step and of its time inside the kernels).
     """
     logs = {t: _record(step, clock, t) for t in counts}
     calls = {t: [(k, s) for k, s, *_ in logs[t]] for t in counts}

@@ -5,12 +5,14 @@ calling thread with all threads, or the gradients that only leaves read (a
 convolution's weight and bias: ``Function.deferrable``) beside it on the side worker of
 :mod:`sandbox.runtime.overlap`, each side with one thread fewer.  Which is faster
 depends on the moment more than on the graph.  Measured on a 2-core AMD EPYC VM
-(family 26 model 2), the user-written UNet's backward pass at 64², batch 8, took
+(family 26 model 2) at 2 threads (the only count with a thread to spare), the
+user-written UNet's backward pass at 64², batch 8, took
 1.03-1.05 of its time beside while a 2-thread kernel ran at twice the speed of a
 1-thread one (each way then keeps both cores busy, and the weight gradients, slightly
 more work than the input gradients, end last), and 0.80-0.86 in the minutes when it
 did not (a core slowed by other work: the two sides then run apart instead of waiting
-for each other in every kernel); ``benchmarks/ab_overlap.py --backward``.
+for each other in every kernel); ``python benchmarks/ab_overlap.py --size 64 --threads 2
+--backward``.
 
 So each kind of graph (its node count and its first and last op) keeps the times of
 its last passes under both schedules, runs the faster one, and every

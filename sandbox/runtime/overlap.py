@@ -78,7 +78,9 @@ class Deferred(Pending):
         """The work's return value: waited for, or computed here if not started yet."""
         if self._state != _DONE:
             with _cond:
-                steal = self._state == _QUEUED and _take_back(self)
+                steal = self._state == _QUEUED
+                if steal:
+                    _take_back(self)
                 while not steal and self._state != _DONE:
                     _cond.wait()
             if steal:
@@ -117,13 +119,12 @@ class _Item(Pending):
         self._of.cancel()
 
 
-def _take_back(task: Deferred) -> bool:
+def _take_back(task: Deferred) -> None:
     """Take queued ``task`` from the side worker, for this thread (under ``_cond``)."""
     global _pending
     _queue.remove(task)
     task._state = _RUNNING
     _pending -= 1
-    return True
 
 
 def _run(task: Deferred, on_worker: bool = False) -> None:

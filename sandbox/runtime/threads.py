@@ -115,6 +115,8 @@ def threads_now() -> int:
     but while work runs beside the calling thread (:mod:`.overlap`) one fewer on the
     calling thread and one on the side worker."""
     n = get_num_threads()
+    # _pending read here as well as in threads_here: while nothing runs beside (nearly
+    # always), a kernel's thread count costs no further call
     return overlap.threads_here(n) if overlap._pending else n
 
 

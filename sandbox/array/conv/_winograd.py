@@ -244,13 +244,14 @@ def _conv_pass(n, c, o, ho, wo, itemsize, small, tile, u_unit, key) -> _Pass:
     # the forward's bits do not depend on its chunks: smaller ones where they help,
     # down to winograd_fused_min_tiles tiles (whole samples)
     least = max(-(-TUNING.winograd_fused_min_tiles // tiles), 1)
-    if fused_chunks[2] < 2 * threads and fused_chunks[0] > least:
+    two_each = 2 * threads  # the fused form's chunks at least
+    if fused_chunks[2] < two_each and fused_chunks[0] > least:
         # too few chunks for two a thread (the small maps of a UNet, whose split form's
         # chunk is the whole batch): chunks of the least size, if that gives two
         smaller = _fused_chunks(n, th, tw, least, tile_bytes)
-        if smaller[2] >= 2 * threads:
+        if smaller[2] >= two_each:
             fused_chunks = smaller
-    many = fused_chunks[2] >= 2 * threads
+    many = fused_chunks[2] >= two_each
     pieces = TUNING.winograd_fused_pieces * threads
     if many and threads > 1 and fused_chunks[2] < pieces and fused_chunks[0] > least:
         # so that a thread on a slower core takes fewer of them
